@@ -1,0 +1,3 @@
+"""kafka-chaos: a chaos-testing harness for Apache Kafka."""
+
+__version__ = "0.1.0"

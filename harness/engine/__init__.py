@@ -1,0 +1,1 @@
+"""The engine: runs an experiment's phases against a backend and records the history."""

@@ -1,0 +1,157 @@
+"""The run history: an append-only `history.jsonl`, one JSON event per line.
+
+Owns the writer (thread-safe, stamps `t` and `wall`, flushes at least every 100 ms and on every
+phase change, so a run killed with SIGKILL leaves every complete line readable) and the tolerant
+reader used by the verifiers' loader and by tests (a torn last line is skipped and counted).
+Event types and fields are listed in DESIGN.md ("History"); extend, never rename.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+Event = dict[str, Any]
+"""One history event: `type` and `src` plus the fields DESIGN.md lists for that type."""
+
+EventSink = Callable[[Event], None]
+"""What observers, workloads and the engine call with each event; the writer stamps `t`/`wall`."""
+
+FLUSH_INTERVAL_S = 0.1
+
+
+def _default(value: object) -> object:
+    if isinstance(value, (set, frozenset, tuple)):
+        return sorted(value) if isinstance(value, (set, frozenset)) else list(value)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
+
+
+class HistoryWriter:
+    """Appends events to `path`. Use as a context manager; `__call__` makes it an `EventSink`.
+
+    `t` is seconds since the writer opened (monotonic clock), `wall` is epoch milliseconds; an
+    event that already carries `wall` (stamped by its observer at observation time) keeps it and
+    its `t` is derived from it. Lines are written whole under a lock; the file is flushed by a
+    background thread every 100 ms, on every `phase` event, and on close.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, fsync: bool = False) -> None:
+        self.path = Path(path)
+        self._fsync = fsync
+        self._lock = threading.Lock()
+        self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        self._t0_mono = time.monotonic()
+        self._t0_wall_ms = time.time() * 1000.0
+        self._dirty = False
+        self._count = 0
+        self._closed = threading.Event()
+        self._flusher = threading.Thread(target=self._flush_loop, name="history-flush", daemon=True)
+        self._flusher.start()
+
+    @property
+    def count(self) -> int:
+        """How many events were written so far."""
+        return self._count
+
+    def now(self) -> float:
+        """Seconds since the run started, on the history's clock."""
+        return time.monotonic() - self._t0_mono
+
+    def __call__(self, event: Mapping[str, Any]) -> None:
+        self.write(event)
+
+    def write(self, event: Mapping[str, Any]) -> None:
+        record = dict(event)
+        if "type" not in record or "src" not in record:
+            raise ValueError(f"history event needs 'type' and 'src': {record!r}")
+        if "wall" in record:
+            record["t"] = round((float(record["wall"]) - self._t0_wall_ms) / 1000.0, 6)
+        else:
+            record["t"] = round(self.now(), 6)
+            record["wall"] = int(self._t0_wall_ms + record["t"] * 1000.0)
+        line = json.dumps(record, default=_default, separators=(",", ":")) + "\n"
+        with self._lock:
+            if self._file.closed:
+                return
+            self._file.write(line)
+            self._count += 1
+            self._dirty = True
+            if record["type"] in ("phase", "run.start", "run.end"):
+                self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        self._file.flush()
+        if self._fsync:
+            os.fsync(self._file.fileno())
+        self._dirty = False
+
+    def _flush_loop(self) -> None:
+        while not self._closed.wait(FLUSH_INTERVAL_S):
+            with self._lock:
+                if self._dirty and not self._file.closed:
+                    self._flush_locked()
+
+    def close(self) -> None:
+        self._closed.set()
+        with self._lock:
+            if not self._file.closed:
+                self._flush_locked()
+                self._file.close()
+        if threading.current_thread() is not self._flusher:
+            self._flusher.join(timeout=1.0)
+
+    def __enter__(self) -> HistoryWriter:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+@dataclass(slots=True)
+class ReadResult:
+    """What `read_history` found: the complete events, and how many lines it had to skip."""
+
+    events: list[Event] = field(default_factory=list)
+    skipped_lines: list[int] = field(default_factory=list)
+    truncated_tail: bool = False
+
+
+def iter_history(path: str | os.PathLike[str]) -> Iterator[tuple[int, Event | None]]:
+    """Yield (line number, event or None when the line is not a complete JSON object)."""
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw)
+            except ValueError:
+                yield lineno, None
+                continue
+            yield lineno, obj if isinstance(obj, dict) else None
+
+
+def read_history(path: str | os.PathLike[str]) -> ReadResult:
+    """Read every complete event; a torn last line (crash mid-write) is skipped, never fatal."""
+    result = ReadResult()
+    last_bad = 0
+    last_line = 0
+    for lineno, event in iter_history(path):
+        last_line = lineno
+        if event is None:
+            result.skipped_lines.append(lineno)
+            last_bad = lineno
+        else:
+            result.events.append(event)
+    result.truncated_tail = bool(last_bad) and last_bad == last_line
+    return result

@@ -1,0 +1,1 @@
+"""PySpark verifiers: load a run history, run the checks, write the verdict report."""

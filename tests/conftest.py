@@ -1,0 +1,9 @@
+"""Test configuration shared by every suite: loads the fixture modules under tests/fixtures/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+pytest_plugins = sorted(
+    f"tests.fixtures.{p.stem}" for p in (Path(__file__).parent / "fixtures").glob("*.py") if p.stem != "__init__"
+)
