@@ -1,0 +1,144 @@
+"""The `ClusterBackend` / `Cluster` extension points, and the value types every backend shares.
+
+A backend brings up ZooKeeper + N brokers + one Toxiproxy wired as DESIGN.md "Link-level faults:
+one listener per source" describes, and hands back a `Cluster`: addresses, nodes, and the node
+and link operations that faults map onto. Every `Cluster` is a context manager whose teardown
+attempts every step and reports all failures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType, TracebackType
+from typing import Literal, Protocol, runtime_checkable
+
+NodeRole = Literal["broker", "zookeeper"]
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class NodeId:
+    """A cluster member: `broker:2`, `zookeeper:1` (ids are 1-based, as Kafka's broker.id here)."""
+
+    role: NodeRole
+    id: int
+
+    def __str__(self) -> str:
+        return f"{self.role}:{self.id}"
+
+    @staticmethod
+    def broker(broker_id: int) -> NodeId:
+        return NodeId("broker", broker_id)
+
+    @staticmethod
+    def zookeeper(zk_id: int) -> NodeId:
+        return NodeId("zookeeper", zk_id)
+
+
+CLIENT: Literal["client"] = "client"
+LinkSource = NodeId | Literal["client"]
+
+
+def link_name(src: LinkSource, dst: NodeId) -> str:
+    """The Toxiproxy proxy name of a directed link: `1->2`, `1->zk1`, `client->3`."""
+    s = "client" if src == CLIENT else str(src.id)  # type: ignore[union-attr]
+    d = f"zk{dst.id}" if dst.role == "zookeeper" else str(dst.id)
+    return f"{s}->{d}"
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerFlavour:
+    """What was tested: Apache Kafka (and its version) or the reference broker (and its bug flags)."""
+
+    name: Literal["apache-kafka", "reference"]
+    version: str
+    bugs: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        if self.name == "apache-kafka":
+            return f"Apache Kafka {self.version}"
+        text = f"kafka-chaos reference broker {self.version}"
+        return text + (f" with bugs: {', '.join(self.bugs)}" if self.bugs else "")
+
+
+def _frozen_map(data: Mapping[str, str] | None = None) -> Mapping[str, str]:
+    return MappingProxyType(dict(data or {}))
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSpec:
+    """What to bring up. `broker_config` uses Kafka's own property names, values as strings."""
+
+    brokers: int
+    zookeepers: int = 1
+    kafka_version: str = "7.7.1"
+    broker_config: Mapping[str, str] = field(default_factory=_frozen_map)
+    images: Mapping[str, str] = field(default_factory=_frozen_map)
+    reference_bugs: tuple[str, ...] = ()
+    ready_timeout_s: float = 90.0
+
+
+@runtime_checkable
+class Link(Protocol):
+    """One directed link's proxy (`src->dst`). Toxic attributes use Toxiproxy's names."""
+
+    name: str
+
+    def disable(self) -> None: ...
+
+    def enable(self) -> None: ...
+
+    def add_toxic(
+        self, kind: str, attributes: Mapping[str, float | int], *, stream: str = "downstream",
+        toxicity: float = 1.0, name: str | None = None,
+    ) -> str: ...
+
+    def remove_toxic(self, name: str) -> None: ...
+
+
+@runtime_checkable
+class Cluster(Protocol):
+    """A running cluster. Node operations raise `BackendError` naming the node on failure."""
+
+    bootstrap_servers: str
+    """Client bootstrap list (through the `client->j` proxies)."""
+    zookeeper_connect: str
+    """Direct ZooKeeper connect string for observers (not through any proxy)."""
+    nodes: tuple[NodeId, ...]
+    flavour: BrokerFlavour
+
+    def kill(self, node: NodeId) -> None: ...  # SIGKILL / docker kill
+
+    def stop(self, node: NodeId) -> None: ...  # SIGTERM: controlled shutdown, waits for exit
+
+    def start(self, node: NodeId) -> None: ...  # (re)start a stopped or killed node, waits until ready
+
+    def pause(self, node: NodeId) -> None: ...  # SIGSTOP / docker pause
+
+    def resume(self, node: NodeId) -> None: ...
+
+    def is_running(self, node: NodeId) -> bool: ...
+
+    def link(self, src: LinkSource, dst: NodeId) -> Link: ...
+
+    def describe(self) -> Mapping[str, object]: ...  # versions, images/distribution, ports: for run.json
+
+    def down(self) -> None: ...
+
+    def __enter__(self) -> Cluster: ...
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None: ...
+
+
+@runtime_checkable
+class ClusterBackend(Protocol):
+    """Brings clusters up. `available()` answers whether it can run here and why (or why not)."""
+
+    name: str
+
+    def available(self) -> tuple[bool, str]: ...
+
+    def up(self, spec: ClusterSpec, workdir: Path) -> Cluster: ...
