@@ -1,0 +1,2 @@
+"""Cluster backends: the ClusterBackend protocol, the containers and process backends,
+and the ZooKeeper launcher."""

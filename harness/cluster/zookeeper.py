@@ -1,0 +1,469 @@
+"""Real ZooKeeper servers as local processes: one member or an odd-sized ensemble on loopback.
+
+Owns finding ZooKeeper's jars (`ZOOKEEPER_HOME/lib` or the zookeeper-3.9 jars inside the pyspark
+wheel), rendering `zoo.cfg` + `myid` per member, starting each member in its own process group
+(`QuorumPeerMain`, which runs standalone when the config names no peers), the signal-level
+operations faults use (kill -9, graceful stop, SIGSTOP/SIGCONT, restart with the same data), and
+waiting until members serve (the `srvr` four-letter word reports a `Mode:`). Every member left
+running when the interpreter exits is killed by an atexit hook, so nothing outlives the harness.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+
+from harness.errors import BackendError, HarnessError, HarnessTimeout, TeardownError
+
+MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+DEFAULT_JVM_OPTS: tuple[str, ...] = (
+    "-Xms16m",
+    "-Xmx256m",
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+    "-Djava.net.preferIPv4Stack=true",
+    "-Dzookeeper.jmx.log4j.disable=true",
+)
+_LOG4J2 = """status = warn
+appender.console.type = Console
+appender.console.name = console
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{ISO8601} [myid:%X{myid}] %-5p [%t] %c{1}: %m%n
+rootLogger.level = info
+rootLogger.appenderRef.console.ref = console
+"""
+
+# Process groups of members that are running, killed by the atexit fallback.
+_LIVE: dict[int, str] = {}
+_LIVE_LOCK = threading.Lock()
+
+
+def _kill_leftovers() -> None:
+    with _LIVE_LOCK:
+        pgids = list(_LIVE)
+        _LIVE.clear()
+    for pgid in pgids:
+        with contextlib.suppress(OSError):
+            os.killpg(pgid, signal.SIGKILL)
+
+
+atexit.register(_kill_leftovers)
+
+
+def zookeeper_classpath() -> str:
+    """The Java classpath holding ZooKeeper: `$ZOOKEEPER_HOME/lib/*` (+ conf), else pyspark's jars."""
+    home = os.environ.get("ZOOKEEPER_HOME")
+    if home:
+        lib = Path(home) / "lib"
+        if not any(lib.glob("zookeeper-*.jar")) and not any(Path(home).glob("zookeeper-*.jar")):
+            raise HarnessError(
+                f"ZOOKEEPER_HOME={home!r} holds no zookeeper-*.jar in lib/ or its top level; "
+                "hint: point it at an unpacked apache-zookeeper-3.x-bin distribution"
+            )
+        parts = [str(lib / "*"), str(Path(home) / "*"), str(Path(home) / "conf")]
+        return os.pathsep.join(parts)
+    try:
+        import pyspark
+    except ImportError as exc:
+        raise HarnessError(
+            "no ZooKeeper found: ZOOKEEPER_HOME is unset and pyspark (which ships the ZooKeeper jars) "
+            "is not importable; hint: set ZOOKEEPER_HOME or `pip install pyspark`"
+        ) from exc
+    jars = Path(pyspark.__file__).parent / "jars"
+    if not any(jars.glob("zookeeper-[0-9]*.jar")):
+        raise HarnessError(
+            f"no zookeeper-*.jar in {jars}; hint: set ZOOKEEPER_HOME to a ZooKeeper 3.x distribution"
+        )
+    return str(jars / "*")
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port that was free on `host` a moment ago (bound to port 0, then released)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def four_letter_word(host: str, port: int, word: str, timeout_s: float = 2.0) -> str:
+    """Send a ZooKeeper four-letter command (e.g. `srvr`, `ruok`) and return the whole reply."""
+    with socket.create_connection((host, port), timeout=timeout_s) as s:
+        s.sendall(word.encode("ascii"))
+        chunks: list[bytes] = []
+        while True:
+            data = s.recv(65536)
+            if not data:
+                break
+            chunks.append(data)
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+def server_mode(host: str, port: int, timeout_s: float = 2.0) -> str | None:
+    """`standalone`, `leader` or `follower` when the server serves; None when it does not (yet)."""
+    try:
+        reply = four_letter_word(host, port, "srvr", timeout_s)
+    except OSError:
+        return None
+    for line in reply.splitlines():
+        if line.startswith("Mode:"):
+            return line.split(":", 1)[1].strip()
+    return None
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 16384))
+            text = fh.read().decode("utf-8", "replace")
+    except OSError as exc:
+        return f"<log unreadable: {exc}>"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+class ZooKeeperMember:
+    """One ZooKeeper server process with its own directory, config, data and log file."""
+
+    def __init__(
+        self,
+        member_id: int,
+        directory: Path,
+        host: str,
+        client_port: int,
+        peer_port: int,
+        election_port: int,
+        command: Sequence[str],
+    ) -> None:
+        self.id = member_id
+        self.host = host
+        self.client_port = client_port
+        self.peer_port = peer_port
+        self.election_port = election_port
+        self.directory = directory
+        self.log_path = directory / "zookeeper.log"
+        self._command = list(command)
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"ZooKeeperMember(id={self.id}, {self.host}:{self.client_port}, pid={self.pid})"
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.client_port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def is_running(self) -> bool:
+        """True while the process exists (also when paused with SIGSTOP)."""
+        return self._proc is not None and self._proc.poll() is None
+
+    def start(self) -> None:
+        """Start (or restart) the server with the same config and data; no-op if already running."""
+        with self._lock:
+            if self.is_running:
+                return
+            if self._proc is not None:
+                with _LIVE_LOCK:
+                    _LIVE.pop(self._proc.pid, None)
+            with open(self.log_path, "ab") as log:
+                log.write(f"--- harness: starting member {self.id} at {time.time():.3f} ---\n".encode())
+                log.flush()
+                try:
+                    self._proc = subprocess.Popen(
+                        self._command,
+                        cwd=self.directory,
+                        stdin=subprocess.DEVNULL,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
+                except OSError as exc:
+                    raise BackendError(
+                        f"could not start ZooKeeper member {self.id}: {self._command[0]!r}: {exc}; "
+                        "hint: is Java installed and on PATH (or pass java=...)?"
+                    ) from exc
+            with _LIVE_LOCK:
+                _LIVE[self._proc.pid] = f"zookeeper:{self.id}"
+
+    def _signal(self, sig: signal.Signals) -> bool:
+        proc = self._proc
+        if proc is None or proc.poll() is not None:
+            return False
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return False
+        return True
+
+    def _reap(self, timeout_s: float) -> bool:
+        proc = self._proc
+        if proc is None:
+            return True
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return False
+        with _LIVE_LOCK:
+            _LIVE.pop(proc.pid, None)
+        return True
+
+    def kill(self) -> None:
+        """SIGKILL the member's whole process group and reap it (kill -9: no clean shutdown)."""
+        with self._lock:
+            self._signal(signal.SIGKILL)
+            if not self._reap(10.0):
+                raise BackendError(f"ZooKeeper member {self.id} (pid {self.pid}) survived SIGKILL for 10s")
+
+    def stop(self, grace_s: float = 10.0) -> None:
+        """SIGTERM (then SIGCONT in case it is paused), wait `grace_s`, then SIGKILL."""
+        with self._lock:
+            if self._signal(signal.SIGTERM):
+                self._signal(signal.SIGCONT)
+                if self._reap(grace_s):
+                    return
+                self._signal(signal.SIGKILL)
+            if not self._reap(10.0):
+                raise BackendError(f"ZooKeeper member {self.id} (pid {self.pid}) survived SIGKILL for 10s")
+
+    def pause(self) -> None:
+        """SIGSTOP the process group: the server freezes, its sessions and peers time out."""
+        if not self._signal(signal.SIGSTOP):
+            raise BackendError(f"cannot pause ZooKeeper member {self.id}: it is not running")
+
+    def resume(self) -> None:
+        """SIGCONT the process group."""
+        if not self._signal(signal.SIGCONT):
+            raise BackendError(f"cannot resume ZooKeeper member {self.id}: it is not running")
+
+    def mode(self) -> str | None:
+        """What `srvr` reports now: standalone / leader / follower, or None when not serving."""
+        return server_mode(self.host, self.client_port, timeout_s=1.0)
+
+    def wait_serving(self, timeout_s: float) -> None:
+        """Block until this member answers `srvr` with a Mode (it is part of a serving quorum)."""
+        deadline = time.monotonic() + timeout_s
+        last: object = "no answer yet"
+        while True:
+            proc = self._proc
+            if proc is None or proc.poll() is not None:
+                code = None if proc is None else proc.returncode
+                raise BackendError(
+                    f"ZooKeeper member {self.id} ({self.address}) is not running (exit code {code}); "
+                    f"log {self.log_path} ends with:\n{_tail(self.log_path)}"
+                )
+            mode = self.mode()
+            if mode is not None:
+                return
+            try:
+                last = four_letter_word(self.host, self.client_port, "srvr", 1.0).strip() or "empty reply"
+            except OSError as exc:
+                last = f"{type(exc).__name__}: {exc}"
+            if time.monotonic() >= deadline:
+                raise HarnessTimeout(
+                    f"ZooKeeper member {self.id} ({self.address}) to serve",
+                    timeout_s,
+                    last_seen=f"{last}; log {self.log_path} ends with:\n{_tail(self.log_path)}",
+                    hint="a quorum needs a majority of members running; check the ports and the log",
+                )
+            time.sleep(0.1)
+
+
+class ZooKeeperEnsemble:
+    """`size` real ZooKeeper servers on loopback (1 = standalone). A context manager.
+
+    Entering the context starts the ensemble (and waits until it serves) unless `start()` was
+    called already; leaving it kills every member and removes the base directory when the
+    ensemble created it (a given `base_dir` is kept, logs included). `ports` fixes each
+    member's (client, peer, election) ports, e.g. when proxies are wired in front of them.
+    """
+
+    def __init__(
+        self,
+        size: int = 1,
+        base_dir: Path | None = None,
+        *,
+        tick_ms: int = 500,
+        java: str = "java",
+        classpath: str | None = None,
+        min_session_timeout_ms: int | None = None,
+        max_session_timeout_ms: int | None = None,
+        bind_host: str = "127.0.0.1",
+        ports: list[tuple[int, int, int]] | None = None,
+        jvm_opts: Sequence[str] = DEFAULT_JVM_OPTS,
+        extra_config: dict[str, str] | None = None,
+    ) -> None:
+        if size < 1 or size % 2 == 0:
+            raise BackendError(f"ZooKeeper ensemble size must be a positive odd number, got {size}")
+        if ports is not None and len(ports) != size:
+            raise BackendError(f"ports lists {len(ports)} member(s) for an ensemble of {size}: {ports!r}")
+        if tick_ms < 1:
+            raise BackendError(f"tick_ms must be positive, got {tick_ms}")
+        self.size = size
+        self.tick_ms = tick_ms
+        self.bind_host = bind_host
+        self._owns_dir = base_dir is None
+        self.base_dir = Path(tempfile.mkdtemp(prefix="zk-ensemble-")) if base_dir is None else Path(base_dir)
+        self.base_dir.mkdir(parents=True, exist_ok=True)
+        java_path = shutil.which(java)
+        if java_path is None:
+            raise HarnessError(f"java executable {java!r} not found on PATH; hint: install a JRE 11+")
+        cp = classpath if classpath is not None else zookeeper_classpath()
+        log_cfg = self.base_dir / "log4j2.properties"
+        log_cfg.write_text(_LOG4J2, encoding="utf-8")
+        if ports is None:
+            ports = self._pick_ports(size, bind_host)
+        self.members: list[ZooKeeperMember] = []
+        for i, (client, peer, election) in enumerate(ports, start=1):
+            directory = self.base_dir / f"zk{i}"
+            (directory / "data").mkdir(parents=True, exist_ok=True)
+            (directory / "data" / "myid").write_text(f"{i}\n", encoding="ascii")
+            cfg = directory / "zoo.cfg"
+            cfg.write_text(
+                self._render_config(
+                    directory, client, ports, min_session_timeout_ms, max_session_timeout_ms, extra_config
+                ),
+                encoding="utf-8",
+            )
+            command = [
+                java_path,
+                *jvm_opts,
+                f"-Dlog4j2.configurationFile={log_cfg}",
+                f"-Dzookeeper.log.dir={directory}",
+                "-cp",
+                cp,
+                MAIN_CLASS,
+                str(cfg),
+            ]
+            self.members.append(ZooKeeperMember(i, directory, bind_host, client, peer, election, command))
+        self._closed = False
+
+    @staticmethod
+    def _pick_ports(size: int, host: str) -> list[tuple[int, int, int]]:
+        seen: set[int] = set()
+        while len(seen) < 3 * size:
+            seen.add(free_port(host))
+        flat = sorted(seen)
+        return [(flat[3 * i], flat[3 * i + 1], flat[3 * i + 2]) for i in range(size)]
+
+    def _render_config(
+        self,
+        directory: Path,
+        client_port: int,
+        ports: list[tuple[int, int, int]],
+        min_session_timeout_ms: int | None,
+        max_session_timeout_ms: int | None,
+        extra_config: dict[str, str] | None,
+    ) -> str:
+        lines = [
+            f"tickTime={self.tick_ms}",
+            "initLimit=20",
+            "syncLimit=10",
+            f"dataDir={directory / 'data'}",
+            f"clientPort={client_port}",
+            f"clientPortAddress={self.bind_host}",
+            "maxClientCnxns=0",
+            "admin.enableServer=false",
+            "4lw.commands.whitelist=*",
+            "reconfigEnabled=false",
+            "autopurge.purgeInterval=0",
+        ]
+        if min_session_timeout_ms is not None:
+            lines.append(f"minSessionTimeout={min_session_timeout_ms}")
+        if max_session_timeout_ms is not None:
+            lines.append(f"maxSessionTimeout={max_session_timeout_ms}")
+        if len(ports) > 1:
+            for i, (_, peer, election) in enumerate(ports, start=1):
+                lines.append(f"server.{i}={self.bind_host}:{peer}:{election}")
+        for key, value in (extra_config or {}).items():
+            lines.append(f"{key}={value}")
+        return "\n".join(lines) + "\n"
+
+    @property
+    def connect_string(self) -> str:
+        """`host:port,host:port,...` of every member's client port (no chroot)."""
+        return ",".join(m.address for m in self.members)
+
+    def member(self, member_id: int) -> ZooKeeperMember:
+        """The member with this 1-based myid."""
+        for m in self.members:
+            if m.id == member_id:
+                return m
+        raise BackendError(f"no ZooKeeper member {member_id} in an ensemble of {self.size}")
+
+    def leader(self) -> ZooKeeperMember | None:
+        """The member that reports Mode leader (or standalone), if any serves right now."""
+        for m in self.members:
+            if m.is_running and m.mode() in ("leader", "standalone"):
+                return m
+        return None
+
+    def start(self, timeout_s: float = 60) -> None:
+        """Start every member that is not running, then wait until each serves."""
+        if self._closed:
+            raise BackendError("this ZooKeeper ensemble was closed; create a new one")
+        for m in self.members:
+            m.start()
+        deadline = time.monotonic() + timeout_s
+        for m in self.members:
+            m.wait_serving(max(0.1, deadline - time.monotonic()))
+
+    def close(self) -> None:
+        """Kill every member (attempting each), then remove the base dir if the ensemble made it."""
+        failures: list[tuple[str, BaseException]] = []
+        for m in self.members:
+            try:
+                m.kill()
+            except Exception as exc:
+                failures.append((f"kill zookeeper:{m.id}", exc))
+        if self._owns_dir and not self._closed:
+            try:
+                shutil.rmtree(self.base_dir)
+            except OSError as exc:
+                failures.append((f"remove {self.base_dir}", exc))
+        self._closed = True
+        if failures:
+            raise TeardownError(failures)
+
+    def __enter__(self) -> ZooKeeperEnsemble:
+        try:
+            self.start()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self.close()
+            raise
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m harness.cluster.zookeeper [SIZE]`: run an ensemble until Ctrl-C (a manual aid)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    size = int(args[0]) if args else 1
+    with ZooKeeperEnsemble(size) as ens:
+        print(ens.connect_string, flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            signal.pause()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
