@@ -1,0 +1,123 @@
+"""Partition leader election strategies of ZooKeeper-mode Kafka (KAFKA-BEHAVIOUR.md §2).
+
+Owns `elect_leader` (which broker the controller must pick) and `elect` (the leader plus the ISR the
+controller writes with it, as Kafka's PartitionStateMachine computes them). Both are pure; they
+take observed facts (AR order, ISR, live brokers, brokers shutting down) so the verifiers can call
+them on the state seen just before an election (invariant 4) and the reference broker on its own.
+
+The rules, as in Kafka's `PartitionLeaderElectionAlgorithms`:
+
+- ``offline``: first replica in AR order that is live AND in the ISR; if none and unclean election
+  is enabled, the first live replica in AR order; else no leader.
+- ``reassign``: first replica of the NEW AR that is live and in the current ISR (never unclean).
+- ``preferred``: AR[0] if it is live and in the ISR, else no leader (the current leader stays).
+- ``controlled_shutdown``: first replica in AR order that is live, in the ISR and not shutting down.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+from harness.errors import HarnessError
+
+Strategy = Literal["offline", "reassign", "preferred", "controlled_shutdown"]
+"""The four election strategies of §2."""
+
+STRATEGIES: tuple[Strategy, ...] = get_args(Strategy)
+
+NO_LEADER = -1
+"""The leader id Kafka writes in the partition state when a partition has no leader."""
+
+
+class UnknownStrategyError(HarnessError):
+    """`elect_leader` was asked for a strategy that is not one of `STRATEGIES`."""
+
+    def __init__(self, strategy: object) -> None:
+        self.strategy = strategy
+        super().__init__(
+            f"election strategy: unknown strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}"
+        )
+
+
+def _check_strategy(strategy: object) -> Strategy:
+    if not isinstance(strategy, str) or strategy not in STRATEGIES:
+        raise UnknownStrategyError(strategy)
+    return strategy  # type: ignore[return-value]
+
+
+def elect_leader(
+    strategy: Strategy | str,
+    assigned: Sequence[int],
+    isr: Collection[int],
+    live: Collection[int],
+    shutting_down: Collection[int] = frozenset(),
+    unclean: bool = False,
+) -> int | None:
+    """The leader `strategy` prescribes, or None when no replica qualifies (partition offline).
+
+    `assigned` is the AR list in its znode order (for ``reassign``: the NEW AR); `isr`, `live` and
+    `shutting_down` are broker ids. `unclean` (unclean.leader.election.enable for the topic) only
+    affects ``offline``. Raises `UnknownStrategyError` for any other strategy name.
+    """
+    strat = _check_strategy(strategy)
+    isr_set = frozenset(isr)
+    live_set = frozenset(live)
+    if strat == "preferred":
+        if assigned and assigned[0] in live_set and assigned[0] in isr_set:
+            return assigned[0]
+        return None
+    down = frozenset(shutting_down) if strat == "controlled_shutdown" else frozenset()
+    for replica in assigned:
+        if replica in live_set and replica in isr_set and replica not in down:
+            return replica
+    if strat == "offline" and unclean:
+        for replica in assigned:
+            if replica in live_set:
+                return replica
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class ElectionResult:
+    """What the controller writes after an election: the leader (None: no leader) and the new ISR.
+
+    `unclean` is True when the leader was taken from outside the ISR (data loss possible).
+    """
+
+    strategy: Strategy
+    leader: int | None
+    isr: tuple[int, ...]
+    unclean: bool
+
+
+def elect(
+    strategy: Strategy | str,
+    assigned: Sequence[int],
+    isr: Sequence[int],
+    live: Collection[int],
+    shutting_down: Collection[int] = frozenset(),
+    unclean: bool = False,
+) -> ElectionResult:
+    """`elect_leader` plus the ISR Kafka's controller writes with the new leader.
+
+    - ``offline``: clean → the old ISR restricted to live brokers; unclean → ``[leader]``.
+    - ``reassign`` and ``preferred``: the ISR is unchanged.
+    - ``controlled_shutdown``: the ISR without the brokers that are shutting down.
+    When no leader qualifies the ISR is returned unchanged (the controller writes nothing).
+    """
+    strat = _check_strategy(strategy)
+    leader = elect_leader(strat, assigned, isr, live, shutting_down, unclean)
+    old_isr = tuple(isr)
+    if leader is None:
+        return ElectionResult(strat, None, old_isr, False)
+    if strat == "offline":
+        if leader in old_isr:
+            live_set = frozenset(live)
+            return ElectionResult(strat, leader, tuple(r for r in old_isr if r in live_set), False)
+        return ElectionResult(strat, leader, (leader,), True)
+    if strat == "controlled_shutdown":
+        down = frozenset(shutting_down)
+        return ElectionResult(strat, leader, tuple(r for r in old_isr if r not in down), False)
+    return ElectionResult(strat, leader, old_isr, False)

@@ -1,0 +1,74 @@
+"""Table tests for the four leader election strategies of KAFKA-BEHAVIOUR.md §2."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.errors import HarnessError
+from harness.model.election import STRATEGIES, ElectionResult, UnknownStrategyError, elect, elect_leader
+
+# (strategy, AR, ISR, live, shutting_down, unclean, expected leader, why)
+CASES = [
+    ("offline", [1, 2, 3], [1, 2, 3], {1, 2, 3}, set(), False, 1, "AR[0] live and in ISR"),
+    ("offline", [1, 2, 3], [3, 2], {2, 3}, set(), False, 2, "AR order wins over ISR order"),
+    ("offline", [1, 2, 3], [1, 3], {2, 3}, set(), False, 3, "2 is live but not in ISR"),
+    ("offline", [1, 2, 3], [1], {2, 3}, set(), False, None, "no live ISR member, clean: offline"),
+    ("offline", [1, 2, 3], [1], {2, 3}, set(), True, 2, "unclean: first live replica in AR"),
+    ("offline", [3, 1, 2], [], {1, 2}, set(), True, 1, "unclean with empty ISR follows AR order"),
+    ("offline", [1, 2, 3], [1], set(), set(), True, None, "unclean but nothing live"),
+    ("offline", [1, 2], [1, 2], {1, 2, 9}, {1}, False, 1, "offline ignores shutting-down brokers"),
+    ("offline", [], [], {1}, set(), True, None, "empty AR"),
+    ("reassign", [4, 5, 1], [1, 4], {1, 4, 5}, set(), False, 4, "first of NEW AR live and in ISR"),
+    ("reassign", [5, 1], [1, 4], {1, 4, 5}, set(), False, 1, "5 not in ISR yet"),
+    ("reassign", [5, 6], [1, 4], {1, 4, 5, 6}, set(), True, None, "reassign never elects uncleanly"),
+    ("preferred", [2, 1, 3], [1, 2, 3], {1, 2, 3}, set(), False, 2, "AR[0] live and in ISR"),
+    ("preferred", [2, 1, 3], [1, 3], {1, 2, 3}, set(), False, None, "AR[0] not in ISR"),
+    ("preferred", [2, 1, 3], [1, 2, 3], {1, 3}, set(), True, None, "AR[0] dead; no fallback, even unclean"),
+    ("preferred", [], [1], {1}, set(), False, None, "empty AR"),
+    ("controlled_shutdown", [1, 2, 3], [1, 2, 3], {1, 2, 3}, {1}, False, 2, "skip the broker shutting down"),
+    ("controlled_shutdown", [1, 2, 3], [1, 3], {1, 2, 3}, {1}, False, 3, "2 not in ISR"),
+    ("controlled_shutdown", [1, 2, 3], [1, 2, 3], {1, 2, 3}, {1, 2}, False, 3, "two shutting down"),
+    ("controlled_shutdown", [1], [1], {1}, {1}, True, None, "RF=1: nowhere to move, never unclean"),
+    ("controlled_shutdown", [1, 2], [1, 2], {1}, {1}, False, None, "2 in ISR but dead"),
+]
+
+
+@pytest.mark.parametrize(("strategy", "ar", "isr", "live", "down", "unclean", "expected", "why"), CASES)
+def test_elect_leader_follows_strategy_table(
+    strategy: str, ar: list[int], isr: list[int], live: set[int], down: set[int], unclean: bool,
+    expected: int | None, why: str,
+) -> None:
+    assert elect_leader(strategy, ar, isr, live, down, unclean) == expected, why
+
+
+def test_unknown_strategy_raises_harness_error_naming_value_and_choices() -> None:
+    with pytest.raises(UnknownStrategyError) as info:
+        elect_leader("random", [1], [1], {1})
+    assert isinstance(info.value, HarnessError)
+    assert "'random'" in str(info.value) and all(s in str(info.value) for s in STRATEGIES)
+
+
+def test_elect_offline_clean_filters_isr_to_live() -> None:
+    assert elect("offline", [1, 2, 3], [1, 2, 3], {2, 3}) == ElectionResult("offline", 2, (2, 3), False)
+
+
+def test_elect_offline_unclean_resets_isr_to_leader_and_flags_it() -> None:
+    assert elect("offline", [1, 2, 3], [1], {2, 3}, unclean=True) == ElectionResult("offline", 2, (2,), True)
+
+
+def test_elect_controlled_shutdown_drops_shutting_down_from_isr() -> None:
+    assert elect("controlled_shutdown", [1, 2, 3], [1, 2, 3], {1, 2, 3}, {1}).isr == (2, 3)
+
+
+def test_elect_preferred_and_reassign_keep_isr() -> None:
+    assert elect("preferred", [2, 1], [1, 2], {1, 2}) == ElectionResult("preferred", 2, (1, 2), False)
+    assert elect("reassign", [3, 1], [1, 3], {1, 3}).isr == (1, 3)
+
+
+def test_elect_without_candidate_keeps_isr_and_no_leader() -> None:
+    assert elect("offline", [1, 2], [1], {2}) == ElectionResult("offline", None, (1,), False)
+
+
+def test_elect_leader_accepts_observed_data_shapes() -> None:
+    """Verifiers pass lists/tuples/sets straight from history rows."""
+    assert elect_leader("offline", (1, 2), frozenset({2}), [2, 3], (), False) == 2
