@@ -1,0 +1,175 @@
+"""Typed field readers over a located YAML document: each reads one field, checks its type and
+range, and records a `Problem` (file, line, column, field path, bad value, hint) instead of raising,
+so that one pass reports every error in the file."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+from typing import Any, TypeVar
+
+from harness.errors import Problem
+from harness.experiment.durations import parse_duration
+from harness.experiment.yamlsource import Located, Path
+
+T = TypeVar("T")
+MISSING: Any = object()
+
+
+def nearest(word: str, candidates: Iterable[str]) -> str | None:
+    match = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return match[0] if match else None
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str:
+    options = sorted(candidates)
+    guess = nearest(word, options)
+    prefix = f"did you mean {guess!r}? " if guess else ""
+    return prefix + f"valid: {', '.join(options)}"
+
+
+class Fields:
+    """Reads fields of `doc` and collects problems in `self.problems`."""
+
+    def __init__(self, doc: Located) -> None:
+        self.doc = doc
+        self.problems: list[Problem] = list(doc.problems)
+
+    def error(self, path: Path, message: str, value: object = None, hint: str | None = None) -> None:
+        self.problems.append(self.doc.problem(path, message, value, hint))
+
+    def mapping(self, path: Path, value: object, allowed: Iterable[str], what: str) -> dict[str, Any] | None:
+        """`value` as a mapping whose keys are all in `allowed` (unknown keys are reported)."""
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            self.error(path, f"{what} must be a mapping", value)
+            return None
+        allowed = tuple(allowed)
+        for key in value:
+            if key not in allowed:
+                self.error((*path, key), f"unknown key in {what}", key, did_you_mean(key, allowed))
+        return value
+
+    def sequence(self, path: Path, value: object, what: str) -> list[Any]:
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            self.error(path, f"{what} must be a list", value)
+            return []
+        return value
+
+    def required(self, m: Mapping[str, Any], path: Path, key: str) -> Any:
+        if key not in m or m[key] is None:
+            self.error((*path, key), "required field is missing")
+            return MISSING
+        return m[key]
+
+    def string(self, m: Mapping[str, Any], path: Path, key: str, default: Any = MISSING,
+               choices: Iterable[str] | None = None) -> Any:
+        raw = self.required(m, path, key) if default is MISSING else m.get(key, default)
+        if raw is MISSING:
+            return MISSING
+        if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
+            self.error((*path, key), "must be a string", raw)
+            return MISSING
+        text = str(raw)
+        if choices is not None:
+            options = tuple(choices)
+            if text not in options:
+                self.error((*path, key), "not a valid choice", raw, did_you_mean(text, options))
+                return MISSING
+        return text
+
+    def integer(self, m: Mapping[str, Any], path: Path, key: str, default: Any = MISSING,
+                minimum: int | None = None) -> Any:
+        raw = self.required(m, path, key) if default is MISSING else m.get(key, default)
+        if raw is MISSING:
+            return MISSING
+        if isinstance(raw, bool) or not isinstance(raw, int):
+            self.error((*path, key), "must be an integer", raw)
+            return MISSING
+        if minimum is not None and raw < minimum:
+            need = "positive" if minimum == 1 else f">= {minimum}"
+            self.error((*path, key), f"must be {need}", raw)
+            return MISSING
+        return raw
+
+    def number(self, m: Mapping[str, Any], path: Path, key: str, default: Any = MISSING,
+               positive: bool = False) -> Any:
+        raw = self.required(m, path, key) if default is MISSING else m.get(key, default)
+        if raw is MISSING:
+            return MISSING
+        if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+            self.error((*path, key), "must be a number", raw)
+            return MISSING
+        if positive and raw <= 0:
+            self.error((*path, key), "must be positive", raw)
+            return MISSING
+        return float(raw)
+
+    def boolean(self, m: Mapping[str, Any], path: Path, key: str, default: Any = MISSING) -> Any:
+        raw = self.required(m, path, key) if default is MISSING else m.get(key, default)
+        if raw is MISSING:
+            return MISSING
+        if not isinstance(raw, bool):
+            self.error((*path, key), "must be true or false", raw)
+            return MISSING
+        return raw
+
+    def duration(self, m: Mapping[str, Any], path: Path, key: str, default: Any = MISSING,
+                 positive: bool = True) -> Any:
+        raw = self.required(m, path, key) if default is MISSING else m.get(key, default)
+        if raw is MISSING or raw is None:
+            return raw if raw is None else MISSING
+        if isinstance(raw, float) and default is not MISSING and raw == default:
+            return raw
+        if not isinstance(raw, str):
+            self.error((*path, key), "must be a duration with a unit", raw, "write e.g. 500ms, 10s, 2m")
+            return MISSING
+        try:
+            seconds = parse_duration(raw)
+        except ValueError as exc:
+            self.error((*path, key), str(exc), raw)
+            return MISSING
+        if positive and seconds <= 0:
+            self.error((*path, key), "must be positive", raw)
+            return MISSING
+        return seconds
+
+    def properties(self, m: Mapping[str, Any], path: Path, key: str) -> dict[str, str]:
+        """A map of Kafka-style properties (`min.insync.replicas: 2`): keys and values as strings."""
+        raw = m.get(key)
+        if raw is None:
+            return {}
+        if not isinstance(raw, dict):
+            self.error((*path, key), "must be a mapping of property names to values", raw)
+            return {}
+        out: dict[str, str] = {}
+        for name, value in raw.items():
+            if isinstance(value, (dict, list)) or value is None:
+                self.error((*path, key, name), "a property value must be a scalar", value)
+                continue
+            out[name] = str(value).lower() if isinstance(value, bool) else str(value)
+        return out
+
+    def strings(self, m: Mapping[str, Any], path: Path, key: str, default: Any = MISSING,
+                choices: Iterable[str] | None = None) -> Any:
+        raw = self.required(m, path, key) if default is MISSING else m.get(key, default)
+        if raw is MISSING:
+            return MISSING
+        if isinstance(raw, str):
+            raw = [raw]
+        if not isinstance(raw, (list, tuple)):
+            self.error((*path, key), "must be a list of strings", raw)
+            return MISSING
+        options = tuple(choices) if choices is not None else None
+        out: list[str] = []
+        for i, item in enumerate(raw):
+            if not isinstance(item, str):
+                self.error((*path, key, i), "must be a string", item)
+            elif options is not None and item not in options:
+                self.error((*path, key, i), "not a valid choice", item, did_you_mean(item, options))
+            else:
+                out.append(item)
+        return tuple(out)

@@ -1,0 +1,212 @@
+"""The experiment loader: the only place that reads experiment YAML.
+
+`load_experiment(path)` parses with line tracking, builds the frozen `Experiment`, runs the
+cross-field rules, and raises one `ValidationError` listing every problem (file:line:column,
+field path, bad value, nearest valid key) — or returns the spec with every default filled in.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from harness.engine.probes import PROBES
+from harness.errors import ValidationError
+from harness.experiment.fields import MISSING, Fields, did_you_mean
+from harness.experiment.rules import check_rules
+from harness.experiment.schema import (
+    CHECK_FAMILIES,
+    CHECK_IDS,
+    REFERENCE_BUGS,
+    ClusterConfig,
+    ConsumerSpec,
+    Experiment,
+    ProducerSpec,
+    SloSpec,
+    TopicSpec,
+    VerifySpec,
+    WorkloadSpec,
+    frozen_map,
+)
+from harness.experiment.schedule_spec import read_schedule
+from harness.experiment.yamlsource import Path, parse_located
+
+TOP_KEYS = ("name", "description", "seed", "cluster", "topics", "workload", "steady_state",
+            "steady_timeout", "schedule", "duration", "drain", "verify")
+_NAME = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
+
+
+def load_experiment(path: str | os.PathLike[str]) -> Experiment:
+    """Load and validate one experiment file; raises `ValidationError` with every problem found."""
+    name = os.fspath(path)
+    try:
+        with open(name, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError as exc:
+        from harness.errors import Problem
+
+        raise ValidationError([Problem(name, None, None, "", f"cannot read the file: {exc.strerror}")]) from exc
+    return load_experiment_text(text, name)
+
+
+def load_experiment_text(text: str, file: str = "<string>") -> Experiment:
+    doc = parse_located(text, file)
+    f = Fields(doc)
+    if doc.value is None and doc.problems:
+        raise ValidationError(f.problems)
+    top = f.mapping((), doc.value, TOP_KEYS, "an experiment")
+    if top is None:
+        raise ValidationError(f.problems)
+    exp = _build(f, top, file)
+    if exp is not None:
+        check_rules(f, exp)
+    if f.problems or exp is None:
+        raise ValidationError(sorted(f.problems, key=lambda p: (p.line or 0, p.column or 0)))
+    return exp
+
+
+def _build(f: Fields, top: dict[str, Any], file: str) -> Experiment | None:
+    name = f.string(top, (), "name")
+    if name is not MISSING and not _NAME.match(name):
+        f.error(("name",), "must be letters, digits, '.', '_' or '-' (it names the run directory)", name)
+        name = MISSING
+    duration = f.duration(top, (), "duration")
+    seed = f.integer(top, (), "seed", default=1, minimum=0)
+    description = f.string(top, (), "description", default="")
+    cluster = _cluster(f, top.get("cluster"))
+    topics = _topics(f, top.get("topics"))
+    workload = _workload(f, top.get("workload"))
+    steady = f.strings(top, (), "steady_state", default=["controller_present", "all_partitions_led"],
+                       choices=PROBES.keys())
+    steady_timeout = f.duration(top, (), "steady_timeout", default=60.0)
+    drain = f.duration(top, (), "drain", default=10.0, positive=False)
+    schedule = read_schedule(f, top.get("schedule"))
+    verify = _verify(f, top.get("verify"))
+    values = (name, duration, seed, description, cluster, topics, workload, steady, steady_timeout, drain,
+              schedule, verify)
+    if any(v is MISSING or v is None for v in values):
+        return None
+    return Experiment(name=name, duration=duration, description=description, seed=seed, cluster=cluster,
+                      topics=topics, workload=workload, steady_state=steady, steady_timeout=steady_timeout,
+                      schedule=schedule, drain=drain, verify=verify, source=file)
+
+
+def _cluster(f: Fields, raw: object) -> ClusterConfig | None:
+    path: Path = ("cluster",)
+    m = f.mapping(path, raw, ("brokers", "zookeepers", "kafka", "broker_config", "images", "reference_bugs"),
+                  "cluster")
+    if m is None:
+        return None
+    brokers = f.integer(m, path, "brokers", default=3, minimum=1)
+    zookeepers = f.integer(m, path, "zookeepers", default=1, minimum=1)
+    if zookeepers is not MISSING and zookeepers % 2 == 0:
+        f.error((*path, "zookeepers"), "a ZooKeeper ensemble needs an odd number of members", zookeepers)
+    kafka = f.string(m, path, "kafka", default="7.7.1")
+    images_raw = f.mapping((*path, "images"), m.get("images"), ("zookeeper", "kafka", "toxiproxy"), "images")
+    images = {k: str(v) for k, v in (images_raw or {}).items() if k in ("zookeeper", "kafka", "toxiproxy")}
+    bugs = f.strings(m, path, "reference_bugs", default=[], choices=REFERENCE_BUGS)
+    config = f.properties(m, path, "broker_config")
+    if MISSING in (brokers, zookeepers, kafka, bugs):
+        return None
+    return ClusterConfig(brokers=brokers, zookeepers=zookeepers, kafka=kafka, broker_config=frozen_map(config),
+                         images=frozen_map(images), reference_bugs=bugs)  # type: ignore[arg-type]
+
+
+def _topics(f: Fields, raw: object) -> tuple[TopicSpec, ...] | None:
+    out: list[TopicSpec] = []
+    seen: dict[str, int] = {}
+    for i, item in enumerate(f.sequence(("topics",), raw, "topics")):
+        path: Path = ("topics", i)
+        m = f.mapping(path, item, ("name", "partitions", "replication_factor", "config"), "a topic")
+        if m is None:
+            continue
+        name = f.string(m, path, "name")
+        partitions = f.integer(m, path, "partitions", default=1, minimum=1)
+        rf = f.integer(m, path, "replication_factor", default=1, minimum=1)
+        config = f.properties(m, path, "config")
+        if name is not MISSING and not _NAME.match(name):
+            f.error((*path, "name"), "a topic name is letters, digits, '.', '_' or '-'", name)
+            continue
+        if name in seen:
+            f.error((*path, "name"), f"topic declared twice (first at topics[{seen[name]}])", name)
+            continue
+        if MISSING not in (name, partitions, rf):
+            seen[name] = i
+            out.append(TopicSpec(name, partitions, rf, frozen_map(config)))  # type: ignore[arg-type]
+    return tuple(out)
+
+
+def _workload(f: Fields, raw: object) -> WorkloadSpec | None:
+    m = f.mapping(("workload",), raw, ("producers", "consumers"), "workload")
+    if m is None:
+        return None
+    producers: list[ProducerSpec] = []
+    for i, item in enumerate(f.sequence(("workload", "producers"), m.get("producers"), "producers")):
+        path: Path = ("workload", "producers", i)
+        p = f.mapping(path, item, ("id", "topic", "rate", "acks", "idempotence", "keys", "config"), "a producer")
+        if p is None:
+            continue
+        pid = f.string(p, path, "id", default=f"p{i}")
+        topic = f.string(p, path, "topic")
+        rate = f.number(p, path, "rate", default=100.0, positive=True)
+        raw_acks = p.get("acks", "all")
+        acks = {"-1": "all", "all": "all", "0": "0", "1": "1"}.get(str(raw_acks).lower())
+        if acks is None or isinstance(raw_acks, bool):
+            f.error((*path, "acks"), "acks must be 0, 1 or all", raw_acks)
+            acks = MISSING
+        idem = f.boolean(p, path, "idempotence", default=acks == "all")
+        if idem is True and acks not in ("all", MISSING):
+            f.error((*path, "idempotence"), "idempotence needs acks: all (librdkafka enforces it)", idem)
+        keys = f.integer(p, path, "keys", default=0, minimum=0)
+        config = f.properties(p, path, "config")
+        if MISSING not in (pid, topic, rate, acks, idem, keys):
+            producers.append(ProducerSpec(pid, topic, rate, acks, idem, keys, frozen_map(config)))  # type: ignore[arg-type]
+    consumers: list[ConsumerSpec] = []
+    groups: set[str] = set()
+    for i, item in enumerate(f.sequence(("workload", "consumers"), m.get("consumers"), "consumers")):
+        path = ("workload", "consumers", i)
+        c = f.mapping(path, item, ("group", "topics", "members", "strategy", "commit", "config"),
+                      "a consumer group")
+        if c is None:
+            continue
+        group = f.string(c, path, "group")
+        topics = f.strings(c, path, "topics")
+        members = f.integer(c, path, "members", default=1, minimum=1)
+        strategy = f.string(c, path, "strategy", default="range",
+                            choices=("range", "roundrobin", "cooperative-sticky"))
+        commit = f.string(c, path, "commit", default="auto", choices=("auto", "sync", "async"))
+        config = f.properties(c, path, "config")
+        if group in groups:
+            f.error((*path, "group"), "consumer group declared twice", group)
+            continue
+        if MISSING not in (group, topics, members, strategy, commit):
+            groups.add(group)
+            consumers.append(ConsumerSpec(group, topics, members, strategy, commit, frozen_map(config)))  # type: ignore[arg-type]
+    return WorkloadSpec(tuple(producers), tuple(consumers))
+
+
+def _verify(f: Fields, raw: object) -> VerifySpec | None:
+    path: Path = ("verify",)
+    m = f.mapping(path, raw, ("checks", "allow", "slo"), "verify")
+    if m is None:
+        return None
+    short = {c.split(".", 1)[1] for c in CHECK_IDS}
+    checks = f.strings(m, path, "checks", default=["all"], choices=("all", *CHECK_FAMILIES, *CHECK_IDS))
+    allow = f.strings(m, path, "allow", default=[], choices=(*CHECK_IDS, *short, *CHECK_FAMILIES))
+    slo_path: Path = (*path, "slo")
+    s = f.mapping(slo_path, m.get("slo"), ("controller_failover", "partition_unavailable", "rebalance"), "slo")
+    if s is None or MISSING in (checks, allow):
+        return None
+    d = SloSpec()
+    slo = SloSpec(
+        controller_failover=f.duration(s, slo_path, "controller_failover", default=d.controller_failover),
+        partition_unavailable=f.duration(s, slo_path, "partition_unavailable", default=d.partition_unavailable),
+        rebalance=f.duration(s, slo_path, "rebalance", default=d.rebalance),
+    )
+    if MISSING in (slo.controller_failover, slo.partition_unavailable, slo.rebalance):
+        return None
+    return VerifySpec(checks=checks, allow=allow, slo=slo)
+
+
+__all__ = ["did_you_mean", "load_experiment", "load_experiment_text"]

@@ -1,0 +1,111 @@
+"""Cross-field rules of an experiment: references (topics, groups, broker and ZooKeeper ids,
+partitions, consumer members), replication factor vs brokers, faults inside the experiment's
+duration, and faults whose kinds forbid overlapping on the same target."""
+
+from __future__ import annotations
+
+import math
+
+from harness.experiment.durations import format_duration
+from harness.experiment.fields import Fields
+from harness.experiment.schema import Experiment, FaultSpec
+from harness.experiment.yamlsource import Path
+from harness.faults.catalog import CATALOG
+from harness.faults.targets import Target
+
+
+def check_rules(f: Fields, exp: Experiment) -> None:
+    brokers = exp.cluster.brokers
+    for i, topic in enumerate(exp.topics):
+        if topic.replication_factor > brokers:
+            f.error(("topics", i, "replication_factor"),
+                    f"replication factor is above the number of brokers ({brokers})", topic.replication_factor)
+    for i, p in enumerate(exp.workload.producers):
+        if exp.topic(p.topic) is None:
+            f.error(("workload", "producers", i, "topic"), "topic is not declared under `topics`", p.topic,
+                    _declared("topics", [t.name for t in exp.topics]))
+    for i, c in enumerate(exp.workload.consumers):
+        for j, name in enumerate(c.topics):
+            if exp.topic(name) is None:
+                f.error(("workload", "consumers", i, "topics", j), "topic is not declared under `topics`", name,
+                        _declared("topics", [t.name for t in exp.topics]))
+    for fault in exp.schedule:
+        _check_fault(f, exp, fault)
+    _check_overlaps(f, exp)
+
+
+def _declared(what: str, names: list[str]) -> str:
+    return f"declared {what}: {', '.join(names)}" if names else f"no {what} are declared"
+
+
+def _check_fault(f: Fields, exp: Experiment, fault: FaultSpec) -> None:
+    path: Path = ("schedule", fault.index)
+    end = fault.at + fault.jitter + (fault.duration or 0.0)
+    if fault.at >= exp.duration:
+        f.error((*path, "at"), f"fault is scheduled at or after the experiment's duration "
+                f"({format_duration(exp.duration)})", format_duration(fault.at))
+    elif end > exp.duration:
+        f.error((*path, "duration"), f"fault ends at {format_duration(end)}, after the experiment's duration "
+                f"({format_duration(exp.duration)})", format_duration(fault.duration or 0.0))
+    if fault.target is not None:
+        _check_target(f, exp, (*path, "target"), fault.target)
+    if fault.link is not None:
+        if fault.link.src is not None:
+            _check_target(f, exp, (*path, "link"), fault.link.src)
+        if fault.link.dst.id is not None or fault.link.dst.kind != "zookeeper":
+            _check_target(f, exp, (*path, "link"), fault.link.dst)
+        if fault.link.src is not None and fault.link.src == fault.link.dst and fault.link.src.is_static:
+            f.error((*path, "link"), "a link joins two different nodes", str(fault.link))
+    for gi, group in enumerate(fault.groups):
+        for ni, node in enumerate(group):
+            _check_target(f, exp, (*path, "groups", gi, ni), node)
+
+
+def _check_target(f: Fields, exp: Experiment, path: Path, t: Target) -> None:
+    if t.kind == "broker" and t.id is not None and t.id > exp.cluster.brokers:
+        f.error(path, f"the cluster has brokers 1..{exp.cluster.brokers}", str(t))
+    elif t.kind == "zookeeper" and t.id is not None and t.id > exp.cluster.zookeepers:
+        f.error(path, f"the cluster has ZooKeeper members 1..{exp.cluster.zookeepers}", str(t))
+    elif t.kind == "leader":
+        topic = exp.topic(t.topic or "")
+        if topic is None:
+            f.error(path, "topic is not declared under `topics`", str(t),
+                    _declared("topics", [x.name for x in exp.topics]))
+        elif (t.partition or 0) >= topic.partitions:
+            f.error(path, f"topic {topic.name!r} has partitions 0..{topic.partitions - 1}", str(t))
+    elif t.kind in ("coordinator", "consumer"):
+        group = exp.group(t.group or "")
+        if group is None:
+            f.error(path, "consumer group is not declared under `workload.consumers`", str(t),
+                    _declared("groups", [c.group for c in exp.workload.consumers]))
+        elif t.kind == "consumer" and (t.id or 0) >= group.members:
+            f.error(path, f"group {group.group!r} has members 0..{group.members - 1}", str(t))
+
+
+def _resources(fault: FaultSpec) -> set[str]:
+    """What a fault holds while active, for the overlap rule (dynamic targets hold nothing)."""
+    if fault.target is not None:
+        return {str(fault.target)} if fault.target.is_static else set()
+    if fault.link is not None:
+        static = (fault.link.src is None or fault.link.src.is_static) and (
+            fault.link.dst.is_static or fault.link.dst.id is None)
+        return {str(fault.link)} if static else set()
+    return {str(n) for g in fault.groups for n in g}
+
+
+def _check_overlaps(f: Fields, exp: Experiment) -> None:
+    faults = sorted(exp.schedule, key=lambda x: x.at)
+    for i, a in enumerate(faults):
+        a_end = math.inf if a.duration is None else a.at + a.jitter + a.duration
+        for b in faults[i + 1:]:
+            if b.at >= a_end:
+                continue
+            cls_a, cls_b = CATALOG[a.kind].exclusive, CATALOG[b.kind].exclusive
+            shared = _resources(a) & _resources(b)
+            if not cls_a or cls_a != cls_b or not shared:
+                continue
+            until = "until the heal phase" if a.duration is None else f"until {format_duration(a_end)}"
+            f.error(("schedule", b.index), f"overlaps fault {a.describe()} (from {format_duration(a.at)} "
+                    f"{until}) on {', '.join(sorted(shared))}; {a.kind} and {b.kind} may not overlap on one "
+                    "target", f"{b.kind} at {format_duration(b.at)}",
+                    "give the first fault a duration that ends before, or move this one later")

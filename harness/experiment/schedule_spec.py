@@ -1,0 +1,169 @@
+"""Reads the `schedule:` list of an experiment into `FaultSpec`s, checked against the fault catalogue
+(kind, target slot, parameters and their types, duration rule)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.experiment.fields import MISSING, Fields, did_you_mean
+from harness.experiment.schema import FaultSpec, ParamValue, frozen_map
+from harness.experiment.yamlsource import Path
+from harness.faults.catalog import CATALOG, FaultKind, ParamSpec
+from harness.faults.targets import LinkTarget, Target, TargetSyntaxError, parse_link, parse_target
+
+FAULT_KEYS = ("at", "fault", "target", "link", "groups", "params", "duration", "jitter")
+
+
+def read_schedule(f: Fields, raw: object) -> tuple[FaultSpec, ...]:
+    out: list[FaultSpec] = []
+    for i, item in enumerate(f.sequence(("schedule",), raw, "schedule")):
+        spec = _fault(f, ("schedule", i), i, item)
+        if spec is not None:
+            out.append(spec)
+    return tuple(out)
+
+
+def _fault(f: Fields, path: Path, index: int, item: object) -> FaultSpec | None:
+    m = f.mapping(path, item, FAULT_KEYS, "a scheduled fault")
+    if m is None:
+        return None
+    at = f.duration(m, path, "at", positive=False)
+    jitter = f.duration(m, path, "jitter", default=0.0, positive=False)
+    name = f.string(m, path, "fault")
+    if name is MISSING:
+        return None
+    kind = CATALOG.get(name)
+    if kind is None:
+        f.error((*path, "fault"), "unknown fault kind", name,
+                did_you_mean(name, CATALOG) + "; `kafka-chaos faults` lists them")
+        return None
+    duration = _duration(f, m, path, kind)
+    target, link, groups = _slots(f, m, path, kind)
+    params = _params(f, m, path, kind)
+    if MISSING in (at, jitter, duration, target, link, groups, params):
+        return None
+    return FaultSpec(index=index, at=at, kind=kind.name, target=target, link=link, groups=groups,
+                     params=frozen_map(params), duration=duration, jitter=jitter)  # type: ignore[arg-type]
+
+
+def _duration(f: Fields, m: dict[str, Any], path: Path, kind: FaultKind) -> Any:
+    if kind.duration == "forbidden" and "duration" in m:
+        f.error((*path, "duration"), f"fault {kind.name!r} takes no duration", m["duration"])
+        return MISSING
+    if kind.duration == "required":
+        return f.duration(m, path, "duration")
+    return f.duration(m, path, "duration", default=None)
+
+
+def _slots(f: Fields, m: dict[str, Any], path: Path, kind: FaultKind) -> tuple[Any, Any, Any]:
+    """Reads target / link / groups, whichever the kind takes; the others must be absent."""
+    wanted = "link" if "link" in kind.targets else "groups" if "groups" in kind.targets else "target"
+    for other in ("target", "link", "groups"):
+        if other != wanted and other in m:
+            f.error((*path, other), f"fault {kind.name!r} takes `{wanted}`, not `{other}`", m[other])
+            return MISSING, MISSING, MISSING
+    target: Any = None
+    link: Any = None
+    groups: Any = ()
+    if wanted == "target":
+        target = _target(f, m, path, "target", kind)
+    elif wanted == "link":
+        text = f.string(m, path, "link")
+        if text is MISSING:
+            return MISSING, MISSING, MISSING
+        try:
+            link = parse_link(text)
+        except TargetSyntaxError as exc:
+            f.error((*path, "link"), f"malformed link: {exc}", text)
+            link = MISSING
+    else:
+        groups = _groups(f, m, path)
+    return target, link, groups
+
+
+def _target(f: Fields, m: dict[str, Any], path: Path, key: str, kind: FaultKind) -> Target | Any:
+    text = f.string(m, path, key)
+    if text is MISSING:
+        return MISSING
+    try:
+        target = parse_target(text)
+    except TargetSyntaxError as exc:
+        f.error((*path, key), f"malformed target: {exc}", text)
+        return MISSING
+    if target.role not in kind.targets:
+        f.error((*path, key), f"fault {kind.name!r} cannot target a {target.role}", text,
+                f"it targets: {', '.join(sorted(kind.targets))}")
+        return MISSING
+    return target
+
+
+def _groups(f: Fields, m: dict[str, Any], path: Path) -> Any:
+    raw = f.required(m, path, "groups")
+    if raw is MISSING:
+        return MISSING
+    if not isinstance(raw, list) or len(raw) < 2 or not all(isinstance(g, list) and g for g in raw):
+        f.error((*path, "groups"), "groups must be a list of at least two non-empty lists of nodes", raw,
+                'e.g. groups: [["broker:1"], ["broker:2", "broker:3", "zookeeper:1"]]')
+        return MISSING
+    out: list[tuple[Target, ...]] = []
+    seen: set[Target] = set()
+    for gi, group in enumerate(raw):
+        members: list[Target] = []
+        for ni, text in enumerate(group):
+            try:
+                t = parse_target(str(text))
+            except TargetSyntaxError as exc:
+                f.error((*path, "groups", gi, ni), f"malformed target: {exc}", text)
+                return MISSING
+            if not t.is_static or t.role == "consumer":
+                f.error((*path, "groups", gi, ni), "partition groups name brokers or ZooKeeper members "
+                        "by id (broker:<id>, zookeeper:<id>)", text)
+                return MISSING
+            if t in seen:
+                f.error((*path, "groups", gi, ni), "a node may be in only one group", text)
+                return MISSING
+            seen.add(t)
+            members.append(t)
+        out.append(tuple(members))
+    return tuple(out)
+
+
+def _params(f: Fields, m: dict[str, Any], path: Path, kind: FaultKind) -> Any:
+    ppath: Path = (*path, "params")
+    raw = f.mapping(ppath, m.get("params"), [p.name for p in kind.params], f"params of {kind.name!r}")
+    if raw is None:
+        return MISSING
+    out: dict[str, ParamValue] = {}
+    ok = True
+    for spec in kind.params:
+        value = _param(f, raw, ppath, spec)
+        if value is MISSING:
+            ok = False
+        elif value is not None:
+            out[spec.name] = value
+    if any(k not in {p.name for p in kind.params} for k in raw):
+        ok = False
+    return out if ok else MISSING
+
+
+def _param(f: Fields, raw: dict[str, Any], path: Path, spec: ParamSpec) -> Any:
+    default: Any = MISSING if spec.required else spec.default
+    if spec.type == "int":
+        value = f.integer(raw, path, spec.name, default=default,
+                          minimum=None if spec.minimum is None else int(spec.minimum))
+    elif spec.type == "float":
+        value = f.number(raw, path, spec.name, default=default)
+        if value is not MISSING and value is not None and spec.minimum is not None and value < spec.minimum:
+            f.error((*path, spec.name), f"must be >= {spec.minimum:g}", value)
+            value = MISSING
+        if spec.name == "toxicity" and value not in (MISSING, None) and value > 1:
+            f.error((*path, spec.name), "toxicity is a probability between 0 and 1", value)
+            value = MISSING
+    elif spec.type == "bool":
+        value = f.boolean(raw, path, spec.name, default=default)
+    else:
+        value = f.string(raw, path, spec.name, default=default, choices=spec.choices)
+    return value
+
+
+__all__ = ["FAULT_KEYS", "LinkTarget", "read_schedule"]

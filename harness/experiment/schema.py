@@ -1,0 +1,145 @@
+"""The experiment schema: frozen, typed specs built by the loader right after reading YAML.
+
+Durations are seconds (float). Kafka properties keep Kafka's names and are strings. Nothing
+here reads files; `harness.experiment.loader` builds these and validates them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Literal
+
+from harness.faults.targets import LinkTarget, Target
+
+Acks = Literal["0", "1", "all"]
+Strategy = Literal["range", "roundrobin", "cooperative-sticky"]
+CommitMode = Literal["auto", "sync", "async"]
+ParamValue = int | float | bool | str
+
+
+def frozen_map(data: Mapping[str, object] | None = None) -> Mapping[str, object]:
+    return MappingProxyType(dict(data or {}))
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterConfig:
+    brokers: int = 3
+    zookeepers: int = 1
+    kafka: str = "7.7.1"
+    """Confluent Platform version of the default images (7.x = Apache Kafka 3.x, ZooKeeper mode)."""
+    broker_config: Mapping[str, str] = field(default_factory=frozen_map)  # type: ignore[arg-type]
+    images: Mapping[str, str] = field(default_factory=frozen_map)  # type: ignore[arg-type]
+    reference_bugs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSpec:
+    name: str
+    partitions: int = 1
+    replication_factor: int = 1
+    config: Mapping[str, str] = field(default_factory=frozen_map)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerSpec:
+    id: str
+    topic: str
+    rate: float = 100.0
+    acks: Acks = "all"
+    idempotence: bool = True
+    keys: int = 0
+    config: Mapping[str, str] = field(default_factory=frozen_map)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerSpec:
+    group: str
+    topics: tuple[str, ...]
+    members: int = 1
+    strategy: Strategy = "range"
+    commit: CommitMode = "auto"
+    config: Mapping[str, str] = field(default_factory=frozen_map)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadSpec:
+    producers: tuple[ProducerSpec, ...] = ()
+    consumers: tuple[ConsumerSpec, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class FaultSpec:
+    """One scheduled fault as written. Exactly one of target / link / groups is set, per its kind."""
+
+    index: int
+    at: float
+    kind: str
+    target: Target | None = None
+    link: LinkTarget | None = None
+    groups: tuple[tuple[Target, ...], ...] = ()
+    params: Mapping[str, ParamValue] = field(default_factory=frozen_map)  # type: ignore[arg-type]
+    duration: float | None = None
+    jitter: float = 0.0
+
+    def describe(self) -> str:
+        what = self.target or self.link or " | ".join(",".join(map(str, g)) for g in self.groups)
+        return f"#{self.index} {self.kind} {what}"
+
+
+@dataclass(frozen=True, slots=True)
+class SloSpec:
+    controller_failover: float = 30.0
+    partition_unavailable: float = 40.0
+    rebalance: float = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class VerifySpec:
+    checks: tuple[str, ...] = ("all",)
+    allow: tuple[str, ...] = ()
+    slo: SloSpec = SloSpec()
+
+
+@dataclass(frozen=True, slots=True)
+class Experiment:
+    name: str
+    duration: float
+    description: str = ""
+    seed: int = 1
+    cluster: ClusterConfig = ClusterConfig()
+    topics: tuple[TopicSpec, ...] = ()
+    workload: WorkloadSpec = WorkloadSpec()
+    steady_state: tuple[str, ...] = ("controller_present", "all_partitions_led")
+    steady_timeout: float = 60.0
+    schedule: tuple[FaultSpec, ...] = ()
+    drain: float = 10.0
+    verify: VerifySpec = VerifySpec()
+    source: str = "<memory>"
+
+    def topic(self, name: str) -> TopicSpec | None:
+        return next((t for t in self.topics if t.name == name), None)
+
+    def group(self, name: str) -> ConsumerSpec | None:
+        return next((c for c in self.workload.consumers if c.group == name), None)
+
+
+CHECK_IDS: tuple[str, ...] = (
+    "controller.unique", "controller.epoch_monotonic",
+    "partition.leader_in_isr", "partition.election_conforms", "partition.leader_epoch_monotonic",
+    "delivery.lost_write", "delivery.duplicate", "delivery.inconsistent_offsets", "delivery.key_order",
+    "consumer.nonmonotonic_poll", "consumer.poll_skip",
+    "group.generation_monotonic", "group.exclusive_ownership", "group.assignment_conforms",
+    "group.coordinator_conforms", "group.commit_monotonic",
+    "slo.controller_failover", "slo.partition_unavailable", "slo.rebalance",
+)
+"""The verifiers' check ids (fixed: verdict.json, report.html and junit.xml use them)."""
+
+CHECK_FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(c.split(".")[0] for c in CHECK_IDS))
+
+REFERENCE_BUGS: tuple[str, ...] = (
+    "elect_outside_isr", "skip_epoch_bump", "zombie_controller", "ack_before_replication",
+    "ignore_idempotence", "double_assignment", "generation_reuse",
+)
+"""Bug flags the reference broker accepts (`reference.bugs=`), each breaking one guarantee on purpose."""

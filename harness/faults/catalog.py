@@ -1,0 +1,139 @@
+"""The fault catalogue: the single source of fault kinds, their parameters, valid targets, duration
+rules, which kinds may overlap on one target, and what each backend does for each kind.
+
+Validation of experiment files, `kafka-chaos faults`, the schedule and every backend read it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Literal
+
+ParamType = Literal["int", "float", "bool", "choice"]
+TargetSlot = Literal["broker", "zookeeper", "consumer", "link", "groups"]
+DurationRule = Literal["required", "optional", "forbidden"]
+
+
+@dataclass(frozen=True, slots=True)
+class ParamSpec:
+    name: str
+    type: ParamType
+    help: str
+    default: float | int | bool | str | None = None
+    required: bool = False
+    minimum: float | None = None
+    choices: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class FaultKind:
+    """One kind of fault. `exclusive` names the overlap class: two faults of kinds with the same
+    non-empty class may not overlap in time on the same (static) target."""
+
+    name: str
+    help: str
+    targets: frozenset[TargetSlot]
+    params: tuple[ParamSpec, ...]
+    duration: DurationRule
+    exclusive: str
+    heal: str
+    backends: Mapping[str, str]
+
+    def param(self, name: str) -> ParamSpec | None:
+        return next((p for p in self.params if p.name == name), None)
+
+
+def _kind(name: str, help: str, targets: set[TargetSlot], params: tuple[ParamSpec, ...], duration: DurationRule,
+          exclusive: str, heal: str, process: str, containers: str) -> FaultKind:
+    return FaultKind(name, help, frozenset(targets), params, duration, exclusive, heal,
+                     MappingProxyType({"process": process, "containers": containers}))
+
+
+_STREAM = ParamSpec("stream", "choice", "which direction of the link: upstream (src to dst) or downstream "
+                    "(dst's replies)", default="downstream", choices=("upstream", "downstream"))
+_TOXICITY = ParamSpec("toxicity", "float", "probability (0..1) that a connection is affected, drawn once per "
+                      "connection", default=1.0, minimum=0.0)
+
+
+def _toxic(name: str, help: str, params: tuple[ParamSpec, ...]) -> FaultKind:
+    return _kind(name, help, {"link"}, (*params, _STREAM, _TOXICITY), "required", f"toxic:{name}",
+                 "removes the toxic", f"Toxiproxy `{name}` toxic on the link's proxy (embedded server or "
+                 "TOXIPROXY_BIN)", f"Toxiproxy `{name}` toxic on the link's proxy (toxiproxy container)")
+
+
+_KINDS: tuple[FaultKind, ...] = (
+    _kind("kill", "Kill a node abruptly (kill -9): no controlled shutdown; ZooKeeper notices after the "
+          "session timeout. A consumer target closes the member without leaving its group.",
+          {"broker", "zookeeper", "consumer"}, (), "optional", "down", "starts the node again",
+          "SIGKILL to the node's process group; consumers: member dropped", "docker kill (SIGKILL)"),
+    _kind("stop", "Stop a broker gracefully (SIGTERM): controlled shutdown moves its leaderships first.",
+          {"broker"}, (), "optional", "down", "starts the broker again",
+          "SIGTERM, wait for exit (SIGKILL after the stop timeout)", "docker stop (SIGTERM, then SIGKILL)"),
+    _kind("pause", "Freeze a node (SIGSTOP): it holds its sockets but answers nothing; past the session "
+          "timeout ZooKeeper expires it. A consumer target stops polling.",
+          {"broker", "zookeeper", "consumer"}, (), "required", "down", "resumes the node (SIGCONT)",
+          "SIGSTOP / SIGCONT to the process group", "docker pause / unpause"),
+    _kind("kill_zookeeper", "Kill a ZooKeeper member (kill -9).", {"zookeeper"}, (), "optional", "down",
+          "starts the member again", "SIGKILL to the member's process group", "docker kill (SIGKILL)"),
+    _kind("isolate", "Cut every link of a broker: to and from every other broker, to ZooKeeper, and from "
+          "clients.", {"broker"}, (), "required", "links", "re-enables the links",
+          "disables every proxy whose name starts or ends with the broker", "same, on the toxiproxy container"),
+    _kind("isolate_zookeeper", "Cut a broker's links to every ZooKeeper member: its session expires after "
+          "the session timeout (controller moves, partitions it leads get new leaders).",
+          {"broker"}, (), "required", "links", "re-enables the links",
+          "disables proxies k->zk*", "same, on the toxiproxy container"),
+    _kind("partition", "Network partition between groups of nodes: every directed link between nodes of "
+          "different groups is cut (only from earlier to later groups with one_way).", {"groups"},
+          (ParamSpec("one_way", "bool", "cut only links from a group to the groups listed after it",
+                     default=False),), "required", "links", "re-enables the links",
+          "disables the proxies of the cut links", "same, on the toxiproxy container"),
+    _kind("cut", "Cut one directed link (disable its proxy: open connections close, new ones are "
+          "refused).", {"link"}, (), "required", "toxic:cut", "re-enables the proxy",
+          "disables the link's proxy", "same, on the toxiproxy container"),
+    _toxic("latency", "Delay data on a link.", (
+        ParamSpec("latency_ms", "int", "added delay in milliseconds", required=True, minimum=0),
+        ParamSpec("jitter_ms", "int", "random +/- jitter in milliseconds", default=0, minimum=0))),
+    _toxic("bandwidth", "Limit a link's bandwidth.", (
+        ParamSpec("rate_kbps", "int", "rate in KB/s", required=True, minimum=0),)),
+    _toxic("slicer", "Slice data into small pieces with delays between them.", (
+        ParamSpec("average_size", "int", "average slice size in bytes", required=True, minimum=1),
+        ParamSpec("size_variation", "int", "slice size variation in bytes", default=0, minimum=0),
+        ParamSpec("delay_us", "int", "delay between slices in microseconds", default=0, minimum=0))),
+    _toxic("reset_peer", "Reset connections (TCP RST) after a timeout.", (
+        ParamSpec("timeout_ms", "int", "delay before the reset, ms", default=0, minimum=0),)),
+    _toxic("timeout", "Stop all data; close the connection after timeout_ms (0: hold it open forever).", (
+        ParamSpec("timeout_ms", "int", "ms before closing; 0 = black hole", default=0, minimum=0),)),
+    _toxic("limit_data", "Close connections after a number of bytes.", (
+        ParamSpec("bytes", "int", "bytes allowed per connection", required=True, minimum=0),)),
+)
+
+CATALOG: Mapping[str, FaultKind] = MappingProxyType({k.name: k for k in _KINDS})
+"""Every fault kind by name."""
+
+TOXIC_ATTRIBUTES: Mapping[str, Mapping[str, str]] = MappingProxyType({
+    "latency": {"latency_ms": "latency", "jitter_ms": "jitter"},
+    "bandwidth": {"rate_kbps": "rate"},
+    "slicer": {"average_size": "average_size", "size_variation": "size_variation", "delay_us": "delay"},
+    "reset_peer": {"timeout_ms": "timeout"},
+    "timeout": {"timeout_ms": "timeout"},
+    "limit_data": {"bytes": "bytes"},
+})
+"""Experiment parameter name -> Toxiproxy attribute name, per toxic kind."""
+
+
+def describe_catalog() -> str:
+    """The text `kafka-chaos faults` prints: every kind, its targets, parameters and backend actions."""
+    lines: list[str] = []
+    for kind in _KINDS:
+        lines.append(f"{kind.name}: {kind.help}")
+        lines.append(f"    targets: {', '.join(sorted(kind.targets))}; duration: {kind.duration}; "
+                     f"at the end: {kind.heal}")
+        for p in kind.params:
+            extra = f" (one of {', '.join(p.choices)})" if p.choices else ""
+            need = "required" if p.required else f"default {p.default}"
+            lines.append(f"    {p.name} ({p.type}, {need}){extra}: {p.help}")
+        for backend, action in kind.backends.items():
+            lines.append(f"    {backend}: {action}")
+    return "\n".join(lines)

@@ -1,0 +1,120 @@
+"""Target expressions of faults, parsed into frozen values; resolved to nodes only when a fault fires.
+
+Node targets: `broker:2`, `zookeeper:1`, `controller`, `leader:<topic>/<p>`, `coordinator:<group>`,
+`consumer:<group>/<n>` (n is 0-based), `random-broker` (drawn from the seed when the schedule is
+built). Links: `<src>-><dst>` with src `client` or a broker target and dst a broker target,
+`zookeeper` (every member) or `zookeeper:<n>`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+TargetKind = Literal["broker", "zookeeper", "controller", "leader", "coordinator", "consumer", "random-broker"]
+Role = Literal["broker", "zookeeper", "consumer"]
+
+_BROKER_LIKE = ("broker", "controller", "leader", "coordinator", "random-broker")
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One node target expression. `id` is set for broker/zookeeper/consumer-member targets."""
+
+    kind: TargetKind
+    id: int | None = None
+    topic: str | None = None
+    partition: int | None = None
+    group: str | None = None
+
+    @property
+    def role(self) -> Role:
+        if self.kind in _BROKER_LIKE:
+            return "broker"
+        return "zookeeper" if self.kind == "zookeeper" else "consumer"
+
+    @property
+    def is_static(self) -> bool:
+        """True when the expression names the same node whatever the cluster's state."""
+        return self.kind in ("broker", "zookeeper", "consumer")
+
+    def __str__(self) -> str:
+        if self.kind in ("broker", "zookeeper"):
+            return f"{self.kind}:{self.id}"
+        if self.kind == "leader":
+            return f"leader:{self.topic}/{self.partition}"
+        if self.kind == "coordinator":
+            return f"coordinator:{self.group}"
+        if self.kind == "consumer":
+            return f"consumer:{self.group}/{self.id}"
+        return self.kind
+
+
+@dataclass(frozen=True, slots=True)
+class LinkTarget:
+    """A directed link `src->dst`. `dst is None` with `all_zookeepers` means every ZooKeeper member."""
+
+    src: Target | None  # None = client
+    dst: Target
+
+    def __str__(self) -> str:
+        return f"{'client' if self.src is None else self.src}->{self.dst}"
+
+
+ALL_ZOOKEEPERS = Target("zookeeper", None)
+"""The link destination `zookeeper`: one proxy per member, all affected together."""
+
+
+class TargetSyntaxError(ValueError):
+    """The text is not a target expression; the message lists the accepted forms."""
+
+
+_FORMS = ("broker:<id>, zookeeper:<id>, controller, leader:<topic>/<partition>, coordinator:<group>, "
+          "consumer:<group>/<member index>, random-broker")
+_NAME = r"[A-Za-z0-9._-]+"
+
+
+def parse_target(text: str) -> Target:
+    s = text.strip()
+    if s in ("controller", "random-broker"):
+        return Target(s)  # type: ignore[arg-type]
+    kind, sep, rest = s.partition(":")
+    if not sep:
+        raise TargetSyntaxError(f"unknown target; expected one of {_FORMS}")
+    if kind in ("broker", "zookeeper"):
+        if not rest.isdigit() or int(rest) < 1:
+            raise TargetSyntaxError(f"{kind} id must be a positive integer, as in {kind}:1")
+        return Target(kind, int(rest))  # type: ignore[arg-type]
+    if kind == "leader":
+        m = re.fullmatch(rf"({_NAME})/(\d+)", rest)
+        if not m:
+            raise TargetSyntaxError("expected leader:<topic>/<partition>, as in leader:orders/0")
+        return Target("leader", topic=m.group(1), partition=int(m.group(2)))
+    if kind == "coordinator":
+        if not re.fullmatch(_NAME, rest):
+            raise TargetSyntaxError("expected coordinator:<group>, as in coordinator:billing")
+        return Target("coordinator", group=rest)
+    if kind == "consumer":
+        m = re.fullmatch(rf"({_NAME})/(\d+)", rest)
+        if not m:
+            raise TargetSyntaxError("expected consumer:<group>/<member index>, as in consumer:billing/0")
+        return Target("consumer", id=int(m.group(2)), group=m.group(1))
+    raise TargetSyntaxError(f"unknown target kind {kind!r}; expected one of {_FORMS}")
+
+
+def parse_link(text: str) -> LinkTarget:
+    src_text, sep, dst_text = text.partition("->")
+    if not sep:
+        raise TargetSyntaxError("a link is <src>-><dst>, as in client->broker:1, broker:1->zookeeper, "
+                                "broker:2->leader:orders/0")
+    src_text, dst_text = src_text.strip(), dst_text.strip()
+    src = None if src_text == "client" else parse_target(src_text)
+    if src is not None and src.role != "broker":
+        raise TargetSyntaxError(f"a link starts at client or a broker, not {src_text!r}")
+    dst = ALL_ZOOKEEPERS if dst_text == "zookeeper" else parse_target(dst_text)
+    if dst.role == "consumer":
+        raise TargetSyntaxError(f"a link ends at a broker or zookeeper, not {dst_text!r}")
+    if src is None and dst.role == "zookeeper":
+        raise TargetSyntaxError("clients do not talk to ZooKeeper; use broker:<id>->zookeeper")
+    return LinkTarget(src, dst)

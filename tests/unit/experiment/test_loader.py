@@ -1,0 +1,120 @@
+"""The experiment loader: valid files load with defaults; every broken file names line and field."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from harness.errors import ValidationError
+from harness.experiment import load_experiment, load_experiment_text
+from harness.experiment.durations import format_duration, parse_duration
+
+ROOT = Path(__file__).resolve().parents[3]
+BAD = sorted((ROOT / "tests" / "data" / "bad_experiments").glob("*.yaml"))
+GOOD = sorted((ROOT / "experiments").glob("*.yaml"))
+
+MINIMAL = "name: tiny\nduration: 30s\n"
+
+
+def _expectations(path: Path) -> list[tuple[int, str]]:
+    out = []
+    for line in path.read_text().splitlines():
+        m = re.match(r"# expect: (\d+) (.*)$", line)
+        if m:
+            out.append((int(m.group(1)), m.group(2)))
+    return out
+
+
+@pytest.mark.parametrize("path", BAD, ids=[p.stem for p in BAD])
+def test_each_broken_file_reports_its_line_field_and_value(path: Path) -> None:
+    expected = _expectations(path)
+    assert expected, f"{path.name} declares no '# expect:' line"
+    with pytest.raises(ValidationError) as info:
+        load_experiment(path)
+    rendered = [p.render() for p in info.value.problems]
+    for line, fragment in expected:
+        prefix = f"{path}:{line}:"
+        assert any(r.startswith(prefix) and fragment in r for r in rendered), (
+            f"no problem at line {line} containing {fragment!r}; got:\n" + "\n".join(rendered))
+
+
+def test_one_file_with_several_errors_reports_all_of_them() -> None:
+    with pytest.raises(ValidationError) as info:
+        load_experiment(ROOT / "tests/data/bad_experiments/several_errors.yaml")
+    assert len(info.value.problems) >= 4
+
+
+@pytest.mark.parametrize("path", GOOD, ids=[p.stem for p in GOOD])
+def test_every_shipped_experiment_validates(path: Path) -> None:
+    exp = load_experiment(path)
+    assert exp.duration <= 90, "shipped experiments must fit CI (<= 90 s of experiment time)"
+
+
+def test_minimal_experiment_gets_every_default() -> None:
+    exp = load_experiment_text(MINIMAL, "mem.yaml")
+    assert exp.cluster.brokers == 3 and exp.cluster.zookeepers == 1
+    assert exp.seed == 1 and exp.drain == 10.0 and exp.verify.checks == ("all",)
+    assert exp.steady_state == ("controller_present", "all_partitions_led")
+
+
+def test_durations_accept_units_and_round_trip() -> None:
+    assert parse_duration("500ms") == 0.5
+    assert parse_duration("1m30s") == 90.0
+    assert parse_duration("2h") == 7200.0
+    for text in ("500ms", "10s", "2m", "1h", "90s"):
+        assert parse_duration(format_duration(parse_duration(text))) == parse_duration(text)
+    for bad in ("", "10", "ten s", "5 parsecs", "10s5"):
+        with pytest.raises(ValueError):
+            parse_duration(bad)
+
+
+def test_plain_number_duration_is_rejected_with_a_hint() -> None:
+    with pytest.raises(ValidationError, match=r"duration: must be a duration with a unit.*write e.g."):
+        load_experiment_text("name: x\nduration: 30\n", "mem.yaml")
+
+
+def test_acks_minus_one_means_all_and_idempotence_needs_acks_all() -> None:
+    base = "name: x\nduration: 30s\ntopics: [{name: t}]\nworkload: {producers: [%s]}\n"
+    exp = load_experiment_text(base % "{topic: t, acks: -1}", "m.yaml")
+    assert exp.workload.producers[0].acks == "all" and exp.workload.producers[0].idempotence
+    with pytest.raises(ValidationError, match="idempotence needs acks: all"):
+        load_experiment_text(base % "{topic: t, acks: 1, idempotence: true}", "m.yaml")
+
+
+def test_fault_params_are_typed_checked_and_defaulted() -> None:
+    text = ("name: x\nduration: 60s\nschedule:\n"
+            "  - {at: 1s, fault: latency, link: client->broker:1, duration: 5s, params: {latency_ms: 100}}\n")
+    exp = load_experiment_text(text, "m.yaml")
+    assert dict(exp.schedule[0].params) == {"latency_ms": 100, "jitter_ms": 0, "stream": "downstream",
+                                            "toxicity": 1.0}
+    with pytest.raises(ValidationError, match=r"params.latency_ms: required field is missing"):
+        load_experiment_text(text.replace("latency_ms: 100", "jitter_ms: 1"), "m.yaml")
+    with pytest.raises(ValidationError, match=r"params.latncy_ms: unknown key.*did you mean 'latency_ms'"):
+        load_experiment_text(text.replace("latency_ms: 100", "latency_ms: 1, latncy_ms: 2"), "m.yaml")
+
+
+def test_wrong_slot_and_wrong_role_are_reported() -> None:
+    with pytest.raises(ValidationError, match=r"fault 'latency' takes `link`, not `target`"):
+        load_experiment_text("name: x\nduration: 60s\nschedule:\n"
+                             "  - {at: 1s, fault: latency, target: broker:1, duration: 5s}\n", "m.yaml")
+    with pytest.raises(ValidationError, match=r"fault 'stop' cannot target a zookeeper"):
+        load_experiment_text("name: x\nduration: 60s\nschedule:\n"
+                             "  - {at: 1s, fault: stop, target: zookeeper:1}\n", "m.yaml")
+
+
+def test_dynamic_targets_may_overlap_but_static_ones_may_not() -> None:
+    ok = ("name: x\nduration: 60s\nschedule:\n  - {at: 1s, fault: kill, target: controller}\n"
+          "  - {at: 5s, fault: kill, target: controller}\n")
+    assert len(load_experiment_text(ok, "m.yaml").schedule) == 2
+    with pytest.raises(ValidationError, match="overlaps fault #0"):
+        load_experiment_text(ok.replace("controller", "broker:1"), "m.yaml")
+    sequential = ("name: x\nduration: 60s\nschedule:\n  - {at: 1s, fault: kill, target: broker:1, duration: 3s}\n"
+                  "  - {at: 5s, fault: kill, target: broker:1}\n")
+    assert len(load_experiment_text(sequential, "m.yaml").schedule) == 2
+
+
+def test_missing_file_is_a_validation_error_naming_the_file(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError, match="nope.yaml: <document>: cannot read the file"):
+        load_experiment(tmp_path / "nope.yaml")
