@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal, cast, get_args
 
 from harness.errors import HarnessError
 
@@ -44,7 +44,7 @@ class UnknownStrategyError(HarnessError):
 def _check_strategy(strategy: object) -> Strategy:
     if not isinstance(strategy, str) or strategy not in STRATEGIES:
         raise UnknownStrategyError(strategy)
-    return strategy  # type: ignore[return-value]
+    return cast(Strategy, strategy)
 
 
 def elect_leader(
