@@ -1,0 +1,1 @@
+"""ZooKeeper-mode Kafka's znodes: paths, JSON encoders and tolerant decoders (`harness.zk.znodes`)."""

@@ -1,0 +1,1 @@
+"""Unit tests of the ZooKeeper-mode Kafka znode formats."""
