@@ -1,0 +1,248 @@
+"""Nothing outlives the harness: a record of every process group the process backend starts, the
+atexit / SIGTERM fallbacks that kill them when the harness exits without tearing down, and
+`clean_leftovers()`, which the next run calls to kill groups left by a harness that was SIGKILLed.
+
+Each started process gets a record file `<owner-pid>-<pid>.json` in a per-user directory
+(`$KAFKA_CHAOS_LEFTOVERS_DIR`, else `$XDG_RUNTIME_DIR/kafka-chaos/leftovers`, else
+`/tmp/kafka-chaos-<uid>/leftovers`). A record names the process (pid, process group, start time,
+command line) and its owner (the harness's pid and start time). `clean_leftovers()` only touches
+records whose owner is dead, and only kills a process whose start time and command line still
+match the record (so a reused pid is never killed).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import signal
+import threading
+import time
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+import psutil
+
+from harness.errors import BackendError
+
+_TIME_SLACK_S = 0.05
+
+
+def leftovers_dir() -> Path:
+    """The per-user directory holding process records (created 0700 if missing)."""
+    explicit = os.environ.get("KAFKA_CHAOS_LEFTOVERS_DIR")
+    if explicit:
+        path = Path(explicit)
+    else:
+        runtime = os.environ.get("XDG_RUNTIME_DIR")
+        if runtime and Path(runtime).is_dir() and os.access(runtime, os.W_OK):
+            path = Path(runtime) / "kafka-chaos" / "leftovers"
+        else:
+            path = Path("/tmp") / f"kafka-chaos-{os.getuid()}" / "leftovers"
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return path
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessRecord:
+    """One started process as the record file stores it."""
+
+    pid: int
+    pgid: int
+    create_time: float
+    cmdline: tuple[str, ...]
+    what: str
+    owner_pid: int
+    owner_create_time: float
+
+    def to_json(self) -> str:
+        return json.dumps({"pid": self.pid, "pgid": self.pgid, "create_time": self.create_time,
+                           "cmdline": list(self.cmdline), "what": self.what, "owner_pid": self.owner_pid,
+                           "owner_create_time": self.owner_create_time})
+
+    @staticmethod
+    def from_json(text: str) -> ProcessRecord:
+        d = json.loads(text)
+        return ProcessRecord(int(d["pid"]), int(d["pgid"]), float(d["create_time"]),
+                             tuple(str(a) for a in d["cmdline"]), str(d["what"]), int(d["owner_pid"]),
+                             float(d["owner_create_time"]))
+
+
+@dataclass(frozen=True, slots=True)
+class CleanedLeftover:
+    """A leftover process group that `clean_leftovers()` killed."""
+
+    what: str
+    pid: int
+    pgid: int
+    cmdline: tuple[str, ...]
+    owner_pid: int
+
+
+def _same_process(
+    pid: int, create_time: float, cmdline: Sequence[str] | None = None,
+) -> psutil.Process | None:
+    """The live process `pid` if it is the one recorded (same start time and command line), else None."""
+    try:
+        proc = psutil.Process(pid)
+        if abs(proc.create_time() - create_time) > _TIME_SLACK_S:
+            return None
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return None
+        if cmdline is not None and tuple(proc.cmdline()) != tuple(cmdline):
+            return None
+        return proc
+    except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+        return None
+
+
+def _own_create_time() -> float:
+    return psutil.Process(os.getpid()).create_time()
+
+
+class LeftoverRegistry:
+    """The processes one harness (one cluster) started; kills them all on `kill_all()`, at exit
+    and on SIGTERM, and leaves a record of each for `clean_leftovers()` should the harness die."""
+
+    def __init__(self, directory: Path | None = None) -> None:
+        self.directory = directory or leftovers_dir()
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._records: dict[int, ProcessRecord] = {}
+        self._lock = threading.Lock()
+        self._owner_pid = os.getpid()
+        self._owner_create_time = _own_create_time()
+        _ACTIVE.add(self)
+        _install_fallbacks()
+
+    def _path(self, pid: int) -> Path:
+        return self.directory / f"{self._owner_pid}-{pid}.json"
+
+    def register(self, pid: int, what: str) -> None:
+        """Record a just-started process (leader of its own process group). No-op if it already died."""
+        try:
+            proc = psutil.Process(pid)
+            record = ProcessRecord(pid, os.getpgid(pid), proc.create_time(), tuple(proc.cmdline()), what,
+                                   self._owner_pid, self._owner_create_time)
+        except (psutil.NoSuchProcess, psutil.ZombieProcess, ProcessLookupError):
+            return
+        except psutil.AccessDenied as exc:
+            raise BackendError(f"cannot read process {pid} ({what}) to record it: {exc}") from exc
+        path = self._path(pid)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(record.to_json(), encoding="utf-8")
+        tmp.replace(path)
+        with self._lock:
+            self._records[pid] = record
+
+    def unregister(self, pid: int) -> None:
+        """Forget a process that was reaped (or is about to be)."""
+        with self._lock:
+            self._records.pop(pid, None)
+        with contextlib.suppress(FileNotFoundError):
+            self._path(pid).unlink()
+
+    def registered(self) -> list[ProcessRecord]:
+        with self._lock:
+            return list(self._records.values())
+
+    def kill_all(self) -> None:
+        """SIGKILL every recorded process group that is still ours, and drop all records. Never raises."""
+        for record in self.registered():
+            if _same_process(record.pid, record.create_time) is not None:
+                with contextlib.suppress(OSError):
+                    os.killpg(record.pgid, signal.SIGKILL)
+            self.unregister(record.pid)
+
+    def close(self) -> None:
+        """Stop tracking (call after every process was torn down); kills whatever is still recorded."""
+        self.kill_all()
+        _ACTIVE.discard(self)
+
+
+_ACTIVE: weakref.WeakSet[LeftoverRegistry] = weakref.WeakSet()
+_INSTALLED = False
+_INSTALL_LOCK = threading.Lock()
+
+
+def _kill_active() -> None:
+    for registry in list(_ACTIVE):
+        registry.kill_all()
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    _kill_active()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _install_fallbacks() -> None:
+    """atexit always; a SIGTERM handler only when SIGTERM still has its default action (a program
+    with its own SIGTERM handler is expected to exit through it, and atexit then runs)."""
+    global _INSTALLED
+    with _INSTALL_LOCK:
+        if _INSTALLED:
+            return
+        _INSTALLED = True
+        atexit.register(_kill_active)
+        if threading.current_thread() is threading.main_thread():
+            with contextlib.suppress(ValueError, OSError):
+                if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+                    signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def clean_leftovers(directory: Path | None = None, wait_s: float = 5.0) -> list[CleanedLeftover]:
+    """Kill the process groups left by harnesses that died without tearing down; drop stale records.
+
+    Records of a live owner are left alone (another harness may be running). A recorded process
+    is killed only if its pid still names the same process (start time and command line).
+    """
+    directory = directory or leftovers_dir()
+    cleaned: list[CleanedLeftover] = []
+    victims: list[psutil.Process] = []
+    for path in sorted(directory.glob("*.json")):
+        try:
+            record = ProcessRecord.from_json(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, KeyError, TypeError):
+            with contextlib.suppress(OSError):
+                path.unlink()
+            continue
+        if _same_process(record.owner_pid, record.owner_create_time) is not None:
+            continue
+        proc = _same_process(record.pid, record.create_time, record.cmdline)
+        if proc is not None:
+            with contextlib.suppress(OSError):
+                os.killpg(record.pgid, signal.SIGKILL)
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
+            victims.append(proc)
+            cleaned.append(CleanedLeftover(record.what, record.pid, record.pgid, record.cmdline,
+                                           record.owner_pid))
+        with contextlib.suppress(OSError):
+            path.unlink()
+    alive = _wait_gone(victims, wait_s)
+    if alive:
+        raise BackendError(f"leftover processes survived SIGKILL for {wait_s}s: {[p.pid for p in alive]}")
+    return cleaned
+
+
+def _wait_gone(procs: list[psutil.Process], timeout_s: float) -> list[psutil.Process]:
+    """Wait until each process is gone or a zombie (an unreaped zombie holds no resources)."""
+    deadline = time.monotonic() + timeout_s
+    alive = procs
+    while alive:
+        alive = [p for p in alive if _is_alive(p)]
+        if not alive or time.monotonic() >= deadline:
+            break
+        time.sleep(0.05)
+    return alive
+
+
+def _is_alive(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False

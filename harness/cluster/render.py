@@ -1,0 +1,340 @@
+"""The link topology (one listener per source broker, one proxy per directed link) and the rendering
+of the config files both backends start from: `server.properties`, `zoo.cfg` and a Toxiproxy
+proxy list, from the templates in `compose/templates/`.
+
+Pure functions and frozen values: no processes, no sockets (except `allocate_ports`, which only
+asks the kernel for free port numbers). See DESIGN.md "Link-level faults: one listener per source".
+
+Self-links: the ZooKeeper-mode controller does send requests to itself over its inter-broker
+listener, but a node can always reach itself, so there is no `k->k` proxy. Broker k advertises
+its own `FROMk` listener at its real address; every other `FROMk` (on broker j) is advertised as
+proxy `k->j`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from string import Template
+from types import MappingProxyType
+
+from harness.cluster.base import CLIENT, LinkSource, NodeId, link_name
+from harness.errors import ConfigError
+
+TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "compose" / "templates"
+EXTERNAL = "EXTERNAL"
+
+# Properties the topology owns: a spec's broker_config may not override them.
+TOPOLOGY_KEYS = frozenset({
+    "broker.id", "listeners", "advertised.listeners", "listener.security.protocol.map",
+    "inter.broker.listener.name", "zookeeper.connect", "log.dirs", "log.dir",
+})
+_KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
+
+
+def listener_name(source_broker: int) -> str:
+    """The listener on every broker that carries traffic from broker `source_broker`: `FROM<k>`."""
+    return f"FROM{source_broker}"
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class ZooKeeperEndpoint:
+    """A ZooKeeper member's client address as the proxies (and observers) reach it."""
+
+    id: int
+    host: str
+    client_port: int
+
+    @property
+    def address(self) -> HostPort:
+        return HostPort(self.host, self.client_port)
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerListeners:
+    """Broker `broker_id`'s real listener ports: `FROM1…FROMN` and `EXTERNAL`.
+
+    `host` is where proxies reach the broker (their upstream host); `bind_host` is what the broker
+    binds to in `listeners=` (the same, except in containers where it binds 0.0.0.0).
+    """
+
+    broker_id: int
+    host: str
+    ports: Mapping[str, int]
+    bind_host: str = ""
+
+    def port(self, listener: str) -> int:
+        try:
+            return self.ports[listener]
+        except KeyError as exc:
+            raise ConfigError(f"broker:{self.broker_id} has no listener {listener!r}") from exc
+
+    def address(self, listener: str) -> HostPort:
+        return HostPort(self.host, self.port(listener))
+
+
+@dataclass(frozen=True, slots=True)
+class LinkRoute:
+    """One directed link to create a proxy for: name, endpoints, and the upstream it forwards to."""
+
+    name: str
+    src: LinkSource
+    dst: NodeId
+    upstream: HostPort
+
+
+@dataclass(frozen=True, slots=True)
+class ProxyRoute:
+    """A created proxy: where Toxiproxy listens, where it forwards, and where the source dials it."""
+
+    name: str
+    src: LinkSource
+    dst: NodeId
+    upstream: HostPort
+    listen: HostPort
+    advertised: HostPort
+
+    @staticmethod
+    def of(route: LinkRoute, listen: HostPort, advertised: HostPort | None = None) -> ProxyRoute:
+        return ProxyRoute(route.name, route.src, route.dst, route.upstream, listen, advertised or listen)
+
+    def as_row(self) -> dict[str, str]:
+        return {"name": self.name, "listen": str(self.listen), "upstream": str(self.upstream),
+                "advertised": str(self.advertised)}
+
+
+def broker_listeners(broker_id: int, brokers: int, host: str, ports: Sequence[int],
+                     bind_host: str = "") -> BrokerListeners:
+    """Assign `ports` (N+1 of them) to `FROM1…FROMN, EXTERNAL` of one broker."""
+    names = [listener_name(k) for k in range(1, brokers + 1)] + [EXTERNAL]
+    if len(ports) != len(names):
+        raise ConfigError(
+            f"broker:{broker_id} needs {len(names)} ports ({', '.join(names)}), got {len(ports)}")
+    return BrokerListeners(broker_id, host, MappingProxyType(dict(zip(names, ports, strict=True))),
+                           bind_host or host)
+
+
+def plan_routes(
+    brokers: Sequence[BrokerListeners], zookeepers: Sequence[ZooKeeperEndpoint],
+) -> tuple[LinkRoute, ...]:
+    """Every directed link's proxy: N*(N-1) broker links `k->j`, N*Z `k->zkI`, N `client->j`."""
+    routes: list[LinkRoute] = []
+    for src in brokers:
+        for dst in brokers:
+            if src.broker_id != dst.broker_id:
+                routes.append(LinkRoute(
+                    link_name(NodeId.broker(src.broker_id), NodeId.broker(dst.broker_id)),
+                    NodeId.broker(src.broker_id), NodeId.broker(dst.broker_id),
+                    dst.address(listener_name(src.broker_id))))
+        for zk in zookeepers:
+            routes.append(LinkRoute(link_name(NodeId.broker(src.broker_id), NodeId.zookeeper(zk.id)),
+                                    NodeId.broker(src.broker_id), NodeId.zookeeper(zk.id), zk.address))
+    for dst in brokers:
+        routes.append(LinkRoute(link_name(CLIENT, NodeId.broker(dst.broker_id)), CLIENT,
+                                NodeId.broker(dst.broker_id), dst.address(EXTERNAL)))
+    return tuple(routes)
+
+
+@dataclass(frozen=True, slots=True)
+class Topology:
+    """Brokers' real listeners, ZooKeeper members, and every proxy between them."""
+
+    brokers: tuple[BrokerListeners, ...]
+    zookeepers: tuple[ZooKeeperEndpoint, ...]
+    proxies: tuple[ProxyRoute, ...]
+    _by_name: Mapping[str, ProxyRoute] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_name", MappingProxyType({p.name: p for p in self.proxies}))
+        missing = {r.name for r in plan_routes(self.brokers, self.zookeepers)} - set(self._by_name)
+        if missing:
+            raise ConfigError(f"topology lacks proxies for links: {', '.join(sorted(missing))}")
+
+    def proxy(self, src: LinkSource, dst: NodeId) -> ProxyRoute:
+        name = link_name(src, dst)
+        try:
+            return self._by_name[name]
+        except KeyError as exc:
+            raise ConfigError(f"no proxy for link {name!r}; links: {', '.join(self._by_name)}") from exc
+
+    def broker(self, broker_id: int) -> BrokerListeners:
+        for b in self.brokers:
+            if b.broker_id == broker_id:
+                return b
+        ids = [b.broker_id for b in self.brokers]
+        raise ConfigError(f"no broker:{broker_id} in topology (brokers {ids})")
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(str(self.proxy(CLIENT, NodeId.broker(b.broker_id)).advertised) for b in self.brokers)
+
+    @property
+    def zookeeper_connect(self) -> str:
+        """Direct connect string (no proxy), for observers."""
+        return ",".join(str(zk.address) for zk in self.zookeepers)
+
+    def broker_zookeeper_connect(self, broker_id: int) -> str:
+        """Broker `broker_id`'s connect string: its own proxies `k->zk1…`."""
+        src = NodeId.broker(broker_id)
+        return ",".join(str(self.proxy(src, NodeId.zookeeper(zk.id)).advertised) for zk in self.zookeepers)
+
+    def advertised_listeners(self, broker_id: int) -> dict[str, HostPort]:
+        """Listener -> advertised address on broker j (FROMk: proxy `k->j`; EXTERNAL: `client->j`)."""
+        me = self.broker(broker_id)
+        out: dict[str, HostPort] = {}
+        for src in self.brokers:
+            name = listener_name(src.broker_id)
+            if src.broker_id == broker_id:
+                out[name] = me.address(name)  # self-link: no proxy (see module docstring)
+            else:
+                out[name] = self.proxy(NodeId.broker(src.broker_id), NodeId.broker(broker_id)).advertised
+        out[EXTERNAL] = self.proxy(CLIENT, NodeId.broker(broker_id)).advertised
+        return out
+
+
+def allocate_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """`count` distinct free TCP ports (all bound at once, then released)."""
+    socks: list[socket.socket] = []
+    try:
+        for _ in range(count):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            socks.append(s)
+            s.bind((host, 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def load_template(name: str, templates_dir: Path | None = None) -> str:
+    path = (templates_dir or TEMPLATES_DIR) / name
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config template {path}: {exc}") from exc
+
+
+def check_property(key: str, value: str, where: str) -> None:
+    """A property is one `key=value` line: reject keys and values that would break or add lines."""
+    if not _KEY_RE.match(key):
+        raise ConfigError(f"{where}: invalid property name {key!r}")
+    if any(c in value for c in "\r\n\x00"):
+        raise ConfigError(f"{where}: property {key!r} value contains a line break or NUL: {value!r}")
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """The `key=value` lines of a rendered properties file (comments and blanks skipped)."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        s = line.strip()
+        if not s or s[0] in "#!":
+            continue
+        key, _, value = s.partition("=")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def apply_overrides(text: str, overrides: Mapping[str, str], where: str, header: str) -> str:
+    """Replace overridden keys in place; append the others under a `# <header>` comment."""
+    for key, value in overrides.items():
+        check_property(key, value, where)
+    pending = dict(overrides)
+    lines: list[str] = []
+    for line in text.splitlines():
+        s = line.strip()
+        if s and s[0] not in "#!":
+            key = s.partition("=")[0].strip()
+            if key in pending:
+                line = f"{key}={pending.pop(key)}"
+        lines.append(line)
+    if pending:
+        lines += ["", f"# {header}"] + [f"{k}={v}" for k, v in pending.items()]
+    return "\n".join(lines) + "\n"
+
+
+def render_server_properties(
+    topology: Topology, broker_id: int, *, log_dirs: str, overrides: Mapping[str, str] | None = None,
+    reference_bugs: Sequence[str] = (), templates_dir: Path | None = None,
+) -> str:
+    """Broker `broker_id`'s `server.properties`: template defaults, topology, then the spec's overrides."""
+    overrides = dict(overrides or {})
+    owned = sorted(TOPOLOGY_KEYS & set(overrides))
+    if owned:
+        raise ConfigError(f"broker_config sets {', '.join(owned)}, which the link topology owns "
+                          "(DESIGN.md 'Link-level faults'); remove them from the experiment")
+    me = topology.broker(broker_id)
+    names = [listener_name(b.broker_id) for b in topology.brokers] + [EXTERNAL]
+    advertised = topology.advertised_listeners(broker_id)
+    n = len(topology.brokers)
+    values = {
+        "broker_id": str(broker_id),
+        "brokers": str(n),
+        "listeners": ",".join(f"{ln}://{me.bind_host}:{me.port(ln)}" for ln in names),
+        "advertised_listeners": ",".join(f"{ln}://{advertised[ln]}" for ln in names),
+        "listener_security_protocol_map": ",".join(f"{ln}:PLAINTEXT" for ln in names),
+        "inter_broker_listener_name": listener_name(broker_id),
+        "zookeeper_connect": topology.broker_zookeeper_connect(broker_id),
+        "log_dirs": log_dirs,
+        "internal_replication_factor": str(min(3, n)),
+        "internal_min_isr": str(min(2, n)),
+    }
+    for key, value in values.items():
+        check_property(key, value, f"broker:{broker_id} server.properties")
+    try:
+        text = Template(load_template("server.properties.tmpl", templates_dir)).substitute(values)
+    except (KeyError, ValueError) as exc:
+        raise ConfigError(f"server.properties.tmpl: bad placeholder {exc}") from exc
+    if reference_bugs:
+        overrides["reference.bugs"] = ",".join(reference_bugs)
+    return apply_overrides(text, overrides, f"broker:{broker_id} broker_config",
+                           "overrides from the experiment's cluster.broker_config")
+
+
+@dataclass(frozen=True, slots=True)
+class ZooKeeperServer:
+    """One ensemble member as zoo.cfg's `server.N=host:peer:election` line names it."""
+
+    id: int
+    host: str
+    client_port: int
+    peer_port: int
+    election_port: int
+
+
+def render_zoo_cfg(
+    member_id: int, members: Sequence[ZooKeeperServer], *, data_dir: str, tick_ms: int = 2000,
+    min_session_timeout_ms: int = 4000, max_session_timeout_ms: int = 40000, client_host: str | None = None,
+    templates_dir: Path | None = None,
+) -> str:
+    """Member `member_id`'s zoo.cfg; a one-member ensemble gets no `server.` lines (standalone)."""
+    me = next((m for m in members if m.id == member_id), None)
+    if me is None:
+        raise ConfigError(f"zookeeper:{member_id} is not among members {[m.id for m in members]}")
+    servers = "" if len(members) == 1 else "\n".join(
+        f"server.{m.id}={m.host}:{m.peer_port}:{m.election_port}" for m in members)
+    values = {
+        "member_id": str(member_id), "members": str(len(members)), "tick_ms": str(tick_ms),
+        "data_dir": data_dir, "client_port": str(me.client_port), "client_host": client_host or me.host,
+        "min_session_timeout_ms": str(min_session_timeout_ms),
+        "max_session_timeout_ms": str(max_session_timeout_ms), "servers": servers,
+    }
+    return Template(load_template("zoo.cfg.tmpl", templates_dir)).substitute(values)
+
+
+def render_toxiproxy_config(proxies: Sequence[ProxyRoute]) -> str:
+    """The proxy list as Toxiproxy's `-config` JSON (name, listen, upstream, enabled)."""
+    return json.dumps([{"name": p.name, "listen": str(p.listen), "upstream": str(p.upstream), "enabled": True}
+                       for p in proxies], indent=2) + "\n"
