@@ -1,1 +1,7 @@
 """Workloads: producers and consumer groups on real confluent-kafka clients, recording every operation."""
+
+from harness.workload.common import WorkloadConfigError, WorkloadError
+from harness.workload.consumer import ConsumerGroupWorkload
+from harness.workload.producer import ProducerWorkload
+
+__all__ = ["ConsumerGroupWorkload", "ProducerWorkload", "WorkloadConfigError", "WorkloadError"]

@@ -1,0 +1,90 @@
+"""Shared pieces of the workloads: errors, value/key encoding, timestamps, and the decoding of
+librdkafka's consumer-group metadata blob (the source of the generation of assign/revoke/commit).
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from dataclasses import dataclass
+
+from harness.errors import HarnessError
+
+_CGMD_MAGIC = b"CGMDv2:"
+
+
+class WorkloadError(HarnessError):
+    """A workload was configured or used wrongly, or one of its client threads failed."""
+
+
+class WorkloadConfigError(WorkloadError):
+    """A workload constructor argument is invalid: names the workload, the field and the bad value."""
+
+    def __init__(self, workload: str, field: str, value: object, expected: str) -> None:
+        self.workload = workload
+        self.field = field
+        self.value = value
+        super().__init__(f"{workload}: {field}={value!r} is invalid; expected {expected}")
+
+
+def wall_ms() -> int:
+    """Epoch milliseconds now (passed as `wall` so the history keeps the observation time)."""
+    return int(time.time() * 1000)
+
+
+def encode_value(value: int) -> bytes:
+    """Message value: the decimal integer as ASCII bytes."""
+    return str(value).encode("ascii")
+
+
+def key_for(n: int, keys: int) -> str | None:
+    """Key of the n-th message: `k<n % keys>`, or None when keys == 0."""
+    return None if keys <= 0 else f"k{n % keys}"
+
+
+def decode_value(raw: bytes | str | None) -> int | str | None:
+    """A consumed value back to its integer; anything that is not a decimal integer stays text."""
+    if raw is None:
+        return None
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+def decode_key(raw: bytes | str | None) -> str | None:
+    if raw is None:
+        return None
+    return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMetadata:
+    """What librdkafka's serialized consumer-group metadata says at the moment it is read."""
+
+    group: str
+    generation: int | None
+    member_id: str | None
+
+
+def parse_group_metadata(blob: object) -> GroupMetadata | None:
+    """Decode `Consumer.consumer_group_metadata()` (librdkafka's "CGMDv2:" serialization).
+
+    Layout (librdkafka 1.4+): magic, int32 generation id in host byte order, then NUL-terminated
+    group id and member id, then a flag byte (and the group.instance.id when set). A generation
+    of -1 (no current generation) is returned as None. Returns None for an unknown layout.
+    """
+    if not isinstance(blob, (bytes, bytearray)) or not blob.startswith(_CGMD_MAGIC):
+        return None
+    body = bytes(blob[len(_CGMD_MAGIC) :])
+    if len(body) < 4:
+        return None
+    (generation,) = struct.unpack("=i", body[:4])
+    rest = body[4:]
+    parts = rest.split(b"\x00", 2)
+    if len(parts) < 2:
+        return None
+    group = parts[0].decode("utf-8", "replace")
+    member = parts[1].decode("utf-8", "replace") or None
+    return GroupMetadata(group=group, generation=None if generation < 0 else generation, member_id=member)

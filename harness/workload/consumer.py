@@ -1,0 +1,242 @@
+"""The consumer-group workload: N members of one group, each its own confluent-kafka Consumer on
+its own thread (see `harness.workload.member` for the events and the generation source), with
+the fault hooks `kill_member`, `pause_member`/`resume_member`, `restart_member`, `stop_member`
+used for targets `consumer:<group>/<n>`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+from harness.engine.history import EventSink
+from harness.errors import TeardownError
+from harness.workload.common import WorkloadConfigError, WorkloadError
+from harness.workload.member import COMMIT_MODES, Member
+
+_STRATEGIES = {"range", "roundrobin", "cooperative-sticky"}
+_JOIN_TIMEOUT_S = 15.0
+
+
+class ConsumerGroupWorkload:
+    """`members` consumers of `group` subscribed to `topics`.
+
+    - `strategy`: librdkafka `partition.assignment.strategy` (`range`, `roundrobin`,
+      `cooperative-sticky`, or a comma list of them). With `group.protocol=consumer` in
+      `extra_config` (KIP-848) the assignor is the broker's and `strategy` is not sent
+      (set `group.remote.assignor` in `extra_config` to choose one).
+    - `commit`: `auto` (librdkafka auto-commit, every `auto.commit.interval.ms`, default here
+      1000 ms unless `extra_config` sets it), `sync`/`async` (commit() of the consumed
+      positions every `commit_interval_s` when something new was read), `none`.
+    - `stop()` does not stop consuming (consumers are passive; they keep reading while the
+      producers drain); `drain(timeout_s)` polls until every live member has read up to the
+      high watermark of every partition it owns and the members together own every partition
+      of the topics, or the timeout passes (never raises: the history shows how far it got);
+      `close()` closes every member gracefully and joins every thread.
+    Use as a context manager (exit closes; entering does not start).
+    """
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        sink: EventSink,
+        *,
+        group: str,
+        topics: Sequence[str],
+        members: int,
+        strategy: str = "range",
+        extra_config: Mapping[str, str] | None = None,
+        commit: str = "auto",
+        commit_interval_s: float = 1.0,
+        auto_offset_reset: str = "earliest",
+        poll_timeout_s: float = 0.1,
+    ) -> None:
+        who = f"ConsumerGroupWorkload({group!r})"
+        if not group:
+            raise WorkloadConfigError(who, "group", group, "a non-empty group id")
+        if isinstance(topics, str) or not topics or not all(topics):
+            raise WorkloadConfigError(who, "topics", topics, "a non-empty list of topic names")
+        if members < 1:
+            raise WorkloadConfigError(who, "members", members, "at least 1")
+        names = [s.strip() for s in strategy.split(",")]
+        if not all(n in _STRATEGIES for n in names):
+            raise WorkloadConfigError(who, "strategy", strategy, f"one or more of {sorted(_STRATEGIES)}")
+        if commit not in COMMIT_MODES:
+            raise WorkloadConfigError(who, "commit", commit, f"one of {list(COMMIT_MODES)}")
+        if not commit_interval_s > 0:
+            raise WorkloadConfigError(who, "commit_interval_s", commit_interval_s, "seconds > 0")
+        self.name = f"consumers:{group}"
+        self.group = group
+        self.topics = list(topics)
+        self.members = members
+        self.strategy = ",".join(names)
+        self.commit = commit
+        self._sink = sink
+        extra = dict(extra_config or {})
+        self.group_protocol = str(extra.get("group.protocol", "classic")).lower()
+        self._incremental = self.group_protocol == "consumer" or "cooperative-sticky" in names
+        base: dict[str, Any] = {
+            "bootstrap.servers": bootstrap_servers,
+            "group.id": group,
+            "auto.offset.reset": auto_offset_reset,
+            "enable.auto.commit": commit == "auto",
+        }
+        if commit == "auto":
+            base["auto.commit.interval.ms"] = 1000
+        if self.group_protocol != "consumer":
+            base["partition.assignment.strategy"] = self.strategy
+        base.update(extra)
+        self._base_config = base
+        self._commit_interval_s = commit_interval_s
+        self._poll_timeout_s = poll_timeout_s
+        self._slots: list[Member | None] = [None] * members
+        self._incarnations = [0] * members
+        self._retired: list[Member] = []
+        self._stopping = False
+        self.last_drain_complete = False
+
+    # -- introspection -------------------------------------------------------------------------
+    @property
+    def member_count(self) -> int:
+        """Members whose client is running (paused ones included, killed/stopped ones not)."""
+        return sum(1 for m in self._slots if m is not None and m.alive)
+
+    def member(self, n: int) -> Member:
+        """The current incarnation of slot n (raises when the slot has never been started)."""
+        member = self._slots[self._check_slot(n)]
+        if member is None:
+            raise WorkloadError(f"{self.name}: member {n} has not been started")
+        return member
+
+    def assignments(self) -> dict[int, frozenset[tuple[str, int]]]:
+        """Slot -> partitions its live member currently owns (as the member's callbacks saw them)."""
+        return {n: m.assignment for n, m in enumerate(self._slots) if m is not None and m.alive}
+
+    def _check_slot(self, n: int) -> int:
+        if not 0 <= n < self.members:
+            raise WorkloadError(f"{self.name}: member index {n} out of range 0..{self.members - 1}")
+        return n
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def _new_member(self, n: int) -> Member:
+        self._incarnations[n] += 1
+        config = dict(self._base_config)
+        config.setdefault("client.id", f"{self.group}-{n}")
+        return Member(
+            group=self.group,
+            slot=n,
+            topics=self.topics,
+            config=config,
+            commit=self.commit,
+            commit_interval_s=self._commit_interval_s,
+            incremental=self._incremental,
+            sink=self._sink,
+            poll_timeout_s=self._poll_timeout_s,
+        )
+
+    def start(self) -> None:
+        if any(m is not None for m in self._slots):
+            raise WorkloadError(f"{self.name}: start() called twice")
+        for n in range(self.members):
+            self._start_slot(n)
+
+    def _start_slot(self, n: int) -> None:
+        member = self._new_member(n)
+        self._slots[n] = member
+        member.start()
+
+    def stop(self) -> None:
+        """No effect on consuming (see the class doc); marks the workload as winding down."""
+        self._stopping = True
+
+    def drain(self, timeout_s: float) -> None:
+        """Poll until the group has read everything below the high watermarks, or `timeout_s` passes."""
+        live = [m for m in self._slots if m is not None and m.alive]
+        for m in live:
+            m.set_draining(True)
+        deadline = time.monotonic() + timeout_s
+        self.last_drain_complete = False
+        try:
+            while time.monotonic() < deadline:
+                live = [m for m in self._slots if m is not None and m.alive]
+                if live and self._drained(live):
+                    self.last_drain_complete = True
+                    return
+                time.sleep(0.1)
+        finally:
+            for slot in self._slots:
+                if slot is not None:
+                    slot.set_draining(False)
+
+    @staticmethod
+    def _drained(live: list[Member]) -> bool:
+        expected: set[tuple[str, int]] = set()
+        owned: set[tuple[str, int]] = set()
+        for m in live:
+            if m.paused or not m.caught_up:
+                return False
+            expected |= m.known_partitions
+            owned |= m.assignment
+        return bool(expected) and expected <= owned
+
+    def close(self) -> None:
+        """Close every member gracefully (in parallel) and join every thread; TeardownError lists failures."""
+        failures: list[tuple[str, BaseException]] = []
+        members = [m for m in self._slots if m is not None] + self._retired
+        for m in members:
+            m.resume()
+            m.end("close")
+        for m in members:
+            if not m.join(_JOIN_TIMEOUT_S):
+                failures.append((f"{m.src}: join", TimeoutError(f"thread alive after {_JOIN_TIMEOUT_S}s")))
+            if m.failure is not None:
+                failures.append((f"{m.src}: member thread", m.failure))
+                m.failure = None
+        self._retired = [m for m in members if m.alive]
+        if failures:
+            raise TeardownError(failures)
+
+    def __enter__(self) -> ConsumerGroupWorkload:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- fault hooks (targets consumer:<group>/<n>) --------------------------------------------
+    def _end_member(self, n: int, mode: str) -> None:
+        member = self._slots[self._check_slot(n)]
+        if member is None or not member.alive:
+            return
+        member.resume()
+        member.end(mode)
+        if not member.join(_JOIN_TIMEOUT_S):
+            self._retired.append(member)
+            raise WorkloadError(f"{member.src}: did not end ({mode}) within {_JOIN_TIMEOUT_S}s")
+        if member.failure is not None:
+            failure, member.failure = member.failure, None
+            raise WorkloadError(f"{member.src}: member thread failed: {failure}") from failure
+
+    def kill_member(self, n: int) -> None:
+        """End member n abruptly, as SIGKILL would: no LeaveGroup, no final commit."""
+        self._end_member(n, "kill")
+
+    def stop_member(self, n: int) -> None:
+        """End member n gracefully: revoke callbacks, final commit (auto), LeaveGroup."""
+        self._end_member(n, "close")
+
+    def pause_member(self, n: int) -> None:
+        """Member n stops calling poll() (its client stays connected and heartbeating)."""
+        self.member(n).pause()
+
+    def resume_member(self, n: int) -> None:
+        self.member(n).resume()
+
+    def restart_member(self, n: int, *, graceful: bool = False) -> None:
+        """Start a new client (new member id) in slot n, ending the current one first if alive
+        (abruptly unless `graceful`)."""
+        self._end_member(n, "close" if graceful else "kill")
+        self._start_slot(n)

@@ -1,0 +1,344 @@
+"""One consumer-group member: one confluent-kafka Consumer owned by one thread, for one incarnation.
+
+Owns the member's poll loop and the events it records (src `consumer:<group>/<n>`, with
+`consumer` = "<group>/<n>" and `member` = the Kafka member id the coordinator gave this client):
+`poll` per record; `assign`/`revoke` per rebalance callback, with `partitions` as handed to the
+callback, `incremental` (true for cooperative/KIP-848 deltas), `assignment` (the member's full
+assignment afterwards) and `lost` on revoke (partitions lost, not revoked); `commit` per partition
+and `commit.error`; `consumer.error` for errors polled from the client.
+
+Generation: librdkafka does not pass it to the rebalance callbacks; it is read from
+`Consumer.consumer_group_metadata()` (librdkafka's serialized group metadata) inside the
+callback, i.e. the generation librdkafka holds at that instant. For the classic protocol that is
+the JoinGroup generation whose assignment is being delivered (on assign) and the generation the
+partitions were held in (on revoke), or null when librdkafka has already dropped it (-1, e.g.
+after ILLEGAL_GENERATION or a lost session). For `group.protocol=consumer` it is the member
+epoch. Commits recorded from the `on_commit` callback (auto/async) carry the generation read just
+before the poll() that served the callback.
+
+Ending: `close` = graceful (revoke callbacks, final commit, LeaveGroup); `kill` = the thread
+drops its only reference without close(); confluent-kafka then destroys the handle with
+RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE: no LeaveGroup, no final commit, sockets closed - the group
+only notices after the session timeout, as after SIGKILL of a consumer process. `pause` = the
+thread stops calling poll() (librdkafka keeps heartbeating in the background, so the member is
+dropped after max.poll.interval.ms, not session.timeout.ms).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import confluent_kafka
+
+from harness.engine.history import Event, EventSink
+from harness.workload.common import WorkloadError, decode_key, decode_value, parse_group_metadata, wall_ms
+
+TopicPartitionKey = tuple[str, int]
+COMMIT_MODES = ("auto", "sync", "async", "none")
+_DRAIN_CHECK_INTERVAL_S = 0.5
+_QUIET_ERRORS = {confluent_kafka.KafkaError._PARTITION_EOF}
+
+
+class Member:
+    """One incarnation of slot `n` of a group; started by `start()`, ended by `end(mode)`."""
+
+    def __init__(
+        self,
+        *,
+        group: str,
+        slot: int,
+        topics: Sequence[str],
+        config: dict[str, Any],
+        commit: str,
+        commit_interval_s: float,
+        incremental: bool,
+        sink: EventSink,
+        poll_timeout_s: float = 0.1,
+    ) -> None:
+        self.group = group
+        self.slot = slot
+        self.consumer_id = f"{group}/{slot}"
+        self.src = f"consumer:{self.consumer_id}"
+        self.topics = list(topics)
+        self._config = dict(config)
+        self._config["on_commit"] = self._on_commit
+        self._config["error_cb"] = self._on_client_error
+        self._commit = commit
+        self._commit_interval_s = commit_interval_s
+        self._incremental = incremental
+        self._sink = sink
+        self._poll_timeout_s = poll_timeout_s
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._end_mode: str | None = None
+        self._paused = threading.Event()
+        self._wake = threading.Event()
+        self._draining = threading.Event()
+        self.caught_up = False
+        self.failure: BaseException | None = None
+        self.member_id: str | None = None
+        self.generation: int | None = None
+        self._assignment: set[TopicPartitionKey] = set()
+        self._positions: dict[TopicPartitionKey, int] = {}
+        self.known_partitions: set[TopicPartitionKey] = set()
+        self.polled = 0
+        self._dirty = False
+
+    # -- control (any thread) ------------------------------------------------------------------
+    @property
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    @property
+    def paused(self) -> bool:
+        return self._paused.is_set()
+
+    @property
+    def assignment(self) -> frozenset[TopicPartitionKey]:
+        return frozenset(self._assignment)
+
+    def start(self, timeout_s: float = 10.0) -> None:
+        """Create the client on the member's thread; raises if the client cannot be created."""
+        self._thread = threading.Thread(target=self._run, name=f"workload-{self.src}", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(timeout_s):
+            raise WorkloadError(f"{self.src}: client not created within {timeout_s}s")
+        if self.failure is not None:
+            failure, self.failure = self.failure, None
+            self.join(timeout_s)
+            raise WorkloadError(f"{self.src}: cannot create the consumer: {failure}") from failure
+
+    def pause(self) -> None:
+        self._paused.set()
+
+    def resume(self) -> None:
+        self._paused.clear()
+        self._wake.set()
+
+    def set_draining(self, on: bool) -> None:
+        self.caught_up = False
+        if on:
+            self._draining.set()
+        else:
+            self._draining.clear()
+
+    def end(self, mode: str) -> None:
+        """Ask the thread to finish: 'close' (graceful) or 'kill' (abrupt); does not wait."""
+        if mode not in ("close", "kill"):
+            raise WorkloadError(f"{self.src}: end mode {mode!r} is not 'close' or 'kill'")
+        if self._end_mode is None:
+            self._end_mode = mode
+        self._wake.set()
+
+    def join(self, timeout_s: float) -> bool:
+        """Wait for the thread; True when it has ended."""
+        thread = self._thread
+        if thread is None:
+            return True
+        thread.join(timeout_s)
+        return not thread.is_alive()
+
+    # -- the member thread ---------------------------------------------------------------------
+    def _run(self) -> None:
+        consumer: confluent_kafka.Consumer | None = None
+        try:
+            consumer = confluent_kafka.Consumer(self._config)
+            consumer.subscribe(
+                self.topics, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost
+            )
+        except BaseException as exc:
+            self.failure = exc
+            consumer = None
+            self._ready.set()
+            return
+        self._ready.set()
+        try:
+            self._loop(consumer)
+            if self._end_mode == "close":
+                consumer.close()  # serves the final revoke callbacks, commits (auto), leaves the group
+        except BaseException as exc:
+            self.failure = exc
+        finally:
+            # Dropping the only reference: without a prior close() confluent-kafka destroys the
+            # handle with NO_CONSUMER_CLOSE (no LeaveGroup, no commit) - the "kill" path.
+            consumer = None
+
+    def _loop(self, consumer: confluent_kafka.Consumer) -> None:
+        last_commit = time.monotonic()
+        last_drain_check = 0.0
+        while self._end_mode is None:
+            if self._paused.is_set():
+                self._wake.wait(0.05)
+                self._wake.clear()
+                continue
+            self._refresh_metadata(consumer)
+            msg = consumer.poll(self._poll_timeout_s)
+            if msg is not None:
+                self._handle_message(msg)
+            now = time.monotonic()
+            if self._commit in ("sync", "async") and self._dirty and now - last_commit >= self._commit_interval_s:
+                last_commit = now
+                self._do_commit(consumer)
+            if self._draining.is_set() and now - last_drain_check >= _DRAIN_CHECK_INTERVAL_S:
+                last_drain_check = now
+                self.caught_up = self._check_caught_up(consumer)
+
+    def _refresh_metadata(self, consumer: confluent_kafka.Consumer) -> None:
+        md = parse_group_metadata(consumer.consumer_group_metadata())
+        if md is not None:
+            self.generation = md.generation
+            self.member_id = md.member_id or self.member_id
+
+    def _event(self, type_: str, **fields: Any) -> Event:
+        return {
+            "type": type_,
+            "src": self.src,
+            "wall": wall_ms(),
+            "consumer": self.consumer_id,
+            "group": self.group,
+            "member": self.member_id,
+            **fields,
+        }
+
+    def _handle_message(self, msg: confluent_kafka.Message) -> None:
+        err = msg.error()
+        if err is not None:
+            if err.code() not in _QUIET_ERRORS:
+                self._sink(self._event("consumer.error", error=err.name(), error_detail=err.str(), fatal=err.fatal()))
+            return
+        topic, partition, offset = msg.topic(), msg.partition(), msg.offset()
+        self._sink(
+            self._event(
+                "poll",
+                topic=topic,
+                partition=partition,
+                offset=offset,
+                value=decode_value(msg.value()),
+                key=decode_key(msg.key()),
+            )
+        )
+        self.polled += 1
+        if topic is not None and partition is not None and offset is not None:
+            self._positions[(topic, partition)] = offset + 1
+        self._dirty = True
+
+    # -- rebalance callbacks (run inside poll()/close() on this thread) ------------------------
+    def _rebalance(
+        self,
+        consumer: confluent_kafka.Consumer,
+        parts: list[confluent_kafka.TopicPartition],
+        type_: str,
+        lost: bool = False,
+    ) -> None:
+        self._refresh_metadata(consumer)
+        keys = sorted((p.topic, p.partition) for p in parts)
+        if type_ == "assign":
+            if not self._incremental:
+                self._assignment.clear()
+            self._assignment.update(keys)
+        else:
+            self._assignment.difference_update(keys)
+            for key in keys:
+                self._positions.pop(key, None)
+        extra: dict[str, Any] = {"lost": True} if lost else {}
+        self._sink(
+            self._event(
+                type_,
+                generation=self.generation,
+                partitions=[list(k) for k in keys],
+                incremental=self._incremental,
+                assignment=[list(k) for k in sorted(self._assignment)],
+                **extra,
+            )
+        )
+
+    def _on_assign(self, consumer: confluent_kafka.Consumer, parts: list[confluent_kafka.TopicPartition]) -> None:
+        self._rebalance(consumer, parts, "assign")
+
+    def _on_revoke(self, consumer: confluent_kafka.Consumer, parts: list[confluent_kafka.TopicPartition]) -> None:
+        self._rebalance(consumer, parts, "revoke")
+
+    def _on_lost(self, consumer: confluent_kafka.Consumer, parts: list[confluent_kafka.TopicPartition]) -> None:
+        self._rebalance(consumer, parts, "revoke", lost=True)
+
+    # -- commits -------------------------------------------------------------------------------
+    def _record_commits(self, parts: Sequence[confluent_kafka.TopicPartition], generation: int | None) -> None:
+        failed: list[list[Any]] = []
+        for tp in parts:
+            if tp.error is not None:
+                failed.append([tp.topic, tp.partition, tp.error.name() if hasattr(tp.error, "name") else str(tp.error)])
+            elif tp.offset is not None and tp.offset >= 0:
+                event = self._event(
+                    "commit", generation=generation, topic=tp.topic, partition=tp.partition, offset=tp.offset
+                )
+                self._sink(event)
+        if failed:
+            self._sink(self._event("commit.error", generation=generation, error="partition errors", partitions=failed))
+
+    def _do_commit(self, consumer: confluent_kafka.Consumer) -> None:
+        self._dirty = False
+        if self._commit == "async":
+            consumer.commit(asynchronous=True)  # results arrive through _on_commit
+            return
+        generation = self.generation
+        try:
+            result = consumer.commit(asynchronous=False)
+        except confluent_kafka.KafkaException as exc:
+            kerr = exc.args[0] if exc.args and isinstance(exc.args[0], confluent_kafka.KafkaError) else None
+            if kerr is not None and kerr.code() == confluent_kafka.KafkaError._NO_OFFSET:
+                return
+            name = kerr.name() if kerr is not None else type(exc).__name__
+            self._sink(self._event("commit.error", generation=generation, error=name, error_detail=str(exc)))
+            return
+        self._record_commits(result or [], generation)
+
+    def _on_commit(self, err: confluent_kafka.KafkaError | None, parts: list[confluent_kafka.TopicPartition]) -> None:
+        if err is not None:
+            if err.code() == confluent_kafka.KafkaError._NO_OFFSET:
+                return
+            self._sink(
+                self._event(
+                    "commit.error",
+                    generation=self.generation,
+                    error=err.name(),
+                    error_detail=err.str(),
+                    partitions=[[p.topic, p.partition, p.offset] for p in parts],
+                )
+            )
+            return
+        self._record_commits(parts, self.generation)
+
+    def _on_client_error(self, err: confluent_kafka.KafkaError) -> None:
+        self._sink(
+            self._event("client.error", client=self.src, error=err.name(), error_detail=err.str(), fatal=err.fatal())
+        )
+
+    # -- drain ---------------------------------------------------------------------------------
+    def _check_caught_up(self, consumer: confluent_kafka.Consumer) -> bool:
+        """True when this member has read up to the high watermark of every partition it owns."""
+        try:
+            if not self.known_partitions:
+                md = consumer.list_topics(timeout=1.0)
+                self.known_partitions = {
+                    (t, p) for t in self.topics if t in md.topics for p in md.topics[t].partitions
+                }
+            owned = sorted(self._assignment)
+            committed: dict[TopicPartitionKey, int] = {}
+            if owned:
+                tps = [confluent_kafka.TopicPartition(t, p) for t, p in owned]
+                for tp in consumer.committed(tps, timeout=1.0):
+                    committed[(tp.topic, tp.partition)] = tp.offset
+            for key in owned:
+                low, high = consumer.get_watermark_offsets(confluent_kafka.TopicPartition(*key), timeout=1.0)
+                read = max(self._positions.get(key, -1), committed.get(key, -1))
+                if high > low and read < high:
+                    return False
+            return True
+        except confluent_kafka.KafkaException:
+            return False
+
+
+MemberFactory = Callable[[int], Member]

@@ -1,0 +1,321 @@
+"""The producer workload: one confluent-kafka (librdkafka) Producer on its own thread, sending
+unique integer values at a target rate and recording every send, ack and error as history events.
+
+Events (src `producer:<id>`): `send` {producer, value, key, topic, acks}; `ack` adds partition,
+offset (None when the broker returns none, e.g. acks=0) and latency_ms (librdkafka's own
+produce()-to-delivery-report latency); `send.error` adds error (librdkafka error name),
+error_detail, retriable, fatal and definite; `client.error` {client, error, error_detail, fatal}
+for librdkafka's global errors (all brokers down, idempotence fatal errors).
+
+`definite` (the write certainly did not happen): librdkafka tracks a per-message persistence
+status (NOT_PERSISTED / POSSIBLY_PERSISTED / PERSISTED, `rd_kafka_message_status()`), but
+confluent-kafka 2.16 does not expose it on `Message`. So this workload is conservative:
+`definite` is true only when `produce()` itself raised (BufferError: local queue full, or a
+KafkaException such as an unknown partition or an oversized message) - the message was never
+enqueued and so never left the process. Every error delivered in a delivery report (timeouts,
+broker rejections after retries, purges at close) is `definite: false`, because an earlier
+transmission of the same batch may have been written; the verifiers treat those as unknown.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any
+
+import confluent_kafka
+
+from harness.engine.history import Event, EventSink
+from harness.errors import TeardownError
+from harness.workload.common import (
+    WorkloadConfigError,
+    WorkloadError,
+    encode_value,
+    key_for,
+    wall_ms,
+)
+
+_ACKS = {"0": "0", "1": "1", "all": "all", "-1": "all"}
+_JOIN_TIMEOUT_S = 10.0
+_MAX_LAG_S = 1.0
+
+
+class ProducerWorkload:
+    """Sends `value_base + n` (n = 0, 1, …) to `topic` at `rate` messages/s until `stop()`.
+
+    `start()` creates the client (config errors raise here) and the sender thread; `stop()` ends
+    sending; `drain(timeout_s)` waits for outstanding delivery reports (never raises on timeout:
+    what is still outstanding stays unresolved in the history, i.e. unknown); `close()` purges
+    anything left, releases the client and joins the thread. Use as a context manager (exit
+    closes; entering does not start).
+    """
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        sink: EventSink,
+        *,
+        producer_id: str,
+        topic: str,
+        rate: float,
+        acks: str = "all",
+        idempotence: bool = True,
+        keys: int = 0,
+        value_base: int = 0,
+        extra_config: Mapping[str, str] | None = None,
+    ) -> None:
+        who = f"ProducerWorkload({producer_id!r})"
+        if not producer_id:
+            raise WorkloadConfigError(who, "producer_id", producer_id, "a non-empty string")
+        if not topic:
+            raise WorkloadConfigError(who, "topic", topic, "a non-empty topic name")
+        if not rate > 0:
+            raise WorkloadConfigError(who, "rate", rate, "messages per second > 0")
+        acks_s = str(acks).lower()
+        if acks_s not in _ACKS:
+            raise WorkloadConfigError(who, "acks", acks, "one of '0', '1', 'all' (or '-1')")
+        if idempotence and _ACKS[acks_s] != "all":
+            raise WorkloadConfigError(who, "acks", acks, "'all' when idempotence is on (librdkafka requires it)")
+        if keys < 0:
+            raise WorkloadConfigError(who, "keys", keys, "0 (no keys) or a positive key-space size")
+        if value_base < 0:
+            raise WorkloadConfigError(who, "value_base", value_base, "a non-negative integer")
+        self.name = f"producer:{producer_id}"
+        self.producer_id = producer_id
+        self.topic = topic
+        self.rate = float(rate)
+        self.acks = _ACKS[acks_s]
+        self.idempotence = idempotence
+        self.keys = keys
+        self.value_base = value_base
+        self._sink = sink
+        self._config: dict[str, Any] = {
+            "bootstrap.servers": bootstrap_servers,
+            "client.id": producer_id,
+            "acks": self.acks,
+            "enable.idempotence": idempotence,
+        }
+        self._config.update(dict(extra_config or {}))
+        self._config["error_cb"] = self._on_client_error
+        self._producer: confluent_kafka.Producer | None = None
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._failure: BaseException | None = None
+        self._next_n = 0
+        self._sent = 0
+        self._acked = 0
+        self._errors = 0
+
+    # -- counters ------------------------------------------------------------------------------
+    @property
+    def sent(self) -> int:
+        """Messages handed to produce() (including those that failed synchronously)."""
+        return self._sent
+
+    @property
+    def acked(self) -> int:
+        return self._acked
+
+    @property
+    def errors(self) -> int:
+        return self._errors
+
+    @property
+    def in_flight(self) -> int:
+        """Messages enqueued in librdkafka and not yet resolved by a delivery report."""
+        producer = self._producer
+        return len(producer) if producer is not None else 0
+
+    @property
+    def failure(self) -> BaseException | None:
+        """The exception that ended the sender thread early, if any."""
+        return self._failure
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def start(self) -> None:
+        if self._producer is not None or self._thread is not None:
+            raise WorkloadError(f"{self.name}: start() called twice")
+        try:
+            self._producer = confluent_kafka.Producer(self._config)
+        except (confluent_kafka.KafkaException, ValueError, TypeError) as exc:
+            raise WorkloadError(f"{self.name}: cannot create the producer: {exc}") from exc
+        self._thread = threading.Thread(target=self._run, name=f"workload-{self.name}", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """End sending (idempotent); waits for the sender thread to leave its loop."""
+        self._stop.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(_JOIN_TIMEOUT_S)
+
+    def drain(self, timeout_s: float) -> None:
+        """Serve delivery reports until none is outstanding or `timeout_s` passes (no raise)."""
+        self.stop()
+        producer = self._producer
+        if producer is None:
+            return
+        deadline = time.monotonic() + timeout_s
+        while len(producer) > 0:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            producer.flush(min(remaining, 0.5))
+
+    def close(self) -> None:
+        """Stop, purge whatever is unresolved (recorded as definite=false errors), free the client."""
+        failures: list[tuple[str, BaseException]] = []
+        self._stop.set()
+        thread = self._thread
+        if thread is not None:
+            thread.join(_JOIN_TIMEOUT_S)
+            if thread.is_alive():
+                failures.append((f"{self.name}: join sender thread", TimeoutError(f"alive after {_JOIN_TIMEOUT_S}s")))
+        producer = self._producer
+        if producer is not None:
+            try:
+                if len(producer) > 0:
+                    producer.purge(in_queue=True, in_flight=True, blocking=False)
+                    producer.flush(2.0)
+            except Exception as exc:  # every teardown step is attempted
+                failures.append((f"{self.name}: purge outstanding messages", exc))
+            self._producer = None
+            del producer  # the last reference: librdkafka's handle and threads are destroyed here
+        if self._failure is not None:
+            failures.append((f"{self.name}: sender thread", self._failure))
+            self._failure = None
+        if failures:
+            raise TeardownError(failures)
+
+    def __enter__(self) -> ProducerWorkload:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- the sender thread ---------------------------------------------------------------------
+    def _run(self) -> None:
+        producer = self._producer
+        assert producer is not None
+        interval = 1.0 / self.rate
+        next_at = time.monotonic()
+        try:
+            while not self._stop.is_set():
+                now = time.monotonic()
+                if now < next_at:
+                    producer.poll(min(next_at - now, 0.05))
+                    continue
+                self._send_one(producer)
+                next_at += interval
+                if time.monotonic() - next_at > _MAX_LAG_S:
+                    next_at = time.monotonic()  # after a stall, resume the rate instead of bursting
+                producer.poll(0)
+        except BaseException as exc:
+            self._failure = exc
+
+    def _base(self, value: int, key: str | None) -> Event:
+        return {
+            "src": self.name,
+            "producer": self.producer_id,
+            "value": value,
+            "key": key,
+            "topic": self.topic,
+            "acks": self.acks,
+        }
+
+    def _send_one(self, producer: confluent_kafka.Producer) -> None:
+        n = self._next_n
+        self._next_n += 1
+        value = self.value_base + n
+        key = key_for(n, self.keys)
+        base = self._base(value, key)
+        self._sink({**base, "type": "send", "wall": wall_ms()})
+        with self._lock:
+            self._sent += 1
+
+        def on_delivery(err: confluent_kafka.KafkaError | None, msg: confluent_kafka.Message) -> None:
+            self._on_delivery(base, err, msg)
+
+        try:
+            producer.produce(
+                self.topic,
+                value=encode_value(value),
+                key=key.encode() if key is not None else None,
+                on_delivery=on_delivery,
+            )
+        except BufferError as exc:
+            self._record_error(base, "_QUEUE_FULL", str(exc), retriable=True, fatal=False, definite=True)
+        except confluent_kafka.KafkaException as exc:
+            kerr = exc.args[0] if exc.args and isinstance(exc.args[0], confluent_kafka.KafkaError) else None
+            name = kerr.name() if kerr is not None else type(exc).__name__
+            self._record_error(
+                base,
+                name,
+                kerr.str() if kerr is not None else str(exc),
+                retriable=bool(kerr and kerr.retriable()),
+                fatal=bool(kerr and kerr.fatal()),
+                definite=True,  # produce() failed before enqueueing: nothing was sent
+            )
+
+    def _on_delivery(self, base: Event, err: confluent_kafka.KafkaError | None, msg: confluent_kafka.Message) -> None:
+        latency = msg.latency()
+        if err is None:
+            offset = msg.offset()
+            event = {
+                **base,
+                "type": "ack",
+                "wall": wall_ms(),
+                "partition": msg.partition(),
+                "offset": offset if offset is not None and offset >= 0 else None,
+                "latency_ms": round(latency * 1000.0, 3) if latency is not None else None,
+            }
+            self._sink(event)
+            with self._lock:
+                self._acked += 1
+            return
+        partition = msg.partition()
+        extra = {"partition": partition} if partition is not None and partition >= 0 else {}
+        self._record_error(
+            {**base, **extra},
+            err.name(),
+            err.str(),
+            retriable=err.retriable(),
+            fatal=err.fatal(),
+            definite=False,  # possibly transmitted: confluent-kafka hides librdkafka's persistence status
+        )
+
+    def _record_error(
+        self, base: Event, name: str, detail: str, *, retriable: bool, fatal: bool, definite: bool
+    ) -> None:
+        self._sink(
+            {
+                **base,
+                "type": "send.error",
+                "wall": wall_ms(),
+                "error": name,
+                "error_detail": detail,
+                "retriable": retriable,
+                "fatal": fatal,
+                "definite": definite,
+            }
+        )
+        with self._lock:
+            self._errors += 1
+
+    def _on_client_error(self, err: confluent_kafka.KafkaError) -> None:
+        self._sink(
+            {
+                "type": "client.error",
+                "src": self.name,
+                "wall": wall_ms(),
+                "client": self.name,
+                "error": err.name(),
+                "error_detail": err.str(),
+                "fatal": err.fatal(),
+            }
+        )
