@@ -1,0 +1,418 @@
+"""The ZooKeeper observer: kazoo watches on ZooKeeper-mode Kafka's znodes, turned into history events.
+
+Owns one kazoo session and one worker thread. Watches: `/controller` and `/controller_epoch`
+(-> `controller`), `/brokers/ids` children (-> `broker.up` / `broker.down` per id),
+`/brokers/topics` children, each topic's assignment and `partitions` children, and every
+`partitions/<p>/state` (-> `partition.state`), including topics and partitions created later,
+and `/isr_change_notification` (a trigger to re-read the partitions it names). Znodes that do
+not exist yet are watched with `exists`, so their creation is seen.
+
+Events carry `src` ("zk" unless told otherwise) and `wall`, the epoch milliseconds at which the
+watch fired (for the initial read and resyncs: when the data was read). Only changes are
+emitted: an event identical to the last one for the same key is dropped. When the session is
+lost the observer emits `observer.error`, and when a session is back (a new one after expiry,
+or the same one after a disconnect, since kazoo drops watches on every disconnect) it re-reads
+everything and emits the differences, so no final state is missed.
+
+Threading: watch callbacks and kazoo's state listener only enqueue work; every read and every
+call of `sink` happens on the observer's own worker thread, one at a time, in order. The sink
+must therefore accept calls from a thread that is not the caller of `start()`; `HistoryWriter`
+is thread-safe. `stop()` joins that thread and stops and closes the kazoo client (its
+connection and callback threads included), so nothing keeps running.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any
+
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import KazooException, NoNodeError
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.states import EventType, WatchedEvent
+
+from harness.engine.history import EventSink
+from harness.errors import HarnessTimeout
+from harness.zk import znodes as z
+
+log = logging.getLogger(__name__)
+
+Key = tuple[Any, ...]
+Watcher = Callable[[WatchedEvent], None]
+
+
+def _now_ms() -> float:
+    return time.time() * 1000.0
+
+
+class ZooKeeperObserver:
+    """Watches a ZooKeeper-mode Kafka cluster's znodes and sends events to `sink` (an `Observer`)."""
+
+    def __init__(
+        self,
+        hosts: str,
+        sink: EventSink,
+        *,
+        chroot: str | None = None,
+        name: str = "zk",
+        session_timeout_s: float = 10.0,
+        connect_timeout_s: float = 30.0,
+        src: str = "zk",
+    ) -> None:
+        self.hosts = hosts + (("/" + chroot.strip("/")) if chroot and chroot.strip("/") else "")
+        self.name = name
+        self.src = src
+        self.session_timeout_s = session_timeout_s
+        self.connect_timeout_s = connect_timeout_s
+        self._sink = sink
+        self._client: KazooClient | None = None
+        self._thread: threading.Thread | None = None
+        self._cond = threading.Condition()
+        self._pending: dict[Key, float] = {}
+        self._busy = False
+        self._stopping = False
+        self._synced = threading.Event()
+        self._had_outage = False
+        self._watchers: dict[Key, Watcher] = {}
+        self.sink_errors = 0
+        # What was read last (for diffs) and what was emitted last (for dedupe).
+        self._controller: tuple[int, int | None] | None = None
+        self._brokers: set[int] = set()
+        self._topics: set[str] = set()
+        self._assignment: dict[str, z.TopicAssignment] = {}
+        self._partitions: dict[str, set[int]] = {}
+        self._states: dict[tuple[str, int], z.PartitionState] = {}
+        self._emitted: dict[tuple[str, int], tuple[Any, ...]] = {}
+        self._isr_seen: set[str] = set()
+
+    # ---- lifecycle -------------------------------------------------------------------------------
+    @property
+    def session_id(self) -> int | None:
+        """The current ZooKeeper session id (None before start / after stop)."""
+        client = self._client
+        return client.client_id[0] if client is not None and client.client_id else None
+
+    @property
+    def client(self) -> KazooClient | None:
+        """The underlying kazoo client (for tests; do not add watches to it)."""
+        return self._client
+
+    def start(self) -> None:
+        """Connect, read the whole state (emitting it), and keep watching. Idempotent."""
+        if self._client is not None:
+            return
+        self._stopping = False
+        client = KazooClient(
+            hosts=self.hosts,
+            timeout=self.session_timeout_s,
+            connection_retry={"max_tries": -1, "delay": 0.05, "backoff": 2, "max_delay": 1.0},
+        )
+        client.add_listener(self._on_state)
+        try:
+            client.start(timeout=self.connect_timeout_s)
+        except KazooTimeoutError as exc:
+            self._close_client(client)
+            raise HarnessTimeout(
+                f"observer {self.name!r} to connect to ZooKeeper at {self.hosts}",
+                self.connect_timeout_s,
+                last_seen=str(client.state),
+                hint="is the ensemble running and reachable (connect string, chroot, proxies)?",
+            ) from exc
+        self._client = client
+        self._thread = threading.Thread(target=self._run, name=f"zk-observer-{self.name}", daemon=True)
+        self._thread.start()
+        self._enqueue(("resync",), _now_ms())
+        if not self._synced.wait(self.connect_timeout_s):
+            last = f"pending={list(self._pending)} busy={self._busy}"
+            self.stop()
+            raise HarnessTimeout(f"observer {self.name!r} to read the initial state", self.connect_timeout_s, last)
+
+    def stop(self) -> None:
+        """Stop watching; joins the worker and stops/closes the kazoo client. Idempotent."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        client, self._client = self._client, None
+        if client is not None:
+            client.remove_listener(self._on_state)
+            self._close_client(client)
+        thread, self._thread = self._thread, None
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=30)
+            if thread.is_alive():
+                log.error("observer %s: worker thread did not stop within 30s", self.name)
+
+    @staticmethod
+    def _close_client(client: KazooClient) -> None:
+        try:
+            client.stop()
+        finally:
+            client.close()
+
+    def __enter__(self) -> ZooKeeperObserver:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def wait_idle(self, timeout_s: float = 10.0) -> bool:
+        """True once no work is queued or running (handy in tests and benchmarks)."""
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while self._pending or self._busy:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+        return True
+
+    # ---- plumbing --------------------------------------------------------------------------------
+    def _enqueue(self, key: Key, wall: float) -> None:
+        with self._cond:
+            if self._stopping:
+                return
+            if key not in self._pending:  # coalesce: keep the earliest firing time
+                self._pending[key] = wall
+            self._cond.notify_all()
+
+    def _watcher(self, key: Key) -> Watcher:
+        """One callback object per key, so kazoo (which keeps a set per path) never doubles it."""
+        w = self._watchers.get(key)
+        if w is None:
+
+            def w(event: WatchedEvent, key: Key = key) -> None:
+                if event.type != EventType.NONE:  # NONE: connection change, handled by a resync
+                    self._enqueue(key, _now_ms())
+
+            self._watchers[key] = w
+        return w
+
+    def _on_state(self, state: str) -> None:
+        if state == KazooState.LOST:
+            self._had_outage = True
+            self._enqueue(("lost",), _now_ms())
+        elif state == KazooState.SUSPENDED:
+            self._had_outage = True
+        elif state == KazooState.CONNECTED and self._had_outage:
+            self._had_outage = False
+            self._enqueue(("resync",), _now_ms())
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._pending and not self._stopping:
+                    self._cond.wait()
+                if self._stopping:
+                    return
+                key = next(iter(self._pending))
+                wall = self._pending.pop(key)
+                self._busy = True
+            try:
+                self._dispatch(key, wall)
+            except (KazooException, KazooTimeoutError) as exc:
+                # Connection trouble: a resync follows when the session is back.
+                log.info("observer %s: %s failed (%s); waiting for a resync", self.name, key, exc)
+            except z.ZnodeDecodeError as exc:
+                self._emit("observer.error", _now_ms(), observer=self.name, error=str(exc))
+            except Exception as exc:  # never let the watcher die silently
+                log.exception("observer %s: %s failed", self.name, key)
+                self._emit("observer.error", _now_ms(), observer=self.name, error=f"{key}: {exc!r}")
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()
+
+    def _emit(self, type_: str, wall: float, **fields: Any) -> None:
+        event = {"type": type_, "src": self.src, "wall": int(wall), **fields}
+        try:
+            self._sink(event)
+        except Exception:
+            self.sink_errors += 1
+            log.exception("observer %s: sink rejected %r", self.name, event)
+
+    def _op_timeout(self) -> float:
+        return max(2.0, self.session_timeout_s)
+
+    def _get(self, path: str, key: Key) -> bytes | None:
+        """Data of `path` with a watch; None (and an exists-watch for its creation) when absent."""
+        client = self._client
+        assert client is not None
+        watch = self._watcher(key)
+        while True:
+            try:
+                data, _ = client.get_async(path, watch=watch).get(timeout=self._op_timeout())
+                return bytes(data) if data is not None else b""
+            except NoNodeError:
+                if client.exists_async(path, watch=watch).get(timeout=self._op_timeout()) is None:
+                    return None
+
+    def _children(self, path: str, key: Key) -> list[str] | None:
+        client = self._client
+        assert client is not None
+        watch = self._watcher(key)
+        while True:
+            try:
+                return list(client.get_children_async(path, watch=watch).get(timeout=self._op_timeout()))
+            except NoNodeError:
+                if client.exists_async(path, watch=watch).get(timeout=self._op_timeout()) is None:
+                    return None
+
+    # ---- the znodes --------------------------------------------------------------------------------
+    def _dispatch(self, key: Key, wall: float) -> None:
+        kind = key[0]
+        if kind in ("controller", "epoch"):
+            self._refresh_controller(wall)
+        elif kind == "ids":
+            self._refresh_brokers(wall)
+        elif kind == "topics":
+            self._refresh_topics(wall, full=False)
+        elif kind == "topic" and key[1] in self._topics:
+            self._refresh_topic(key[1], wall)
+        elif kind == "partitions" and key[1] in self._topics:
+            self._refresh_partitions(key[1], wall, full=False)
+        elif kind == "state" and key[1] in self._topics:
+            self._refresh_states(key[1], [key[2]], wall)
+        elif kind == "isr":
+            self._refresh_isr(wall)
+        elif kind == "lost":
+            self._emit(
+                "observer.error",
+                wall,
+                observer=self.name,
+                error="ZooKeeper session expired; re-reading all state once a new session is up",
+            )
+        elif kind == "resync":
+            self._resync(_now_ms())
+
+    def _resync(self, wall: float) -> None:
+        self._refresh_controller(wall)
+        self._refresh_brokers(wall)
+        self._refresh_topics(wall, full=True)
+        self._refresh_isr(wall)
+        self._synced.set()
+
+    def _refresh_controller(self, wall: float) -> None:
+        data = self._get(z.CONTROLLER_PATH, ("controller",))
+        epoch_data = self._get(z.CONTROLLER_EPOCH_PATH, ("epoch",))
+        broker = z.ControllerRegistration.decode(data).broker_id if data is not None else -1
+        epoch = z.decode_controller_epoch(epoch_data) if epoch_data is not None else None
+        if (broker, epoch) != self._controller:
+            self._controller = (broker, epoch)
+            self._emit("controller", wall, broker=broker, epoch=epoch)
+
+    def _refresh_brokers(self, wall: float) -> None:
+        names = self._children(z.BROKER_IDS_PATH, ("ids",)) or []
+        now = {int(n) for n in names if n.lstrip("-").isdigit()}
+        for b in sorted(self._brokers - now):
+            self._emit("broker.down", wall, broker=b)
+        for b in sorted(now - self._brokers):
+            self._emit("broker.up", wall, broker=b)
+        self._brokers = now
+
+    def _refresh_topics(self, wall: float, *, full: bool) -> None:
+        now = set(self._children(z.TOPICS_PATH, ("topics",)) or [])
+        for gone in self._topics - now:
+            self._forget_topic(gone)
+        added = now - self._topics
+        self._topics = now
+        for t in sorted(now if full else added):
+            self._refresh_topic(t, wall)
+            self._refresh_partitions(t, wall, full=True)
+
+    def _forget_topic(self, topic: str) -> None:
+        self._assignment.pop(topic, None)
+        for p in self._partitions.pop(topic, set()):
+            self._states.pop((topic, p), None)
+            self._emitted.pop((topic, p), None)
+        for key in [k for k in self._watchers if len(k) > 1 and k[1] == topic]:
+            del self._watchers[key]
+
+    def _refresh_topic(self, topic: str, wall: float) -> None:
+        data = self._get(z.topic_path(topic), ("topic", topic))
+        if data is None:
+            return
+        assignment = z.TopicAssignment.decode(topic, data)
+        if self._assignment.get(topic) != assignment:
+            self._assignment[topic] = assignment
+            for p in sorted(self._partitions.get(topic, ())):
+                self._maybe_emit_partition(topic, p, wall)
+
+    def _refresh_partitions(self, topic: str, wall: float, *, full: bool) -> None:
+        names = self._children(z.partitions_path(topic), ("partitions", topic)) or []
+        now = {int(n) for n in names if n.isdigit()}
+        known = self._partitions.get(topic, set())
+        for p in known - now:
+            self._states.pop((topic, p), None)
+            self._emitted.pop((topic, p), None)
+        self._partitions[topic] = now
+        self._refresh_states(topic, sorted(now if full else now - known), wall)
+
+    def _refresh_states(self, topic: str, partitions: list[int], wall: float) -> None:
+        """Read several partition states at once (pipelined), each with its watch."""
+        client = self._client
+        assert client is not None
+        asyncs = [
+            (p, client.get_async(z.partition_state_path(topic, p), watch=self._watcher(("state", topic, p))))
+            for p in partitions
+        ]
+        for p, result in asyncs:
+            try:
+                data, _ = result.get(timeout=self._op_timeout())
+            except NoNodeError:
+                data = self._get(z.partition_state_path(topic, p), ("state", topic, p))
+                if data is None:
+                    continue
+            path = z.partition_state_path(topic, p)
+            try:
+                self._states[(topic, p)] = z.PartitionState.decode(bytes(data), what=path)
+            except z.ZnodeDecodeError as exc:
+                self._emit("observer.error", _now_ms(), observer=self.name, error=str(exc))
+                continue
+            self._maybe_emit_partition(topic, p, wall)
+
+    def _maybe_emit_partition(self, topic: str, partition: int, wall: float) -> None:
+        state = self._states.get((topic, partition))
+        if state is None:
+            return
+        assignment = self._assignment.get(topic)
+        replicas = list(assignment.replicas(partition)) if assignment is not None else None
+        fields: dict[str, Any] = {
+            "topic": topic,
+            "partition": partition,
+            "leader": state.leader,
+            "leader_epoch": state.leader_epoch,
+            "isr": list(state.isr),
+            "replicas": replicas,
+            "controller_epoch": state.controller_epoch,
+        }
+        if state.leader_recovery_state != z.LEADER_RECOVERED:
+            fields["leader_recovery_state"] = state.leader_recovery_state
+        signature = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in fields.items())
+        if self._emitted.get((topic, partition)) != signature:
+            self._emitted[(topic, partition)] = signature
+            self._emit("partition.state", wall, **fields)
+
+    def _refresh_isr(self, wall: float) -> None:
+        names = set(self._children(z.ISR_CHANGE_NOTIFICATION_PATH, ("isr",)) or [])
+        client = self._client
+        assert client is not None
+        for name in sorted(names - self._isr_seen):
+            try:
+                data, _ = client.get_async(f"{z.ISR_CHANGE_NOTIFICATION_PATH}/{name}").get(timeout=self._op_timeout())
+            except NoNodeError:
+                continue  # the controller already processed and deleted it
+            note = z.IsrChangeNotification.decode(bytes(data))
+            by_topic: dict[str, list[int]] = {}
+            for t, p in note.partitions:
+                if t in self._topics:
+                    by_topic.setdefault(t, []).append(p)
+            for t, ps in by_topic.items():
+                self._refresh_states(t, sorted(set(ps)), wall)
+        self._isr_seen = names
