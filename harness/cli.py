@@ -1,0 +1,198 @@
+"""`kafka-chaos`: validate, run and verify experiments; list faults; run a reference broker or the
+embedded Toxiproxy server. Exit codes: 0 pass/valid, 1 fail (or a check unknown), 2 invalid input
+or harness error."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import signal
+import sys
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from harness.errors import HarnessError, ValidationError
+
+EXIT_PASS, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
+
+
+def _err(text: str) -> None:
+    print(text, file=sys.stderr)
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from harness.experiment import load_experiment
+
+    worst = EXIT_PASS
+    for file in args.files:
+        try:
+            exp = load_experiment(file)
+        except ValidationError as exc:
+            _err(f"{file}: invalid ({len(exc.problems)} problem(s))")
+            _err(str(exc))
+            worst = EXIT_ERROR
+        else:
+            print(f"{file}: valid ({exp.name}: {exp.cluster.brokers} brokers, {len(exp.schedule)} faults, "
+                  f"{exp.duration:g}s)")
+    return worst
+
+
+def cmd_faults(args: argparse.Namespace) -> int:
+    from harness.faults.catalog import describe_catalog
+
+    print(describe_catalog())
+    return EXIT_PASS
+
+
+def _interrupt_on_sigterm() -> None:
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from harness.cli_progress import RichProgress
+    from harness.cluster.select import choose_backend
+    from harness.engine.runner import run_experiment
+    from harness.experiment import load_experiment
+
+    try:
+        exp = load_experiment(args.file)
+    except ValidationError as exc:
+        _err(str(exc))
+        return EXIT_ERROR
+    if args.seed is not None:
+        exp = dataclasses.replace(exp, seed=args.seed)
+    try:
+        backend, reason = choose_backend(args.backend)
+    except HarnessError as exc:
+        _err(f"error: {exc}")
+        return EXIT_ERROR
+    print(f"backend: {reason}")
+    cleaner = getattr(backend, "clean_leftovers", None)
+    if callable(cleaner):
+        for line in cleaner() or ():
+            print(f"cleaned leftover: {line}")
+    _interrupt_on_sigterm()
+    progress = RichProgress()
+    try:
+        result = run_experiment(exp, backend, backend_reason=reason, runs_dir=Path(args.runs_dir), progress=progress)
+    finally:
+        progress.close()
+    print(f"run {result.status}: {result.run_dir}")
+    if result.error:
+        print(f"  {result.error}")
+    code = EXIT_PASS if result.status == "completed" else EXIT_ERROR
+    if args.no_verify:
+        print(f"verify later with: kafka-chaos verify {result.run_dir}")
+        return code
+    verdict_code = _verify(result.run_dir, args.spark_master)
+    _print_reproduce(exp.source, exp.seed, backend.name, result.run_dir, verdict_code)
+    return max(code, verdict_code)
+
+
+def _print_reproduce(source: str, seed: int, backend: str, run_dir: Path, code: int) -> None:
+    if code != EXIT_PASS:
+        print(f"reproduce: kafka-chaos run {source} --seed {seed} --backend {backend}  "
+              f"(versions in {run_dir / 'run.json'})")
+
+
+def _verify(run_dir: Path, spark_master: str | None) -> int:
+    try:
+        from spark_analysis.verify import verify_run
+    except ImportError as exc:
+        _err(f"error: the Spark verifiers are not available: {exc}")
+        return EXIT_ERROR
+    try:
+        verdict = verify_run(run_dir, spark_master=spark_master)
+    except HarnessError as exc:
+        _err(f"error: verification of {run_dir} failed: {exc}")
+        return EXIT_ERROR
+    for check in verdict.checks:
+        print(f"  {check.status:<8} {check.id:<34} {check.summary}")
+    print(f"verdict: {verdict.status}  report: {run_dir / 'report.html'}")
+    return EXIT_PASS if verdict.status == "pass" else EXIT_FAIL
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    run_dir = Path(args.run_dir)
+    if not (run_dir / "history.jsonl").is_file():
+        _err(f"error: {run_dir} is not a run directory (no history.jsonl)")
+        return EXIT_ERROR
+    return _verify(run_dir, args.spark_master)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    worst = EXIT_PASS
+    for run_dir in args.run_dirs:
+        worst = max(worst, cmd_verify(argparse.Namespace(run_dir=run_dir, spark_master=args.spark_master)))
+    return worst
+
+
+def cmd_broker(args: argparse.Namespace, rest: list[str]) -> int:
+    from harness.broker.main import main as broker_main
+
+    return int(broker_main(rest) or 0)
+
+
+def cmd_toxiproxy(args: argparse.Namespace, rest: list[str]) -> int:
+    from harness.toxiproxy.server import main as toxiproxy_main
+
+    return int(toxiproxy_main(rest) or 0)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kafka-chaos", description="Chaos experiments for Apache Kafka.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("validate", help="check experiment files (exit 0 valid, 2 invalid)")
+    p.add_argument("files", nargs="+")
+    p.set_defaults(func=cmd_validate)
+    p = sub.add_parser("run", help="run an experiment, then verify it")
+    p.add_argument("file")
+    p.add_argument("--backend", default="auto", choices=("auto", "containers", "process"))
+    p.add_argument("--seed", type=int, default=None, help="override the experiment's seed")
+    p.add_argument("--runs-dir", default="runs")
+    p.add_argument("--no-verify", action="store_true", help="record the history only")
+    p.add_argument("--spark-master", default=None)
+    p.set_defaults(func=cmd_run)
+    p = sub.add_parser("verify", help="run the Spark verifiers on a run directory")
+    p.add_argument("run_dir")
+    p.add_argument("--spark-master", default=None)
+    p.set_defaults(func=cmd_verify)
+    p = sub.add_parser("report", help="rebuild verdict and reports of run directories")
+    p.add_argument("run_dirs", nargs="+")
+    p.add_argument("--spark-master", default=None)
+    p.set_defaults(func=cmd_report)
+    p = sub.add_parser("faults", help="list every fault kind, its parameters and what each backend does")
+    p.set_defaults(func=cmd_faults)
+    p = sub.add_parser("broker", help="run a reference broker: --config server.properties [--override k=v]",
+                       add_help=False)
+    p.set_defaults(func=cmd_broker, passthrough=True)
+    p = sub.add_parser("toxiproxy", help="embedded Toxiproxy server: serve [--host H] [--port P] [--seed N]")
+    p.add_argument("action", choices=("serve",))
+    p.set_defaults(func=cmd_toxiproxy, passthrough=True)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args, rest = parser.parse_known_args(argv)
+    func: Any = args.func
+    try:
+        if getattr(args, "passthrough", False):
+            return int(func(args, rest))
+        if rest:
+            parser.error(f"unrecognized arguments: {' '.join(rest)}")
+        return int(func(args))
+    except HarnessError as exc:
+        _err(f"error: {exc}")
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        _err("interrupted")
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

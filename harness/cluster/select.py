@@ -1,0 +1,67 @@
+"""Picks the backend: `auto` takes containers where a Docker API answers, otherwise the process
+backend (Apache Kafka when KAFKA_HOME is set, the reference broker otherwise), and says why."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+from harness.cluster.base import ClusterBackend
+from harness.errors import BackendError
+
+BACKENDS = ("auto", "containers", "process")
+
+
+def docker_api() -> tuple[bool, str]:
+    """Whether a Docker API answers a ping (DOCKER_HOST or the default socket), and what was tried."""
+    where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+    try:
+        import docker
+
+        client = docker.from_env(timeout=3)
+        try:
+            client.ping()
+        finally:
+            client.close()
+    except Exception as exc:  # any failure means: no usable Docker API here
+        return False, f"no Docker API answers at {where} ({type(exc).__name__})"
+    return True, f"a Docker API answers at {where}"
+
+
+def _containers_backend() -> ClusterBackend | None:
+    if importlib.util.find_spec("harness.cluster.containers") is None:
+        return None
+    from harness.cluster.containers import ContainersBackend  # type: ignore[import-not-found]
+
+    backend: ClusterBackend = ContainersBackend()
+    return backend
+
+
+def _process_backend() -> ClusterBackend:
+    from harness.cluster.process import ProcessBackend
+
+    return ProcessBackend()
+
+
+def choose_backend(name: str = "auto") -> tuple[ClusterBackend, str]:
+    """The backend to use and a one-line reason (recorded in run.json and printed)."""
+    if name not in BACKENDS:
+        raise BackendError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")
+    if name in ("auto", "containers"):
+        answers, why = docker_api()
+        containers = _containers_backend() if answers else None
+        if containers is not None:
+            return containers, f"containers: {why}"
+        if name == "containers":
+            if not answers:
+                raise BackendError(f"the containers backend needs a Docker API: {why}; "
+                                   "use --backend process, or set DOCKER_HOST")
+            raise BackendError("the containers backend is not part of this build yet; use --backend process")
+        why = why if not answers else f"{why}, but the containers backend is not part of this build yet"
+    else:
+        why = "asked for with --backend process"
+    process = _process_backend()
+    ok, detail = process.available()
+    if not ok:
+        raise BackendError(f"no backend can run here: {why}; process backend: {detail}")
+    return process, f"process ({detail}): {why}"

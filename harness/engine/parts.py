@@ -1,0 +1,81 @@
+"""The real parts a run is made of: observers (ZooKeeper + Admin), workloads (confluent-kafka
+producers and consumer groups) built from the experiment's specs, and topic creation. The runner
+takes them through `RunParts`, so its phase logic is testable without a cluster."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from harness.cluster.base import Cluster
+from harness.engine.history import EventSink
+from harness.errors import HarnessError, HarnessTimeout
+from harness.experiment.schema import Experiment
+from harness.observe.base import Observer
+from harness.workload.base import Workload
+
+VALUE_STRIDE = 1_000_000_000
+"""Producer i writes the unique values i*VALUE_STRIDE + n (n = 0, 1, ...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunParts:
+    observers: Callable[[Experiment, Cluster, EventSink], Sequence[Observer]]
+    producers: Callable[[Experiment, Cluster, EventSink], Sequence[Workload]]
+    consumers: Callable[[Experiment, Cluster, EventSink], Sequence[Workload]]
+    create_topics: Callable[[Experiment, Cluster], None]
+
+
+def real_observers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[Observer]:
+    from harness.observe.admin import AdminObserver
+    from harness.observe.zookeeper import ZooKeeperObserver
+
+    return [ZooKeeperObserver(cluster.zookeeper_connect, sink), AdminObserver(cluster.bootstrap_servers, sink)]
+
+
+def real_producers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[Workload]:
+    from harness.workload.producer import ProducerWorkload
+
+    return [
+        ProducerWorkload(cluster.bootstrap_servers, sink, producer_id=p.id, topic=p.topic, rate=p.rate,
+                         acks=p.acks, idempotence=p.idempotence, keys=p.keys, value_base=(i + 1) * VALUE_STRIDE,
+                         extra_config=dict(p.config))
+        for i, p in enumerate(exp.workload.producers)
+    ]
+
+
+def real_consumers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[Workload]:
+    from harness.workload.consumer import ConsumerGroupWorkload
+
+    return [
+        ConsumerGroupWorkload(cluster.bootstrap_servers, sink, group=c.group, topics=list(c.topics),
+                              members=c.members, strategy=c.strategy, commit=c.commit, extra_config=dict(c.config))
+        for c in exp.workload.consumers
+    ]
+
+
+def create_topics(exp: Experiment, cluster: Cluster, timeout_s: float = 60.0) -> None:
+    """Create the experiment's topics through AdminClient (an existing topic is fine)."""
+    if not exp.topics:
+        return
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    new = [NewTopic(t.name, num_partitions=t.partitions, replication_factor=t.replication_factor,
+                    config=dict(t.config)) for t in exp.topics]
+    futures = admin.create_topics(new, operation_timeout=timeout_s, request_timeout=timeout_s)
+    for name, future in futures.items():
+        try:
+            future.result(timeout=timeout_s)
+        except KafkaException as exc:
+            err = exc.args[0]
+            if isinstance(err, KafkaError) and err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                continue
+            raise HarnessError(f"creating topic {name!r} on {cluster.bootstrap_servers} failed: {err}") from exc
+        except TimeoutError as exc:
+            raise HarnessTimeout(f"topic {name!r} to be created", timeout_s, None,
+                                 "check that the brokers answer Metadata and CreateTopics") from exc
+
+
+REAL_PARTS = RunParts(real_observers, real_producers, real_consumers, create_topics)

@@ -1,0 +1,271 @@
+"""The runner: executes one experiment's phases against a backend and records everything.
+
+setup (cluster up, topics, observers) -> steady (workloads, probes) -> chaos (the schedule) ->
+heal (every fault healed, probes again) -> drain (producers stop, consumers catch up) ->
+teardown (every step attempted, on every exit path). Fault times are seconds from the start of
+the chaos phase; the chaos phase lasts the experiment's `duration`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from harness.cluster.base import Cluster, ClusterBackend, ClusterSpec
+from harness.engine.bundle import RunBundle
+from harness.engine.history import Event, HistoryWriter
+from harness.engine.parts import REAL_PARTS, RunParts
+from harness.engine.probes import PROBES
+from harness.engine.schedule import actions, plan
+from harness.engine.state import ClusterState
+from harness.errors import HarnessError
+from harness.experiment.schema import Experiment
+from harness.faults.inject import FaultInjector, MemberControl
+from harness.faults.resolve import Topology
+from harness.observe.base import Observer
+from harness.workload.base import Workload
+
+TICK_S = 0.2
+
+
+class Progress(Protocol):
+    def phase(self, name: str) -> None: ...
+
+    def tick(self, *, elapsed: float, total: float, next_fault: str | None, events: int) -> None: ...
+
+    def note(self, text: str) -> None: ...
+
+
+class QuietProgress:
+    def phase(self, name: str) -> None:
+        pass
+
+    def tick(self, *, elapsed: float, total: float, next_fault: str | None, events: int) -> None:
+        pass
+
+    def note(self, text: str) -> None:
+        pass
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    run_dir: Path
+    status: str
+    """completed | aborted (steady state never reached) | crashed | interrupted"""
+    error: str | None = None
+
+
+class _Delivery:
+    """Counts acked values and the ones consumers have polled, so the drain can stop early."""
+
+    def __init__(self) -> None:
+        self.acked: set[int] = set()
+        self.polled: set[int] = set()
+        self._lock = threading.Lock()
+
+    def __call__(self, event: Event) -> None:
+        kind = event.get("type")
+        if kind in ("ack", "poll") and isinstance(event.get("value"), int):
+            with self._lock:
+                (self.acked if kind == "ack" else self.polled).add(event["value"])
+
+    def unseen(self) -> int:
+        with self._lock:
+            return len(self.acked - self.polled)
+
+
+def cluster_spec(exp: Experiment) -> ClusterSpec:
+    c = exp.cluster
+    return ClusterSpec(brokers=c.brokers, zookeepers=c.zookeepers, kafka_version=c.kafka,
+                       broker_config=c.broker_config, images=c.images, reference_bugs=c.reference_bugs)
+
+
+class Run:
+    def __init__(self, exp: Experiment, backend: ClusterBackend, bundle: RunBundle, *,
+                 progress: Progress | None = None, parts: RunParts = REAL_PARTS) -> None:
+        self.exp = exp
+        self.backend = backend
+        self.bundle = bundle
+        self.progress = progress or QuietProgress()
+        self.parts = parts
+        partitions = {t.name: t.partitions for t in exp.topics}
+        self.state = ClusterState.expecting(range(1, exp.cluster.brokers + 1), partitions,
+                                            [c.group for c in exp.workload.consumers])
+        self.delivery = _Delivery()
+        self.history: HistoryWriter | None = None
+        self.cluster: Cluster | None = None
+        self.observers: list[Observer] = []
+        self.producers: list[Workload] = []
+        self.consumers: list[Workload] = []
+        self.injector: FaultInjector | None = None
+
+    # -- event plumbing ------------------------------------------------------------------------
+
+    def sink(self, event: Event) -> None:
+        assert self.history is not None
+        self.history.write(event)
+        self.state.apply(event)
+        self.delivery(event)
+
+    def _engine(self, kind: str, **fields: Any) -> None:
+        self.sink({"src": "engine", "type": kind, **fields})
+
+    def _phase(self, name: str) -> None:
+        self.progress.phase(name)
+        self._engine("phase", name=name)
+
+    # -- the run -------------------------------------------------------------------------------
+
+    def execute(self) -> RunResult:
+        status, error = "completed", None
+        with HistoryWriter(self.bundle.history) as history:
+            self.history = history
+            self._engine("run.start", experiment=self.exp.name, backend=self.backend.name, seed=self.exp.seed)
+            try:
+                if not self._setup_and_steady():
+                    status = "aborted"
+                    error = "steady state was not reached before chaos; no fault was injected"
+                else:
+                    self._chaos()
+                    self._heal()
+                    self._drain()
+            except KeyboardInterrupt:
+                status, error = "interrupted", "interrupted (Ctrl-C or SIGTERM)"
+            except Exception as exc:  # the run is recorded as crashed; teardown still runs
+                status, error = "crashed", f"{type(exc).__name__}: {exc}"
+                self._engine("run.error", error=error)
+            finally:
+                failures = self._teardown()
+                if failures:
+                    text = "; ".join(f"{step}: {exc}" for step, exc in failures)
+                    self._engine("run.error", error=f"teardown: {text}")
+                    if status == "completed":
+                        status, error = "crashed", f"teardown failed: {text}"
+                self._engine("run.end", status=status, error=error)
+        self.bundle.finish(status, error=error, events=history.count)
+        return RunResult(self.bundle.dir, status, error)
+
+    def _setup_and_steady(self) -> bool:
+        self._phase("setup")
+        self.cluster = self.backend.up(cluster_spec(self.exp), self.bundle.dir / "cluster")
+        flavour = self.cluster.flavour
+        self.bundle.update(broker={"flavour": flavour.name, "version": flavour.version, "bugs": list(flavour.bugs),
+                                   "describe": flavour.describe()},
+                           cluster_info=dict(self.cluster.describe()))
+        self.progress.note(f"cluster up: {flavour.describe()} at {self.cluster.bootstrap_servers}")
+        self.parts.create_topics(self.exp, self.cluster)
+        self.observers = list(self.parts.observers(self.exp, self.cluster, self.sink))
+        for observer in self.observers:
+            observer.start()
+        self._phase("steady")
+        self.consumers = list(self.parts.consumers(self.exp, self.cluster, self.sink))
+        self.producers = list(self.parts.producers(self.exp, self.cluster, self.sink))
+        for w in (*self.consumers, *self.producers):
+            w.start()
+        members: dict[str, MemberControl] = {
+            getattr(w, "group", w.name): w for w in self.consumers  # type: ignore[misc]
+        }
+        topology = Topology(tuple(range(1, self.exp.cluster.brokers + 1)),
+                            tuple(range(1, self.exp.cluster.zookeepers + 1)))
+        self.injector = FaultInjector(self.cluster, self.state, topology, self.sink, members)
+        return self._await_probes("steady", self.exp.steady_timeout)
+
+    def _await_probes(self, when: str, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            results = {name: PROBES[name][0](self.state) for name in self.exp.steady_state}
+            done = all(ok for ok, _ in results.values())
+            if done or time.monotonic() >= deadline:
+                for name, (ok, detail) in results.items():
+                    self._engine("probe", name=name, ok=ok, detail=detail, when=when)
+                if not done:
+                    self.progress.note(f"steady state not reached {when}: "
+                                       + "; ".join(d for ok, d in results.values() if not ok))
+                return done
+            time.sleep(TICK_S)
+
+    def _chaos(self) -> None:
+        assert self.injector is not None
+        self._phase("chaos")
+        start = time.monotonic()
+        todo = list(actions(plan(self.exp)))
+        while True:
+            elapsed = time.monotonic() - start
+            while todo and todo[0].at <= elapsed:
+                action = todo.pop(0)
+                self._act(action.what, action.fault)
+            if elapsed >= self.exp.duration:
+                break
+            nxt = next((f"{a.what} {a.fault.describe()} at {a.at:.0f}s" for a in todo), None)
+            assert self.history is not None
+            self.progress.tick(elapsed=elapsed, total=self.exp.duration, next_fault=nxt, events=self.history.count)
+            wait = min(TICK_S, (todo[0].at - elapsed) if todo else TICK_S, self.exp.duration - elapsed)
+            time.sleep(max(wait, 0.0))
+
+    def _act(self, what: str, fault: Any) -> None:
+        assert self.injector is not None
+        self.progress.note(f"{what} {fault.describe()}")
+        try:
+            if what == "inject":
+                self.injector.inject(fault)
+            else:
+                self.injector.heal(fault)
+        except HarnessError as exc:
+            self._engine("fault.error", fault_id=fault.index, kind=fault.spec.kind, action=what, error=str(exc))
+            self.progress.note(f"{what} {fault.describe()} failed: {exc}")
+
+    def _heal(self) -> None:
+        assert self.injector is not None
+        self._phase("heal")
+        for step, exc in self.injector.heal_all():
+            self._engine("fault.error", action="heal", error=f"{step}: {exc}")
+        self._await_probes("after heal", self.exp.steady_timeout)
+
+    def _drain(self) -> None:
+        self._phase("drain")
+        for p in self.producers:
+            p.stop()
+        for p in self.producers:
+            p.drain(self.exp.drain)
+        deadline = time.monotonic() + self.exp.drain
+        while self.delivery.unseen() and time.monotonic() < deadline:
+            time.sleep(TICK_S)
+        for c in self.consumers:
+            c.stop()
+        for c in self.consumers:
+            c.drain(min(5.0, self.exp.drain))
+
+    def _teardown(self) -> list[tuple[str, BaseException]]:
+        with suppress(Exception):
+            self._phase("teardown")
+        failures: list[tuple[str, BaseException]] = []
+
+        def attempt(step: str, fn: Callable[[], None]) -> None:
+            try:
+                fn()
+            except Exception as exc:  # every step is attempted; all failures are reported
+                failures.append((step, exc))
+
+        if self.injector is not None:
+            failures += self.injector.heal_all()
+        for w in (*self.producers, *self.consumers):
+            attempt(f"close workload {w.name}", w.close)
+        for o in self.observers:
+            attempt(f"stop observer {o.name}", o.stop)
+        if self.cluster is not None:
+            attempt("cluster down", self.cluster.down)
+        return failures
+
+
+def run_experiment(exp: Experiment, backend: ClusterBackend, *, backend_reason: str, runs_dir: Path,
+                   progress: Progress | None = None, parts: RunParts = REAL_PARTS) -> RunResult:
+    bundle = RunBundle.create(runs_dir, exp, backend=backend.name, backend_reason=backend_reason)
+    return Run(exp, backend, bundle, progress=progress, parts=parts).execute()
+
+
+__all__: Sequence[str] = ("Progress", "Run", "RunResult", "cluster_spec", "run_experiment")

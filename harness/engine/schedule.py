@@ -1,0 +1,76 @@
+"""The fault schedule: pure and deterministic given the experiment and its seed.
+
+`plan(exp)` draws each fault's jitter and resolves `random-broker` from a RNG seeded by the
+experiment's seed (and nothing else), and returns the faults in firing order. Times are seconds
+from the start of the chaos phase. Targets that depend on the cluster's state (`controller`,
+`leader:…`, `coordinator:…`) stay symbolic: they resolve when the fault fires.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Literal
+
+from harness.experiment.schema import Experiment, FaultSpec
+from harness.faults.targets import LinkTarget, Target
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedFault:
+    spec: FaultSpec
+    start: float
+    end: float | None
+    """None: the fault lasts until the heal phase."""
+    target: Target | None
+    link: LinkTarget | None
+
+    @property
+    def index(self) -> int:
+        return self.spec.index
+
+    def describe(self) -> str:
+        what = self.target or self.link or " | ".join(",".join(map(str, g)) for g in self.spec.groups)
+        return f"#{self.index} {self.spec.kind} {what}"
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    at: float
+    what: Literal["inject", "heal"]
+    fault: PlannedFault
+
+
+def _rng(seed: int) -> random.Random:
+    return random.Random(f"kafka-chaos/schedule/{seed}")
+
+
+def _concrete(t: Target | None, rng: random.Random, brokers: int) -> Target | None:
+    if t is not None and t.kind == "random-broker":
+        return Target("broker", rng.randint(1, brokers))
+    return t
+
+
+def plan(exp: Experiment) -> tuple[PlannedFault, ...]:
+    """Every fault with its drawn start time and concrete random targets, in firing order."""
+    rng = _rng(exp.seed)
+    out: list[PlannedFault] = []
+    for spec in sorted(exp.schedule, key=lambda s: s.index):
+        start = spec.at + (rng.uniform(0.0, spec.jitter) if spec.jitter > 0 else 0.0)
+        target = _concrete(spec.target, rng, exp.cluster.brokers)
+        link = None
+        if spec.link is not None:
+            src = _concrete(spec.link.src, rng, exp.cluster.brokers)
+            dst = _concrete(spec.link.dst, rng, exp.cluster.brokers)
+            assert dst is not None
+            link = LinkTarget(src, dst)
+        end = None if spec.duration is None else start + spec.duration
+        out.append(PlannedFault(spec, round(start, 6), None if end is None else round(end, 6), target, link))
+    return tuple(sorted(out, key=lambda f: (f.start, f.index)))
+
+
+def actions(faults: tuple[PlannedFault, ...]) -> tuple[Action, ...]:
+    """Injections and heals in time order; at equal times heals come first (free a target before reuse)."""
+    items = [Action(f.start, "inject", f) for f in faults]
+    items += [Action(f.end, "heal", f) for f in faults if f.end is not None]
+    return tuple(sorted(items, key=lambda a: (a.at, a.what != "heal", a.fault.index)))

@@ -1,0 +1,64 @@
+"""Writes an `Experiment` back as YAML with every default filled in (`experiment.yaml` of a run)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from harness.experiment.durations import format_duration
+from harness.experiment.schema import Experiment, FaultSpec
+
+
+def _fault(f: FaultSpec) -> dict[str, Any]:
+    out: dict[str, Any] = {"at": format_duration(f.at), "fault": f.kind}
+    if f.target is not None:
+        out["target"] = str(f.target)
+    if f.link is not None:
+        out["link"] = str(f.link)
+    if f.groups:
+        out["groups"] = [[str(n) for n in g] for g in f.groups]
+    if f.params:
+        out["params"] = dict(f.params)
+    if f.duration is not None:
+        out["duration"] = format_duration(f.duration)
+    if f.jitter:
+        out["jitter"] = format_duration(f.jitter)
+    return out
+
+
+def experiment_to_dict(exp: Experiment) -> dict[str, Any]:
+    c = exp.cluster
+    return {
+        "name": exp.name,
+        "description": exp.description,
+        "seed": exp.seed,
+        "cluster": {"brokers": c.brokers, "zookeepers": c.zookeepers, "kafka": c.kafka,
+                    "broker_config": dict(c.broker_config), "images": dict(c.images),
+                    "reference_bugs": list(c.reference_bugs)},
+        "topics": [{"name": t.name, "partitions": t.partitions, "replication_factor": t.replication_factor,
+                    "config": dict(t.config)} for t in exp.topics],
+        "workload": {
+            "producers": [{"id": p.id, "topic": p.topic, "rate": p.rate, "acks": p.acks,
+                           "idempotence": p.idempotence, "keys": p.keys, "config": dict(p.config)}
+                          for p in exp.workload.producers],
+            "consumers": [{"group": g.group, "topics": list(g.topics), "members": g.members,
+                           "strategy": g.strategy, "commit": g.commit, "config": dict(g.config)}
+                          for g in exp.workload.consumers],
+        },
+        "steady_state": list(exp.steady_state),
+        "steady_timeout": format_duration(exp.steady_timeout),
+        "schedule": [_fault(f) for f in exp.schedule],
+        "duration": format_duration(exp.duration),
+        "drain": format_duration(exp.drain),
+        "verify": {"checks": list(exp.verify.checks), "allow": list(exp.verify.allow),
+                   "slo": {"controller_failover": format_duration(exp.verify.slo.controller_failover),
+                           "partition_unavailable": format_duration(exp.verify.slo.partition_unavailable),
+                           "rebalance": format_duration(exp.verify.slo.rebalance)}},
+    }
+
+
+def dump_experiment(exp: Experiment) -> str:
+    """Resolved YAML that `load_experiment_text` reads back into an equal spec (but for `source`)."""
+    header = f"# Resolved from {exp.source}: every default filled in.\n"
+    return header + yaml.safe_dump(experiment_to_dict(exp), sort_keys=False, default_flow_style=False)
