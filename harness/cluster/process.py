@@ -1,0 +1,388 @@
+"""The process backend: the containers topology as local processes.
+
+ZooKeeper (1 or 3 members, `harness.cluster.zookeeper`), N brokers (Apache Kafka from `KAFKA_HOME`
+or the reference broker, `process_flavour`) and one Toxiproxy (`TOXIPROXY_BIN` or the embedded
+server, `process_toxiproxy`), wired as DESIGN.md "Link-level faults: one listener per source"
+(`render`). Faults are signals to process groups and proxy operations. Every child runs in its own
+process group, is recorded for `clean_leftovers()`, and is killed on every exit path.
+
+Layout under `workdir/`: `broker-<k>/{server.properties,data/,broker.log,logs/}`,
+`zookeeper/zk<i>/`, `toxiproxy/toxiproxy.log`, `cluster.json` (what `describe()` returns).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+
+from harness.cluster.base import BrokerFlavour, ClusterSpec, Link, LinkSource, NodeId
+from harness.cluster.leftovers import CleanedLeftover, LeftoverRegistry, clean_leftovers
+from harness.cluster.process_brokers import BrokerNodes
+from harness.cluster.process_flavour import (
+    BrokerLauncher,
+    find_java,
+    java_version,
+    select_launcher,
+    zookeeper_jar_version,
+)
+from harness.cluster.process_node import tail
+from harness.cluster.process_toxiproxy import ToxiproxyProcess
+from harness.cluster.render import (
+    HostPort,
+    ProxyRoute,
+    Topology,
+    ZooKeeperEndpoint,
+    allocate_ports,
+    broker_listeners,
+    plan_routes,
+)
+from harness.cluster.zookeeper import ZooKeeperEnsemble, ZooKeeperMember, zookeeper_classpath
+from harness.errors import BackendError, ConfigError, HarnessError, HarnessTimeout, TeardownError
+
+HOST = "127.0.0.1"
+
+
+class ProcessBackend:
+    """Brings up `ProcessCluster`s. Reads `KAFKA_HOME`, `TOXIPROXY_BIN`, `ZOOKEEPER_HOME`, `JAVA_HOME`."""
+
+    name = "process"
+
+    def __init__(
+        self, environ: Mapping[str, str] | None = None, *, stop_timeout_s: float = 30.0,
+        zookeeper_tick_ms: int = 500, leftovers_dir: Path | None = None, embedded_toxiproxy_subprocess: bool = True,
+    ) -> None:
+        self.environ = dict(os.environ if environ is None else environ)
+        self.stop_timeout_s = stop_timeout_s
+        self.zookeeper_tick_ms = zookeeper_tick_ms
+        self.leftovers_dir = leftovers_dir
+        self.embedded_toxiproxy_subprocess = embedded_toxiproxy_subprocess
+
+    def available(self) -> tuple[bool, str]:
+        """(True, which broker flavour) when java, ZooKeeper and a usable broker flavour are here."""
+        java = find_java(self.environ)
+        if java is None:
+            return False, "no `java` on PATH or in JAVA_HOME (ZooKeeper needs a JRE 11+)"
+        try:
+            launcher = select_launcher(self.environ)
+            zookeeper_classpath()
+        except HarnessError as exc:
+            return False, str(exc)
+        return True, launcher.describe()
+
+    def up(self, spec: ClusterSpec, workdir: Path) -> ProcessCluster:
+        """Start ZooKeeper, Toxiproxy with every link's proxy, then the brokers; wait until all are ready.
+
+        `spec.brokers == 0` brings up ZooKeeper and Toxiproxy only (used by tests of ZooKeeper faults).
+        """
+        if spec.brokers < 0 or spec.zookeepers not in (1, 3, 5):
+            raise ConfigError(f"process backend: brokers must be >= 0 and zookeepers 1, 3 or 5; "
+                              f"got brokers={spec.brokers}, zookeepers={spec.zookeepers}")
+        java = find_java(self.environ)
+        if java is None:
+            raise BackendError("process backend: no `java` on PATH or in JAVA_HOME")
+        launcher = select_launcher(self.environ, spec.reference_bugs)
+        cluster = ProcessCluster(spec, Path(workdir), launcher=launcher, java=java, backend=self)
+        try:
+            cluster._start_all()
+        except BaseException as exc:
+            try:
+                cluster.down()
+            except TeardownError as td:
+                exc.add_note(f"and tearing the half-started cluster down failed too: {td}")
+            raise
+        return cluster
+
+    @staticmethod
+    def clean_leftovers(directory: Path | None = None) -> list[CleanedLeftover]:
+        """Kill process groups left by a harness that died without teardown (see `leftovers`)."""
+        return clean_leftovers(directory)
+
+
+class ProcessCluster:
+    """A running process cluster (implements `harness.cluster.base.Cluster`)."""
+
+    def __init__(self, spec: ClusterSpec, workdir: Path, *, launcher: BrokerLauncher, java: str,
+                 backend: ProcessBackend) -> None:
+        self.spec = spec
+        self.workdir = workdir.resolve()
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.flavour: BrokerFlavour = launcher.flavour
+        self.launcher = launcher
+        self.java = java
+        self._backend = backend
+        self._registry = LeftoverRegistry(backend.leftovers_dir)
+        self._toxiproxy: ToxiproxyProcess | None = None
+        self._ensemble: ZooKeeperEnsemble | None = None
+        self._brokers: BrokerNodes | None = None
+        self.topology: Topology | None = None
+        self.nodes: tuple[NodeId, ...] = (
+            tuple(NodeId.broker(k) for k in range(1, spec.brokers + 1))
+            + tuple(NodeId.zookeeper(i) for i in range(1, spec.zookeepers + 1)))
+        self.bootstrap_servers = ""
+        self.zookeeper_connect = ""
+        self._classpath = ""
+        self._java_version_text = ""
+        self._down = False
+
+    # -- bring-up ---------------------------------------------------------------------------------
+
+    def _start_all(self) -> None:
+        deadline = time.monotonic() + self.spec.ready_timeout_s
+        env = self._backend.environ
+        self._toxiproxy = ToxiproxyProcess(
+            self.workdir / "toxiproxy", self._registry, HOST, binary=env.get("TOXIPROXY_BIN") or None)
+        self._toxiproxy.start(timeout_s=max(1.0, deadline - time.monotonic()))
+        self._start_zookeeper(deadline)
+        assert self._ensemble is not None
+        zks = tuple(ZooKeeperEndpoint(m.id, m.host, m.client_port) for m in self._ensemble.members)
+        self.zookeeper_connect = ",".join(str(z.address) for z in zks)
+        n = self.spec.brokers
+        ports = allocate_ports(n * (n + 1), HOST)
+        brokers = tuple(broker_listeners(k, n, HOST, ports[(k - 1) * (n + 1):k * (n + 1)]) for k in range(1, n + 1))
+        routes = plan_routes(brokers, zks)
+        listen = allocate_ports(len(routes), HOST)
+        proxies = tuple(ProxyRoute.of(r, HostPort(HOST, p)) for r, p in zip(routes, listen, strict=True))
+        for proxy in proxies:  # every proxy exists before any broker starts
+            self._toxiproxy.client.create(proxy.name, str(proxy.listen), str(proxy.upstream))
+        self.topology = Topology(brokers, zks, proxies)
+        self.bootstrap_servers = self.topology.bootstrap_servers
+        self._brokers = BrokerNodes(self.spec, self.workdir, self.topology, self.launcher, self._registry,
+                                    env, self.zookeeper_connect, self._backend.stop_timeout_s)
+        self._brokers.start_all(deadline)
+        (self.workdir / "cluster.json").write_text(json.dumps(self.describe(), indent=2, default=str) + "\n")
+
+    def _start_zookeeper(self, deadline: float) -> None:
+        self._classpath = zookeeper_classpath()
+        tick = self._backend.zookeeper_tick_ms
+        session_ms = int(self.spec.broker_config.get("zookeeper.session.timeout.ms", "18000"))
+        self._ensemble = ZooKeeperEnsemble(
+            self.spec.zookeepers, self.workdir / "zookeeper", tick_ms=tick, java=self.java,
+            classpath=self._classpath, min_session_timeout_ms=2 * tick,
+            max_session_timeout_ms=max(60000, 2 * session_ms), bind_host=HOST)
+        for m in self._ensemble.members:
+            m.start()
+            self._register_member(m)
+        for m in self._ensemble.members:
+            m.wait_serving(max(0.5, deadline - time.monotonic()))
+
+    def _register_member(self, member: ZooKeeperMember) -> None:
+        if member.pid is not None:
+            self._registry.register(member.pid, f"zookeeper:{member.id}")
+
+    # -- nodes ------------------------------------------------------------------------------------
+
+    def _check(self, node: NodeId) -> None:
+        if self._down:
+            raise BackendError(f"{node}: the cluster was torn down")
+        if node not in self.nodes:
+            raise BackendError(f"{node}: no such node in this cluster (nodes: {', '.join(map(str, self.nodes))})")
+
+    def _member(self, node: NodeId) -> ZooKeeperMember:
+        assert self._ensemble is not None
+        return self._ensemble.member(node.id)
+
+    def _broker_nodes(self) -> BrokerNodes:
+        if self._brokers is None:
+            raise BackendError("the brokers were never started")
+        return self._brokers
+
+    def kill(self, node: NodeId) -> None:
+        """SIGKILL the node's process group (no clean shutdown) and reap it."""
+        self._check(node)
+        if node.role == "broker":
+            self._broker_nodes().kill(node.id)
+        else:
+            member = self._member(node)
+            pid = member.pid
+            member.kill()
+            if pid is not None:
+                self._registry.unregister(pid)
+
+    def stop(self, node: NodeId) -> None:
+        """SIGTERM and wait for exit (a broker's controlled shutdown); SIGKILL after the stop timeout,
+        and then a BackendError saying so (it was not a clean stop)."""
+        self._check(node)
+        if node.role == "broker":
+            self._broker_nodes().stop(node.id)
+        else:
+            member = self._member(node)
+            pid = member.pid
+            member.stop(self._backend.stop_timeout_s)
+            if pid is not None:
+                self._registry.unregister(pid)
+
+    def start(self, node: NodeId) -> None:
+        """Restart a stopped/killed node with the same config and data, and wait until it is ready.
+
+        A broker is ready when registered in /brokers/ids and answering Metadata through its client
+        proxy. A ZooKeeper member is ready when it serves, if a majority of members now runs;
+        otherwise (no quorum possible yet) when its client port accepts connections.
+        """
+        self._check(node)
+        timeout = self.spec.ready_timeout_s
+        if node.role == "broker":
+            self._broker_nodes().start(node.id, time.monotonic() + timeout)
+            return
+        member = self._member(node)
+        if member.is_running:
+            raise BackendError(f"{node} is already running (pid {member.pid}); stop or kill it first")
+        member.start()
+        self._register_member(member)
+        assert self._ensemble is not None
+        running = sum(1 for m in self._ensemble.members if m.is_running)
+        if 2 * running > len(self._ensemble.members):
+            member.wait_serving(timeout)
+        else:
+            _wait_port(node, member.host, member.client_port, timeout, member.log_path)
+
+    def pause(self, node: NodeId) -> None:
+        """SIGSTOP the node's process group."""
+        self._check(node)
+        if node.role == "broker":
+            self._broker_nodes().process(node.id).pause()
+        else:
+            self._member(node).pause()
+
+    def resume(self, node: NodeId) -> None:
+        """SIGCONT the node's process group."""
+        self._check(node)
+        if node.role == "broker":
+            self._broker_nodes().process(node.id).resume()
+        else:
+            self._member(node).resume()
+
+    def is_running(self, node: NodeId) -> bool:
+        """Whether the node's process exists (a paused node counts as running)."""
+        self._check(node)
+        if node.role == "broker":
+            return self._broker_nodes().process(node.id).is_running()
+        return self._member(node).is_running
+
+    def pid(self, node: NodeId) -> int | None:
+        """The node's current process id (None if never started)."""
+        self._check(node)
+        if node.role == "broker":
+            return self._broker_nodes().process(node.id).pid
+        return self._member(node).pid
+
+    def log_path(self, node: NodeId) -> Path:
+        self._check(node)
+        if node.role == "broker":
+            return self._broker_nodes().process(node.id).log_path
+        return self._member(node).log_path
+
+    def zookeeper_mode(self, node: NodeId) -> str | None:
+        """What ZooKeeper member `node` reports now: leader / follower / standalone, None if not serving."""
+        self._check(node)
+        if node.role != "zookeeper":
+            raise BackendError(f"{node} is not a ZooKeeper member")
+        return self._member(node).mode()
+
+    @property
+    def toxiproxy(self) -> ToxiproxyProcess:
+        """The cluster's Toxiproxy (its API client creates extra proxies, e.g. for observers under test)."""
+        if self._toxiproxy is None:
+            raise BackendError("toxiproxy was never started")
+        return self._toxiproxy
+
+    def link(self, src: LinkSource, dst: NodeId) -> Link:
+        """The proxy carrying traffic from `src` (a broker or `client`) to `dst`."""
+        if self.topology is None or self._toxiproxy is None:
+            raise BackendError("the cluster's proxies were never created")
+        route = self.topology.proxy(src, dst)
+        return self._toxiproxy.link(route.name)
+
+    def describe(self) -> Mapping[str, object]:
+        """Versions, distribution, ports, pids and the proxy table (for run.json)."""
+        nodes: dict[str, object] = {}
+        if self._brokers is not None:
+            nodes.update(self._brokers.describe())
+        if self._ensemble is not None:
+            for m in self._ensemble.members:
+                nodes[str(NodeId.zookeeper(m.id))] = {
+                    "pid": m.pid, "client": m.address, "peer_port": m.peer_port,
+                    "election_port": m.election_port, "dir": str(m.directory)}
+        return {
+            "backend": "process",
+            "flavour": {"name": self.flavour.name, "version": self.flavour.version,
+                        "bugs": list(self.flavour.bugs), "description": self.flavour.describe()},
+            "versions": {
+                "java": self._java_version(), "java_path": self.java,
+                "zookeeper": zookeeper_jar_version(self._classpath) if self._classpath else "unknown",
+                "kafka": self.flavour.version if self.flavour.name == "apache-kafka" else None,
+                "kafka_home": str(self.launcher.kafka_home) if self.launcher.kafka_home else None,
+            },
+            "toxiproxy": self._toxiproxy.describe() if self._toxiproxy is not None else None,
+            "bootstrap_servers": self.bootstrap_servers,
+            "zookeeper_connect": self.zookeeper_connect,
+            "nodes": nodes,
+            "proxies": [p.as_row() for p in self.topology.proxies] if self.topology else [],
+            "workdir": str(self.workdir),
+        }
+
+    def _java_version(self) -> str:
+        if not self._java_version_text:
+            self._java_version_text = java_version(self.java)
+        return self._java_version_text
+
+    # -- teardown ---------------------------------------------------------------------------------
+
+    def down(self) -> None:
+        """Kill every broker, ZooKeeper member and the Toxiproxy; attempt every step; TeardownError."""
+        if self._down:
+            return
+        self._down = True
+        failures: list[tuple[str, BaseException]] = []
+        if self._brokers is not None:
+            failures += self._brokers.close()
+        if self._ensemble is not None:
+            pids = [m.pid for m in self._ensemble.members]
+            try:
+                self._ensemble.close()
+            except TeardownError as exc:
+                failures += exc.failures
+            except Exception as exc:
+                failures.append(("close zookeeper ensemble", exc))
+            for pid in pids:
+                if pid is not None:
+                    self._registry.unregister(pid)
+        if self._toxiproxy is not None:
+            try:
+                self._toxiproxy.close()
+            except Exception as exc:
+                failures.append(("stop toxiproxy", exc))
+        try:
+            self._registry.close()
+        except Exception as exc:
+            failures.append(("kill recorded leftovers", exc))
+        if failures:
+            raise TeardownError(failures)
+
+    def __enter__(self) -> ProcessCluster:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.down()
+
+
+def _wait_port(node: NodeId, host: str, port: int, timeout_s: float, log: Path) -> None:
+    deadline = time.monotonic() + timeout_s
+    last: object = None
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection((host, port), timeout=1.0):
+                return
+        except OSError as exc:
+            last = exc
+        time.sleep(0.1)
+    raise HarnessTimeout(f"{node} to accept connections on {host}:{port}", timeout_s,
+                         last_seen=f"{last}; log {log} ends with:\n{tail(log)}",
+                         hint="check the node's log for a startup error")
+
