@@ -1,0 +1,46 @@
+# kafka-chaos: `make demo` runs an experiment end to end; `make test` runs the whole suite.
+# Both set up what they need on a fresh machine: Java (apt) for ZooKeeper and Spark, and .venv.
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+DEMO ?= experiments/controller-failover.yaml
+BACKEND ?= auto
+PYTEST_ARGS ?=
+
+.PHONY: demo test lint unit integration java venv clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "kafka-chaos needs Python >= 3.11")'
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+java:
+	@command -v java >/dev/null 2>&1 || { \
+	  echo "java not found: installing a headless JRE (needed by ZooKeeper and Spark)"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq default-jre-headless; }
+
+demo: venv java
+	$(VENV)/bin/kafka-chaos run $(DEMO) --backend $(BACKEND)
+
+lint: venv
+	$(VENV)/bin/ruff check harness spark_analysis tests benchmarks
+	$(VENV)/bin/mypy
+
+test: venv java lint
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+unit: venv
+	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
+
+integration: venv java
+	$(PY) -m pytest tests/integration $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache runs
