@@ -111,7 +111,8 @@ def _verify(run_dir: Path, spark_master: str | None) -> int:
         _err(f"error: verification of {run_dir} failed: {exc}")
         return EXIT_ERROR
     for check in verdict.checks:
-        print(f"  {check.status:<8} {check.id:<34} {check.summary}")
+        allowed = " (allowed)" if check.allowed else ""
+        print(f"  {check.status:<8} {check.check_id:<34} {check.summary}{allowed}")
     print(f"verdict: {verdict.status}  report: {run_dir / 'report.html'}")
     return EXIT_PASS if verdict.status == "pass" else EXIT_FAIL
 

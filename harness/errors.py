@@ -61,7 +61,7 @@ class TeardownError(BackendError):
     def __init__(self, failures: list[tuple[str, BaseException]]) -> None:
         self.failures = list(failures)
         lines = [f"{step}: {type(exc).__name__}: {exc}" for step, exc in self.failures]
-        super().__init__("teardown failed in %d step(s):\n  " % len(lines) + "\n  ".join(lines))
+        super().__init__(f"teardown failed in {len(lines)} step(s):\n  " + "\n  ".join(lines))
 
 
 class HarnessTimeout(HarnessError):

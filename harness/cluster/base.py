@@ -42,7 +42,7 @@ LinkSource = NodeId | Literal["client"]
 
 def link_name(src: LinkSource, dst: NodeId) -> str:
     """The Toxiproxy proxy name of a directed link: `1->2`, `1->zk1`, `client->3`."""
-    s = "client" if src == CLIENT else str(src.id)  # type: ignore[union-attr]
+    s = "client" if isinstance(src, str) else str(src.id)
     d = f"zk{dst.id}" if dst.role == "zookeeper" else str(dst.id)
     return f"{s}->{d}"
 

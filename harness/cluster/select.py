@@ -31,7 +31,7 @@ def docker_api() -> tuple[bool, str]:
 def _containers_backend() -> ClusterBackend | None:
     if importlib.util.find_spec("harness.cluster.containers") is None:
         return None
-    from harness.cluster.containers import ContainersBackend  # type: ignore[import-not-found]
+    from harness.cluster.containers import ContainersBackend
 
     backend: ClusterBackend = ContainersBackend()
     return backend

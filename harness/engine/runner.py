@@ -112,8 +112,8 @@ class Run:
         self.state.apply(event)
         self.delivery(event)
 
-    def _engine(self, kind: str, **fields: Any) -> None:
-        self.sink({"src": "engine", "type": kind, **fields})
+    def _engine(self, event_type: str, **fields: Any) -> None:
+        self.sink({"src": "engine", "type": event_type, **fields})
 
     def _phase(self, name: str) -> None:
         self.progress.phase(name)

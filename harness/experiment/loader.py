@@ -15,6 +15,7 @@ from harness.engine.probes import PROBES
 from harness.errors import ValidationError
 from harness.experiment.fields import MISSING, Fields, did_you_mean
 from harness.experiment.rules import check_rules
+from harness.experiment.schedule_spec import read_schedule
 from harness.experiment.schema import (
     CHECK_FAMILIES,
     CHECK_IDS,
@@ -29,7 +30,6 @@ from harness.experiment.schema import (
     WorkloadSpec,
     frozen_map,
 )
-from harness.experiment.schedule_spec import read_schedule
 from harness.experiment.yamlsource import Path, parse_located
 
 TOP_KEYS = ("name", "description", "seed", "cluster", "topics", "workload", "steady_state",
@@ -87,6 +87,7 @@ def _build(f: Fields, top: dict[str, Any], file: str) -> Experiment | None:
               schedule, verify)
     if any(v is MISSING or v is None for v in values):
         return None
+    assert cluster is not None and topics is not None and workload is not None and verify is not None
     return Experiment(name=name, duration=duration, description=description, seed=seed, cluster=cluster,
                       topics=topics, workload=workload, steady_state=steady, steady_timeout=steady_timeout,
                       schedule=schedule, drain=drain, verify=verify, source=file)
@@ -109,8 +110,9 @@ def _cluster(f: Fields, raw: object) -> ClusterConfig | None:
     config = f.properties(m, path, "broker_config")
     if MISSING in (brokers, zookeepers, kafka, bugs):
         return None
-    return ClusterConfig(brokers=brokers, zookeepers=zookeepers, kafka=kafka, broker_config=frozen_map(config),
-                         images=frozen_map(images), reference_bugs=bugs)  # type: ignore[arg-type]
+    return ClusterConfig(brokers=brokers, zookeepers=zookeepers, kafka=kafka,
+                         broker_config=frozen_map(config), images=frozen_map(images),  # type: ignore[arg-type]
+                         reference_bugs=bugs)
 
 
 def _topics(f: Fields, raw: object) -> tuple[TopicSpec, ...] | None:

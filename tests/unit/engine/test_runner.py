@@ -33,7 +33,9 @@ drain: 100ms
 """
 
 
-def _run(tmp_path: Path, text: str = EXP, fail_on: str | None = None) -> tuple[runner.RunResult, FakeBackend, list[str]]:
+def _run(
+    tmp_path: Path, text: str = EXP, fail_on: str | None = None
+) -> tuple[runner.RunResult, FakeBackend, list[str]]:
     runner.TICK_S = 0.02
     log: list[str] = []
     backend = FakeBackend(fail_on)

@@ -116,5 +116,5 @@ def test_dynamic_targets_may_overlap_but_static_ones_may_not() -> None:
 
 
 def test_missing_file_is_a_validation_error_naming_the_file(tmp_path: Path) -> None:
-    with pytest.raises(ValidationError, match="nope.yaml: <document>: cannot read the file"):
+    with pytest.raises(ValidationError, match=r"nope\.yaml: <document>: cannot read the file"):
         load_experiment(tmp_path / "nope.yaml")

@@ -71,7 +71,7 @@ def test_partition_cuts_links_between_groups_and_broker_side_proxies_to_zookeepe
 @pytest.mark.parametrize("text", ["broker:0", "broker:x", "leader:t", "leader:/1", "consumer:g", "nobody",
                                   "coordinator:"])
 def test_malformed_targets_say_what_is_expected(text: str) -> None:
-    with pytest.raises(TargetSyntaxError, match="expected|must be|unknown"):
+    with pytest.raises(TargetSyntaxError, match=r"expected|must be|unknown"):
         parse_target(text)
 
 
