@@ -133,11 +133,11 @@ class HttpServer:
         if self._server is not None:
             self._server.close()
         for writer in list(self._writers):
-            writer.transport.abort()
-        for task in list(self._tasks):
-            task.cancel()
+            writer.transport.abort()  # handlers then see a closed stream and return
         if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+            _, pending = await asyncio.wait(list(self._tasks), timeout=2.0)
+            for task in pending:
+                task.cancel()
         self._server = None
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -163,6 +163,8 @@ class HttpServer:
                     return
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, ValueError):
             pass
+        except asyncio.CancelledError:
+            pass  # top of its own task: asyncio's stream callback must not see a cancelled task
         finally:
             self._writers.discard(writer)
             self._tasks.discard(task)

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import random
-import socket
-import struct
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Protocol
 
-from harness.toxiproxy.toxics import Toxic, slice_sizes
+from harness.toxiproxy.runners import RUNNERS
+from harness.toxiproxy.toxics import Toxic
 
 HIGH_WATER = 1 << 20  # bytes held inside a toxic chain before the source is paused
 LOW_WATER = 256 << 10
@@ -90,6 +89,25 @@ class Stage:
 
     def pass_front(self) -> None:
         self.forward(self.pop())
+
+    def forward_head(self, size: int) -> None:
+        """Forward the first `size` bytes of the oldest chunk; the rest stays at the front."""
+        chunk = self.inbox[0]
+        assert chunk.data is not None
+        if size >= len(chunk.data):
+            self.pass_front()
+            return
+        head, chunk.data = chunk.data[:size], chunk.data[size:]
+        self.nbytes -= size
+        self.forward(Chunk(head))
+
+    def truncate_front(self, size: int) -> None:
+        """Keep only the first `size` bytes of the oldest chunk (the rest is dropped)."""
+        chunk = self.inbox[0]
+        assert chunk.data is not None
+        if len(chunk.data) > size:
+            self.nbytes -= len(chunk.data) - size
+            chunk.data = chunk.data[:size]
 
     def close_output(self) -> None:
         """Drop what is held and send EOF on: the connection is closed downstream (stub.Close())."""
@@ -255,164 +273,3 @@ class Direction:
     def cancel_stages(self) -> None:
         for stage in self.stages:
             stage.cancel()
-
-
-# ---------------------------------------------------------------------------------------------
-# Toxic runners: one coroutine per toxic type, run as a Stage's task. They never await between
-# deciding to forward a chunk and forwarding it, so cancellation never loses data.
-# ---------------------------------------------------------------------------------------------
-
-
-async def _run_latency(stage: Stage) -> None:
-    while True:
-        chunk = await stage.peek()
-        assert chunk is not None
-        if chunk.data is not None:
-            delay = stage.toxic.attr("latency")
-            jitter = stage.toxic.attr("jitter")
-            if jitter > 0:
-                delay += stage.rng.randrange(-jitter, jitter)
-            wait = chunk.stamp + delay / 1000.0 - stage.loop.time()
-            if wait > 0:
-                await asyncio.sleep(wait)
-        stage.pass_front()
-        if chunk.data is None:
-            return
-
-
-async def _run_bandwidth(stage: Stage) -> None:
-    while True:
-        chunk = await stage.peek()
-        assert chunk is not None
-        if chunk.data is None:
-            stage.pass_front()
-            return
-        rate = stage.toxic.attr("rate") * 1000  # bytes per second
-        if rate <= 0:
-            await stage.loop.create_future()  # 0 KB/s: nothing passes until the toxic changes
-            continue
-        piece = max(1, rate // 10)  # send at most 100 ms worth at a time
-        now = stage.loop.time()
-        release = max(stage.state.get("release_at", now), now) + min(len(chunk.data), piece) / rate
-        stage.state["release_at"] = release
-        if release > now:
-            await asyncio.sleep(release - now)
-        if len(chunk.data) > piece:
-            head, chunk.data = chunk.data[:piece], chunk.data[piece:]
-            stage.nbytes -= len(head)
-            stage.forward(Chunk(head))
-        else:
-            stage.pass_front()
-
-
-async def _run_slow_close(stage: Stage) -> None:
-    while True:
-        chunk = await stage.peek()
-        assert chunk is not None
-        if chunk.data is None:
-            delay = stage.toxic.attr("delay") / 1000.0
-            wait = chunk.stamp + delay - stage.loop.time()
-            if wait > 0:
-                await asyncio.sleep(wait)
-            stage.pass_front()
-            return
-        stage.pass_front()
-
-
-async def _run_timeout(stage: Stage) -> None:
-    timeout = stage.toxic.attr("timeout")
-    deadline = stage.started_at + timeout / 1000.0 if timeout > 0 else None
-    while True:
-        chunk = await stage.peek(deadline)
-        if chunk is None:  # timeout elapsed: close the connection
-            stage.close_output()
-            return
-        if chunk.data is None:
-            stage.pass_front()
-            return
-        stage.pop()  # blackholed: the data is dropped, as Toxiproxy does
-        stage.direction.relieve()
-
-
-async def _run_reset_peer(stage: Stage) -> None:
-    await stage.peek()  # Toxiproxy waits for the first data (or EOF) on the stream
-    timeout = stage.toxic.attr("timeout") / 1000.0
-    if timeout > 0:
-        await asyncio.sleep(timeout)
-    stage.take_all()
-    stage.finished = True
-    stage.direction.endpoint.reset()
-
-
-async def _run_slicer(stage: Stage) -> None:
-    while True:
-        chunk = await stage.peek()
-        assert chunk is not None
-        if chunk.data is None:
-            stage.pass_front()
-            return
-        sizes = slice_sizes(
-            len(chunk.data),
-            stage.toxic.attr("average_size"),
-            stage.toxic.attr("size_variation"),
-            stage.rng.randrange,
-        )
-        delay = stage.toxic.attr("delay") / 1_000_000.0
-        for size in sizes:
-            if size >= len(chunk.data):
-                stage.pass_front()
-            else:
-                head, chunk.data = chunk.data[:size], chunk.data[size:]
-                stage.nbytes -= size
-                stage.forward(Chunk(head))
-            if delay > 0:
-                await asyncio.sleep(delay)
-
-
-async def _run_limit_data(stage: Stage) -> None:
-    limit = stage.toxic.attr("bytes")
-    while True:
-        chunk = await stage.peek()
-        assert chunk is not None
-        if chunk.data is None:
-            stage.pass_front()
-            return
-        sent = int(stage.state.get("sent", 0))
-        remaining = limit - sent
-        if remaining <= 0:
-            stage.close_output()
-            return
-        if len(chunk.data) > remaining:
-            stage.nbytes -= len(chunk.data) - remaining
-            chunk.data = chunk.data[:remaining]
-        stage.state["sent"] = sent + len(chunk.data)
-        stage.pass_front()
-        if sent + len(chunk.data) >= limit:
-            stage.close_output()
-            return
-
-
-RUNNERS: dict[str, Callable[[Stage], Awaitable[None]]] = {
-    "latency": _run_latency,
-    "bandwidth": _run_bandwidth,
-    "slow_close": _run_slow_close,
-    "timeout": _run_timeout,
-    "reset_peer": _run_reset_peer,
-    "slicer": _run_slicer,
-    "limit_data": _run_limit_data,
-}
-
-
-def abort_with_rst(transport: asyncio.BaseTransport | None) -> None:
-    """Close a TCP transport with SO_LINGER 0, so the peer sees a RST (connection reset by peer)."""
-    if transport is None or transport.is_closing():
-        if transport is not None:
-            transport.abort()
-        return
-    sock = transport.get_extra_info("socket")
-    if sock is not None:
-        try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        except OSError:
-            pass
-    transport.abort()

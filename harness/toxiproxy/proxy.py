@@ -11,12 +11,12 @@ downstream = server→client). Whether a toxic is in effect on a connection is d
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
 import socket
 from collections.abc import Callable
 
-from harness.toxiproxy.link import Direction, abort_with_rst
+from harness.toxiproxy.link import Direction
+from harness.toxiproxy.runners import abort_with_rst
 from harness.toxiproxy.toxics import Toxic
 
 WRITE_HIGH_WATER = 4 << 20  # transport write buffer: large, so bulk transfers are not paused per chunk
@@ -116,7 +116,7 @@ class Connection:
         side = _Side(self, "upstream")
         try:
             await self.proxy.loop.create_connection(lambda: side, host, port)
-        except (OSError, asyncio.TimeoutError):
+        except (TimeoutError, OSError):
             self.abort()  # Toxiproxy closes the client when the upstream cannot be reached
             return
         if self.closed or self.client.lost:

@@ -1,0 +1,185 @@
+"""Every Toxiproxy 2.x API endpoint and status code of the embedded server, over raw HTTP (http.client)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+from typing import Any
+
+import pytest
+
+from harness.toxiproxy.server import EmbeddedToxiproxy
+from tests.fixtures.toxiproxy import EchoServer, connect
+
+pytestmark = pytest.mark.integration
+
+
+class Api:
+    """One keep-alive HTTP/1.1 connection to the API, as Toxiproxy's Go client would use."""
+
+    def __init__(self, server: EmbeddedToxiproxy) -> None:
+        self.conn = http.client.HTTPConnection(server.host, server.port, timeout=5)
+
+    def call(self, method: str, path: str, body: object = None, raw: bytes | None = None,
+             headers: dict[str, str] | None = None) -> tuple[int, Any]:
+        payload = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+        self.conn.request(method, path, body=payload, headers=headers or {})
+        resp = self.conn.getresponse()
+        data = resp.read()
+        if resp.getheader("Content-Type", "").startswith("application/json") and data:
+            return resp.status, json.loads(data)
+        return resp.status, data
+
+
+@pytest.fixture
+def api(toxiproxy_server: EmbeddedToxiproxy) -> Api:
+    client = Api(toxiproxy_server)
+    yield client  # type: ignore[misc]
+    client.conn.close()
+
+
+def _create(api: Api, echo: EchoServer, name: str = "p", **extra: object) -> dict[str, Any]:
+    status, body = api.call("POST", "/proxies", {"name": name, "upstream": echo.addr, "listen": "127.0.0.1:0",
+                                                  **extra})
+    assert status == 201, body
+    return body  # type: ignore[no-any-return]
+
+
+def test_version_is_200_json(api: Api) -> None:
+    status, body = api.call("GET", "/version")
+    assert status == 200 and body["version"].startswith("2.")
+
+
+def test_create_proxy_is_201_with_real_port_and_it_proxies(api: Api, toxiproxy_echo: EchoServer) -> None:
+    body = _create(api, toxiproxy_echo)
+    assert set(body) == {"name", "listen", "upstream", "enabled", "toxics"}
+    assert body["enabled"] is True and body["toxics"] == [] and not body["listen"].endswith(":0")
+    with connect(body["listen"]) as sock:
+        sock.sendall(b"ping")
+        assert sock.recv(4) == b"ping"
+
+
+def test_create_errors_409_exists_400_missing_fields_and_bad_json(api: Api, toxiproxy_echo: EchoServer) -> None:
+    _create(api, toxiproxy_echo)
+    assert api.call("POST", "/proxies", {"name": "p", "upstream": toxiproxy_echo.addr}) == (
+        409, {"error": "proxy already exists", "status": 409})
+    assert api.call("POST", "/proxies", {"upstream": "127.0.0.1:1"}) == (
+        400, {"error": "missing required field: name", "status": 400})
+    assert api.call("POST", "/proxies", {"name": "q"})[1]["error"] == "missing required field: upstream"
+    status, body = api.call("POST", "/proxies", raw=b"{not json")
+    assert status == 400 and body["error"].startswith("bad request body")
+
+
+def test_create_disabled_proxy_does_not_listen(api: Api, toxiproxy_echo: EchoServer) -> None:
+    body = _create(api, toxiproxy_echo, enabled=False)
+    assert body["enabled"] is False
+
+
+def test_create_on_a_busy_port_is_500(api: Api, toxiproxy_echo: EchoServer) -> None:
+    status, body = api.call("POST", "/proxies", {"name": "x", "upstream": "127.0.0.1:1",
+                                                  "listen": toxiproxy_echo.addr})
+    assert status == 500 and body["status"] == 500
+
+
+def test_list_and_show_proxies_200_and_404(api: Api, toxiproxy_echo: EchoServer) -> None:
+    created = _create(api, toxiproxy_echo, name="client->1")
+    assert api.call("GET", "/proxies") == (200, {"client->1": created})
+    assert api.call("GET", "/proxies/client-%3E1") == (200, created)
+    assert api.call("GET", "/proxies/missing") == (404, {"error": "proxy not found", "status": 404})
+
+
+@pytest.mark.parametrize("method", ["POST", "PATCH"])
+def test_update_proxy_by_post_or_patch_disables_and_reenables_on_same_port(
+        api: Api, toxiproxy_echo: EchoServer, method: str) -> None:
+    created = _create(api, toxiproxy_echo)
+    status, body = api.call(method, "/proxies/p", {"enabled": False})
+    assert status == 200 and body["enabled"] is False
+    host, port = created["listen"].rsplit(":", 1)
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection((host, int(port)), timeout=2)
+    status, body = api.call(method, "/proxies/p", {"enabled": True})
+    assert status == 200 and body["enabled"] is True and body["listen"] == created["listen"]
+    assert api.call(method, "/proxies/missing", {"enabled": True})[0] == 404
+
+
+def test_update_proxy_upstream_moves_traffic(api: Api, toxiproxy_echo: EchoServer) -> None:
+    _create(api, toxiproxy_echo, upstream="127.0.0.1:1")
+    status, body = api.call("PATCH", "/proxies/p", {"upstream": toxiproxy_echo.addr})
+    assert status == 200 and body["upstream"] == toxiproxy_echo.addr
+    with connect(body["listen"]) as sock:
+        sock.sendall(b"x")
+        assert sock.recv(1) == b"x"
+
+
+def test_delete_proxy_204_then_404_and_port_closed(api: Api, toxiproxy_echo: EchoServer) -> None:
+    created = _create(api, toxiproxy_echo)
+    assert api.call("DELETE", "/proxies/p") == (204, b"")
+    assert api.call("DELETE", "/proxies/p")[0] == 404
+    host, port = created["listen"].rsplit(":", 1)
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection((host, int(port)), timeout=2)
+
+
+def test_populate_201_creates_keeps_identical_and_replaces_changed(api: Api, toxiproxy_echo: EchoServer) -> None:
+    status, body = api.call("POST", "/populate", [
+        {"name": "a", "upstream": toxiproxy_echo.addr, "listen": "127.0.0.1:0"},
+        {"name": "b", "upstream": toxiproxy_echo.addr, "enabled": False},
+    ])
+    assert status == 201 and [p["name"] for p in body["proxies"]] == ["a", "b"]
+    a = body["proxies"][0]
+    status, body = api.call("POST", "/populate", [{"name": "a", "upstream": toxiproxy_echo.addr,
+                                                   "listen": a["listen"]}])
+    assert status == 201 and body["proxies"] == [a]
+    assert api.call("POST", "/populate", [{"name": "z"}]) == (
+        400, {"error": "missing required field: upstream at proxy 1", "status": 400})
+    assert api.call("POST", "/populate", {"name": "z"})[0] == 400
+
+
+def test_toxic_endpoints_and_status_codes(api: Api, toxiproxy_echo: EchoServer) -> None:
+    _create(api, toxiproxy_echo)
+    base = "/proxies/p/toxics"
+    assert api.call("GET", base) == (200, [])
+    status, toxic = api.call("POST", base, {"type": "latency", "attributes": {"latency": 10}})
+    assert status == 200 and toxic == {"attributes": {"latency": 10, "jitter": 0}, "name": "latency_downstream",
+                                       "type": "latency", "stream": "downstream", "toxicity": 1.0}
+    assert api.call("POST", base, {"type": "latency"}) == (409, {"error": "toxic already exists", "status": 409})
+    assert api.call("POST", base, {"type": "nope"})[1]["error"] == "invalid toxic type"
+    assert api.call("POST", base, {"type": "latency", "stream": "x"})[0] == 400
+    assert api.call("POST", base, {"type": "bandwidth", "attributes": {"rate": "fast"}})[0] == 400
+    assert api.call("POST", "/proxies/missing/toxics", {"type": "latency"})[0] == 404
+    up = api.call("POST", base, {"type": "bandwidth", "stream": "upstream", "name": "bw",
+                                 "toxicity": 0.5, "attributes": {"rate": 100}})[1]
+    # Toxiproxy lists upstream toxics first, then downstream ones.
+    assert api.call("GET", base) == (200, [up, toxic])
+    assert api.call("GET", "/proxies/p")[1]["toxics"] == [up, toxic]
+    assert api.call("GET", f"{base}/bw") == (200, up)
+    assert api.call("GET", f"{base}/missing") == (404, {"error": "toxic not found", "status": 404})
+    status, body = api.call("POST", f"{base}/bw", {"attributes": {"rate": 200}})
+    assert status == 200 and body["attributes"] == {"rate": 200} and body["toxicity"] == 0.5
+    status, body = api.call("PATCH", f"{base}/bw", {"toxicity": 1})
+    assert status == 200 and body["toxicity"] == 1.0 and body["attributes"] == {"rate": 200}
+    assert api.call("PATCH", f"{base}/missing", {"toxicity": 1})[0] == 404
+    assert api.call("PATCH", f"{base}/bw", {"attributes": {"rate": -5}})[0] == 400
+    assert api.call("DELETE", f"{base}/bw") == (204, b"")
+    assert api.call("DELETE", f"{base}/bw")[0] == 404
+    assert api.call("GET", base) == (200, [toxic])
+
+
+def test_reset_204_enables_proxies_and_removes_toxics(api: Api, toxiproxy_echo: EchoServer) -> None:
+    _create(api, toxiproxy_echo)
+    api.call("POST", "/proxies/p/toxics", {"type": "timeout"})
+    api.call("POST", "/proxies/p", {"enabled": False})
+    assert api.call("POST", "/reset") == (204, b"")
+    body = api.call("GET", "/proxies/p")[1]
+    assert body["enabled"] is True and body["toxics"] == []
+    with connect(body["listen"]) as sock:
+        sock.sendall(b"ok")
+        assert sock.recv(2) == b"ok"
+
+
+def test_unknown_route_404_wrong_method_405_browser_403(api: Api) -> None:
+    assert api.call("GET", "/nothing")[0] == 404
+    assert api.call("DELETE", "/proxies")[0] == 405
+    assert api.call("GET", "/reset")[0] == 405
+    assert api.call("GET", "/version", headers={"User-Agent": "Mozilla/5.0"})[0] == 403
