@@ -8,7 +8,9 @@ and `/isr_change_notification` (a trigger to re-read the partitions it names). Z
 not exist yet are watched with `exists`, so their creation is seen.
 
 Events carry `src` ("zk" unless told otherwise) and `wall`, the epoch milliseconds at which the
-watch fired (for the initial read and resyncs: when the data was read). Only changes are
+watch fired (for the initial read and resyncs: when the data was read). The deletion of
+`/controller` is emitted as `controller` broker -1 stamped with the deletion watch itself, even
+when a new controller exists by the time the znode is read (that one is stamped at the read). Only changes are
 emitted: an event identical to the last one for the same key is dropped. When the session is
 lost the observer emits `observer.error`, and when a session is back (a new one after expiry,
 or the same one after a disconnect, since kazoo drops watches on every disconnect) it re-reads
@@ -188,8 +190,11 @@ class ZooKeeperObserver:
         if w is None:
 
             def w(event: WatchedEvent, key: Key = key) -> None:
-                if event.type != EventType.NONE:  # NONE: connection change, handled by a resync
-                    self._enqueue(key, _now_ms())
+                if event.type == EventType.NONE:  # a connection change: a resync follows
+                    return
+                if key == ("controller",) and event.type == EventType.DELETED:
+                    key = ("controller-gone",)  # certain: no controller at this instant
+                self._enqueue(key, _now_ms())
 
             self._watchers[key] = w
         return w
@@ -230,7 +235,7 @@ class ZooKeeperObserver:
                     self._cond.notify_all()
 
     def _emit(self, type_: str, wall: float, **fields: Any) -> None:
-        event = {"type": type_, "src": self.src, "wall": int(wall), **fields}
+        event = {"type": type_, "src": self.src, "wall": round(wall, 3), **fields}
         try:
             self._sink(event)
         except Exception:
@@ -269,6 +274,12 @@ class ZooKeeperObserver:
         kind = key[0]
         if kind in ("controller", "epoch"):
             self._refresh_controller(wall)
+        elif kind == "controller-gone":
+            # The deletion itself is the fact; stamp it with the watch, then read what is there now.
+            if self._controller is not None and self._controller[0] != -1:
+                self._controller = (-1, self._controller[1])
+                self._emit("controller", wall, broker=-1, epoch=self._controller[1])
+            self._refresh_controller(_now_ms())
         elif kind == "ids":
             self._refresh_brokers(wall)
         elif kind == "topics":
