@@ -1,0 +1,218 @@
+"""Handlers for cluster and topic administration: ApiVersions, Metadata, CreateTopics, DeleteTopics, DescribeConfigs.
+
+Part 1 is one broker: it is the controller for metadata purposes (Metadata's controller_id is its
+own id; `/controller` is not written), the leader of every partition with replicas = ISR = [itself]
+and leader epoch 0. Metadata answers with the address advertised for the listener the request
+came in on. Unknown topics are auto-created when both the request (`allow_auto_topic_creation`,
+v4+) and `auto.create.topics.enable` allow it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kafka.protocol.admin import CreateTopicsResponse, DeleteTopicsResponse, DescribeConfigsResponse
+from kafka.protocol.metadata import MetadataResponse
+
+from harness.broker.protocol import api_versions_response, build_response
+from harness.broker.topics import OFFSETS_TOPIC, TopicError, topic_name_problem
+
+if TYPE_CHECKING:
+    from harness.broker.server import Broker, Ctx
+
+NONE = 0
+UNKNOWN_TOPIC_OR_PARTITION = 3
+INVALID_TOPIC_EXCEPTION = 17
+TOPIC_ALREADY_EXISTS = 36
+INVALID_PARTITIONS = 37
+INVALID_REPLICATION_FACTOR = 38
+INVALID_REPLICA_ASSIGNMENT = 39
+INVALID_REQUEST = 42
+TOPIC_DELETION_DISABLED = 73
+TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
+DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
+
+
+def live_brokers(b: Broker) -> list[int]:
+    return [b.broker_id]
+
+
+async def api_versions(b: Broker, ctx: Ctx, req: Any) -> Any:
+    return api_versions_response(ctx.head.api_version)
+
+
+def _partition_meta(b: Broker, topic: str, p: int) -> Any:
+    P = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+    me = b.broker_id
+    return P(error_code=NONE, partition_index=p, leader_id=me, leader_epoch=b.leader_epoch(topic, p),
+             replica_nodes=[me], isr_nodes=[me], offline_replicas=[])
+
+
+def _topic_meta(b: Broker, name: str, error: int = NONE) -> Any:
+    T = MetadataResponse.MetadataResponseTopic
+    t = b.topics.topics.get(name)
+    parts = [_partition_meta(b, name, p) for p in range(len(t.partitions))] if t and not error else []
+    return T(error_code=error, name=name, is_internal=name == OFFSETS_TOPIC, partitions=parts)
+
+
+def auto_create(b: Broker, name: str) -> int:
+    """Create `name` with broker defaults; the Metadata error code for it."""
+    cfg = b.config
+    if topic_name_problem(name) or name == OFFSETS_TOPIC:
+        return INVALID_TOPIC_EXCEPTION
+    if cfg.default_replication_factor > len(live_brokers(b)):
+        return INVALID_REPLICATION_FACTOR
+    try:
+        b.topics.create(name, cfg.num_partitions)
+    except TopicError:
+        return INVALID_TOPIC_EXCEPTION
+    return NONE
+
+
+async def metadata(b: Broker, ctx: Ctx, req: Any) -> Any:
+    v = ctx.head.api_version
+    me = b.advertised(ctx.listener)
+    brokers = [MetadataResponse.MetadataResponseBroker(node_id=b.broker_id, host=me.host, port=me.port, rack=None)]
+    if req.topics is None or (v == 0 and not req.topics):
+        names = sorted(b.topics.topics)
+        topics = [_topic_meta(b, n) for n in names]
+    else:
+        allow = (req.allow_auto_topic_creation if v >= 4 else True) and b.config.auto_create_topics_enable
+        topics = []
+        for rt in req.topics:
+            name = rt.name
+            if name in b.topics.topics:
+                topics.append(_topic_meta(b, name))
+            elif topic_name_problem(name or ""):
+                topics.append(_topic_meta(b, name or "", INVALID_TOPIC_EXCEPTION))
+            elif allow:
+                err = auto_create(b, name)
+                topics.append(_topic_meta(b, name, err))
+            else:
+                topics.append(_topic_meta(b, name, UNKNOWN_TOPIC_OR_PARTITION))
+    return build_response(ctx.head, throttle_time_ms=0, brokers=brokers, cluster_id=b.cluster_id,
+                          controller_id=b.broker_id, topics=topics)
+
+
+async def create_topics(b: Broker, ctx: Ctx, req: Any) -> Any:
+    R = CreateTopicsResponse.CreatableTopicResult
+    results = []
+    for t in req.topics:
+        err, msg = _check_create(b, t)
+        if err == NONE and not req.validate_only:
+            partitions = len(t.assignments) if t.assignments else t.num_partitions
+            if partitions == -1:
+                partitions = b.config.num_partitions
+            configs = {c.name: c.value for c in t.configs if c.value is not None}
+            try:
+                b.topics.create(t.name, partitions, configs)
+            except TopicError as exc:
+                err, msg = INVALID_TOPIC_EXCEPTION, str(exc)
+        results.append(R(name=t.name, error_code=err, error_message=msg))
+    return build_response(ctx.head, throttle_time_ms=0, topics=results)
+
+
+def _check_create(b: Broker, t: Any) -> tuple[int, str | None]:
+    problem = topic_name_problem(t.name)
+    if problem:
+        return INVALID_TOPIC_EXCEPTION, problem
+    if t.name in b.topics.topics:
+        return TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists."
+    alive = live_brokers(b)
+    if t.assignments:
+        if t.num_partitions != -1 or t.replication_factor != -1:
+            return INVALID_REQUEST, "both assignments and num_partitions/replication_factor were given"
+        for a in t.assignments:
+            if not a.broker_ids or any(x not in alive for x in a.broker_ids) or len(set(a.broker_ids)) != len(
+                    a.broker_ids):
+                return INVALID_REPLICA_ASSIGNMENT, f"replicas {a.broker_ids} are not distinct live brokers {alive}"
+        return NONE, None
+    partitions = b.config.num_partitions if t.num_partitions == -1 else t.num_partitions
+    rf = b.config.default_replication_factor if t.replication_factor == -1 else t.replication_factor
+    if partitions <= 0:
+        return INVALID_PARTITIONS, f"Number of partitions must be larger than 0 (got {partitions})."
+    if rf <= 0 or rf > len(alive):
+        return INVALID_REPLICATION_FACTOR, (f"Replication factor: {rf} larger than available brokers: "
+                                            f"{len(alive)}." if rf > 0 else "Replication factor must be > 0.")
+    return NONE, None
+
+
+async def delete_topics(b: Broker, ctx: Ctx, req: Any) -> Any:
+    R = DeleteTopicsResponse.DeletableTopicResult
+    out = []
+    for name in req.topic_names:
+        if not b.config.delete_topic_enable:
+            err = TOPIC_DELETION_DISABLED
+        elif name not in b.topics.topics:
+            err = UNKNOWN_TOPIC_OR_PARTITION
+        elif name == OFFSETS_TOPIC:
+            err = INVALID_REQUEST
+        else:
+            n = len(b.topics.topics[name].partitions)
+            b.topics.delete(name)
+            for p in range(n):
+                b.producers.pop((name, p), None)
+            err = NONE
+        out.append(R(name=name, error_code=err))
+    return build_response(ctx.head, throttle_time_ms=0, responses=out)
+
+
+def topic_config_values(b: Broker, name: str) -> dict[str, tuple[str, int]]:
+    """Topic configs as (value, source): explicit overrides are DYNAMIC_TOPIC_CONFIG, the rest defaults."""
+    cfg = b.config
+    defaults = {
+        "cleanup.policy": "compact" if name == OFFSETS_TOPIC else "delete",
+        "compression.type": "producer",
+        "min.insync.replicas": str(cfg.min_insync_replicas),
+        "retention.ms": "604800000",
+        "retention.bytes": "-1",
+        "segment.bytes": str(cfg.offsets_topic_segment_bytes if name == OFFSETS_TOPIC else cfg.log_segment_bytes),
+        "max.message.bytes": str(cfg.message_max_bytes),
+        "message.timestamp.type": "CreateTime",
+        "unclean.leader.election.enable": "false",
+        "flush.messages": str(cfg.log_flush_interval_messages),
+        "index.interval.bytes": str(cfg.log_index_interval_bytes),
+    }
+    out = {k: (v, DEFAULT_CONFIG) for k, v in defaults.items()}
+    for k, v in b.topics.topics[name].configs.items():
+        out[k] = (v, DYNAMIC_TOPIC_CONFIG)
+    return out
+
+
+async def describe_configs(b: Broker, ctx: Ctx, req: Any) -> Any:
+    Res = DescribeConfigsResponse.DescribeConfigsResult
+    Entry = Res.DescribeConfigsResourceResult
+    results = []
+    explicit = dict(b.config.properties)
+    for r in req.resources:
+        values: dict[str, tuple[str, int]] = {}
+        err, msg = NONE, None
+        if r.resource_type == TOPIC_RESOURCE:
+            if r.resource_name in b.topics.topics:
+                values = topic_config_values(b, r.resource_name)
+            else:
+                err, msg = UNKNOWN_TOPIC_OR_PARTITION, f"topic {r.resource_name} does not exist"
+        elif r.resource_type == BROKER_RESOURCE:
+            if r.resource_name in ("", str(b.broker_id)):
+                values = {k: (v, STATIC_BROKER_CONFIG if k in explicit else DEFAULT_CONFIG)
+                          for k, v in b.config.describe().items()}
+            else:
+                err, msg = INVALID_REQUEST, f"broker {r.resource_name} is not this broker ({b.broker_id})"
+        else:
+            err, msg = INVALID_REQUEST, f"resource type {r.resource_type} is not supported"
+        keys = r.configuration_keys
+        entries = [Entry(name=k, value=v, read_only=False, config_source=src, is_default=src == DEFAULT_CONFIG,
+                         is_sensitive=False, synonyms=[], config_type=0, documentation=None)
+                   for k, (v, src) in sorted(values.items()) if keys is None or k in keys]
+        results.append(Res(error_code=err, error_message=msg, resource_type=r.resource_type,
+                           resource_name=r.resource_name, configs=entries))
+    return build_response(ctx.head, throttle_time_ms=0, results=results)
+
+
+HANDLERS = {
+    18: api_versions,
+    3: metadata,
+    19: create_topics,
+    20: delete_topics,
+    32: describe_configs,
+}

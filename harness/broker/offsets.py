@@ -1,0 +1,200 @@
+"""Committed offsets and group metadata, stored as records of `__consumer_offsets` (Kafka's formats).
+
+Owns the record formats of Kafka's GroupMetadataManager (keys: OffsetCommitKey v1 = version,
+group, topic, partition; GroupMetadataKey v2 = version, group. Values: OffsetCommitValue v3 =
+version, offset, leader epoch, metadata, commit timestamp; GroupMetadataValue v3 = version,
+protocol type, generation, protocol, leader, state timestamp, members), writing them to the
+group's partition `coordinator_partition(group, offsets.topic.num.partitions)`, and replaying the
+whole topic at start-up: offsets come back exactly; each group comes back Empty with its last
+generation (members must re-join, as after a coordinator move in Kafka).
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from harness.broker.records import build_batch, decode_records
+from harness.broker.topics import OFFSETS_TOPIC, TopicStore
+from harness.model.coordinator import coordinator_partition
+from harness.model.group import GroupCoordinator, GroupDescription
+
+log = logging.getLogger(__name__)
+_I16, _I32, _I64 = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q")
+
+
+@dataclass(frozen=True, slots=True)
+class Committed:
+    offset: int
+    leader_epoch: int
+    metadata: str
+    timestamp_ms: int
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+
+    def i16(self, v: int) -> _Writer:
+        self.parts.append(_I16.pack(v))
+        return self
+
+    def i32(self, v: int) -> _Writer:
+        self.parts.append(_I32.pack(v))
+        return self
+
+    def i64(self, v: int) -> _Writer:
+        self.parts.append(_I64.pack(v))
+        return self
+
+    def string(self, v: str | None) -> _Writer:
+        if v is None:
+            return self.i16(-1)
+        raw = v.encode()
+        self.parts.append(_I16.pack(len(raw)) + raw)
+        return self
+
+    def bytes_(self, v: bytes) -> _Writer:
+        self.parts.append(_I32.pack(len(v)) + v)
+        return self
+
+    def done(self) -> bytes:
+        return b"".join(self.parts)
+
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self.data, self.pos = data, 0
+
+    def _take(self, s: struct.Struct) -> int:
+        v = s.unpack_from(self.data, self.pos)[0]
+        self.pos += s.size
+        return int(v)
+
+    def i16(self) -> int:
+        return self._take(_I16)
+
+    def i32(self) -> int:
+        return self._take(_I32)
+
+    def i64(self) -> int:
+        return self._take(_I64)
+
+    def string(self) -> str | None:
+        n = self.i16()
+        if n < 0:
+            return None
+        v = self.data[self.pos:self.pos + n].decode()
+        self.pos += n
+        return v
+
+
+def offset_key(group: str, topic: str, partition: int) -> bytes:
+    return _Writer().i16(1).string(group).string(topic).i32(partition).done()
+
+
+def offset_value(c: Committed) -> bytes:
+    return _Writer().i16(3).i64(c.offset).i32(c.leader_epoch).string(c.metadata).i64(c.timestamp_ms).done()
+
+
+def group_key(group: str) -> bytes:
+    return _Writer().i16(2).string(group).done()
+
+
+def group_value(d: GroupDescription, now_ms: int) -> bytes:
+    w = _Writer().i16(3).string(d.protocol_type).i32(d.generation_id).string(d.protocol_name or None)
+    w.string(d.leader_id or None).i64(now_ms).i32(len(d.members))
+    for m in d.members:
+        w.string(m.member_id).string(m.group_instance_id).string(m.client_id).string(m.client_host)
+        w.i32(0).i32(0).bytes_(m.metadata).bytes_(m.assignment)
+    return w.done()
+
+
+class OffsetStore:
+    """In-memory view of committed offsets, backed by `__consumer_offsets`."""
+
+    def __init__(self, topics: TopicStore, num_partitions: int) -> None:
+        self.topics = topics
+        self.num_partitions = num_partitions
+        self.committed: dict[str, dict[tuple[str, int], Committed]] = {}
+
+    def partition_for(self, group: str) -> int:
+        return coordinator_partition(group, self.num_partitions)
+
+    def ensure_topic(self) -> None:
+        if OFFSETS_TOPIC not in self.topics.topics:
+            self.topics.create(OFFSETS_TOPIC, self.num_partitions, {"cleanup.policy": "compact"})
+
+    def load(self, coordinator: GroupCoordinator) -> None:
+        """Replay every record of `__consumer_offsets` into offsets and group generations."""
+        topic = self.topics.topics.get(OFFSETS_TOPIC)
+        if topic is None:
+            return
+        groups: dict[str, tuple[int, str] | None] = {}
+        for plog in topic.partitions:
+            for h, seg in plog.batches(0):
+                for _off, _ts, key, value in decode_records(plog.read_batch(seg, h)):
+                    if key is not None:
+                        self._apply(key, value, groups)
+        for group, meta in groups.items():
+            if meta is not None:
+                coordinator.restore(group, meta[0], meta[1])
+        log.info("loaded offsets of %d groups, %d group generations", len(self.committed),
+                 sum(1 for m in groups.values() if m))
+
+    def _apply(self, key: bytes, value: bytes | None, groups: dict[str, tuple[int, str] | None]) -> None:
+        r = _Reader(key)
+        version = r.i16()
+        group = r.string() or ""
+        if version in (0, 1):
+            tp = (r.string() or "", r.i32())
+            if value is None:
+                self.committed.get(group, {}).pop(tp, None)
+                return
+            v = _Reader(value)
+            vv = v.i16()
+            offset = v.i64()
+            epoch = v.i32() if vv >= 3 else -1
+            metadata = v.string() or ""
+            ts = v.i64()
+            self.committed.setdefault(group, {})[tp] = Committed(offset, epoch, metadata, ts)
+        elif version == 2:
+            if value is None:
+                groups[group] = None
+                return
+            v = _Reader(value)
+            v.i16()
+            protocol_type = v.string() or ""
+            groups[group] = (v.i32(), protocol_type)
+
+    def _append(self, group: str, records: list[tuple[bytes | None, bytes | None]], now_ms: int) -> None:
+        self.ensure_topic()
+        p = self.partition_for(group)
+        plog = self.topics.topics[OFFSETS_TOPIC].partitions[p]
+        plog.append(bytearray(build_batch(records, now_ms)), 0, len(records))
+        plog.high_watermark = plog.log_end_offset
+        self.topics.notify(OFFSETS_TOPIC, p)
+
+    def commit(self, group: str, offsets: Iterable[tuple[str, int, Committed]], now_ms: int) -> None:
+        items = list(offsets)
+        if not items:
+            return
+        self._append(group, [(offset_key(group, t, p), offset_value(c)) for t, p, c in items], now_ms)
+        mine = self.committed.setdefault(group, {})
+        for t, p, c in items:
+            mine[(t, p)] = c
+
+    def store_group(self, desc: GroupDescription, now_ms: int) -> None:
+        self._append(desc.group_id, [(group_key(desc.group_id), group_value(desc, now_ms))], now_ms)
+
+    def delete_group(self, group: str, now_ms: int) -> None:
+        tombstones: list[tuple[bytes | None, bytes | None]] = [
+            (offset_key(group, t, p), None) for t, p in self.committed.get(group, {})]
+        tombstones.append((group_key(group), None))
+        self._append(group, tombstones, now_ms)
+        self.committed.pop(group, None)
+
+    def fetch(self, group: str) -> dict[tuple[str, int], Committed]:
+        return self.committed.get(group, {})

@@ -1,0 +1,235 @@
+"""The reference broker process core: listeners, connections, dispatch, and the broker's state.
+
+Owns `Broker`: one asyncio TCP server per listener; per connection, requests are read, handled
+and answered strictly in order (as Kafka does by muting a channel until its response is sent);
+dispatch by API key to the handler modules; and the state handlers share (topics and logs,
+producer state, the group coordinator service, committed offsets, ZooKeeper registration).
+Start-up order: load logs (recovery) -> offsets replay -> listeners bound -> ZooKeeper
+registration (so a registered broker already answers). Shutdown reverses it, attempting every
+step and raising `TeardownError` with what failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from harness.broker import handlers_admin, handlers_data, handlers_group
+from harness.broker.config import BrokerConfig, Listener
+from harness.broker.offsets import OffsetStore
+from harness.broker.producer_state import PartitionProducers, ProducerIds
+from harness.broker.protocol import (
+    APIS,
+    RequestHead,
+    decode_request,
+    encode_response,
+    peek_header,
+    unsupported_api_versions,
+)
+from harness.broker.topics import TopicStore
+from harness.broker.zk import ZkRegistration
+from harness.errors import ProtocolError, TeardownError
+
+log = logging.getLogger(__name__)
+_BIG_BUFFER = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class Ctx:
+    """What a handler knows about the request besides its body."""
+
+    head: RequestHead
+    listener: str
+    client_id: str
+    client_host: str
+
+
+Handler = Callable[["Broker", Ctx, Any], Awaitable[Any]]
+HANDLERS: dict[int, Handler] = {
+    **handlers_admin.HANDLERS,
+    **handlers_data.HANDLERS,
+    **handlers_group.HANDLERS,
+}
+
+
+class Broker:
+    """One reference broker: `await start()`, then serve until `await stop()`."""
+
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.topics = TopicStore(config)
+        self.producers: dict[tuple[str, int], PartitionProducers] = {}
+        self.producer_ids = ProducerIds(self.topics.dirs[0], config.broker_id)
+        self.offsets = OffsetStore(self.topics, config.offsets_topic_num_partitions)
+        self.groups = handlers_group.GroupService(self)
+        self.zk: ZkRegistration | None = None
+        self.cluster_id = ""
+        self.bound: dict[str, Listener] = {}
+        self._servers: list[asyncio.base_events.Server] = []
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._flusher: asyncio.Task[None] | None = None
+        self.started = asyncio.Event()
+
+    # ---- clocks and identities -------------------------------------------------------------
+    @staticmethod
+    def now_ms() -> int:
+        return int(time.monotonic() * 1000)
+
+    @staticmethod
+    def wall_ms() -> int:
+        return int(time.time() * 1000)
+
+    @property
+    def broker_id(self) -> int:
+        return self.config.broker_id
+
+    def advertised(self, listener: str) -> Listener:
+        """This broker's address on `listener` as clients on that listener must use it."""
+        for lst in self.config.advertised():
+            if lst.name == listener:
+                bound = self.bound.get(listener)
+                port = lst.port or (bound.port if bound else 0)
+                return Listener(lst.name, lst.host, port)
+        raise ProtocolError(f"no listener named {listener}")
+
+    def leader_epoch(self, topic: str, partition: int) -> int:
+        return 0
+
+    def producer_state(self, topic: str, partition: int) -> PartitionProducers:
+        key = (topic, partition)
+        state = self.producers.get(key)
+        if state is None:
+            state = self.producers[key] = PartitionProducers()
+            plog = self.topics.partition(topic, partition)
+            if plog is not None:
+                for h, _seg in plog.batches(0):
+                    state.update(h, h.base_offset)
+        return state
+
+    # ---- lifecycle -------------------------------------------------------------------------
+    async def start(self) -> None:
+        cfg = self.config
+        if cfg.ignored:
+            log.warning("ignoring %d Kafka properties this broker does not implement: %s",
+                        len(cfg.ignored), ", ".join(cfg.ignored))
+        if cfg.reference_bugs:
+            log.warning("!!! reference.bugs=%s: this broker MISBEHAVES ON PURPOSE (bug flags are "
+                        "reserved for part 2 and have no effect yet) !!!", ",".join(sorted(cfg.reference_bugs)))
+        self.topics.load()
+        self.offsets.load(self.groups.coordinator)
+        for lst in cfg.listeners:
+            server = await asyncio.start_server(
+                functools.partial(self._on_connect, lst.name),
+                host=lst.host or "0.0.0.0", port=lst.port, limit=_BIG_BUFFER)
+            self._servers.append(server)
+            port = server.sockets[0].getsockname()[1]
+            self.bound[lst.name] = Listener(lst.name, lst.host, port)
+            log.info("listening on %s://%s:%d", lst.name, lst.host or "0.0.0.0", port)
+        if cfg.zookeeper_connect:
+            self.zk = ZkRegistration(cfg)
+            await asyncio.to_thread(self.zk.start)
+            self.cluster_id = self.zk.cluster_id
+        else:
+            log.warning("zookeeper.connect is empty: running without ZooKeeper registration")
+            self.cluster_id = self._local_cluster_id()
+        self.topics.write_meta(self.cluster_id)
+        if cfg.log_flush_interval_ms > 0:
+            self._flusher = asyncio.create_task(self._flush_loop(cfg.log_flush_interval_ms / 1000))
+        self.started.set()
+        log.info("broker %d started (cluster %s); log flush policy: %s", cfg.broker_id, self.cluster_id,
+                 "fsync every batch before acknowledging" if cfg.flush_every_batch()
+                 else f"fsync every {cfg.log_flush_interval_messages} messages / "
+                      f"{cfg.log_flush_interval_ms} ms, else on segment roll (OS page cache otherwise)")
+
+    def _local_cluster_id(self) -> str:
+        meta = self.topics.dirs[0] / "meta.properties"
+        if meta.exists():
+            for line in meta.read_text().splitlines():
+                if line.startswith("cluster.id="):
+                    return line.split("=", 1)[1].strip()
+        return uuid.uuid4().hex[:22]
+
+    async def _flush_loop(self, every_s: float) -> None:
+        while True:
+            await asyncio.sleep(every_s)
+            for t in list(self.topics.topics.values()):
+                for p in t.partitions:
+                    if p.unflushed_messages:
+                        p.flush()
+
+    async def stop(self) -> None:
+        """Clean shutdown: deregister, close listeners and connections, stop timers, close logs."""
+        failures: list[tuple[str, BaseException]] = []
+        steps: list[tuple[str, Callable[[], Any]]] = []
+        if self.zk is not None:
+            steps.append(("zookeeper deregistration", self.zk.stop))
+        steps.append(("group timers", self.groups.close))
+        for s in self._servers:
+            steps.append((f"listener {s.sockets[0].getsockname() if s.sockets else '?'}", s.close))
+        for w in list(self._writers):
+            steps.append(("connection", w.close))
+        if self._flusher is not None:
+            steps.append(("flusher", self._flusher.cancel))
+        steps.append(("logs", self.topics.close))
+        for name, step in steps:
+            try:
+                if name == "zookeeper deregistration":
+                    await asyncio.to_thread(step)
+                else:
+                    step()
+            except Exception as exc:
+                failures.append((name, exc))
+        if failures:
+            raise TeardownError(failures)
+
+    # ---- connections -----------------------------------------------------------------------
+    async def _on_connect(self, listener: str, reader: asyncio.StreamReader,
+                          writer: asyncio.StreamWriter) -> None:
+        await self._connection(reader, writer, listener)
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                          listener: str) -> None:
+        peer = writer.get_extra_info("peername")
+        host = f"/{peer[0]}" if peer else "/unknown"
+        self._writers.add(writer)
+        max_size = self.config.socket_request_max_bytes
+        try:
+            while True:
+                size = int.from_bytes(await reader.readexactly(4), "big", signed=True)
+                if not 0 < size <= max_size:
+                    raise ProtocolError(f"request size {size} outside 1..socket.request.max.bytes={max_size}")
+                frame = await reader.readexactly(size)
+                out = await self._handle(frame, listener, host)
+                if out is not None:
+                    writer.write(out)
+                    if writer.transport.get_write_buffer_size() > _BIG_BUFFER:
+                        await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        except ProtocolError as exc:
+            log.warning("closing connection from %s on %s: %s", host, listener, exc)
+        except Exception:
+            log.exception("closing connection from %s on %s after an internal error", host, listener)
+        finally:
+            self._writers.discard(writer)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _handle(self, frame: bytes, listener: str, host: str) -> bytes | None:
+        head = peek_header(frame)
+        if head.api_key == 18 and head.api_version > APIS[18].max_version:
+            return unsupported_api_versions(head)
+        req = decode_request(head, frame)
+        client_id = getattr(req.header, "client_id", None) or ""
+        response = await HANDLERS[head.api_key](self, Ctx(head, listener, client_id, host), req)
+        if response is None:
+            return None
+        return encode_response(response, head.correlation_id)
