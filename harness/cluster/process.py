@@ -30,7 +30,7 @@ from harness.cluster.process_flavour import (
     select_launcher,
     zookeeper_jar_version,
 )
-from harness.cluster.process_node import tail
+from harness.cluster.process_node import tail, wait_group_stopped
 from harness.cluster.process_toxiproxy import ToxiproxyProcess
 from harness.cluster.render import (
     HostPort,
@@ -43,6 +43,7 @@ from harness.cluster.render import (
 )
 from harness.cluster.zookeeper import ZooKeeperEnsemble, ZooKeeperMember, zookeeper_classpath
 from harness.errors import BackendError, ConfigError, HarnessError, HarnessTimeout, TeardownError
+from harness.toxiproxy.client import ProxySpec
 
 HOST = "127.0.0.1"
 
@@ -145,10 +146,10 @@ class ProcessCluster:
         ports = allocate_ports(n * (n + 1), HOST)
         brokers = tuple(broker_listeners(k, n, HOST, ports[(k - 1) * (n + 1):k * (n + 1)]) for k in range(1, n + 1))
         routes = plan_routes(brokers, zks)
-        listen = allocate_ports(len(routes), HOST)
-        proxies = tuple(ProxyRoute.of(r, HostPort(HOST, p)) for r, p in zip(routes, listen, strict=True))
-        for proxy in proxies:  # every proxy exists before any broker starts
-            self._toxiproxy.client.create(proxy.name, str(proxy.listen), str(proxy.upstream))
+        # Every proxy exists before any broker starts; each binds a free port of its own choosing.
+        created = self._toxiproxy.create_proxies(
+            [ProxySpec(r.name, str(r.upstream), listen=f"{HOST}:0") for r in routes])
+        proxies = tuple(ProxyRoute.of(r, HostPort(HOST, created[r.name].listen_port)) for r in routes)
         self.topology = Topology(brokers, zks, proxies)
         self.bootstrap_servers = self.topology.bootstrap_servers
         self._brokers = BrokerNodes(self.spec, self.workdir, self.topology, self.launcher, self._registry,
@@ -241,12 +242,15 @@ class ProcessCluster:
             _wait_port(node, member.host, member.client_port, timeout, member.log_path)
 
     def pause(self, node: NodeId) -> None:
-        """SIGSTOP the node's process group."""
+        """SIGSTOP the node's process group; returns once every thread of the node is stopped."""
         self._check(node)
         if node.role == "broker":
             self._broker_nodes().process(node.id).pause()
         else:
-            self._member(node).pause()
+            member = self._member(node)
+            member.pause()
+            if member.pid is not None:
+                wait_group_stopped(member.pid)
 
     def resume(self, node: NodeId) -> None:
         """SIGCONT the node's process group."""

@@ -30,6 +30,27 @@ def tail(path: Path, lines: int = 20) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
+def wait_group_stopped(pid: int, timeout_s: float = 5.0) -> bool:
+    """After SIGSTOP: wait until every thread of `pid` is in the stopped state (a thread inside an
+    uninterruptible syscall, e.g. fsync, stops only when it returns). False on timeout or exit."""
+    deadline = time.monotonic() + timeout_s
+    task_dir = Path(f"/proc/{pid}/task")
+    while True:
+        try:
+            states = []
+            for task in task_dir.iterdir():
+                with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+                    stat = (task / "stat").read_text()
+                    states.append(stat[stat.rindex(")") + 2])
+        except (FileNotFoundError, ProcessLookupError):
+            return False
+        if states and all(s in "tT" for s in states):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.005)
+
+
 class ManagedProcess:
     """A restartable child process in its own process group. Thread-safe; signals go to the group."""
 
@@ -147,6 +168,8 @@ class ManagedProcess:
         with self._lock:
             if not self._signal(signal.SIGSTOP):
                 raise BackendError(f"cannot pause {self.what}: it is not running")
+            assert self._proc is not None
+            wait_group_stopped(self._proc.pid)
 
     def resume(self) -> None:
         with self._lock:

@@ -3,7 +3,8 @@ embedded server as a subprocess (`python -m harness.toxiproxy.server --port 0`: 
 so proxy traffic never competes with the harness for the GIL). Started in its own process group,
 recorded for leftover cleanup; readiness is the API answering `GET /version`.
 
-Also the `Link` the cluster hands out: one proxy by name, driven through the typed client.
+Also `ProcessLink`, the `Link` the cluster hands out: one proxy by name, driven through the typed
+client `harness.toxiproxy.client.ToxiproxyClient` (usable with any Toxiproxy 2.x API).
 """
 
 from __future__ import annotations
@@ -22,51 +23,10 @@ import harness
 from harness.cluster.leftovers import LeftoverRegistry
 from harness.cluster.process_node import ManagedProcess
 from harness.cluster.render import allocate_ports
-from harness.errors import BackendError, HarnessTimeout
+from harness.errors import BackendError, ConfigError, HarnessTimeout
+from harness.toxiproxy.client import ProxyInfo, ProxySpec, ToxiproxyClient
 
 _LISTENING = re.compile(r"toxiproxy listening on http://(?P<host>[^\s:]+):(?P<port>\d+)")
-
-
-class ToxiproxyClient:
-    """Minimal Toxiproxy 2.x HTTP API calls the process backend needs (interim, see report)."""
-
-    def __init__(self, host: str, port: int, timeout_s: float = 10.0) -> None:
-        self.url = f"http://{host}:{port}"
-        self.timeout_s = timeout_s
-
-    def _call(self, method: str, path: str, body: object = None) -> object:
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.url + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
-                raw = resp.read()
-        except urllib.error.HTTPError as exc:
-            detail = exc.read().decode("utf-8", "replace").strip()
-            raise BackendError(f"toxiproxy {method} {path} failed: {exc.code} {detail}") from exc
-        except OSError as exc:
-            raise BackendError(f"toxiproxy {method} {path} at {self.url} failed: {exc}") from exc
-        return json.loads(raw) if raw.strip() else None
-
-    def create(self, name: str, listen: str, upstream: str) -> None:
-        self._call("POST", "/proxies", {"name": name, "listen": listen, "upstream": upstream, "enabled": True})
-
-    def enable(self, name: str) -> None:
-        self._call("POST", f"/proxies/{name}", {"enabled": True})
-
-    def disable(self, name: str) -> None:
-        self._call("POST", f"/proxies/{name}", {"enabled": False})
-
-    def add_toxic(self, proxy: str, kind: str, attributes: Mapping[str, float | int], *, stream: str,
-                  toxicity: float, toxic_name: str | None) -> str:
-        body = {"type": kind, "stream": stream, "toxicity": toxicity, "attributes": dict(attributes)}
-        if toxic_name:
-            body["name"] = toxic_name
-        reply = self._call("POST", f"/proxies/{proxy}/toxics", body)
-        return str(reply["name"]) if isinstance(reply, dict) else (toxic_name or f"{kind}_{stream}")
-
-    def remove_toxic(self, proxy: str, toxic_name: str) -> None:
-        self._call("DELETE", f"/proxies/{proxy}/toxics/{toxic_name}")
 
 
 class ProcessLink:
@@ -91,8 +51,14 @@ class ProcessLink:
         toxicity: float = 1.0, name: str | None = None,
     ) -> str:
         """Add a toxic (Toxiproxy's type and attribute names); returns the toxic's name."""
-        return self._client.add_toxic(self.name, kind, attributes, stream=stream, toxicity=toxicity,
-                                      toxic_name=name)
+        ints: dict[str, int] = {}
+        for key, value in attributes.items():
+            if not float(value).is_integer():
+                raise ConfigError(f"link {self.name}: toxic {kind} attribute {key}={value!r} must be a whole "
+                                  "number (Toxiproxy attributes are integers: ms, KB/s, bytes)")
+            ints[key] = int(value)
+        info = self._client.add_toxic(self.name, kind, ints, name=name, stream=stream, toxicity=toxicity)
+        return info.name
 
     def remove_toxic(self, name: str) -> None:
         self._client.remove_toxic(self.name, name)
@@ -133,6 +99,14 @@ class ToxiproxyProcess:
             raise BackendError("toxiproxy is not started")
         return self._client
 
+    def create_proxies(self, specs: list[ProxySpec]) -> dict[str, ProxyInfo]:
+        """Create every proxy in one `POST /populate`; returns them by name with their bound addresses."""
+        created = {p.name: p for p in self.client.populate(specs)}
+        missing = sorted({s.name for s in specs} - set(created))
+        if missing:
+            raise BackendError(f"toxiproxy at {self.url} did not create proxies {missing}")
+        return created
+
     def link(self, name: str) -> ProcessLink:
         return ProcessLink(name, self.client)
 
@@ -161,7 +135,7 @@ class ToxiproxyProcess:
                     last_seen=f"{last}; log {self.process.log_path} ends with:\n{self.process.tail()}",
                     hint="TOXIPROXY_BIN must be a toxiproxy-server 2.x binary; unset it to use the embedded one")
             time.sleep(0.05)
-        self._client = ToxiproxyClient(self.host, self.port)
+        self._client = ToxiproxyClient(self.url)
 
     def _port_from_log(self, offset: int) -> int:
         try:
@@ -179,7 +153,9 @@ class ToxiproxyProcess:
 
     def close(self) -> None:
         """SIGTERM (the embedded server closes every proxy), SIGKILL after 5 s."""
-        self._client = None
+        client, self._client = self._client, None
+        if client is not None:
+            client.close()
         self.process.terminate(5.0)
 
 

@@ -12,7 +12,6 @@ from kazoo.client import KazooClient
 
 from harness.cluster.base import NodeId
 from harness.cluster.process import ProcessCluster
-from harness.cluster.render import allocate_ports
 
 pytestmark = pytest.mark.integration
 
@@ -97,9 +96,9 @@ def test_ephemeral_node_disappears_one_session_timeout_after_its_proxy_is_disabl
     cluster = zk3_process_cluster
     session_s = 2.0
     member = cluster.describe()["nodes"]["zookeeper:1"]["client"]  # type: ignore[index]
-    listen = f"127.0.0.1:{allocate_ports(1)[0]}"
     name = f"observer->zk1-{uuid.uuid4().hex[:6]}"
-    cluster.toxiproxy.client.create(name, listen, str(member))
+    cluster.toxiproxy.client.create_proxy(name, str(member), listen="127.0.0.1:0")
+    listen = cluster.toxiproxy.client.get_proxy(name).listen
     link = cluster.toxiproxy.link(name)
     proxied = _client(listen, timeout_s=session_s)
     direct = _client(cluster.zookeeper_connect)
