@@ -85,7 +85,7 @@ class Segment:
         pos, expected = 0, self.base_offset
         while pos < self.size:
             h = self._header_at(pos)
-            if h is None or (h.base_offset != expected and pos > 0) or h.base_offset < expected:
+            if h is None or h.base_offset != expected:
                 break
             if verify:
                 body = os.pread(self.fd, h.length - 21, pos + 21)
@@ -260,7 +260,7 @@ class PartitionLog:
             pos += length + LOG_OVERHEAD
         else:
             return b""
-        data = os.pread(seg.fd, max(max_bytes, 1), pos)
+        data = os.pread(seg.fd, max(max_bytes, HEADER_SIZE), pos)
         end, p = 0, 0
         while p + HEADER_SIZE <= len(data):
             base, length = _PEEK.unpack_from(data, p)
