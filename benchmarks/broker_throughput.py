@@ -22,10 +22,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from confluent_kafka import Consumer, Producer  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.fixtures.broker import ReferenceBroker  # noqa: E402
+from tests.fixtures.broker import ReferenceBroker
 
 
 def produce(bs: str, topic: str, n: int, acks: str) -> float:

@@ -87,5 +87,5 @@ def test_bad_values_name_the_property(props: dict[str, str]) -> None:
 
 def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
     """An unreadable config file is a ConfigError naming the path."""
-    with pytest.raises(ConfigError, match="nope.properties"):
+    with pytest.raises(ConfigError, match=r"nope\.properties"):
         load_config(tmp_path / "nope.properties")
