@@ -1,7 +1,8 @@
 """Partition leader election strategies of ZooKeeper-mode Kafka (KAFKA-BEHAVIOUR.md §2).
 
-Owns `elect_leader` (which broker the controller must pick) and `elect` (the leader plus the ISR the
-controller writes with it, as Kafka's PartitionStateMachine computes them). Both are pure; they
+Owns `elect_leader` (which broker the controller must pick), `elect` (the leader plus the ISR the
+controller writes with it, as Kafka's PartitionStateMachine computes them), and for invariant 4
+`infer_strategy` / `check_election` (prescribed vs. observed leader from history-shaped facts). Both are pure; they
 take observed facts (AR order, ISR, live brokers, brokers shutting down) so the verifiers can call
 them on the state seen just before an election (invariant 4) and the reference broker on its own.
 
@@ -121,3 +122,61 @@ def elect(
         down = frozenset(shutting_down)
         return ElectionResult(strat, leader, tuple(r for r in old_isr if r not in down), False)
     return ElectionResult(strat, leader, old_isr, False)
+
+
+def infer_strategy(
+    old_leader: int | None,
+    live: Collection[int],
+    shutting_down: Collection[int] = frozenset(),
+    reassigned: bool = False,
+) -> Strategy:
+    """The strategy a controller used for a leader change, judged from the facts just before it.
+
+    Reassignment in progress -> ``reassign``; the old leader was shutting down (controlled
+    shutdown) -> ``controlled_shutdown``; no leader or the old leader not live -> ``offline``;
+    otherwise the old leader was fine, so the move was a ``preferred`` replica election.
+    """
+    if reassigned:
+        return "reassign"
+    if old_leader is not None and old_leader in frozenset(shutting_down):
+        return "controlled_shutdown"
+    if old_leader is None or old_leader == NO_LEADER or old_leader not in frozenset(live):
+        return "offline"
+    return "preferred"
+
+
+@dataclass(frozen=True, slots=True)
+class ElectionCheck:
+    """Invariant 4 for one observed election: what the strategy prescribes vs. what was elected."""
+
+    strategy: Strategy
+    expected: int | None
+    observed: int | None
+
+    @property
+    def ok(self) -> bool:
+        return self.expected == self.observed
+
+
+def check_election(
+    observed_leader: int | None,
+    old_leader: int | None,
+    assigned: Sequence[int],
+    isr_before: Collection[int],
+    live: Collection[int],
+    shutting_down: Collection[int] = frozenset(),
+    unclean: bool = False,
+    strategy: Strategy | str | None = None,
+    new_assigned: Sequence[int] | None = None,
+) -> ElectionCheck:
+    """Compare an observed new leader (-1 or None: none) with the prescribed one (history-row friendly).
+
+    `strategy` defaults to `infer_strategy`; pass `new_assigned` for a reassignment (the new AR).
+    """
+    strat = _check_strategy(strategy) if strategy is not None else infer_strategy(
+        old_leader, live, shutting_down, reassigned=new_assigned is not None
+    )
+    ar = new_assigned if strat == "reassign" and new_assigned is not None else assigned
+    expected = elect_leader(strat, ar, isr_before, live, shutting_down, unclean)
+    observed = None if observed_leader is None or observed_leader == NO_LEADER else observed_leader
+    return ElectionCheck(strat, expected, observed)

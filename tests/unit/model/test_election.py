@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from harness.errors import HarnessError
-from harness.model.election import STRATEGIES, ElectionResult, UnknownStrategyError, elect, elect_leader
+from harness.model.election import (
+    STRATEGIES,
+    ElectionResult,
+    UnknownStrategyError,
+    check_election,
+    elect,
+    elect_leader,
+    infer_strategy,
+)
 
 # (strategy, AR, ISR, live, shutting_down, unclean, expected leader, why)
 CASES = [
@@ -72,3 +80,23 @@ def test_elect_without_candidate_keeps_isr_and_no_leader() -> None:
 def test_elect_leader_accepts_observed_data_shapes() -> None:
     """Verifiers pass lists/tuples/sets straight from history rows."""
     assert elect_leader("offline", (1, 2), frozenset({2}), [2, 3], (), False) == 2
+
+
+def test_infer_strategy_from_facts_before_the_change() -> None:
+    assert infer_strategy(1, live={2, 3}) == "offline"
+    assert infer_strategy(-1, live={1}) == "offline"
+    assert infer_strategy(1, live={1, 2}, shutting_down={1}) == "controlled_shutdown"
+    assert infer_strategy(2, live={1, 2}) == "preferred"
+    assert infer_strategy(2, live={1, 2}, reassigned=True) == "reassign"
+
+
+def test_check_election_flags_a_leader_outside_the_prescription() -> None:
+    """Invariant 4 on history-shaped data: leader 1 died, ISR [1, 3], AR [1, 2, 3]: 3 must win."""
+    good = check_election(3, old_leader=1, assigned=[1, 2, 3], isr_before=[1, 3], live=[2, 3])
+    assert good.ok and good.strategy == "offline" and good.expected == 3
+    bad = check_election(2, old_leader=1, assigned=[1, 2, 3], isr_before=[1, 3], live=[2, 3])
+    assert not bad.ok and bad.expected == 3 and bad.observed == 2
+    none = check_election(-1, old_leader=1, assigned=[1, 2], isr_before=[1], live=[2])
+    assert none.ok and none.expected is None
+    moved = check_election(4, 1, [1, 2], [1, 4], [1, 2, 4], new_assigned=[4, 2])
+    assert moved.ok and moved.strategy == "reassign"
