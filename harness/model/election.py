@@ -2,8 +2,8 @@
 
 Owns `elect_leader` (which broker the controller must pick), `elect` (the leader plus the ISR the
 controller writes with it, as Kafka's PartitionStateMachine computes them), and for invariant 4
-`infer_strategy` / `check_election` (prescribed vs. observed leader from history-shaped facts). Both are pure; they
-take observed facts (AR order, ISR, live brokers, brokers shutting down) so the verifiers can call
+`infer_strategy` / `check_election` (prescribed vs. observed leader from history-shaped facts).
+All are pure; they take observed facts (AR order, ISR, live brokers, brokers shutting down) so the verifiers can call
 them on the state seen just before an election (invariant 4) and the reference broker on its own.
 
 The rules, as in Kafka's `PartitionLeaderElectionAlgorithms`:
