@@ -23,7 +23,18 @@ from dataclasses import dataclass, field, replace
 from harness.errors import HarnessError
 from harness.model.election import Strategy, elect
 from harness.model.partition_state import NO_LEADER, PartitionState, state_path
-from harness.model.zkmodel import Check, Create, Exists, GetData, Multi, OpResult, SetData, ZkCode, ZkExecutor
+from harness.model.zkmodel import (
+    Check,
+    Create,
+    Exists,
+    GetChildren,
+    GetData,
+    Multi,
+    OpResult,
+    SetData,
+    ZkCode,
+    ZkExecutor,
+)
 
 CONTROLLER_PATH = "/controller"
 CONTROLLER_EPOCH_PATH = "/controller_epoch"
@@ -148,6 +159,17 @@ def elect_controller(zk: ZkExecutor, broker_id: int, now_ms: int) -> ControllerE
     if res.code in (ZkCode.NODE_EXISTS, ZkCode.BAD_VERSION, ZkCode.NO_NODE):
         return ControllerElection(broker_id, False, current_controller(zk, watch=True))
     raise ControllerError(f"{CONTROLLER_PATH}: registration by broker {broker_id} failed: {res.code.value}")
+
+
+FAILOVER_WATCHED_CHILDREN = ("/brokers/ids", "/brokers/topics", "/admin/delete_topics", "/isr_change_notification")
+FAILOVER_WATCHED_NODES = ("/admin/reassign_partitions", "/admin/preferred_replica_election")
+
+
+def failover_watch_ops() -> tuple[GetChildren | Exists, ...]:
+    """The watches a new controller registers (onControllerFailover): children of the broker/topic/
+    deletion/ISR-change paths, existence of the reassignment and preferred-election znodes."""
+    return (*(GetChildren(p, watch=True) for p in FAILOVER_WATCHED_CHILDREN),
+            *(Exists(p, watch=True) for p in FAILOVER_WATCHED_NODES))
 
 
 def accepts_controller_epoch(known_epoch: int, request_epoch: int) -> bool:

@@ -23,6 +23,18 @@ from typing import Protocol
 
 from harness.errors import HarnessError
 
+DEFAULT_SESSION_TIMEOUT_MS = 18_000
+"""Kafka >= 2.5 default of zookeeper.session.timeout.ms (6000 before). Read the cluster's value."""
+
+
+def session_expired(last_heard_ms: int, now_ms: int, session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS) -> bool:
+    """ZooKeeper expires a session the server has not heard from for longer than its timeout.
+
+    A simulation calls `ZkModel.expire_session` when this turns true; a clean close deletes the
+    ephemerals at once (`ZkModel.close_session`).
+    """
+    return now_ms - last_heard_ms > session_timeout_ms
+
 
 class ZkCode(Enum):
     """Result codes, named as ZooKeeper's KeeperException codes."""

@@ -17,6 +17,7 @@ from harness.model.controller import (
     broker_registration_data,
     current_controller,
     elect_controller,
+    failover_watch_ops,
     on_broker_failure,
     on_broker_startup,
     on_controlled_shutdown,
@@ -201,6 +202,17 @@ def test_state_change_ops_write_exactly_the_predicted_state_to_zookeeper() -> No
     for tp, want in plan2.final_states().items():
         res = s.execute(GetData(state_path(*tp)))
         assert PartitionState.from_json(res.data or b"", res.version or 0) == want
+
+
+def test_new_controller_watches_broker_and_topic_changes() -> None:
+    w = ZkWorld(ZkModel().with_persistent("/brokers/ids", "/brokers/topics", "/admin/delete_topics",
+                                          "/isr_change_notification"))
+    ctl, other = w.open_session(), w.open_session()
+    assert all(r.ok or r.code is ZkCode.NO_NODE for r in map(ctl.execute, failover_watch_ops()))
+    other.execute(Create("/brokers/ids/7", b"{}", ephemeral=True))
+    other.execute(Create("/admin/reassign_partitions", b"{}"))
+    assert {(e.path, e.kind) for e in w.take_events(ctl.session_id)} == {
+        ("/brokers/ids", WatchKind.NODE_CHILDREN_CHANGED), ("/admin/reassign_partitions", WatchKind.NODE_CREATED)}
 
 
 def test_broker_registration_json_has_kafka_fields() -> None:

@@ -19,6 +19,7 @@ from harness.model.zkmodel import (
     ZkModel,
     ZkModelError,
     ZkWorld,
+    session_expired,
 )
 
 
@@ -111,3 +112,8 @@ def test_malformed_paths_are_rejected() -> None:
     for bad in ("relative", "/trailing/", "/a//b"):
         with pytest.raises(ZkModelError, match="malformed"):
             s.execute(Create(bad))
+
+
+def test_session_expires_only_after_timeout_without_heartbeat() -> None:
+    assert not session_expired(last_heard_ms=1_000, now_ms=7_000, session_timeout_ms=6_000)
+    assert session_expired(1_000, 7_001, 6_000)
