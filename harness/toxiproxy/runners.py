@@ -55,7 +55,9 @@ async def _run_bandwidth(stage: Stage) -> None:
             continue
         piece = max(1, rate // 10)  # send at most 100 ms worth at a time
         now = stage.loop.time()
-        release = max(stage.state.get("release_at", now), now) + min(len(chunk.data), piece) / rate
+        # Backlogged (the chunk arrived before the previous release): pace from the previous release,
+        # so a late wake-up is caught up; idle: pace from the chunk's arrival.
+        release = max(stage.state.get("release_at", 0.0), chunk.stamp) + min(len(chunk.data), piece) / rate
         stage.state["release_at"] = release
         if release > now:
             await asyncio.sleep(release - now)

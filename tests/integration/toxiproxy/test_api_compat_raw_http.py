@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.client
 import json
 import socket
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -33,9 +34,9 @@ class Api:
 
 
 @pytest.fixture
-def api(toxiproxy_server: EmbeddedToxiproxy) -> Api:
+def api(toxiproxy_server: EmbeddedToxiproxy) -> Iterator[Api]:
     client = Api(toxiproxy_server)
-    yield client  # type: ignore[misc]
+    yield client
     client.conn.close()
 
 
@@ -43,7 +44,7 @@ def _create(api: Api, echo: EchoServer, name: str = "p", **extra: object) -> dic
     status, body = api.call("POST", "/proxies", {"name": name, "upstream": echo.addr, "listen": "127.0.0.1:0",
                                                   **extra})
     assert status == 201, body
-    return body  # type: ignore[no-any-return]
+    return body
 
 
 def test_version_is_200_json(api: Api) -> None:

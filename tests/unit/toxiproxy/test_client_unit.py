@@ -26,7 +26,7 @@ def _closed_port() -> int:
 def test_url_forms_are_parsed_and_bad_ones_name_the_url() -> None:
     assert ToxiproxyClient("127.0.0.1:8474").url == "http://127.0.0.1:8474"
     assert ToxiproxyClient("http://localhost:9000/").port == 9000
-    with pytest.raises(ToxiproxyClientError, match="'?no-port'?"):
+    with pytest.raises(ToxiproxyClientError, match="no-port"):
         ToxiproxyClient("http://no-port")
 
 

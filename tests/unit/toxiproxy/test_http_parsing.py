@@ -6,11 +6,11 @@ import asyncio
 
 import pytest
 
-from harness.toxiproxy.http import BadRequest, Response, encode_response, path_segments, read_request
+from harness.toxiproxy.http import BadRequest, Request, Response, encode_response, path_segments, read_request
 
 
-def _parse(raw: bytes) -> object:
-    async def go() -> object:
+def _parse(raw: bytes) -> tuple[Request, bool] | None:
+    async def go() -> tuple[Request, bool] | None:
         reader = asyncio.StreamReader()
         reader.feed_data(raw)
         reader.feed_eof()
@@ -22,20 +22,24 @@ def _parse(raw: bytes) -> object:
 def test_content_length_body_and_http11_keep_alive() -> None:
     got = _parse(b"POST /proxies?x=1 HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}")
     assert got is not None
-    request, keep_alive = got  # type: ignore[misc]
+    request, keep_alive = got
     assert (request.method, request.path, request.segments, request.body, keep_alive) == (
         "POST", "/proxies", ("proxies",), b"{}", True)
 
 
 def test_chunked_body_and_connection_close() -> None:
     raw = b"PATCH /p HTTP/1.1\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
-    request, keep_alive = _parse(raw)  # type: ignore[misc]
+    got = _parse(raw)
+    assert got is not None
+    request, keep_alive = got
     assert (request.body, keep_alive) == (b"abc", False)
 
 
 def test_http10_closes_unless_keep_alive_is_asked() -> None:
-    assert _parse(b"GET /version HTTP/1.0\r\n\r\n")[1] is False  # type: ignore[index]
-    assert _parse(b"GET /version HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")[1] is True  # type: ignore[index]
+    closing = _parse(b"GET /version HTTP/1.0\r\n\r\n")
+    kept = _parse(b"GET /version HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+    assert closing is not None and closing[1] is False
+    assert kept is not None and kept[1] is True
 
 
 def test_clean_end_of_stream_is_none_and_garbage_is_bad_request() -> None:
