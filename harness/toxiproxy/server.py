@@ -46,7 +46,8 @@ class ToxiproxyServer:
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
-        default_host = self.requested_host if self.requested_host not in ("", "0.0.0.0", "::") else "127.0.0.1"
+        # A proxy created without `listen` binds the API's host (127.0.0.1 unless told otherwise).
+        default_host = self.requested_host or "127.0.0.1"
         self.api = ToxiproxyApi(loop, self.seed, default_host)
         self._http = HttpServer(self.api.handle)
         self.host, self.port = await self._http.start(self.requested_host, self.requested_port)
@@ -137,13 +138,6 @@ class EmbeddedToxiproxy:
             with contextlib.suppress(Exception):
                 _cancel_all(loop)
             loop.close()
-
-    def run_coroutine(self, coro_fn: object, timeout_s: float = 10.0) -> object:
-        """Run `coro_fn()` (a coroutine function) on the server's loop; for tests and tools."""
-        if self._loop is None or not self._ready.is_set():
-            raise BackendError("embedded toxiproxy is not running")
-        assert callable(coro_fn)
-        return asyncio.run_coroutine_threadsafe(coro_fn(), self._loop).result(timeout_s)
 
     def stop(self, timeout_s: float = 10.0) -> None:
         """Close the API and every proxy, stop the loop, join the thread; every step is attempted."""
