@@ -112,6 +112,47 @@ def group_value(d: GroupDescription, now_ms: int) -> bytes:
     return w.done()
 
 
+@dataclass(frozen=True, slots=True)
+class GroupRecord:
+    """A decoded GroupMetadataValue (v0-v3): what an observer of `__consumer_offsets` learns."""
+
+    group: str
+    generation: int
+    protocol_type: str
+    protocol: str | None
+    leader: str | None
+    members: tuple[str, ...]
+
+
+def decode_group_record(key: bytes, value: bytes | None) -> GroupRecord | None:
+    """The group metadata in one `__consumer_offsets` record, or None (offset commit or tombstone)."""
+    k = _Reader(key)
+    if k.i16() != 2 or value is None:
+        return None
+    group = k.string() or ""
+    v = _Reader(value)
+    version = v.i16()
+    protocol_type = v.string() or ""
+    generation = v.i32()
+    protocol, leader = v.string(), v.string()
+    if version >= 2:
+        v.i64()
+    members = []
+    for _ in range(v.i32()):
+        members.append(v.string() or "")
+        if version >= 3:
+            v.string()
+        v.string()
+        v.string()
+        if version >= 1:
+            v.i32()
+        v.i32()
+        for _blob in range(2):
+            n = v.i32()
+            v.pos += max(n, 0)
+    return GroupRecord(group, generation, protocol_type, protocol, leader, tuple(members))
+
+
 class OffsetStore:
     """In-memory view of committed offsets, backed by `__consumer_offsets`."""
 

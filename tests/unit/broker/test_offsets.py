@@ -61,3 +61,17 @@ def test_deleted_group_leaves_tombstones(tmp_path: Path) -> None:
     again = OffsetStore(topics, 5)
     again.load(GroupCoordinator())
     assert again.fetch("g3") == {}
+
+
+def test_group_record_round_trip() -> None:
+    """A stored GroupMetadataValue decodes back to generation, protocol, leader and member ids."""
+    from harness.broker.offsets import decode_group_record, group_value
+    from harness.model.group import GroupDescription, MemberDescription
+
+    d = GroupDescription("g", GroupState.STABLE, 3, "consumer", "range", "m1",
+                         (MemberDescription("m1", None, "c", "/h", b"meta", b"as"),
+                          MemberDescription("m2", "i2", "c", "/h", b"", b"")))
+    rec = decode_group_record(group_key("g"), group_value(d, 5))
+    assert rec is not None
+    assert (rec.group, rec.generation, rec.protocol, rec.leader, rec.members) == ("g", 3, "range", "m1", ("m1", "m2"))
+    assert decode_group_record(offset_key("g", "t", 0), b"") is None

@@ -96,7 +96,7 @@ def test_second_joiner_waits_for_the_initial_rebalance_delay() -> None:
     """A second member joining during group.initial.rebalance.delay.ms extends the delay; both answered after."""
     c = coordinator()
     a, _ = new_member(c, 0, 1, "a")
-    b, replies = new_member(c, 1000, 3, "b")
+    _b, replies = new_member(c, 1000, 3, "b")
     assert replies == []
     assert c.tick(DELAY) == []  # a new member arrived during the delay: wait one more delay
     assert c.next_deadline() == 2 * DELAY
