@@ -133,7 +133,7 @@ class Broker:
             self.bound[lst.name] = Listener(lst.name, lst.host, port)
             log.info("listening on %s://%s:%d", lst.name, lst.host or "0.0.0.0", port)
         if cfg.zookeeper_connect:
-            self.zk = ZkRegistration(cfg)
+            self.zk = ZkRegistration(cfg, tuple(self.advertised(lst.name) for lst in cfg.listeners))
             await asyncio.to_thread(self.zk.start)
             self.cluster_id = self.zk.cluster_id
         else:

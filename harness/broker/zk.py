@@ -21,7 +21,7 @@ from types import TracebackType
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import NodeExistsError
 
-from harness.broker.config import BrokerConfig
+from harness.broker.config import BrokerConfig, Listener
 from harness.errors import BackendError, HarnessTimeout
 from harness.zk.paths import CLUSTER_ID_PATH, broker_path
 from harness.zk.znodes import BrokerRegistration, Endpoint, decode_cluster_id, encode_cluster_id, ensure_kafka_paths
@@ -40,7 +40,7 @@ def split_chroot(connect: str) -> tuple[str, str]:
 class ZkRegistration:
     """The broker's ZooKeeper session and its `/brokers/ids/<id>` node; a context manager."""
 
-    def __init__(self, config: BrokerConfig) -> None:
+    def __init__(self, config: BrokerConfig, advertised: tuple[Listener, ...] | None = None) -> None:
         self.config = config
         self.cluster_id = ""
         self._client: KazooClient | None = None
@@ -50,7 +50,7 @@ class ZkRegistration:
         self.registration = BrokerRegistration(
             broker_id=cfg.broker_id,
             endpoints=tuple(Endpoint(lst.name, lst.host, lst.port, cfg.security_protocol(lst.name))
-                            for lst in cfg.advertised()),
+                            for lst in (advertised or cfg.advertised())),
         )
 
     def __enter__(self) -> ZkRegistration:

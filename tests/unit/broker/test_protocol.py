@@ -92,3 +92,24 @@ def test_produce_v7_appends_and_rewrites_offsets(tmp_path: Path) -> None:
                  for r in replies[1:]]
         assert bases == [0, 2]
     _run(tmp_path, body)
+
+
+def test_metadata_answers_with_the_address_of_the_listener_asked(tmp_path: Path) -> None:
+    """With several listeners (one per source broker in the harness), Metadata advertises the one the request used."""
+    async def main() -> None:
+        cfg = build_config({"log.dirs": str(tmp_path), "broker.id": "4",
+                            "listeners": "FROM1://127.0.0.1:0,EXTERNAL://127.0.0.1:0",
+                            "advertised.listeners": "FROM1://proxy-1-4:7001,EXTERNAL://client-4:7002",
+                            "listener.security.protocol.map": "FROM1:PLAINTEXT,EXTERNAL:PLAINTEXT"})
+        broker = Broker(cfg)
+        await broker.start()
+        try:
+            for name, expected in (("FROM1", ("proxy-1-4", 7001)), ("EXTERNAL", ("client-4", 7002))):
+                reply = (await _roundtrip(broker.bound[name].port,
+                                          [_frame(MetadataRequest(version=1, topics=None), 1)]))[0]
+                r = MetadataResponse.decode(reply, version=1, header=True)
+                assert [(b.node_id, b.host, b.port) for b in r.brokers] == [(4, *expected)]
+                assert r.controller_id == 4
+        finally:
+            await broker.stop()
+    asyncio.run(main())
