@@ -9,16 +9,17 @@ to exceptions, so `ToxiproxyClient`:
   are serialised; each takes about a millisecond on loopback);
 - swaps `toxiproxy.api.requests` (under the same lock) for a shim that uses this client's keep-alive
   session and timeout, and raises for the statuses the library lets through silently (403, 405, 5xx);
-- turns every failure into a `ToxiproxyClientError` (a `HarnessError`) naming the server, operation,
-  proxy and toxic.
+- turns every failure into a `ToxiproxyClientError` (a `BackendError`, so a `HarnessError`) naming the
+  server, operation, proxy and toxic.
 
 Where 0.1.1 is incomplete or wrong for Toxiproxy 2.x, the wrapper goes through the library's own
 transport (`APIConsumer.get/post`) instead, and says so at the method: `populate` (the library's
 client-side populate compares `listen` with the server's resolved address, so `127.0.0.1:0` proxies are
 always destroyed and re-created, cutting live connections; it also needs `listen` in every entry and
 ignores `enabled`), `update_toxic` (missing), `get_proxy`/`proxies` (the library's Proxy objects drop
-the `toxics` list), `version` (2.x answers JSON). Proxy names are URL-quoted before the library pastes
-them into paths (it does not quote), so names like `client->1` work.
+the `toxics` list), `version`/`running` (2.x answers JSON; the library probes with an untimed
+connect). Proxy names are URL-quoted before the library pastes them into paths (it does not quote),
+so names like `client->1` work. The library's 409 for toxics is `ProxyExists`; mapped by message here.
 """
 
 from __future__ import annotations
@@ -38,12 +39,12 @@ import toxiproxy.api as _tp_api
 from toxiproxy.exceptions import InvalidToxic, NotFound, ProxyExists
 from toxiproxy.proxy import Proxy as _LibProxy
 
-from harness.errors import HarnessError, HarnessTimeout
+from harness.errors import BackendError, HarnessTimeout
 
 _LOCK = threading.RLock()  # guards toxiproxy-python's class-level host/port and module-level `requests`
 
 
-class ToxiproxyClientError(HarnessError):
+class ToxiproxyClientError(BackendError):
     """A Toxiproxy API call failed. Names the server, the operation, the proxy/toxic and the answer."""
 
     def __init__(self, url: str, operation: str, detail: str, *, proxy: str | None = None,
@@ -236,16 +237,20 @@ class ToxiproxyClient:
 
     # -- server --
     def running(self) -> bool:
-        with self._call("probe"):
-            return bool(self._server.running())
+        """True if the API answers `/version` within the timeout."""
+        try:
+            self.version()
+        except ToxiproxyUnavailableError:
+            return False
+        return True
 
     def version(self) -> str:
-        """The server's version string (2.x answers `{"version": ...}`; older ones plain text)."""
+        """The server's version (2.x answers `{"version": ...}`, older ones plain text).
+
+        Not the library's `version()`/`running()`: they probe with a socket connect that has no timeout.
+        """
         with self._call("get version"):
-            raw = self._server.version()
-        if raw is None:
-            raise ToxiproxyUnavailableError(self.url, "get version", "nothing listens there")
-        text = raw.decode("utf-8", "replace").strip() if isinstance(raw, bytes) else str(raw)
+            text = _tp_api.APIConsumer.get("/version").content.decode("utf-8", "replace").strip()
         try:
             data = json.loads(text)
         except ValueError:

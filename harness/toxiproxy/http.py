@@ -74,8 +74,12 @@ async def _read_body(reader: asyncio.StreamReader, headers: dict[str, str]) -> b
     return await reader.readexactly(length) if length else b""
 
 
-async def read_request(reader: asyncio.StreamReader) -> tuple[Request, bool] | None:
-    """Read one request; returns (request, keep_alive) or None at a clean end of stream."""
+async def read_request(reader: asyncio.StreamReader,
+                       writer: asyncio.StreamWriter | None = None) -> tuple[Request, bool] | None:
+    """Read one request; returns (request, keep_alive) or None at a clean end of stream.
+
+    With a `writer`, answers `Expect: 100-continue` (curl sends it for bodies over 1 KB).
+    """
     line = await reader.readline()
     if not line:
         return None
@@ -96,6 +100,8 @@ async def read_request(reader: asyncio.StreamReader) -> tuple[Request, bool] | N
         if not sep:
             raise BadRequest(f"malformed header line {raw[:100]!r}")
         headers[name.strip().lower()] = value.strip()
+    if writer is not None and headers.get("expect", "").lower() == "100-continue":
+        writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
     body = await _read_body(reader, headers)
     path = target.split("?", 1)[0]
     connection = headers.get("connection", "").lower()
@@ -104,7 +110,10 @@ async def read_request(reader: asyncio.StreamReader) -> tuple[Request, bool] | N
 
 
 def encode_response(resp: Response, keep_alive: bool) -> bytes:
-    reason = HTTPStatus(resp.status).phrase if resp.status in HTTPStatus._value2member_map_ else ""
+    try:
+        reason = HTTPStatus(resp.status).phrase
+    except ValueError:
+        reason = ""
     lines = [f"HTTP/1.1 {resp.status} {reason}"]
     if resp.status != 204:
         lines.append(f"Content-Type: {resp.content_type}")
@@ -148,7 +157,7 @@ class HttpServer:
         try:
             while True:
                 try:
-                    got = await asyncio.wait_for(read_request(reader), IDLE_TIMEOUT_S)
+                    got = await asyncio.wait_for(read_request(reader, writer), IDLE_TIMEOUT_S)
                 except BadRequest as exc:
                     writer.write(encode_response(Response(400, str(exc).encode(), "text/plain"), False))
                     await writer.drain()

@@ -12,6 +12,7 @@ losing or reordering bytes: that is how toxic changes reach live connections. EO
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 from collections import deque
 from collections.abc import Callable
@@ -19,6 +20,8 @@ from typing import Protocol
 
 from harness.toxiproxy.runners import RUNNERS
 from harness.toxiproxy.toxics import Toxic
+
+_log = logging.getLogger(__name__)
 
 HIGH_WATER = 1 << 20  # bytes held inside a toxic chain before the source is paused
 LOW_WATER = 256 << 10
@@ -145,6 +148,15 @@ class Stage:
     def start(self) -> None:
         if not self.finished and self.task is None:
             self.task = self.loop.create_task(RUNNERS[self.toxic.type](self))
+            self.task.add_done_callback(self._ended)
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        if task.cancelled() or task.exception() is None:
+            return
+        # A bug in a toxic must not leave the connection hanging silently: log it and reset the link.
+        _log.error("toxic %r (%s) failed on a %s link; resetting the connection", self.toxic.name,
+                   self.toxic.type, self.direction.stream, exc_info=task.exception())
+        self.direction.endpoint.reset()
 
     def cancel(self) -> None:
         if self.task is not None:
