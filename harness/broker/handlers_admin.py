@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 NONE = 0
 UNKNOWN_TOPIC_OR_PARTITION = 3
+LEADER_NOT_AVAILABLE = 5
 INVALID_TOPIC_EXCEPTION = 17
 TOPIC_ALREADY_EXISTS = 36
 INVALID_PARTITIONS = 37
@@ -58,7 +59,12 @@ def _topic_meta(b: Broker, name: str, error: int = NONE) -> Any:
 def auto_create(b: Broker, name: str) -> int:
     """Create `name` with broker defaults; the Metadata error code for it."""
     cfg = b.config
-    if topic_name_problem(name) or name == OFFSETS_TOPIC:
+    if name == OFFSETS_TOPIC:  # internal: created like the coordinator creates it, or not yet available
+        if not b.groups.available():
+            return LEADER_NOT_AVAILABLE
+        b.offsets.ensure_topic()
+        return NONE
+    if topic_name_problem(name):
         return INVALID_TOPIC_EXCEPTION
     if cfg.default_replication_factor > len(live_brokers(b)):
         return INVALID_REPLICATION_FACTOR

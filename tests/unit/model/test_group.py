@@ -294,3 +294,67 @@ def test_empty_group_after_all_leave_and_delete() -> None:
     desc = c.describe(G)
     assert desc.state is GroupState.EMPTY and desc.generation_id == 2
     assert c.delete(G) == Err.NONE and G not in c.group_ids()
+
+
+def test_known_member_rejoining_before_the_leader_syncs_is_answered_at_once() -> None:
+    """In CompletingRebalance (leader has not synced yet), a follower re-sending an unchanged JoinGroup
+    (it lost the response) gets the current generation immediately, without a new rebalance."""
+    c = coordinator()
+    a, _ = new_member(c, 0, 1, "a")
+    b, _ = new_member(c, 0, 3, "b")
+    c.tick(DELAY)
+    c.tick(T0)
+    assert c.describe(G).state is GroupState.COMPLETING_REBALANCE
+    res = join_result(c.join(T0 + 10, 40, req(b, client="b")), 40)
+    assert (res.error, res.generation_id, res.leader_id, res.members) == (Err.NONE, 1, a, ())
+    assert c.describe(G).state is GroupState.COMPLETING_REBALANCE
+
+
+def test_random_event_sequences_keep_the_group_invariants() -> None:
+    """Under random joins, leaves, heartbeats, syncs and time: generation never decreases, the leader is a
+    member, Stable/CompletingRebalance groups have members, and Empty groups have none."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    ops = st.lists(st.tuples(st.sampled_from(["join", "rejoin", "leave", "hb", "sync", "tick"]),
+                             st.integers(0, 3), st.integers(0, 20_000)), max_size=40)
+
+    @settings(max_examples=150, deadline=None)
+    @given(ops)
+    def run(events: list[tuple[str, int, int]]) -> None:
+        c = coordinator(delay=500)
+        now, ticket, last_gen = 0, 1000, 0
+        ids: dict[int, str] = {}
+        for op, who, dt in events:
+            now += dt
+            ticket += 1
+            d = c.describe(G)
+            mid = ids.get(who, "")
+            if op == "join":
+                r = by_ticket(c.join(now, ticket, req(client=f"c{who}", v4=False))).get(ticket)
+                if isinstance(r, JoinResult) and r.member_id:
+                    ids[who] = r.member_id
+            elif op == "rejoin" and mid:
+                c.join(now, ticket, req(mid, client=f"c{who}"))
+            elif op == "leave" and mid:
+                c.leave(now, G, [(mid, None)])
+            elif op == "hb" and mid:
+                c.heartbeat(now, G, mid, d.generation_id)
+            elif op == "sync" and mid:
+                c.sync(now, ticket, G, mid, d.generation_id, {m.member_id: b"x" for m in d.members})
+            else:
+                c.tick(now)
+            d = c.describe(G)
+            if d.state is GroupState.DEAD:  # never created yet
+                continue
+            assert d.generation_id >= last_gen
+            last_gen = max(last_gen, d.generation_id)
+            members = {m.member_id for m in d.members}
+            if d.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+                assert members and d.leader_id in members
+            if d.state is GroupState.EMPTY:
+                assert not members
+            if members:
+                assert d.leader_id in members
+
+    run()
