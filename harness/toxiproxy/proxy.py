@@ -136,7 +136,8 @@ class Connection:
         self.client.pending.clear()
         if self.client.pending_eof:
             self.up.feed_eof()
-        client_t.resume_reading()
+        if not self.up.source_paused:  # flow control may have paused it while the backlog was fed
+            client_t.resume_reading()
 
     def side_lost(self, side: _Side) -> None:
         if side.out_dir is not None:

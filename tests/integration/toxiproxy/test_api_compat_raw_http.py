@@ -184,3 +184,21 @@ def test_unknown_route_404_wrong_method_405_browser_403(api: Api) -> None:
     assert api.call("DELETE", "/proxies")[0] == 405
     assert api.call("GET", "/reset")[0] == 405
     assert api.call("GET", "/version", headers={"User-Agent": "Mozilla/5.0"})[0] == 403
+
+
+def test_expect_100_continue_and_chunked_bodies_as_curl_sends_them(toxiproxy_server: EmbeddedToxiproxy,
+                                                                    toxiproxy_echo: EchoServer) -> None:
+    body = json.dumps({"name": "c", "upstream": toxiproxy_echo.addr}).encode()
+    with socket.create_connection((toxiproxy_server.host, toxiproxy_server.port), timeout=5) as sock:
+        sock.sendall(b"POST /proxies HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+                     b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
+        interim = b""
+        while not interim.endswith(b"\r\n\r\n"):
+            interim += sock.recv(1)
+        assert interim.startswith(b"HTTP/1.1 100 Continue")
+        sock.sendall(b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body))
+        reply = b""
+        while piece := sock.recv(4096):
+            reply += piece
+    head, _, payload = reply.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 201 Created") and json.loads(payload)["name"] == "c"
