@@ -78,6 +78,9 @@ class ProcessBackend:
     def up(self, spec: ClusterSpec, workdir: Path) -> ProcessCluster:
         """Start ZooKeeper, Toxiproxy with every link's proxy, then the brokers; wait until all are ready.
 
+        First kills what harnesses that died without teardown left running (`clean_leftovers`; the
+        cluster's `cleaned_leftovers` and `describe()` list them).
+
         `spec.brokers == 0` brings up ZooKeeper and Toxiproxy only (used by tests of ZooKeeper faults).
         """
         if spec.brokers < 0 or spec.zookeepers not in (1, 3, 5):
@@ -87,7 +90,9 @@ class ProcessBackend:
         if java is None:
             raise BackendError("process backend: no `java` on PATH or in JAVA_HOME")
         launcher = select_launcher(self.environ, spec.reference_bugs)
+        cleaned = self.clean_leftovers(self.leftovers_dir)  # groups of harnesses that died without teardown
         cluster = ProcessCluster(spec, Path(workdir), launcher=launcher, java=java, backend=self)
+        cluster.cleaned_leftovers = tuple(cleaned)
         try:
             cluster._start_all()
         except BaseException as exc:
@@ -128,6 +133,7 @@ class ProcessCluster:
         self.zookeeper_connect = ""
         self._classpath = ""
         self._java_version_text = ""
+        self.cleaned_leftovers: tuple[CleanedLeftover, ...] = ()
         self._down = False
 
     # -- bring-up ---------------------------------------------------------------------------------
@@ -327,6 +333,8 @@ class ProcessCluster:
             "nodes": nodes,
             "proxies": [p.as_row() for p in self.topology.proxies] if self.topology else [],
             "workdir": str(self.workdir),
+            "cleaned_leftovers": [{"what": c.what, "pid": c.pid, "argv": list(c.cmdline), "owner_pid": c.owner_pid}
+                                  for c in self.cleaned_leftovers],
         }
 
     def _java_version(self) -> str:

@@ -44,11 +44,14 @@ def test_processes_of_a_sigkilled_harness_are_killed_by_the_next_clean_leftovers
     process_backend: ProcessBackend, tmp_path: Path,
 ) -> None:
     leftovers = tmp_path / "leftovers"
-    harness = subprocess.Popen([sys.executable, "-c", HARNESS, str(leftovers), str(tmp_path / "work")],
-                               stdout=subprocess.PIPE, text=True)
+    stderr = tmp_path / "harness.stderr"
+    with open(stderr, "wb") as err:
+        harness = subprocess.Popen([sys.executable, "-c", HARNESS, str(leftovers), str(tmp_path / "work")],
+                                   stdout=subprocess.PIPE, stderr=err, text=True)
     pids: list[int] = []
     try:
         line = harness.stdout.readline() if harness.stdout else ""
+        assert line, f"harness subprocess failed:\n{stderr.read_text()[-3000:]}"
         pids = json.loads(line)
         assert len(pids) == 2 and all(_alive(p) for p in pids), line
         assert len(list(leftovers.glob("*.json"))) == 2
@@ -58,7 +61,7 @@ def test_processes_of_a_sigkilled_harness_are_killed_by_the_next_clean_leftovers
         time.sleep(0.2)
         assert all(_alive(p) for p in pids), "children should outlive a SIGKILLed harness (own sessions)"
         cleaned = ProcessBackend.clean_leftovers(leftovers)
-        assert sorted(c.pid for c in cleaned) == sorted(pids)
+        assert sorted(c.pid for c in cleaned) == sorted(pids), (cleaned, pids)
         assert {c.what for c in cleaned} == {"zookeeper:1", "toxiproxy"}
         assert not any(_alive(p) for p in pids)
         assert list(leftovers.glob("*.json")) == []
@@ -102,3 +105,34 @@ def test_registry_close_kills_what_is_still_recorded(tmp_path: Path) -> None:
         if sleeper.poll() is None:
             sleeper.kill()
             sleeper.wait()
+
+
+@pytest.mark.parametrize("how", ["sigterm", "exit-without-down"])
+def test_a_harness_that_exits_without_teardown_takes_its_processes_along(
+    process_backend: ProcessBackend, tmp_path: Path, how: str,
+) -> None:
+    """SIGTERM (default action) and a plain interpreter exit both run the kill-everything fallback."""
+    script = HARNESS.replace("time.sleep(600)", "time.sleep(600 if sys.argv[3] == 'sigterm' else 0)")
+    stderr = tmp_path / "harness.stderr"
+    with open(stderr, "wb") as err:
+        harness = subprocess.Popen([sys.executable, "-c", script, str(tmp_path / "l"), str(tmp_path / "w"), how],
+                                   stdout=subprocess.PIPE, stderr=err, text=True)
+    pids: list[int] = []
+    try:
+        line = harness.stdout.readline() if harness.stdout else ""
+        assert line, f"harness subprocess failed:\n{stderr.read_text()[-3000:]}"
+        pids = json.loads(line)
+        if how == "sigterm":
+            harness.send_signal(signal.SIGTERM)
+        assert harness.wait(20) in (0, -signal.SIGTERM)
+        deadline = time.monotonic() + 5
+        while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(_alive(p) for p in pids)
+    finally:
+        if harness.poll() is None:
+            harness.kill()
+            harness.wait(10)
+        for pid in pids:
+            if _alive(pid):
+                os.killpg(pid, signal.SIGKILL)

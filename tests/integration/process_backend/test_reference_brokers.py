@@ -1,0 +1,177 @@
+"""3 reference brokers + 1 real ZooKeeper + the embedded Toxiproxy through `ProcessBackend.up`:
+registration, Metadata through each broker's own client proxy, process-level kill/stop/start,
+and per-link cuts (part 1 brokers do not replicate, so only process and link behaviour is checked)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, cast
+
+import psutil
+import pytest
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+from kazoo.client import KazooClient
+
+from harness.cluster.base import CLIENT, ClusterSpec, NodeId
+from harness.cluster.process import ProcessBackend, ProcessCluster
+from tests.fixtures.process_cluster import reference_broker_ready
+
+pytestmark = pytest.mark.integration
+
+SESSION_MS = 3000
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
+    ready, why = reference_broker_ready()
+    if not ready:
+        pytest.skip(why)
+    backend = ProcessBackend({k: v for k, v in os.environ.items() if k != "KAFKA_HOME"})
+    ok, reason = backend.available()
+    if not ok:
+        pytest.skip(f"process backend unavailable: {reason}")
+    spec = ClusterSpec(brokers=3, zookeepers=1, ready_timeout_s=60,
+                       broker_config={"zookeeper.session.timeout.ms": str(SESSION_MS)})
+    t0 = time.monotonic()
+    with backend.up(spec, tmp_path_factory.mktemp("ref3")) as c:
+        print(f"3 reference brokers + ZooKeeper + Toxiproxy up in {time.monotonic() - t0:.2f}s")
+        yield c
+
+
+@pytest.fixture
+def zk(cluster: ProcessCluster) -> Iterator[KazooClient]:
+    client = KazooClient(hosts=cluster.zookeeper_connect, timeout=5.0)
+    client.start(timeout=10)
+    try:
+        yield client
+    finally:
+        client.stop()
+        client.close()
+
+
+_QUIET = logging.getLogger("tests.process_backend.rdkafka")
+_QUIET.setLevel(logging.CRITICAL)
+
+
+def _metadata(bootstrap: str, timeout_s: float = 5.0) -> Any:
+    """Metadata from a fresh AdminClient (librdkafka's connection-refused chatter silenced)."""
+    admin = AdminClient(cast(dict[str, Any], {"bootstrap.servers": bootstrap, "socket.timeout.ms": 3000,
+                                              "logger": _QUIET}))
+    try:
+        return admin.list_topics(timeout=timeout_s)
+    except KafkaException as exc:
+        raise KafkaException(str(exc)) from None  # drop the frame holding the client alive
+
+
+def _wait(predicate: Any, timeout_s: float, what: str) -> float:
+    t0 = time.monotonic()
+    while not predicate():
+        if time.monotonic() - t0 > timeout_s:
+            raise AssertionError(f"{what} not within {timeout_s}s")
+        time.sleep(0.05)
+    return time.monotonic() - t0
+
+
+def test_every_broker_registers_and_answers_metadata_through_its_own_client_proxy(
+    cluster: ProcessCluster, zk: KazooClient,
+) -> None:
+    assert cluster.flavour.name == "reference"
+    assert sorted(zk.get_children("/brokers/ids")) == ["1", "2", "3"]
+    proxies = cluster.bootstrap_servers.split(",")
+    for j, proxy in enumerate(proxies, start=1):
+        assert proxy == str(cluster.topology.proxy(CLIENT, NodeId.broker(j)).listen)  # type: ignore[union-attr]
+        md = _metadata(proxy)
+        assert md.orig_broker_name.startswith(proxy)
+        assert md.brokers[j].port == int(proxy.rsplit(":", 1)[1])  # EXTERNAL advertised = client->j
+    described = cluster.describe()
+    assert len(described["proxies"]) == 3 * 2 + 3 * 1 + 3  # type: ignore[arg-type]
+
+
+def test_kill_then_start_a_broker_replaces_its_process_and_registration(
+    cluster: ProcessCluster, zk: KazooClient,
+) -> None:
+    node = NodeId.broker(2)
+    old_pid = cluster.pid(node)
+    cluster.kill(node)
+    assert not cluster.is_running(node)
+    gone = _wait(lambda: zk.exists("/brokers/ids/2") is None, SESSION_MS / 1000 + 5, "registration expiry")
+    print(f"/brokers/ids/2 gone {gone:.2f}s after kill -9 (session timeout {SESSION_MS} ms)")
+    t0 = time.monotonic()
+    cluster.start(node)
+    print(f"broker:2 restarted and ready in {time.monotonic() - t0:.2f}s")
+    assert cluster.is_running(node) and cluster.pid(node) != old_pid
+    assert zk.exists("/brokers/ids/2") is not None
+
+
+def test_stop_is_a_clean_shutdown_that_deregisters_at_once(cluster: ProcessCluster, zk: KazooClient) -> None:
+    node = NodeId.broker(3)
+    t0 = time.monotonic()
+    cluster.stop(node)
+    print(f"broker:3 stopped (SIGTERM) in {time.monotonic() - t0:.2f}s")
+    assert not cluster.is_running(node)
+    assert zk.exists("/brokers/ids/3") is None  # deleted on clean shutdown, not by expiry
+    cluster.start(node)
+    assert zk.exists("/brokers/ids/3") is not None
+
+
+def test_paused_broker_stops_answering_and_resumes(cluster: ProcessCluster) -> None:
+    node = NodeId.broker(1)
+    proxy = str(cluster.topology.proxy(CLIENT, node).listen)  # type: ignore[union-attr]
+    cluster.pause(node)
+    try:
+        assert cluster.is_running(node)
+        with pytest.raises(KafkaException):
+            _metadata(proxy, timeout_s=1.5)
+    finally:
+        cluster.resume(node)
+    assert _metadata(proxy).orig_broker_name.startswith(proxy)
+
+
+def test_cutting_a_client_link_isolates_only_that_broker_from_clients(cluster: ProcessCluster) -> None:
+    link = cluster.link(CLIENT, NodeId.broker(3))
+    proxy3 = cluster.bootstrap_servers.split(",")[2]
+    link.disable()
+    try:
+        with pytest.raises(KafkaException):
+            _metadata(proxy3, timeout_s=1.5)
+        assert 1 in _metadata(cluster.bootstrap_servers.split(",")[0]).brokers
+    finally:
+        link.enable()
+    assert 3 in _metadata(proxy3).brokers
+
+
+def test_cutting_a_brokers_zookeeper_proxy_expires_only_its_registration(
+    cluster: ProcessCluster, zk: KazooClient,
+) -> None:
+    """Broker 1's ZooKeeper session runs through proxy `1->zk1` alone: cutting it expires only /brokers/ids/1."""
+    link = cluster.link(NodeId.broker(1), NodeId.zookeeper(1))
+    assert link.name == "1->zk1"
+    t0 = time.monotonic()
+    link.disable()
+    try:
+        gone = _wait(lambda: zk.exists("/brokers/ids/1") is None, SESSION_MS / 1000 + 5, "session expiry")
+        print(f"/brokers/ids/1 gone {gone:.2f}s after cutting 1->zk1 (session timeout {SESSION_MS} ms)")
+        assert gone >= SESSION_MS / 1000 * 0.75
+        assert sorted(zk.get_children("/brokers/ids")) == ["2", "3"]
+        assert cluster.is_running(NodeId.broker(1))
+    finally:
+        link.enable()
+    assert time.monotonic() - t0 < 30
+
+
+def test_teardown_leaves_no_process_behind(tmp_path: Path) -> None:
+    """down() kills every broker, ZooKeeper member and the Toxiproxy; a second down() is a no-op."""
+    ready, why = reference_broker_ready()
+    if not ready:
+        pytest.skip(why)
+    backend = ProcessBackend({k: v for k, v in os.environ.items() if k != "KAFKA_HOME"})
+    c = backend.up(ClusterSpec(brokers=1, zookeepers=1, ready_timeout_s=60), tmp_path)
+    pids = [c.pid(n) for n in c.nodes] + [c.toxiproxy.process.pid]
+    c.down()
+    c.down()
+    assert all(p is not None and not psutil.pid_exists(p) for p in pids)
