@@ -23,8 +23,8 @@ from harness.toxiproxy.toxics import Toxic
 
 _log = logging.getLogger(__name__)
 
-HIGH_WATER = 1 << 20  # bytes held inside a toxic chain before the source is paused
-LOW_WATER = 256 << 10
+HIGH_WATER = 4 << 20  # bytes held inside a toxic chain before the source is paused (Toxiproxy buffers more)
+LOW_WATER = 1 << 20
 
 
 class Chunk:

@@ -146,12 +146,11 @@ class Connection:
             side.in_dir.dest_lost()
         if self.client.lost and (self.upstream is None or self.upstream.lost):
             self._finish()
-        elif side is self.client and self.upstream is None and self.dial is not None:
-            self.dial.cancel()
-            self._finish()
 
     def _finish(self) -> None:
         self.closed = True
+        if self.dial is not None and not self.dial.done():
+            self.dial.cancel()  # the client left before the upstream answered
         self.up.cancel_stages()
         self.down.cancel_stages()
         self.proxy.connections.discard(self)
