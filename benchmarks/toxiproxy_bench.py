@@ -5,6 +5,7 @@ p50/p99 of small ping-pongs, direct and through the proxy, and the latency the p
 Goals: >= 100 MB/s through the proxy, <= 1 ms added p99.
 
     .venv/bin/python benchmarks/toxiproxy_bench.py [--mode subprocess|thread|both] [--mb 512] [--pings 3000]
+        [--repeat N]
 
 `subprocess` runs the server as `python -m harness.toxiproxy.server --port 0` (as the process backend
 does); `thread` runs `EmbeddedToxiproxy` in this process (shares the GIL with the load generator).
@@ -175,9 +176,12 @@ def main() -> int:
     parser.add_argument("--mode", choices=["subprocess", "thread", "both"], default="both")
     parser.add_argument("--mb", type=int, default=512, help="megabytes per throughput run")
     parser.add_argument("--pings", type=int, default=3000)
+    parser.add_argument("--repeat", type=int, default=1, help="runs per mode (figures vary on a busy host)")
     args = parser.parse_args()
+    print(f"host: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
     for mode in (["subprocess", "thread"] if args.mode == "both" else [args.mode]):
-        run(mode, args.mb, args.pings)
+        for _ in range(args.repeat):
+            run(mode, args.mb, args.pings)
     return 0
 
 
