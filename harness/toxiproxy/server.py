@@ -105,6 +105,8 @@ class EmbeddedToxiproxy:
     def start(self) -> EmbeddedToxiproxy:
         if self._thread is not None:
             raise BackendError(f"embedded toxiproxy at {self.url} is already started")
+        self._startup_error = None
+        self._ready.clear()
         self._thread = threading.Thread(target=self._run, name="embedded-toxiproxy", daemon=True)
         self._thread.start()
         if not self._ready.wait(self._start_timeout_s):
