@@ -17,7 +17,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -26,6 +25,16 @@ from pathlib import Path
 from types import TracebackType
 
 from harness.errors import BackendError, HarnessError, HarnessTimeout, TeardownError
+from harness.zk.fourletter import four_letter_word, server_mode
+
+__all__ = [
+    "ZooKeeperEnsemble",
+    "ZooKeeperMember",
+    "four_letter_word",
+    "free_port",
+    "server_mode",
+    "zookeeper_classpath",
+]
 
 MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 DEFAULT_JVM_OPTS: tuple[str, ...] = (
@@ -83,9 +92,7 @@ def zookeeper_classpath() -> str:
         ) from exc
     jars = Path(pyspark.__file__).parent / "jars"
     if not any(jars.glob("zookeeper-[0-9]*.jar")):
-        raise HarnessError(
-            f"no zookeeper-*.jar in {jars}; hint: set ZOOKEEPER_HOME to a ZooKeeper 3.x distribution"
-        )
+        raise HarnessError(f"no zookeeper-*.jar in {jars}; hint: set ZOOKEEPER_HOME to a ZooKeeper 3.x distribution")
     return str(jars / "*")
 
 
@@ -94,31 +101,6 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
-
-
-def four_letter_word(host: str, port: int, word: str, timeout_s: float = 2.0) -> str:
-    """Send a ZooKeeper four-letter command (e.g. `srvr`, `ruok`) and return the whole reply."""
-    with socket.create_connection((host, port), timeout=timeout_s) as s:
-        s.sendall(word.encode("ascii"))
-        chunks: list[bytes] = []
-        while True:
-            data = s.recv(65536)
-            if not data:
-                break
-            chunks.append(data)
-    return b"".join(chunks).decode("utf-8", "replace")
-
-
-def server_mode(host: str, port: int, timeout_s: float = 2.0) -> str | None:
-    """`standalone`, `leader` or `follower` when the server serves; None when it does not (yet)."""
-    try:
-        reply = four_letter_word(host, port, "srvr", timeout_s)
-    except OSError:
-        return None
-    for line in reply.splitlines():
-        if line.startswith("Mode:"):
-            return line.split(":", 1)[1].strip()
-    return None
 
 
 def _tail(path: Path, lines: int = 15) -> str:
@@ -191,6 +173,7 @@ class ZooKeeperMember:
                         stdout=log,
                         stderr=subprocess.STDOUT,
                         start_new_session=True,
+                        env={**os.environ, "KAFKA_CHAOS_ROLE": f"zookeeper:{self.id}"},
                     )
                 except OSError as exc:
                     raise BackendError(
@@ -199,6 +182,7 @@ class ZooKeeperMember:
                     ) from exc
             with _LIVE_LOCK:
                 _LIVE[self._proc.pid] = f"zookeeper:{self.id}"
+            (self.directory / "zookeeper.pid").write_text(f"{self._proc.pid}\n", encoding="ascii")
 
     def _signal(self, sig: signal.Signals) -> bool:
         proc = self._proc
@@ -316,13 +300,13 @@ class ZooKeeperEnsemble:
         self.size = size
         self.tick_ms = tick_ms
         self.bind_host = bind_host
-        self._owns_dir = base_dir is None
-        self.base_dir = Path(tempfile.mkdtemp(prefix="zk-ensemble-")) if base_dir is None else Path(base_dir)
-        self.base_dir.mkdir(parents=True, exist_ok=True)
         java_path = shutil.which(java)
         if java_path is None:
             raise HarnessError(f"java executable {java!r} not found on PATH; hint: install a JRE 11+")
         cp = classpath if classpath is not None else zookeeper_classpath()
+        self._owns_dir = base_dir is None
+        self.base_dir = Path(tempfile.mkdtemp(prefix="zk-ensemble-")) if base_dir is None else Path(base_dir)
+        self.base_dir.mkdir(parents=True, exist_ok=True)
         log_cfg = self.base_dir / "log4j2.properties"
         log_cfg.write_text(_LOG4J2, encoding="utf-8")
         if ports is None:
@@ -452,18 +436,3 @@ class ZooKeeperEnsemble:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m harness.cluster.zookeeper [SIZE]`: run an ensemble until Ctrl-C (a manual aid)."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    size = int(args[0]) if args else 1
-    with ZooKeeperEnsemble(size) as ens:
-        print(ens.connect_string, flush=True)
-        with contextlib.suppress(KeyboardInterrupt):
-            signal.pause()
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -35,7 +35,7 @@ from typing import Any
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import KazooException, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
-from kazoo.protocol.states import EventType, WatchedEvent
+from kazoo.protocol.states import EventType, WatchedEvent, ZnodeStat
 
 from harness.engine.history import EventSink
 from harness.errors import HarnessTimeout
@@ -108,6 +108,8 @@ class ZooKeeperObserver:
         if self._client is not None:
             return
         self._stopping = False
+        self._synced.clear()
+        self._had_outage = False
         client = KazooClient(
             hosts=self.hosts,
             timeout=self.session_timeout_s,
@@ -247,13 +249,17 @@ class ZooKeeperObserver:
 
     def _get(self, path: str, key: Key) -> bytes | None:
         """Data of `path` with a watch; None (and an exists-watch for its creation) when absent."""
+        got = self._get_with_stat(path, key)
+        return got[0] if got is not None else None
+
+    def _get_with_stat(self, path: str, key: Key) -> tuple[bytes, ZnodeStat] | None:
         client = self._client
         assert client is not None
         watch = self._watcher(key)
         while True:
             try:
-                data, _ = client.get_async(path, watch=watch).get(timeout=self._op_timeout())
-                return bytes(data) if data is not None else b""
+                data, stat = client.get_async(path, watch=watch).get(timeout=self._op_timeout())
+                return (bytes(data) if data is not None else b""), stat
             except NoNodeError:
                 if client.exists_async(path, watch=watch).get(timeout=self._op_timeout()) is None:
                     return None
@@ -310,8 +316,18 @@ class ZooKeeperObserver:
         self._synced.set()
 
     def _refresh_controller(self, wall: float) -> None:
-        data = self._get(z.CONTROLLER_PATH, ("controller",))
-        epoch_data = self._get(z.CONTROLLER_EPOCH_PATH, ("epoch",))
+        # A controller election changes both znodes in one transaction: read them as one snapshot
+        # (re-read /controller after the epoch; retry if it moved in between), so no torn pair
+        # such as (new broker, old epoch) is ever reported.
+        client = self._client
+        assert client is not None
+        for _ in range(10):
+            first = self._get_with_stat(z.CONTROLLER_PATH, ("controller",))
+            epoch_data = self._get(z.CONTROLLER_EPOCH_PATH, ("epoch",))
+            again = client.exists_async(z.CONTROLLER_PATH).get(timeout=self._op_timeout())
+            if (first[1].czxid if first else None) == (again.czxid if again else None):
+                break
+        data = first[0] if first is not None else None
         broker = z.ControllerRegistration.decode(data).broker_id if data is not None else -1
         epoch = z.decode_controller_epoch(epoch_data) if epoch_data is not None else None
         if (broker, epoch) != self._controller:

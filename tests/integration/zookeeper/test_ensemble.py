@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
-from harness.cluster.zookeeper import ZooKeeperEnsemble, free_port, server_mode
+from harness.cluster.zookeeper import ZooKeeperEnsemble, four_letter_word, free_port, server_mode
 from harness.errors import BackendError, HarnessTimeout
+from harness.observe.zookeeper import ZooKeeperObserver
 from harness.zk import znodes as z
+from tests.fixtures.zookeeper import EventCollector
 
 pytestmark = pytest.mark.integration
 
@@ -131,3 +133,35 @@ def test_invalid_sizes_and_port_lists_are_rejected() -> None:
         ZooKeeperEnsemble(2)
     with pytest.raises(BackendError, match="ports"):
         ZooKeeperEnsemble(3, ports=[(1, 2, 3)])
+
+
+def test_observer_rides_through_the_kill_of_the_member_it_is_connected_to(
+    zookeeper3: ZooKeeperEnsemble,
+) -> None:
+    chroot = "/observer-failover"
+    writer = KazooClient(hosts=zookeeper3.connect_string, timeout=4.0)
+    writer.start(timeout=20)
+    writer.ensure_path(chroot)
+    root = KazooClient(hosts=zookeeper3.connect_string + chroot, timeout=4.0)
+    root.start(timeout=20)
+    events = EventCollector()
+    try:
+        z.ensure_kafka_paths(root)
+        root.create(z.CONTROLLER_EPOCH_PATH, z.encode_controller_epoch(1))
+        with ZooKeeperObserver(zookeeper3.connect_string, events, chroot=chroot, session_timeout_s=6.0) as obs:
+            events.wait_for(lambda e: e["type"] == "controller" and e["epoch"] == 1)
+            sid = f"sid=0x{obs.session_id:x}"
+            serving = [m for m in zookeeper3.members if sid in four_letter_word(m.host, m.client_port, "cons")]
+            assert len(serving) == 1, [m.id for m in zookeeper3.members]
+            serving[0].kill()
+            root.retry(root.set, z.CONTROLLER_EPOCH_PATH, z.encode_controller_epoch(2))
+            events.wait_for(lambda e: e["type"] == "controller" and e["epoch"] == 2, timeout_s=30)
+            serving[0].start()
+            serving[0].wait_serving(30)
+        assert not any(e["type"] == "observer.error" for e in events.events)  # same session throughout
+    finally:
+        root.stop()
+        root.close()
+        writer.delete(chroot, recursive=True)
+        writer.stop()
+        writer.close()

@@ -9,7 +9,8 @@ from collections.abc import Iterator
 import pytest
 from kazoo.client import KazooClient
 
-from harness.cluster.zookeeper import ZooKeeperEnsemble
+from harness.cluster.zookeeper import ZooKeeperEnsemble, free_port
+from harness.errors import HarnessTimeout
 from harness.observe.base import Observer
 from harness.observe.zookeeper import ZooKeeperObserver
 from harness.zk import znodes as z
@@ -160,13 +161,23 @@ def test_session_expiry_of_the_observer_is_reported_and_the_final_state_recorded
     events.wait_for(lambda e: e["type"] == "partition.state" and e["leader"] == 1)
     old_session = observer.session_id
     assert old_session is not None and observer.client is not None
-    # Take the observer's session over from a second client; changes happen while it is gone.
-    thief = KazooClient(hosts=zk_connect, client_id=observer.client.client_id, timeout=5.0)
-    thief.start(timeout=10)
-    cluster.delete(z.CONTROLLER_PATH)
-    _elect(cluster, 3, 7)
-    _write_state(cluster, "t", 0, z.PartitionState(2, 1, (2,), 7))
-    _close(thief)  # closes the shared session: the observer's session is now expired
+    # Take the observer's session over from a second client and close it there (the server then
+    # expires it for the observer); changes happen meanwhile. The observer may win the session back
+    # before the thief closes it, so repeat the takeover until the expiry is reported.
+    client_id = observer.client.client_id
+    for attempt in range(5):
+        thief = KazooClient(hosts=zk_connect, client_id=client_id, timeout=5.0)
+        thief.start(timeout=10)
+        if attempt == 0:
+            cluster.delete(z.CONTROLLER_PATH)
+            _elect(cluster, 3, 7)
+            _write_state(cluster, "t", 0, z.PartitionState(2, 1, (2,), 7))
+        _close(thief)
+        if any(e["type"] == "observer.error" for e in events.events):
+            break
+        time.sleep(0.5)
+        if any(e["type"] == "observer.error" for e in events.events):
+            break
     events.wait_for(lambda e: e["type"] == "observer.error" and e["observer"] == "zk")
     events.wait_for(lambda e: e["type"] == "controller" and e["broker"] == 3 and e["epoch"] == 7)
     events.wait_for(lambda e: e["type"] == "partition.state" and e["leader"] == 2 and e["controller_epoch"] == 7)
@@ -205,3 +216,29 @@ def test_stop_leaves_no_thread_running(zk_connect: str, cluster: KazooClient, ev
     while set(threading.enumerate()) - before and time.monotonic() < deadline:
         time.sleep(0.05)
     assert [t.name for t in set(threading.enumerate()) - before] == []
+
+
+def test_start_against_no_server_times_out_and_leaves_no_thread(events: EventCollector) -> None:
+    before = set(threading.enumerate())
+    obs = ZooKeeperObserver(f"127.0.0.1:{free_port()}", events, connect_timeout_s=1.0)
+    with pytest.raises(HarnessTimeout, match="observer 'zk' to connect"):
+        obs.start()
+    obs.stop()
+    deadline = time.monotonic() + 5
+    while set(threading.enumerate()) - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [t.name for t in set(threading.enumerate()) - before] == []
+    assert events.events == []
+
+
+def test_restarted_observer_emits_only_what_changed_meanwhile(
+    zk_connect: str, cluster: KazooClient, events: EventCollector
+) -> None:
+    obs = ZooKeeperObserver(zk_connect, events, session_timeout_s=4.0)
+    with obs:
+        events.wait_for(lambda e: e["type"] == "controller" and e["broker"] == 1)
+    cluster.set(z.CONTROLLER_EPOCH_PATH, z.encode_controller_epoch(2))
+    with obs:
+        events.wait_for(lambda e: e["type"] == "controller" and e["epoch"] == 2)
+        assert obs.wait_idle()
+    assert [(e["broker"], e["epoch"]) for e in events.of("controller")] == [(1, 1), (1, 2)]
