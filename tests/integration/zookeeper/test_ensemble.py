@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -165,3 +167,24 @@ def test_observer_rides_through_the_kill_of_the_member_it_is_connected_to(
         writer.delete(chroot, recursive=True)
         writer.stop()
         writer.close()
+
+
+def test_members_left_running_are_killed_when_the_interpreter_exits(tmp_path: Path) -> None:
+    """The atexit fallback: a script that starts a server and exits on an exception, never closing it."""
+    script = (
+        "import sys\n"
+        "from harness.cluster.zookeeper import ZooKeeperEnsemble\n"
+        f"ens = ZooKeeperEnsemble(1, {str(tmp_path)!r}, tick_ms=200)\n"
+        "ens.start()\n"
+        "print(ens.members[0].pid, flush=True)\n"
+        "raise SystemExit(3)\n"
+    )
+    repo = Path(__file__).resolve().parents[3]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env)
+    assert proc.returncode == 3, proc.stderr
+    pid = int(proc.stdout.strip())
+    deadline = time.monotonic() + 5
+    while _pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _pid_alive(pid)
