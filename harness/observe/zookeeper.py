@@ -139,6 +139,7 @@ class ZooKeeperObserver:
         """Stop watching; joins the worker and stops/closes the kazoo client. Idempotent."""
         with self._cond:
             self._stopping = True
+            self._pending.clear()
             self._cond.notify_all()
         client, self._client = self._client, None
         if client is not None:

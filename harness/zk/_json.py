@@ -40,9 +40,7 @@ def loads(what: str, data: bytes | str | None) -> dict[str, Any]:
     return obj
 
 
-def int_field(
-    what: str, obj: Mapping[str, Any], key: str, data: bytes | str | None, default: int | None = None
-) -> int:
+def int_field(what: str, obj: Mapping[str, Any], key: str, data: bytes | str | None, default: int | None = None) -> int:
     value = obj.get(key, default)
     if value is None:
         raise ZnodeDecodeError(what, f"missing {key!r}", data)

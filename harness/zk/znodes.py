@@ -117,9 +117,7 @@ class ControllerRegistration:
         obj: dict[str, Any] = {"version": self.version, "brokerid": self.broker_id}
         obj["timestamp"] = str(self.timestamp_ms if self.timestamp_ms is not None else now_ms())
         if self.version >= 2:
-            obj["kraftControllerEpoch"] = (
-                self.kraft_controller_epoch if self.kraft_controller_epoch is not None else -1
-            )
+            obj["kraftControllerEpoch"] = self.kraft_controller_epoch if self.kraft_controller_epoch is not None else -1
         return dumps(obj)
 
     @staticmethod
@@ -187,9 +185,7 @@ class BrokerRegistration:
     jmx_port: int = -1
     rack: str | None = None
     version: int = 5
-    features: Mapping[str, Mapping[str, int]] = field(
-        default_factory=lambda: MappingProxyType({}), hash=False
-    )
+    features: Mapping[str, Mapping[str, int]] = field(default_factory=lambda: MappingProxyType({}), hash=False)
 
     @property
     def host(self) -> str | None:
@@ -257,9 +253,7 @@ class BrokerRegistration:
 
 
 # ---- /brokers/topics/<t> -----------------------------------------------------------------------
-def _assignment_map(
-    what: str, value: object, key: str, data: bytes | str | None
-) -> dict[int, tuple[int, ...]]:
+def _assignment_map(what: str, value: object, key: str, data: bytes | str | None) -> dict[int, tuple[int, ...]]:
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -281,12 +275,8 @@ class TopicAssignment:
 
     topic: str
     partitions: Mapping[int, tuple[int, ...]]
-    adding_replicas: Mapping[int, tuple[int, ...]] = field(
-        default_factory=lambda: MappingProxyType({}), hash=False
-    )
-    removing_replicas: Mapping[int, tuple[int, ...]] = field(
-        default_factory=lambda: MappingProxyType({}), hash=False
-    )
+    adding_replicas: Mapping[int, tuple[int, ...]] = field(default_factory=lambda: MappingProxyType({}), hash=False)
+    removing_replicas: Mapping[int, tuple[int, ...]] = field(default_factory=lambda: MappingProxyType({}), hash=False)
     topic_id: str | None = None
     version: int = 3
 
@@ -363,9 +353,7 @@ class PartitionState:
             leader_epoch=int_field(what, obj, "leader_epoch", data),
             isr=int_list(what, obj.get("isr"), "isr", data),
             controller_epoch=int_field(what, obj, "controller_epoch", data),
-            leader_recovery_state=int_field(
-                what, obj, "leader_recovery_state", data, default=LEADER_RECOVERED
-            ),
+            leader_recovery_state=int_field(what, obj, "leader_recovery_state", data, default=LEADER_RECOVERED),
             version=int_field(what, obj, "version", data, default=1),
         )
 

@@ -155,9 +155,7 @@ def test_partition_state_roundtrip_and_key_order() -> None:
 
 
 def test_partition_state_leader_recovery_state_only_when_recovering() -> None:
-    literal = (
-        '{"controller_epoch":3,"leader":2,"version":1,"leader_epoch":5,"isr":[2],"leader_recovery_state":1}'
-    )
+    literal = '{"controller_epoch":3,"leader":2,"version":1,"leader_epoch":5,"isr":[2],"leader_recovery_state":1}'
     st = z.PartitionState.decode(literal)
     assert st.leader_recovery_state == z.LEADER_RECOVERING
     assert st.encode() == literal.encode()
