@@ -19,8 +19,9 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
-from harness.cluster.base import BrokerFlavour, ClusterSpec, Link, LinkSource, NodeId
+from harness.cluster.base import BrokerFlavour, Cluster, ClusterBackend, ClusterSpec, Link, LinkSource, NodeId
 from harness.cluster.leftovers import CleanedLeftover, LeftoverRegistry, clean_leftovers
 from harness.cluster.process_brokers import BrokerNodes
 from harness.cluster.process_flavour import (
@@ -31,7 +32,7 @@ from harness.cluster.process_flavour import (
     zookeeper_jar_version,
 )
 from harness.cluster.process_node import tail, wait_group_stopped
-from harness.cluster.process_toxiproxy import ToxiproxyProcess
+from harness.cluster.process_toxiproxy import ProcessLink, ToxiproxyProcess
 from harness.cluster.render import (
     HostPort,
     ProxyRoute,
@@ -55,13 +56,12 @@ class ProcessBackend:
 
     def __init__(
         self, environ: Mapping[str, str] | None = None, *, stop_timeout_s: float = 30.0,
-        zookeeper_tick_ms: int = 500, leftovers_dir: Path | None = None, embedded_toxiproxy_subprocess: bool = True,
+        zookeeper_tick_ms: int = 500, leftovers_dir: Path | None = None,
     ) -> None:
         self.environ = dict(os.environ if environ is None else environ)
         self.stop_timeout_s = stop_timeout_s
         self.zookeeper_tick_ms = zookeeper_tick_ms
         self.leftovers_dir = leftovers_dir
-        self.embedded_toxiproxy_subprocess = embedded_toxiproxy_subprocess
 
     def available(self) -> tuple[bool, str]:
         """(True, which broker flavour) when java, ZooKeeper and a usable broker flavour are here."""
@@ -166,7 +166,11 @@ class ProcessCluster:
     def _start_zookeeper(self, deadline: float) -> None:
         self._classpath = zookeeper_classpath()
         tick = self._backend.zookeeper_tick_ms
-        session_ms = int(self.spec.broker_config.get("zookeeper.session.timeout.ms", "18000"))
+        raw = self.spec.broker_config.get("zookeeper.session.timeout.ms", "18000")
+        try:
+            session_ms = int(raw)
+        except ValueError as exc:
+            raise ConfigError(f"broker_config zookeeper.session.timeout.ms={raw!r} is not an integer") from exc
         self._ensemble = ZooKeeperEnsemble(
             self.spec.zookeepers, self.workdir / "zookeeper", tick_ms=tick, java=self.java,
             classpath=self._classpath, min_session_timeout_ms=2 * tick,
@@ -199,7 +203,7 @@ class ProcessCluster:
         return self._brokers
 
     def kill(self, node: NodeId) -> None:
-        """SIGKILL the node's process group (no clean shutdown) and reap it."""
+        """SIGKILL the node's process group (no clean shutdown) and reap it. No-op if not running."""
         self._check(node)
         if node.role == "broker":
             self._broker_nodes().kill(node.id)
@@ -212,7 +216,7 @@ class ProcessCluster:
 
     def stop(self, node: NodeId) -> None:
         """SIGTERM and wait for exit (a broker's controlled shutdown); SIGKILL after the stop timeout,
-        and then a BackendError saying so (it was not a clean stop)."""
+        and then a BackendError saying so (it was not a clean stop). No-op if not running."""
         self._check(node)
         if node.role == "broker":
             self._broker_nodes().stop(node.id)
@@ -398,3 +402,10 @@ def _wait_port(node: NodeId, host: str, port: int, timeout_s: float, log: Path) 
                          last_seen=f"{last}; log {log} ends with:\n{tail(log)}",
                          hint="check the node's log for a startup error")
 
+
+
+if TYPE_CHECKING:  # mypy checks that the classes implement the protocols of harness.cluster.base
+    def _implements(backend: ProcessBackend, cluster: ProcessCluster, link: ProcessLink) -> None:
+        _b: ClusterBackend = backend
+        _c: Cluster = cluster
+        _l: Link = link

@@ -112,7 +112,7 @@ class BrokerNodes:
     def stop(self, broker_id: int) -> None:
         proc = self.process(broker_id)
         if not proc.is_running():
-            raise BackendError(f"broker:{broker_id} is not running ({proc.exit_description()})")
+            return
         if not proc.terminate(self.stop_timeout_s):
             raise BackendError(
                 f"broker:{broker_id} did not exit within {self.stop_timeout_s:g}s of SIGTERM (controlled "

@@ -19,6 +19,7 @@ from kazoo.client import KazooClient
 
 from harness.cluster.base import CLIENT, ClusterSpec, NodeId
 from harness.cluster.process import ProcessBackend, ProcessCluster
+from harness.errors import BackendError
 from tests.fixtures.process_cluster import reference_broker_ready
 
 pytestmark = pytest.mark.integration
@@ -175,3 +176,24 @@ def test_teardown_leaves_no_process_behind(tmp_path: Path) -> None:
     c.down()
     c.down()
     assert all(p is not None and not psutil.pid_exists(p) for p in pids)
+
+
+def test_a_broker_that_cannot_start_fails_up_naming_it_with_its_log_and_leaves_nothing_running(
+    tmp_path: Path,
+) -> None:
+    ready, why = reference_broker_ready()
+    if not ready:
+        pytest.skip(why)
+    me = psutil.Process()
+    before = {p.pid for p in me.children(recursive=True)}
+    backend = ProcessBackend({k: v for k, v in os.environ.items() if k != "KAFKA_HOME"})
+    spec = ClusterSpec(brokers=2, zookeepers=1, ready_timeout_s=30, broker_config={"num.partitions": "abc"})
+    with pytest.raises(BackendError) as info:
+        backend.up(spec, tmp_path)
+    text = str(info.value)
+    assert "broker:1" in text and "exited while starting" in text
+    assert "num.partitions" in text  # the log's last lines
+    time.sleep(0.2)
+    left = [p for p in me.children(recursive=True) if p.pid not in before and p.is_running()
+            and p.status() != psutil.STATUS_ZOMBIE]
+    assert left == []

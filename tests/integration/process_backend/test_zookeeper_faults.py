@@ -124,3 +124,35 @@ def test_ephemeral_node_disappears_one_session_timeout_after_its_proxy_is_disabl
         for client in (proxied, direct):
             client.stop()
             client.close()
+
+
+def test_latency_toxic_on_a_link_slows_requests_through_it_until_removed(
+    zk3_process_cluster: ProcessCluster,
+) -> None:
+    """`Link.add_toxic('latency')` on the cluster's Toxiproxy delays a ZooKeeper client; removal heals it."""
+    cluster = zk3_process_cluster
+    member = cluster.describe()["nodes"]["zookeeper:2"]["client"]  # type: ignore[index]
+    name = f"observer->zk2-{uuid.uuid4().hex[:6]}"
+    cluster.toxiproxy.client.create_proxy(name, str(member), listen="127.0.0.1:0")
+    link = cluster.toxiproxy.link(name)
+    client = _client(cluster.toxiproxy.client.get_proxy(name).listen)
+
+    def round_trip() -> float:
+        t0 = time.monotonic()
+        client.get("/")
+        return time.monotonic() - t0
+
+    try:
+        base = min(round_trip() for _ in range(3))
+        toxic = link.add_toxic("latency", {"latency": 300.0, "jitter": 0}, stream="downstream")
+        slow = round_trip()
+        link.remove_toxic(toxic)
+        healed = min(round_trip() for _ in range(3))
+        print(f"zookeeper get: {base * 1000:.1f} ms, with 300 ms latency toxic {slow * 1000:.1f} ms, "
+              f"after removal {healed * 1000:.1f} ms")
+        assert 0.3 <= slow < 2.0
+        assert healed < 0.25
+    finally:
+        client.stop()
+        client.close()
+        cluster.toxiproxy.client.delete_proxy(name, missing_ok=True)

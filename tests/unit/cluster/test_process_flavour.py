@@ -68,7 +68,7 @@ def test_kafka_4_is_refused_because_it_has_no_zookeeper_mode(tmp_path: Path) -> 
 
 
 def test_kafka_home_without_start_script_names_the_problem(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="kafka-server-start.sh"):
+    with pytest.raises(ConfigError, match=r"kafka-server-start\.sh"):
         kafka_version(tmp_path)
 
 
