@@ -164,6 +164,15 @@ class Topology:
             raise ConfigError(f"topology lacks proxies for links: {', '.join(sorted(missing))}")
 
     def proxy(self, src: LinkSource, dst: NodeId) -> ProxyRoute:
+        """The proxy of link `src->dst`. Only links a connection is opened on have one: broker->broker
+        (not to itself), broker->ZooKeeper, client->broker. ZooKeeper never dials brokers, and
+        ZooKeeper peer traffic is not proxied."""
+        if src != CLIENT and isinstance(src, NodeId):
+            if src.role != "broker":
+                raise ConfigError(f"no proxy for a link from {src}: ZooKeeper members never open connections "
+                                  "to brokers, and ZooKeeper peer traffic is not proxied (use pause/kill)")
+            if src == dst:
+                raise ConfigError(f"no proxy for {src}->{dst}: a node always reaches itself")
         name = link_name(src, dst)
         try:
             return self._by_name[name]

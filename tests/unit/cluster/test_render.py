@@ -174,3 +174,13 @@ def test_zoo_cfg_lists_servers_only_for_an_ensemble() -> None:
 def test_allocate_ports_returns_distinct_ports() -> None:
     ports = allocate_ports(40)
     assert len(set(ports)) == 40
+
+
+def test_links_without_a_proxy_are_refused_with_the_reason() -> None:
+    topo = _topology(N, 1)
+    with pytest.raises(ConfigError, match="reaches itself"):
+        topo.proxy(NodeId.broker(2), NodeId.broker(2))
+    with pytest.raises(ConfigError, match="ZooKeeper members never open"):
+        topo.proxy(NodeId.zookeeper(1), NodeId.broker(1))  # link_name would say "1->1"
+    with pytest.raises(ConfigError, match="client->zk1"):
+        topo.proxy(CLIENT, NodeId.zookeeper(1))
