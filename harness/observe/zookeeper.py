@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from types import TracebackType
 from typing import Any
 
@@ -40,6 +40,7 @@ from kazoo.protocol.states import EventType, WatchedEvent, ZnodeStat
 from harness.engine.history import EventSink
 from harness.errors import HarnessTimeout
 from harness.zk import znodes as z
+from harness.zk.workqueue import CoalescingWorker
 
 log = logging.getLogger(__name__)
 
@@ -72,11 +73,7 @@ class ZooKeeperObserver:
         self.connect_timeout_s = connect_timeout_s
         self._sink = sink
         self._client: KazooClient | None = None
-        self._thread: threading.Thread | None = None
-        self._cond = threading.Condition()
-        self._pending: dict[Key, float] = {}
-        self._busy = False
-        self._stopping = False
+        self._worker = CoalescingWorker(f"zk-observer-{name}", self._handle)
         self._synced = threading.Event()
         self._had_outage = False
         self._watchers: dict[Key, Watcher] = {}
@@ -107,7 +104,6 @@ class ZooKeeperObserver:
         """Connect, read the whole state (emitting it), and keep watching. Idempotent."""
         if self._client is not None:
             return
-        self._stopping = False
         self._synced.clear()
         self._had_outage = False
         client = KazooClient(
@@ -127,29 +123,21 @@ class ZooKeeperObserver:
                 hint="is the ensemble running and reachable (connect string, chroot, proxies)?",
             ) from exc
         self._client = client
-        self._thread = threading.Thread(target=self._run, name=f"zk-observer-{self.name}", daemon=True)
-        self._thread.start()
-        self._enqueue(("resync",), _now_ms())
+        self._worker.start()
+        self._worker.put(("resync",), _now_ms())
         if not self._synced.wait(self.connect_timeout_s):
-            last = f"pending={list(self._pending)} busy={self._busy}"
+            last = self._worker.describe()
             self.stop()
             raise HarnessTimeout(f"observer {self.name!r} to read the initial state", self.connect_timeout_s, last)
 
     def stop(self) -> None:
         """Stop watching; joins the worker and stops/closes the kazoo client. Idempotent."""
-        with self._cond:
-            self._stopping = True
-            self._pending.clear()
-            self._cond.notify_all()
+        self._worker.request_stop()
         client, self._client = self._client, None
-        if client is not None:
+        if client is not None:  # closing the client also fails a read the worker may be blocked in
             client.remove_listener(self._on_state)
             self._close_client(client)
-        thread, self._thread = self._thread, None
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout=30)
-            if thread.is_alive():
-                log.error("observer %s: worker thread did not stop within 30s", self.name)
+        self._worker.join()
 
     @staticmethod
     def _close_client(client: KazooClient) -> None:
@@ -169,24 +157,9 @@ class ZooKeeperObserver:
 
     def wait_idle(self, timeout_s: float = 10.0) -> bool:
         """True once no work is queued or running (handy in tests and benchmarks)."""
-        deadline = time.monotonic() + timeout_s
-        with self._cond:
-            while self._pending or self._busy:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._cond.wait(left)
-        return True
+        return self._worker.wait_idle(timeout_s)
 
     # ---- plumbing --------------------------------------------------------------------------------
-    def _enqueue(self, key: Key, wall: float) -> None:
-        with self._cond:
-            if self._stopping:
-                return
-            if key not in self._pending:  # coalesce: keep the earliest firing time
-                self._pending[key] = wall
-            self._cond.notify_all()
-
     def _watcher(self, key: Key) -> Watcher:
         """One callback object per key, so kazoo (which keeps a set per path) never doubles it."""
         w = self._watchers.get(key)
@@ -197,7 +170,7 @@ class ZooKeeperObserver:
                     return
                 if key == ("controller",) and event.type == EventType.DELETED:
                     key = ("controller-gone",)  # certain: no controller at this instant
-                self._enqueue(key, _now_ms())
+                self._worker.put(key, _now_ms())
 
             self._watchers[key] = w
         return w
@@ -205,37 +178,25 @@ class ZooKeeperObserver:
     def _on_state(self, state: str) -> None:
         if state == KazooState.LOST:
             self._had_outage = True
-            self._enqueue(("lost",), _now_ms())
+            self._worker.put(("lost",), _now_ms())
         elif state == KazooState.SUSPENDED:
             self._had_outage = True
         elif state == KazooState.CONNECTED and self._had_outage:
             self._had_outage = False
-            self._enqueue(("resync",), _now_ms())
+            self._worker.put(("resync",), _now_ms())
 
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                while not self._pending and not self._stopping:
-                    self._cond.wait()
-                if self._stopping:
-                    return
-                key = next(iter(self._pending))
-                wall = self._pending.pop(key)
-                self._busy = True
-            try:
-                self._dispatch(key, wall)
-            except (KazooException, KazooTimeoutError) as exc:
-                # Connection trouble: a resync follows when the session is back.
-                log.info("observer %s: %s failed (%s); waiting for a resync", self.name, key, exc)
-            except z.ZnodeDecodeError as exc:
-                self._emit("observer.error", _now_ms(), observer=self.name, error=str(exc))
-            except Exception as exc:  # never let the watcher die silently
-                log.exception("observer %s: %s failed", self.name, key)
-                self._emit("observer.error", _now_ms(), observer=self.name, error=f"{key}: {exc!r}")
-            finally:
-                with self._cond:
-                    self._busy = False
-                    self._cond.notify_all()
+    def _handle(self, key: Hashable, wall: float) -> None:
+        assert isinstance(key, tuple)
+        try:
+            self._dispatch(key, wall)
+        except (KazooException, KazooTimeoutError) as exc:
+            # Connection trouble: a resync follows when the session is back.
+            log.info("observer %s: %s failed (%s); waiting for a resync", self.name, key, exc)
+        except z.ZnodeDecodeError as exc:
+            self._emit("observer.error", _now_ms(), observer=self.name, error=str(exc))
+        except Exception as exc:  # never let the watcher die silently
+            log.exception("observer %s: %s failed", self.name, key)
+            self._emit("observer.error", _now_ms(), observer=self.name, error=f"{key}: {exc!r}")
 
     def _emit(self, type_: str, wall: float, **fields: Any) -> None:
         event = {"type": type_, "src": self.src, "wall": round(wall, 3), **fields}
@@ -286,7 +247,7 @@ class ZooKeeperObserver:
             if self._controller is not None and self._controller[0] != -1:
                 self._controller = (-1, self._controller[1])
                 self._emit("controller", wall, broker=-1, epoch=self._controller[1])
-            self._refresh_controller(_now_ms())
+            self._refresh_controller(None)
         elif kind == "ids":
             self._refresh_brokers(wall)
         elif kind == "topics":
@@ -316,7 +277,8 @@ class ZooKeeperObserver:
         self._refresh_isr(wall)
         self._synced.set()
 
-    def _refresh_controller(self, wall: float) -> None:
+    def _refresh_controller(self, wall: float | None) -> None:
+        """Emit `controller` if (broker, epoch) changed; `wall` None = stamp when the read completed."""
         # A controller election changes both znodes in one transaction: read them as one snapshot
         # (re-read /controller after the epoch; retry if it moved in between), so no torn pair
         # such as (new broker, old epoch) is ever reported.
@@ -333,7 +295,7 @@ class ZooKeeperObserver:
         epoch = z.decode_controller_epoch(epoch_data) if epoch_data is not None else None
         if (broker, epoch) != self._controller:
             self._controller = (broker, epoch)
-            self._emit("controller", wall, broker=broker, epoch=epoch)
+            self._emit("controller", _now_ms() if wall is None else wall, broker=broker, epoch=epoch)
 
     def _refresh_brokers(self, wall: float) -> None:
         names = self._children(z.BROKER_IDS_PATH, ("ids",)) or []
