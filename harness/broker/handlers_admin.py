@@ -11,7 +11,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kafka.protocol.admin import CreateTopicsResponse, DeleteTopicsResponse, DescribeConfigsResponse
+from kafka.protocol.admin import (
+    CreateTopicsResponse,
+    DeleteTopicsResponse,
+    DescribeClusterResponse,
+    DescribeConfigsResponse,
+)
 from kafka.protocol.metadata import MetadataResponse
 
 from harness.broker.protocol import api_versions_response, build_response
@@ -215,7 +220,16 @@ async def describe_configs(b: Broker, ctx: Ctx, req: Any) -> Any:
     return build_response(ctx.head, throttle_time_ms=0, results=results)
 
 
+async def describe_cluster(b: Broker, ctx: Ctx, req: Any) -> Any:
+    me = b.advertised(ctx.listener)
+    node = DescribeClusterResponse.DescribeClusterBroker(broker_id=b.broker_id, host=me.host, port=me.port,
+                                                         rack=None)
+    return build_response(ctx.head, throttle_time_ms=0, error_code=NONE, error_message=None,
+                          cluster_id=b.cluster_id, controller_id=b.broker_id, brokers=[node])
+
+
 HANDLERS = {
+    60: describe_cluster,
     18: api_versions,
     3: metadata,
     19: create_topics,

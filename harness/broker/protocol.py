@@ -4,7 +4,8 @@ Owns the table of APIs the broker answers and the (non-flexible) version ranges 
 the request-header peek (api key, version, correlation id), decoding with kafka-python 3.x's
 generated message classes (`Req.decode(frame, version=v, header=True)`), encoding responses with
 header v0 (`Resp(...).with_header(correlation_id=c)` then `.encode(header=True, framed=True)`),
-and the ApiVersions negotiation: a request newer than we advertise (librdkafka opens with v3) is
+and the ApiVersions negotiation (every API is advertised at non-flexible versions only, except
+DescribeCluster, which exists only flexible): a request newer than we advertise (librdkafka opens with v3) is
 answered with UNSUPPORTED_VERSION in a v0 body listing our ranges, and the client retries with v0.
 """
 
@@ -21,6 +22,8 @@ from kafka.protocol.admin import (
     DeleteGroupsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
+    DescribeClusterRequest,
+    DescribeClusterResponse,
     DescribeConfigsRequest,
     DescribeConfigsResponse,
     DescribeGroupsRequest,
@@ -97,6 +100,8 @@ APIS: dict[int, Api] = {a.key: a for a in (
     Api(23, "OffsetForLeaderEpoch", OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, 2, 3),
     Api(32, "DescribeConfigs", DescribeConfigsRequest, DescribeConfigsResponse, 1, 3),
     Api(42, "DeleteGroups", DeleteGroupsRequest, DeleteGroupsResponse, 0, 1),
+    # DescribeCluster has no non-flexible version: v0 is flexible (request header v2, response header v1).
+    Api(60, "DescribeCluster", DescribeClusterRequest, DescribeClusterResponse, 0, 0),
 )}
 
 

@@ -84,12 +84,15 @@ def test_10k_keyed_idempotent_acks_all_messages_read_back_in_order_per_partition
 
 
 def test_metadata_list_offsets_and_describe_configs(reference_broker: ReferenceBroker) -> None:
-    """Metadata names this broker as controller/leader; ListOffsets earliest/latest/by time; DescribeConfigs."""
+    """Metadata/DescribeCluster name this broker controller and leader; ListOffsets earliest/latest/by time;
+    DescribeConfigs for a topic and the broker."""
     bs = reference_broker.bootstrap_servers
     create_topic(bs, "cfg", 2, **{"min.insync.replicas": "1", "segment.bytes": "1048576"})
     admin = AdminClient({"bootstrap.servers": bs})
     md = admin.list_topics(timeout=10)
     assert md.controller_id == 0 and list(md.brokers) == [0]
+    cluster = admin.describe_cluster(request_timeout=10).result(11)
+    assert cluster.controller.id == 0 and [n.port for n in cluster.nodes] == [reference_broker.port]
     part = md.topics["cfg"].partitions[0]
     assert (part.leader, part.replicas, part.isrs) == (0, [0], [0])
 

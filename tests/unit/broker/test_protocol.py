@@ -65,7 +65,8 @@ def test_apiversions_v3_gets_unsupported_version_with_v0_body_then_v0_negotiates
 def test_advertised_versions_are_all_non_flexible() -> None:
     """Every advertised max version is below the API's first flexible version."""
     for api in APIS.values():
-        assert not api.request.flexible_version_q(api.max_version), api.name
+        if api.name != "DescribeCluster":  # exists only flexible
+            assert not api.request.flexible_version_q(api.max_version), api.name
 
 
 def test_pipelined_requests_are_answered_in_order(tmp_path: Path) -> None:
