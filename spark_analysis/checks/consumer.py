@@ -1,0 +1,96 @@
+"""Consumer checks (Jepsen's Kafka anomalies), in Spark, per consumer and partition within one
+assignment epoch (an `assign` or `revoke` of the partition by that consumer starts a new epoch).
+
+- `consumer.nonmonotonic_poll`: a consumer polls offset o2 after o1 with o2 <= o1.
+- `consumer.poll_skip`: a consumer polls o2 right after o1 while some offset strictly between them
+  is known to hold a record (acked or polled by anyone): the consumer skipped it. Gaps no one
+  ever saw a record in (compaction, transaction markers, unacked writes) are not skips.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import functions as F
+from pyspark.sql.window import Window
+
+from spark_analysis.checks.common import plural, tp_label
+from spark_analysis.checks.frames import events_by_seq, poll_pairs
+from spark_analysis.context import CheckContext
+from spark_analysis.result import CheckResult, failed, passed
+
+EVIDENCE_PAIRS = 10
+_FIELDS = ("seq", "t", "src", "type", "consumer", "group", "member", "topic", "partition", "offset", "value", "key")
+
+
+def _pair_evidence(ctx: CheckContext, sample: list[Any], problem: Any) -> list[dict[str, Any]]:
+    rows = events_by_seq(ctx, [int(r["seq"]) for r in sample] + [int(r["prev_seq"]) for r in sample])
+    out: list[dict[str, Any]] = []
+    for r in sample:
+        for seq, extra in ((int(r["prev_seq"]), {}), (int(r["seq"]), {"problem": problem(r)})):
+            ev = rows.get(seq, {"seq": seq})
+            out.append({**{k: ev[k] for k in _FIELDS if ev.get(k) is not None}, **extra})
+    return out
+
+
+def _first_line(ev: list[dict[str, Any]]) -> tuple[str, float]:
+    a, b = ev[0], ev[1]
+    who = b.get("consumer") or b.get("src")
+    return (f"{who} read {tp_label(b.get('topic'), b.get('partition'))}@{b.get('offset')} right after "
+            f"@{a.get('offset')}"), float(b.get("t") or 0.0)
+
+
+class NonmonotonicPoll:
+    id = "consumer.nonmonotonic_poll"
+    family = "consumer"
+    needs = frozenset({"poll"})
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        bad = poll_pairs(ctx).where(F.col("offset") <= F.col("prev_offset"))
+        sample = bad.orderBy("seq").limit(EVIDENCE_PAIRS).collect()
+        polls = ctx.count("poll")
+        if not sample:
+            return passed(self.id, f"offsets increased across all {polls} polls within each assignment",
+                          {"polls": polls, "nonmonotonic": 0})
+        n = bad.count()
+        ev = _pair_evidence(ctx, sample, lambda r: f"offset {r['offset']} after {r['prev_offset']} in one assignment")
+        text, t = _first_line(ev)
+        fault = ctx.faults.active_at(t)
+        summary = f"{plural(n, 'nonmonotonic poll')}, e.g. {text}" + (f" during {fault.label}" if fault else "")
+        return failed(self.id, summary, ev, {"polls": polls, "nonmonotonic": n}, fault.label if fault else None)
+
+
+class PollSkip:
+    id = "consumer.poll_skip"
+    family = "consumer"
+    needs = frozenset({"poll"})
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        gaps = poll_pairs(ctx).where(F.col("offset") > F.col("prev_offset") + 1)
+        polls = ctx.count("poll")
+        tps = [(r["topic"], r["partition"]) for r in gaps.select("topic", "partition").distinct().collect()]
+        if not tps:
+            return passed(self.id, f"no consumer jumped over an offset in {polls} polls",
+                          {"polls": polls, "gaps": 0, "skips": 0})
+        cond = F.lit(False)
+        for topic, part in tps:
+            cond = cond | ((F.col("topic") == topic) & (F.col("partition") == part))
+        known = (ctx.df("ack", "poll").where(F.col("offset").isNotNull() & cond)
+                 .select("topic", "partition", "offset").distinct())
+        nxt = known.select("topic", "partition", F.col("offset").alias("prev_offset"), F.lead("offset").over(
+            Window.partitionBy("topic", "partition").orderBy("offset")).alias("next_known"))
+        skips = gaps.join(nxt, ["topic", "partition", "prev_offset"]).where(F.col("next_known") < F.col("offset"))
+        n_gaps = gaps.count()
+        sample = skips.orderBy("seq").limit(EVIDENCE_PAIRS).collect()
+        metrics = {"polls": polls, "gaps": n_gaps}
+        if not sample:
+            metrics["skips"] = 0
+            return passed(self.id, f"{plural(n_gaps, 'offset gap')} in polls, none over a known record", metrics)
+        metrics["skips"] = skips.count()
+        ev = _pair_evidence(ctx, sample, lambda r: f"jumped from {r['prev_offset']} to {r['offset']} over known "
+                                                   f"offset {r['next_known']}")
+        text, t = _first_line(ev)
+        fault = ctx.faults.active_at(t)
+        summary = (f"{plural(metrics['skips'], 'poll skip')}, e.g. {text} over known offset "
+                   f"{sample[0]['next_known']}" + (f" during {fault.label}" if fault else ""))
+        return failed(self.id, summary, ev, metrics, fault.label if fault else None)

@@ -1,0 +1,219 @@
+"""Delivery checks (KAFKA-BEHAVIOUR.md §7.6, §7.7; Jepsen's Kafka anomalies), in Spark.
+
+- `delivery.lost_write`: a value acknowledged to an acks=all producer (a `send` without `acks`
+  counts as acks=all) that no consumer ever polled. It is *lost* when its offset is at or below
+  the highest offset polled from its partition (consumers read past it: Jepsen's definition) or
+  the run completed (the drain should have read it); otherwise, in a run cut short, it is
+  *unseen* and the check is unknown. Sends with no ack and no error, and errors that are not
+  definite, are unknown outcomes (Jepsen's `info`): counted, never lost.
+- `delivery.duplicate`: a value seen (acked or polled) at more than one (topic, partition, offset).
+- `delivery.inconsistent_offsets`: one (topic, partition, offset) seen holding two different values.
+- `delivery.key_order`: one producer's sends of a key that landed in the same partition appear at
+  offsets in send order (Jepsen's nonmonotonic send, per key).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from pyspark.sql import functions as F
+from pyspark.sql.window import Window
+
+from spark_analysis.checks.common import plural, tp_label
+from spark_analysis.checks.frames import events_by_seq, per_value, poll_frontier
+from spark_analysis.context import CheckContext
+from spark_analysis.faults import FaultIndex
+from spark_analysis.result import CheckResult, failed, passed, unknown
+
+EVIDENCE_ROWS = 20
+ATTRIBUTION_ROWS = 2000
+_EV_FIELDS = ("seq", "t", "src", "type", "producer", "consumer", "value", "key", "topic", "partition", "offset")
+
+
+def _ev(row: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    out = {k: row[k] for k in _EV_FIELDS if row.get(k) is not None}
+    out.update(extra)
+    return out
+
+
+def lost_summary(
+    lost_by_tp: dict[tuple[str, int], int], sample: list[dict[str, Any]], faults: FaultIndex
+) -> tuple[str, str | None]:
+    """'lost 3 acked writes on orders/2 during fault #2 kill broker 1' (+ the other partitions)."""
+    total = sum(lost_by_tp.values())
+    fault_of: dict[tuple[str, int], Counter[str]] = {}
+    for row in sample:
+        window = faults.at_or_after(float(row["t"]))
+        if window is not None:
+            fault_of.setdefault((str(row["topic"]), int(row["partition"])), Counter())[window.label] += 1
+    ranked = sorted(lost_by_tp.items(), key=lambda kv: (-kv[1], kv[0]))
+    overall: Counter[str] = Counter()
+    for c in fault_of.values():
+        overall.update(c)
+    top_fault = overall.most_common(1)[0][0] if overall else None
+
+    def part(tp: tuple[str, int], n: int, with_count: bool) -> str:
+        label = fault_of.get(tp, Counter()).most_common(1)
+        text = tp_label(*tp) + (f" ({n}" if with_count else "")
+        if label:
+            text += (", " if with_count else " during ") + label[0][0]
+        return text + (")" if with_count else "")
+
+    if len(ranked) == 1:
+        return f"lost {plural(total, 'acked write')} on {part(ranked[0][0], total, False)}", top_fault
+    shown = "; ".join(part(tp, n, True) for tp, n in ranked[:4])
+    more = f"; +{len(ranked) - 4} more partitions" if len(ranked) > 4 else ""
+    return f"lost {plural(total, 'acked write')} on {len(ranked)} partitions: {shown}{more}", top_fault
+
+
+class LostWrite:
+    id = "delivery.lost_write"
+    family = "delivery"
+    needs = frozenset({"ack", "poll"})
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        pv = per_value(ctx)
+        acked, polled = F.col("acked") == 1, F.col("polled") == 1
+        strong = F.coalesce(F.col("send_acks_all"), F.lit(1)) == 1
+        info = pv.agg(
+            F.sum("acked").alias("acked"),
+            F.sum("polled").alias("polled"),
+            F.sum(((F.col("sent") == 1) & ~acked & (F.col("errored") == 0)).cast("int")).alias("unfinished"),
+            F.sum(((F.col("errored") == 1) & (F.col("failed_definitely") == 0) & ~acked).cast("int"))
+            .alias("indefinite_errors"),
+            F.sum((acked & ~polled & ~strong).cast("int")).alias("unpolled_acks_weaker_than_all"),
+        ).first()
+        metrics: dict[str, Any] = {k: int(info[k] or 0) for k in info.asDict()} if info else {}
+        frontier = poll_frontier(ctx)
+        spark = ctx.spark
+        assert spark is not None
+        fr = spark.createDataFrame([(h, p, o) for (_t, h, p, o) in frontier] or [(0, -1, -1)],
+                                   "ack_topic_h long, ack_partition long, frontier long")
+        cand = pv.where(acked & ~polled & strong).select("value", "ack_t", "ack_seq", "ack_topic_h", "ack_partition",
+                                                         "ack_offset")
+        classified = cand.join(F.broadcast(fr), ["ack_topic_h", "ack_partition"], "left").withColumn(
+            "lost", F.lit(ctx.completed) | (F.col("ack_offset") <= F.coalesce(F.col("frontier"), F.lit(-1))))
+        by = classified.groupBy("lost").count().collect()
+        n_lost = sum(int(r["count"]) for r in by if r["lost"])
+        unseen = sum(int(r["count"]) for r in by if not r["lost"])
+        metrics.update({"lost": n_lost, "unseen": unseen})
+        if n_lost:
+            seqs = [int(r["ack_seq"]) for r in
+                    classified.where("lost").orderBy("ack_t").limit(ATTRIBUTION_ROWS).select("ack_seq").collect()]
+            rows = events_by_seq(ctx, seqs)
+            sample = [rows[s] for s in seqs if s in rows]
+            names = {h: t for (t, h, _p, _o) in frontier}
+            by_tp = classified.where("lost").groupBy("ack_topic_h", "ack_partition").count().collect()
+            if any(int(r["ack_topic_h"]) not in names for r in by_tp):
+                names.update({int(r["h"]): str(r["topic"]) for r in ctx.df("ack").select(
+                    "topic", F.xxhash64("topic").alias("h")).distinct().collect()})
+            lost_by_tp = {(names.get(int(r["ack_topic_h"]), "?"), int(r["ack_partition"])): int(r["count"])
+                          for r in by_tp}
+            summary, fault = lost_summary(lost_by_tp, sample, ctx.faults)
+            ev = [_ev(r, problem="acknowledged (acks=all) but never polled") for r in sample[:EVIDENCE_ROWS]]
+            metrics["lost_by_partition"] = {tp_label(*tp): n for tp, n in sorted(lost_by_tp.items())}
+            return failed(self.id, summary, ev, metrics, fault)
+        info_note = ""
+        if metrics.get("unfinished") or metrics.get("indefinite_errors"):
+            info_note = (f"; {metrics.get('unfinished', 0)} unfinished sends and "
+                         f"{metrics.get('indefinite_errors', 0)} indefinite errors are unknown outcomes, not lost")
+        if unseen:
+            return unknown(self.id, f"{plural(unseen, 'acked write')} not yet polled when the run ended early "
+                                    f"(beyond what consumers reached){info_note}", metrics)
+        if not metrics.get("acked"):
+            return unknown(self.id, "no acknowledged write to check" + info_note, metrics)
+        checked = metrics["acked"] - metrics.get("unpolled_acks_weaker_than_all", 0)
+        return passed(self.id, f"all {checked} acked writes were polled{info_note}", metrics)
+
+
+def _rows_for_values(ctx: CheckContext, values: list[int]) -> list[dict[str, Any]]:
+    rows = (ctx.df("ack", "poll").where(F.col("value").isin(values))
+            .select(*_EV_FIELDS).dropDuplicates(["value", "topic", "partition", "offset"]).collect())
+    out = [{k: v for k, v in r.asDict().items() if v is not None} for r in rows]
+    return sorted(out, key=lambda r: (r["value"], r.get("seq", 0)))
+
+
+class Duplicate:
+    id = "delivery.duplicate"
+    family = "delivery"
+    needs = frozenset({"poll"})
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        pv = per_value(ctx)
+        dups = pv.where(F.col("loc_min").isNotNull() & ((F.col("loc_min") != F.col("loc_max"))
+                                                        | (F.col("topic_h_min") != F.col("topic_h_max"))))
+        counts = pv.agg(F.count(F.col("loc_min")).alias("seen")).first()
+        seen = int(counts["seen"] or 0) if counts else 0
+        sample = [int(r["value"]) for r in dups.select("value").limit(EVIDENCE_ROWS // 2).collect()]
+        if not sample:
+            return passed(self.id, f"no value at two offsets among {seen} values seen",
+                          {"values_seen": seen, "duplicated_values": 0})
+        n = dups.count()
+        ev = _rows_for_values(ctx, sorted(sample))[:EVIDENCE_ROWS]
+        first = [r for r in ev if r["value"] == ev[0]["value"]]
+        where = " and ".join(f"{tp_label(r['topic'], r['partition'])}@{r['offset']}" for r in first[:3])
+        summary = f"{plural(n, 'value')} appear at more than one offset, e.g. value {ev[0]['value']} at {where}"
+        fault = ctx.faults.active_at(max(float(r.get("t") or 0.0) for r in first))
+        return failed(self.id, summary, ev, {"values_seen": seen, "duplicated_values": n},
+                      fault.label if fault else None)
+
+
+class InconsistentOffsets:
+    id = "delivery.inconsistent_offsets"
+    family = "delivery"
+    needs = frozenset({"poll"})
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        obs = ctx.df("ack", "poll").where(F.col("offset").isNotNull() & F.col("value").isNotNull())
+        per_offset = obs.groupBy(F.xxhash64("topic").alias("topic_h"), "partition", "offset").agg(
+            F.min("value").alias("vmin"), F.max("value").alias("vmax"))
+        bad = per_offset.where(F.col("vmin") != F.col("vmax"))
+        sample = bad.limit(EVIDENCE_ROWS // 2).collect()
+        if not sample:
+            return passed(self.id, "every observed offset holds one value", {"inconsistent_offsets": 0})
+        n = bad.count()
+        values = sorted({int(r["vmin"]) for r in sample} | {int(r["vmax"]) for r in sample})
+        rows = [r for r in _rows_for_values(ctx, values)
+                if any(r.get("partition") == s["partition"] and r.get("offset") == s["offset"] for s in sample)]
+        rows.sort(key=lambda r: (str(r.get("topic")), r.get("partition", 0), r.get("offset", 0), r.get("seq", 0)))
+        ev = rows[:EVIDENCE_ROWS]
+        first = ev[0]
+        holders = sorted({r["value"] for r in ev if r.get("partition") == first.get("partition")
+                          and r.get("offset") == first.get("offset") and r.get("topic") == first.get("topic")})
+        summary = (f"{plural(n, 'offset')} seen with two values, e.g. {tp_label(first['topic'], first['partition'])}"
+                   f"@{first['offset']} holds {' and '.join(map(str, holders))}")
+        fault = ctx.faults.active_at(max(float(r.get("t") or 0.0) for r in ev))
+        return failed(self.id, summary, ev, {"inconsistent_offsets": n}, fault.label if fault else None)
+
+
+class KeyOrder:
+    id = "delivery.key_order"
+    family = "delivery"
+    needs = frozenset({"send", "ack"})
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        pv = per_value(ctx).where(F.col("send_seq").isNotNull() & F.col("pk_h").isNotNull()
+                                  & F.col("ack_offset").isNotNull())
+        w = Window.partitionBy("pk_h", "ack_topic_h", "ack_partition").orderBy("send_seq")
+        pairs = (pv.select("value", "send_seq", "ack_seq", "ack_offset", "ack_t",
+                           F.lag("ack_offset").over(w).alias("prev_offset"),
+                           F.lag("ack_seq").over(w).alias("prev_ack_seq"))
+                 .where(F.col("prev_offset").isNotNull() & (F.col("ack_offset") <= F.col("prev_offset"))))
+        sample = pairs.limit(EVIDENCE_ROWS // 2).collect()
+        if not sample:
+            return passed(self.id, "every key's acked writes are in send order within their partition",
+                          {"reordered": 0})
+        n = pairs.count()
+        rows = events_by_seq(ctx, [int(r["ack_seq"]) for r in sample] + [int(r["prev_ack_seq"]) for r in sample])
+        ev: list[dict[str, Any]] = []
+        for r in sorted(sample, key=lambda r: r["send_seq"]):
+            before, after = rows.get(int(r["prev_ack_seq"]), {}), rows.get(int(r["ack_seq"]), {})
+            ev.append(_ev(before, problem="sent first"))
+            ev.append(_ev(after, problem=f"sent later, stored before (offset {r['ack_offset']} <= {r['prev_offset']})"))
+        first = ev[1]
+        summary = (f"{plural(n, 'write')} stored out of send order for their key, e.g. key {first.get('key')!r} of "
+                   f"{first.get('producer')}: value {first.get('value')} at offset {first.get('offset')} after value "
+                   f"{ev[0].get('value')} at {ev[0].get('offset')}")
+        fault = ctx.faults.active_at(float(first.get("t") or 0.0))
+        return failed(self.id, summary, ev, {"reordered": n}, fault.label if fault else None)

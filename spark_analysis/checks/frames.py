@@ -1,0 +1,130 @@
+"""Spark intermediates shared by the big checks, computed once per run and cached.
+
+Every aggregate buffer here is fixed-width (ints, longs, doubles) so Spark can use its hash
+aggregation with map-side partial aggregation; strings (topic, producer, key) enter only as
+64-bit hashes, and evidence rows are fetched back by value afterwards.
+
+- `per_value(ctx)`: one row per written value (send/ack/send.error/poll aggregated with one
+  shuffle): whether and how it was sent, acknowledged, failed, polled; where it was acked; the
+  smallest and largest location (topic hash, partition, offset) it was seen at.
+- `poll_frontier(ctx)`: the highest polled offset per partition (small, collected).
+- `poll_pairs(ctx)`: anomalous consecutive polls of one consumer on one partition within one
+  assignment epoch (an assign/revoke of that partition by that consumer starts a new epoch):
+  offset not increasing, or jumping by more than one.
+"""
+
+from __future__ import annotations
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.window import Window
+
+from spark_analysis.context import CheckContext
+
+WRITE_TYPES = ("send", "ack", "send.error", "poll")
+OFFSET_BITS = 40
+
+
+def _is(kind: str) -> F.Column:
+    return F.col("type") == kind
+
+
+def location() -> F.Column:
+    """partition and offset packed into one long (partition < 2^23, offset < 2^40)."""
+    return F.col("partition") * F.lit(1 << OFFSET_BITS) + F.col("offset")
+
+
+def acks_all(col: F.Column) -> F.Column:
+    """acks=all/-1, or no acks recorded (treated as all)."""
+    return F.lower(F.coalesce(col, F.lit("all"))).isin("all", "-1")
+
+
+def per_value(ctx: CheckContext) -> DataFrame:
+    if "per_value" in ctx.shared:
+        return ctx.shared["per_value"]
+    ev = ctx.df(*WRITE_TYPES).where(F.col("value").isNotNull()).select(
+        "type", "value", "t", "seq", "definite", "partition", "offset",
+        F.xxhash64("topic").alias("topic_h"),
+        F.xxhash64("producer", "key").alias("pk_h"),
+        F.col("key").isNotNull().alias("has_key"),
+        acks_all(F.col("acks")).alias("acks_all"),
+    )
+    seen = F.col("type").isin("ack", "poll") & F.col("offset").isNotNull()
+    ack = _is("ack")
+    agg = ev.groupBy("value").agg(
+        F.max(_is("send").cast("int")).alias("sent"),
+        F.max(ack.cast("int")).alias("acked"),
+        F.max(_is("poll").cast("int")).alias("polled"),
+        F.max(_is("send.error").cast("int")).alias("errored"),
+        F.max((_is("send.error") & F.coalesce(F.col("definite"), F.lit(False))).cast("int")).alias("failed_definitely"),
+        F.min(F.when(_is("send"), F.col("acks_all").cast("int"))).alias("send_acks_all"),
+        F.min(F.when(_is("send"), F.col("seq"))).alias("send_seq"),
+        F.min(F.when(_is("send"), F.col("t"))).alias("send_t"),
+        F.max(F.when(F.col("type").isin("send", "ack") & F.col("has_key"), F.col("pk_h"))).alias("pk_h"),
+        F.min(F.when(ack, F.col("t"))).alias("ack_t"),
+        F.min(F.when(ack, F.col("seq"))).alias("ack_seq"),
+        F.min(F.when(ack, F.col("topic_h"))).alias("ack_topic_h"),
+        F.min(F.when(ack, F.col("partition"))).alias("ack_partition"),
+        F.min(F.when(ack, F.col("offset"))).alias("ack_offset"),
+        F.min(F.when(seen, F.col("topic_h"))).alias("topic_h_min"),
+        F.max(F.when(seen, F.col("topic_h"))).alias("topic_h_max"),
+        F.min(F.when(seen, location())).alias("loc_min"),
+        F.max(F.when(seen, location())).alias("loc_max"),
+    )
+    agg = agg.persist(StorageLevel.MEMORY_AND_DISK)
+    ctx.shared["per_value"] = agg
+    return agg
+
+
+def poll_frontier(ctx: CheckContext) -> list[tuple[str, int, int, int]]:
+    """(topic, topic hash, partition, highest polled offset) for every polled partition."""
+    if "poll_frontier" in ctx.shared:
+        return ctx.shared["poll_frontier"]
+    rows = (
+        ctx.df("poll").where(F.col("offset").isNotNull())
+        .groupBy("topic", "partition")
+        .agg(F.max("offset").alias("max_offset"), F.first(F.xxhash64("topic")).alias("topic_h"))
+        .collect()
+    )
+    frontier = [(str(r["topic"]), int(r["topic_h"]), int(r["partition"]), int(r["max_offset"])) for r in rows]
+    ctx.shared["poll_frontier"] = frontier
+    return frontier
+
+
+def poll_pairs(ctx: CheckContext) -> DataFrame:
+    """Anomalous consecutive polls: `offset`/`seq` and `prev_offset`/`prev_seq` of the same consumer
+    (`src`) on the same partition with no assign/revoke of it in between."""
+    if "poll_pairs" in ctx.shared:
+        return ctx.shared["poll_pairs"]
+    polls = ctx.df("poll").where(F.col("offset").isNotNull()).select("src", "topic", "partition", "offset", "seq")
+    markers = (
+        ctx.df("assign", "revoke")
+        .select("src", "seq", F.explode("partitions").alias("tp"))
+        .where(F.size("tp") == 2)
+        .select(
+            "src",
+            F.col("tp")[0].alias("topic"),
+            F.col("tp")[1].cast("long").alias("partition"),
+            F.lit(None).cast("long").alias("offset"),
+            "seq",
+        )
+    )
+    w = Window.partitionBy("src", "topic", "partition").orderBy("seq")
+    pairs = (
+        polls.unionByName(markers)
+        .select("*", F.lag("offset").over(w).alias("prev_offset"), F.lag("seq").over(w).alias("prev_seq"))
+        .where(F.col("offset").isNotNull() & F.col("prev_offset").isNotNull())
+        .where((F.col("offset") <= F.col("prev_offset")) | (F.col("offset") > F.col("prev_offset") + 1))
+    )
+    pairs = pairs.persist(StorageLevel.MEMORY_AND_DISK)
+    ctx.shared["poll_pairs"] = pairs
+    return pairs
+
+
+def events_by_seq(ctx: CheckContext, seqs: list[int]) -> dict[int, dict[str, object]]:
+    """The full events at the given `seq`s (for evidence), as dicts without nulls."""
+    if not seqs:
+        return {}
+    rows = ctx.df(*WRITE_TYPES, "commit").where(F.col("seq").isin(seqs)).collect()
+    return {int(r["seq"]): {k: v for k, v in r.asDict().items() if v is not None} for r in rows}

@@ -1,0 +1,284 @@
+"""Consumer-group checks (KAFKA-BEHAVIOUR.md §7.8-§7.11).
+
+- `group.generation_monotonic`: per observer and group, the generation in `group.state` never
+  decreases, and two Stable observations with different member sets never share a generation;
+  per consumer, the generation of its assigns never decreases.
+- `group.exclusive_ownership`: within one generation no partition is held by two members (holdings
+  reconstructed from assign/revoke); once the group is Stable with exactly the members that
+  reported assigns for that generation, every partition of their topics is held by one of them.
+- `group.assignment_conforms`: the holdings of a generation equal `harness.model.assignors`'s
+  range/roundrobin result for the protocol the group elected (`group.state.protocol`), or, for
+  sticky/cooperative-sticky, are valid, balanced and break no stickiness rule of the model.
+- `group.coordinator_conforms`: the coordinator in `group.state` is the leader of the group's
+  `__consumer_offsets` partition (`harness.model.coordinator.coordinator_partition`) at that time,
+  within a grace for observer skew.
+- `group.commit_monotonic` (Spark): a group's committed offset for a partition never goes back
+  within one generation.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from typing import Any
+
+from pyspark.sql import functions as F
+from pyspark.sql.window import Window
+
+from spark_analysis.checks.common import as_members, evidence, plural, tp_label
+from spark_analysis.checks.holdings import Holding, holdings, topic_partition_counts
+from spark_analysis.context import CheckContext, Row
+from spark_analysis.result import CheckResult, failed, passed, unknown
+
+COORDINATOR_GRACE_S = 10.0
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+def _with_fault(ctx: CheckContext, text: str, t: float) -> tuple[str, str | None]:
+    fault = ctx.faults.active_at(t)
+    return (f"{text} during {fault.label}" if fault else text), (fault.label if fault else None)
+
+
+class GenerationMonotonic:
+    id = "group.generation_monotonic"
+    family = "group"
+    needs: frozenset[str] = frozenset()
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        states = [e for e in ctx.rows("group.state") if e.get("generation") is not None]
+        assigns = [e for e in ctx.rows("assign") if e.get("generation") is not None]
+        if not states and not assigns:
+            return unknown(self.id, "no group.state or assign event carries a generation")
+        bad: list[dict[str, Any]] = []
+        last: dict[tuple[str, str], Row] = {}
+        stable: dict[tuple[str, str], Row] = {}
+        for ev in states:
+            key = (str(ev.get("src")), str(ev.get("group")))
+            prev = last.get(key)
+            if prev is not None and ev["generation"] < prev["generation"]:
+                bad += [evidence(prev), evidence(ev, problem=f"group {ev.get('group')} generation went back "
+                                                             f"{prev['generation']} -> {ev['generation']}")]
+            if ev.get("state") == "Stable":
+                ps = stable.get(key)
+                if (ps is not None and ps["generation"] == ev["generation"] and ev.get("members") is not None
+                        and ps.get("members") is not None
+                        and sorted(as_members(ps["members"])) != sorted(as_members(ev["members"]))):
+                    bad += [evidence(ps), evidence(ev, problem=f"group {ev.get('group')} members changed in "
+                                                               f"generation {ev['generation']} without a rebalance")]
+                stable[key] = ev
+            last[key] = ev
+        last_assign: dict[tuple[str, str], Row] = {}
+        for ev in assigns:
+            key = (str(ev.get("src")), str(ev.get("group")))
+            prev = last_assign.get(key)
+            if prev is not None and ev["generation"] < prev["generation"]:
+                bad += [evidence(prev), evidence(ev, problem=f"{ev.get('src')} assigned in generation "
+                                                             f"{ev['generation']} after {prev['generation']}")]
+            last_assign[key] = ev
+        gens = {(str(e.get("group")), int(e["generation"])) for e in states + assigns}
+        metrics = {"group_states": len(states), "assigns": len(assigns), "generations": len(gens),
+                   "violations": len(bad) // 2}
+        if bad:
+            summary, fault = _with_fault(ctx, f"{plural(len(bad) // 2, 'violation')}: {bad[1]['problem']}",
+                                         float(bad[1].get("t") or 0.0))
+            return failed(self.id, summary, bad, metrics, fault)
+        return passed(self.id, f"generations only increased ({plural(len(gens), 'group generation')})", metrics)
+
+
+def _stable_members(ctx: CheckContext) -> dict[tuple[str, int], list[str]]:
+    out: dict[tuple[str, int], list[str]] = {}
+    for ev in ctx.rows("group.state"):
+        if ev.get("state") == "Stable" and ev.get("generation") is not None and ev.get("members") is not None:
+            out[(str(ev.get("group")), int(ev["generation"]))] = as_members(ev["members"])
+    return out
+
+
+class ExclusiveOwnership:
+    id = "group.exclusive_ownership"
+    family = "group"
+    needs = frozenset({"assign"})
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        held = holdings(ctx.rows("assign", "revoke"))
+        counts = topic_partition_counts(ctx.rows("partition.state"), [h for g in held.values() for h in g.values()])
+        stable = _stable_members(ctx)
+        bad: list[dict[str, Any]] = []
+        covered = 0
+        for (group, gen), members in sorted(held.items()):
+            owners: dict[tuple[str, int], list[Holding]] = defaultdict(list)
+            for h in members.values():
+                for tp in h.partitions:
+                    owners[tp].append(h)
+            for tp, hs in sorted(owners.items()):
+                if len(hs) > 1:
+                    names = ", ".join(h.member for h in hs)
+                    bad += [evidence(h.event, problem=f"{tp_label(*tp)} held by {len(hs)} members ({names}) "
+                                                      f"in generation {gen} of {group}") for h in hs]
+            if (group, gen) in stable and sorted(stable[(group, gen)]) == sorted(members):
+                covered += 1
+                topics = {t for h in members.values() for t, _ in h.partitions}
+                unowned = [(t, p) for t in sorted(topics) for p in range(counts.get(t, 0)) if (t, p) not in owners]
+                if unowned:
+                    last = max(members.values(), key=lambda h: int(h.event.get("seq") or 0))
+                    bad.append(evidence(last.event, problem=f"Stable generation {gen} of {group} leaves "
+                                                            f"{', '.join(tp_label(*x) for x in unowned[:5])} unowned"))
+        metrics = {"generations": len(held), "generations_checked_complete": covered, "violations": len(bad)}
+        if bad:
+            summary, fault = _with_fault(ctx, f"{bad[0]['problem']}" + (f" (+{len(bad) - 1} more rows)"
+                                                                          if len(bad) > 1 else ""),
+                                         float(bad[0].get("t") or 0.0))
+            return failed(self.id, summary, bad, metrics, fault)
+        return passed(self.id, f"no partition held twice in any of {plural(len(held), 'generation')}", metrics)
+
+
+def _protocols(ctx: CheckContext) -> dict[tuple[str, int], str]:
+    out: dict[tuple[str, int], str] = {}
+    for ev in ctx.rows("group.state"):
+        if ev.get("protocol") and ev.get("generation") is not None:
+            out[(str(ev.get("group")), int(ev["generation"]))] = str(ev["protocol"]).lower()
+    return out
+
+
+class AssignmentConforms:
+    id = "group.assignment_conforms"
+    family = "group"
+    needs = frozenset({"assign", "group.state"})
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        from harness.model import assignors
+
+        held = holdings(ctx.rows("assign", "revoke"))
+        counts = topic_partition_counts(ctx.rows("partition.state"), [h for g in held.values() for h in g.values()])
+        protocols = _protocols(ctx)
+        stable = _stable_members(ctx)
+        judged = 0
+        bad: list[dict[str, Any]] = []
+        previous: dict[str, dict[str, list[tuple[str, int]]]] = {}
+        for (group, gen), members in sorted(held.items()):
+            current = {m: sorted(h.partitions) for m, h in members.items()}
+            prev = previous.get(group)
+            previous[group] = current
+            protocol = protocols.get((group, gen))
+            if protocol is None or ((group, gen) in stable and sorted(stable[(group, gen)]) != sorted(members)):
+                continue
+            topics = sorted({t for ps in current.values() for t, _ in ps})
+            parts = {t: counts[t] for t in topics if t in counts}
+            last = max(members.values(), key=lambda h: int(h.event.get("seq") or 0)).event
+            problem = None
+            if protocol in ("range", "roundrobin"):
+                fn = assignors.range_assign if protocol == "range" else assignors.roundrobin_assign
+                want = {m: sorted(v) for m, v in fn(sorted(current), parts).items()}
+                judged += 1
+                if want != current:
+                    diff = [m for m in sorted(current) if want.get(m) != current[m]]
+                    m0 = diff[0]
+                    held_now = [tp_label(*x) for x in current[m0]]
+                    model = [tp_label(*x) for x in want.get(m0, [])]
+                    problem = f"{group} generation {gen} ({protocol}): {m0} holds {held_now}, model assigns {model}"
+            elif "sticky" in protocol:
+                judged += 1
+                issues = list(assignors.assignment_problems(current, parts))
+                if not assignors.is_balanced(current):
+                    issues.append("unbalanced: " + ", ".join(f"{m}={len(v)}" for m, v in sorted(current.items())))
+                if prev is not None:
+                    issues += [f"{v.kind}: {tp_label(*v.partition)} moved {v.from_member} -> {v.to_member}"
+                               for v in assignors.sticky_violations(prev, current)]
+                if issues:
+                    problem = f"{group} generation {gen} ({protocol}): {issues[0]}" + (
+                        f" (+{len(issues) - 1} more)" if len(issues) > 1 else "")
+            if problem:
+                bad.append(evidence(last, protocol=protocol, problem=problem,
+                                    assignment={m: [tp_label(*x) for x in v] for m, v in current.items()}))
+        metrics = {"generations": len(held), "judged": judged, "violations": len(bad)}
+        if bad:
+            summary, fault = _with_fault(ctx, f"{plural(len(bad), 'generation')} off the strategy: {bad[0]['problem']}",
+                                         float(bad[0].get("t") or 0.0))
+            return failed(self.id, summary, bad, metrics, fault)
+        if judged == 0:
+            return unknown(self.id, "no generation with a known protocol and a complete assignment", metrics)
+        return passed(self.id, f"{plural(judged, 'generation')} assigned as the elected strategy prescribes", metrics)
+
+
+class CoordinatorConforms:
+    id = "group.coordinator_conforms"
+    family = "group"
+    needs = frozenset({"group.state", "partition.state"})
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        from harness.model.coordinator import coordinator_partition
+
+        offsets = [e for e in ctx.rows("partition.state") if e.get("topic") == OFFSETS_TOPIC]
+        zk = [e for e in offsets if e.get("src") == "zk"]
+        offsets = zk or offsets
+        if not offsets:
+            return unknown(self.id, f"no partition.state events for {OFFSETS_TOPIC}")
+        n = ctx.run.offsets_topic_partitions or (max(int(e["partition"]) for e in offsets) + 1)
+        timeline: dict[int, tuple[list[float], list[int]]] = {}
+        for e in offsets:
+            ts, ls = timeline.setdefault(int(e["partition"]), ([], []))
+            ts.append(float(e.get("t") or 0.0))
+            ls.append(int(e["leader"]) if e.get("leader") is not None else -1)
+        judged = 0
+        bad: list[dict[str, Any]] = []
+        for ev in ctx.rows("group.state"):
+            coord = ev.get("coordinator")
+            if coord is None or coord < 0 or ev.get("group") is None:
+                continue
+            p = coordinator_partition(str(ev["group"]), n)
+            if p not in timeline:
+                continue
+            ts, ls = timeline[p]
+            t = float(ev.get("t") or 0.0)
+            i0 = max(0, bisect.bisect_right(ts, t - COORDINATOR_GRACE_S) - 1)
+            i1 = bisect.bisect_right(ts, t + COORDINATOR_GRACE_S)
+            candidates = set(ls[i0:i1])
+            judged += 1
+            if coord not in candidates:
+                at = ls[max(0, bisect.bisect_right(ts, t) - 1)]
+                bad.append(evidence(ev, expected=at, problem=f"group {ev['group']} coordinated by {coord}, but "
+                                                             f"{OFFSETS_TOPIC}/{p} is led by {at}"))
+        metrics = {"group_states": judged, "offsets_topic_partitions": n, "violations": len(bad)}
+        if bad:
+            summary, fault = _with_fault(ctx, f"{plural(len(bad), 'observation')} with the wrong coordinator: "
+                                              f"{bad[0]['problem']}", float(bad[0].get("t") or 0.0))
+            return failed(self.id, summary, bad, metrics, fault)
+        if judged == 0:
+            return unknown(self.id, "no group.state with a coordinator whose offsets partition was observed", metrics)
+        return passed(self.id, f"coordinator matched the {OFFSETS_TOPIC} leader in {plural(judged, 'observation')}",
+                      metrics)
+
+
+class CommitMonotonic:
+    id = "group.commit_monotonic"
+    family = "group"
+    needs = frozenset({"commit"})
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        w = Window.partitionBy("group", "topic", "partition", "generation").orderBy("seq")
+        commits = ctx.df("commit").where(F.col("offset").isNotNull()).select(
+            "seq", "t", "src", "group", "member", "generation", "topic", "partition", "offset")
+        bad = (commits.withColumn("prev_offset", F.lag("offset").over(w))
+               .withColumn("prev_seq", F.lag("seq").over(w))
+               .withColumn("prev_member", F.lag("member").over(w))
+               .where(F.col("offset") < F.col("prev_offset")))
+        sample = bad.orderBy("seq").limit(10).collect()
+        total = ctx.count("commit")
+        if not sample:
+            return passed(self.id, f"committed offsets never went back within a generation ({total} commits)",
+                          {"commits": total, "regressions": 0})
+        n = bad.count()
+        ev: list[dict[str, Any]] = []
+        for r in sample:
+            d = r.asDict()
+            ev.append({"type": "commit", "seq": d["prev_seq"], "group": d["group"], "member": d["prev_member"],
+                       "generation": d["generation"], "topic": d["topic"], "partition": d["partition"],
+                       "offset": d["prev_offset"]})
+            ev.append({"type": "commit", **{k: d[k] for k in ("seq", "t", "src", "group", "member", "generation",
+                                                               "topic", "partition", "offset") if d[k] is not None},
+                       "problem": f"offset went back {d['prev_offset']} -> {d['offset']}"})
+        first = sample[0]
+        summary, fault = _with_fault(
+            ctx, f"{plural(n, 'commit')} moved back within a generation, e.g. {first['group']} "
+                 f"{tp_label(first['topic'], first['partition'])} gen {first['generation']}: "
+                 f"{first['prev_offset']} -> {first['offset']}", float(first["t"] or 0.0))
+        return failed(self.id, summary, ev, {"commits": total, "regressions": n}, fault)

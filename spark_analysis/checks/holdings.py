@@ -1,0 +1,63 @@
+"""Who owned which partitions in which generation, reconstructed from assign/revoke events.
+
+Owns `holdings`: per consumer instance (its `src`), the partitions it held right after each
+`assign` (union of assigns minus revokes, which is right for both the eager protocol — revoke
+everything, assign the full set — and the cooperative one — incremental assign/revoke), keyed
+by (group, generation). Also the partition count of every topic, from `partition.state` events
+(highest partition + 1), else from what assignments mention.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from spark_analysis.checks.common import TopicPartition, as_partitions
+
+
+@dataclass(frozen=True, slots=True)
+class Holding:
+    """One consumer's partitions right after an assign in `generation`."""
+
+    group: str
+    generation: int
+    src: str
+    member: str
+    partitions: frozenset[TopicPartition]
+    event: Mapping[str, Any]
+
+
+def holdings(events: Iterable[Mapping[str, Any]]) -> dict[tuple[str, int], dict[str, Holding]]:
+    """(group, generation) -> member -> Holding (the last assign of that member in that generation)."""
+    held: dict[tuple[str, str], set[TopicPartition]] = defaultdict(set)
+    out: dict[tuple[str, int], dict[str, Holding]] = defaultdict(dict)
+    for ev in events:
+        group = str(ev.get("group"))
+        src = str(ev.get("src"))
+        parts = as_partitions(ev.get("partitions"))
+        if ev.get("type") == "revoke":
+            held[(group, src)].difference_update(parts)
+        elif ev.get("type") == "assign":
+            held[(group, src)].update(parts)
+            if ev.get("generation") is None:
+                continue
+            gen = int(ev["generation"])
+            member = str(ev.get("member") or src)
+            out[(group, gen)][member] = Holding(group, gen, src, member, frozenset(held[(group, src)]), ev)
+    return out
+
+
+def topic_partition_counts(
+    partition_states: Iterable[Mapping[str, Any]], assignments: Iterable[Holding] = ()
+) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for ev in partition_states:
+        if ev.get("topic") is not None and ev.get("partition") is not None:
+            counts[str(ev["topic"])] = max(counts.get(str(ev["topic"]), 0), int(ev["partition"]) + 1)
+    for h in assignments:
+        for topic, part in h.partitions:
+            if topic not in counts or counts[topic] <= part:
+                counts[topic] = max(counts.get(topic, 0), part + 1)
+    return counts

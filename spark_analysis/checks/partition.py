@@ -1,0 +1,190 @@
+"""Partition checks (KAFKA-BEHAVIOUR.md §7.3-§7.5), in Python over `partition.state` events.
+
+- `partition.leader_in_isr`: every leader (>= 0) is in its ISR (tolerated, and said so, when
+  `unclean.leader.election.enable` is true in the run's broker config).
+- `partition.election_conforms`: every leader change matches `harness.model.election.elect_leader`
+  applied to the state just before it: the previous ISR and AR, the brokers registered then
+  (from broker.up/down, with a grace for observer skew: every plausible live set is tried),
+  and the brokers shutting down (graceful stop faults). The strategy is inferred: AR changed ->
+  reassign; previous leader gone or none -> offline; previous leader stopping -> controlled
+  shutdown; new leader is AR[0] -> preferred. A change none of these explains is counted, not judged.
+- `partition.leader_epoch_monotonic`: per observer and partition, leader_epoch never decreases and
+  strictly increases with every leader change.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from spark_analysis.checks.common import evidence, plural, tp_label
+from spark_analysis.checks.liveness import LIVENESS_GRACE_S, Liveness, build_liveness
+from spark_analysis.context import CheckContext, Row
+from spark_analysis.result import CheckResult, failed, passed, unknown
+
+SHUTDOWN_FAULT_KINDS = frozenset({"stop", "shutdown", "controlled_shutdown", "graceful_stop", "restart"})
+
+
+def _by_partition(events: Iterable[Row], per_source: bool = True) -> dict[tuple[str, str, int], list[Row]]:
+    out: dict[tuple[str, str, int], list[Row]] = defaultdict(list)
+    for ev in events:
+        if ev.get("topic") is None or ev.get("partition") is None:
+            continue
+        src = str(ev.get("src")) if per_source else ""
+        out[(src, str(ev["topic"]), int(ev["partition"]))].append(ev)
+    return out
+
+
+def _states(ctx: CheckContext) -> list[Row]:
+    """partition.state events; only the ZooKeeper observer's when it reported any (it is authoritative)."""
+    events = ctx.rows("partition.state")
+    zk = [e for e in events if e.get("src") == "zk"]
+    return zk or events
+
+
+def _summary_with_fault(ctx: CheckContext, text: str, t: float) -> tuple[str, str | None]:
+    fault = ctx.faults.active_at(t)
+    return (f"{text} during {fault.label}" if fault else text), (fault.label if fault else None)
+
+
+class LeaderInIsr:
+    id = "partition.leader_in_isr"
+    family = "partition"
+    needs = frozenset({"partition.state"})
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        events = [e for e in ctx.rows("partition.state") if e.get("isr") is not None]
+        if not events:
+            return unknown(self.id, "no partition.state event carries an ISR")
+        bad = [evidence(e, problem=f"leader {e['leader']} not in ISR {e['isr']}")
+               for e in events if e.get("leader") is not None and e["leader"] >= 0 and e["leader"] not in e["isr"]]
+        parts = {tp_label(e["topic"], e["partition"]) for e in bad}
+        metrics = {"states": len(events), "violations": len(bad), "partitions_affected": len(parts)}
+        if bad and ctx.run.unclean_election:
+            return passed(self.id, f"{plural(len(bad), 'leader')} outside the ISR tolerated "
+                                   "(unclean.leader.election.enable=true)", metrics)
+        if bad:
+            first = bad[0]
+            text = (f"{plural(len(bad), 'state')} with the leader outside the ISR on "
+                    f"{plural(len(parts), 'partition')}, first {tp_label(first['topic'], first['partition'])}: "
+                    f"{first['problem']}")
+            summary, fault = _summary_with_fault(ctx, text, float(first.get("t") or 0.0))
+            return failed(self.id, summary, bad, metrics, fault)
+        return passed(self.id, f"leader in ISR in all {plural(len(events), 'partition state')}", metrics)
+
+
+class LeaderEpochMonotonic:
+    id = "partition.leader_epoch_monotonic"
+    family = "partition"
+    needs = frozenset({"partition.state"})
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        events = [e for e in ctx.rows("partition.state") if e.get("leader_epoch") is not None]
+        if not events:
+            return unknown(self.id, "no partition.state event carries a leader_epoch")
+        bad: list[dict[str, Any]] = []
+        changes = 0
+        for (_src, topic, part), evs in _by_partition(events).items():
+            prev = None
+            for ev in evs:
+                if prev is not None:
+                    changed = ev.get("leader") != prev.get("leader")
+                    changes += int(changed)
+                    if ev["leader_epoch"] < prev["leader_epoch"]:
+                        bad += [evidence(prev), evidence(ev, problem=f"{tp_label(topic, part)} leader_epoch went "
+                                                        f"back {prev['leader_epoch']} -> {ev['leader_epoch']}")]
+                    elif changed and ev["leader_epoch"] == prev["leader_epoch"]:
+                        bad += [evidence(prev), evidence(ev, problem=f"{tp_label(topic, part)} leader changed "
+                                                        f"{prev.get('leader')} -> {ev.get('leader')} in the same "
+                                                        f"leader_epoch {ev['leader_epoch']}")]
+                prev = ev
+        metrics = {"states": len(events), "leader_changes": changes, "violations": len(bad) // 2}
+        if bad:
+            summary, fault = _summary_with_fault(
+                ctx, f"{plural(len(bad) // 2, 'violation')}: {bad[1]['problem']}", float(bad[1].get("t") or 0.0))
+            return failed(self.id, summary, bad, metrics, fault)
+        return passed(self.id, f"leader_epoch increased at all {plural(changes, 'leader change')}", metrics)
+
+
+def _strategy(prev: Row, ev: Row, live: Liveness, shutting: set[int], t: float) -> str | None:
+    old_ar, new_ar = prev.get("replicas") or [], ev.get("replicas") or []
+    if old_ar and new_ar and list(old_ar) != list(new_ar):
+        return "reassign"
+    old = prev.get("leader")
+    if old is None or old < 0:
+        return "offline"
+    if live.state_at(old, t) is False or live.goes_down_within(old, t - LIVENESS_GRACE_S, t + LIVENESS_GRACE_S):
+        return "offline"
+    if old in shutting:
+        return "controlled_shutdown"
+    ar = new_ar or old_ar
+    if ar and ev.get("leader") == ar[0]:
+        return "preferred"
+    return None
+
+
+def _plausible_live_sets(live: Liveness, t: float, exclude: set[int]) -> list[frozenset[int]]:
+    base = live.live_at(t)
+    near = [b for b in live.transitions if live.goes_down_within(b, t - LIVENESS_GRACE_S, t + LIVENESS_GRACE_S)]
+    ups = {b for b, trans in live.transitions.items()
+           if any(up and t - LIVENESS_GRACE_S <= tt <= t + LIVENESS_GRACE_S for tt, up in trans)}
+    sets = {frozenset(base - exclude), frozenset((base - set(near)) - exclude),
+            frozenset((base | ups) - exclude), frozenset(((base | ups) - set(near)) - exclude)}
+    return sorted(sets, key=sorted)
+
+
+class ElectionConforms:
+    id = "partition.election_conforms"
+    family = "partition"
+    needs = frozenset({"partition.state", "broker.up"})
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        from harness.model.election import elect_leader
+
+        live = build_liveness(ctx.rows("broker.up", "broker.down"))
+        judged = unexplained = 0
+        per_strategy: dict[str, int] = defaultdict(int)
+        bad: list[dict[str, Any]] = []
+        for (_src, topic, part), evs in _by_partition(_states(ctx)).items():
+            prev = None
+            for ev in evs:
+                if prev is not None and ev.get("leader") != prev.get("leader") and ev.get("leader") is not None:
+                    t = float(ev.get("t") or 0.0)
+                    shutting = ctx.faults.targets_at(t, SHUTDOWN_FAULT_KINDS)
+                    strategy = _strategy(prev, ev, live, shutting, t)
+                    if strategy is None or prev.get("isr") is None:
+                        unexplained += 1
+                    else:
+                        judged += 1
+                        per_strategy[strategy] += 1
+                        old = prev.get("leader")
+                        shut = set(shutting)
+                        if strategy == "controlled_shutdown" and old is not None:
+                            shut.add(old)
+                        exclude = {old} if strategy == "offline" and old is not None and old >= 0 else set()
+                        assigned = list(ev.get("replicas") or prev.get("replicas") or [])
+                        expected = {elect_leader(strategy, assigned, prev["isr"], lv, frozenset(shut),
+                                                 ctx.run.unclean_election)
+                                    for lv in _plausible_live_sets(live, t, exclude)}
+                        got = None if ev["leader"] < 0 else ev["leader"]
+                        if got not in expected:
+                            want = sorted(-1 if x is None else x for x in expected)
+                            bad += [evidence(prev), evidence(
+                                ev, strategy=strategy, expected=want,
+                                problem=f"{tp_label(topic, part)} {strategy} election picked {ev['leader']}, "
+                                        f"model prescribes {' or '.join(map(str, want))} (AR {assigned}, "
+                                        f"ISR {prev['isr']})")]
+                prev = ev
+        metrics = {"elections_judged": judged, "unexplained_leader_changes": unexplained,
+                   "by_strategy": dict(per_strategy), "violations": len(bad) // 2}
+        if bad:
+            summary, fault = _summary_with_fault(
+                ctx, f"{plural(len(bad) // 2, 'election')} off the model: {bad[1]['problem']}",
+                float(bad[1].get("t") or 0.0))
+            return failed(self.id, summary, bad, metrics, fault)
+        if judged == 0:
+            return unknown(self.id, f"no leader change could be judged ({plural(unexplained, 'unexplained change')})",
+                           metrics)
+        return passed(self.id, f"all {plural(judged, 'election')} conform to the model"
+                               + (f" ({unexplained} unexplained not judged)" if unexplained else ""), metrics)

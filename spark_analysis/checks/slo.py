@@ -1,0 +1,178 @@
+"""Time-bound checks (KAFKA-BEHAVIOUR.md §7.12): durations against the experiment's SLOs,
+reported as distributions (count, p50, p90, p99, max in seconds).
+
+- `slo.controller_failover`: from the controller vanishing (a controller event with broker -1,
+  or a fault hitting the controller when the next event already names a new one) until a
+  controller event names a broker again.
+- `slo.partition_unavailable`: per partition, from losing its leader (leader -1, or the
+  leader's registration vanishing) until a state names a registered leader again.
+- `slo.rebalance`: per group, from leaving Stable (PreparingRebalance / CompletingRebalance /
+  AwaitingSync) until Stable again.
+
+An interval still open at the end of the history is censored: it counts against the SLO only
+when it already exceeds it. With no SLO declared the check reports the distribution and passes.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from spark_analysis.checks.common import distribution, evidence, plural, tp_label
+from spark_analysis.checks.liveness import build_liveness
+from spark_analysis.context import CheckContext, Row
+from spark_analysis.faults import broker_ids
+from spark_analysis.result import CheckResult, failed, passed
+
+REBALANCING = frozenset({"PreparingRebalance", "CompletingRebalance", "AwaitingSync"})
+
+
+@dataclass(frozen=True, slots=True)
+class Interval:
+    what: str
+    start: float
+    end: float | None
+    start_event: Mapping[str, Any]
+    end_event: Mapping[str, Any] | None
+
+    def duration(self, horizon: float) -> float:
+        return (self.end if self.end is not None else horizon) - self.start
+
+
+def judge(
+    ctx: CheckContext, check_id: str, slo_key: str, noun: str, intervals: list[Interval]
+) -> CheckResult:
+    """Turn intervals into a result against `ctx.run.slo[slo_key]`."""
+    horizon = ctx.end_t
+    closed = [i.duration(horizon) for i in intervals if i.end is not None]
+    open_ = [i for i in intervals if i.end is None]
+    metrics: dict[str, Any] = {"distribution": distribution(closed), "open_at_end": len(open_)}
+    slo = ctx.run.slo.get(slo_key)
+    metrics["slo_s"] = slo
+    if slo is None:
+        mx = metrics["distribution"].get("max")
+        return passed(check_id, f"no SLO declared; {plural(len(closed), noun)}"
+                                + (f", max {mx:.3f}s" if mx is not None else ""), metrics)
+    over = sorted((i for i in intervals if i.duration(horizon) > slo), key=lambda i: -i.duration(horizon))
+    if over:
+        worst_i = over[0]
+        ev: list[dict[str, Any]] = []
+        for i in over[:10]:
+            ev.append(evidence(i.start_event, problem=f"{i.what}: started"))
+            if i.end_event is not None:
+                ev.append(evidence(i.end_event, problem=f"{i.what}: ended after {i.duration(horizon):.3f}s"))
+        fault = ctx.faults.active_at(worst_i.start)
+        summary = (f"{plural(len(over), noun)} over the {slo:g}s SLO, worst {worst_i.what} "
+                   f"{worst_i.duration(horizon):.3f}s" + (" (still open at the end)" if worst_i.end is None else "")
+                   + (f" during {fault.label}" if fault else ""))
+        metrics["over_slo"] = len(over)
+        return failed(check_id, summary, ev, metrics, fault.label if fault else None)
+    mx = metrics["distribution"].get("max")
+    return passed(check_id, f"{plural(len(closed), noun)} within the {slo:g}s SLO"
+                            + (f" (max {mx:.3f}s)" if mx is not None else ""), metrics)
+
+
+def _prefer_zk(events: list[Row]) -> list[Row]:
+    zk = [e for e in events if e.get("src") == "zk"]
+    return zk or events
+
+
+class ControllerFailover:
+    id = "slo.controller_failover"
+    family = "slo"
+    needs = frozenset({"controller"})
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        events = _prefer_zk(ctx.rows("controller"))
+        faults = ctx.faults.windows
+        intervals: list[Interval] = []
+        current: Row | None = None
+        gone: Row | None = None
+        for ev in events:
+            broker = ev.get("broker")
+            t = float(ev.get("t") or 0.0)
+            if broker is None or broker < 0:
+                if current is not None and gone is None:
+                    gone = ev
+                continue
+            if gone is not None:
+                intervals.append(Interval(f"failover from {current['broker'] if current else '?'} to {broker}",
+                                          float(gone.get("t") or 0.0), t, gone, ev))
+                gone = None
+            elif current is not None and current.get("broker") != broker:
+                t_prev = float(current.get("t") or 0.0)
+                hits = [w for w in faults if t_prev <= w.start <= t and int(current["broker"]) in broker_ids(w.target)]
+                if hits:
+                    start = {"type": "fault.start", "t": hits[0].start, "fault_id": hits[0].fault_id,
+                             "kind": hits[0].kind, "target": hits[0].target}
+                    intervals.append(Interval(f"failover from {current['broker']} to {broker}", hits[0].start, t,
+                                              start, ev))
+            current = ev
+        if gone is not None:
+            intervals.append(Interval("no controller", float(gone.get("t") or 0.0), None, gone, None))
+        return judge(ctx, self.id, "controller_failover", "controller failover", intervals)
+
+
+class PartitionUnavailable:
+    id = "slo.partition_unavailable"
+    family = "slo"
+    needs = frozenset({"partition.state"})
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        states = _prefer_zk(ctx.rows("partition.state"))
+        brokers = ctx.rows("broker.up", "broker.down")
+        live = build_liveness(brokers)
+        per_tp: dict[tuple[str, int], list[Row]] = defaultdict(list)
+        for ev in states:
+            if ev.get("topic") is not None and ev.get("partition") is not None:
+                per_tp[(str(ev["topic"]), int(ev["partition"]))].append(ev)
+        downs = [e for e in brokers if e.get("type") == "broker.down"]
+        intervals: list[Interval] = []
+        for tp, evs in per_tp.items():
+            timeline = sorted(evs + downs, key=lambda e: (float(e.get("t") or 0.0), int(e.get("seq") or 0)))
+            leader: int | None = None
+            since: Row | None = None
+            for ev in timeline:
+                t = float(ev.get("t") or 0.0)
+                if ev["type"] == "broker.down":
+                    if leader is not None and leader >= 0 and ev.get("broker") == leader and since is None:
+                        since = ev
+                    continue
+                leader = ev.get("leader")
+                ok = leader is not None and leader >= 0 and live.state_at(leader, t) is not False
+                if not ok and since is None:
+                    since = ev
+                elif ok and since is not None:
+                    intervals.append(Interval(f"{tp_label(*tp)} without a leader", float(since.get("t") or 0.0), t,
+                                              since, ev))
+                    since = None
+            if since is not None:
+                intervals.append(Interval(f"{tp_label(*tp)} without a leader", float(since.get("t") or 0.0), None,
+                                          since, None))
+        return judge(ctx, self.id, "partition_unavailable", "unavailability window", intervals)
+
+
+class Rebalance:
+    id = "slo.rebalance"
+    family = "slo"
+    needs = frozenset({"group.state"})
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        intervals: list[Interval] = []
+        since: dict[tuple[str, str], Row] = {}
+        for ev in ctx.rows("group.state"):
+            key = (str(ev.get("src")), str(ev.get("group")))
+            state = ev.get("state")
+            if state in REBALANCING and key not in since:
+                since[key] = ev
+            elif state == "Stable" and key in since:
+                start = since.pop(key)
+                intervals.append(Interval(f"rebalance of {key[1]}", float(start.get("t") or 0.0),
+                                          float(ev.get("t") or 0.0), start, ev))
+            elif state in ("Empty", "Dead"):
+                since.pop(key, None)
+        for key, start in since.items():
+            intervals.append(Interval(f"rebalance of {key[1]}", float(start.get("t") or 0.0), None, start, None))
+        return judge(ctx, self.id, "rebalance", "rebalance", intervals)

@@ -1,0 +1,179 @@
+"""Loading a run's `history.jsonl` into Spark with one explicit, wide, nullable schema.
+
+Owns `HISTORY_SCHEMA` (every field DESIGN.md lists for any event type, plus a few optional
+extras such as `acks`), the torn-line policy (a line that is not a complete JSON object, or has
+no `type`, is skipped and counted, never fatal), and the one-time conversion to Parquet that
+every check then reads with column pruning. `seq` is the event's position in the file (file
+order is the writer's order, which is the order of events within one source).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    DoubleType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+from harness.errors import HarnessError
+
+CORRUPT = "_corrupt_record"
+PARQUET_DIR = ".analysis/history.parquet"
+_STAMP = "_source.json"
+PARQUET_BLOCK_BYTES = 16 * 1024 * 1024
+
+
+class HistoryLoadError(HarnessError):
+    """The history file is missing or unreadable as a whole."""
+
+
+def _f(name: str, kind: object) -> StructField:
+    return StructField(name, kind, True)  # type: ignore[arg-type]
+
+
+_S, _L, _D, _B = StringType(), LongType(), DoubleType(), BooleanType()
+
+# Strings accept any JSON value (Spark keeps the raw JSON text of numbers, objects and arrays),
+# so fields whose shape varies between observers (fault ids, targets, params, members) are strings.
+HISTORY_SCHEMA = StructType(
+    [
+        _f("t", _D),
+        _f("wall", _D),
+        _f("src", _S),
+        _f("type", _S),
+        # run.start / run.end / phase / probe
+        _f("experiment", _S),
+        _f("backend", _S),
+        _f("seed", _L),
+        _f("status", _S),
+        _f("name", _S),
+        _f("ok", _B),
+        _f("detail", _S),
+        # faults
+        _f("fault_id", _S),
+        _f("kind", _S),
+        _f("target", _S),
+        _f("params", _S),
+        # brokers, controller, partitions
+        _f("broker", _L),
+        _f("epoch", _L),
+        _f("topic", _S),
+        _f("partition", _L),
+        _f("leader", _L),
+        _f("leader_epoch", _L),
+        _f("isr", ArrayType(_L)),
+        _f("replicas", ArrayType(_L)),
+        _f("controller_epoch", _L),
+        # groups
+        _f("group", _S),
+        _f("state", _S),
+        _f("generation", _L),
+        _f("coordinator", _L),
+        _f("protocol", _S),
+        _f("members", ArrayType(_S)),
+        _f("member", _S),
+        _f("partitions", ArrayType(ArrayType(_S))),
+        # produce / consume
+        _f("producer", _S),
+        _f("consumer", _S),
+        _f("value", _L),
+        _f("key", _S),
+        _f("offset", _L),
+        _f("acks", _S),
+        _f("error", _S),
+        _f("definite", _B),
+        # observer errors
+        _f("observer", _S),
+        _f(CORRUPT, _S),
+    ]
+)
+"""Every column a history event may carry; all nullable. Arrays: isr, replicas, members, partitions."""
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedHistory:
+    """The history as a DataFrame (Parquet-backed, with `seq`) and what loading had to skip."""
+
+    events: DataFrame
+    total_lines: int
+    skipped_lines: int
+    parquet_path: Path
+    type_counts: dict[str, int]
+    end_t: float
+
+
+def read_json(spark: SparkSession, path: Path) -> DataFrame:
+    """The raw JSON read with the explicit schema, PERMISSIVE (torn lines become corrupt rows)."""
+    return (
+        spark.read.schema(HISTORY_SCHEMA)
+        .option("mode", "PERMISSIVE")
+        .option("columnNameOfCorruptRecord", CORRUPT)
+        .json(str(path))
+    )
+
+
+def _stamp_of(path: Path) -> dict[str, object]:
+    st = path.stat()
+    return {"path": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def convert_to_parquet(spark: SparkSession, history: Path, target: Path) -> None:
+    """Parse the JSON once and write it as Parquet with `seq` (file order); reused while unchanged."""
+    df = read_json(spark, history).withColumn("seq", F.monotonically_increasing_id())
+    if target.exists():
+        shutil.rmtree(target)
+    # Small row groups keep the parquet writers' buffers (and the driver's GC) small.
+    df.write.option("parquet.block.size", PARQUET_BLOCK_BYTES).mode("overwrite").parquet(str(target))
+    (target / _STAMP).write_text(json.dumps(_stamp_of(history)))
+
+
+def _parquet_current(history: Path, target: Path) -> bool:
+    stamp = target / _STAMP
+    if not stamp.is_file():
+        return False
+    try:
+        return bool(json.loads(stamp.read_text()) == _stamp_of(history))
+    except ValueError:
+        return False
+
+
+def load_history(spark: SparkSession, history: Path, *, parquet_dir: Path | None = None) -> LoadedHistory:
+    """Load `history` (converting it to Parquet next to it once) and count the skipped lines.
+
+    A skipped line is one that is not a complete JSON object or has no `type` (a torn last line
+    after a crash). The returned DataFrame holds only complete events.
+    """
+    history = Path(history)
+    if not history.is_file():
+        raise HistoryLoadError(f"history file not found: {history}")
+    target = parquet_dir or (history.parent / PARQUET_DIR)
+    try:
+        if not _parquet_current(history, target):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            convert_to_parquet(spark, history, target)
+        raw = spark.read.parquet(str(target))
+    except OSError as exc:
+        raise HistoryLoadError(f"cannot convert {history} to Parquet at {target}: {exc}") from exc
+    rows = raw.groupBy("type").agg(F.count(F.lit(1)).alias("count"), F.max("t").alias("max_t")).collect()
+    type_counts = {str(r["type"]): int(r["count"]) for r in rows if r["type"] is not None}
+    bad = sum(int(r["count"]) for r in rows if r["type"] is None)
+    events = raw.where(F.col("type").isNotNull()).drop(CORRUPT)
+    return LoadedHistory(
+        events=events,
+        total_lines=bad + sum(type_counts.values()),
+        skipped_lines=bad,
+        parquet_path=target,
+        type_counts=type_counts,
+        end_t=max((float(r["max_t"]) for r in rows if r["max_t"] is not None), default=0.0),
+    )

@@ -1,0 +1,239 @@
+"""A single-process, pure-Python implementation of the delivery, consumer and group checks.
+
+It exists for two reasons: the benchmark compares Spark against it on the same file, and the
+tests cross-check that both reach the same statuses on the fixtures. Same semantics as the Spark
+checks (see their modules); the group checks that already run in Python on collected rows are
+reused as they are, fed from this module's parse instead of Spark.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from spark_analysis.checks.common import plural, tp_label
+from spark_analysis.checks.group import AssignmentConforms, CoordinatorConforms, ExclusiveOwnership, GenerationMonotonic
+from spark_analysis.context import BULK_TYPES, CheckContext, Row
+from spark_analysis.faults import build_fault_index
+from spark_analysis.result import CheckResult, failed, passed, run_check, unknown
+from spark_analysis.runinfo import RunInfo, load_run_info
+
+REFERENCE_CHECKS = (
+    "delivery.lost_write", "delivery.duplicate", "delivery.inconsistent_offsets", "delivery.key_order",
+    "consumer.nonmonotonic_poll", "consumer.poll_skip", "group.generation_monotonic",
+    "group.exclusive_ownership", "group.assignment_conforms", "group.coordinator_conforms",
+    "group.commit_monotonic",
+)
+
+
+@dataclass
+class _Value:
+    sent: bool = False
+    send_seq: int = -1
+    strong: bool = True
+    pk: tuple[str, str] | None = None
+    ack: tuple[float, int, str, int, int] | None = None
+    errored: bool = False
+    definite: bool = False
+    polled: bool = False
+    locs: set[tuple[str, int, int]] = field(default_factory=set)
+
+
+@dataclass
+class _State:
+    values: dict[int, _Value] = field(default_factory=dict)
+    at_offset: dict[tuple[str, int, int], set[int]] = field(default_factory=dict)
+    frontier: dict[tuple[str, int], int] = field(default_factory=dict)
+    known: dict[tuple[str, int], set[int]] = field(default_factory=lambda: defaultdict(set))
+    last_poll: dict[tuple[str, str, int], tuple[int, Row]] = field(default_factory=dict)
+    nonmonotonic: list[tuple[Row, Row]] = field(default_factory=list)
+    gaps: list[tuple[Row, Row]] = field(default_factory=list)
+    last_commit: dict[tuple[str, str, int, int], Row] = field(default_factory=dict)
+    commit_back: list[tuple[Row, Row]] = field(default_factory=list)
+    small: list[Row] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    end_t: float = 0.0
+    skipped: int = 0
+
+
+def _parse(path: Path) -> _State:
+    st = _State()
+    with open(path, "rb") as fh:
+        for seq, raw in enumerate(fh):
+            try:
+                ev = json.loads(raw)
+            except ValueError:
+                st.skipped += 1
+                continue
+            if not isinstance(ev, dict) or "type" not in ev:
+                st.skipped += 1
+                continue
+            ev["seq"] = seq
+            kind = ev["type"]
+            st.counts[kind] += 1
+            t = float(ev.get("t") or 0.0)
+            st.end_t = max(st.end_t, t)
+            if kind not in BULK_TYPES:
+                st.small.append(ev)
+                if kind in ("assign", "revoke"):
+                    for tp in ev.get("partitions") or ():
+                        st.last_poll.pop((str(ev.get("src")), str(tp[0]), int(tp[1])), None)
+                continue
+            if kind == "commit":
+                key = (str(ev.get("group")), str(ev.get("topic")), int(ev.get("partition", -1)),
+                       int(ev.get("generation") or -1))
+                prev = st.last_commit.get(key)
+                if prev is not None and ev.get("offset") is not None and ev["offset"] < prev["offset"]:
+                    st.commit_back.append((prev, ev))
+                st.last_commit[key] = ev
+                continue
+            value = ev.get("value")
+            if value is None:
+                continue
+            v = st.values.get(value)
+            if v is None:
+                v = st.values[value] = _Value()
+            if kind == "send":
+                v.sent = True
+                if v.send_seq < 0:
+                    v.send_seq = seq
+                v.strong = str(ev.get("acks", "all")).lower() in ("all", "-1")
+                if ev.get("key") is not None:
+                    v.pk = (str(ev.get("producer")), str(ev["key"]))
+            elif kind == "send.error":
+                v.errored = True
+                v.definite = v.definite or bool(ev.get("definite"))
+            elif kind in ("ack", "poll") and ev.get("offset") is not None:
+                topic, part, off = str(ev.get("topic")), int(ev["partition"]), int(ev["offset"])
+                loc = (topic, part, off)
+                v.locs.add(loc)
+                st.at_offset.setdefault(loc, set()).add(value)
+                st.known[(topic, part)].add(off)
+                if kind == "ack":
+                    if v.ack is None:
+                        v.ack = (t, seq, topic, part, off)
+                    if v.pk is None and ev.get("key") is not None:
+                        v.pk = (str(ev.get("producer")), str(ev["key"]))
+                else:
+                    v.polled = True
+                    if off > st.frontier.get((topic, part), -1):
+                        st.frontier[(topic, part)] = off
+                    ckey = (str(ev.get("src")), topic, part)
+                    last = st.last_poll.get(ckey)
+                    if last is not None:
+                        if off <= last[0]:
+                            st.nonmonotonic.append((last[1], ev))
+                        elif off > last[0] + 1:
+                            st.gaps.append((last[1], ev))
+                    st.last_poll[ckey] = (off, ev)
+    return st
+
+
+def _lost(st: _State, ctx: CheckContext) -> CheckResult:
+    cid = "delivery.lost_write"
+    acked = [(val, v) for val, v in st.values.items() if v.ack is not None]
+    lost: list[tuple[float, int, str, int, int, int]] = []
+    unseen = 0
+    for val, v in acked:
+        if v.polled or not v.strong:
+            continue
+        assert v.ack is not None
+        t, seq, topic, part, off = v.ack
+        if ctx.completed or off <= st.frontier.get((topic, part), -1):
+            lost.append((t, seq, topic, part, off, val))
+        else:
+            unseen += 1
+    unfinished = sum(1 for v in st.values.values() if v.sent and v.ack is None and not v.errored)
+    metrics = {"acked": len(acked), "lost": len(lost), "unseen": unseen, "unfinished": unfinished}
+    if lost:
+        lost.sort()
+        by_tp: dict[tuple[str, int], int] = defaultdict(int)
+        for x in lost:
+            by_tp[(x[2], x[3])] += 1
+        from spark_analysis.checks.delivery import lost_summary
+
+        sample = [{"t": x[0], "seq": x[1], "topic": x[2], "partition": x[3], "offset": x[4], "value": x[5]}
+                  for x in lost[:2000]]
+        summary, fault = lost_summary(dict(by_tp), sample, ctx.faults)
+        return failed(cid, summary, sample[:20], metrics, fault)
+    if unseen:
+        return unknown(cid, f"{plural(unseen, 'acked write')} not yet polled when the run ended early", metrics)
+    if not acked:
+        return unknown(cid, "no acknowledged write to check", metrics)
+    return passed(cid, f"all {len(acked)} acked writes were polled", metrics)
+
+
+def _pairs_result(cid: str, pairs: list[tuple[Row, Row]], noun: str, total: int) -> CheckResult:
+    if not pairs:
+        return passed(cid, f"no {noun} in {total} events", {noun.replace(" ", "_"): 0})
+    a, b = pairs[0]
+    ev = [x for pair in pairs[:10] for x in pair]
+    return failed(cid, f"{plural(len(pairs), noun)}, e.g. {tp_label(b.get('topic'), b.get('partition'))}@"
+                       f"{b.get('offset')} after @{a.get('offset')}", ev, {noun.replace(" ", "_"): len(pairs)})
+
+
+def _key_order(st: _State) -> CheckResult:
+    per_key: dict[tuple[tuple[str, str], str, int], list[tuple[int, int, int]]] = defaultdict(list)
+    for val, v in st.values.items():
+        if v.pk is not None and v.ack is not None and v.send_seq >= 0:
+            per_key[(v.pk, v.ack[2], v.ack[3])].append((v.send_seq, v.ack[4], val))
+    bad = 0
+    example = None
+    for key, items in per_key.items():
+        items.sort()
+        for (_s0, o0, v0), (_s1, o1, v1) in itertools.pairwise(items):
+            if o1 <= o0:
+                bad += 1
+                example = example or (key, v0, o0, v1, o1)
+    if not bad:
+        return passed("delivery.key_order", "every key's acked writes are in send order", {"reordered": 0})
+    assert example is not None
+    return failed("delivery.key_order", f"{plural(bad, 'write')} stored out of send order, e.g. value "
+                                        f"{example[3]} at {example[4]} after {example[1]} at {example[2]}",
+                  [{"value": example[1], "offset": example[2]}, {"value": example[3], "offset": example[4]}],
+                  {"reordered": bad})
+
+
+def reference_checks(run_dir: Path, history: Path | None = None) -> list[CheckResult]:
+    """Run REFERENCE_CHECKS on `run_dir/history.jsonl` in this process, without Spark."""
+    run_dir = Path(run_dir)
+    st = _parse(history or run_dir / "history.jsonl")
+    run: RunInfo = load_run_info(run_dir)
+    small_by_type: dict[str, list[Row]] = defaultdict(list)
+    for ev in st.small:
+        small_by_type[ev["type"]].append(ev)
+
+    def provide(types: tuple[str, ...]) -> list[Row]:
+        return sorted((e for t in types for e in small_by_type.get(t, ())), key=lambda e: e["seq"])
+
+    ctx = CheckContext(run=run, type_counts=dict(st.counts), end_t=st.end_t, rows_provider=provide,
+                       skipped_lines=st.skipped)
+    ctx._faults = build_fault_index(provide(("fault.start", "fault.end")))
+    out = [_lost(st, ctx)]
+    dup = [(val, v) for val, v in st.values.items() if len(v.locs) > 1]
+    out.append(passed("delivery.duplicate", "no value at two offsets", {"duplicated_values": 0}) if not dup else
+               failed("delivery.duplicate", f"{plural(len(dup), 'value')} appear at more than one offset",
+                      [{"value": val, "locations": sorted(v.locs)} for val, v in dup[:20]],
+                      {"duplicated_values": len(dup)}))
+    inc = [(loc, vals) for loc, vals in st.at_offset.items() if len(vals) > 1]
+    out.append(passed("delivery.inconsistent_offsets", "every observed offset holds one value",
+                      {"inconsistent_offsets": 0}) if not inc else
+               failed("delivery.inconsistent_offsets", f"{plural(len(inc), 'offset')} seen with two values",
+                      [{"location": list(loc), "values": sorted(vals)} for loc, vals in inc[:20]],
+                      {"inconsistent_offsets": len(inc)}))
+    out.append(_key_order(st))
+    out.append(_pairs_result("consumer.nonmonotonic_poll", st.nonmonotonic, "nonmonotonic poll", st.counts["poll"]))
+    skips = []
+    for a, b in st.gaps:
+        known = st.known[(str(b.get("topic")), int(b["partition"]))]
+        if any(o in known for o in range(int(a["offset"]) + 1, int(b["offset"]))):
+            skips.append((a, b))
+    out.append(_pairs_result("consumer.poll_skip", skips, "poll skip", st.counts["poll"]))
+    for check in (GenerationMonotonic(), ExclusiveOwnership(), AssignmentConforms(), CoordinatorConforms()):
+        out.append(run_check(check, ctx))
+    out.append(unknown("group.commit_monotonic", "no commit events") if not st.counts["commit"] else
+               _pairs_result("group.commit_monotonic", st.commit_back, "commit regression", st.counts["commit"]))
+    return out

@@ -1,0 +1,144 @@
+"""`report.html`: one self-contained file (inline CSS and SVG, no scripts or links to fetch).
+
+Owns the page: a title naming what was tested (Apache Kafka <version>, or the reference broker
+and its bug flags), the run status, the timeline, the checks table (status, summary, the fault a
+failure is tied to, metrics, evidence rows in a collapsible block) and the run's metadata.
+`render_index` lists several runs' verdicts on one page.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from spark_analysis.report.svg import render_timeline_svg
+from spark_analysis.result import CheckResult
+from spark_analysis.verdict import Verdict
+
+REPORT_FILE = "report.html"
+
+CSS = """
+body{font-family:sans-serif;margin:24px;color:#222;max-width:1200px}
+h1{font-size:20px;margin-bottom:4px} h2{font-size:16px;margin-top:28px}
+.sub{color:#555;margin-top:0}
+.badge{display:inline-block;padding:2px 8px;border-radius:4px;color:#fff;font-weight:bold;font-size:12px}
+.pass{background:#2ca02c}.fail{background:#d62728}.unknown{background:#ff7f0e}.allowed{background:#7f7f7f}
+table{border-collapse:collapse;width:100%;font-size:13px}
+th,td{border-bottom:1px solid #ddd;padding:4px 6px;text-align:left;vertical-align:top}
+th{background:#f4f4f4} td.mono,pre{font-family:monospace;font-size:11px}
+pre{white-space:pre-wrap;background:#fafafa;border:1px solid #eee;padding:6px;margin:4px 0}
+details summary{cursor:pointer;color:#1f4e99}
+.meta td:first-child{font-weight:bold;width:200px}
+"""
+
+
+def _badge(status: str, allowed: bool = False) -> str:
+    if allowed and status != "pass":
+        return f'<span class="badge allowed">{escape(status)} (allowed)</span>'
+    return f'<span class="badge {escape(status)}">{escape(status)}</span>'
+
+
+def _evidence_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    if not rows:
+        return ""
+    cols: list[str] = []
+    for row in rows:
+        for k in row:
+            if k not in cols:
+                cols.append(k)
+    head = "".join(f"<th>{escape(c)}</th>" for c in cols)
+    body = "".join(
+        "<tr>" + "".join(f'<td class="mono">{escape(_cell(r.get(c)))}</td>' for c in cols) + "</tr>" for r in rows
+    )
+    return f"<table>{'<tr>' + head + '</tr>'}{body}</table>"
+
+
+def _cell(v: object) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, (dict, list, tuple)):
+        return json.dumps(v, default=str)
+    return str(v)
+
+
+def _check_row(r: CheckResult) -> str:
+    metrics = json.dumps(dict(r.metrics), default=str, indent=1, sort_keys=True) if r.metrics else ""
+    details = ""
+    if r.evidence or metrics:
+        details = (f"<details><summary>evidence ({len(r.evidence)}) and metrics</summary>"
+                   f"{_evidence_table(r.evidence)}<pre>{escape(metrics)}</pre></details>")
+    fault = f"<br><small>tied to {escape(r.fault)}</small>" if r.fault else ""
+    return (f'<tr id="{escape(r.check_id)}"><td class="mono">{escape(r.check_id)}</td>'
+            f"<td>{_badge(r.status, r.allowed)}</td><td>{escape(r.summary)}{fault}{details}</td>"
+            f'<td class="mono">{r.duration_s:.2f}s</td></tr>')
+
+
+def _meta_rows(verdict: Verdict) -> str:
+    run = dict(verdict.run)
+    items: list[tuple[str, object]] = [
+        ("tested", verdict.title), ("experiment", run.get("experiment")), ("seed", run.get("seed")),
+        ("backend", run.get("backend")), ("backend reason", run.get("backend_reason")),
+        ("run status", run.get("status")), ("started", run.get("started")), ("ended", run.get("ended")),
+        ("versions", run.get("versions")), ("verify", run.get("verify")),
+        ("history", dict(verdict.history)), ("analysis", dict(verdict.analysis)),
+        ("checks not selected", ", ".join(verdict.not_selected) or None),
+    ]
+    return "".join(f"<tr><td>{escape(k)}</td><td class=\"mono\">{escape(_cell(v))}</td></tr>"
+                   for k, v in items if v not in (None, "", {}))
+
+
+def render_html(verdict: Verdict, experiment_yaml: str | None = None) -> str:
+    title = f"kafka-chaos: {verdict.run.get('experiment') or 'run'} on {verdict.title}"
+    counts = verdict.counts()
+    faults = "".join(
+        f"<tr><td>#{escape(str(f.get('id')))}</td><td>{escape(str(f.get('kind')))}</td>"
+        f"<td>{escape(str(f.get('target') or ''))}</td><td>{float(f.get('start') or 0):.2f}s</td>"
+        f"<td>{'' if f.get('end') is None else format(float(f['end']), '.2f') + 's'}</td></tr>"
+        for f in verdict.faults
+    )
+    fault_table = (f"<h2>Faults</h2><table><tr><th>id</th><th>kind</th><th>target</th><th>start</th><th>end</th>"
+                   f"</tr>{faults}</table>") if faults else ""
+    timeline = render_timeline_svg(verdict.timeline) if verdict.timeline else "<p>No timeline data.</p>"
+    yaml_block = (f"<details><summary>experiment.yaml</summary><pre>{escape(experiment_yaml)}</pre></details>"
+                  if experiment_yaml else "")
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title><style>{CSS}</style></head>
+<body>
+<h1>{escape(title)}</h1>
+<p class="sub">Run status {_badge(verdict.status)} &nbsp; {counts['pass']} pass, {counts['fail']} fail,
+{counts['unknown']} unknown, {counts['allowed']} allowed &nbsp;·&nbsp; tested: <b>{escape(verdict.title)}</b></p>
+<h2>Timeline</h2>
+<div>{timeline}</div>
+{fault_table}
+<h2>Checks</h2>
+<table><tr><th>check</th><th>status</th><th>summary / evidence</th><th>time</th></tr>
+{''.join(_check_row(r) for r in verdict.checks)}</table>
+<h2>Run metadata</h2>
+<table class="meta">{_meta_rows(verdict)}</table>
+{yaml_block}
+</body></html>
+"""
+
+
+def write_html(verdict: Verdict, run_dir: Path) -> Path:
+    run_dir = Path(run_dir)
+    yaml_path = run_dir / "experiment.yaml"
+    text = yaml_path.read_text(encoding="utf-8", errors="replace") if yaml_path.is_file() else None
+    path = run_dir / REPORT_FILE
+    path.write_text(render_html(verdict, text), encoding="utf-8")
+    return path
+
+
+def render_index(verdicts: Sequence[tuple[str, Verdict]]) -> str:
+    """One page summarising several runs (name, tested broker, status, failing checks)."""
+    rows = []
+    for name, v in verdicts:
+        bad = ", ".join(r.check_id for r in v.checks if r.status != "pass" and not r.allowed)
+        rows.append(f"<tr><td><a href=\"{escape(name)}/{REPORT_FILE}\">{escape(name)}</a></td>"
+                    f"<td>{escape(v.title)}</td><td>{_badge(v.status)}</td><td class=\"mono\">{escape(bad)}</td></tr>")
+    return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>kafka-chaos runs</title>"
+            f"<style>{CSS}</style></head><body><h1>kafka-chaos runs</h1><table><tr><th>run</th><th>tested</th>"
+            f"<th>status</th><th>not passing</th></tr>{''.join(rows)}</table></body></html>\n")

@@ -1,0 +1,59 @@
+"""`junit.xml`: one testcase per check, valid for CI tools (Jenkins, GitLab, GitHub reporters).
+
+Mapping: pass -> a plain testcase; fail -> `<failure>`; unknown -> `<error type="unknown">`
+(a check that could not conclude is never green); a check exempted by `verify.allow` whose
+status is not pass -> `<skipped>` with its real status in the message, so CI agrees with the
+run status. The suite name is the experiment; classname is `kafka_chaos.<family>`.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from spark_analysis.verdict import Verdict
+
+JUNIT_FILE = "junit.xml"
+
+
+def render_junit(verdict: Verdict) -> str:
+    suite_name = f"kafka-chaos {verdict.run.get('experiment') or 'run'} ({verdict.title})"
+    counts = verdict.counts()
+    suite = ET.Element(
+        "testsuite",
+        name=suite_name,
+        tests=str(len(verdict.checks)),
+        failures=str(sum(1 for r in verdict.checks if r.status == "fail" and not r.allowed)),
+        errors=str(sum(1 for r in verdict.checks if r.status == "unknown" and not r.allowed)),
+        skipped=str(counts["allowed"]),
+        time=f"{sum(r.duration_s for r in verdict.checks):.3f}",
+    )
+    props = ET.SubElement(suite, "properties")
+    for key in ("experiment", "seed", "backend", "started", "ended", "status"):
+        if verdict.run.get(key) is not None:
+            ET.SubElement(props, "property", name=key, value=str(verdict.run[key]))
+    ET.SubElement(props, "property", name="broker", value=verdict.title)
+    ET.SubElement(props, "property", name="run_status", value=verdict.status)
+    for r in verdict.checks:
+        case = ET.SubElement(suite, "testcase", classname=f"kafka_chaos.{r.family}", name=r.check_id,
+                             time=f"{r.duration_s:.3f}")
+        detail = "\n".join(json.dumps(e, default=str, sort_keys=True) for e in r.evidence)
+        if r.allowed and r.status != "pass":
+            ET.SubElement(case, "skipped", message=f"allowed by verify.allow ({r.status}): {r.summary}")
+        elif r.status == "fail":
+            el = ET.SubElement(case, "failure", message=r.summary, type="fail")
+            el.text = (f"fault: {r.fault}\n" if r.fault else "") + detail
+        elif r.status == "unknown":
+            el = ET.SubElement(case, "error", message=r.summary, type="unknown")
+            el.text = str(r.metrics.get("traceback", "")) or None
+        out = ET.SubElement(case, "system-out")
+        out.text = r.summary + ("\n" + json.dumps(dict(r.metrics), default=str, sort_keys=True) if r.metrics else "")
+    ET.indent(suite)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
+
+
+def write_junit(verdict: Verdict, run_dir: Path) -> Path:
+    path = Path(run_dir) / JUNIT_FILE
+    path.write_text(render_junit(verdict), encoding="utf-8")
+    return path

@@ -1,0 +1,148 @@
+"""Check results and the `Check` extension point.
+
+Owns `CheckResult` (status, one-line summary, at most 20 evidence events, metrics, the fault a
+failure is tied to), the status order (fail > unknown > pass), the `Check` Protocol every check
+implements, and `run_check`, which turns a crash or missing input into `unknown` — never `pass`.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from spark_analysis.context import CheckContext
+
+Status = Literal["pass", "fail", "unknown"]
+STATUSES: tuple[Status, ...] = ("pass", "unknown", "fail")
+MAX_EVIDENCE = 20
+_RANK = {"pass": 0, "unknown": 1, "fail": 2}
+
+
+def worst(statuses: Iterable[Status]) -> Status:
+    """The worst status (fail > unknown > pass); `pass` for an empty input."""
+    result: Status = "pass"
+    for status in statuses:
+        if _RANK[status] > _RANK[result]:
+            result = status
+    return result
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _clean(v) for k, v in value.items() if v is not None}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if isinstance(value, float) and value != value:  # NaN
+        return None
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """The outcome of one check."""
+
+    check_id: str
+    status: Status
+    summary: str
+    evidence: tuple[Mapping[str, Any], ...] = ()
+    metrics: Mapping[str, Any] = field(default_factory=dict)
+    fault: str | None = None
+    allowed: bool = False
+    duration_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.status not in _RANK:
+            raise ValueError(f"check {self.check_id}: status must be pass/fail/unknown, got {self.status!r}")
+        if "\n" in self.summary:
+            object.__setattr__(self, "summary", " ".join(self.summary.split()))
+        if len(self.evidence) > MAX_EVIDENCE:
+            object.__setattr__(self, "evidence", tuple(self.evidence[:MAX_EVIDENCE]))
+
+    @property
+    def family(self) -> str:
+        return self.check_id.split(".", 1)[0]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.check_id,
+            "family": self.family,
+            "status": self.status,
+            "allowed": self.allowed,
+            "summary": self.summary,
+            "fault": self.fault,
+            "evidence": [_clean(e) for e in self.evidence],
+            "metrics": _clean(dict(self.metrics)),
+            "duration_s": round(self.duration_s, 3),
+        }
+
+    @staticmethod
+    def from_json(data: Mapping[str, Any]) -> CheckResult:
+        return CheckResult(
+            check_id=str(data["id"]),
+            status=data["status"],
+            summary=str(data.get("summary", "")),
+            evidence=tuple(data.get("evidence") or ()),
+            metrics=dict(data.get("metrics") or {}),
+            fault=data.get("fault"),
+            allowed=bool(data.get("allowed", False)),
+            duration_s=float(data.get("duration_s", 0.0)),
+        )
+
+
+def passed(check_id: str, summary: str, metrics: Mapping[str, Any] | None = None) -> CheckResult:
+    return CheckResult(check_id, "pass", summary, (), dict(metrics or {}))
+
+
+def failed(
+    check_id: str,
+    summary: str,
+    evidence: Sequence[Mapping[str, Any]],
+    metrics: Mapping[str, Any] | None = None,
+    fault: str | None = None,
+) -> CheckResult:
+    return CheckResult(check_id, "fail", summary, tuple(evidence[:MAX_EVIDENCE]), dict(metrics or {}), fault)
+
+
+def unknown(
+    check_id: str,
+    summary: str,
+    metrics: Mapping[str, Any] | None = None,
+    evidence: Sequence[Mapping[str, Any]] = (),
+) -> CheckResult:
+    return CheckResult(check_id, "unknown", summary, tuple(evidence[:MAX_EVIDENCE]), dict(metrics or {}))
+
+
+@runtime_checkable
+class Check(Protocol):
+    """One verifier. `needs` lists the event types without which the check cannot conclude."""
+
+    id: str
+    family: str
+    needs: frozenset[str]
+
+    def run(self, ctx: CheckContext) -> CheckResult: ...
+
+
+def run_check(check: Check, ctx: CheckContext) -> CheckResult:
+    """Run `check`: missing events -> unknown; an exception -> unknown naming it; timed."""
+    start = time.perf_counter()
+    missing = sorted(t for t in check.needs if ctx.count(t) == 0)
+    if missing:
+        result = unknown(check.id, f"cannot conclude: no {', '.join(missing)} events in the history")
+    else:
+        try:
+            result = check.run(ctx)
+        except Exception as exc:
+            tb = traceback.format_exc(limit=6)
+            result = unknown(
+                check.id,
+                f"check crashed: {type(exc).__name__}: {exc}".splitlines()[0][:300],
+                {"traceback": tb},
+            )
+        if result.check_id != check.id:
+            result = replace(result, check_id=check.id)
+    return replace(result, duration_s=time.perf_counter() - start)

@@ -1,0 +1,155 @@
+"""What the verifiers know about a run besides its history: `run.json`, read tolerantly.
+
+Owns `RunInfo` (every key optional: a missing key is "unknown", never an error), the verify
+selection (`verify.checks`: "all", check ids or families) and the `verify.allow` matching rule
+(a full check id, a family, or a check id's last part: `duplicate` -> `delivery.duplicate`),
+and SLO parsing (seconds as numbers, or strings such as "30s", "500ms", "2m").
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+
+
+class RunInfoError(HarnessError):
+    """`run.json` exists but is not a JSON object."""
+
+
+_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|m|h)?\s*$")
+_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+
+
+def parse_seconds(value: object) -> float | None:
+    """Seconds from a number or a duration string ("30s", "500ms", "2m"); None when unusable."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        match = _DURATION.match(value)
+        if match:
+            return float(match.group(1)) * _UNIT[match.group(2)]
+    return None
+
+
+def _truthy(value: object) -> bool:
+    return value is True or (isinstance(value, str) and value.strip().lower() == "true")
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """The run's metadata as far as `run.json` tells it."""
+
+    experiment: str | None = None
+    seed: int | None = None
+    backend: str | None = None
+    backend_reason: str | None = None
+    flavour: str | None = None
+    version: str | None = None
+    bugs: tuple[str, ...] = ()
+    versions: Mapping[str, str] = field(default_factory=dict)
+    started: str | None = None
+    ended: str | None = None
+    status: str | None = None
+    checks: tuple[str, ...] = ("all",)
+    allow: tuple[str, ...] = ()
+    slo: Mapping[str, float] = field(default_factory=dict)
+    offsets_topic_partitions: int | None = None
+    unclean_election: bool = False
+    raw: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def title(self) -> str:
+        """What was tested, for report titles: Apache Kafka <version>, or the reference broker (+bugs)."""
+        if self.flavour == "apache-kafka":
+            return f"Apache Kafka {self.version or '(version unknown)'}"
+        if self.flavour == "reference":
+            text = "reference broker" + (f" {self.version}" if self.version else "")
+            if self.bugs:
+                text += " with bug flags " + ", ".join(self.bugs)
+            return text
+        return "unknown broker" + (f" {self.version}" if self.version else "")
+
+    def is_allowed(self, check_id: str) -> bool:
+        """Whether `verify.allow` exempts `check_id` from the run status."""
+        return any(_matches(entry, check_id) for entry in self.allow)
+
+    def is_selected(self, check_id: str) -> bool:
+        """Whether `verify.checks` selects `check_id` ("all", the id, its family or its last part)."""
+        return any(entry == "all" or _matches(entry, check_id) for entry in self.checks)
+
+
+def _matches(entry: str, check_id: str) -> bool:
+    family, _, last = check_id.partition(".")
+    entry = entry.strip()
+    return entry in (check_id, family, last)
+
+
+def _str_tuple(value: object) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, (list, tuple)):
+        return tuple(str(v) for v in value)
+    return ()
+
+
+def _opt_str(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def run_info_from_mapping(data: Mapping[str, Any]) -> RunInfo:
+    """Build a RunInfo from the parsed `run.json` (every key optional)."""
+    broker = data.get("broker") if isinstance(data.get("broker"), Mapping) else {}
+    verify = data.get("verify") if isinstance(data.get("verify"), Mapping) else {}
+    cluster = data.get("cluster") if isinstance(data.get("cluster"), Mapping) else {}
+    assert isinstance(broker, Mapping) and isinstance(verify, Mapping) and isinstance(cluster, Mapping)
+    slo_raw = verify.get("slo") if isinstance(verify.get("slo"), Mapping) else {}
+    assert isinstance(slo_raw, Mapping)
+    slo = {str(k): s for k, v in slo_raw.items() if (s := parse_seconds(v)) is not None}
+    broker_config = cluster.get("broker_config") if isinstance(cluster.get("broker_config"), Mapping) else {}
+    assert isinstance(broker_config, Mapping)
+    otp = cluster.get("offsets_topic_partitions", broker_config.get("offsets.topic.num.partitions"))
+    versions = data.get("versions") if isinstance(data.get("versions"), Mapping) else {}
+    assert isinstance(versions, Mapping)
+    seed = data.get("seed")
+    checks = _str_tuple(verify.get("checks")) or ("all",)
+    return RunInfo(
+        experiment=_opt_str(data.get("experiment")),
+        seed=seed if isinstance(seed, int) else None,
+        backend=_opt_str(data.get("backend")),
+        backend_reason=_opt_str(data.get("backend_reason")),
+        flavour=_opt_str(broker.get("flavour")),
+        version=_opt_str(broker.get("version")),
+        bugs=_str_tuple(broker.get("bugs")),
+        versions={str(k): str(v) for k, v in versions.items()},
+        started=_opt_str(data.get("started")),
+        ended=_opt_str(data.get("ended")),
+        status=_opt_str(data.get("status")),
+        checks=checks,
+        allow=_str_tuple(verify.get("allow")),
+        slo=slo,
+        offsets_topic_partitions=int(otp) if isinstance(otp, (int, str)) and str(otp).isdigit() else None,
+        unclean_election=_truthy(broker_config.get("unclean.leader.election.enable")),
+        raw=dict(data),
+    )
+
+
+def load_run_info(run_dir: Path) -> RunInfo:
+    """Read `run_dir/run.json`; a missing file gives an all-unknown RunInfo."""
+    path = Path(run_dir) / "run.json"
+    if not path.is_file():
+        return RunInfo()
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise RunInfoError(f"{path}: not readable as JSON: {exc}") from exc
+    if not isinstance(data, Mapping):
+        raise RunInfoError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    return run_info_from_mapping(data)

@@ -1,0 +1,74 @@
+"""The Spark session the verifiers run in: embedded `local[*]` by default, any master by flag.
+
+Owns the session's configuration: no UI, no Hive, UTC, small shuffle-partition count for the
+embedded case, a capped driver heap (the whole driver must stay under 2 GiB), quiet logs.
+The same code path serves `local[*]`, a standalone/YARN/k8s master and `spark-submit`
+(where a session already exists and `getOrCreate` returns it unchanged).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from pyspark.sql import SparkSession
+
+DEFAULT_MASTER = "local[*]"
+DRIVER_MEMORY = "1g"
+APP_NAME = "kafka-chaos-verify"
+
+
+def _local_cores(master: str) -> int | None:
+    """How many cores a `local[...]` master uses, or None for a cluster master."""
+    if master == "local":
+        return 1
+    match = re.fullmatch(r"local\[(\*|\d+)(?:,\s*\d+)?\]", master)
+    if not match:
+        return None
+    return os.cpu_count() or 2 if match.group(1) == "*" else int(match.group(1))
+
+
+def session_config(master: str) -> dict[str, str]:
+    """The configuration `get_session` applies for `master` (exposed so tests and docs can show it)."""
+    conf = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.catalogImplementation": "in-memory",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.adaptive.enabled": "true",
+        "spark.sql.adaptive.coalescePartitions.enabled": "true",
+        "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
+        "spark.sql.parquet.compression.codec": "snappy",
+        "spark.sql.files.maxPartitionBytes": str(64 * 1024 * 1024),
+    }
+    cores = _local_cores(master)
+    if cores is not None:
+        # Embedded: the driver is the executor. Keep the heap small and the shuffle narrow.
+        conf.update(
+            {
+                "spark.driver.memory": DRIVER_MEMORY,
+                "spark.sql.shuffle.partitions": str(max(2, 2 * cores)),
+                "spark.default.parallelism": str(max(2, cores)),
+                "spark.driver.host": "127.0.0.1",
+                "spark.driver.bindAddress": "127.0.0.1",
+                "spark.sql.autoBroadcastJoinThreshold": str(16 * 1024 * 1024),
+            }
+        )
+    return conf
+
+
+def get_session(master: str | None = None) -> SparkSession:
+    """Return the active session if there is one (spark-submit, tests), else build one for `master`.
+
+    `master=None` means `local[*]`, unless `spark-submit` already chose one (then it is kept).
+    """
+    active = SparkSession.getActiveSession()
+    if active is not None and master is None:
+        return active
+    chosen = master or DEFAULT_MASTER
+    builder = SparkSession.builder.appName(APP_NAME).master(chosen)
+    for key, value in session_config(chosen).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

@@ -1,0 +1,83 @@
+"""`verify_run`: the one entry point from a run directory to its verdict and reports.
+
+Owns the pipeline: read run.json -> load history.jsonl (Parquet once) -> run the selected checks
+(each crash-proof: a crash is `unknown`) -> apply `verify.allow` -> timeline -> write
+verdict.json, report.html and junit.xml into the run directory. The same code runs embedded
+(`local[*]`), on a cluster (`spark_master`) or under spark-submit (an active session is reused).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from spark_analysis.checks import ALL_CHECKS
+from spark_analysis.context import spark_context
+from spark_analysis.load import load_history
+from spark_analysis.report import write_reports
+from spark_analysis.result import Check, CheckResult, run_check
+from spark_analysis.runinfo import load_run_info
+from spark_analysis.session import get_session
+from spark_analysis.timeline import build_timeline
+from spark_analysis.verdict import Verdict, apply_allow, run_metadata, run_status
+
+HISTORY_FILE = "history.jsonl"
+
+
+def verify_run(
+    run_dir: Path,
+    *,
+    spark_master: str | None = None,
+    spark: SparkSession | None = None,
+    checks: tuple[Check, ...] = ALL_CHECKS,
+    write: bool = True,
+) -> Verdict:
+    """Verify the run in `run_dir`; writes verdict.json, report.html, junit.xml unless `write=False`."""
+    run_dir = Path(run_dir)
+    started = time.perf_counter()
+    run = load_run_info(run_dir)
+    session = spark or get_session(spark_master)
+    loaded = load_history(session, run_dir / HISTORY_FILE)
+    load_s = time.perf_counter() - started
+    ctx = spark_context(run, session, loaded.events, loaded.type_counts, loaded.end_t, loaded.skipped_lines)
+    try:
+        selected = [c for c in checks if run.is_selected(c.id)]
+        results: list[CheckResult] = [run_check(c, ctx) for c in selected]
+        checks_s = time.perf_counter() - started - load_s
+        try:
+            timeline = build_timeline(ctx)
+        except Exception as exc:  # the report must still be written without its timeline
+            timeline = {"error": f"{type(exc).__name__}: {exc}"}
+        faults = tuple(w.to_json() for w in ctx.faults.windows)
+    finally:
+        ctx.close()
+    results = apply_allow(results, run)
+    verdict = Verdict(
+        status=run_status(results),
+        checks=tuple(results),
+        run=run_metadata(run),
+        history={
+            "path": str(run_dir / HISTORY_FILE),
+            "lines": loaded.total_lines,
+            "events": loaded.total_lines - loaded.skipped_lines,
+            "skipped_lines": loaded.skipped_lines,
+            "end_t": round(loaded.end_t, 3),
+            "types": dict(sorted(loaded.type_counts.items())),
+        },
+        faults=faults,
+        not_selected=tuple(c.id for c in checks if c.id not in {s.id for s in selected}),
+        analysis={
+            "spark_master": session.sparkContext.master,
+            "spark_version": session.version,
+            "load_s": round(load_s, 3),
+            "checks_s": round(checks_s, 3),
+            "total_s": round(time.perf_counter() - started, 3),
+        },
+        timeline=timeline,
+    )
+    if write:
+        verdict.write(run_dir)
+        write_reports(verdict, run_dir)
+    return verdict
