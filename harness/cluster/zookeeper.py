@@ -114,6 +114,21 @@ def _tail(path: Path, lines: int = 15) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
+def _all_threads_stopped(pid: int | None) -> bool | None:
+    """True when every thread of `pid` is stopped (Linux /proc); None when that cannot be told."""
+    tasks = Path(f"/proc/{pid}/task")
+    if pid is None or not tasks.is_dir():
+        return None
+    for task in tasks.iterdir():
+        try:
+            state = (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue  # the thread ended meanwhile
+        if state not in ("T", "t", "Z", "X"):
+            return False
+    return True
+
+
 class ZooKeeperMember:
     """One ZooKeeper server process with its own directory, config, data and log file."""
 
@@ -224,10 +239,17 @@ class ZooKeeperMember:
             if not self._reap(10.0):
                 raise BackendError(f"ZooKeeper member {self.id} (pid {self.pid}) survived SIGKILL for 10s")
 
-    def pause(self) -> None:
-        """SIGSTOP the process group: the server freezes, its sessions and peers time out."""
+    def pause(self, timeout_s: float = 5.0) -> None:
+        """SIGSTOP the process group and wait until every thread is stopped (the server is frozen)."""
         if not self._signal(signal.SIGSTOP):
             raise BackendError(f"cannot pause ZooKeeper member {self.id}: it is not running")
+        deadline = time.monotonic() + timeout_s
+        while (stopped := _all_threads_stopped(self.pid)) is False:
+            if time.monotonic() >= deadline:
+                raise HarnessTimeout(
+                    f"ZooKeeper member {self.id} (pid {self.pid}) to stop after SIGSTOP", timeout_s, stopped
+                )
+            time.sleep(0.005)
 
     def resume(self) -> None:
         """SIGCONT the process group."""

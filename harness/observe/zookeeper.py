@@ -8,7 +8,8 @@ and `/isr_change_notification` (a trigger to re-read the partitions it names). Z
 not exist yet are watched with `exists`, so their creation is seen.
 
 Events carry `src` ("zk" unless told otherwise) and `wall`, the epoch milliseconds at which the
-watch fired (for the initial read and resyncs: when the data was read). The deletion of
+watch fired (for the initial read and resyncs: when the data was read), never earlier than the
+previous event's. The deletion of
 `/controller` is emitted as `controller` broker -1 stamped with the deletion watch itself, even
 when a new controller exists by the time the znode is read (that one is stamped at the read). Only changes are
 emitted: an event identical to the last one for the same key is dropped. When the session is
@@ -78,6 +79,7 @@ class ZooKeeperObserver:
         self._had_outage = False
         self._watchers: dict[Key, Watcher] = {}
         self.sink_errors = 0
+        self._last_wall = 0.0
         # What was read last (for diffs) and what was emitted last (for dedupe).
         self._controller: tuple[int, int | None] | None = None
         self._brokers: set[int] = set()
@@ -199,6 +201,9 @@ class ZooKeeperObserver:
             self._emit("observer.error", _now_ms(), observer=self.name, error=f"{key}: {exc!r}")
 
     def _emit(self, type_: str, wall: float, **fields: Any) -> None:
+        # An event emitted after another reports a state at least as new: never stamp it earlier.
+        wall = max(wall, self._last_wall)
+        self._last_wall = wall
         event = {"type": type_, "src": self.src, "wall": round(wall, 3), **fields}
         try:
             self._sink(event)

@@ -2,8 +2,9 @@
 
 Watch callbacks fire on ZooKeeper client threads and must not block; they `put(key, wall)`
 here instead. One worker thread runs `handler(key, wall)` for each key in FIFO order; a key put
-again while still pending is merged into the pending entry, which keeps the earliest `wall`, so a
-burst of notifications for one znode costs one read. `stop()` drops pending work and joins the
+again while still pending is merged into the pending entry (keeping its place in the queue and
+the latest `wall`: the read that follows sees at least that change), so a burst of notifications
+for one znode costs one read. `stop()` drops pending work and joins the
 thread.
 """
 
@@ -38,12 +39,11 @@ class CoalescingWorker:
             self._thread.start()
 
     def put(self, key: Hashable, wall: float) -> None:
-        """Queue `key` (merged into a pending entry for the same key, keeping the earliest wall)."""
+        """Queue `key` (merged into a pending entry for the same key, keeping the latest wall)."""
         with self._cond:
             if self._stopping:
                 return
-            if key not in self._pending:
-                self._pending[key] = wall
+            self._pending[key] = max(wall, self._pending.get(key, wall))
             self._cond.notify_all()
 
     def describe(self) -> str:

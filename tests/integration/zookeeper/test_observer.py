@@ -90,7 +90,8 @@ def test_controller_changes_and_epoch_bumps_are_emitted_in_order(
     got = [(e["broker"], e["epoch"]) for e in events.of("controller")]
     assert got == [(1, 1), (-1, 1), (2, 2), (2, 3)]
     walls = [e["wall"] for e in events.of("controller")[1:]]
-    assert walls == sorted(walls) and walls[0] >= before - 5 and walls[-1] <= time.time() * 1000 + 5
+    assert walls == sorted(walls), events.of("controller")
+    assert walls[0] >= before - 5 and walls[-1] <= time.time() * 1000 + 5
     assert all(e["src"] == "zk" for e in events.events)
 
 

@@ -1,4 +1,4 @@
-"""The coalescing work queue: FIFO per key, merges repeats (earliest wall), survives errors, stops cleanly."""
+"""The coalescing work queue: FIFO per key, merges repeats (latest wall), survives errors, stops cleanly."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Hashable
 from harness.zk.workqueue import CoalescingWorker
 
 
-def test_repeated_keys_merge_keeping_the_earliest_wall_and_order_is_fifo() -> None:
+def test_repeated_keys_merge_keeping_their_place_and_the_latest_wall() -> None:
     gate = threading.Event()
     seen: list[tuple[Hashable, float]] = []
 
@@ -29,7 +29,7 @@ def test_repeated_keys_merge_keeping_the_earliest_wall_and_order_is_fifo() -> No
         assert w.wait_idle(5)
     finally:
         w.stop()
-    assert seen == [("block", 0.0), ("a", 1.0), ("b", 2.0)]
+    assert seen == [("block", 0.0), ("a", 3.0), ("b", 2.0)]
 
 
 def test_a_failing_handler_does_not_kill_the_worker_and_stop_joins_the_thread() -> None:
