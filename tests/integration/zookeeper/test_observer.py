@@ -65,8 +65,8 @@ def cluster(zk_client: KazooClient) -> KazooClient:
 
 
 @pytest.fixture
-def observer(zk_connect: str, events: EventCollector, cluster: KazooClient) -> Iterator[ZooKeeperObserver]:
-    with ZooKeeperObserver(zk_connect, events, session_timeout_s=4.0) as obs:
+def observer(zk_connect: str, zk_events: EventCollector, cluster: KazooClient) -> Iterator[ZooKeeperObserver]:
+    with ZooKeeperObserver(zk_connect, zk_events, session_timeout_s=4.0) as obs:
         yield obs
 
 
@@ -76,46 +76,46 @@ def test_observer_implements_the_observer_protocol(observer: ZooKeeperObserver) 
 
 
 def test_controller_changes_and_epoch_bumps_are_emitted_in_order(
-    observer: ZooKeeperObserver, cluster: KazooClient, events: EventCollector
+    observer: ZooKeeperObserver, cluster: KazooClient, zk_events: EventCollector
 ) -> None:
-    events.wait_for(lambda e: e["type"] == "controller" and e["broker"] == 1 and e["epoch"] == 1)
+    zk_events.wait_for(lambda e: e["type"] == "controller" and e["broker"] == 1 and e["epoch"] == 1)
     before = time.time() * 1000
     cluster.delete(z.CONTROLLER_PATH)
-    events.wait_for(lambda e: e["type"] == "controller" and e["broker"] == -1)
+    zk_events.wait_for(lambda e: e["type"] == "controller" and e["broker"] == -1)
     _elect(cluster, 2, 2)
-    events.wait_for(lambda e: e["type"] == "controller" and e["broker"] == 2 and e["epoch"] == 2)
+    zk_events.wait_for(lambda e: e["type"] == "controller" and e["broker"] == 2 and e["epoch"] == 2)
     cluster.set(z.CONTROLLER_EPOCH_PATH, z.encode_controller_epoch(3))
-    events.wait_for(lambda e: e["type"] == "controller" and e["epoch"] == 3)
+    zk_events.wait_for(lambda e: e["type"] == "controller" and e["epoch"] == 3)
     assert observer.wait_idle()
-    got = [(e["broker"], e["epoch"]) for e in events.of("controller")]
+    got = [(e["broker"], e["epoch"]) for e in zk_events.of("controller")]
     assert got == [(1, 1), (-1, 1), (2, 2), (2, 3)]
-    walls = [e["wall"] for e in events.of("controller")[1:]]
-    assert walls == sorted(walls), events.of("controller")
+    walls = [e["wall"] for e in zk_events.of("controller")[1:]]
+    assert walls == sorted(walls), zk_events.of("controller")
     assert walls[0] >= before - 5 and walls[-1] <= time.time() * 1000 + 5
-    assert all(e["src"] == "zk" for e in events.events)
+    assert all(e["src"] == "zk" for e in zk_events.events)
 
 
 def test_broker_up_and_down_when_a_registration_session_closes_or_expires(
-    observer: ZooKeeperObserver, zk_connect: str, events: EventCollector
+    observer: ZooKeeperObserver, zk_connect: str, zk_events: EventCollector
 ) -> None:
     b1, b2 = _client(zk_connect), _client(zk_connect)
     try:
         _register(b1, 1)
         _register(b2, 2)
-        events.wait_for(lambda e: e["type"] == "broker.up" and e["broker"] == 2)
-        events.wait_for(lambda e: e["type"] == "broker.up" and e["broker"] == 1)
+        zk_events.wait_for(lambda e: e["type"] == "broker.up" and e["broker"] == 2)
+        zk_events.wait_for(lambda e: e["type"] == "broker.up" and e["broker"] == 1)
         _close(b1)  # clean session close: the ephemeral vanishes at once
-        events.wait_for(lambda e: e["type"] == "broker.down" and e["broker"] == 1)
+        zk_events.wait_for(lambda e: e["type"] == "broker.down" and e["broker"] == 1)
         # Expire broker 2's session server-side: a second client takes the session over, then closes it.
         thief = KazooClient(hosts=zk_connect, client_id=b2.client_id, timeout=5.0)
         thief.start(timeout=10)
         _close(thief)
-        events.wait_for(lambda e: e["type"] == "broker.down" and e["broker"] == 2)
+        zk_events.wait_for(lambda e: e["type"] == "broker.down" and e["broker"] == 2)
     finally:
         _close(b1)
         _close(b2)
     assert observer.wait_idle()
-    assert [(e["type"], e["broker"]) for e in events.events if e["type"].startswith("broker.")] == [
+    assert [(e["type"], e["broker"]) for e in zk_events.events if e["type"].startswith("broker.")] == [
         ("broker.up", 1),
         ("broker.up", 2),
         ("broker.down", 1),
@@ -124,12 +124,12 @@ def test_broker_up_and_down_when_a_registration_session_closes_or_expires(
 
 
 def test_partition_leader_isr_changes_and_later_topics_are_seen(
-    observer: ZooKeeperObserver, cluster: KazooClient, events: EventCollector
+    observer: ZooKeeperObserver, cluster: KazooClient, zk_events: EventCollector
 ) -> None:
     _create_topic(cluster, "orders", {0: (1, 2, 3), 1: (2, 3, 1)})
     _write_state(cluster, "orders", 0, z.PartitionState(1, 0, (1, 2, 3), 1), create=True)
     _write_state(cluster, "orders", 1, z.PartitionState(2, 0, (2, 3, 1), 1), create=True)
-    first = events.wait_for(lambda e: e["type"] == "partition.state" and e["partition"] == 1)
+    first = zk_events.wait_for(lambda e: e["type"] == "partition.state" and e["partition"] == 1)
     assert first == {
         "type": "partition.state", "src": "zk", "wall": first["wall"], "topic": "orders", "partition": 1,
         "leader": 2, "leader_epoch": 0, "isr": [2, 3, 1], "replicas": [2, 3, 1], "controller_epoch": 1,
@@ -137,29 +137,29 @@ def test_partition_leader_isr_changes_and_later_topics_are_seen(
     # Leader 1 dies: the controller moves leadership and shrinks the ISR, then announces it.
     _write_state(cluster, "orders", 0, z.PartitionState(2, 1, (2, 3), 1))
     cluster.create(z.isr_change_path(), z.IsrChangeNotification((("orders", 0),)).encode(), sequence=True)
-    events.wait_for(lambda e: e.get("partition") == 0 and e.get("leader") == 2 and e["isr"] == [2, 3])
+    zk_events.wait_for(lambda e: e.get("partition") == 0 and e.get("leader") == 2 and e["isr"] == [2, 3])
     # An identical rewrite (new zkVersion, same content) is not a change.
     _write_state(cluster, "orders", 0, z.PartitionState(2, 1, (2, 3), 1))
     # A topic created later, whose partition directory appears only after the topic znode.
     _create_topic(cluster, "audit", {0: (3, 1)})
     time.sleep(0.05)
     _write_state(cluster, "audit", 0, z.PartitionState(3, 0, (3, 1), 2), create=True)
-    events.wait_for(lambda e: e.get("topic") == "audit" and e["replicas"] == [3, 1] and e["leader"] == 3)
+    zk_events.wait_for(lambda e: e.get("topic") == "audit" and e["replicas"] == [3, 1] and e["leader"] == 3)
     # A reassignment changes the replicas of a partition without touching its state.
     cluster.set(z.topic_path("audit"), z.TopicAssignment("audit", {0: (1, 3)}).encode())
-    events.wait_for(lambda e: e.get("topic") == "audit" and e["replicas"] == [1, 3])
+    zk_events.wait_for(lambda e: e.get("topic") == "audit" and e["replicas"] == [1, 3])
     assert observer.wait_idle()
-    p0 = [(e["leader"], e["leader_epoch"], e["isr"]) for e in events.of("partition.state") if e["partition"] == 0
+    p0 = [(e["leader"], e["leader_epoch"], e["isr"]) for e in zk_events.of("partition.state") if e["partition"] == 0
           and e["topic"] == "orders"]  # fmt: skip
     assert p0 == [(1, 0, [1, 2, 3]), (2, 1, [2, 3])]
 
 
 def test_session_expiry_of_the_observer_is_reported_and_the_final_state_recorded(
-    observer: ZooKeeperObserver, cluster: KazooClient, zk_connect: str, events: EventCollector
+    observer: ZooKeeperObserver, cluster: KazooClient, zk_connect: str, zk_events: EventCollector
 ) -> None:
     _create_topic(cluster, "t", {0: (1, 2)})
     _write_state(cluster, "t", 0, z.PartitionState(1, 0, (1, 2), 1), create=True)
-    events.wait_for(lambda e: e["type"] == "partition.state" and e["leader"] == 1)
+    zk_events.wait_for(lambda e: e["type"] == "partition.state" and e["leader"] == 1)
     old_session = observer.session_id
     assert old_session is not None and observer.client is not None
     # Take the observer's session over from a second client and close it there (the server then
@@ -174,41 +174,41 @@ def test_session_expiry_of_the_observer_is_reported_and_the_final_state_recorded
             _elect(cluster, 3, 7)
             _write_state(cluster, "t", 0, z.PartitionState(2, 1, (2,), 7))
         _close(thief)
-        if any(e["type"] == "observer.error" for e in events.events):
+        if any(e["type"] == "observer.error" for e in zk_events.events):
             break
         time.sleep(0.5)
-        if any(e["type"] == "observer.error" for e in events.events):
+        if any(e["type"] == "observer.error" for e in zk_events.events):
             break
-    events.wait_for(lambda e: e["type"] == "observer.error" and e["observer"] == "zk")
-    events.wait_for(lambda e: e["type"] == "controller" and e["broker"] == 3 and e["epoch"] == 7)
-    events.wait_for(lambda e: e["type"] == "partition.state" and e["leader"] == 2 and e["controller_epoch"] == 7)
+    zk_events.wait_for(lambda e: e["type"] == "observer.error" and e["observer"] == "zk")
+    zk_events.wait_for(lambda e: e["type"] == "controller" and e["broker"] == 3 and e["epoch"] == 7)
+    zk_events.wait_for(lambda e: e["type"] == "partition.state" and e["leader"] == 2 and e["controller_epoch"] == 7)
     assert observer.session_id not in (None, old_session)
     # Watches are armed again on the new session.
-    mark = len(events)
+    mark = len(zk_events)
     cluster.set(z.CONTROLLER_EPOCH_PATH, z.encode_controller_epoch(8))
-    events.wait_for(lambda e: e["type"] == "controller" and e["epoch"] == 8, after=mark)
+    zk_events.wait_for(lambda e: e["type"] == "controller" and e["epoch"] == 8, after=mark)
 
 
 def test_chroot_argument_scopes_the_observer(
-    zookeeper: ZooKeeperEnsemble, zk_chroot: str, cluster: KazooClient, events: EventCollector
+    zookeeper: ZooKeeperEnsemble, zk_chroot: str, cluster: KazooClient, zk_events: EventCollector
 ) -> None:
     hosts = zookeeper.connect_string
-    with ZooKeeperObserver(hosts, events, chroot=zk_chroot, name="zk-chroot", session_timeout_s=4.0):
-        events.wait_for(lambda e: e["type"] == "controller" and e["broker"] == 1 and e["epoch"] == 1)
+    with ZooKeeperObserver(hosts, zk_events, chroot=zk_chroot, name="zk-chroot", session_timeout_s=4.0):
+        zk_events.wait_for(lambda e: e["type"] == "controller" and e["broker"] == 1 and e["epoch"] == 1)
 
 
 def test_malformed_znode_data_becomes_an_observer_error_not_a_crash(
-    observer: ZooKeeperObserver, cluster: KazooClient, events: EventCollector
+    observer: ZooKeeperObserver, cluster: KazooClient, zk_events: EventCollector
 ) -> None:
     cluster.set(z.CONTROLLER_EPOCH_PATH, b"not-a-number")
-    events.wait_for(lambda e: e["type"] == "observer.error" and "/controller_epoch" in e["error"])
+    zk_events.wait_for(lambda e: e["type"] == "observer.error" and "/controller_epoch" in e["error"])
     cluster.set(z.CONTROLLER_EPOCH_PATH, b"4")
-    events.wait_for(lambda e: e["type"] == "controller" and e["epoch"] == 4)
+    zk_events.wait_for(lambda e: e["type"] == "controller" and e["epoch"] == 4)
 
 
-def test_stop_leaves_no_thread_running(zk_connect: str, cluster: KazooClient, events: EventCollector) -> None:
+def test_stop_leaves_no_thread_running(zk_connect: str, cluster: KazooClient, zk_events: EventCollector) -> None:
     before = set(threading.enumerate())
-    obs = ZooKeeperObserver(zk_connect, events, session_timeout_s=4.0)
+    obs = ZooKeeperObserver(zk_connect, zk_events, session_timeout_s=4.0)
     obs.start()
     assert len(set(threading.enumerate()) - before) >= 2  # kazoo's threads and the worker
     obs.stop()
@@ -219,9 +219,9 @@ def test_stop_leaves_no_thread_running(zk_connect: str, cluster: KazooClient, ev
     assert [t.name for t in set(threading.enumerate()) - before] == []
 
 
-def test_start_against_no_server_times_out_and_leaves_no_thread(events: EventCollector) -> None:
+def test_start_against_no_server_times_out_and_leaves_no_thread(zk_events: EventCollector) -> None:
     before = set(threading.enumerate())
-    obs = ZooKeeperObserver(f"127.0.0.1:{free_port()}", events, connect_timeout_s=1.0)
+    obs = ZooKeeperObserver(f"127.0.0.1:{free_port()}", zk_events, connect_timeout_s=1.0)
     with pytest.raises(HarnessTimeout, match="observer 'zk' to connect"):
         obs.start()
     obs.stop()
@@ -229,17 +229,17 @@ def test_start_against_no_server_times_out_and_leaves_no_thread(events: EventCol
     while set(threading.enumerate()) - before and time.monotonic() < deadline:
         time.sleep(0.05)
     assert [t.name for t in set(threading.enumerate()) - before] == []
-    assert events.events == []
+    assert zk_events.events == []
 
 
 def test_restarted_observer_emits_only_what_changed_meanwhile(
-    zk_connect: str, cluster: KazooClient, events: EventCollector
+    zk_connect: str, cluster: KazooClient, zk_events: EventCollector
 ) -> None:
-    obs = ZooKeeperObserver(zk_connect, events, session_timeout_s=4.0)
+    obs = ZooKeeperObserver(zk_connect, zk_events, session_timeout_s=4.0)
     with obs:
-        events.wait_for(lambda e: e["type"] == "controller" and e["broker"] == 1)
+        zk_events.wait_for(lambda e: e["type"] == "controller" and e["broker"] == 1)
     cluster.set(z.CONTROLLER_EPOCH_PATH, z.encode_controller_epoch(2))
     with obs:
-        events.wait_for(lambda e: e["type"] == "controller" and e["epoch"] == 2)
+        zk_events.wait_for(lambda e: e["type"] == "controller" and e["epoch"] == 2)
         assert obs.wait_idle()
-    assert [(e["broker"], e["epoch"]) for e in events.of("controller")] == [(1, 1), (1, 2)]
+    assert [(e["broker"], e["epoch"]) for e in zk_events.of("controller")] == [(1, 1), (1, 2)]
