@@ -243,3 +243,23 @@ def test_restarted_observer_emits_only_what_changed_meanwhile(
         zk_events.wait_for(lambda e: e["type"] == "controller" and e["epoch"] == 2)
         assert obs.wait_idle()
     assert [(e["broker"], e["epoch"]) for e in zk_events.of("controller")] == [(1, 1), (1, 2)]
+
+
+def test_observer_started_on_an_empty_namespace_sees_kafka_arrive(
+    zk_connect: str, zk_client: KazooClient, zk_events: EventCollector
+) -> None:
+    """Started before any broker: no skeleton yet, so every path is watched for its creation."""
+    with ZooKeeperObserver(zk_connect, zk_events, session_timeout_s=4.0) as obs:
+        assert zk_events.events == [{"type": "controller", "src": "zk", "wall": zk_events.events[0]["wall"],
+                                     "broker": -1, "epoch": None}]  # fmt: skip
+        z.ensure_kafka_paths(zk_client)
+        _register(zk_client, 1)
+        zk_client.create(z.CONTROLLER_EPOCH_PATH, z.encode_controller_epoch(0))
+        _elect(zk_client, 1, 1)
+        _create_topic(zk_client, "t", {0: (1,)})
+        _write_state(zk_client, "t", 0, z.PartitionState(1, 0, (1,), 1), create=True)
+        zk_events.wait_for(lambda e: e["type"] == "broker.up" and e["broker"] == 1)
+        zk_events.wait_for(lambda e: e["type"] == "controller" and e["broker"] == 1 and e["epoch"] == 1)
+        zk_events.wait_for(lambda e: e["type"] == "partition.state" and e["topic"] == "t")
+        assert obs.wait_idle()
+    assert not zk_events.of("observer.error")
