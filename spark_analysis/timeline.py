@@ -83,9 +83,9 @@ def _rates(ctx: CheckContext, width: float) -> dict[str, list[Any]]:
     if ctx.count("send") and ctx.count("ack"):
         from spark_analysis.checks.frames import per_value
 
-        pv = per_value(ctx).where(F.col("ack").isNotNull() & F.col("send_t").isNotNull())
-        rows = (pv.select((F.floor(F.col("ack.t") / width)).cast("long").alias("bin"),
-                          (F.col("ack.t") - F.col("send_t")).alias("lat"))
+        pv = per_value(ctx).where(F.col("ack_t").isNotNull() & F.col("send_t").isNotNull())
+        rows = (pv.select((F.floor(F.col("ack_t") / width)).cast("long").alias("bin"),
+                          (F.col("ack_t") - F.col("send_t")).alias("lat"))
                 .groupBy("bin").agg(F.percentile_approx("lat", 0.5, 200).alias("p50"), F.max("lat").alias("max"))
                 .collect())
         lat = {int(r["bin"]): (r["p50"], r["max"]) for r in rows}

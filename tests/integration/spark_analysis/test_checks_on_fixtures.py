@@ -1,0 +1,140 @@
+"""Every check on real Spark: passes on the healthy fixture run, fails for the right reason on the
+fixture with its bug switched on (status, summary and evidence asserted), and the whole pipeline
+writes verdict.json, report.html and junit.xml."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spark_analysis.checks import BY_ID, CHECK_IDS
+from spark_analysis.context import spark_context
+from spark_analysis.load import load_history
+from spark_analysis.result import CheckResult, run_check
+from spark_analysis.runinfo import load_run_info
+from spark_analysis.verify import verify_run
+from tests.fixtures.histories import EXPECTED_FAILURES, RUN_JSON, scenario
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+
+def run_one(spark: Any, run_dir: Path, check_id: str) -> CheckResult:
+    loaded = load_history(spark, run_dir / "history.jsonl")
+    ctx = spark_context(load_run_info(run_dir), spark, loaded.events, loaded.type_counts, loaded.end_t)
+    try:
+        return run_check(BY_ID[check_id], ctx)
+    finally:
+        ctx.close()
+
+
+def test_healthy_run_passes_every_check_and_writes_all_reports(spark: Any, make_run: Any) -> None:
+    """The healthy fixture passes all 19 checks; verdict.json, report.html and junit.xml are written."""
+    run_dir = make_run("healthy", scenario())
+    verdict = verify_run(run_dir, spark=spark)
+    statuses = {r.check_id: (r.status, r.summary) for r in verdict.checks}
+    assert set(statuses) == set(CHECK_IDS)
+    assert all(s == "pass" for s, _ in statuses.values()), statuses
+    assert verdict.status == "pass"
+    data = json.loads((run_dir / "verdict.json").read_text())
+    assert data["status"] == "pass" and len(data["checks"]) == 19
+    assert data["history"]["skipped_lines"] == 0
+    assert data["timeline"]["rates"]["t"], "timeline has produce/consume rates"
+    html = (run_dir / "report.html").read_text()
+    assert "reference broker 0.1.0" in html and "<svg" in html and "fault #2" not in html.split("<svg")[0]
+    assert "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    suite = ET.parse(run_dir / "junit.xml").getroot()
+    assert suite.get("tests") == "19" and suite.get("failures") == "0" and suite.get("errors") == "0"
+
+
+@pytest.mark.parametrize("bug", sorted(EXPECTED_FAILURES))
+def test_check_fails_for_its_bug(spark: Any, make_run: Any, bug: str) -> None:
+    """The check a bug exists for fails, with the expected summary and the evidence that proves it."""
+    check_id, text = EXPECTED_FAILURES[bug]
+    result = run_one(spark, make_run(bug, scenario(**{bug: True})), check_id)
+    assert result.status == "fail", result
+    assert text in result.summary, result.summary
+    assert 0 < len(result.evidence) <= 20
+    EVIDENCE_ASSERTIONS.get(bug, lambda ev: None)(list(result.evidence))
+
+
+def _values(ev: list[dict[str, Any]]) -> set[Any]:
+    return {e.get("value") for e in ev}
+
+
+EVIDENCE_ASSERTIONS: dict[str, Any] = {
+    "lost": lambda ev: (_values(ev) == {21, 23}) or pytest.fail(f"lost evidence {ev}"),
+    "duplicate": lambda ev: ({(e["partition"], e["offset"]) for e in ev if e["value"] == 7} == {(0, 3), (0, 22)})
+    or pytest.fail(f"duplicate evidence {ev}"),
+    "inconsistent": lambda ev: (_values(ev) == {7, 9999} and {e["offset"] for e in ev} == {3})
+    or pytest.fail(f"inconsistent evidence {ev}"),
+    "reorder": lambda ev: ([(e["value"], e["offset"]) for e in ev] == [(5, 4), (9, 2)])
+    or pytest.fail(f"reorder evidence {ev}"),
+    "nonmonotonic": lambda ev: ([e["offset"] for e in ev] == [5, 3] and ev[0]["src"] == "consumer:c1")
+    or pytest.fail(f"nonmonotonic evidence {ev}"),
+    "skip": lambda ev: ([e["offset"] for e in ev] == [5, 7]) or pytest.fail(f"skip evidence {ev}"),
+    "commit_back": lambda ev: ([e["offset"] for e in ev][-1] == 1) or pytest.fail(f"commit evidence {ev}"),
+    "wrong_election": lambda ev: (ev[-1]["leader"] == 3 and ev[-1]["expected"] == [2])
+    or pytest.fail(f"election evidence {ev}"),
+    "second_controller": lambda ev: ({e["broker"] for e in ev} == {2, 3}) or pytest.fail(f"controller ev {ev}"),
+}
+
+
+def test_torn_history_of_a_crashed_run_verifies_and_unfinished_writes_are_not_lost(spark: Any, make_run: Any) -> None:
+    """A history cut mid-line by a crash verifies without error; sends never acked are unknown, not lost."""
+    events = [e for e in scenario() if e["t"] <= 10.0 and e["type"] != "run.end"]
+    events.append({"t": 10.01, "wall": 1, "src": "producer:p1", "type": "send", "producer": "p1", "value": 500,
+                   "key": "k0", "topic": "orders", "acks": "all"})
+    events.append({"t": 10.02, "wall": 1, "src": "producer:p1", "type": "send", "producer": "p1", "value": 501,
+                   "key": "k1", "topic": "orders", "acks": "all"})
+    run = dict(RUN_JSON, status="crashed")
+    run_dir = make_run("torn", events, run=run, torn=True)
+    verdict = verify_run(run_dir, spark=spark)
+    assert verdict.history["skipped_lines"] == 1
+    lost = verdict.by_id("delivery.lost_write")
+    assert lost.status != "fail", lost.summary
+    assert lost.metrics["lost"] == 0 and lost.metrics["unfinished"] >= 1
+    assert "unfinished sends" in lost.summary
+
+
+def test_history_without_events_gives_unknown_never_pass(spark: Any, make_run: Any) -> None:
+    """Checks with none of the events they need are unknown, and so is the run."""
+    run_dir = make_run("empty", [{"t": 0.0, "wall": 1, "src": "engine", "type": "run.start"}])
+    verdict = verify_run(run_dir, spark=spark, write=False)
+    assert {r.status for r in verdict.checks} == {"unknown"}
+    assert verdict.status == "unknown"
+
+
+def test_allowed_failure_does_not_fail_the_run_and_is_skipped_in_junit(spark: Any, make_run: Any) -> None:
+    """`verify.allow: [duplicate]` keeps the run green while the report still shows the failure."""
+    run = json.loads(json.dumps(RUN_JSON))
+    run["verify"]["allow"] = ["duplicate"]
+    run_dir = make_run("allowed", scenario(duplicate=True), run=run)
+    verdict = verify_run(run_dir, spark=spark)
+    dup = verdict.by_id("delivery.duplicate")
+    assert dup.status == "fail" and dup.allowed
+    assert verdict.status == "pass"
+    case = ET.parse(run_dir / "junit.xml").getroot().find("testcase[@name='delivery.duplicate']")
+    assert case is not None and case.find("skipped") is not None
+
+
+def test_cli_exit_status_is_1_on_failure(spark: Any, make_run: Any) -> None:
+    """`python -m spark_analysis RUN_DIR` exits 1 when a check fails (in-process, shared session)."""
+    from spark_analysis.__main__ import main
+
+    assert main([str(make_run("cli", scenario(lost=True)))]) == 1
+
+
+def test_spark_and_reference_agree_on_fixtures(spark: Any, make_run: Any) -> None:
+    """The pure-Python reference and the Spark checks reach the same statuses."""
+    from spark_analysis.reference import REFERENCE_CHECKS, reference_checks
+
+    for bug in ("lost", "inconsistent", "skip"):
+        run_dir = make_run(f"ref-{bug}", scenario(**{bug: True}))
+        ref = {r.check_id: r.status for r in reference_checks(run_dir)}
+        verdict = verify_run(run_dir, spark=spark, write=False)
+        got = {r.check_id: r.status for r in verdict.checks if r.check_id in REFERENCE_CHECKS}
+        assert got == ref, (bug, got, ref)
