@@ -1,0 +1,94 @@
+"""The checks that run in Python on collected rows, the registry, and the pure-Python reference,
+exercised on the hand-written fixture histories without starting Spark."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pytest
+
+from spark_analysis.checks import ALL_CHECKS, BY_ID, CHECK_IDS
+from spark_analysis.reference import REFERENCE_CHECKS, reference_checks
+from spark_analysis.result import Check, run_check
+from tests.fixtures.histories import EXPECTED_FAILURES, python_context, scenario, write_run
+
+FIXED_IDS = (
+    "controller.unique", "controller.epoch_monotonic", "partition.leader_in_isr", "partition.election_conforms",
+    "partition.leader_epoch_monotonic", "delivery.lost_write", "delivery.duplicate",
+    "delivery.inconsistent_offsets", "delivery.key_order", "consumer.nonmonotonic_poll", "consumer.poll_skip",
+    "group.generation_monotonic", "group.exclusive_ownership", "group.assignment_conforms",
+    "group.coordinator_conforms", "group.commit_monotonic", "slo.controller_failover",
+    "slo.partition_unavailable", "slo.rebalance",
+)
+SPARK_ONLY = {"delivery.lost_write", "delivery.duplicate", "delivery.inconsistent_offsets", "delivery.key_order",
+              "consumer.nonmonotonic_poll", "consumer.poll_skip", "group.commit_monotonic"}
+ROW_CHECKS = [c.id for c in ALL_CHECKS if c.id not in SPARK_ONLY]
+
+
+def test_registry_holds_exactly_the_fixed_check_ids_in_order() -> None:
+    assert CHECK_IDS == FIXED_IDS
+
+
+@pytest.mark.parametrize("check", ALL_CHECKS, ids=lambda c: c.id)
+def test_every_check_complies_with_the_check_protocol(check: Check) -> None:
+    """id/family/needs are declared, the family prefixes the id, and the class lives in checks/<family>.py."""
+    assert isinstance(check, Check)
+    assert check.id.split(".")[0] == check.family
+    assert isinstance(check.needs, frozenset) and all(isinstance(n, str) for n in check.needs)
+    module = importlib.import_module(type(check).__module__)
+    assert module.__name__ == f"spark_analysis.checks.{check.family}"
+
+
+@pytest.mark.parametrize("check_id", ROW_CHECKS)
+def test_row_check_passes_on_the_healthy_history(check_id: str) -> None:
+    result = run_check(BY_ID[check_id], python_context(scenario()))
+    assert result.status == "pass", result.summary
+
+
+@pytest.mark.parametrize("bug", sorted(b for b, (c, _) in EXPECTED_FAILURES.items() if c not in SPARK_ONLY))
+def test_row_check_fails_for_its_bug_with_summary_and_evidence(bug: str) -> None:
+    check_id, text = EXPECTED_FAILURES[bug]
+    result = run_check(BY_ID[check_id], python_context(scenario(**{bug: True})))
+    assert result.status == "fail"
+    assert text in result.summary
+    assert 0 < len(result.evidence) <= 20
+    assert all("t" in e or "seq" in e for e in result.evidence)
+
+
+def test_row_checks_without_their_events_are_unknown_never_pass() -> None:
+    ctx = python_context([{"t": 0.0, "src": "engine", "type": "run.start"}])
+    for check_id in ROW_CHECKS:
+        assert run_check(BY_ID[check_id], ctx).status == "unknown", check_id
+
+
+def test_election_check_uses_liveness_and_ar_order() -> None:
+    """The election check names the strategy and the model's choice in its evidence."""
+    result = run_check(BY_ID["partition.election_conforms"], python_context(scenario(wrong_election=True)))
+    last = result.evidence[-1]
+    assert last["strategy"] == "offline" and last["expected"] == [2] and last["leader"] == 3
+    assert result.fault == "fault #2 kill broker 1"
+
+
+def test_reference_passes_the_healthy_history(tmp_path: Path) -> None:
+    results = reference_checks(write_run(tmp_path / "ok", scenario()))
+    assert [r.check_id for r in results] == list(REFERENCE_CHECKS)
+    assert {r.status for r in results} == {"pass"}, [(r.check_id, r.summary) for r in results]
+
+
+@pytest.mark.parametrize("bug", sorted(b for b, (c, _) in EXPECTED_FAILURES.items() if c in REFERENCE_CHECKS))
+def test_reference_fails_the_same_check_for_each_bug(tmp_path: Path, bug: str) -> None:
+    check_id, _ = EXPECTED_FAILURES[bug]
+    by_id = {r.check_id: r for r in reference_checks(write_run(tmp_path / bug, scenario(**{bug: True})))}
+    assert by_id[check_id].status == "fail", by_id[check_id].summary
+
+
+def test_reference_on_a_torn_history_of_a_crash_counts_unfinished_writes_as_unknown(tmp_path: Path) -> None:
+    events = [e for e in scenario() if e["t"] <= 6.0]
+    events.append({"t": 6.01, "src": "producer:p1", "type": "send", "producer": "p1", "value": 900,
+                   "topic": "orders", "acks": "all"})
+    from tests.fixtures.histories import RUN_JSON
+
+    run_dir = write_run(tmp_path / "torn", events, run=dict(RUN_JSON, status="crashed"), torn=True)
+    lost = reference_checks(run_dir)[0]
+    assert lost.status != "fail" and lost.metrics["lost"] == 0 and lost.metrics["unfinished"] >= 1

@@ -1,0 +1,142 @@
+"""Run metadata, result rules, verdict status, fault attribution, and the HTML / JUnit writers,
+without Spark."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+from spark_analysis.__main__ import main
+from spark_analysis.faults import build_fault_index, describe_target
+from spark_analysis.report import render_runs
+from spark_analysis.report.html import render_html
+from spark_analysis.report.junit import render_junit
+from spark_analysis.result import CheckResult, failed, passed, run_check, unknown, worst
+from spark_analysis.runinfo import RunInfo, load_run_info, parse_seconds, run_info_from_mapping
+from spark_analysis.verdict import Verdict, apply_allow, read_verdict, run_metadata, run_status
+from tests.fixtures.histories import python_context, scenario
+
+
+def test_allow_matches_full_id_family_or_last_part() -> None:
+    info = RunInfo(allow=("duplicate", "slo", "partition.leader_in_isr"))
+    assert info.is_allowed("delivery.duplicate")
+    assert info.is_allowed("slo.rebalance")
+    assert info.is_allowed("partition.leader_in_isr")
+    assert not info.is_allowed("delivery.lost_write")
+
+
+def test_run_json_is_read_tolerantly_and_slos_parse_durations(tmp_path: Path) -> None:
+    assert load_run_info(tmp_path) == RunInfo()
+    info = run_info_from_mapping({"verify": {"slo": {"rebalance": "2m", "controller_failover": "500ms",
+                                                     "partition_unavailable": 40, "bad": "soon"}},
+                                  "broker": "not a mapping"})
+    assert info.slo == {"rebalance": 120.0, "controller_failover": 0.5, "partition_unavailable": 40.0}
+    assert parse_seconds(True) is None and parse_seconds("30s") == 30.0
+
+
+def test_title_names_kafka_version_or_reference_broker_and_its_bugs() -> None:
+    assert run_info_from_mapping({"broker": {"flavour": "apache-kafka", "version": "3.7.1"}}).title == \
+        "Apache Kafka 3.7.1"
+    ref = run_info_from_mapping({"broker": {"flavour": "reference", "version": "0.1", "bugs": ["ack_early"]}})
+    assert ref.title == "reference broker 0.1 with bug flags ack_early"
+
+
+class _Boom:
+    id = "delivery.lost_write"
+    family = "delivery"
+    needs: frozenset[str] = frozenset()
+
+    def run(self, ctx: Any) -> CheckResult:
+        raise RuntimeError("boom in the check")
+
+
+def test_a_crashed_check_is_unknown_with_the_exception_never_pass() -> None:
+    result = run_check(_Boom(), python_context(scenario()))
+    assert result.status == "unknown"
+    assert "RuntimeError: boom in the check" in result.summary
+    assert "traceback" in result.metrics
+
+
+def test_status_order_and_evidence_cap() -> None:
+    assert worst(["pass", "unknown", "pass"]) == "unknown"
+    assert worst(["unknown", "fail"]) == "fail"
+    r = failed("x.y", "many", [{"i": i} for i in range(50)])
+    assert len(r.evidence) == 20
+
+
+def _verdict(allow: tuple[str, ...] = ()) -> Verdict:
+    results = [
+        passed("controller.unique", "ok", {"n": 1}),
+        failed("delivery.lost_write", "lost 3 acked writes on orders/2 during fault #2 kill broker 1",
+               [{"t": 1.0, "value": 5, "note": "<script>"}], {"lost": 3}, "fault #2 kill broker 1"),
+        unknown("slo.rebalance", "no group.state events"),
+        failed("delivery.duplicate", "1 value twice", [{"value": 1}]),
+    ]
+    run = RunInfo(experiment="exp", allow=allow, flavour="reference", version="0.1", bugs=("ack_early",))
+    results = apply_allow(results, run)
+    return Verdict(status=run_status(results), checks=tuple(results), run=run_metadata(run),
+                   faults=({"id": "2", "kind": "kill", "target": "broker 1", "start": 1.0, "end": 2.0,
+                            "label": "fault #2 kill broker 1"},),
+                   timeline={"end_t": 3.0, "controller": [[0.0, 1, 1], [1.5, -1, None], [1.7, 2, 2]],
+                             "faults": [{"id": "2", "kind": "kill", "start": 1.0, "end": 2.0, "label": "x"}],
+                             "partitions": {"orders/0": [[0.0, 1, 3], [1.6, 2, 2]]},
+                             "groups": {"g": [[0.0, "Stable", 1]]},
+                             "rates": {"t": [0.0, 1.0], "acks_per_s": [5, 6], "polls_per_s": [5, 5],
+                                       "lat_p50": [0.01, None], "lat_max": [0.02, None]}})
+
+
+def test_run_status_is_the_worst_of_the_checks_not_allowed() -> None:
+    assert _verdict().status == "fail"
+    assert _verdict(allow=("lost_write", "duplicate")).status == "unknown"
+    assert run_status([]) == "unknown"
+
+
+def test_junit_has_one_testcase_per_check_with_failure_error_skipped() -> None:
+    suite = ET.fromstring(render_junit(_verdict(allow=("duplicate",))))
+    cases = {c.get("name"): c for c in suite.findall("testcase")}
+    assert len(cases) == 4 and suite.get("tests") == "4"
+    assert cases["delivery.lost_write"].find("failure") is not None
+    assert cases["slo.rebalance"].find("error").get("type") == "unknown"  # type: ignore[union-attr]
+    assert cases["delivery.duplicate"].find("skipped") is not None
+    assert suite.get("failures") == "1" and suite.get("errors") == "1" and suite.get("skipped") == "1"
+
+
+def test_html_is_self_contained_names_the_broker_and_escapes_evidence() -> None:
+    html = render_html(_verdict(), "name: exp\n")
+    assert "reference broker 0.1 with bug flags ack_early" in html.split("</title>")[0]
+    assert "<svg" in html and "&lt;script&gt;" in html and "<script>" not in html
+    assert "lost 3 acked writes on orders/2 during fault #2 kill broker 1" in html
+    for external in ("src=\"http", "href=\"http", "<link", "@import"):
+        assert external not in html
+
+
+def test_verdict_round_trips_through_json_and_reports_render_from_it(tmp_path: Path) -> None:
+    v = _verdict()
+    v.write(tmp_path)
+    again = read_verdict(tmp_path)
+    assert again.to_json() == json.loads(json.dumps(v.to_json()))
+    written = render_runs([tmp_path], tmp_path / "index.html")
+    assert {p.name for p in written} == {"report.html", "junit.xml", "index.html"}
+
+
+def test_cli_render_only_exit_status_follows_the_verdict(tmp_path: Path) -> None:
+    _verdict().write(tmp_path)
+    assert main([str(tmp_path), "--render-only"]) == 1
+    assert main([str(tmp_path / "missing")]) == 2
+
+
+def test_fault_windows_name_the_fault_and_attribute_failures() -> None:
+    idx = build_fault_index([
+        {"type": "fault.start", "t": 5.0, "fault_id": 1, "kind": "kill", "target": [3]},
+        {"type": "fault.end", "t": 7.0, "fault_id": 1},
+        {"type": "fault.start", "t": 9.0, "fault_id": 2, "kind": "kill", "target": "broker:1"},
+    ])
+    assert [w.label for w in idx.windows] == ["fault #1 kill broker 3", "fault #2 kill broker 1"]
+    at = idx.active_at(6.0)
+    assert at is not None and at.fault_id == "1"
+    nxt = idx.at_or_after(8.0)
+    assert nxt is not None and nxt.fault_id == "2"
+    assert idx.targets_at(10.0, {"kill"}) == {1}
+    assert describe_target("[1, 2]") == "broker 1, broker 2"
