@@ -1,0 +1,365 @@
+"""The containers backend: ZooKeeper (1 or 3) + N brokers + one Toxiproxy as containers on one
+Testcontainers `Network`, wired as DESIGN.md "Link-level faults: one listener per source".
+
+Bring-up order: the toxiproxy container (API and every `client->j` proxy port published), read the
+host-mapped ports, create every proxy (`k->j`, `k->zkI`, `client->j`), start ZooKeeper, render each
+broker's config (its EXTERNAL listener advertises the host-mapped `client->j` port), start the
+brokers, wait until each is registered and answers Metadata. Faults: kill = `docker kill` (SIGKILL),
+stop = `docker stop` (SIGTERM, controlled shutdown), start = `docker start` + readiness, pause/resume
+= `docker pause/unpause`, links = proxies on the toxiproxy container (`ProcessLink`).
+
+Images and commands per role: `containers_spec` (Confluent Platform + Shopify Toxiproxy by default;
+the local busybox runtime image with host Java/Python mounted read-only when `KAFKA_CHAOS_LOCAL_IMAGES=1`
+or `images: {role: local}`). Teardown removes every container and the network on every exit path
+(atexit fallback; Ryuk where it runs; `clean_leftovers()` for runs whose harness was SIGKILLed).
+
+Layout under `workdir/`: `<node>/` (rendered files, `container.log` saved at teardown), `cluster.json`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from harness.cluster.base import CLIENT, BrokerFlavour, Cluster, ClusterBackend, ClusterSpec, Link, LinkSource, NodeId
+from harness.cluster.containers_engine import (
+    CleanedContainer,
+    NodeContainer,
+    clean_container_leftovers,
+    docker_client,
+    engine_name,
+    ensure_image,
+    owner_label,
+    prepare_testcontainers,
+    track_run,
+    untrack_run,
+)
+from harness.cluster.containers_ready import BrokerReadiness, wait_toxiproxy, wait_zookeeper
+from harness.cluster.containers_spec import (
+    LABEL_OWNER,
+    LABEL_RUN,
+    TOXIPROXY_API_PORT,
+    RoleImage,
+    broker_spec,
+    container_topology,
+    flavour_of,
+    proxy_port,
+    resolve_images,
+    toxiproxy_spec,
+    zookeeper_spec,
+)
+from harness.cluster.process_flavour import find_java
+from harness.cluster.process_toxiproxy import ProcessLink
+from harness.cluster.render import Topology
+from harness.errors import BackendError, ConfigError, TeardownError
+from harness.toxiproxy.client import ProxySpec, ToxiproxyClient
+
+
+class ContainersBackend:
+    """Brings up `ContainersCluster`s through any Docker API (Docker Engine, Podman's service)."""
+
+    name = "containers"
+
+    def __init__(
+        self, environ: Mapping[str, str] | None = None, *, commands: Mapping[str, str | Sequence[str]] | None = None,
+        stop_timeout_s: float = 30.0, zookeeper_tick_ms: int = 500,
+    ) -> None:
+        self.environ = dict(os.environ if environ is None else environ)
+        self.commands = dict(commands or {})
+        self.stop_timeout_s = stop_timeout_s
+        self.zookeeper_tick_ms = zookeeper_tick_ms
+
+    def available(self) -> tuple[bool, str]:
+        """(True, which engine) when a Docker API answers a ping."""
+        where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+        try:
+            client = docker_client(timeout_s=3)
+            try:
+                client.ping()
+                engine = engine_name(client)
+            finally:
+                client.close()
+        except Exception as exc:
+            return False, f"no Docker API answers at {where} ({type(exc).__name__})"
+        local = " (local images)" if self.environ.get("KAFKA_CHAOS_LOCAL_IMAGES") else ""
+        return True, f"{engine} at {where}{local}"
+
+    def clean_leftovers(self) -> list[CleanedContainer]:
+        """Remove containers/networks labelled by kafka-chaos runs whose harness process is gone."""
+        try:
+            client = docker_client(timeout_s=5)
+        except BackendError:
+            return []
+        try:
+            return clean_container_leftovers(client)
+        finally:
+            client.close()
+
+    def up(self, spec: ClusterSpec, workdir: Path) -> ContainersCluster:
+        """Start everything and wait until every node is ready; on any failure tear down what started."""
+        if spec.brokers < 1 or spec.zookeepers not in (1, 3, 5):
+            raise ConfigError(f"containers backend: brokers must be >= 1 and zookeepers 1, 3 or 5; "
+                              f"got brokers={spec.brokers}, zookeepers={spec.zookeepers}")
+        images = resolve_images(spec, self.environ, self.commands)
+        cluster = ContainersCluster(spec, Path(workdir), images, backend=self)
+        try:
+            cluster._start_all()
+        except BaseException as exc:
+            try:
+                cluster.down()
+            except TeardownError as td:
+                exc.add_note(f"and tearing the half-started cluster down failed too: {td}")
+            raise
+        return cluster
+
+
+class ContainersCluster:
+    """A running containers cluster (implements `harness.cluster.base.Cluster`)."""
+
+    def __init__(self, spec: ClusterSpec, workdir: Path, images: Mapping[str, RoleImage], *,
+                 backend: ContainersBackend) -> None:
+        self.spec = spec
+        self.workdir = workdir.resolve()
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.images = dict(images)
+        self.flavour: BrokerFlavour = flavour_of(images["kafka"], spec)
+        self._backend = backend
+        self.run_id = uuid.uuid4().hex[:10]
+        self.labels = {LABEL_RUN: self.run_id, LABEL_OWNER: owner_label()}
+        self.nodes: tuple[NodeId, ...] = (
+            tuple(NodeId.broker(k) for k in range(1, spec.brokers + 1))
+            + tuple(NodeId.zookeeper(i) for i in range(1, spec.zookeepers + 1)))
+        self.bootstrap_servers = ""
+        self.zookeeper_connect = ""
+        self.topology: Topology | None = None
+        self.engine = ""
+        self.toxiproxy_version = ""
+        self._client: Any = None
+        self._network: Any = None
+        self._toxiproxy: NodeContainer | None = None
+        self._toxi_client: ToxiproxyClient | None = None
+        self._containers: dict[NodeId, NodeContainer] = {}
+        self._ready: BrokerReadiness | None = None
+        self._zk_published: dict[int, tuple[str, int]] = {}
+        self._down = False
+
+    # -- bring-up ---------------------------------------------------------------------------------
+
+    def _start_all(self) -> None:
+        from testcontainers.core.network import Network
+
+        deadline = time.monotonic() + self.spec.ready_timeout_s
+        self._client = docker_client()
+        self.engine = engine_name(self._client)
+        prepare_testcontainers(self.engine)
+        for role, image in self.images.items():
+            ensure_image(self._client, image.image, role)
+        track_run(self.run_id, self)
+        self._network = Network(docker_network_kw={"labels": dict(self.labels)})
+        self._network.create()
+        prefix = f"kc-{self.run_id}"
+        java = find_java(self._backend.environ)
+        classpath = ""
+        if self.images["zookeeper"].local:
+            from harness.cluster.zookeeper import zookeeper_classpath
+            classpath = zookeeper_classpath()
+        # 1. toxiproxy with the client proxy ports published; their host ports go into the brokers' configs
+        tox = NodeContainer(toxiproxy_spec(self.spec, self.images["toxiproxy"], f"{prefix}-toxiproxy", self.labels),
+                            self._network, self.workdir / "toxiproxy", self._backend.stop_timeout_s)
+        self._toxiproxy = tox
+        tox.start()
+        host = tox.host_ip()
+        url = f"http://{host}:{tox.mapped_port(TOXIPROXY_API_PORT)}"
+        self.toxiproxy_version = wait_toxiproxy(tox, url, deadline)
+        self._toxi_client = ToxiproxyClient(url)
+        client_ports = {j: tox.mapped_port(proxy_port(CLIENT, NodeId.broker(j)))
+                        for j in range(1, self.spec.brokers + 1)}
+        self.topology = topo = container_topology(self.spec.brokers, self.spec.zookeepers, host, client_ports)
+        created = self._toxi_client.populate(
+            [ProxySpec(p.name, str(p.upstream), listen=str(p.listen)) for p in topo.proxies])
+        missing = sorted({p.name for p in topo.proxies} - {c.name for c in created})
+        if missing:
+            raise BackendError(f"toxiproxy at {url} did not create proxies {missing}")
+        self.bootstrap_servers = topo.bootstrap_servers
+        # 2. ZooKeeper, reachable from the host on its published client port (observers, readiness)
+        for i in range(1, self.spec.zookeepers + 1):
+            node = NodeId.zookeeper(i)
+            zspec = zookeeper_spec(self.spec, self.images["zookeeper"], i, f"{prefix}-zk{i}", self.labels,
+                                   java=java, classpath=classpath, tick_ms=self._backend.zookeeper_tick_ms)
+            self._containers[node] = c = NodeContainer(zspec, self._network, self.workdir / f"zk{i}",
+                                                       self._backend.stop_timeout_s)
+            c.start()
+            self._zk_published[i] = (c.host_ip(), c.mapped_port(2181))
+        self.zookeeper_connect = ",".join(f"{h}:{p}" for h, p in self._zk_published.values())
+        for i, (h, p) in self._zk_published.items():
+            wait_zookeeper(self._containers[NodeId.zookeeper(i)], h, p, deadline, quorum=True)
+        # 3. brokers
+        self._ready = BrokerReadiness(self.zookeeper_connect)
+        for k in range(1, self.spec.brokers + 1):
+            bspec = broker_spec(self.spec, self.images["kafka"], topo, k, f"{prefix}-broker{k}", self.labels)
+            self._containers[NodeId.broker(k)] = NodeContainer(bspec, self._network, self.workdir / f"broker-{k}",
+                                                               self._backend.stop_timeout_s)
+        for k in range(1, self.spec.brokers + 1):
+            self._containers[NodeId.broker(k)].start()
+        for k in range(1, self.spec.brokers + 1):
+            self._ready.wait_ready(self._containers[NodeId.broker(k)], k, self._client_proxy(k), deadline)
+        (self.workdir / "cluster.json").write_text(json.dumps(self.describe(), indent=2, default=str) + "\n")
+
+    def _client_proxy(self, broker_id: int) -> str:
+        assert self.topology is not None
+        return str(self.topology.proxy(CLIENT, NodeId.broker(broker_id)).advertised)
+
+    # -- nodes ------------------------------------------------------------------------------------
+
+    def container(self, node: NodeId) -> NodeContainer:
+        """The node's container (for tests and diagnostics)."""
+        if self._down:
+            raise BackendError(f"{node}: the cluster was torn down")
+        try:
+            return self._containers[node]
+        except KeyError as exc:
+            raise BackendError(f"{node}: no such node in this cluster "
+                               f"(nodes: {', '.join(map(str, self.nodes))})") from exc
+
+    def kill(self, node: NodeId) -> None:
+        """`docker kill` (SIGKILL): no clean shutdown. No-op if not running."""
+        self.container(node).kill()
+
+    def stop(self, node: NodeId) -> None:
+        """`docker stop`: SIGTERM (a broker's controlled shutdown), SIGKILL after the stop timeout, and then
+        a BackendError saying so. No-op if not running."""
+        c = self.container(node)
+        if not c.stop():
+            raise BackendError(f"{node} (container {c.spec.name}) did not exit within "
+                               f"{self._backend.stop_timeout_s:g}s of SIGTERM, so it was SIGKILLed; "
+                               f"log ends with:\n{c.tail()}")
+
+    def start(self, node: NodeId) -> None:
+        """`docker start` the stopped/killed node (same container, same data) and wait until it is ready."""
+        c = self.container(node)
+        if c.is_running():
+            raise BackendError(f"{node} is already running (container {c.spec.name}); stop or kill it first")
+        deadline = time.monotonic() + self.spec.ready_timeout_s
+        if node.role == "broker":
+            assert self._ready is not None
+            self._ready.wait_stale_gone(node.id, deadline)
+            c.start()
+            self._ready.wait_ready(c, node.id, self._client_proxy(node.id), deadline)
+            return
+        c.start()
+        h, p = self._zk_published[node.id]
+        running = sum(1 for n, x in self._containers.items() if n.role == "zookeeper" and x.is_running())
+        wait_zookeeper(c, h, p, deadline, quorum=2 * running > self.spec.zookeepers)
+
+    def pause(self, node: NodeId) -> None:
+        """`docker pause`: every process of the node frozen (cgroup freezer), sockets held open."""
+        self.container(node).pause()
+
+    def resume(self, node: NodeId) -> None:
+        self.container(node).resume()
+
+    def is_running(self, node: NodeId) -> bool:
+        """Whether the node's container runs (a paused one counts as running)."""
+        return self.container(node).is_running()
+
+    def controller(self) -> int | None:
+        """The broker id in ZooKeeper's `/controller` now (None when there is none)."""
+        if self._ready is None:
+            raise BackendError("the brokers were never started")
+        return self._ready.controller()
+
+    def link(self, src: LinkSource, dst: NodeId) -> Link:
+        """The proxy on the toxiproxy container carrying traffic from `src` (a broker or `client`) to `dst`."""
+        if self.topology is None or self._toxi_client is None:
+            raise BackendError("the cluster's proxies were never created")
+        return ProcessLink(self.topology.proxy(src, dst).name, self._toxi_client)
+
+    @property
+    def toxiproxy(self) -> ToxiproxyClient:
+        if self._toxi_client is None:
+            raise BackendError("toxiproxy was never started")
+        return self._toxi_client
+
+    def describe(self) -> Mapping[str, object]:
+        """Engine, images, commands, published ports and the proxy table (for run.json)."""
+        nodes: dict[str, object] = {}
+        for node, c in self._containers.items():
+            entry = c.describe()
+            if node.role == "broker" and self.topology is not None:
+                entry["advertised"] = {n: str(a) for n, a in self.topology.advertised_listeners(node.id).items()}
+            nodes[str(node)] = entry
+        return {
+            "backend": "containers", "engine": self.engine, "run_id": self.run_id, "labels": dict(self.labels),
+            "flavour": {"name": self.flavour.name, "version": self.flavour.version, "bugs": list(self.flavour.bugs),
+                        "description": self.flavour.describe()},
+            "images": {r: {"image": i.image, "local": i.local, "command": list(i.command) if i.command else None}
+                       for r, i in self.images.items()},
+            "toxiproxy": {"version": self.toxiproxy_version,
+                          **(self._toxiproxy.describe() if self._toxiproxy is not None else {})},
+            "network": getattr(self._network, "name", None),
+            "bootstrap_servers": self.bootstrap_servers, "zookeeper_connect": self.zookeeper_connect,
+            "nodes": nodes, "proxies": [p.as_row() for p in self.topology.proxies] if self.topology else [],
+            "workdir": str(self.workdir),
+        }
+
+    # -- teardown ---------------------------------------------------------------------------------
+
+    def down(self) -> None:
+        """Remove every container and the network; attempt every step; TeardownError lists failures."""
+        if self._down:
+            return
+        self._down = True
+        failures: list[tuple[str, BaseException]] = []
+        if self._ready is not None:
+            try:
+                self._ready.close()
+            except Exception as exc:
+                failures.append(("close the ZooKeeper client watching registrations", exc))
+        if self._toxi_client is not None:
+            try:
+                self._toxi_client.close()
+            except Exception as exc:
+                failures.append(("close the toxiproxy client", exc))
+        for node, c in [*self._containers.items(), *([(None, self._toxiproxy)] if self._toxiproxy else [])]:
+            try:
+                c.remove()
+            except Exception as exc:
+                failures.append((f"remove container {c.spec.name} ({node or 'toxiproxy'})", exc))
+        if self._network is not None and self._network._network is not None:
+            try:
+                self._network.remove()
+            except Exception as exc:
+                failures.append((f"remove network {self._network.name}", exc))
+        if self._client is not None:
+            from harness.cluster.containers_engine import remove_run
+
+            failures += remove_run(self._client, self.run_id)  # anything labelled that escaped the steps above
+            try:
+                self._client.close()
+            except Exception as exc:
+                failures.append(("close the Docker client", exc))
+        untrack_run(self.run_id)
+        if failures:
+            raise TeardownError(failures)
+
+    def __enter__(self) -> ContainersCluster:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.down()
+
+
+
+if TYPE_CHECKING:  # mypy checks that the classes implement the protocols of harness.cluster.base
+    def _implements(backend: ContainersBackend, cluster: ContainersCluster, link: ProcessLink) -> None:
+        _b: ClusterBackend = backend
+        _c: Cluster = cluster
+        _l: Link = link
