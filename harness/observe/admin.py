@@ -254,42 +254,51 @@ class AdminObserver:
             self._update_group(desc)
 
     def _update_group(self, desc: Any) -> None:
-        members = sorted(
-            (
-                {
-                    "member_id": m.member_id,
-                    "client_id": m.client_id,
-                    "host": m.host,
-                    "assignment": sorted(
-                        [tp.topic, tp.partition] for tp in (m.assignment.topic_partitions if m.assignment else [])
-                    ),
-                }
-                for m in desc.members
-            ),
-            key=lambda m: str(m["member_id"]),
-        )
-        state_name = _enum_name(getattr(desc, "state", None))
-        state = _STATE_NAMES.get(state_name or "", state_name)
-        coordinator = desc.coordinator.id if desc.coordinator is not None else None
-        group_type = _enum_name(getattr(desc, "type", None))
-        key = (
-            state,
-            coordinator,
-            desc.partition_assignor,
-            group_type,
-            tuple((m["member_id"], m["client_id"], m["host"], tuple(map(tuple, m["assignment"]))) for m in members),
-        )
+        key, fields = group_state(desc)
         if self._groups.get(desc.group_id) == key:
             return
         self._groups[desc.group_id] = key
-        self._emit(
-            "group.state",
-            group=desc.group_id,
-            state=state,
-            generation=None,
-            coordinator=coordinator,
-            leader=None,
-            protocol=desc.partition_assignor or None,
-            members=members,
-            type=group_type.lower() if group_type else None,
-        )
+        self._emit("group.state", **fields)
+
+
+def group_state(desc: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """(change key, `group.state` fields) of a confluent-kafka ConsumerGroupDescription.
+
+    The key ignores member order; generation and leader are null (the Admin API has neither).
+    """
+    members = sorted(
+        (
+            {
+                "member_id": m.member_id,
+                "client_id": m.client_id,
+                "host": m.host,
+                "assignment": sorted(
+                    [tp.topic, tp.partition] for tp in (m.assignment.topic_partitions if m.assignment else [])
+                ),
+            }
+            for m in desc.members
+        ),
+        key=lambda m: str(m["member_id"]),
+    )
+    state_name = _enum_name(getattr(desc, "state", None))
+    state = _STATE_NAMES.get(state_name or "", state_name)
+    coordinator = desc.coordinator.id if desc.coordinator is not None else None
+    group_type = _enum_name(getattr(desc, "type", None))
+    key = (
+        state,
+        coordinator,
+        desc.partition_assignor,
+        group_type,
+        tuple((m["member_id"], m["client_id"], m["host"], tuple(map(tuple, m["assignment"]))) for m in members),
+    )
+    fields = {
+        "group": desc.group_id,
+        "state": state,
+        "generation": None,
+        "coordinator": coordinator,
+        "leader": None,
+        "protocol": desc.partition_assignor or None,
+        "members": members,
+        "type": group_type.lower() if group_type else None,
+    }
+    return key, fields

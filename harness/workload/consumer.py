@@ -99,6 +99,16 @@ class ConsumerGroupWorkload:
 
     # -- introspection -------------------------------------------------------------------------
     @property
+    def client_config(self) -> dict[str, Any]:
+        """The librdkafka configuration every member starts from (a copy; client.id is per member)."""
+        return dict(self._base_config)
+
+    @property
+    def incremental(self) -> bool:
+        """Whether rebalances are incremental (cooperative-sticky or KIP-848) rather than eager."""
+        return self._incremental
+
+    @property
     def member_count(self) -> int:
         """Members whose client is running (paused ones included, killed/stopped ones not)."""
         return sum(1 for m in self._slots if m is not None and m.alive)
@@ -169,6 +179,21 @@ class ConsumerGroupWorkload:
             for slot in self._slots:
                 if slot is not None:
                     slot.set_draining(False)
+
+    def drain_report(self) -> dict[int, dict[str, Any]]:
+        """Per live slot: what `drain` looks at (for diagnostics when it did not complete)."""
+        return {
+            n: {
+                "member": m.member_id,
+                "paused": m.paused,
+                "caught_up": m.caught_up,
+                "owned": sorted(m.assignment),
+                "known": sorted(m.known_partitions),
+                "last_check_error": m.last_check_error,
+            }
+            for n, m in enumerate(self._slots)
+            if m is not None and m.alive
+        }
 
     @staticmethod
     def _drained(live: list[Member]) -> bool:

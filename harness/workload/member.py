@@ -16,7 +16,7 @@ after ILLEGAL_GENERATION or a lost session). For `group.protocol=consumer` it is
 epoch. Commits recorded from the `on_commit` callback (auto/async) carry the generation read just
 before the poll() that served the callback.
 
-Ending: `close` = graceful (revoke callbacks, final commit, LeaveGroup); `kill` = the thread
+Ending: `close` = graceful (unsubscribe = LeaveGroup, revoke callbacks served, then close()); `kill` = the thread
 drops its only reference without close(); confluent-kafka then destroys the handle with
 RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE: no LeaveGroup, no final commit, sockets closed - the group
 only notices after the session timeout, as after SIGKILL of a consumer process. `pause` = the
@@ -39,6 +39,7 @@ from harness.workload.common import WorkloadError, decode_key, decode_value, par
 TopicPartitionKey = tuple[str, int]
 COMMIT_MODES = ("auto", "sync", "async", "none")
 _DRAIN_CHECK_INTERVAL_S = 0.5
+_LEAVE_TIMEOUT_S = 5.0
 _QUIET_ERRORS = {confluent_kafka.KafkaError._PARTITION_EOF}
 
 
@@ -78,7 +79,9 @@ class Member:
         self._wake = threading.Event()
         self._draining = threading.Event()
         self.caught_up = False
+        self.last_check_error: str | None = None
         self.failure: BaseException | None = None
+        self._callback_failure: BaseException | None = None
         self.member_id: str | None = None
         self.generation: int | None = None
         self._assignment: set[TopicPartitionKey] = set()
@@ -158,10 +161,13 @@ class Member:
         try:
             self._loop(consumer)
             if self._end_mode == "close":
-                consumer.close()  # serves the final revoke callbacks, commits (auto), leaves the group
+                self._leave(consumer)
+                consumer.close()  # final commit (auto) and the client's teardown
         except BaseException as exc:
             self.failure = exc
         finally:
+            if self.failure is None and self._callback_failure is not None:
+                self.failure = self._callback_failure
             # Dropping the only reference: without a prior close() confluent-kafka destroys the
             # handle with NO_CONSUMER_CLOSE (no LeaveGroup, no commit) - the "kill" path.
             consumer = None
@@ -186,8 +192,29 @@ class Member:
                 last_drain_check = now
                 self.caught_up = self._check_caught_up(consumer)
 
+    def _leave(self, consumer: confluent_kafka.Consumer) -> None:
+        """Unsubscribe (LeaveGroup) and serve the revocation before close().
+
+        Closing while a rebalance callback is pending can hang librdkafka 2.x forever inside
+        rd_kafka_assign() (librdkafka issues #4527/#4884), and confluent-kafka holds the GIL
+        there, which would freeze the whole harness; unsubscribing and polling until the
+        assignment is empty first is the workaround given upstream.
+        """
+        consumer.unsubscribe()
+        deadline = time.monotonic() + _LEAVE_TIMEOUT_S
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.1)
+            if msg is not None:
+                self._handle_message(msg)
+            elif not consumer.assignment():
+                break
+
     def _refresh_metadata(self, consumer: confluent_kafka.Consumer) -> None:
-        md = parse_group_metadata(consumer.consumer_group_metadata())
+        try:
+            blob = consumer.consumer_group_metadata()
+        except (RuntimeError, confluent_kafka.KafkaException):
+            return  # "not available" (e.g. while closing): keep the last values seen
+        md = parse_group_metadata(blob)
         if md is not None:
             self.generation = md.generation
             self.member_id = md.member_id or self.member_id
@@ -255,14 +282,24 @@ class Member:
             )
         )
 
+    # An exception escaping a callback would be raised by confluent-kafka from the enclosing
+    # poll()/close() (in some paths mangled into a SystemError), so callbacks never raise: the
+    # first failure is kept and reported by `failure` once the thread ends.
+    def _guarded(self, fn: Callable[[], None]) -> None:
+        try:
+            fn()
+        except Exception as exc:
+            if self._callback_failure is None:
+                self._callback_failure = exc
+
     def _on_assign(self, consumer: confluent_kafka.Consumer, parts: list[confluent_kafka.TopicPartition]) -> None:
-        self._rebalance(consumer, parts, "assign")
+        self._guarded(lambda: self._rebalance(consumer, parts, "assign"))
 
     def _on_revoke(self, consumer: confluent_kafka.Consumer, parts: list[confluent_kafka.TopicPartition]) -> None:
-        self._rebalance(consumer, parts, "revoke")
+        self._guarded(lambda: self._rebalance(consumer, parts, "revoke"))
 
     def _on_lost(self, consumer: confluent_kafka.Consumer, parts: list[confluent_kafka.TopicPartition]) -> None:
-        self._rebalance(consumer, parts, "revoke", lost=True)
+        self._guarded(lambda: self._rebalance(consumer, parts, "revoke", lost=True))
 
     # -- commits -------------------------------------------------------------------------------
     def _record_commits(self, parts: Sequence[confluent_kafka.TopicPartition], generation: int | None) -> None:
@@ -296,6 +333,11 @@ class Member:
         self._record_commits(result or [], generation)
 
     def _on_commit(self, err: confluent_kafka.KafkaError | None, parts: list[confluent_kafka.TopicPartition]) -> None:
+        self._guarded(lambda: self._commit_result(err, parts))
+
+    def _commit_result(
+        self, err: confluent_kafka.KafkaError | None, parts: list[confluent_kafka.TopicPartition]
+    ) -> None:
         if err is not None:
             if err.code() == confluent_kafka.KafkaError._NO_OFFSET:
                 return
@@ -312,9 +354,10 @@ class Member:
         self._record_commits(parts, self.generation)
 
     def _on_client_error(self, err: confluent_kafka.KafkaError) -> None:
-        self._sink(
-            self._event("client.error", client=self.src, error=err.name(), error_detail=err.str(), fatal=err.fatal())
+        event = self._event(
+            "client.error", client=self.src, error=err.name(), error_detail=err.str(), fatal=err.fatal()
         )
+        self._guarded(lambda: self._sink(event))
 
     # -- drain ---------------------------------------------------------------------------------
     def _check_caught_up(self, consumer: confluent_kafka.Consumer) -> bool:
@@ -335,9 +378,12 @@ class Member:
                 low, high = consumer.get_watermark_offsets(confluent_kafka.TopicPartition(*key), timeout=1.0)
                 read = max(self._positions.get(key, -1), committed.get(key, -1))
                 if high > low and read < high:
+                    self.last_check_error = f"{key[0]}/{key[1]}: read up to {read}, high watermark {high}"
                     return False
+            self.last_check_error = None
             return True
-        except confluent_kafka.KafkaException:
+        except confluent_kafka.KafkaException as exc:
+            self.last_check_error = str(exc)
             return False
 
 

@@ -1,0 +1,1 @@
+"""Tests of harness.workload / harness.observe.admin (see DESIGN.md "History")."""
