@@ -3,7 +3,9 @@
 Owns reading Java-properties text (comments, `=`/`:`/space separators, line continuations,
 backslash escapes), `--override key=value` pairs, parsing listeners, and sorting properties into
 those this broker honours and those it accepts but ignores (listed once at start-up). The key
-`reference.bugs` (comma-separated bug flags) is reserved for part 2; it parses to a frozenset.
+`reference.bugs` (comma-separated bug flags, see `harness.broker.bugs`) parses to a frozenset;
+`reference.controller.resend.ms` (this broker's own, default 0 = off) makes the controller re-send
+its current metadata to every live broker at that period.
 """
 
 from __future__ import annotations
@@ -53,6 +55,21 @@ _SIMPLE: dict[str, tuple[str, str, str | None]] = {
     "message.max.bytes": ("message_max_bytes", "int", "1048588"),
     "socket.request.max.bytes": ("socket_request_max_bytes", "int", "104857600"),
     "inter.broker.listener.name": ("inter_broker_listener_name", "str", ""),
+    "replica.lag.time.max.ms": ("replica_lag_time_max_ms", "int", "30000"),
+    "replica.fetch.wait.max.ms": ("replica_fetch_wait_max_ms", "int", "500"),
+    "replica.fetch.max.bytes": ("replica_fetch_max_bytes", "int", "1048576"),
+    "replica.high.watermark.checkpoint.interval.ms": ("replica_high_watermark_checkpoint_interval_ms", "int",
+                                                      "5000"),
+    "unclean.leader.election.enable": ("unclean_leader_election_enable", "bool", "false"),
+    "auto.leader.rebalance.enable": ("auto_leader_rebalance_enable", "bool", "true"),
+    "leader.imbalance.check.interval.seconds": ("leader_imbalance_check_interval_seconds", "int", "300"),
+    "leader.imbalance.per.broker.percentage": ("leader_imbalance_per_broker_percentage", "int", "10"),
+    "controlled.shutdown.enable": ("controlled_shutdown_enable", "bool", "true"),
+    "controlled.shutdown.max.retries": ("controlled_shutdown_max_retries", "int", "3"),
+    "controlled.shutdown.retry.backoff.ms": ("controlled_shutdown_retry_backoff_ms", "int", "5000"),
+    "controller.socket.timeout.ms": ("controller_socket_timeout_ms", "int", "30000"),
+    "offsets.commit.timeout.ms": ("offsets_commit_timeout_ms", "int", "5000"),
+    "reference.controller.resend.ms": ("reference_controller_resend_ms", "int", "0"),
 }
 _STRUCTURED = {"listeners", "advertised.listeners", "listener.security.protocol.map", "log.dirs", "log.dir",
                "reference.bugs"}
@@ -88,6 +105,20 @@ class BrokerConfig:
     log_flush_interval_ms: int = -1
     message_max_bytes: int = 1048588
     socket_request_max_bytes: int = 104857600
+    replica_lag_time_max_ms: int = 30000
+    replica_fetch_wait_max_ms: int = 500
+    replica_fetch_max_bytes: int = 1048576
+    replica_high_watermark_checkpoint_interval_ms: int = 5000
+    unclean_leader_election_enable: bool = False
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_check_interval_seconds: int = 300
+    leader_imbalance_per_broker_percentage: int = 10
+    controlled_shutdown_enable: bool = True
+    controlled_shutdown_max_retries: int = 3
+    controlled_shutdown_retry_backoff_ms: int = 5000
+    controller_socket_timeout_ms: int = 30000
+    offsets_commit_timeout_ms: int = 5000
+    reference_controller_resend_ms: int = 0
     reference_bugs: frozenset[str] = frozenset()
     ignored: tuple[str, ...] = ()
     properties: tuple[tuple[str, str], ...] = field(default=())

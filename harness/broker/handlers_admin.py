@@ -1,14 +1,17 @@
-"""Handlers for cluster and topic administration: ApiVersions, Metadata, CreateTopics, DeleteTopics, DescribeConfigs.
+"""Handlers for cluster and topic administration: ApiVersions, Metadata, CreateTopics, DeleteTopics,
+DescribeConfigs, DescribeCluster.
 
-Part 1 is one broker: it is the controller for metadata purposes (Metadata's controller_id is its
-own id; `/controller` is not written), the leader of every partition with replicas = ISR = [itself]
-and leader epoch 0. Metadata answers with the address advertised for the listener the request
-came in on. Unknown topics are auto-created when both the request (`allow_auto_topic_creation`,
-v4+) and `auto.create.topics.enable` allow it.
+Metadata and DescribeCluster answer from the metadata cache (what the controller last sent:
+live brokers, the controller id, each partition's leader, leader epoch, ISR, replicas and offline
+replicas), with each broker's address advertised for the listener the request came in on.
+CreateTopics and auto-creation write the topic to ZooKeeper for the controller (`topic_admin`)
+with Kafka's replica assignment; unknown topics are auto-created when both the request
+(`allow_auto_topic_creation`, v4+) and `auto.create.topics.enable` allow it.
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 from kafka.protocol.admin import (
@@ -20,6 +23,7 @@ from kafka.protocol.admin import (
 from kafka.protocol.metadata import MetadataResponse
 
 from harness.broker.protocol import api_versions_response, build_response
+from harness.broker.topic_admin import TopicExists, create_topic, delete_topic, wait_for_leaders
 from harness.broker.topics import OFFSETS_TOPIC, TopicError, topic_name_problem
 
 if TYPE_CHECKING:
@@ -40,7 +44,7 @@ DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
 
 
 def live_brokers(b: Broker) -> list[int]:
-    return [b.broker_id]
+    return b.metadata.live()
 
 
 async def api_versions(b: Broker, ctx: Ctx, req: Any) -> Any:
@@ -49,77 +53,109 @@ async def api_versions(b: Broker, ctx: Ctx, req: Any) -> Any:
 
 def _partition_meta(b: Broker, topic: str, p: int) -> Any:
     P = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
-    me = b.broker_id
-    return P(error_code=NONE, partition_index=p, leader_id=me, leader_epoch=b.leader_epoch(topic, p),
-             replica_nodes=[me], isr_nodes=[me], offline_replicas=[])
+    info = b.metadata.partition(topic, p)
+    assert info is not None
+    return P(error_code=NONE if info.leader >= 0 else LEADER_NOT_AVAILABLE, partition_index=p, leader_id=info.leader,
+             leader_epoch=info.leader_epoch, replica_nodes=list(info.replicas), isr_nodes=list(info.isr),
+             offline_replicas=list(info.offline))
 
 
 def _topic_meta(b: Broker, name: str, error: int = NONE) -> Any:
     T = MetadataResponse.MetadataResponseTopic
-    t = b.topics.topics.get(name)
-    parts = [_partition_meta(b, name, p) for p in range(len(t.partitions))] if t and not error else []
-    return T(error_code=error, name=name, is_internal=name == OFFSETS_TOPIC, partitions=parts)
+    parts = sorted(b.metadata.topics.get(name, {})) if not error else []
+    return T(error_code=error, name=name, is_internal=name == OFFSETS_TOPIC,
+             partitions=[_partition_meta(b, name, p) for p in parts])
 
 
-def auto_create(b: Broker, name: str) -> int:
+async def ensure_offsets_topic(b: Broker) -> int:
+    """Create `__consumer_offsets` if missing; NONE when it exists (or was just written)."""
+    if OFFSETS_TOPIC in b.metadata.topics:
+        return NONE
+    cfg = b.config
+    if cfg.offsets_topic_replication_factor > len(live_brokers(b)):
+        return LEADER_NOT_AVAILABLE
+    with contextlib.suppress(TopicExists, TopicError):
+        await create_topic(b, OFFSETS_TOPIC, cfg.offsets_topic_num_partitions, cfg.offsets_topic_replication_factor,
+                           {"cleanup.policy": "compact", "segment.bytes": str(cfg.offsets_topic_segment_bytes)})
+    return NONE
+
+
+async def auto_create(b: Broker, name: str) -> int:
     """Create `name` with broker defaults; the Metadata error code for it."""
     cfg = b.config
-    if name == OFFSETS_TOPIC:  # internal: created like the coordinator creates it, or not yet available
-        if not b.groups.available():
-            return LEADER_NOT_AVAILABLE
-        b.offsets.ensure_topic()
-        return NONE
+    if name == OFFSETS_TOPIC:
+        err = await ensure_offsets_topic(b)
+        return err if err else (NONE if name in b.metadata.topics else LEADER_NOT_AVAILABLE)
     if topic_name_problem(name):
         return INVALID_TOPIC_EXCEPTION
     if cfg.default_replication_factor > len(live_brokers(b)):
         return INVALID_REPLICATION_FACTOR
     try:
-        b.topics.create(name, cfg.num_partitions)
+        await create_topic(b, name, cfg.num_partitions, cfg.default_replication_factor, {})
+    except TopicExists:
+        pass
     except TopicError:
         return INVALID_TOPIC_EXCEPTION
-    return NONE
+    return NONE if name in b.metadata.topics else LEADER_NOT_AVAILABLE
+
+
+def _brokers(b: Broker, listener: str) -> list[Any]:
+    out = []
+    for bid in b.metadata.live():
+        ep = b.metadata.endpoint(bid, listener)
+        if ep is not None:
+            out.append((bid, ep.host, ep.port))
+    return out
 
 
 async def metadata(b: Broker, ctx: Ctx, req: Any) -> Any:
     v = ctx.head.api_version
-    me = b.advertised(ctx.listener)
-    brokers = [MetadataResponse.MetadataResponseBroker(node_id=b.broker_id, host=me.host, port=me.port, rack=None)]
+    B = MetadataResponse.MetadataResponseBroker
+    brokers = [B(node_id=i, host=h, port=p, rack=None) for i, h, p in _brokers(b, ctx.listener)]
     if req.topics is None or (v == 0 and not req.topics):
-        names = sorted(b.topics.topics)
-        topics = [_topic_meta(b, n) for n in names]
+        topics = [_topic_meta(b, n) for n in sorted(b.metadata.topics)]
     else:
         allow = (req.allow_auto_topic_creation if v >= 4 else True) and b.config.auto_create_topics_enable
         topics = []
         for rt in req.topics:
             name = rt.name
-            if name in b.topics.topics:
+            if name in b.metadata.topics:
                 topics.append(_topic_meta(b, name))
             elif topic_name_problem(name or ""):
                 topics.append(_topic_meta(b, name or "", INVALID_TOPIC_EXCEPTION))
             elif allow:
-                err = auto_create(b, name)
+                err = await auto_create(b, name)
                 topics.append(_topic_meta(b, name, err))
             else:
                 topics.append(_topic_meta(b, name, UNKNOWN_TOPIC_OR_PARTITION))
     return build_response(ctx.head, throttle_time_ms=0, brokers=brokers, cluster_id=b.cluster_id,
-                          controller_id=b.broker_id, topics=topics)
+                          controller_id=b.metadata.controller_id, topics=topics)
 
 
 async def create_topics(b: Broker, ctx: Ctx, req: Any) -> Any:
     R = CreateTopicsResponse.CreatableTopicResult
     results = []
+    waits: list[tuple[str, int]] = []
     for t in req.topics:
         err, msg = _check_create(b, t)
         if err == NONE and not req.validate_only:
             partitions = len(t.assignments) if t.assignments else t.num_partitions
             if partitions == -1:
                 partitions = b.config.num_partitions
+            rf = b.config.default_replication_factor if t.replication_factor == -1 else t.replication_factor
             configs = {c.name: c.value for c in t.configs if c.value is not None}
+            explicit = {a.partition_index: tuple(a.broker_ids) for a in t.assignments} if t.assignments else None
             try:
-                b.topics.create(t.name, partitions, configs)
+                await create_topic(b, t.name, partitions, rf, configs, explicit)
+                waits.append((t.name, partitions))
+            except TopicExists:
+                err, msg = TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists."
             except TopicError as exc:
                 err, msg = INVALID_TOPIC_EXCEPTION, str(exc)
         results.append(R(name=t.name, error_code=err, error_message=msg))
+    timeout_s = min(max(req.timeout_ms, 0), 30000) / 1000
+    for name, n in waits:
+        await wait_for_leaders(b, name, n, timeout_s)
     return build_response(ctx.head, throttle_time_ms=0, topics=results)
 
 
@@ -127,7 +163,7 @@ def _check_create(b: Broker, t: Any) -> tuple[int, str | None]:
     problem = topic_name_problem(t.name)
     if problem:
         return INVALID_TOPIC_EXCEPTION, problem
-    if t.name in b.topics.topics:
+    if t.name in b.metadata.topics:
         return TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists."
     alive = live_brokers(b)
     if t.assignments:
@@ -154,15 +190,12 @@ async def delete_topics(b: Broker, ctx: Ctx, req: Any) -> Any:
     for name in req.topic_names:
         if not b.config.delete_topic_enable:
             err = TOPIC_DELETION_DISABLED
-        elif name not in b.topics.topics:
+        elif name not in b.metadata.topics:
             err = UNKNOWN_TOPIC_OR_PARTITION
         elif name == OFFSETS_TOPIC:
             err = INVALID_REQUEST
         else:
-            n = len(b.topics.topics[name].partitions)
-            b.topics.delete(name)
-            for p in range(n):
-                b.producers.pop((name, p), None)
+            await delete_topic(b, name)
             err = NONE
         out.append(R(name=name, error_code=err))
     return build_response(ctx.head, throttle_time_ms=0, responses=out)
@@ -185,7 +218,8 @@ def topic_config_values(b: Broker, name: str) -> dict[str, tuple[str, int]]:
         "index.interval.bytes": str(cfg.log_index_interval_bytes),
     }
     out = {k: (v, DEFAULT_CONFIG) for k, v in defaults.items()}
-    for k, v in b.topics.topics[name].configs.items():
+    t = b.topics.topics.get(name)
+    for k, v in (t.configs.items() if t else ()):
         out[k] = (v, DYNAMIC_TOPIC_CONFIG)
     return out
 
@@ -199,7 +233,7 @@ async def describe_configs(b: Broker, ctx: Ctx, req: Any) -> Any:
         values: dict[str, tuple[str, int]] = {}
         err, msg = NONE, None
         if r.resource_type == TOPIC_RESOURCE:
-            if r.resource_name in b.topics.topics:
+            if r.resource_name in b.metadata.topics:
                 values = topic_config_values(b, r.resource_name)
             else:
                 err, msg = UNKNOWN_TOPIC_OR_PARTITION, f"topic {r.resource_name} does not exist"
@@ -221,11 +255,10 @@ async def describe_configs(b: Broker, ctx: Ctx, req: Any) -> Any:
 
 
 async def describe_cluster(b: Broker, ctx: Ctx, req: Any) -> Any:
-    me = b.advertised(ctx.listener)
-    node = DescribeClusterResponse.DescribeClusterBroker(broker_id=b.broker_id, host=me.host, port=me.port,
-                                                         rack=None)
+    N = DescribeClusterResponse.DescribeClusterBroker
+    nodes = [N(broker_id=i, host=h, port=p, rack=None) for i, h, p in _brokers(b, ctx.listener)]
     return build_response(ctx.head, throttle_time_ms=0, error_code=NONE, error_message=None,
-                          cluster_id=b.cluster_id, controller_id=b.broker_id, brokers=[node])
+                          cluster_id=b.cluster_id, controller_id=b.metadata.controller_id, brokers=nodes)
 
 
 HANDLERS = {

@@ -1,11 +1,14 @@
 """Handlers for the data path: Produce, Fetch, ListOffsets, InitProducerId, OffsetForLeaderEpoch.
 
-Produce appends each partition's single record batch as bytes (header checked, CRC32C verified,
-offsets rewritten; idempotent batches deduplicated by producer id/epoch/sequence). acks=0 gets no
-response, acks=1 and acks=all are answered after the append (and the fsync, when
-`log.flush.interval.messages=1`); with one replica, acks=all fails with NOT_ENOUGH_REPLICAS when
-`min.insync.replicas` > 1. Fetch returns whole batches below the high watermark and long-polls up
-to `max_wait_ms` for `min_bytes`. Transactions are not implemented (InitProducerId with a
+Produce, on the partition's leader only (NOT_LEADER_OR_FOLLOWER elsewhere), appends each
+partition's single record batch as bytes (header checked, CRC32C verified, offsets rewritten;
+idempotent batches deduplicated by producer id/epoch/sequence). acks=0 gets no response, acks=1 is
+answered after the append (and the fsync, when `log.flush.interval.messages=1`), acks=all fails
+with NOT_ENOUGH_REPLICAS when the ISR is smaller than `min.insync.replicas` and is otherwise
+answered once the high watermark passed the batch (REQUEST_TIMED_OUT after the request's timeout).
+Fetch returns whole batches below the high watermark to consumers and below the log end to
+followers (`replica_id` >= 0, whose fetch offset is their LEO: it moves the HW and the ISR), and
+long-polls up to `max_wait_ms` for `min_bytes`. Transactions are not implemented (InitProducerId with a
 transactional id is refused with INVALID_REQUEST, transactional batches with
 INVALID_RECORD).
 """
@@ -19,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from kafka.protocol.consumer import FetchResponse, ListOffsetsResponse, OffsetForLeaderEpochResponse
 from kafka.protocol.producer import ProduceResponse
 
+from harness.broker import bugs
 from harness.broker.protocol import build_response
 from harness.broker.records import TRANSACTIONAL_FLAG, crc_ok, read_header
 from harness.errors import ProtocolError
@@ -31,6 +35,7 @@ NONE = 0
 OFFSET_OUT_OF_RANGE = 1
 CORRUPT_MESSAGE = 2
 UNKNOWN_TOPIC_OR_PARTITION = 3
+NOT_LEADER_OR_FOLLOWER = 6
 MESSAGE_TOO_LARGE = 10
 NOT_ENOUGH_REPLICAS = 19
 INVALID_REQUIRED_ACKS = 21
@@ -41,11 +46,16 @@ INVALID_RECORD = 87
 LATEST, EARLIEST = -1, -2
 
 
+def _not_led(b: Broker, topic: str) -> int:
+    return NOT_LEADER_OR_FOLLOWER if topic in b.metadata.topics else UNKNOWN_TOPIC_OR_PARTITION
+
+
 def append(b: Broker, topic: str, partition: int, records: bytes | None, acks: int) -> tuple[int, int]:
-    """Append one partition's batch; (error code, base offset or -1)."""
+    """Append one partition's batch on its leader; (error code, base offset or -1)."""
+    part = b.replicas.leading(topic, partition)
     plog = b.topics.partition(topic, partition)
-    if plog is None:
-        return UNKNOWN_TOPIC_OR_PARTITION, -1
+    if part is None or plog is None:
+        return _not_led(b, topic), -1
     if acks not in (0, 1, -1):
         return INVALID_REQUIRED_ACKS, -1
     if not records:
@@ -61,46 +71,68 @@ def append(b: Broker, topic: str, partition: int, records: bytes | None, acks: i
         return INVALID_RECORD, -1
     if not crc_ok(records, h):
         return CORRUPT_MESSAGE, -1
-    if acks == -1:
-        min_isr = int(b.topics.topic_config(topic, "min.insync.replicas", str(b.config.min_insync_replicas)))
-        if min_isr > 1:  # one broker: the ISR is just the leader
-            return NOT_ENOUGH_REPLICAS, -1
+    if acks == -1 and len(part.isr) < min_isr(b, topic):
+        return NOT_ENOUGH_REPLICAS, -1
     state = b.producer_state(topic, partition)
-    err, duplicate = state.check(h)
-    if err:
-        return err, -1
-    if duplicate is not None:
-        return NONE, duplicate
-    base = plog.append(bytearray(records), b.leader_epoch(topic, partition), h.count)
+    if bugs.IGNORE_IDEMPOTENCE not in b.config.reference_bugs:
+        err, duplicate = state.check(h)
+        if err:
+            return err, -1
+        if duplicate is not None:
+            return NONE, duplicate
+    base = plog.append(bytearray(records), part.leader_epoch, h.count)
     state.update(h, base)
-    plog.high_watermark = plog.log_end_offset
     b.topics.notify(topic, partition)
+    b.replicas.maybe_advance_hw(part)
     return NONE, base
+
+
+def min_isr(b: Broker, topic: str) -> int:
+    return int(b.topics.topic_config(topic, "min.insync.replicas", str(b.config.min_insync_replicas)))
+
+
+async def _replicated(b: Broker, topic: str, partition: int, required: int, timeout_s: float) -> int:
+    part = b.replicas.leading(topic, partition)
+    if part is None:
+        return NOT_LEADER_OR_FOLLOWER
+    return await b.replicas.wait_replicated(part, required, timeout_s, min_isr(b, topic))
 
 
 async def produce(b: Broker, ctx: Ctx, req: Any) -> Any:
     TR = ProduceResponse.TopicProduceResponse
     PR = TR.PartitionProduceResponse
     responses = []
+    waits: list[tuple[Any, Any]] = []
+    wait_all = req.acks == -1 and bugs.ACK_BEFORE_REPLICATION not in b.config.reference_bugs
     for td in req.topic_data:
         parts = []
         for pd in td.partition_data:
             err, base = append(b, td.name, pd.index, pd.records, req.acks)
             plog = b.topics.partition(td.name, pd.index)
-            parts.append(PR(index=pd.index, error_code=err, base_offset=base, log_append_time_ms=-1,
-                            log_start_offset=plog.log_start_offset if plog else -1, record_errors=[],
-                            error_message=None))
+            r = PR(index=pd.index, error_code=err, base_offset=base, log_append_time_ms=-1,
+                   log_start_offset=plog.log_start_offset if plog else -1, record_errors=[], error_message=None)
+            if wait_all and err == NONE and plog is not None:
+                required = base + max(read_header(pd.records).last_offset_delta, 0) + 1
+                waits.append((r, _replicated(b, td.name, pd.index, required, max(req.timeout_ms, 0) / 1000)))
+            parts.append(r)
         responses.append(TR(name=td.name, partition_responses=parts))
     if req.acks == 0:
+        for _r, coro in waits:
+            coro.close()
         return None
+    if waits:
+        codes = await asyncio.gather(*(c for _r, c in waits))
+        for (r, _c), code in zip(waits, codes, strict=True):
+            if code:
+                r.error_code, r.base_offset = code, -1
     return build_response(ctx.head, responses=responses, throttle_time_ms=0)
 
 
 def _read_partition(b: Broker, topic: str, fp: Any, is_follower: bool, budget: int) -> tuple[Any, int]:
     P = FetchResponse.FetchableTopicResponse.PartitionData
     plog = b.topics.partition(topic, fp.partition)
-    if plog is None:
-        return P(partition_index=fp.partition, error_code=UNKNOWN_TOPIC_OR_PARTITION, high_watermark=-1,
+    if plog is None or b.replicas.leading(topic, fp.partition) is None:
+        return P(partition_index=fp.partition, error_code=_not_led(b, topic), high_watermark=-1,
                  last_stable_offset=-1, log_start_offset=-1, aborted_transactions=None,
                  preferred_read_replica=-1, records=b""), 0
     epoch = b.leader_epoch(topic, fp.partition)
@@ -139,6 +171,12 @@ async def fetch(b: Broker, ctx: Ctx, req: Any) -> Any:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(req.max_wait_ms, 0) / 1000
     keys = [(ft.topic, fp.partition) for ft in req.topics for fp in ft.partitions]
+    if req.replica_id >= 0:
+        for ft in req.topics:
+            for fp in ft.partitions:
+                part = b.replicas.leading(ft.topic, fp.partition)
+                if part is not None:
+                    b.replicas.on_replica_fetch(part, req.replica_id, fp.fetch_offset)
     while True:
         responses, total, errors = _collect(b, req)
         remaining = deadline - loop.time()
@@ -164,8 +202,8 @@ async def list_offsets(b: Broker, ctx: Ctx, req: Any) -> Any:
         for p in t.partitions:
             plog = b.topics.partition(t.name, p.partition_index)
             epoch = b.leader_epoch(t.name, p.partition_index)
-            if plog is None:
-                parts.append(P(partition_index=p.partition_index, error_code=UNKNOWN_TOPIC_OR_PARTITION,
+            if plog is None or (req.replica_id < 0 and b.replicas.leading(t.name, p.partition_index) is None):
+                parts.append(P(partition_index=p.partition_index, error_code=_not_led(b, t.name),
                                timestamp=-1, offset=-1, leader_epoch=-1))
                 continue
             ts, off = -1, -1

@@ -1,7 +1,8 @@
 """Process entry point of the reference broker: arguments, logging, signals, run until stopped.
 
 `main(argv)` parses `--config PATH` and repeatable `--override key=value`, starts a `Broker` on a
-fresh asyncio loop, and runs until SIGTERM/SIGINT (clean shutdown: ZooKeeper registration deleted,
+fresh asyncio loop, and runs until SIGTERM/SIGINT (clean shutdown: first the controlled shutdown --
+the controller moves this broker's leaderships away -- then ZooKeeper registration deleted,
 listeners closed, logs closed). Exit codes: 0 clean stop, 1 start-up failure, 2 bad arguments/config.
 """
 
@@ -14,6 +15,7 @@ import signal
 import sys
 
 from harness.broker.config import BrokerConfig, load_config
+from harness.broker.handlers_controller import controlled_shutdown
 from harness.broker.server import Broker
 from harness.errors import HarnessError
 
@@ -43,6 +45,10 @@ async def serve(config: BrokerConfig) -> None:
               + ", ".join(f"{n}={lst.port}" for n, lst in broker.bound.items()), flush=True)
         await stop.wait()
         log.info("shutting down broker %d", config.broker_id)
+        try:
+            await controlled_shutdown(broker)
+        except Exception:
+            log.exception("controlled shutdown of broker %d failed; stopping anyway", config.broker_id)
     finally:
         await broker.stop()
 

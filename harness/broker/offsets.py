@@ -4,22 +4,29 @@ Owns the record formats of Kafka's GroupMetadataManager (keys: OffsetCommitKey v
 group, topic, partition; GroupMetadataKey v2 = version, group. Values: OffsetCommitValue v3 =
 version, offset, leader epoch, metadata, commit timestamp; GroupMetadataValue v3 = version,
 protocol type, generation, protocol, leader, state timestamp, members), writing them to the
-group's partition `coordinator_partition(group, offsets.topic.num.partitions)`, and replaying the
-whole topic at start-up: offsets come back exactly; each group comes back Empty with its last
-generation (members must re-join, as after a coordinator move in Kafka).
+group's partition `coordinator_partition(group, offsets.topic.num.partitions)` on its leader
+(commits wait until replicated), and replaying one partition when this broker becomes its leader:
+offsets come back exactly; each group comes back Empty with its last generation (members must
+re-join, as after a coordinator move in Kafka). Losing the leadership unloads the partition.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from harness.broker.log import PartitionLog
 from harness.broker.records import build_batch, decode_records
-from harness.broker.topics import OFFSETS_TOPIC, TopicStore
+from harness.broker.topics import OFFSETS_TOPIC
 from harness.model.coordinator import coordinator_partition
-from harness.model.group import GroupCoordinator, GroupDescription
+from harness.model.group import GroupDescription
+
+if TYPE_CHECKING:
+    from harness.broker.server import Broker
 
 log = logging.getLogger(__name__)
 _I16, _I32, _I64 = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q")
@@ -153,79 +160,114 @@ def decode_group_record(key: bytes, value: bytes | None) -> GroupRecord | None:
     return GroupRecord(group, generation, protocol_type, protocol, leader, tuple(members))
 
 
-class OffsetStore:
-    """In-memory view of committed offsets, backed by `__consumer_offsets`."""
+GroupMeta = tuple[int, str] | None
+"""A group's last stored (generation, protocol type), or None after a tombstone."""
 
-    def __init__(self, topics: TopicStore, num_partitions: int) -> None:
-        self.topics = topics
+
+def read_partition(plog: PartitionLog) -> tuple[dict[str, dict[tuple[str, int], Committed]], dict[str, GroupMeta]]:
+    """Replay one `__consumer_offsets` partition: committed offsets and group generations (pure reading)."""
+    committed: dict[str, dict[tuple[str, int], Committed]] = {}
+    groups: dict[str, GroupMeta] = {}
+    for h, seg in plog.batches(0):
+        for _off, _ts, key, value in decode_records(plog.read_batch(seg, h)):
+            if key is not None:
+                _apply(committed, key, value, groups)
+    return committed, groups
+
+
+def _apply(committed: dict[str, dict[tuple[str, int], Committed]], key: bytes, value: bytes | None,
+           groups: dict[str, GroupMeta]) -> None:
+    r = _Reader(key)
+    version = r.i16()
+    group = r.string() or ""
+    if version in (0, 1):
+        tp = (r.string() or "", r.i32())
+        if value is None:
+            committed.get(group, {}).pop(tp, None)
+            return
+        v = _Reader(value)
+        vv = v.i16()
+        offset = v.i64()
+        epoch = v.i32() if vv >= 3 else -1
+        metadata = v.string() or ""
+        ts = v.i64()
+        committed.setdefault(group, {})[tp] = Committed(offset, epoch, metadata, ts)
+    elif version == 2:
+        if value is None:
+            groups[group] = None
+            return
+        v = _Reader(value)
+        v.i16()
+        protocol_type = v.string() or ""
+        groups[group] = (v.i32(), protocol_type)
+
+
+class NotCoordinator(Exception):
+    """This broker no longer leads the group's `__consumer_offsets` partition."""
+
+
+class OffsetStore:
+    """In-memory view of committed offsets of the loaded partitions, backed by `__consumer_offsets`.
+
+    Writes go to the group's partition through the leader's log and, for commits, wait until the
+    high watermark passed them (replicated to the ISR), as Kafka's acks=-1 offset appends.
+    """
+
+    def __init__(self, broker: Broker, num_partitions: int) -> None:
+        self.b = broker
         self.num_partitions = num_partitions
         self.committed: dict[str, dict[tuple[str, int], Committed]] = {}
 
     def partition_for(self, group: str) -> int:
         return coordinator_partition(group, self.num_partitions)
 
-    def ensure_topic(self) -> None:
-        if OFFSETS_TOPIC not in self.topics.topics:
-            self.topics.create(OFFSETS_TOPIC, self.num_partitions, {"cleanup.policy": "compact"})
-
-    def load(self, coordinator: GroupCoordinator) -> None:
-        """Replay every record of `__consumer_offsets` into offsets and group generations."""
-        topic = self.topics.topics.get(OFFSETS_TOPIC)
-        if topic is None:
-            return
-        groups: dict[str, tuple[int, str] | None] = {}
-        for plog in topic.partitions:
-            for h, seg in plog.batches(0):
-                for _off, _ts, key, value in decode_records(plog.read_batch(seg, h)):
-                    if key is not None:
-                        self._apply(key, value, groups)
-        for group, meta in groups.items():
-            if meta is not None:
-                coordinator.restore(group, meta[0], meta[1])
-        log.info("loaded offsets of %d groups, %d group generations", len(self.committed),
+    async def load_partition(self, p: int) -> dict[str, GroupMeta]:
+        """Read partition `p` (in a worker thread) and merge its offsets; its groups' last generations."""
+        plog = self.b.topics.partition(OFFSETS_TOPIC, p)
+        if plog is None:
+            return {}
+        committed, groups = await asyncio.to_thread(read_partition, plog)
+        for g in [g for g in self.committed if self.partition_for(g) == p]:
+            del self.committed[g]
+        self.committed.update(committed)
+        log.info("loaded __consumer_offsets-%d: offsets of %d groups, %d group generations", p, len(committed),
                  sum(1 for m in groups.values() if m))
+        return groups
 
-    def _apply(self, key: bytes, value: bytes | None, groups: dict[str, tuple[int, str] | None]) -> None:
-        r = _Reader(key)
-        version = r.i16()
-        group = r.string() or ""
-        if version in (0, 1):
-            tp = (r.string() or "", r.i32())
-            if value is None:
-                self.committed.get(group, {}).pop(tp, None)
-                return
-            v = _Reader(value)
-            vv = v.i16()
-            offset = v.i64()
-            epoch = v.i32() if vv >= 3 else -1
-            metadata = v.string() or ""
-            ts = v.i64()
-            self.committed.setdefault(group, {})[tp] = Committed(offset, epoch, metadata, ts)
-        elif version == 2:
-            if value is None:
-                groups[group] = None
-                return
-            v = _Reader(value)
-            v.i16()
-            protocol_type = v.string() or ""
-            groups[group] = (v.i32(), protocol_type)
+    def unload_partition(self, p: int) -> None:
+        for g in [g for g in self.committed if self.partition_for(g) == p]:
+            del self.committed[g]
 
-    def _append(self, group: str, records: list[tuple[bytes | None, bytes | None]], now_ms: int) -> None:
-        self.ensure_topic()
+    def _append(self, group: str, records: list[tuple[bytes | None, bytes | None]], now_ms: int) -> tuple[int, int]:
+        """Append to the group's partition on its leader; (partition, offset after the batch)."""
         p = self.partition_for(group)
-        plog = self.topics.topics[OFFSETS_TOPIC].partitions[p]
-        plog.append(bytearray(build_batch(records, now_ms)), 0, len(records))
-        plog.high_watermark = plog.log_end_offset
-        self.topics.notify(OFFSETS_TOPIC, p)
+        part = self.b.replicas.leading(OFFSETS_TOPIC, p)
+        plog = self.b.topics.partition(OFFSETS_TOPIC, p)
+        if part is None or plog is None:
+            raise NotCoordinator(group)
+        plog.append(bytearray(build_batch(records, now_ms)), part.leader_epoch, len(records))
+        self.b.topics.notify(OFFSETS_TOPIC, p)
+        self.b.replicas.maybe_advance_hw(part)
+        return p, plog.log_end_offset
 
-    def commit(self, group: str, offsets: Iterable[tuple[str, int, Committed]], now_ms: int) -> None:
+    async def _replicated(self, p: int, required: int) -> int:
+        part = self.b.replicas.leading(OFFSETS_TOPIC, p)
+        if part is None:
+            raise NotCoordinator(str(p))
+        return await self.b.replicas.wait_replicated(part, required, self.b.config.offsets_commit_timeout_ms / 1000, 1)
+
+    async def commit(self, group: str, offsets: Iterable[tuple[str, int, Committed]], now_ms: int) -> int:
+        """Append the commits, wait for replication, then expose them; the produce error code (0 = done)."""
         items = list(offsets)
         if not items:
-            return
-        self._append(group, [(offset_key(group, t, p), offset_value(c)) for t, p, c in items], now_ms)
-        mine = self.committed.setdefault(group, {})
-        for t, p, c in items:
-            mine[(t, p)] = c
+            return 0
+        p, required = self._append(group, [(offset_key(group, t, q), offset_value(c)) for t, q, c in items], now_ms)
+        err = await self._replicated(p, required)
+        if err == 0:
+            mine = self.committed.setdefault(group, {})
+            for t, q, c in items:
+                mine[(t, q)] = c
+        return err
 
     def store_group(self, desc: GroupDescription, now_ms: int) -> None:
         self._append(desc.group_id, [(group_key(desc.group_id), group_value(desc, now_ms))], now_ms)

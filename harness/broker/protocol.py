@@ -28,6 +28,8 @@ from kafka.protocol.admin import (
     DescribeConfigsResponse,
     DescribeGroupsRequest,
     DescribeGroupsResponse,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
     ListGroupsRequest,
     ListGroupsResponse,
 )
@@ -100,6 +102,7 @@ APIS: dict[int, Api] = {a.key: a for a in (
     Api(23, "OffsetForLeaderEpoch", OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, 2, 3),
     Api(32, "DescribeConfigs", DescribeConfigsRequest, DescribeConfigsResponse, 1, 3),
     Api(42, "DeleteGroups", DeleteGroupsRequest, DeleteGroupsResponse, 0, 1),
+    Api(43, "ElectLeaders", ElectLeadersRequest, ElectLeadersResponse, 0, 1),
     # DescribeCluster has no non-flexible version: v0 is flexible (request header v2, response header v1).
     Api(60, "DescribeCluster", DescribeClusterRequest, DescribeClusterResponse, 0, 0),
 )}

@@ -2,11 +2,14 @@
 
 Owns `Broker`: one asyncio TCP server per listener; per connection, requests are read, handled
 and answered strictly in order (as Kafka does by muting a channel until its response is sent);
-dispatch by API key to the handler modules; and the state handlers share (topics and logs,
-producer state, the group coordinator service, committed offsets, ZooKeeper registration).
-Start-up order: load logs (recovery) -> offsets replay -> listeners bound -> ZooKeeper
-registration (so a registered broker already answers). Shutdown reverses it, attempting every
-step and raising `TeardownError` with what failed.
+dispatch by API key to the handler modules (the private inter-broker keys 10000+ to
+`handlers_controller`); and the state handlers share (topics and logs, the metadata cache, the
+replica manager and fetchers, producer state, the group coordinator service, committed offsets,
+ZooKeeper registration, the controller).
+Start-up order: load logs (recovery) and HW checkpoints -> listeners bound -> ZooKeeper
+registration (so a registered broker already answers) -> controller election. Without
+`zookeeper.connect` the broker runs standalone: it is its own controller and the leader of every
+local partition. Shutdown reverses it, attempting every step and raising `TeardownError`.
 """
 
 from __future__ import annotations
@@ -21,8 +24,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.broker import handlers_admin, handlers_data, handlers_group
+from harness.broker import bugs, handlers_admin, handlers_controller, handlers_data, handlers_group
 from harness.broker.config import BrokerConfig, Listener
+from harness.broker.controller import Controller
+from harness.broker.fetcher import FetcherManager
+from harness.broker.interbroker import PRIVATE_APIS
+from harness.broker.metadata import MetadataCache, PartitionInfo
 from harness.broker.offsets import OffsetStore
 from harness.broker.producer_state import PartitionProducers, ProducerIds
 from harness.broker.protocol import (
@@ -33,6 +40,7 @@ from harness.broker.protocol import (
     peek_header,
     unsupported_api_versions,
 )
+from harness.broker.replica import ReplicaManager
 from harness.broker.topics import TopicStore
 from harness.broker.zk import ZkRegistration
 from harness.errors import ProtocolError, TeardownError
@@ -56,6 +64,7 @@ HANDLERS: dict[int, Handler] = {
     **handlers_admin.HANDLERS,
     **handlers_data.HANDLERS,
     **handlers_group.HANDLERS,
+    43: handlers_controller.elect_leaders,
 }
 
 
@@ -67,8 +76,12 @@ class Broker:
         self.topics = TopicStore(config)
         self.producers: dict[tuple[str, int], PartitionProducers] = {}
         self.producer_ids = ProducerIds(self.topics.dirs[0], config.broker_id)
-        self.offsets = OffsetStore(self.topics, config.offsets_topic_num_partitions)
+        self.offsets = OffsetStore(self, config.offsets_topic_num_partitions)
         self.groups = handlers_group.GroupService(self)
+        self.metadata = MetadataCache()
+        self.replicas = ReplicaManager(self)
+        self.fetchers = FetcherManager(self)
+        self.controller: Controller | None = None
         self.zk: ZkRegistration | None = None
         self.cluster_id = ""
         self.bound: dict[str, Listener] = {}
@@ -100,7 +113,30 @@ class Broker:
         raise ProtocolError(f"no listener named {listener}")
 
     def leader_epoch(self, topic: str, partition: int) -> int:
-        return 0
+        p = self.replicas.partitions.get((topic, partition))
+        return p.leader_epoch if p is not None else 0
+
+    def inter_broker_listener(self) -> str:
+        """The listener name this broker uses to reach its peers (their endpoint of that name)."""
+        cfg = self.config
+        if cfg.inter_broker_listener_name:
+            return cfg.inter_broker_listener_name
+        names = [lst.name for lst in cfg.listeners]
+        return "PLAINTEXT" if "PLAINTEXT" in names else names[0]
+
+    @property
+    def standalone(self) -> bool:
+        return not self.config.zookeeper_connect
+
+    def local_leader(self, topic: str, partition: int) -> None:
+        """Standalone mode: this broker leads `topic`-`partition` with ISR [itself] (part-1 behaviour)."""
+        t = self.topics.topics.get(topic)
+        me = self.broker_id
+        self.replicas.apply({"topic": topic, "partition": partition, "leader": me, "leader_epoch": 0, "isr": [me],
+                             "replicas": [me], "zk_version": 0, "controller_epoch": 0,
+                             "configs": dict(t.configs) if t else {}})
+        self.metadata.put(topic, partition, PartitionInfo(me, 0, (me,), (me,)))
+        self.metadata.notify()
 
     def producer_state(self, topic: str, partition: int) -> PartitionProducers:
         key = (topic, partition)
@@ -120,10 +156,12 @@ class Broker:
             log.warning("ignoring %d Kafka properties this broker does not implement: %s",
                         len(cfg.ignored), ", ".join(cfg.ignored))
         if cfg.reference_bugs:
-            log.warning("!!! reference.bugs=%s: this broker MISBEHAVES ON PURPOSE (bug flags are "
-                        "reserved for part 2 and have no effect yet) !!!", ",".join(sorted(cfg.reference_bugs)))
+            log.warning("!!! reference.bugs=%s: this broker MISBEHAVES ON PURPOSE (see harness/broker/bugs.py) !!!",
+                        ",".join(sorted(cfg.reference_bugs)))
+            if bugs.unknown_bugs(cfg.reference_bugs):
+                log.warning("unknown bug flags (no effect): %s", ", ".join(bugs.unknown_bugs(cfg.reference_bugs)))
         self.topics.load()
-        self.offsets.load(self.groups.coordinator)
+        self.replicas.load_checkpoints()
         for lst in cfg.listeners:
             server = await asyncio.start_server(
                 functools.partial(self._on_connect, lst.name),
@@ -136,9 +174,18 @@ class Broker:
             self.zk = ZkRegistration(cfg, tuple(self.advertised(lst.name) for lst in cfg.listeners))
             await asyncio.to_thread(self.zk.start)
             self.cluster_id = self.zk.cluster_id
+            self.controller = Controller(self)
+            self.controller.start()
         else:
-            log.warning("zookeeper.connect is empty: running without ZooKeeper registration")
+            log.warning("zookeeper.connect is empty: running standalone (own controller, leader of every partition)")
             self.cluster_id = self._local_cluster_id()
+            me = self.broker_id
+            self.metadata.controller_id = me
+            self.metadata.set_brokers({me: tuple(self._endpoints())})
+            for tname, t in list(self.topics.topics.items()):
+                for p in sorted(t.partitions):
+                    self.local_leader(tname, p)
+        self.replicas.start()
         self.topics.write_meta(self.cluster_id)
         if cfg.log_flush_interval_ms > 0:
             self._flusher = asyncio.create_task(self._flush_loop(cfg.log_flush_interval_ms / 1000))
@@ -147,6 +194,11 @@ class Broker:
                  "fsync every batch before acknowledging" if cfg.flush_every_batch()
                  else f"fsync every {cfg.log_flush_interval_messages} messages / "
                       f"{cfg.log_flush_interval_ms} ms, else on segment roll (OS page cache otherwise)")
+
+    def _endpoints(self) -> list[Any]:
+        from harness.zk.znodes import Endpoint
+        return [Endpoint(lst.name, lst.host, lst.port, self.config.security_protocol(lst.name))
+                for lst in (self.advertised(x.name) for x in self.config.listeners)]
 
     def _local_cluster_id(self) -> str:
         meta = self.topics.dirs[0] / "meta.properties"
@@ -160,7 +212,7 @@ class Broker:
         while True:
             await asyncio.sleep(every_s)
             for t in list(self.topics.topics.values()):
-                for p in t.partitions:
+                for p in list(t.partitions.values()):
                     if p.unflushed_messages:
                         p.flush()
 
@@ -168,6 +220,13 @@ class Broker:
         """Clean shutdown: deregister, close listeners and connections, stop timers, close logs."""
         failures: list[tuple[str, BaseException]] = []
         steps: list[tuple[str, Callable[[], Any]]] = []
+        if self.controller is not None:
+            try:
+                await self.controller.close()
+            except Exception as exc:
+                failures.append(("controller", exc))
+        steps.append(("fetchers", self.fetchers.close))
+        steps.append(("replica manager", self.replicas.close))
         if self.zk is not None:
             steps.append(("zookeeper deregistration", self.zk.stop))
         steps.append(("group timers", self.groups.close))
@@ -225,6 +284,8 @@ class Broker:
 
     async def _handle(self, frame: bytes, listener: str, host: str) -> bytes | None:
         head = peek_header(frame)
+        if head.api_key in PRIVATE_APIS:
+            return await handlers_controller.handle_private(self, frame)
         if head.api_key == 18 and head.api_version > APIS[18].max_version:
             return unsupported_api_versions(head)
         req = decode_request(head, frame)

@@ -47,7 +47,7 @@ def topic_name_problem(name: str) -> str | None:
 @dataclass(slots=True)
 class Topic:
     name: str
-    partitions: list[PartitionLog]
+    partitions: dict[int, PartitionLog]
     configs: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -88,19 +88,16 @@ class TopicStore:
                 if child.is_dir() and m and not topic_name_problem(m["topic"]):
                     found.setdefault(m["topic"], {})[int(m["partition"])] = child
         for name, parts in sorted(found.items()):
-            if sorted(parts) != list(range(len(parts))):
-                raise TopicError(f"topic {name}: partition directories {sorted(parts)} are not 0..n-1 "
-                                 f"under {[str(d) for d in self.dirs]}")
             configs = saved.get(name, {})
             settings = self.settings_for(name, configs)
-            logs = [PartitionLog(parts[p], settings) for p in range(len(parts))]
+            logs = {p: PartitionLog(parts[p], settings) for p in sorted(parts)}
             self.topics[name] = Topic(name, logs, configs)
-            log.info("loaded topic %s: %d partitions, end offsets %s", name, len(logs),
-                     [x.log_end_offset for x in logs])
+            log.info("loaded topic %s: partitions %s, end offsets %s", name, sorted(logs),
+                     [x.log_end_offset for x in logs.values()])
 
     def close(self) -> None:
         for t in self.topics.values():
-            for p in t.partitions:
+            for p in t.partitions.values():
                 p.close()
         self.topics.clear()
 
@@ -112,31 +109,58 @@ class TopicStore:
 
     # ---- create / delete -------------------------------------------------------------------
     def create(self, name: str, partitions: int, configs: dict[str, str] | None = None) -> Topic:
+        """Create a topic with local logs for partitions 0..partitions-1 (a one-broker topic)."""
         problem = topic_name_problem(name)
         if problem:
             raise TopicError(problem)
         if name in self.topics:
             raise TopicError(f"topic {name} already exists")
-        configs = dict(configs or {})
-        settings = self.settings_for(name, configs)
-        logs = []
-        for p in range(partitions):
-            logs.append(PartitionLog(self._least_used_dir() / f"{name}-{p}", settings))
-        topic = Topic(name, logs, configs)
-        self.topics[name] = topic
-        if configs:
-            self._write_configs()
+        topic = self.ensure_partition(name, 0, configs) if partitions > 0 else None
+        for p in range(1, partitions):
+            self.ensure_partition(name, p, configs)
         log.info("created topic %s with %d partitions %s", name, partitions, configs or "")
+        return topic or self.topics[name]
+
+    def ensure_partition(self, name: str, partition: int, configs: dict[str, str] | None = None) -> Topic:
+        """The local log of one partition this broker hosts (created empty if missing); configs updated."""
+        topic = self.topics.get(name)
+        if topic is None:
+            problem = topic_name_problem(name)
+            if problem:
+                raise TopicError(problem)
+            topic = self.topics[name] = Topic(name, {}, dict(configs or {}))
+            if configs:
+                self._write_configs()
+        elif configs is not None and configs != topic.configs:
+            topic.configs = dict(configs)
+            self._write_configs()
+        if partition not in topic.partitions:
+            settings = self.settings_for(name, topic.configs)
+            topic.partitions[partition] = PartitionLog(self._least_used_dir() / f"{name}-{partition}", settings)
         return topic
+
+    def remove_partition(self, name: str, partition: int) -> None:
+        """Delete one hosted partition's log (StopReplica with delete)."""
+        topic = self.topics.get(name)
+        if topic is None or partition not in topic.partitions:
+            return
+        plog = topic.partitions.pop(partition)
+        plog.close()
+        shutil.rmtree(plog.dir, ignore_errors=True)
+        if not topic.partitions:
+            self.topics.pop(name, None)
+            if topic.configs:
+                self._write_configs()
+        self.notify(name, partition)
 
     def delete(self, name: str) -> None:
         topic = self.topics.pop(name)
-        for p in topic.partitions:
+        for p in topic.partitions.values():
             p.close()
             shutil.rmtree(p.dir, ignore_errors=True)
         if topic.configs:
             self._write_configs()
-        for i in range(len(topic.partitions)):
+        for i in topic.partitions:
             self.notify(name, i)
         log.info("deleted topic %s", name)
 
@@ -162,9 +186,7 @@ class TopicStore:
     # ---- lookup ----------------------------------------------------------------------------
     def partition(self, topic: str, partition: int) -> PartitionLog | None:
         t = self.topics.get(topic)
-        if t is None or not 0 <= partition < len(t.partitions):
-            return None
-        return t.partitions[partition]
+        return t.partitions.get(partition) if t is not None else None
 
     def topic_config(self, topic: str, name: str, default: str) -> str:
         t = self.topics.get(topic)

@@ -1,4 +1,4 @@
-"""ZooKeeper registration of the reference broker (part 1: registration only, no controller election).
+"""ZooKeeper registration of the reference broker (the controller, in `controller.py`, shares its session).
 
 Owns the kazoo session, the persistent skeleton a ZooKeeper-mode broker creates at start-up
 (`harness.zk.znodes.ensure_kafka_paths`), the cluster id at `/cluster/id` (read, or created
@@ -52,6 +52,11 @@ class ZkRegistration:
             endpoints=tuple(Endpoint(lst.name, lst.host, lst.port, cfg.security_protocol(lst.name))
                             for lst in (advertised or cfg.advertised())),
         )
+
+    @property
+    def client(self) -> KazooClient | None:
+        """The live kazoo session (None before start / after stop)."""
+        return self._client
 
     def __enter__(self) -> ZkRegistration:
         self.start()

@@ -33,7 +33,8 @@ def test_broker_registers_in_zookeeper_with_kafka_json(
     reg = BrokerRegistration.decode(0, data)
     assert (reg.host, reg.port) == ("127.0.0.1", reference_broker.port)
     assert zk_client.exists("/cluster/id") is not None
-    assert zk_client.exists("/controller") is None  # part 1: no controller election written
+    data, _ = zk_client.get("/controller")  # part 2: the broker won the controller election
+    assert json.loads(data)["brokerid"] == 0 and int(zk_client.get("/controller_epoch")[0]) >= 1
 
 
 def test_clean_stop_deletes_the_registration(reference_broker: ReferenceBroker, zk_client: KazooClient) -> None:

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.broker.config import build_config
-from harness.broker.offsets import Committed, OffsetStore, group_key, offset_key, offset_value
-from harness.broker.topics import OFFSETS_TOPIC, TopicStore
+from harness.broker.log import LogSettings, PartitionLog
+from harness.broker.offsets import Committed, group_key, group_value, offset_key, offset_value, read_partition
+from harness.broker.records import build_batch
+from harness.broker.topics import OFFSETS_TOPIC
 from harness.model.coordinator import coordinator_partition
 from harness.model.group import GroupCoordinator, GroupState
 
 
-def store(tmp_path: Path) -> tuple[TopicStore, OffsetStore]:
-    topics = TopicStore(build_config({"log.dirs": str(tmp_path), "offsets.topic.num.partitions": "5"}))
-    topics.load()
-    topics.create("orders", 3)
-    return topics, OffsetStore(topics, 5)
+def offsets_log(tmp_path: Path, records: list[tuple[bytes, bytes | None]]) -> PartitionLog:
+    plog = PartitionLog(tmp_path / f"{OFFSETS_TOPIC}-0", LogSettings(1 << 20, 4096, 1 << 62))
+    for rec in records:
+        plog.append(bytearray(build_batch([rec], 1)), 0, 1)
+    return plog
 
 
 def test_key_and_value_bytes_follow_kafka() -> None:
@@ -26,46 +27,42 @@ def test_key_and_value_bytes_follow_kafka() -> None:
     assert v == b"\x00\x03" + (5).to_bytes(8, "big") + b"\x00\x00\x00\x00\x00\x01m" + (7).to_bytes(8, "big")
 
 
-def test_commits_go_to_the_groups_partition_and_survive_a_reload(tmp_path: Path) -> None:
-    """Commits land in partition coordinator_partition(group); a fresh store (restart) replays them."""
-    topics, offsets = store(tmp_path)
-    offsets.commit("g1", [("orders", 0, Committed(10, 0, "", 1)), ("orders", 1, Committed(20, 0, "x", 1))], 1)
-    offsets.commit("g1", [("orders", 0, Committed(11, 0, "", 2))], 2)
-    p = coordinator_partition("g1", 5)
-    assert topics.topics[OFFSETS_TOPIC].partitions[p].log_end_offset == 3
-    topics.close()
-    topics2 = TopicStore(topics.config)
-    topics2.load()
-    again = OffsetStore(topics2, 5)
-    again.load(GroupCoordinator())
-    assert {tp: c.offset for tp, c in again.fetch("g1").items()} == {("orders", 0): 11, ("orders", 1): 20}
+def test_replaying_a_partition_gives_the_last_commit_per_partition(tmp_path: Path) -> None:
+    """Replaying an offsets partition keeps the last commit per (topic, partition) of each group."""
+    plog = offsets_log(tmp_path, [
+        (offset_key("g1", "orders", 0), offset_value(Committed(10, 0, "", 1))),
+        (offset_key("g1", "orders", 1), offset_value(Committed(20, 0, "x", 1))),
+        (offset_key("g1", "orders", 0), offset_value(Committed(11, 0, "", 2))),
+    ])
+    committed, groups = read_partition(plog)
+    assert {tp: c.offset for tp, c in committed["g1"].items()} == {("orders", 0): 11, ("orders", 1): 20}
+    assert committed["g1"][("orders", 1)].metadata == "x" and groups == {}
 
 
-def test_group_generation_is_restored_empty(tmp_path: Path) -> None:
-    """A stored group comes back Empty with its last generation, so generations keep increasing."""
-    topics, offsets = store(tmp_path)
+def test_group_generation_is_replayed(tmp_path: Path) -> None:
+    """A stored group record gives back its last generation and protocol type."""
     coord = GroupCoordinator()
     coord.restore("g2", 4, "consumer")
-    offsets.store_group(coord.describe("g2"), 1)
-    fresh = GroupCoordinator()
-    OffsetStore(topics, 5).load(fresh)
-    d = fresh.describe("g2")
-    assert (d.state, d.generation_id, d.protocol_type) == (GroupState.EMPTY, 4, "consumer")
+    plog = offsets_log(tmp_path, [(group_key("g2"), group_value(coord.describe("g2"), 1))])
+    _committed, groups = read_partition(plog)
+    assert groups == {"g2": (4, "consumer")}
 
 
-def test_deleted_group_leaves_tombstones(tmp_path: Path) -> None:
-    """DeleteGroups writes tombstones: after a reload the group has no offsets."""
-    topics, offsets = store(tmp_path)
-    offsets.commit("g3", [("orders", 2, Committed(3, -1, "", 1))], 1)
-    offsets.delete_group("g3", 2)
-    again = OffsetStore(topics, 5)
-    again.load(GroupCoordinator())
-    assert again.fetch("g3") == {}
+def test_tombstones_remove_offsets_and_groups(tmp_path: Path) -> None:
+    """DeleteGroups' tombstones: after a replay the group has no offsets and no metadata."""
+    plog = offsets_log(tmp_path, [
+        (offset_key("g3", "orders", 2), offset_value(Committed(3, -1, "", 1))),
+        (offset_key("g3", "orders", 2), None),
+        (group_key("g3"), None),
+    ])
+    committed, groups = read_partition(plog)
+    assert committed.get("g3", {}) == {} and groups == {"g3": None}
+    assert coordinator_partition("g3", 5) in range(5)
 
 
 def test_group_record_round_trip() -> None:
     """A stored GroupMetadataValue decodes back to generation, protocol, leader and member ids."""
-    from harness.broker.offsets import decode_group_record, group_value
+    from harness.broker.offsets import decode_group_record
     from harness.model.group import GroupDescription, MemberDescription
 
     d = GroupDescription("g", GroupState.STABLE, 3, "consumer", "range", "m1",

@@ -1,0 +1,525 @@
+"""The ZooKeeper-mode controller inside every reference broker: election, failover, and its event loop.
+
+Owns `Controller`: one asyncio task per broker that races for the ephemeral `/controller` with
+`harness.model.controller.elect_controller` (one Multi: create `/controller` + conditional bump of
+`/controller_epoch`), watches `/controller` and races again when it vanishes; when it wins it runs
+onControllerFailover (load brokers, topics, partition states; elect what has no leader; send
+metadata to every live broker) and then handles, one event at a time as Kafka's event manager
+does: broker loss/return/bounce (`/brokers/ids`), new and deleted topics (`/brokers/topics`), ISR
+change notifications, controlled shutdown requests, preferred-replica elections (`ElectLeaders`,
+`/admin/preferred_replica_election`, auto rebalance) and reassignment (`/admin/reassign_partitions`,
+see `reassign.py`). Every decision is the model's (`harness.model.controller`); every partition
+state write is conditional on the znode version and fenced by a Check of `/controller_epoch`'s
+version (a zombie's write fails). ZooKeeper reads and writes run in worker threads; kazoo watches
+hop onto the loop with `call_soon_threadsafe`. Requests to brokers go through `ControllerChannels`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from kazoo.client import KazooState
+from kazoo.exceptions import NoNodeError
+
+from harness.broker import bugs
+from harness.broker.channels import ControllerChannels
+from harness.broker.interbroker import NOT_CONTROLLER
+from harness.broker.zkexec import KazooExecutor
+from harness.model.controller import (
+    ClusterView,
+    ControllerElection,
+    ControllerPlan,
+    StateChange,
+    auto_rebalance_targets,
+    elect_controller,
+    elect_offline_partitions,
+    on_broker_failure,
+    on_controlled_shutdown,
+    preferred_elections,
+)
+from harness.model.election import elect_leader
+from harness.model.partition_state import PartitionState, state_path
+from harness.model.zkmodel import Check, Create, GetData, Multi, ZkCode
+from harness.zk.notifications import IsrChangeNotification, PreferredReplicaElection
+from harness.zk.paths import (
+    BROKER_IDS_PATH,
+    CONTROLLER_EPOCH_PATH,
+    CONTROLLER_PATH,
+    ISR_CHANGE_NOTIFICATION_PATH,
+    PREFERRED_REPLICA_ELECTION_PATH,
+    REASSIGN_PARTITIONS_PATH,
+    TOPICS_PATH,
+    partition_path,
+    topic_path,
+)
+from harness.zk.znodes import BrokerRegistration, ControllerRegistration, TopicAssignment, decode_controller_epoch
+
+if TYPE_CHECKING:
+    from harness.broker.server import Broker
+
+log = logging.getLogger(__name__)
+TP = tuple[str, int]
+BROKER_NOT_AVAILABLE = 8
+ELECTION_NOT_NEEDED = 84
+PREFERRED_LEADER_NOT_AVAILABLE = 80
+UNKNOWN_TOPIC_OR_PARTITION = 3
+
+
+class Fenced(Exception):
+    """A write failed its Check on /controller_epoch: another controller was elected."""
+
+
+def topic_config_path(topic: str) -> str:
+    return f"/config/topics/{topic}"
+
+
+class Controller:
+    """This broker's controller role (inactive until it wins `/controller`)."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.b = broker
+        self.active = False
+        self.epoch = 0
+        self.epoch_zk_version = -1
+        self.live: dict[int, BrokerRegistration] = {}
+        self.czxid: dict[int, int] = {}
+        self.assignments: dict[TP, tuple[int, ...]] = {}
+        self.states: dict[TP, PartitionState] = {}
+        self.topic_configs: dict[str, dict[str, str]] = {}
+        self.shutting_down: set[int] = set()
+        self.channels = ControllerChannels(self)
+        self.reassign: Any = None
+        self._queue: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._periodic: list[asyncio.Task[None]] = []
+        self.elected_at: float | None = None
+
+    # ---- plumbing --------------------------------------------------------------------------
+    @property
+    def client(self) -> Any:
+        assert self.b.zk is not None and self.b.zk.client is not None
+        return self.b.zk.client
+
+    def post(self, *event: Any) -> None:
+        """Queue an event from any thread."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self._queue.put_nowait, event)
+
+    def _on_watch(self, path: str) -> None:
+        event = {CONTROLLER_PATH: "controller", BROKER_IDS_PATH: "brokers", TOPICS_PATH: "topics",
+                 ISR_CHANGE_NOTIFICATION_PATH: "isr", REASSIGN_PARTITIONS_PATH: "reassign",
+                 PREFERRED_REPLICA_ELECTION_PATH: "preferred"}.get(path)
+        if event is not None:
+            self.post(event)
+
+    def watcher(self, path: str) -> Callable[[Any], None]:
+        return lambda _event: self._on_watch(path)
+
+    def _on_state(self, state: str) -> None:
+        if state == KazooState.LOST:
+            self.post("session_lost")
+        elif state == KazooState.CONNECTED:
+            self.post("controller")
+
+    async def zk(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.to_thread(fn, *args)
+
+    def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self.client.add_listener(self._on_state)
+        self._tasks.append(asyncio.create_task(self._run()))
+        self.post("controller")
+
+    async def close(self) -> None:
+        for t in self._tasks + self._periodic:
+            t.cancel()
+        self.channels.close()
+        with contextlib.suppress(Exception):
+            self.client.remove_listener(self._on_state)
+
+    async def _run(self) -> None:
+        while True:
+            event = await self._queue.get()
+            try:
+                await self._handle(event)
+            except Fenced:
+                log.warning("controller %d (epoch %d) was fenced: a newer controller exists", self.b.broker_id,
+                            self.epoch)
+                self._resign()
+                self.post("controller")
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("controller event %s failed", event[0])
+
+    async def _handle(self, event: tuple[Any, ...]) -> None:
+        kind = event[0]
+        if kind == "controller":
+            await self._on_controller_change()
+        elif kind == "session_lost":
+            self._resign()
+        elif kind in ("shutdown", "elect_leaders") and not self.active:
+            event[-1].set_result({"error_code": NOT_CONTROLLER})
+        elif not self.active:
+            return
+        elif kind == "brokers":
+            await self._on_brokers()
+        elif kind == "topics":
+            await self._on_topics()
+        elif kind == "isr":
+            await self._on_isr()
+        elif kind == "shutdown":
+            event[2].set_result(await self._on_controlled_shutdown(event[1]))
+        elif kind == "elect_leaders":
+            event[2].set_result(await self._on_elect_leaders(event[1]))
+        elif kind == "preferred":
+            await self._on_preferred_znode()
+        elif kind == "rebalance":
+            await self._on_rebalance()
+        elif kind == "reassign" and self.reassign is not None:
+            await self.reassign.on_znode()
+        elif kind == "resend":
+            self.channels.update_metadata(self.live_ids())
+
+    # ---- election --------------------------------------------------------------------------
+    async def _on_controller_change(self) -> None:
+        if self.active:
+            holder = await self.zk(self._holder)
+            if holder == self.b.broker_id:
+                return
+            self._resign()
+        result: ControllerElection = await self.zk(self._elect)
+        if not result.won:
+            log.info("broker %d: controller is %d", self.b.broker_id, result.controller_id)
+            if result.controller_id == -1:
+                self.post("controller")
+            return
+        self.active, self.epoch = True, int(result.epoch or 0)
+        self.epoch_zk_version = int(result.epoch_zk_version or 0)
+        self.elected_at = time.monotonic()
+        log.warning("broker %d is now the controller with epoch %d", self.b.broker_id, self.epoch)
+        await self._failover()
+
+    def _holder(self) -> int:
+        try:
+            data, _ = self.client.get(CONTROLLER_PATH, watch=self.watcher(CONTROLLER_PATH))
+            return ControllerRegistration.decode(data).broker_id
+        except NoNodeError:
+            self.client.exists(CONTROLLER_PATH, watch=self.watcher(CONTROLLER_PATH))
+            return -1
+
+    def _elect(self) -> ControllerElection:
+        ex = KazooExecutor(self.client, self._on_watch)
+        me = self.b.broker_id
+        if bugs.SKIP_EPOCH_BUMP not in self.b.config.reference_bugs:
+            return elect_controller(ex, me, self.b.wall_ms())
+        # Bug: claim /controller but keep the current epoch (Check instead of SetData epoch + 1).
+        holder = self._holder()
+        if holder != -1:
+            return ControllerElection(me, False, holder)
+        self.client.ensure_path(CONTROLLER_EPOCH_PATH)
+        data, stat = self.client.get(CONTROLLER_EPOCH_PATH)
+        epoch = decode_controller_epoch(data or b"0") if data else 0
+        res = ex.execute(Multi((Create(CONTROLLER_PATH, ControllerRegistration(me, self.b.wall_ms()).encode(),
+                                       ephemeral=True), Check(CONTROLLER_EPOCH_PATH, stat.version))))
+        if res.ok:
+            return ControllerElection(me, True, me, epoch, stat.version)
+        return ControllerElection(me, False, self._holder())
+
+    def _resign(self) -> None:
+        if not self.active:
+            return
+        log.warning("broker %d resigns as controller (epoch %d)", self.b.broker_id, self.epoch)
+        self.active = False
+        for t in self._periodic:
+            t.cancel()
+        self._periodic.clear()
+        self.channels.close()
+        self.live.clear()
+        self.shutting_down.clear()
+
+    def live_ids(self) -> list[int]:
+        return sorted(self.live)
+
+    # ---- ZooKeeper reads (worker threads) --------------------------------------------------
+    def _read_brokers(self) -> dict[int, tuple[BrokerRegistration, int]]:
+        out: dict[int, tuple[BrokerRegistration, int]] = {}
+        for child in self.client.get_children(BROKER_IDS_PATH, watch=self.watcher(BROKER_IDS_PATH)):
+            with contextlib.suppress(NoNodeError, ValueError):
+                data, stat = self.client.get(f"{BROKER_IDS_PATH}/{child}")
+                out[int(child)] = (BrokerRegistration.decode(int(child), data), stat.czxid)
+        return out
+
+    def _read_topic(self, topic: str) -> tuple[dict[TP, tuple[int, ...]], dict[TP, PartitionState], dict[str, str]]:
+        import json
+        data, _ = self.client.get(topic_path(topic))
+        assignment = TopicAssignment.decode(topic, data)
+        ar = {(topic, p): tuple(r) for p, r in assignment.partitions.items()}
+        states: dict[TP, PartitionState] = {}
+        for tp in ar:
+            with contextlib.suppress(NoNodeError):
+                sdata, stat = self.client.get(state_path(*tp))
+                states[tp] = PartitionState.from_json(sdata, stat.version, state_path(*tp))
+        configs: dict[str, str] = {}
+        with contextlib.suppress(NoNodeError, ValueError):
+            cdata, _ = self.client.get(topic_config_path(topic))
+            configs = {str(k): str(v) for k, v in json.loads(cdata).get("config", {}).items()}
+        return ar, states, configs
+
+    def _read_topics(self) -> list[str]:
+        return sorted(self.client.get_children(TOPICS_PATH, watch=self.watcher(TOPICS_PATH)))
+
+    def refresh_states(self, tps: Iterable[TP]) -> dict[TP, PartitionState]:
+        out = {}
+        for tp in tps:
+            with contextlib.suppress(NoNodeError):
+                data, stat = self.client.get(state_path(*tp))
+                out[tp] = PartitionState.from_json(data, stat.version, state_path(*tp))
+        return out
+
+    # ---- decisions and writes --------------------------------------------------------------
+    def view(self) -> ClusterView:
+        unclean = {t: c["unclean.leader.election.enable"].lower() == "true"
+                   for t, c in self.topic_configs.items() if "unclean.leader.election.enable" in c}
+        return ClusterView(frozenset(self.live), dict(self.assignments), dict(self.states),
+                           frozenset(self.shutting_down), self.b.config.unclean_leader_election_enable, unclean)
+
+    def _write(self, change: StateChange) -> ZkCode:
+        if change.before is None:
+            self.client.ensure_path(partition_path(*change.partition))
+        res = KazooExecutor(self.client).execute(change.zk_op(self.epoch_zk_version))
+        if res.ok:
+            return ZkCode.OK
+        if res.results and res.results[0].code is not ZkCode.OK:
+            raise Fenced()
+        return res.code
+
+    async def decide(self, plan_of: Callable[[ClusterView], ControllerPlan]) -> tuple[list[StateChange], ControllerPlan]:
+        """Run the plan the model makes from the current view; retry partitions whose state changed under us."""
+        written: list[StateChange] = []
+        plan = plan_of(self.view())
+        for _round in range(3):
+            changes = self._bug_elect_outside_isr(plan.changes)
+            stale: list[TP] = []
+            for ch in changes:
+                if ch.partition in stale:
+                    continue
+                code = await self.zk(self._write, ch)
+                if code is ZkCode.OK:
+                    self.states[ch.partition] = ch.after
+                    written.append(ch)
+                    log.info("%s-%d: %s -> leader %d epoch %d ISR %s", ch.partition[0], ch.partition[1], ch.reason,
+                             ch.after.leader, ch.after.leader_epoch, list(ch.after.isr))
+                else:
+                    stale.append(ch.partition)
+            if not stale:
+                break
+            self.states.update(await self.zk(self.refresh_states, stale))
+            plan = plan_of(self.view())
+        return written, plan
+
+    def _bug_elect_outside_isr(self, changes: Iterable[StateChange]) -> list[StateChange]:
+        out = list(changes)
+        if bugs.ELECT_OUTSIDE_ISR not in self.b.config.reference_bugs:
+            return out
+        for i, ch in enumerate(out):
+            if ch.strategy not in ("offline", "controlled_shutdown") or ch.before is None:
+                continue
+            ar, live = self.assignments[ch.partition], set(self.live) - self.shutting_down
+            prescribed = elect_leader("offline", ar, ch.before.isr, live)
+            outside = [r for r in ar if r in live and r not in ch.before.isr]
+            others = [r for r in ar if r in live and r != prescribed]
+            pick = outside[0] if outside else (others[-1] if others else None)
+            if pick is not None:
+                isr = tuple(r for r in ch.before.isr if r in live and r != pick)
+                out[i] = StateChange(ch.partition, ch.reason + " [bug elect_outside_isr]", ch.before,
+                                     ch.before.with_leader(pick, isr, self.epoch), ch.strategy, True)
+        return out
+
+    def propagate(self, changes: Iterable[StateChange], extra_replicas: Iterable[int] = ()) -> None:
+        """LeaderAndIsr for the changed partitions to their live replicas, then UpdateMetadata to all."""
+        tps = sorted({ch.partition for ch in changes})
+        if tps:
+            self.channels.leader_and_isr(tps)
+            self.channels.update_metadata(self.live_ids(), tps)
+
+    # ---- failover --------------------------------------------------------------------------
+    async def _failover(self) -> None:
+        brokers = await self.zk(self._read_brokers)
+        self.live = {i: reg for i, (reg, _) in brokers.items()}
+        self.czxid = {i: cz for i, (_, cz) in brokers.items()}
+        self.assignments.clear()
+        self.states.clear()
+        self.topic_configs.clear()
+        for topic in await self.zk(self._read_topics):
+            await self._load_topic(topic)
+        written, _ = await self.decide(lambda v: elect_offline_partitions(v, self.epoch))
+        self.channels.update_metadata(self.live_ids(), full=True)
+        for broker in self.live_ids():
+            self.channels.leader_and_isr(sorted(self.assignments), only=broker)
+        await self.zk(self._watch_admin)
+        await self._on_isr()
+        await self._on_preferred_znode()
+        if self.reassign is not None:
+            await self.reassign.on_znode()
+        cfg = self.b.config
+        if cfg.auto_leader_rebalance_enable:
+            self._periodic.append(asyncio.create_task(self._every(cfg.leader_imbalance_check_interval_seconds,
+                                                                  "rebalance")))
+        if cfg.reference_controller_resend_ms > 0:
+            self._periodic.append(asyncio.create_task(self._every(cfg.reference_controller_resend_ms / 1000,
+                                                                  "resend")))
+        log.info("controller %d failover done: %d live brokers, %d partitions, %d elections", self.b.broker_id,
+                 len(self.live), len(self.assignments), len(written))
+
+    async def _every(self, seconds: float, event: str) -> None:
+        while True:
+            await asyncio.sleep(max(seconds, 0.05))
+            self.post(event)
+
+    def _watch_admin(self) -> None:
+        self.client.get_children(ISR_CHANGE_NOTIFICATION_PATH, watch=self.watcher(ISR_CHANGE_NOTIFICATION_PATH))
+        for path in (REASSIGN_PARTITIONS_PATH, PREFERRED_REPLICA_ELECTION_PATH):
+            self.client.exists(path, watch=self.watcher(path))
+
+    async def _load_topic(self, topic: str) -> None:
+        try:
+            ar, states, configs = await self.zk(self._read_topic, topic)
+        except NoNodeError:
+            return
+        self.assignments.update(ar)
+        self.states.update(states)
+        self.topic_configs[topic] = configs
+
+    # ---- events ----------------------------------------------------------------------------
+    async def _on_brokers(self) -> None:
+        brokers = await self.zk(self._read_brokers)
+        old, new = set(self.live), set(brokers)
+        bounced = {i for i in old & new if self.czxid.get(i) != brokers[i][1]}
+        dead, born = (old - new) | bounced, (new - old) | bounced
+        if not dead and not born:
+            return
+        log.warning("controller %d: brokers died %s, started %s (live now %s)", self.b.broker_id, sorted(dead),
+                    sorted(born), sorted(new))
+        changes: list[StateChange] = []
+        if dead:
+            for i in dead:
+                self.live.pop(i, None)
+                self.channels.remove(i)
+            self.shutting_down -= dead
+            written, _ = await self.decide(lambda v: on_broker_failure(v, dead, self.epoch))
+            changes += written
+        for i in born:
+            self.live[i] = brokers[i][0]
+        self.czxid = {i: cz for i, (_, cz) in brokers.items()}
+        if born:
+            self.channels.update_metadata(self.live_ids(), full=True)
+            for i in sorted(born):
+                self.channels.leader_and_isr(sorted(tp for tp, ar in self.assignments.items() if i in ar), only=i)
+            written, _ = await self.decide(lambda v: elect_offline_partitions(v, self.epoch))
+            changes += written
+        self.propagate(changes)
+        if not changes and dead:
+            self.channels.update_metadata(self.live_ids(), full=True)
+
+    async def _on_topics(self) -> None:
+        topics = set(await self.zk(self._read_topics))
+        known = {t for t, _ in self.assignments}
+        for t in sorted(topics - known):
+            await self._load_topic(t)
+        gone = known - topics
+        if gone:
+            tps = sorted(tp for tp in self.assignments if tp[0] in gone)
+            for tp in tps:
+                self.assignments.pop(tp, None)
+                self.states.pop(tp, None)
+            for t in gone:
+                self.topic_configs.pop(t, None)
+            self.channels.stop_replica(self.live_ids(), tps, delete=True)
+            self.channels.update_metadata(self.live_ids(), deleted=sorted(gone))
+        if topics - known:
+            written, _ = await self.decide(lambda v: elect_offline_partitions(v, self.epoch))
+            self.propagate(written)
+
+    def _take_isr_notifications(self) -> set[TP]:
+        tps: set[TP] = set()
+        for child in self.client.get_children(ISR_CHANGE_NOTIFICATION_PATH,
+                                              watch=self.watcher(ISR_CHANGE_NOTIFICATION_PATH)):
+            path = f"{ISR_CHANGE_NOTIFICATION_PATH}/{child}"
+            with contextlib.suppress(NoNodeError, ValueError):
+                data, _ = self.client.get(path)
+                tps.update(IsrChangeNotification.decode(data).partitions)
+            with contextlib.suppress(NoNodeError):
+                self.client.delete(path)
+        return tps
+
+    async def _on_isr(self) -> None:
+        tps = {tp for tp in await self.zk(self._take_isr_notifications) if tp in self.assignments}
+        if not tps:
+            return
+        self.states.update(await self.zk(self.refresh_states, sorted(tps)))
+        self.channels.update_metadata(self.live_ids(), sorted(tps))
+        if self.reassign is not None:
+            await self.reassign.on_isr_change()
+
+    async def _on_controlled_shutdown(self, broker: int) -> dict[str, Any]:
+        if broker not in self.live:
+            return {"error_code": BROKER_NOT_AVAILABLE, "remaining": []}
+        self.shutting_down.add(broker)
+        written, plan = await self.decide(lambda v: on_controlled_shutdown(v, broker, self.epoch))
+        self.propagate(written)
+        log.warning("controller %d: controlled shutdown of %d moved %d partitions, %d still led", self.b.broker_id,
+                    broker, len(written), len(plan.still_led))
+        return {"error_code": 0, "remaining": [list(tp) for tp in plan.still_led]}
+
+    async def _on_elect_leaders(self, partitions: list[TP] | None) -> dict[str, Any]:
+        targets = sorted(self.assignments) if partitions is None else [tp for tp in partitions]
+        results: dict[TP, int] = {}
+        for tp in targets:
+            st, ar = self.states.get(tp), self.assignments.get(tp)
+            if ar is None:
+                results[tp] = UNKNOWN_TOPIC_OR_PARTITION
+            elif st is not None and st.leader == ar[0]:
+                results[tp] = ELECTION_NOT_NEEDED
+        todo = [tp for tp in targets if tp not in results]
+        written, _ = await self.decide(lambda v: preferred_elections(v, self.epoch, todo))
+        self.propagate(written)
+        done = {ch.partition for ch in written}
+        for tp in todo:
+            results[tp] = 0 if tp in done else PREFERRED_LEADER_NOT_AVAILABLE
+        return {"error_code": 0, "results": [[t, p, e] for (t, p), e in sorted(results.items())]}
+
+    def _take_preferred_znode(self) -> list[TP] | None:
+        try:
+            data, _ = self.client.get(PREFERRED_REPLICA_ELECTION_PATH)
+        except NoNodeError:
+            self.client.exists(PREFERRED_REPLICA_ELECTION_PATH, watch=self.watcher(PREFERRED_REPLICA_ELECTION_PATH))
+            return None
+        parts = list(PreferredReplicaElection.decode(data).partitions)
+        with contextlib.suppress(NoNodeError):
+            self.client.delete(PREFERRED_REPLICA_ELECTION_PATH)
+        self.client.exists(PREFERRED_REPLICA_ELECTION_PATH, watch=self.watcher(PREFERRED_REPLICA_ELECTION_PATH))
+        return parts
+
+    async def _on_preferred_znode(self) -> None:
+        parts = await self.zk(self._take_preferred_znode)
+        if parts:
+            await self._on_elect_leaders(parts)
+
+    async def _on_rebalance(self) -> None:
+        targets = auto_rebalance_targets(self.view(), self.b.config.leader_imbalance_per_broker_percentage)
+        if targets:
+            log.info("controller %d: auto leader rebalance moves %s", self.b.broker_id, list(targets))
+            written, _ = await self.decide(lambda v: preferred_elections(v, self.epoch, targets))
+            self.propagate(written)
+
+
+_ = GetData

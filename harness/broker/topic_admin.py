@@ -1,0 +1,100 @@
+"""Topic creation and deletion as a ZooKeeper-mode broker does them: by writing znodes for the controller.
+
+Owns `create_topic` (Kafka's AdminZkClient.createTopic: `/config/topics/<t>` with the overrides,
+then `/brokers/topics/<t>` with the assignment and a fresh topic id; the controller sees the new
+child of `/brokers/topics` and creates the partition states), `delete_topic` (removes both; the
+controller stops and deletes the replicas -- Kafka goes through `/admin/delete_topics`, this broker
+deletes directly), and `wait_for_leaders` (CreateTopics answers once this broker's metadata cache
+shows a leader for every partition, or the request's timeout passes). In standalone mode the
+topic is created locally with this broker as the only replica.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import uuid
+from typing import TYPE_CHECKING
+
+from kazoo.exceptions import NodeExistsError, NoNodeError
+
+from harness.broker.assignment import assign_replicas
+from harness.broker.controller import topic_config_path
+from harness.zk.paths import topic_path
+from harness.zk.znodes import TopicAssignment
+
+if TYPE_CHECKING:
+    from harness.broker.server import Broker
+
+
+class TopicExists(Exception):
+    """`/brokers/topics/<t>` already exists."""
+
+
+def new_topic_id() -> str:
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+async def create_topic(b: Broker, name: str, partitions: int, rf: int, configs: dict[str, str],
+                       replicas: dict[int, tuple[int, ...]] | None = None) -> None:
+    """Write the topic for the controller (or create it locally when standalone); TopicExists if present."""
+    if b.standalone:
+        if name in b.topics.topics:
+            raise TopicExists(name)
+        b.topics.create(name, partitions, configs)
+        for p in range(partitions):
+            b.local_leader(name, p)
+        return
+    assignment = replicas or assign_replicas(b.metadata.live(), partitions, rf)
+    data = TopicAssignment(name, assignment, topic_id=new_topic_id()).encode()
+    cfg = json.dumps({"version": 1, "config": configs}, separators=(",", ":")).encode()
+    assert b.zk is not None and b.zk.client is not None
+    client = b.zk.client
+
+    def write() -> None:
+        if client.exists(topic_path(name)) is not None:
+            raise TopicExists(name)
+        client.ensure_path("/config/topics")
+        try:
+            client.create(topic_config_path(name), cfg)
+        except NodeExistsError:
+            client.set(topic_config_path(name), cfg)
+        try:
+            client.create(topic_path(name), data)
+        except NodeExistsError as exc:
+            raise TopicExists(name) from exc
+    await asyncio.to_thread(write)
+
+
+async def delete_topic(b: Broker, name: str) -> None:
+    if b.standalone:
+        n = len(b.topics.topics[name].partitions)
+        b.topics.delete(name)
+        b.metadata.topics.pop(name, None)
+        for p in range(n):
+            b.producers.pop((name, p), None)
+            b.replicas.partitions.pop((name, p), None)
+        return
+    assert b.zk is not None and b.zk.client is not None
+    client = b.zk.client
+
+    def delete() -> None:
+        for path in (topic_path(name), topic_config_path(name)):
+            with contextlib.suppress(NoNodeError):
+                client.delete(path, recursive=True)
+    await asyncio.to_thread(delete)
+
+
+async def wait_for_leaders(b: Broker, name: str, partitions: int, timeout_s: float) -> bool:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while True:
+        parts = b.metadata.topics.get(name, {})
+        if len(parts) >= partitions and all(i.leader >= 0 for i in parts.values()):
+            return True
+        left = deadline - loop.time()
+        if left <= 0:
+            return False
+        await b.metadata.wait_changed(min(left, 0.5))
