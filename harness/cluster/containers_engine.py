@@ -110,14 +110,21 @@ class NodeContainer:
     """One node's container: created and first started through Testcontainers, then driven directly."""
 
     def __init__(self, spec: ContainerSpec, network: Any, node_dir: Path, stop_timeout_s: float) -> None:
-        from testcontainers.core.container import DockerContainer
-
         self.spec = spec
         self.node_dir = node_dir
         self.stop_timeout_s = stop_timeout_s
+        self._network = network
         node_dir.mkdir(parents=True, exist_ok=True)
         for name, text in spec.files.items():
             (node_dir / name).write_text(text, encoding="utf-8")
+        self._tc: Any = None  # the Testcontainers DockerContainer, built at the first start
+        self._lock = threading.RLock()
+        self.starts = 0
+
+    def _build(self) -> Any:
+        from testcontainers.core.container import DockerContainer
+
+        spec = self.spec
         tc = DockerContainer(spec.image, name=spec.name)
         if spec.command is not None:
             tc.with_command(list(spec.command))
@@ -127,22 +134,20 @@ class NodeContainer:
         for m in spec.mounts:
             tc.with_volume_mapping(m.host, m.container, m.mode)
         if spec.conf_mount:
-            tc.with_volume_mapping(str(node_dir.resolve()), "/conf", "ro")
-        tc.with_network(network).with_network_aliases(spec.alias)
+            tc.with_volume_mapping(str(self.node_dir.resolve()), "/conf", "ro")
+        tc.with_network(self._network).with_network_aliases(spec.alias)
         tc.with_kwargs(labels=dict(spec.labels), hostname=spec.alias)
-        self._tc = tc
-        self._lock = threading.RLock()
-        self.starts = 0
+        return tc
 
     def __repr__(self) -> str:
         return f"NodeContainer({self.spec.node}, {self.spec.name})"
 
     @property
     def created(self) -> bool:
-        return self._tc._container is not None
+        return self._tc is not None and self._tc._container is not None
 
     def _container(self) -> Any:
-        if self._tc._container is None:
+        if not self.created:
             raise BackendError(f"{self.spec.node}: container {self.spec.name} was never created")
         return self._tc._container
 
@@ -150,7 +155,8 @@ class NodeContainer:
         """Create + start the first time; `docker start` afterwards (same container, same data)."""
         with self._lock:
             try:
-                if self._tc._container is None:
+                if not self.created:
+                    self._tc = self._tc or self._build()
                     self._tc.start()
                 else:
                     if self.is_running():
@@ -168,7 +174,7 @@ class NodeContainer:
         """created / running / paused / exited / removed (Docker's states)."""
         import docker.errors
 
-        if self._tc._container is None:
+        if not self.created:
             return "never-created"
         try:
             self._container().reload()
@@ -231,7 +237,7 @@ class NodeContainer:
             raise BackendError(f"{self.spec.node}: docker unpause {self.spec.name} failed: {exc}") from exc
 
     def exit_code(self) -> int | None:
-        if self._tc._container is None:
+        if not self.created:
             return None
         state = self._container().attrs.get("State") or {}
         code = state.get("ExitCode")
@@ -274,7 +280,7 @@ class NodeContainer:
         """Force-remove the container (and its anonymous volumes). No-op if never created or gone."""
         import docker.errors
 
-        if self._tc._container is None:
+        if not self.created:
             return
         self.save_log()
         with contextlib.suppress(docker.errors.NotFound):

@@ -1,0 +1,113 @@
+"""The cluster of experiments/controller-failover.yaml (3 brokers, 1 ZooKeeper) through the containers
+backend, on whatever Docker API answers (on these machines: Podman with the local images, i.e. the
+reference broker, pyspark's ZooKeeper jars and the embedded Toxiproxy in containers)."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import KafkaException
+
+from harness.cluster.base import CLIENT, NodeId
+from harness.cluster.containers import ContainersBackend, ContainersCluster
+from harness.engine.runner import cluster_spec
+from harness.experiment import load_experiment
+from tests.containers.helpers import metadata, run_leftovers, wait_for
+from tests.fixtures.podman import DockerEngine
+
+pytestmark = pytest.mark.containers
+EXPERIMENT = Path(__file__).resolve().parents[2] / "experiments" / "controller-failover.yaml"
+SESSION_S = 6.0  # zookeeper.session.timeout.ms of the experiment
+
+
+@pytest.fixture(scope="module")
+def cluster(docker_env: DockerEngine, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ContainersCluster]:
+    spec = dataclasses.replace(cluster_spec(load_experiment(str(EXPERIMENT))), ready_timeout_s=90.0)
+    assert spec.brokers == 3 and spec.zookeepers == 1
+    backend = ContainersBackend(stop_timeout_s=20.0)
+    with backend.up(spec, tmp_path_factory.mktemp("containers-cluster")) as c:
+        yield c
+    assert run_leftovers(c.run_id) == []
+
+
+def _client_address(c: ContainersCluster, broker_id: int) -> str:
+    assert c.topology is not None
+    return str(c.topology.proxy(CLIENT, NodeId.broker(broker_id)).advertised)
+
+
+def test_brokers_registered_and_each_answers_metadata_through_its_client_proxy(cluster: ContainersCluster) -> None:
+    assert cluster._ready is not None
+    ids = sorted(int(x) for x in cluster._ready.zookeeper().get_children("/brokers/ids"))
+    assert ids == [1, 2, 3]
+    for j in (1, 2, 3):
+        md = metadata(_client_address(cluster, j))
+        assert (md.orig_broker_name or "").startswith(_client_address(cluster, j))
+        assert sorted(md.brokers) == [1, 2, 3]
+        # every broker advertises EXTERNAL at the host-mapped port of proxy client->k
+        assert {f"{b.host}:{b.port}" for b in md.brokers.values()} == {_client_address(cluster, k) for k in (1, 2, 3)}
+
+
+def test_every_directed_link_is_a_proxy_on_the_toxiproxy_container(cluster: ContainersCluster) -> None:
+    assert cluster.topology is not None
+    on_server = {p.name: p for p in cluster.toxiproxy.proxies()}
+    assert set(on_server) == {p.name for p in cluster.topology.proxies}
+    assert len(on_server) == 3 * 2 + 3 * 1 + 3
+    assert on_server["2->3"].upstream == "broker3:9102" and on_server["1->zk1"].upstream == "zk1:2181"
+    assert all(p.enabled for p in on_server.values())
+
+
+def test_cutting_a_client_link_refuses_that_broker_only_until_enabled(cluster: ContainersCluster) -> None:
+    link = cluster.link(CLIENT, NodeId.broker(1))
+    link.disable()
+    try:
+        with pytest.raises(KafkaException):
+            metadata(_client_address(cluster, 1), timeout_s=2.0)
+        assert sorted(metadata(_client_address(cluster, 2)).brokers) == [1, 2, 3]
+    finally:
+        link.enable()
+    wait_for("client->1 answering again", lambda: metadata(_client_address(cluster, 1), 2.0).brokers, 15)
+
+
+def test_pause_freezes_a_broker_and_resume_thaws_it(cluster: ContainersCluster) -> None:
+    node = NodeId.broker(3)
+    cluster.pause(node)
+    try:
+        assert cluster.container(node).status() == "paused" and cluster.is_running(node)
+        with pytest.raises(KafkaException):
+            metadata(_client_address(cluster, 3), timeout_s=2.0)
+    finally:
+        cluster.resume(node)
+    wait_for("broker:3 answering after resume", lambda: metadata(_client_address(cluster, 3), 2.0).brokers, 15)
+
+
+def test_stop_is_a_controlled_shutdown_that_deregisters_at_once(cluster: ContainersCluster) -> None:
+    assert cluster._ready is not None
+    victim = next(k for k in (1, 2, 3) if k != cluster.controller())
+    node = NodeId.broker(victim)
+    t0 = time.monotonic()
+    cluster.stop(node)
+    assert not cluster.is_running(node)
+    assert cluster.container(node).exit_code() in (0, 143)
+    wait_for(f"/brokers/ids/{victim} deleted", lambda: cluster._ready.registration(victim) is None, SESSION_S / 2)  # type: ignore[union-attr]
+    assert time.monotonic() - t0 < SESSION_S  # gone before any session could have expired
+    cluster.start(node)
+    assert cluster.is_running(node) and cluster._ready.registration(victim) is not None
+
+
+def test_killing_the_controller_elects_a_new_one(cluster: ContainersCluster) -> None:
+    first = wait_for("a controller in /controller", cluster.controller, 20)
+    node = NodeId.broker(first)
+    t0 = time.monotonic()
+    cluster.kill(node)
+    assert not cluster.is_running(node) and cluster.container(node).exit_code() == 137
+    new = wait_for("a new controller", lambda: (c if (c := cluster.controller()) not in (None, first) else None),
+                   SESSION_S + 20)
+    elapsed = time.monotonic() - t0
+    assert new in (1, 2, 3) and new != first
+    assert elapsed < SESSION_S + 15, f"failover took {elapsed:.1f}s"
+    cluster.start(node)  # waits for the stale registration to expire, then for readiness
+    assert sorted(metadata(_client_address(cluster, first)).brokers) == [1, 2, 3]

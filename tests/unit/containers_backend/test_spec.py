@@ -1,0 +1,173 @@
+"""Rendered container specs of the containers backend (no Docker): images, environment, listeners,
+advertised ports and the proxy table for every directed link."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from types import MappingProxyType
+
+import pytest
+
+from harness.cluster.base import CLIENT, ClusterSpec, NodeId, link_name
+from harness.cluster.containers_spec import (
+    LABEL_NODE,
+    LOCAL_IMAGES,
+    TOXIPROXY_IMAGE,
+    broker_spec,
+    container_topology,
+    flavour_of,
+    kafka_env_name,
+    local_mounts,
+    proxy_port,
+    resolve_images,
+    toxiproxy_spec,
+    zookeeper_spec,
+)
+from harness.cluster.render import parse_properties
+from harness.errors import ConfigError
+
+HOST = "127.0.0.1"
+CLIENT_PORTS = {1: 41001, 2: 41002, 3: 41003}
+LABELS = {"kafka-chaos.run": "r1", "kafka-chaos.owner": "h/1/0.0"}
+
+
+def _spec(**kw: object) -> ClusterSpec:
+    base: dict[str, object] = {"brokers": 3, "zookeepers": 1,
+                               "broker_config": MappingProxyType({"zookeeper.session.timeout.ms": "6000",
+                                                                  "min.insync.replicas": "2"})}
+    base.update(kw)
+    return ClusterSpec(**base)  # type: ignore[arg-type]
+
+
+def test_default_images_are_confluent_zookeeper_mode_and_shopify_toxiproxy() -> None:
+    images = resolve_images(_spec(kafka_version="7.7.1"), {})
+    assert images["zookeeper"].image == "confluentinc/cp-zookeeper:7.7.1"
+    assert images["kafka"].image == "confluentinc/cp-kafka:7.7.1"
+    assert images["toxiproxy"].image == TOXIPROXY_IMAGE
+    assert not any(i.local for i in images.values())
+    flavour = flavour_of(images["kafka"], _spec())
+    assert flavour.name == "apache-kafka" and flavour.version.startswith("3.7")
+
+
+def test_local_images_env_selects_runtime_image_for_unset_roles_only() -> None:
+    spec = _spec(images=MappingProxyType({"toxiproxy": "ghcr.io/shopify/toxiproxy:2.5.0"}))
+    images = resolve_images(spec, {"KAFKA_CHAOS_LOCAL_IMAGES": "1"})
+    assert images["zookeeper"].image == LOCAL_IMAGES["zookeeper"] and images["zookeeper"].local
+    assert images["kafka"].local and flavour_of(images["kafka"], spec).name == "reference"
+    assert images["toxiproxy"].image == "ghcr.io/shopify/toxiproxy:2.5.0" and not images["toxiproxy"].local
+
+
+def test_images_local_keyword_and_command_override() -> None:
+    spec = _spec(images=MappingProxyType({"kafka": "local", "kafka.command": "python -m harness.broker --x 'a b'"}))
+    images = resolve_images(spec, {})
+    assert images["kafka"].local and images["kafka"].image == LOCAL_IMAGES["kafka"]
+    assert images["kafka"].command == ("python", "-m", "harness.broker", "--x", "a b")
+    assert not images["zookeeper"].local
+    over = resolve_images(_spec(), {}, commands={"toxiproxy": ["/toxiproxy", "-host=0.0.0.0"]})
+    assert over["toxiproxy"].command == ("/toxiproxy", "-host=0.0.0.0")
+
+
+def test_unknown_image_role_is_refused_naming_the_key() -> None:
+    with pytest.raises(ConfigError, match="broker"):
+        resolve_images(_spec(images=MappingProxyType({"broker": "x"})), {})
+
+
+def test_reference_bugs_with_a_kafka_image_are_refused() -> None:
+    spec = _spec(reference_bugs=("skip_epoch_bump",))
+    with pytest.raises(ConfigError, match="reference_bugs"):
+        flavour_of(resolve_images(spec, {})["kafka"], spec)
+
+
+def test_kafka_env_name_follows_confluents_rule() -> None:
+    assert kafka_env_name("broker.id") == "KAFKA_BROKER_ID"
+    assert kafka_env_name("listener.security.protocol.map") == "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"
+    assert kafka_env_name("a_b.c-d") == "KAFKA_A__B_C___D"
+
+
+def test_proxy_table_has_every_directed_link_with_its_container_port_and_upstream() -> None:
+    topo = container_topology(3, 3, HOST, CLIENT_PORTS)
+    names = {p.name for p in topo.proxies}
+    expected = {link_name(NodeId.broker(k), NodeId.broker(j)) for k in (1, 2, 3) for j in (1, 2, 3) if k != j}
+    expected |= {link_name(NodeId.broker(k), NodeId.zookeeper(i)) for k in (1, 2, 3) for i in (1, 2, 3)}
+    expected |= {link_name(CLIENT, NodeId.broker(j)) for j in (1, 2, 3)}
+    assert names == expected and len(topo.proxies) == 3 * 2 + 3 * 3 + 3
+    p = topo.proxy(NodeId.broker(1), NodeId.broker(2))
+    assert (str(p.listen), str(p.upstream), str(p.advertised)) == ("0.0.0.0:20102", "broker2:9101", "toxiproxy:20102")
+    z = topo.proxy(NodeId.broker(3), NodeId.zookeeper(2))
+    assert (str(z.listen), str(z.upstream), str(z.advertised)) == ("0.0.0.0:21302", "zk2:2181", "toxiproxy:21302")
+    c = topo.proxy(CLIENT, NodeId.broker(2))
+    assert (str(c.listen), str(c.upstream), str(c.advertised)) == ("0.0.0.0:19002", "broker2:9092", "127.0.0.1:41002")
+    assert len({proxy_port(p.src, p.dst) for p in topo.proxies}) == len(topo.proxies)
+    assert topo.bootstrap_servers == "127.0.0.1:41001,127.0.0.1:41002,127.0.0.1:41003"
+
+
+def test_kafka_image_broker_env_has_listeners_and_host_mapped_external() -> None:
+    spec = _spec()
+    topo = container_topology(3, 1, HOST, CLIENT_PORTS)
+    b = broker_spec(spec, resolve_images(spec, {})["kafka"], topo, 2, "kc-r1-broker2", LABELS)
+    env = b.env
+    assert env["KAFKA_BROKER_ID"] == "2"
+    assert env["KAFKA_LISTENERS"] == ("FROM1://0.0.0.0:9101,FROM2://0.0.0.0:9102,FROM3://0.0.0.0:9103,"
+                                      "EXTERNAL://0.0.0.0:9092")
+    assert env["KAFKA_ADVERTISED_LISTENERS"] == ("FROM1://toxiproxy:20102,FROM2://broker2:9102,"
+                                                 "FROM3://toxiproxy:20302,EXTERNAL://127.0.0.1:41002")
+    assert env["KAFKA_INTER_BROKER_LISTENER_NAME"] == "FROM2"
+    assert env["KAFKA_ZOOKEEPER_CONNECT"] == "toxiproxy:21201"
+    assert env["KAFKA_ZOOKEEPER_SESSION_TIMEOUT_MS"] == "6000" and env["KAFKA_MIN_INSYNC_REPLICAS"] == "2"
+    assert env["KAFKA_LOG_DIRS"] == "/var/lib/kafka/data"
+    assert "KAFKA_REFERENCE_BUGS" not in env
+    assert b.alias == "broker2" and b.labels[LABEL_NODE] == "broker:2" and b.labels["kafka-chaos.run"] == "r1"
+    assert not b.conf_mount and b.command is None and b.exposed == ()
+
+
+def test_local_broker_runs_reference_broker_on_rendered_file_with_readonly_mounts() -> None:
+    spec = _spec(reference_bugs=("skip_epoch_bump",))
+    role = resolve_images(spec, {"KAFKA_CHAOS_LOCAL_IMAGES": "1"})["kafka"]
+    b = broker_spec(spec, role, container_topology(3, 1, HOST, CLIENT_PORTS), 1, "kc-r1-broker1", LABELS)
+    assert b.command == (sys.executable, "-m", "harness.broker", "--config", "/conf/server.properties")
+    props = parse_properties(b.files["server.properties"])
+    assert props["log.dirs"] == "/data/kafka" and props["reference.bugs"] == "skip_epoch_bump"
+    assert props["advertised.listeners"].endswith("EXTERNAL://127.0.0.1:41001")
+    assert b.conf_mount and all(m.mode == "ro" for m in b.mounts)
+    assert any(m.container == "/usr" for m in b.mounts)
+    assert b.env["PYTHONPATH"] and b.env["PYTHONDONTWRITEBYTECODE"] == "1"
+
+
+def test_confluent_zookeeper_env_single_and_ensemble() -> None:
+    role = resolve_images(_spec(), {})["zookeeper"]
+    one = zookeeper_spec(_spec(), role, 1, "kc-zk1", LABELS, java=None, classpath="")
+    assert one.env["ZOOKEEPER_CLIENT_PORT"] == "2181" and "ZOOKEEPER_SERVERS" not in one.env
+    assert one.exposed == (2181,) and one.alias == "zk1"
+    three = zookeeper_spec(_spec(zookeepers=3), role, 2, "kc-zk2", LABELS, java=None, classpath="")
+    assert three.env["ZOOKEEPER_SERVER_ID"] == "2"
+    assert three.env["ZOOKEEPER_SERVERS"] == "zk1:2888:3888;zk2:2888:3888;zk3:2888:3888"
+
+
+def test_local_zookeeper_renders_zoo_cfg_and_java_command() -> None:
+    role = resolve_images(_spec(zookeepers=3), {"KAFKA_CHAOS_LOCAL_IMAGES": "1"})["zookeeper"]
+    z = zookeeper_spec(_spec(zookeepers=3), role, 3, "kc-zk3", LABELS, java="/usr/bin/java",
+                       classpath="/opt/jars/*", tick_ms=500)
+    cfg = z.files["zoo.cfg"]
+    assert "server.1=zk1:2888:3888" in cfg and "server.3=zk3:2888:3888" in cfg
+    assert "clientPortAddress=0.0.0.0" in cfg and "maxSessionTimeout=60000" in cfg
+    assert z.command is not None and "echo 3 > /data/zookeeper/myid" in z.command[2]
+    assert z.command[-3:] == ("/opt/jars/*", "org.apache.zookeeper.server.quorum.QuorumPeerMain", "/conf/zoo.cfg")
+    assert z.conf_mount
+
+
+def test_toxiproxy_publishes_api_and_client_proxy_ports() -> None:
+    spec = _spec()
+    default = toxiproxy_spec(spec, resolve_images(spec, {})["toxiproxy"], "kc-tp", LABELS)
+    assert default.exposed == (8474, 19001, 19002, 19003) and default.command is None
+    local = toxiproxy_spec(spec, resolve_images(spec, {"KAFKA_CHAOS_LOCAL_IMAGES": "1"})["toxiproxy"], "kc-tp",
+                           LABELS)
+    assert local.command is not None
+    assert shlex.join(local.command[1:]) == "-m harness.toxiproxy.server --host 0.0.0.0 --port 8474"
+
+
+def test_local_mounts_cover_java_conf_links_and_are_minimal() -> None:
+    mounts = local_mounts(None)
+    paths = [m.host for m in mounts]
+    assert "/usr" in paths
+    assert not any(p != q and p.startswith(q.rstrip("/") + "/") for p in paths for q in paths)
