@@ -8,10 +8,11 @@ metadata to every live broker) and then handles, one event at a time as Kafka's 
 does: broker loss/return/bounce (`/brokers/ids`), new and deleted topics (`/brokers/topics`), ISR
 change notifications, controlled shutdown requests, preferred-replica elections (`ElectLeaders`,
 `/admin/preferred_replica_election`, auto rebalance) and reassignment (`/admin/reassign_partitions`,
-see `reassign.py`). Every decision is the model's (`harness.model.controller`); every partition
-state write is conditional on the znode version and fenced by a Check of `/controller_epoch`'s
-version (a zombie's write fails). ZooKeeper reads and writes run in worker threads; kazoo watches
-hop onto the loop with `call_soon_threadsafe`. Requests to brokers go through `ControllerChannels`.
+see `reassign.py`); the handlers are in `controller_events`. Every decision is the model's
+(`harness.model.controller`); every partition state write is conditional on the znode version
+and fenced by a Check of `/controller_epoch`'s version (a zombie's write fails). ZooKeeper reads
+and writes run in worker threads; kazoo watches hop onto the loop with `call_soon_threadsafe`.
+Requests to brokers go through `ControllerChannels`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from kazoo.client import KazooState
 from kazoo.exceptions import NoNodeError
 
 from harness.broker import bugs
+from harness.broker import controller_events as ev
 from harness.broker.channels import ControllerChannels
 from harness.broker.interbroker import NOT_CONTROLLER
 from harness.broker.zkexec import KazooExecutor
@@ -35,17 +37,12 @@ from harness.model.controller import (
     ControllerElection,
     ControllerPlan,
     StateChange,
-    auto_rebalance_targets,
     elect_controller,
     elect_offline_partitions,
-    on_broker_failure,
-    on_controlled_shutdown,
-    preferred_elections,
 )
 from harness.model.election import elect_leader
 from harness.model.partition_state import PartitionState, state_path
-from harness.model.zkmodel import Check, Create, GetData, Multi, ZkCode
-from harness.zk.notifications import IsrChangeNotification, PreferredReplicaElection
+from harness.model.zkmodel import Check, Create, Multi, ZkCode
 from harness.zk.paths import (
     BROKER_IDS_PATH,
     CONTROLLER_EPOCH_PATH,
@@ -64,10 +61,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 TP = tuple[str, int]
-BROKER_NOT_AVAILABLE = 8
-ELECTION_NOT_NEEDED = 84
-PREFERRED_LEADER_NOT_AVAILABLE = 80
-UNKNOWN_TOPIC_OR_PARTITION = 3
 
 
 class Fenced(Exception):
@@ -171,19 +164,19 @@ class Controller:
         elif not self.active:
             return
         elif kind == "brokers":
-            await self._on_brokers()
+            await ev.on_brokers(self)
         elif kind == "topics":
-            await self._on_topics()
+            await ev.on_topics(self)
         elif kind == "isr":
-            await self._on_isr()
+            await ev.on_isr(self)
         elif kind == "shutdown":
-            event[2].set_result(await self._on_controlled_shutdown(event[1]))
+            event[2].set_result(await ev.on_shutdown_request(self, event[1]))
         elif kind == "elect_leaders":
-            event[2].set_result(await self._on_elect_leaders(event[1]))
+            event[2].set_result(await ev.on_elect_leaders(self, event[1]))
         elif kind == "preferred":
-            await self._on_preferred_znode()
+            await ev.on_preferred_znode(self)
         elif kind == "rebalance":
-            await self._on_rebalance()
+            await ev.on_rebalance(self)
         elif kind == "reassign" and self.reassign is not None:
             await self.reassign.on_znode()
         elif kind == "resend":
@@ -302,7 +295,8 @@ class Controller:
             raise Fenced()
         return res.code
 
-    async def decide(self, plan_of: Callable[[ClusterView], ControllerPlan]) -> tuple[list[StateChange], ControllerPlan]:
+    async def decide(self, plan_of: Callable[[ClusterView], ControllerPlan]
+                     ) -> tuple[list[StateChange], ControllerPlan]:
         """Run the plan the model makes from the current view; retry partitions whose state changed under us."""
         written: list[StateChange] = []
         plan = plan_of(self.view())
@@ -366,8 +360,8 @@ class Controller:
         for broker in self.live_ids():
             self.channels.leader_and_isr(sorted(self.assignments), only=broker)
         await self.zk(self._watch_admin)
-        await self._on_isr()
-        await self._on_preferred_znode()
+        await ev.on_isr(self)
+        await ev.on_preferred_znode(self)
         if self.reassign is not None:
             await self.reassign.on_znode()
         cfg = self.b.config
@@ -398,128 +392,3 @@ class Controller:
         self.assignments.update(ar)
         self.states.update(states)
         self.topic_configs[topic] = configs
-
-    # ---- events ----------------------------------------------------------------------------
-    async def _on_brokers(self) -> None:
-        brokers = await self.zk(self._read_brokers)
-        old, new = set(self.live), set(brokers)
-        bounced = {i for i in old & new if self.czxid.get(i) != brokers[i][1]}
-        dead, born = (old - new) | bounced, (new - old) | bounced
-        if not dead and not born:
-            return
-        log.warning("controller %d: brokers died %s, started %s (live now %s)", self.b.broker_id, sorted(dead),
-                    sorted(born), sorted(new))
-        changes: list[StateChange] = []
-        if dead:
-            for i in dead:
-                self.live.pop(i, None)
-                self.channels.remove(i)
-            self.shutting_down -= dead
-            written, _ = await self.decide(lambda v: on_broker_failure(v, dead, self.epoch))
-            changes += written
-        for i in born:
-            self.live[i] = brokers[i][0]
-        self.czxid = {i: cz for i, (_, cz) in brokers.items()}
-        if born:
-            self.channels.update_metadata(self.live_ids(), full=True)
-            for i in sorted(born):
-                self.channels.leader_and_isr(sorted(tp for tp, ar in self.assignments.items() if i in ar), only=i)
-            written, _ = await self.decide(lambda v: elect_offline_partitions(v, self.epoch))
-            changes += written
-        self.propagate(changes)
-        if not changes and dead:
-            self.channels.update_metadata(self.live_ids(), full=True)
-
-    async def _on_topics(self) -> None:
-        topics = set(await self.zk(self._read_topics))
-        known = {t for t, _ in self.assignments}
-        for t in sorted(topics - known):
-            await self._load_topic(t)
-        gone = known - topics
-        if gone:
-            tps = sorted(tp for tp in self.assignments if tp[0] in gone)
-            for tp in tps:
-                self.assignments.pop(tp, None)
-                self.states.pop(tp, None)
-            for t in gone:
-                self.topic_configs.pop(t, None)
-            self.channels.stop_replica(self.live_ids(), tps, delete=True)
-            self.channels.update_metadata(self.live_ids(), deleted=sorted(gone))
-        if topics - known:
-            written, _ = await self.decide(lambda v: elect_offline_partitions(v, self.epoch))
-            self.propagate(written)
-
-    def _take_isr_notifications(self) -> set[TP]:
-        tps: set[TP] = set()
-        for child in self.client.get_children(ISR_CHANGE_NOTIFICATION_PATH,
-                                              watch=self.watcher(ISR_CHANGE_NOTIFICATION_PATH)):
-            path = f"{ISR_CHANGE_NOTIFICATION_PATH}/{child}"
-            with contextlib.suppress(NoNodeError, ValueError):
-                data, _ = self.client.get(path)
-                tps.update(IsrChangeNotification.decode(data).partitions)
-            with contextlib.suppress(NoNodeError):
-                self.client.delete(path)
-        return tps
-
-    async def _on_isr(self) -> None:
-        tps = {tp for tp in await self.zk(self._take_isr_notifications) if tp in self.assignments}
-        if not tps:
-            return
-        self.states.update(await self.zk(self.refresh_states, sorted(tps)))
-        self.channels.update_metadata(self.live_ids(), sorted(tps))
-        if self.reassign is not None:
-            await self.reassign.on_isr_change()
-
-    async def _on_controlled_shutdown(self, broker: int) -> dict[str, Any]:
-        if broker not in self.live:
-            return {"error_code": BROKER_NOT_AVAILABLE, "remaining": []}
-        self.shutting_down.add(broker)
-        written, plan = await self.decide(lambda v: on_controlled_shutdown(v, broker, self.epoch))
-        self.propagate(written)
-        log.warning("controller %d: controlled shutdown of %d moved %d partitions, %d still led", self.b.broker_id,
-                    broker, len(written), len(plan.still_led))
-        return {"error_code": 0, "remaining": [list(tp) for tp in plan.still_led]}
-
-    async def _on_elect_leaders(self, partitions: list[TP] | None) -> dict[str, Any]:
-        targets = sorted(self.assignments) if partitions is None else [tp for tp in partitions]
-        results: dict[TP, int] = {}
-        for tp in targets:
-            st, ar = self.states.get(tp), self.assignments.get(tp)
-            if ar is None:
-                results[tp] = UNKNOWN_TOPIC_OR_PARTITION
-            elif st is not None and st.leader == ar[0]:
-                results[tp] = ELECTION_NOT_NEEDED
-        todo = [tp for tp in targets if tp not in results]
-        written, _ = await self.decide(lambda v: preferred_elections(v, self.epoch, todo))
-        self.propagate(written)
-        done = {ch.partition for ch in written}
-        for tp in todo:
-            results[tp] = 0 if tp in done else PREFERRED_LEADER_NOT_AVAILABLE
-        return {"error_code": 0, "results": [[t, p, e] for (t, p), e in sorted(results.items())]}
-
-    def _take_preferred_znode(self) -> list[TP] | None:
-        try:
-            data, _ = self.client.get(PREFERRED_REPLICA_ELECTION_PATH)
-        except NoNodeError:
-            self.client.exists(PREFERRED_REPLICA_ELECTION_PATH, watch=self.watcher(PREFERRED_REPLICA_ELECTION_PATH))
-            return None
-        parts = list(PreferredReplicaElection.decode(data).partitions)
-        with contextlib.suppress(NoNodeError):
-            self.client.delete(PREFERRED_REPLICA_ELECTION_PATH)
-        self.client.exists(PREFERRED_REPLICA_ELECTION_PATH, watch=self.watcher(PREFERRED_REPLICA_ELECTION_PATH))
-        return parts
-
-    async def _on_preferred_znode(self) -> None:
-        parts = await self.zk(self._take_preferred_znode)
-        if parts:
-            await self._on_elect_leaders(parts)
-
-    async def _on_rebalance(self) -> None:
-        targets = auto_rebalance_targets(self.view(), self.b.config.leader_imbalance_per_broker_percentage)
-        if targets:
-            log.info("controller %d: auto leader rebalance moves %s", self.b.broker_id, list(targets))
-            written, _ = await self.decide(lambda v: preferred_elections(v, self.epoch, targets))
-            self.propagate(written)
-
-
-_ = GetData

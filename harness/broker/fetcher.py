@@ -111,13 +111,14 @@ class FetcherManager:
             by_topic.setdefault(topic, []).append(FP(
                 partition=p, current_leader_epoch=epoch, fetch_offset=plog.log_end_offset,
                 log_start_offset=plog.log_start_offset, partition_max_bytes=cfg.replica_fetch_max_bytes))
-        req = FetchRequest(version=FETCH_VERSION, replica_id=self.b.broker_id, max_wait_ms=cfg.replica_fetch_wait_max_ms,
-                           min_bytes=1, max_bytes=max(cfg.replica_fetch_max_bytes, 1 << 20) * 4, isolation_level=0,
+        req = FetchRequest(version=FETCH_VERSION, replica_id=self.b.broker_id,
+                           max_wait_ms=cfg.replica_fetch_wait_max_ms, min_bytes=1,
+                           max_bytes=max(cfg.replica_fetch_max_bytes, 1 << 20) * 4, isolation_level=0,
                            session_id=0, session_epoch=-1,
                            topics=[FT(topic=t, partitions=ps) for t, ps in by_topic.items()],
                            forgotten_topics_data=[], rack_id="")
-        resp = await conn.kafka(req, FetchResponse, FETCH_VERSION,
-                                timeout_s=cfg.replica_fetch_wait_max_ms / 1000 + cfg.controller_socket_timeout_ms / 1000)
+        timeout_s = (cfg.replica_fetch_wait_max_ms + cfg.controller_socket_timeout_ms) / 1000
+        resp = await conn.kafka(req, FetchResponse, FETCH_VERSION, timeout_s=timeout_s)
         for t in resp.responses:
             for pd in t.partitions:
                 self._apply(t.topic, pd)

@@ -11,6 +11,7 @@ with Kafka's replica assignment; unknown topics are auto-created when both the r
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from typing import TYPE_CHECKING, Any
 
@@ -198,6 +199,10 @@ async def delete_topics(b: Broker, ctx: Ctx, req: Any) -> Any:
             await delete_topic(b, name)
             err = NONE
         out.append(R(name=name, error_code=err))
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + min(max(req.timeout_ms, 0), 30000) / 1000
+    while any(r.error_code == NONE and r.name in b.metadata.topics for r in out) and loop.time() < deadline:
+        await b.metadata.wait_changed(max(min(deadline - loop.time(), 0.5), 0.01))
     return build_response(ctx.head, throttle_time_ms=0, responses=out)
 
 

@@ -143,11 +143,10 @@ async def controlled_shutdown(b: Broker) -> bool:
                 resp = {"error_code": -1, "why": str(exc)}
             finally:
                 conn.close()
-            if resp.get("error_code") == 0 and not resp.get("remaining"):
-                if await _wait_not_leading(b, 5.0):
-                    log.warning("controlled shutdown of broker %d done in %.2f s (attempt %d)", b.broker_id,
-                                asyncio.get_running_loop().time() - t0, attempt + 1)
-                    return True
+            if resp.get("error_code") == 0 and not resp.get("remaining") and await _wait_not_leading(b, 5.0):
+                log.warning("controlled shutdown of broker %d done in %.2f s (attempt %d)", b.broker_id,
+                            asyncio.get_running_loop().time() - t0, attempt + 1)
+                return True
             log.warning("controlled shutdown attempt %d of broker %d: %s", attempt + 1, b.broker_id, resp)
         await asyncio.sleep(min(cfg.controlled_shutdown_retry_backoff_ms / 1000, 5.0))
     log.warning("controlled shutdown of broker %d gave up; stopping anyway", b.broker_id)

@@ -75,13 +75,15 @@ class PeerConnection:
         self._corr = itertools.count(1)
 
     async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        if self._reader is None or self._writer is None:
-            try:
-                self._reader, self._writer = await asyncio.wait_for(
-                    asyncio.open_connection(self.host, self.port, limit=1 << 22), min(self.timeout_s, 5.0))
-            except (OSError, TimeoutError) as exc:
-                raise PeerError(f"cannot connect to broker at {self.host}:{self.port}: {exc!r}") from exc
-        return self._reader, self._writer
+        if self._reader is not None and self._writer is not None:
+            return self._reader, self._writer
+        try:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(self.host, self.port, limit=1 << 22), min(self.timeout_s, 5.0))
+        except (OSError, TimeoutError) as exc:
+            raise PeerError(f"cannot connect to broker at {self.host}:{self.port}: {exc!r}") from exc
+        self._reader, self._writer = reader, writer
+        return reader, writer
 
     async def roundtrip(self, build: Any, timeout_s: float | None = None) -> tuple[int, bytes]:
         """Send the frame `build(correlation_id)` returns; (correlation id, response bytes after the size)."""

@@ -57,7 +57,8 @@ class AckingProducer:
         target = len(self.acked) + n
         while len(self.acked) < target:
             if time.monotonic() > deadline:
-                raise HarnessTimeout(f"{n} more acks on {self.topic}", timeout_s, len(self.acked), str(self.errors[-3:]))
+                raise HarnessTimeout(f"{n} more acks on {self.topic}", timeout_s, len(self.acked),
+                                     str(self.errors[-3:]))
             time.sleep(0.02)
 
     def __exit__(self, *exc: object) -> None:
@@ -81,8 +82,8 @@ def read_all(bootstrap: str, topic: str, partitions: int, timeout_s: float = 30.
             m = c.poll(0.5)
             if m is None or m.error():
                 continue
-            seen.append(int(m.value()))
-            pos[m.partition()] = m.offset() + 1
+            seen.append(int(m.value() or b"-1"))
+            pos[int(m.partition() or 0)] = int(m.offset() or 0) + 1
         return seen
     finally:
         c.close()

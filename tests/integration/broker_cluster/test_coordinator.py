@@ -40,7 +40,9 @@ def test_coordinator_kill9_keeps_committed_offsets_and_the_member_rejoins(
                    "enable.auto.commit": False, "session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
     try:
         c1.subscribe(["pay"])
+        t_start = time.monotonic()
         assert _consume(c1, 300, 30) == 300
+        print(f"\nfirst 300 consumed after {time.monotonic() - t_start:.2f} s")
         c1.commit(asynchronous=False)
         part = coordinator_partition(GROUP, 3)
         coordinator = cluster.partition_state("__consumer_offsets", part)["leader"]
@@ -53,7 +55,9 @@ def test_coordinator_kill9_keeps_committed_offsets_and_the_member_rejoins(
         for i in range(300, 390):
             p.produce("pay", str(i).encode(), partition=i % 3)
         p.flush(30)
+        t1 = time.monotonic()
         assert _consume(c1, 90, 40) == 90
+        print(f"90 more consumed {time.monotonic() - t1:.2f} s after the new coordinator")
         c1.commit(asynchronous=False)
     finally:
         c1.close()

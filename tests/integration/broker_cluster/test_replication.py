@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from confluent_kafka import KafkaException, Producer
@@ -91,7 +92,7 @@ def test_sigterm_moves_leaderships_before_the_broker_exits(
     create_topic(cluster.bootstrap_servers, "cs", 3, 3)
     states = {p: cluster.partition_state("cs", p) for p in range(3)}
     victim = states[0]["leader"]
-    seen_led_while_registered: list[dict[str, object]] = []
+    seen_led_while_registered: list[dict[int, dict[str, Any]]] = []
 
     def check() -> bool:
         if victim in cluster.live_ids():
@@ -109,7 +110,7 @@ def test_sigterm_moves_leaderships_before_the_broker_exits(
     for p, s in states.items():
         if s["leader"] == victim:
             ar = cluster.assignment("cs")[p]
-            expected = elect_leader("controlled_shutdown", ar, s["isr"], cluster.live_ids() + [victim], {victim})
+            expected = elect_leader("controlled_shutdown", ar, s["isr"], [*cluster.live_ids(), victim], {victim})
             assert moved[p]["leader"] == expected
         assert victim not in moved[p]["isr"]
 
