@@ -5,12 +5,14 @@ reference broker, pyspark's ZooKeeper jars and the embedded Toxiproxy in contain
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from confluent_kafka import KafkaException
+from confluent_kafka.admin import ClusterMetadata
 
 from harness.cluster.base import CLIENT, NodeId
 from harness.cluster.containers import ContainersBackend, ContainersCluster
@@ -39,21 +41,28 @@ def _client_address(c: ContainersCluster, broker_id: int) -> str:
     return str(c.topology.proxy(CLIENT, NodeId.broker(broker_id)).advertised)
 
 
+def _full_metadata(c: ContainersCluster, broker_id: int) -> ClusterMetadata | None:
+    """Metadata answered by broker `broker_id` itself (librdkafka may ask any broker it knows) listing all 3."""
+    md = metadata(_client_address(c, broker_id))
+    mine = (md.orig_broker_name or "").startswith(_client_address(c, broker_id))
+    return md if mine and sorted(md.brokers) == [1, 2, 3] else None
+
+
 def test_brokers_registered_and_each_answers_metadata_through_its_client_proxy(cluster: ContainersCluster) -> None:
     assert cluster._ready is not None
     ids = sorted(int(x) for x in cluster._ready.zookeeper().get_children("/brokers/ids"))
     assert ids == [1, 2, 3]
     for j in (1, 2, 3):
-        md = metadata(_client_address(cluster, j))
+        # metadata reaches every broker asynchronously (from the controller), as in Kafka
+        md = wait_for(f"broker:{j} listing all brokers", functools.partial(_full_metadata, cluster, j), 20)
         assert (md.orig_broker_name or "").startswith(_client_address(cluster, j))
-        assert sorted(md.brokers) == [1, 2, 3]
         # every broker advertises EXTERNAL at the host-mapped port of proxy client->k
         assert {f"{b.host}:{b.port}" for b in md.brokers.values()} == {_client_address(cluster, k) for k in (1, 2, 3)}
 
 
 def test_every_directed_link_is_a_proxy_on_the_toxiproxy_container(cluster: ContainersCluster) -> None:
     assert cluster.topology is not None
-    on_server = {p.name: p for p in cluster.toxiproxy.proxies()}
+    on_server = cluster.toxiproxy.proxies()
     assert set(on_server) == {p.name for p in cluster.topology.proxies}
     assert len(on_server) == 3 * 2 + 3 * 1 + 3
     assert on_server["2->3"].upstream == "broker3:9102" and on_server["1->zk1"].upstream == "zk1:2181"
@@ -110,4 +119,4 @@ def test_killing_the_controller_elects_a_new_one(cluster: ContainersCluster) -> 
     assert new in (1, 2, 3) and new != first
     assert elapsed < SESSION_S + 15, f"failover took {elapsed:.1f}s"
     cluster.start(node)  # waits for the stale registration to expire, then for readiness
-    assert sorted(metadata(_client_address(cluster, first)).brokers) == [1, 2, 3]
+    wait_for(f"restarted broker:{first} listing all brokers", lambda: _full_metadata(cluster, first), 20)
