@@ -28,6 +28,11 @@ shown to catch the bug it exists for. A broker with any flag logs a loud warning
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable, Mapping
+
+from harness.model.controller import StateChange
+from harness.model.election import elect_leader
+
 ELECT_OUTSIDE_ISR = "elect_outside_isr"
 SKIP_EPOCH_BUMP = "skip_epoch_bump"
 ZOMBIE_CONTROLLER = "zombie_controller"
@@ -45,3 +50,27 @@ KNOWN_BUGS: frozenset[str] = frozenset({
 def unknown_bugs(flags: frozenset[str]) -> list[str]:
     """Flags this broker does not know (reported at start-up; they have no effect)."""
     return sorted(flags - KNOWN_BUGS)
+
+
+def elect_outside_isr(changes: Iterable[StateChange], assignments: Mapping[tuple[str, int], tuple[int, ...]],
+                      live: Collection[int], controller_epoch: int) -> list[StateChange]:
+    """The `elect_outside_isr` bug applied to the model's decisions (`live` excludes brokers shutting down).
+
+    Offline and controlled-shutdown elections pick the first live AR replica outside the ISR, else
+    the last live AR replica other than the prescribed one; the ISR written is the old ISR's live
+    members without the new leader. Other changes pass unchanged.
+    """
+    out = list(changes)
+    for i, ch in enumerate(out):
+        if ch.strategy not in ("offline", "controlled_shutdown") or ch.before is None:
+            continue
+        ar = assignments[ch.partition]
+        prescribed = elect_leader("offline", ar, ch.before.isr, live)
+        outside = [r for r in ar if r in live and r not in ch.before.isr]
+        others = [r for r in ar if r in live and r != prescribed]
+        pick = outside[0] if outside else (others[-1] if others else None)
+        if pick is not None:
+            isr = tuple(r for r in ch.before.isr if r in live and r != pick)
+            out[i] = StateChange(ch.partition, ch.reason + " [bug elect_outside_isr]", ch.before,
+                                 ch.before.with_leader(pick, isr, controller_epoch), ch.strategy, True)
+    return out

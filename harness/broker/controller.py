@@ -40,7 +40,6 @@ from harness.model.controller import (
     elect_controller,
     elect_offline_partitions,
 )
-from harness.model.election import elect_leader
 from harness.model.partition_state import PartitionState, state_path
 from harness.model.zkmodel import Check, Create, Multi, ZkCode
 from harness.zk.paths import (
@@ -321,22 +320,9 @@ class Controller:
         return written, plan
 
     def _bug_elect_outside_isr(self, changes: Iterable[StateChange]) -> list[StateChange]:
-        out = list(changes)
         if bugs.ELECT_OUTSIDE_ISR not in self.b.config.reference_bugs:
-            return out
-        for i, ch in enumerate(out):
-            if ch.strategy not in ("offline", "controlled_shutdown") or ch.before is None:
-                continue
-            ar, live = self.assignments[ch.partition], set(self.live) - self.shutting_down
-            prescribed = elect_leader("offline", ar, ch.before.isr, live)
-            outside = [r for r in ar if r in live and r not in ch.before.isr]
-            others = [r for r in ar if r in live and r != prescribed]
-            pick = outside[0] if outside else (others[-1] if others else None)
-            if pick is not None:
-                isr = tuple(r for r in ch.before.isr if r in live and r != pick)
-                out[i] = StateChange(ch.partition, ch.reason + " [bug elect_outside_isr]", ch.before,
-                                     ch.before.with_leader(pick, isr, self.epoch), ch.strategy, True)
-        return out
+            return list(changes)
+        return bugs.elect_outside_isr(changes, self.assignments, set(self.live) - self.shutting_down, self.epoch)
 
     def propagate(self, changes: Iterable[StateChange], extra_replicas: Iterable[int] = ()) -> None:
         """LeaderAndIsr for the changed partitions to their live replicas, then UpdateMetadata to all."""
