@@ -70,10 +70,10 @@ fi
 need=()
 command -v podman >/dev/null 2>&1 || need+=(podman)
 command -v runc >/dev/null 2>&1 || need+=(runc)
-[ -x /bin/busybox ] && /bin/busybox --help 2>&1 | head -1 | grep -q . || need+=(busybox-static)
-if [ -x /bin/busybox ] && ! file -L /bin/busybox 2>/dev/null | grep -q "statically linked"; then
-  need+=(busybox-static)
-fi
+static_busybox() {  # a busybox that runs without the host's libraries (ldd says it is not dynamic)
+  [ -x /bin/busybox ] && { LC_ALL=C ldd /bin/busybox 2>&1 || true; } | grep -q "not a dynamic executable"
+}
+static_busybox || need+=(busybox-static)
 if [ "${#need[@]}" -gt 0 ]; then
   [ "${KAFKA_CHAOS_NO_APT:-}" = 1 ] && die "missing ${need[*]} and KAFKA_CHAOS_NO_APT=1"
   [ "$(id -u)" = 0 ] || die "missing ${need[*]}; run as root (apt-get install -y ${need[*]})"
@@ -86,7 +86,7 @@ if [ "${#need[@]}" -gt 0 ]; then
   fi
 fi
 BUSYBOX=/bin/busybox
-file -L "$BUSYBOX" 2>/dev/null | grep -q "statically linked" || die "$BUSYBOX is not a static busybox (install busybox-static)"
+static_busybox || die "$BUSYBOX is not a static busybox (install busybox-static)"
 
 # 2. configuration --------------------------------------------------------------------------------
 mkdir -p "$STATE/storage" "$STATE/run" "$STATE/tmp"
