@@ -13,7 +13,8 @@ Emitted: `controller` {broker (-1 = none), epoch: null, source}; `broker.up` {br
 port} / `broker.down` {broker}; `partition.state` {topic, partition, leader, leader_epoch: null,
 isr, replicas, controller_epoch: null, error}; `group.state` {group, state (Kafka's names:
 Empty, PreparingRebalance, CompletingRebalance, Stable, Dead, Unknown), generation: null,
-coordinator, leader: null, protocol, members [{member_id, client_id, host, assignment}], type}.
+coordinator, leader: null, protocol, members [{member_id, client_id, host, assignment}],
+group_type (classic|consumer)}.
 The Admin API does not report epochs, group generations or the group leader, hence the nulls.
 A failing or unsupported call emits `observer.error` {observer, call, error, detail} once per
 (call, error kind) and the other calls go on. Deleted topics/groups are forgotten silently.
@@ -149,7 +150,7 @@ class AdminObserver:
 
     # -- one cycle -----------------------------------------------------------------------------
     def _emit(self, type_: str, **fields: Any) -> None:
-        event: Event = {"type": type_, "src": self.name, "wall": _wall_ms(), **fields}
+        event: Event = {**fields, "type": type_, "src": self.name, "wall": _wall_ms()}
         self._sink(event)
 
     def _call_failed(self, call: str, exc: BaseException) -> None:
@@ -299,6 +300,6 @@ def group_state(desc: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
         "leader": None,
         "protocol": desc.partition_assignor or None,
         "members": members,
-        "type": group_type.lower() if group_type else None,
+        "group_type": group_type.lower() if group_type else None,
     }
     return key, fields

@@ -40,6 +40,7 @@ TopicPartitionKey = tuple[str, int]
 COMMIT_MODES = ("auto", "sync", "async", "none")
 _DRAIN_CHECK_INTERVAL_S = 0.5
 _LEAVE_TIMEOUT_S = 5.0
+_COMMITTED_QUERY_INTERVAL_S = 2.0
 _QUIET_ERRORS = {confluent_kafka.KafkaError._PARTITION_EOF}
 
 
@@ -87,6 +88,8 @@ class Member:
         self._assignment: set[TopicPartitionKey] = set()
         self._positions: dict[TopicPartitionKey, int] = {}
         self.known_partitions: set[TopicPartitionKey] = set()
+        self._committed: dict[TopicPartitionKey, int] = {}
+        self._committed_at = -_COMMITTED_QUERY_INTERVAL_S
         self.polled = 0
         self._dirty = False
 
@@ -221,13 +224,13 @@ class Member:
 
     def _event(self, type_: str, **fields: Any) -> Event:
         return {
+            **fields,
             "type": type_,
             "src": self.src,
             "wall": wall_ms(),
             "consumer": self.consumer_id,
             "group": self.group,
             "member": self.member_id,
-            **fields,
         }
 
     def _handle_message(self, msg: confluent_kafka.Message) -> None:
@@ -262,6 +265,8 @@ class Member:
     ) -> None:
         self._refresh_metadata(consumer)
         keys = sorted((p.topic, p.partition) for p in parts)
+        self._committed.clear()
+        self._committed_at = -_COMMITTED_QUERY_INTERVAL_S
         if type_ == "assign":
             if not self._incremental:
                 self._assignment.clear()
@@ -361,7 +366,13 @@ class Member:
 
     # -- drain ---------------------------------------------------------------------------------
     def _check_caught_up(self, consumer: confluent_kafka.Consumer) -> bool:
-        """True when this member has read up to the high watermark of every partition it owns."""
+        """True when this member has read up to the high watermark of every partition it owns.
+
+        Uses only what the client already knows (the high watermark of the last Fetch response,
+        the member's own read position) so that the check never waits behind a Fetch long-poll
+        on the broker connection; committed offsets are asked for only for owned partitions it
+        has not read from (handed over already consumed), at most every 2 s.
+        """
         try:
             if not self.known_partitions:
                 md = consumer.list_topics(timeout=1.0)
@@ -369,14 +380,19 @@ class Member:
                     (t, p) for t in self.topics if t in md.topics for p in md.topics[t].partitions
                 }
             owned = sorted(self._assignment)
-            committed: dict[TopicPartitionKey, int] = {}
-            if owned:
-                tps = [confluent_kafka.TopicPartition(t, p) for t, p in owned]
+            unread = [k for k in owned if k not in self._positions]
+            now = time.monotonic()
+            if unread and now - self._committed_at >= _COMMITTED_QUERY_INTERVAL_S:
+                self._committed_at = now
+                tps = [confluent_kafka.TopicPartition(t, p) for t, p in unread]
                 for tp in consumer.committed(tps, timeout=1.0):
-                    committed[(tp.topic, tp.partition)] = tp.offset
+                    self._committed[(tp.topic, tp.partition)] = tp.offset
             for key in owned:
-                low, high = consumer.get_watermark_offsets(confluent_kafka.TopicPartition(*key), timeout=1.0)
-                read = max(self._positions.get(key, -1), committed.get(key, -1))
+                low, high = consumer.get_watermark_offsets(confluent_kafka.TopicPartition(*key), cached=True)
+                if high < 0:
+                    self.last_check_error = f"{key[0]}/{key[1]}: no high watermark fetched yet"
+                    return False
+                read = max(self._positions.get(key, -1), self._committed.get(key, -1))
                 if high > low and read < high:
                     self.last_check_error = f"{key[0]}/{key[1]}: read up to {read}, high watermark {high}"
                     return False

@@ -7,7 +7,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import confluent_kafka
 import psutil
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from harness.errors import HarnessTimeout
 
@@ -59,3 +61,44 @@ class ThreadCheck:
                 self.os_threads,
             ),
         )
+
+
+def read_back(bootstrap: str, topic: str, partitions: int, expected: int) -> dict[tuple[int, int], int]:
+    """(partition, offset) -> value, read from offset 0 of every partition with a real consumer."""
+    consumer = confluent_kafka.Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "verify", "enable.auto.commit": False}
+    )
+    try:
+        consumer.assign([confluent_kafka.TopicPartition(topic, p, 0) for p in range(partitions)])
+        found: dict[tuple[int, int], int] = {}
+        deadline = time.monotonic() + 15.0
+        while len(found) < expected:
+            if time.monotonic() > deadline:
+                raise HarnessTimeout(f"{expected} records read back", 15.0, len(found))
+            msg = consumer.poll(0.2)
+            if msg is not None and msg.error() is None:
+                partition, offset, value = msg.partition(), msg.offset(), msg.value()
+                assert partition is not None and offset is not None and isinstance(value, bytes)
+                found[(partition, offset)] = int(value)
+        return found
+    finally:
+        consumer.close()
+
+
+# Classic-protocol consumer settings short enough for tests (brokers allow sessions >= 1 s).
+CLASSIC = {"session.timeout.ms": "2000", "heartbeat.interval.ms": "300", "max.poll.interval.ms": "5000"}
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int, replication_factor: int = 1) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    # CreateTopics goes to the controller; a client that saw metadata before the election waits
+    # for a refresh that may not come in time, so first see a controller in a fresh Metadata.
+    wait_until(lambda: admin.list_topics(timeout=2).controller_id >= 0, 15.0, "a controller in Metadata")
+    futures = admin.create_topics([NewTopic(topic, partitions, replication_factor)], operation_timeout=10)
+    futures[topic].result(timeout=15)
+    wait_until(
+        lambda: len(admin.list_topics(topic, timeout=2).topics[topic].partitions) == partitions
+        and all(p.leader >= 0 for p in admin.list_topics(topic, timeout=2).topics[topic].partitions.values()),
+        15.0,
+        f"{topic} with {partitions} led partitions",
+    )

@@ -23,9 +23,7 @@ from tests.integration.workload.support import Events, ThreadCheck, wait_until
 
 pytestmark = pytest.mark.integration
 
-# fetch.wait.max.ms: in some runs the mock serves a partition one small batch per fetch wait
-# (~2 records/s at the default 500 ms), which would make the drain outlast the test's budget.
-KIP848 = {"group.protocol": "consumer", "fetch.wait.max.ms": "20"}
+KIP848 = {"group.protocol": "consumer"}
 ALL = {("t", p) for p in range(4)}
 
 

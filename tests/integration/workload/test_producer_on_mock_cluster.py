@@ -10,38 +10,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-import confluent_kafka
 import pytest
 
 from harness.workload import ProducerWorkload, WorkloadConfigError
 from harness.workload.base import Workload
 from tests.fixtures.librdkafka_mock import MockCluster
-from tests.integration.workload.support import Events, ThreadCheck, wait_until
+from tests.integration.workload.support import Events, ThreadCheck, read_back, wait_until
 
 pytestmark = pytest.mark.integration
-
-
-def read_back(bootstrap: str, topic: str, partitions: int, expected: int) -> dict[tuple[int, int], int]:
-    """(partition, offset) -> value, read from offset 0 of every partition with a real consumer."""
-    consumer = confluent_kafka.Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "verify", "enable.auto.commit": False}
-    )
-    try:
-        consumer.assign([confluent_kafka.TopicPartition(topic, p, 0) for p in range(partitions)])
-        found: dict[tuple[int, int], int] = {}
-
-        def done() -> bool:
-            msg = consumer.poll(0.2)
-            if msg is not None and msg.error() is None:
-                partition, offset, value = msg.partition(), msg.offset(), msg.value()
-                assert partition is not None and offset is not None and isinstance(value, bytes)
-                found[(partition, offset)] = int(value)
-            return len(found) >= expected
-
-        wait_until(done, 15.0, f"{expected} records read back", lambda: len(found))
-        return found
-    finally:
-        consumer.close()
 
 
 def test_producer_acks_carry_the_offsets_the_records_were_written_at_on_mock_cluster(

@@ -36,7 +36,7 @@ def test_group_state_uses_kafka_state_names_and_reports_unknown_fields_as_null()
                 "assignment": [["orders", 0], ["orders", 1]],
             }
         ],
-        "type": "classic",
+        "group_type": "classic",
     }
 
 

@@ -1,0 +1,124 @@
+"""ProducerWorkload and ConsumerGroupWorkload against the reference broker.
+
+All parts real: a real ZooKeeper server, a reference-broker process (the project's ZooKeeper-mode
+broker in Python, speaking the Kafka protocol over TCP), real confluent-kafka/librdkafka clients.
+The classic group protocol is used (the reference broker's coordinator is the classic one).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Callable
+
+import pytest
+
+from harness.workload import ConsumerGroupWorkload, ProducerWorkload
+from tests.fixtures.broker import ReferenceBroker
+from tests.integration.workload.support import CLASSIC, Events, ThreadCheck, create_topic, read_back, wait_until
+
+pytestmark = pytest.mark.integration
+
+def owned_by(group: ConsumerGroupWorkload, members: int) -> bool:
+    """Exactly `members` live members, each owning something, together owning the 4 partitions once."""
+    owned = group.assignments()
+    parts = [p for a in owned.values() for p in a]
+    return len(owned) == members and all(owned.values()) and len(parts) == len(set(parts)) == 4
+
+
+@pytest.fixture
+def broker(reference_broker_factory: Callable[..., ReferenceBroker]) -> ReferenceBroker:
+    """One reference broker (id 0) on a real ZooKeeper, with topic t of 4 partitions."""
+    b = reference_broker_factory()
+    try:
+        create_topic(b.bootstrap_servers, "t", 4)
+    except Exception as exc:
+        raise AssertionError(f"creating topic t failed: {exc!r}; broker log:\n{b.log_tail()}") from exc
+    return b
+
+
+def test_producer_acks_carry_the_offsets_the_records_were_written_at_on_reference_broker(
+    broker: ReferenceBroker,
+) -> None:
+    """Every send is acked once at a dense per-partition offset that holds exactly that value."""
+    events = Events()
+    threads = ThreadCheck()
+    with ProducerWorkload(
+        broker.bootstrap_servers, events, producer_id="p1", topic="t", rate=300, keys=9, value_base=2 * 10**9
+    ) as producer:
+        producer.start()
+        wait_until(lambda: producer.acked >= 150, 15.0, "150 acks", lambda: producer.acked)
+        producer.stop()
+        producer.drain(10.0)
+    threads.assert_back()
+    acks = events.of("ack")
+    assert len(acks) == len(events.of("send")) and not events.of("send.error")
+    by_partition: dict[int, list[int]] = defaultdict(list)
+    for ack in acks:
+        by_partition[ack["partition"]].append(ack["offset"])
+    assert all(sorted(o) == list(range(len(o))) for o in by_partition.values())
+    stored = read_back(broker.bootstrap_servers, "t", 4, len(acks))
+    assert {(a["partition"], a["offset"]): a["value"] for a in acks} == stored
+
+
+def test_producer_records_errors_while_the_broker_is_down_on_reference_broker(broker: ReferenceBroker) -> None:
+    """While the only broker is SIGKILLed sends fail (definite=false); after its restart acks resume."""
+    events = Events()
+    with ProducerWorkload(
+        broker.bootstrap_servers,
+        events,
+        producer_id="p2",
+        topic="t",
+        rate=50,
+        extra_config={"message.timeout.ms": "1500"},
+    ) as producer:
+        producer.start()
+        wait_until(lambda: producer.acked >= 5, 15.0, "acks before the kill", lambda: producer.acked)
+        broker.kill()
+        wait_until(lambda: producer.errors >= 5, 15.0, "errors while down", lambda: producer.errors)
+        broker.start()
+        acked = producer.acked
+        wait_until(lambda: producer.acked >= acked + 5, 30.0, "acks after restart", lambda: producer.acked)
+        producer.stop()
+        producer.drain(10.0)
+    errors = events.of("send.error")
+    assert errors and all(e["definite"] is False for e in errors)
+    resolved = sorted(e["value"] for e in events.all if e["type"] in ("ack", "send.error"))
+    assert resolved == [e["value"] for e in events.of("send")]
+
+
+def test_group_records_eager_rebalances_with_generations_and_polls_on_reference_broker(
+    broker: ReferenceBroker,
+) -> None:
+    """Range group of 2: assignments cover the topic in one generation; a graceful leave revokes and the
+    survivor gets everything in a newer generation; a killed member's partitions move only after its
+    session timeout; every acked record is polled at its offset."""
+    events = Events()
+    threads = ThreadCheck()
+    with ConsumerGroupWorkload(
+        broker.bootstrap_servers, events, group="g", topics=["t"], members=3, strategy="range", extra_config=CLASSIC
+    ) as group, ProducerWorkload(broker.bootstrap_servers, events, producer_id="feed", topic="t", rate=100) as feed:
+        group.start()
+        feed.start()
+        wait_until(lambda: owned_by(group, 3), 20.0, "3 members owning all 4 partitions", group.assignments)
+        group.stop_member(2)
+        wait_until(lambda: owned_by(group, 2), 20.0, "2 members owning all 4 partitions", group.assignments)
+        killed_at = time.time() * 1000
+        group.kill_member(1)
+        wait_until(lambda: len(group.assignments().get(0, ())) == 4, 20.0, "survivor owns all", group.assignments)
+        feed.stop()
+        feed.drain(10.0)
+        group.drain(20.0)
+        assert group.last_drain_complete, str(group.drain_report())
+    threads.assert_back()
+
+    gens = [e["generation"] for e in events.of("assign", consumer="g/0")]
+    assert all(isinstance(g, int) for g in gens) and gens == sorted(gens) and len(set(gens)) == len(gens)
+    leaver = events.of("revoke", consumer="g/2")
+    assert leaver and leaver[-1]["assignment"] == []
+    assert not [e for e in events.of("revoke", consumer="g/1") if e["wall"] >= killed_at]
+    moved = [e for e in events.of("assign", consumer="g/0") if e["wall"] > killed_at]
+    assert moved and moved[0]["wall"] - killed_at >= 1000  # after the 2 s session timeout, not at once
+    acked = {(e["partition"], e["offset"]): e["value"] for e in events.of("ack")}
+    polled = {(e["partition"], e["offset"]): e["value"] for e in events.of("poll")}
+    assert acked.items() <= polled.items()
