@@ -31,6 +31,7 @@ from harness.broker import bugs
 from harness.broker import controller_events as ev
 from harness.broker.channels import ControllerChannels
 from harness.broker.interbroker import NOT_CONTROLLER
+from harness.broker.reassign import Reassignments
 from harness.broker.zkexec import KazooExecutor
 from harness.model.controller import (
     ClusterView,
@@ -85,7 +86,7 @@ class Controller:
         self.topic_configs: dict[str, dict[str, str]] = {}
         self.shutting_down: set[int] = set()
         self.channels = ControllerChannels(self)
-        self.reassign: Any = None
+        self.reassign = Reassignments(self)
         self._queue: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -176,7 +177,7 @@ class Controller:
             await ev.on_preferred_znode(self)
         elif kind == "rebalance":
             await ev.on_rebalance(self)
-        elif kind == "reassign" and self.reassign is not None:
+        elif kind == "reassign":
             await self.reassign.on_znode()
         elif kind == "resend":
             self.channels.update_metadata(self.live_ids())
@@ -237,6 +238,7 @@ class Controller:
         self.channels.close()
         self.live.clear()
         self.shutting_down.clear()
+        self.reassign.reset()
 
     def live_ids(self) -> list[int]:
         return sorted(self.live)
@@ -348,8 +350,7 @@ class Controller:
         await self.zk(self._watch_admin)
         await ev.on_isr(self)
         await ev.on_preferred_znode(self)
-        if self.reassign is not None:
-            await self.reassign.on_znode()
+        await self.reassign.on_znode()
         cfg = self.b.config
         if cfg.auto_leader_rebalance_enable:
             self._periodic.append(asyncio.create_task(self._every(cfg.leader_imbalance_check_interval_seconds,

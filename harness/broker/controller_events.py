@@ -107,8 +107,7 @@ async def on_isr(c: Controller) -> None:
         return
     c.states.update(await c.zk(c.refresh_states, sorted(tps)))
     c.channels.update_metadata(c.live_ids(), sorted(tps))
-    if c.reassign is not None:
-        await c.reassign.on_isr_change()
+    await c.reassign.on_isr_change()
 
 
 async def on_shutdown_request(c: Controller, broker: int) -> dict[str, Any]:
