@@ -5,7 +5,8 @@ epoch), and one asyncio task per leader that sends Fetch v11 with `replica_id` =
 over this broker's inter-broker listener (the leader's endpoint of that name, from the metadata
 cache), appends the returned batches to the local log keeping the leader's offsets and epochs,
 and moves the local HW to min(leader HW, local LEO). OFFSET_OUT_OF_RANGE truncates to the
-leader's HW; NOT_LEADER / FENCED / UNKNOWN_LEADER_EPOCH park the partition until the next
+leader's HW; NOT_LEADER / FENCED / UNKNOWN_LEADER_EPOCH (the leader has not applied the same
+LeaderAndIsr yet, or this one is stale) park the partition for a back-off, or until the next
 LeaderAndIsr. Connection failures back off and retry.
 """
 
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 FETCH_VERSION = 11
 OFFSET_OUT_OF_RANGE = 1
+PARK_S = 0.5
 TP = tuple[str, int]
 
 
@@ -37,14 +39,14 @@ class FetcherManager:
     def __init__(self, broker: Broker) -> None:
         self.b = broker
         self.follow: dict[TP, tuple[int, int]] = {}
-        self.parked: set[TP] = set()
+        self.parked: dict[TP, float] = {}
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._wake: dict[int, asyncio.Event] = {}
 
     def add(self, tp: TP, leader: int, leader_epoch: int) -> None:
         old = self.follow.get(tp)
         self.follow[tp] = (leader, leader_epoch)
-        self.parked.discard(tp)
+        self.parked.pop(tp, None)
         if leader < 0:
             return
         if leader not in self._tasks or self._tasks[leader].done():
@@ -56,9 +58,12 @@ class FetcherManager:
 
     def remove(self, tp: TP) -> None:
         self.follow.pop(tp, None)
-        self.parked.discard(tp)
+        self.parked.pop(tp, None)
 
     def _mine(self, leader: int) -> list[tuple[TP, int]]:
+        now = asyncio.get_running_loop().time()
+        for tp in [tp for tp, until in self.parked.items() if until <= now]:
+            del self.parked[tp]
         return [(tp, ep) for tp, (ld, ep) in self.follow.items() if ld == leader and tp not in self.parked]
 
     def _listener(self) -> str:
@@ -76,7 +81,7 @@ class FetcherManager:
                     wake = self._wake[leader]
                     wake.clear()
                     with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(wake.wait(), 1.0)
+                        await asyncio.wait_for(wake.wait(), PARK_S)
                     continue
                 ep = self.b.metadata.endpoint(leader, self._listener())
                 if ep is None:
@@ -139,8 +144,9 @@ class FetcherManager:
             plog.truncate_to(target)
             return
         if err:
-            log.info("%s-%d: leader answered error %d; waiting for the controller", topic, tp[1], err)
-            self.parked.add(tp)
+            log.info("%s-%d: leader answered error %d; retrying in %.1f s or on the next LeaderAndIsr", topic,
+                     tp[1], err, PARK_S)
+            self.parked[tp] = asyncio.get_running_loop().time() + PARK_S
             return
         records = pd.records or b""  # type: ignore[attr-defined]
         if records:
