@@ -3,8 +3,10 @@ advertised ports and the proxy table for every directed link."""
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
+from pathlib import Path
 from types import MappingProxyType
 
 import pytest
@@ -24,6 +26,7 @@ from harness.cluster.containers_spec import (
     toxiproxy_spec,
     zookeeper_spec,
 )
+from harness.cluster.process_flavour import find_java
 from harness.cluster.render import parse_properties
 from harness.errors import ConfigError
 
@@ -166,8 +169,14 @@ def test_toxiproxy_publishes_api_and_client_proxy_ports() -> None:
     assert shlex.join(local.command[1:]) == "-m harness.toxiproxy.server --host 0.0.0.0 --port 8474"
 
 
-def test_local_mounts_cover_java_conf_links_and_are_minimal() -> None:
-    mounts = local_mounts(None)
+def test_local_mounts_cover_java_and_its_links_outside_usr_and_are_minimal() -> None:
+    java = find_java(os.environ)
+    mounts = local_mounts(java)
     paths = [m.host for m in mounts]
-    assert "/usr" in paths
+    assert "/usr" in paths and all(m.mode == "ro" and m.host == m.container for m in mounts)
     assert not any(p != q and p.startswith(q.rstrip("/") + "/") for p in paths for q in paths)
+    if java:  # every file of the JDK resolves inside a mounted path (Debian links conf/ to /etc/java-N-openjdk)
+        home = Path(os.path.realpath(java)).parent.parent
+        for f in (home / "conf").rglob("*"):
+            target = os.path.realpath(f)
+            assert any(target == p or target.startswith(p.rstrip("/") + "/") for p in paths), target
