@@ -60,6 +60,7 @@ class ControllerChannels:
                         deleted: Iterable[str] = ()) -> None:
         parts = sorted(self.c.assignments) if full or tps is None else sorted(tps)
         body = {**self._head(), "brokers": self._brokers_json(self.c.live),
+                "shutting_down": sorted(self.c.shutting_down),
                 "partitions": [partition_to_json(t, p, self._info((t, p))) for t, p in parts
                                if (t, p) in self.c.assignments],
                 "deleted_topics": sorted(deleted)}
@@ -77,7 +78,7 @@ class ControllerChannels:
                      "isr": list(st.isr), "replicas": list(ar), "zk_version": st.zk_version,
                      "controller_epoch": st.controller_epoch, "configs": self.c.topic_configs.get(tp[0], {})}
             for r in ar:
-                if r in self.c.live and (only is None or r == only):
+                if r in self.c.live and r not in self.c.shutting_down and (only is None or r == only):
                     by_broker.setdefault(r, []).append(entry)
             leaders.add(st.leader)
         for b, entries in by_broker.items():

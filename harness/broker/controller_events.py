@@ -115,7 +115,9 @@ async def on_shutdown_request(c: Controller, broker: int) -> dict[str, Any]:
         return {"error_code": BROKER_NOT_AVAILABLE, "remaining": []}
     c.shutting_down.add(broker)
     written, plan = await c.decide(lambda v: on_controlled_shutdown(v, broker, c.epoch))
-    c.propagate(written)
+    c.propagate(written)  # LeaderAndIsr skips brokers shutting down; UpdateMetadata names them
+    replicated = sorted(tp for tp, ar in c.assignments.items() if broker in ar and len(ar) > 1)
+    c.channels.stop_replica([broker], replicated, delete=False)  # it stops fetching (Kafka: StopReplica)
     log.warning("controller %d: controlled shutdown of %d moved %d partitions, %d still led", c.b.broker_id,
                 broker, len(written), len(plan.still_led))
     return {"error_code": 0, "remaining": [list(tp) for tp in plan.still_led]}

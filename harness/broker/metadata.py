@@ -1,10 +1,11 @@
 """The broker's metadata cache: what the controller last told it (UpdateMetadata), as Kafka's MetadataCache.
 
 Owns the controller id and the highest controller epoch accepted (fencing), the live brokers with
-their advertised endpoints (per listener name), and every partition's leader, leader epoch, ISR,
-replicas and offline replicas. Metadata, FindCoordinator and DescribeCluster answer from here, and
-followers find their leader's address here. `changed` wakes waiters (CreateTopics waits for its
-topic to appear). In standalone mode (no ZooKeeper) the broker fills it itself.
+their advertised endpoints (per listener name) and those in controlled shutdown, and every
+partition's leader, leader epoch, ISR, replicas and offline replicas. Metadata, FindCoordinator
+and DescribeCluster answer from here, and followers find their leader's address here. `changed`
+wakes waiters (CreateTopics waits for its topic to appear). In standalone mode (no ZooKeeper) the
+broker fills it itself.
 """
 
 from __future__ import annotations
@@ -49,12 +50,17 @@ class MetadataCache:
         self.controller_id = -1
         self.controller_epoch = 0
         self.brokers: dict[int, tuple[Endpoint, ...]] = {}
+        self.shutting_down: frozenset[int] = frozenset()
         self.topics: dict[str, dict[int, PartitionInfo]] = {}
         self._changed: asyncio.Event | None = None
 
     # ---- queries ---------------------------------------------------------------------------
     def live(self) -> list[int]:
         return sorted(self.brokers)
+
+    def live_not_stopping(self) -> list[int]:
+        """Live brokers not in controlled shutdown: the only ones a leader adds to an ISR."""
+        return sorted(b for b in self.brokers if b not in self.shutting_down)
 
     def partition(self, topic: str, partition: int) -> PartitionInfo | None:
         return self.topics.get(topic, {}).get(partition)
@@ -72,6 +78,7 @@ class MetadataCache:
         """An UpdateMetadata body: brokers (when present replace the live set), partitions, deletions."""
         if "brokers" in body:
             self.brokers = dict(endpoints_from_json(d) for d in body["brokers"])
+            self.shutting_down = frozenset(int(b) for b in body.get("shutting_down", ()))
         for d in body.get("partitions", ()):
             self.put(str(d["topic"]), int(d["partition"]), PartitionInfo(
                 int(d["leader"]), int(d["leader_epoch"]), tuple(d["isr"]), tuple(d["replicas"]),

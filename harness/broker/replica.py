@@ -157,7 +157,7 @@ class ReplicaManager:
         now = self.b.now_ms()
         st = part.followers.get(replica) or FollowerState(replica, 0, 0, 0, 0)
         part.followers[replica] = on_follower_fetch(st, fetch_offset, plog.log_end_offset, now)
-        add = isr_to_expand(part.replicas, part.isr, part.followers, self.b.metadata.live(),
+        add = isr_to_expand(part.replicas, part.isr, part.followers, self.b.metadata.live_not_stopping(),
                             plog.high_watermark)
         if add and not part.isr_busy:
             isr = tuple(r for r in part.replicas if r in set(part.isr) | add)

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from harness.model.election import elect_leader
 from tests.fixtures.broker import ReferenceCluster
@@ -135,3 +136,34 @@ def test_elect_leaders_moves_leadership_back_to_the_preferred_replica(
         pytest.fail(f"ElectLeaders failed: {exc}")
     print(f"\nElectLeaders result: {res}")
     cluster.wait_for(lambda: cluster.partition_state("pref", 0)["leader"] == preferred, 10, "preferred leader")
+
+
+@pytest.mark.parametrize("unclean", [False, True])
+def test_unclean_leader_election_only_when_enabled(
+        reference_cluster_factory: Callable[..., ReferenceCluster], unclean: bool) -> None:
+    """ISR shrunk to the leader (followers stopped cleanly), leader killed, followers back: the partition stays
+    offline (leader -1) unless unclean.leader.election.enable, which elects the first live AR replica."""
+    cluster = reference_cluster_factory(4, {"unclean.leader.election.enable": str(unclean).lower(),
+                                            "min.insync.replicas": "1"})
+    controller = cluster.controller()[0]
+    ar = [b for b in (1, 2, 3, 4) if b != controller]  # the controller survives the whole scenario
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin.create_topics([NewTopic("dirty", 1, replica_assignment=[ar])])["dirty"].result(30)
+    leader = cluster.wait_for(lambda: cluster.partition_state("dirty", 0)["leader"] == ar[0] and ar[0], 10,
+                              "the preferred leader")
+    followers = [b for b in ar if b != leader]
+    for f in followers:
+        cluster[f].stop()
+    cluster.wait_for(lambda: cluster.partition_state("dirty", 0)["isr"] == [leader], 10, "ISR = [leader]")
+    cluster[leader].kill()
+    cluster.wait_for(lambda: cluster.partition_state("dirty", 0)["leader"] == -1, SESSION_S + 10, "no leader")
+    for f in followers:
+        cluster[f].start()
+    if unclean:
+        after = cluster.wait_for(lambda: (s := cluster.partition_state("dirty", 0))["leader"] != -1 and s, 15,
+                                 "an unclean leader")
+        assert after["leader"] == elect_leader("offline", ar, [leader], followers, unclean=True)
+        assert after["leader"] in after["isr"]  # ISR [leader] at the election, others rejoin once caught up
+    else:
+        time.sleep(2)
+        assert cluster.partition_state("dirty", 0)["leader"] == -1
