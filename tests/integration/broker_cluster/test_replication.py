@@ -10,8 +10,11 @@ import pytest
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from harness.model.election import elect_leader
+from harness.cluster.zookeeper import ZooKeeperEnsemble
+from harness.model.election import check_election, elect_leader
+from harness.observe.zookeeper import ZooKeeperObserver
 from tests.fixtures.broker import ReferenceCluster
+from tests.fixtures.zookeeper import EventCollector
 from tests.integration.broker_cluster.clients import AckingProducer, create_topic, read_all
 
 pytestmark = pytest.mark.integration
@@ -19,12 +22,15 @@ SESSION_S = 3.0
 
 
 def test_kill9_of_partition_leader_elects_the_model_leader_and_loses_no_acked_write(
-        reference_cluster_factory: Callable[..., ReferenceCluster]) -> None:
+        reference_cluster_factory: Callable[..., ReferenceCluster], zookeeper: ZooKeeperEnsemble, zk_chroot: str,
+        zk_events: EventCollector) -> None:
     """kill -9 of a partition leader under acks=all load (min.insync.replicas=2): the new leader is
-    elect_leader('offline', AR, ISR, live) of the state just before, and every acked value is read back."""
+    elect_leader('offline', AR, ISR, live) of the state just before (also as the ZooKeeper observer saw
+    it), and every acked value is read back."""
     cluster = reference_cluster_factory(3)
     create_topic(cluster.bootstrap_servers, "orders", 1, 3)
-    with AckingProducer(cluster.bootstrap_servers, "orders") as prod:
+    observer = ZooKeeperObserver(zookeeper.connect_string, zk_events, chroot=zk_chroot)
+    with observer, AckingProducer(cluster.bootstrap_servers, "orders") as prod:
         prod.wait_acks(500)
         before = cluster.partition_state("orders", 0)
         ar = cluster.assignment("orders")[0]
@@ -40,6 +46,14 @@ def test_kill9_of_partition_leader_elects_the_model_leader_and_loses_no_acked_wr
         prod.wait_acks(500, timeout_s=30)
         print(f"\nleader {leader} of orders-0 killed: new leader {after['leader']} after {took:.2f} s "
               f"(AR {ar}, ISR before {before['isr']}); acks at kill {acked_at_kill}")
+        seen_states = [e for e in zk_events.of("partition.state") if e["topic"] == "orders"]
+        i = next(n for n, e in enumerate(seen_states) if e["leader"] not in (leader, -1) and n > 0)
+        last_led = max(n for n, e in enumerate(seen_states[:i]) if e["leader"] == leader)
+        check = check_election(seen_states[i]["leader"], leader, seen_states[i]["replicas"],
+                               seen_states[last_led]["isr"], live)
+        assert check.ok, check
+        epochs = [e["leader_epoch"] for e in seen_states]
+        assert epochs == sorted(epochs)
     assert after["leader"] == expected
     assert after["leader_epoch"] > before["leader_epoch"] and after["leader"] in after["isr"]
     seen = set(read_all(cluster.bootstrap_servers, "orders", 1))
