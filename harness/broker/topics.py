@@ -1,10 +1,11 @@
 """The broker's topics and their partition logs across `log.dirs`, and the data-arrival signal.
 
 Owns: loading every `<topic>-<partition>` directory at start-up (so a restarted broker serves what
-it had), creating topics (new partitions go to the log dir holding the fewest), deleting them,
-per-topic config overrides (persisted in `<first log dir>/topic-configs.json`; in part 1 the
-broker keeps topic state on disk, part 2 moves the assignment to ZooKeeper), `meta.properties`,
-and waking long-polling fetches when a partition receives data.
+it had), the local logs of the partitions this broker hosts (created when a LeaderAndIsr names it
+a replica -- the assignment itself lives in ZooKeeper -- removed by StopReplica with delete, new
+ones go to the log dir holding the fewest), per-topic config overrides as last received (persisted
+in `<first log dir>/topic-configs.json`), `meta.properties`, and waking long-polling fetches when
+a partition receives data.
 """
 
 from __future__ import annotations
