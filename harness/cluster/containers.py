@@ -102,12 +102,17 @@ class ContainersBackend:
             client.close()
 
     def up(self, spec: ClusterSpec, workdir: Path) -> ContainersCluster:
-        """Start everything and wait until every node is ready; on any failure tear down what started."""
+        """Start everything and wait until every node is ready; on any failure tear down what started.
+
+        First removes what harnesses that died without teardown left (`clean_leftovers`; listed in the
+        cluster's `cleaned_leftovers` and `describe()`)."""
         if spec.brokers < 1 or spec.zookeepers not in (1, 3, 5):
             raise ConfigError(f"containers backend: brokers must be >= 1 and zookeepers 1, 3 or 5; "
                               f"got brokers={spec.brokers}, zookeepers={spec.zookeepers}")
         images = resolve_images(spec, self.environ, self.commands)
+        cleaned = self.clean_leftovers()  # runs of harnesses that died without teardown (Ryuk-less engines)
         cluster = ContainersCluster(spec, Path(workdir), images, backend=self)
+        cluster.cleaned_leftovers = tuple(cleaned)
         try:
             cluster._start_all()
         except BaseException as exc:
@@ -147,6 +152,7 @@ class ContainersCluster:
         self._containers: dict[NodeId, NodeContainer] = {}
         self._ready: BrokerReadiness | None = None
         self._zk_published: dict[int, tuple[str, int]] = {}
+        self.cleaned_leftovers: tuple[CleanedContainer, ...] = ()
         self._down = False
 
     # -- bring-up ---------------------------------------------------------------------------------
@@ -305,7 +311,7 @@ class ContainersCluster:
             "network": getattr(self._network, "name", None),
             "bootstrap_servers": self.bootstrap_servers, "zookeeper_connect": self.zookeeper_connect,
             "nodes": nodes, "proxies": [p.as_row() for p in self.topology.proxies] if self.topology else [],
-            "workdir": str(self.workdir),
+            "workdir": str(self.workdir), "cleaned_leftovers": [str(c) for c in self.cleaned_leftovers],
         }
 
     # -- teardown ---------------------------------------------------------------------------------
