@@ -81,16 +81,22 @@ def test_cutting_a_client_link_refuses_that_broker_only_until_enabled(cluster: C
     wait_for("client->1 answering again", lambda: metadata(_client_address(cluster, 1), 2.0).brokers, 15)
 
 
-def test_pause_freezes_a_broker_and_resume_thaws_it(cluster: ContainersCluster) -> None:
+def test_pause_freezes_a_broker_its_session_expires_and_resume_thaws_it(cluster: ContainersCluster) -> None:
+    ready = cluster._ready
+    assert ready is not None
     node = NodeId.broker(3)
+    t0 = time.monotonic()
     cluster.pause(node)
     try:
         assert cluster.container(node).status() == "paused" and cluster.is_running(node)
         with pytest.raises(KafkaException):
             metadata(_client_address(cluster, 3), timeout_s=2.0)
+        wait_for("broker:3's session to expire", lambda: ready.registration(3) is None, SESSION_S + 10)
+        assert time.monotonic() - t0 >= SESSION_S - 1.0  # not before the session timeout
     finally:
         cluster.resume(node)
-    wait_for("broker:3 answering after resume", lambda: metadata(_client_address(cluster, 3), 2.0).brokers, 15)
+    wait_for("broker:3 registered again", lambda: ready.registration(3) is not None, 20)
+    wait_for("broker:3 answering after resume", functools.partial(_full_metadata, cluster, 3), 20)
 
 
 def test_stop_is_a_controlled_shutdown_that_deregisters_at_once(cluster: ContainersCluster) -> None:
