@@ -81,6 +81,21 @@ def test_cutting_a_client_link_refuses_that_broker_only_until_enabled(cluster: C
     wait_for("client->1 answering again", lambda: metadata(_client_address(cluster, 1), 2.0).brokers, 15)
 
 
+def test_cutting_a_brokers_zookeeper_link_expires_its_session_until_healed(cluster: ContainersCluster) -> None:
+    """Proxy k->zk1 on the toxiproxy container carries broker k's ZooKeeper session and nothing else."""
+    ready = cluster._ready
+    assert ready is not None
+    link = cluster.link(NodeId.broker(2), NodeId.zookeeper(1))
+    link.disable()
+    try:
+        wait_for("broker:2's session to expire", lambda: ready.registration(2) is None, SESSION_S + 10)
+        assert ready.registration(1) is not None and ready.registration(3) is not None
+    finally:
+        link.enable()
+    wait_for("broker:2 registered again", lambda: ready.registration(2) is not None, 30)
+    wait_for("broker:2 answering", functools.partial(_full_metadata, cluster, 2), 20)
+
+
 def test_pause_freezes_a_broker_its_session_expires_and_resume_thaws_it(cluster: ContainersCluster) -> None:
     ready = cluster._ready
     assert ready is not None
