@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import threading
 import time
+import traceback
 from collections.abc import Mapping, Sequence
+from concurrent.futures import CancelledError, Future
 from types import TracebackType
 from typing import Any
 
@@ -59,6 +61,20 @@ def _error_kind(exc: BaseException) -> tuple[str, str]:
     if isinstance(arg, confluent_kafka.KafkaError):
         return arg.name(), arg.str()
     return type(exc).__name__, str(exc)
+
+
+def _outcome(future: Future[Any], timeout_s: float) -> tuple[Any, BaseException | None]:
+    """(result, None) or (None, error) of an AdminClient future, without raising its exception.
+
+    Raising a future's stored exception would attach the caller's frame (which holds the
+    AdminClient) to it, and the future would keep that frame - and the client's threads -
+    alive until the next garbage collection.
+    """
+    try:
+        error = future.exception(timeout=timeout_s)
+    except (TimeoutError, CancelledError) as exc:
+        return None, exc
+    return (None, error) if error is not None else (future.result(), None)
 
 
 def _enum_name(value: object) -> str | None:
@@ -146,6 +162,7 @@ class AdminObserver:
                 self.poll_once()
                 self._stop.wait(self.interval)
         except BaseException as exc:
+            traceback.clear_frames(exc.__traceback__)  # keep the trace, not the clients in its frames
             self._failure = exc
 
     # -- one cycle -----------------------------------------------------------------------------
@@ -172,11 +189,14 @@ class AdminObserver:
             self._call_failed("list_topics", exc)
         cluster = None
         try:
-            cluster = admin.describe_cluster(request_timeout=self.request_timeout_s).result(
-                timeout=self.request_timeout_s + 1.0
+            cluster, error = _outcome(
+                admin.describe_cluster(request_timeout=self.request_timeout_s), self.request_timeout_s + 1.0
             )
         except Exception as exc:
-            self._call_failed("describe_cluster", exc)
+            error = exc
+        if error is not None:
+            self._call_failed("describe_cluster", error)
+        del error  # see _outcome: no exception (and its traceback into this frame) kept in a local
         if cluster is not None:
             controller = cluster.controller.id if cluster.controller is not None else -1
             brokers = {n.id: (n.host, n.port) for n in cluster.nodes}
@@ -228,17 +248,21 @@ class AdminObserver:
     def _update_groups(self, admin: AdminClient) -> None:
         group_ids = list(self.groups)
         try:
-            listed = admin.list_consumer_groups(request_timeout=self.request_timeout_s).result(
-                timeout=self.request_timeout_s + 1.0
+            listed, error = _outcome(
+                admin.list_consumer_groups(request_timeout=self.request_timeout_s), self.request_timeout_s + 1.0
             )
+        except Exception as exc:
+            listed, error = None, exc
+        if error is not None:
+            self._call_failed("list_consumer_groups", error)
+        elif listed is not None:
             for listing in listed.valid:
                 if listing.group_id not in group_ids:
                     group_ids.append(listing.group_id)
             for err in listed.errors or []:
-                exc = err if isinstance(err, BaseException) else confluent_kafka.KafkaException(err)
-                self._call_failed("list_consumer_groups", exc)
-        except Exception as exc:
-            self._call_failed("list_consumer_groups", exc)
+                failure = err if isinstance(err, BaseException) else confluent_kafka.KafkaException(err)
+                self._call_failed("list_consumer_groups", failure)
+        del error  # never keep an exception (and through its traceback, this frame) in a local
         if not group_ids:
             return
         try:
@@ -247,12 +271,12 @@ class AdminObserver:
             self._call_failed("describe_consumer_groups", exc)
             return
         for group_id in group_ids:
-            try:
-                desc = futures[group_id].result(timeout=self.request_timeout_s + 1.0)
-            except Exception as exc:
-                self._call_failed("describe_consumer_groups", exc)
-                continue
-            self._update_group(desc)
+            desc, failed = _outcome(futures[group_id], self.request_timeout_s + 1.0)
+            if failed is not None:
+                self._call_failed("describe_consumer_groups", failed)
+            else:
+                self._update_group(desc)
+            del failed
 
     def _update_group(self, desc: Any) -> None:
         key, fields = group_state(desc)

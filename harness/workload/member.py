@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import threading
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -156,6 +157,7 @@ class Member:
                 self.topics, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost
             )
         except BaseException as exc:
+            traceback.clear_frames(exc.__traceback__)  # keep the trace, not the clients in its frames
             self.failure = exc
             consumer = None
             self._ready.set()
@@ -167,6 +169,7 @@ class Member:
                 self._leave(consumer)
                 consumer.close()  # final commit (auto) and the client's teardown
         except BaseException as exc:
+            traceback.clear_frames(exc.__traceback__)  # keep the trace, not the clients in its frames
             self.failure = exc
         finally:
             if self.failure is None and self._callback_failure is not None:
@@ -295,6 +298,7 @@ class Member:
             fn()
         except Exception as exc:
             if self._callback_failure is None:
+                traceback.clear_frames(exc.__traceback__)  # keep the trace, not the clients in its frames
                 self._callback_failure = exc
 
     def _on_assign(self, consumer: confluent_kafka.Consumer, parts: list[confluent_kafka.TopicPartition]) -> None:
@@ -401,6 +405,3 @@ class Member:
         except confluent_kafka.KafkaException as exc:
             self.last_check_error = str(exc)
             return False
-
-
-MemberFactory = Callable[[int], Member]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import threading
 import time
+import traceback
 from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
@@ -216,6 +217,7 @@ class ProducerWorkload:
                     next_at = time.monotonic()  # after a stall, resume the rate instead of bursting
                 producer.poll(0)
         except BaseException as exc:
+            traceback.clear_frames(exc.__traceback__)  # keep the trace, not the clients in its frames
             self._failure = exc
 
     def _base(self, value: int, key: str | None) -> Event:
