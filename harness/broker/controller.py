@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from kazoo.client import KazooState
 from kazoo.exceptions import NoNodeError
+from kazoo.protocol.states import EventType
 
 from harness.broker import bugs
 from harness.broker import controller_events as ev
@@ -114,7 +115,11 @@ class Controller:
             self.post(event)
 
     def watcher(self, path: str) -> Callable[[Any], None]:
-        return lambda _event: self._on_watch(path)
+        """A one-shot kazoo watch for `path`; kazoo's session-expiry wake-ups (type NONE) are ignored."""
+        def fire(event: Any) -> None:
+            if getattr(event, "type", EventType.NONE) != EventType.NONE:
+                self._on_watch(path)
+        return fire
 
     def _on_state(self, state: str) -> None:
         if state == KazooState.LOST:
@@ -179,8 +184,6 @@ class Controller:
             await ev.on_rebalance(self)
         elif kind == "reassign":
             await self.reassign.on_znode()
-        elif kind == "resend":
-            self.channels.update_metadata(self.live_ids())
 
     # ---- election --------------------------------------------------------------------------
     async def _on_controller_change(self) -> None:
@@ -356,10 +359,17 @@ class Controller:
             self._periodic.append(asyncio.create_task(self._every(cfg.leader_imbalance_check_interval_seconds,
                                                                   "rebalance")))
         if cfg.reference_controller_resend_ms > 0:
-            self._periodic.append(asyncio.create_task(self._every(cfg.reference_controller_resend_ms / 1000,
-                                                                  "resend")))
+            self._periodic.append(asyncio.create_task(self._resend(cfg.reference_controller_resend_ms / 1000)))
         log.info("controller %d failover done: %d live brokers, %d partitions, %d elections", self.b.broker_id,
                  len(self.live), len(self.assignments), len(written))
+
+    async def _resend(self, seconds: float) -> None:
+        """Re-send the current metadata to every live broker, beside the event queue (as Kafka's request
+        send threads keep going while the event thread is busy): a resumed zombie sends at once."""
+        while True:
+            await asyncio.sleep(max(seconds, 0.05))
+            if self.active:
+                self.channels.update_metadata(self.live_ids())
 
     async def _every(self, seconds: float, event: str) -> None:
         while True:

@@ -176,6 +176,7 @@ class Broker:
             self.cluster_id = self.zk.cluster_id
             self.controller = Controller(self)
             self.controller.start()
+            await self._wait_first_metadata(min(2 * cfg.zookeeper_session_timeout_ms, 15000) / 1000)
         else:
             log.warning("zookeeper.connect is empty: running standalone (own controller, leader of every partition)")
             self.cluster_id = self._local_cluster_id()
@@ -194,6 +195,18 @@ class Broker:
                  "fsync every batch before acknowledging" if cfg.flush_every_batch()
                  else f"fsync every {cfg.log_flush_interval_messages} messages / "
                       f"{cfg.log_flush_interval_ms} ms, else on segment roll (OS page cache otherwise)")
+
+    async def _wait_first_metadata(self, timeout_s: float) -> None:
+        """Until the controller's first UpdateMetadata names this broker (bounded): before that, Metadata
+        would show clients no brokers and no controller."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while self.broker_id not in self.metadata.brokers or self.metadata.controller_id < 0:
+            left = deadline - loop.time()
+            if left <= 0:
+                log.warning("no metadata from a controller after %.1f s; serving anyway", timeout_s)
+                return
+            await self.metadata.wait_changed(min(left, 0.2))
 
     def _endpoints(self) -> list[Any]:
         from harness.zk.znodes import Endpoint

@@ -21,7 +21,7 @@ from kazoo.exceptions import (
     NotEmptyError,
     SessionExpiredError,
 )
-from kazoo.protocol.states import WatchedEvent
+from kazoo.protocol.states import EventType, WatchedEvent
 
 from harness.model.zkmodel import (
     Check,
@@ -68,7 +68,8 @@ class KazooExecutor:
         cb = self.on_watch
 
         def fire(event: WatchedEvent) -> None:
-            cb(event.path)
+            if event.type != EventType.NONE:  # kazoo wakes every watch with type NONE when the session expires
+                cb(event.path)
         return fire
 
     def execute(self, op: ZkOp) -> OpResult:
