@@ -19,6 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from spark_analysis.faults import FaultIndex, build_fault_index
+from spark_analysis.load import BULK_TYPES
 from spark_analysis.runinfo import RunInfo
 
 Row = dict[str, Any]
@@ -37,8 +38,6 @@ def _decode(row: Row) -> Row:
     return out
 
 
-BULK_TYPES = frozenset({"send", "ack", "send.error", "poll", "commit"})
-"""Event types that can number millions; every other type is small and collected in one job."""
 
 
 def spark_rows_provider(events: DataFrame) -> RowsProvider:
@@ -50,16 +49,16 @@ def spark_rows_provider(events: DataFrame) -> RowsProvider:
     small: dict[str, list[Row]] = {}
 
     def collect(where: F.Column) -> list[Row]:
-        rows = [_decode(r.asDict(recursive=True)) for r in events.where(where).collect()]
+        rows = [_decode(r.asDict(recursive=True)) for r in events.where(where).drop("tier").collect()]
         rows.sort(key=lambda r: r.get("seq", 0))
         return rows
 
     def provide(types: tuple[str, ...]) -> list[Row]:
         bulk = [t for t in types if t in BULK_TYPES]
-        out: list[Row] = collect(F.col("type").isin(bulk)) if bulk else []
+        out: list[Row] = collect(F.col("type").isin(bulk) & (F.col("tier") == "bulk")) if bulk else []
         if any(t not in BULK_TYPES for t in types):
             if not small:
-                small["*"] = collect(~F.col("type").isin(list(BULK_TYPES)))
+                small["*"] = collect(F.col("tier") == "small")
             wanted = set(types)
             out.extend(r for r in small["*"] if r.get("type") in wanted)
             out.sort(key=lambda r: r.get("seq", 0))
@@ -106,7 +105,13 @@ class CheckContext:
         """Events of `types` as a DataFrame (Spark contexts only)."""
         if self.events is None:
             raise RuntimeError("this check needs Spark; the context has no DataFrame")
-        return self.events.where(F.col("type").isin(list(types)))
+        where = F.col("type").isin(list(types))
+        if "tier" in self.events.columns:  # prune the Parquet partition the types cannot be in
+            if all(t in BULK_TYPES for t in types):
+                where = where & (F.col("tier") == "bulk")
+            elif not any(t in BULK_TYPES for t in types):
+                where = where & (F.col("tier") == "small")
+        return self.events.where(where)
 
     @property
     def faults(self) -> FaultIndex:

@@ -10,7 +10,9 @@ order is the writer's order, which is the order of events within one source).
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +34,13 @@ CORRUPT = "_corrupt_record"
 PARQUET_DIR = ".analysis/history.parquet"
 _STAMP = "_source.json"
 PARQUET_BLOCK_BYTES = 16 * 1024 * 1024
+CONCURRENT_WRITERS = 2
+PARQUET_FORMAT = 3
+"""Bumped whenever the Parquet layout changes, so older conversions are redone, not misread."""
+BULK_TYPES = frozenset({"send", "ack", "send.error", "poll", "commit"})
+"""Event types that can number millions; every other type is small."""
+UNUSED_COLUMNS = ("wall", "experiment", "backend", "seed", "detail", "observer")
+"""Parsed (they are in the schema) but not kept in the Parquet copy: no check reads them."""
 
 
 class HistoryLoadError(HarnessError):
@@ -101,6 +110,13 @@ HISTORY_SCHEMA = StructType(
 """Every column a history event may carry; all nullable. Arrays: isr, replicas, members, partitions."""
 
 
+PARQUET_SCHEMA = StructType(
+    [f for f in HISTORY_SCHEMA.fields if f.name not in UNUSED_COLUMNS]
+    + [StructField("seq", LongType(), False), StructField("tier", StringType(), True)]
+)
+"""The Parquet copy: the history columns minus the unused ones, plus `seq`; `tier` partitions it."""
+
+
 @dataclass(frozen=True, slots=True)
 class LoadedHistory:
     """The history as a DataFrame (Parquet-backed, with `seq`) and what loading had to skip."""
@@ -125,16 +141,30 @@ def read_json(spark: SparkSession, path: Path) -> DataFrame:
 
 def _stamp_of(path: Path) -> dict[str, object]:
     st = path.stat()
-    return {"path": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    return {"path": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns, "format": PARQUET_FORMAT}
 
 
 def convert_to_parquet(spark: SparkSession, history: Path, target: Path) -> None:
-    """Parse the JSON once and write it as Parquet with `seq` (file order); reused while unchanged."""
-    df = read_json(spark, history).withColumn("seq", F.monotonically_increasing_id())
+    """Parse the JSON once and write it as Parquet with `seq` (file order), partitioned by `tier`.
+
+    `tier` is "bulk" for the event types that can number millions (BULK_TYPES) and "small" for the
+    rest, so collecting the small events never decodes the bulk ones. Two open files per task
+    (`CONCURRENT_WRITERS`) avoid sorting by the partition column and keep the writers' memory low.
+    """
+    tier = F.when(F.col("type").isin(list(BULK_TYPES)), F.lit("bulk")).otherwise(F.lit("small"))
+    df = (read_json(spark, history).drop(*UNUSED_COLUMNS)
+          .withColumn("seq", F.monotonically_increasing_id()).withColumn("tier", tier))
     if target.exists():
         shutil.rmtree(target)
-    # Small row groups keep the parquet writers' buffers (and the driver's GC) small.
-    df.write.option("parquet.block.size", PARQUET_BLOCK_BYTES).mode("overwrite").parquet(str(target))
+    key = "spark.sql.maxConcurrentOutputFileWriters"
+    before = spark.conf.get(key, "0")
+    spark.conf.set(key, str(CONCURRENT_WRITERS))
+    try:
+        # Small row groups keep the writers' buffers (and the driver's GC) small.
+        (df.write.option("parquet.block.size", PARQUET_BLOCK_BYTES).partitionBy("tier")
+         .mode("overwrite").parquet(str(target)))
+    finally:
+        spark.conf.set(key, before or "0")
     (target / _STAMP).write_text(json.dumps(_stamp_of(history)))
 
 
@@ -158,11 +188,14 @@ def load_history(spark: SparkSession, history: Path, *, parquet_dir: Path | None
     if not history.is_file():
         raise HistoryLoadError(f"history file not found: {history}")
     target = parquet_dir or (history.parent / PARQUET_DIR)
+    if parquet_dir is None and not os.access(history.parent, os.W_OK):
+        # A read-only run directory (e.g. an archived run): convert into a temporary directory.
+        target = Path(tempfile.mkdtemp(prefix="kafka-chaos-parquet-")) / "history.parquet"
     try:
         if not _parquet_current(history, target):
             target.parent.mkdir(parents=True, exist_ok=True)
             convert_to_parquet(spark, history, target)
-        raw = spark.read.parquet(str(target))
+        raw = spark.read.schema(PARQUET_SCHEMA).parquet(str(target))
     except OSError as exc:
         raise HistoryLoadError(f"cannot convert {history} to Parquet at {target}: {exc}") from exc
     rows = raw.groupBy("type").agg(F.count(F.lit(1)).alias("count"), F.max("t").alias("max_t")).collect()

@@ -16,8 +16,9 @@ from pathlib import Path
 
 from spark_analysis.checks.common import plural, tp_label
 from spark_analysis.checks.group import AssignmentConforms, CoordinatorConforms, ExclusiveOwnership, GenerationMonotonic
-from spark_analysis.context import BULK_TYPES, CheckContext, Row
+from spark_analysis.context import CheckContext, Row
 from spark_analysis.faults import build_fault_index
+from spark_analysis.load import BULK_TYPES
 from spark_analysis.result import CheckResult, failed, passed, run_check, unknown
 from spark_analysis.runinfo import RunInfo, load_run_info
 
@@ -137,11 +138,14 @@ def _lost(st: _State, ctx: CheckContext) -> CheckResult:
     acked = [(val, v) for val, v in st.values.items() if v.ack is not None]
     lost: list[tuple[float, int, str, int, int, int]] = []
     unseen = 0
+    polled_topics = {topic for (topic, _p) in st.frontier}
     for val, v in acked:
         if v.polled or not v.strong:
             continue
         assert v.ack is not None
         t, seq, topic, part, off = v.ack
+        if topic not in polled_topics:
+            continue
         if ctx.completed or off <= st.frontier.get((topic, part), -1):
             lost.append((t, seq, topic, part, off, val))
         else:

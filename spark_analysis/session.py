@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
@@ -28,6 +30,25 @@ def _local_cores(master: str) -> int | None:
     return os.cpu_count() or 2 if match.group(1) == "*" else int(match.group(1))
 
 
+LOG4J2_PROPERTIES = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = stderr
+appender.stderr.type = Console
+appender.stderr.name = stderr
+appender.stderr.target = SYSTEM_ERR
+appender.stderr.layout.type = PatternLayout
+appender.stderr.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+"""
+
+
+def quiet_log_config() -> Path:
+    """A log4j2 configuration that lets only errors through (written once per process)."""
+    path = Path(tempfile.gettempdir()) / f"kafka-chaos-spark-log4j2-{os.getpid()}.properties"
+    if not path.exists():
+        path.write_text(LOG4J2_PROPERTIES, encoding="utf-8")
+    return path
+
+
 def session_config(master: str) -> dict[str, str]:
     """The configuration `get_session` applies for `master` (exposed so tests and docs can show it)."""
     conf = {
@@ -40,6 +61,7 @@ def session_config(master: str) -> dict[str, str]:
         "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
         "spark.sql.parquet.compression.codec": "snappy",
         "spark.sql.files.maxPartitionBytes": str(64 * 1024 * 1024),
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{quiet_log_config()}",
     }
     cores = _local_cores(master)
     if cores is not None:

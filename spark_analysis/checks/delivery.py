@@ -4,7 +4,8 @@
   counts as acks=all) that no consumer ever polled. It is *lost* when its offset is at or below
   the highest offset polled from its partition (consumers read past it: Jepsen's definition) or
   the run completed (the drain should have read it); otherwise, in a run cut short, it is
-  *unseen* and the check is unknown. Sends with no ack and no error, and errors that are not
+  *unseen* and the check is unknown. Writes to topics no consumer ever polled cannot be judged
+  (counted as `unverifiable_no_consumer`). Sends with no ack and no error, and errors that are not
   definite, are unknown outcomes (Jepsen's `info`): counted, never lost.
 - `delivery.duplicate`: a value seen (acked or polled) at more than one (topic, partition, offset).
 - `delivery.inconsistent_offsets`: one (topic, partition, offset) seen holding two different values.
@@ -76,6 +77,7 @@ class LostWrite:
         pv = per_value(ctx)
         acked, polled = F.col("acked") == 1, F.col("polled") == 1
         strong = F.coalesce(F.col("send_acks_all"), F.lit(1)) == 1
+        candidate = acked & ~polled & strong
         info = pv.agg(
             F.sum("acked").alias("acked"),
             F.sum("polled").alias("polled"),
@@ -83,21 +85,34 @@ class LostWrite:
             F.sum(((F.col("errored") == 1) & (F.col("failed_definitely") == 0) & ~acked).cast("int"))
             .alias("indefinite_errors"),
             F.sum((acked & ~polled & ~strong).cast("int")).alias("unpolled_acks_weaker_than_all"),
+            F.sum(candidate.cast("int")).alias("acked_never_polled"),
+            F.collect_set(F.col("poll_topic_h")).alias("polled_topics"),
         ).first()
-        metrics: dict[str, Any] = {k: int(info[k] or 0) for k in info.asDict()} if info else {}
-        frontier = poll_frontier(ctx)
-        spark = ctx.spark
-        assert spark is not None
-        fr = spark.createDataFrame([(h, p, o) for (_t, h, p, o) in frontier] or [(0, -1, -1)],
-                                   "ack_topic_h long, ack_partition long, frontier long")
-        cand = pv.where(acked & ~polled & strong).select("value", "ack_t", "ack_seq", "ack_topic_h", "ack_partition",
-                                                         "ack_offset")
-        classified = cand.join(F.broadcast(fr), ["ack_topic_h", "ack_partition"], "left").withColumn(
-            "lost", F.lit(ctx.completed) | (F.col("ack_offset") <= F.coalesce(F.col("frontier"), F.lit(-1))))
-        by = classified.groupBy("lost").count().collect()
-        n_lost = sum(int(r["count"]) for r in by if r["lost"])
-        unseen = sum(int(r["count"]) for r in by if not r["lost"])
-        metrics.update({"lost": n_lost, "unseen": unseen})
+        polled_topics = [int(h) for h in (info["polled_topics"] if info else []) or []]
+        metrics: dict[str, Any] = {k: int(info[k] or 0) for k in info.asDict() if k != "polled_topics"} if info else {}
+        # Only topics some consumer reads can tell a lost write from an unread one.
+        cand = pv.where(candidate & F.col("ack_topic_h").isin(polled_topics)).select(
+            "value", "ack_t", "ack_seq", "ack_topic_h", "ack_partition", "ack_offset")
+        frontier: list[tuple[str, int, int, int]] = []
+        if not metrics.get("acked_never_polled"):
+            classified, n_lost, unseen = cand, 0, 0
+        elif ctx.completed:
+            # A completed run drained its consumers: every acked write never polled is lost.
+            classified = cand.withColumn("lost", F.lit(True))
+            n_lost, unseen = cand.count(), 0
+        else:
+            frontier = poll_frontier(ctx)
+            spark = ctx.spark
+            assert spark is not None
+            fr = spark.createDataFrame([(h, p, o) for (_t, h, p, o) in frontier] or [(0, -1, -1)],
+                                       "ack_topic_h long, ack_partition long, frontier long")
+            classified = cand.join(F.broadcast(fr), ["ack_topic_h", "ack_partition"], "left").withColumn(
+                "lost", F.col("ack_offset") <= F.coalesce(F.col("frontier"), F.lit(-1)))
+            by = classified.groupBy("lost").count().collect()
+            n_lost = sum(int(r["count"]) for r in by if r["lost"])
+            unseen = sum(int(r["count"]) for r in by if not r["lost"])
+        metrics.update({"lost": n_lost, "unseen": unseen,
+                        "unverifiable_no_consumer": metrics.get("acked_never_polled", 0) - n_lost - unseen})
         if n_lost:
             seqs = [int(r["ack_seq"]) for r in
                     classified.where("lost").orderBy("ack_t").limit(ATTRIBUTION_ROWS).select("ack_seq").collect()]
@@ -121,9 +136,12 @@ class LostWrite:
         if unseen:
             return unknown(self.id, f"{plural(unseen, 'acked write')} not yet polled when the run ended early "
                                     f"(beyond what consumers reached){info_note}", metrics)
-        if not metrics.get("acked"):
-            return unknown(self.id, "no acknowledged write to check" + info_note, metrics)
-        checked = metrics["acked"] - metrics.get("unpolled_acks_weaker_than_all", 0)
+        unverifiable = metrics["unverifiable_no_consumer"]
+        checked = metrics.get("acked", 0) - metrics.get("unpolled_acks_weaker_than_all", 0) - unverifiable
+        if checked <= 0:
+            return unknown(self.id, "no acknowledged write to a topic some consumer reads" + info_note, metrics)
+        if unverifiable:
+            info_note += f"; {unverifiable} acked writes to topics no consumer reads not judged"
         return passed(self.id, f"all {checked} acked writes were polled{info_note}", metrics)
 
 
@@ -141,8 +159,7 @@ class Duplicate:
 
     def run(self, ctx: CheckContext) -> CheckResult:
         pv = per_value(ctx)
-        dups = pv.where(F.col("loc_min").isNotNull() & ((F.col("loc_min") != F.col("loc_max"))
-                                                        | (F.col("topic_h_min") != F.col("topic_h_max"))))
+        dups = pv.where(F.col("loc_min").isNotNull() & (F.col("loc_min") != F.col("loc_max")))
         counts = pv.agg(F.count(F.col("loc_min")).alias("seen")).first()
         seen = int(counts["seen"] or 0) if counts else 0
         sample = [int(r["value"]) for r in dups.select("value").limit(EVIDENCE_ROWS // 2).collect()]

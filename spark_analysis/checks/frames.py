@@ -5,8 +5,9 @@ aggregation with map-side partial aggregation; strings (topic, producer, key) en
 64-bit hashes, and evidence rows are fetched back by value afterwards.
 
 - `per_value(ctx)`: one row per written value (send/ack/send.error/poll aggregated with one
-  shuffle): whether and how it was sent, acknowledged, failed, polled; where it was acked; the
-  smallest and largest location (topic hash, partition, offset) it was seen at.
+  shuffle): whether and how it was sent, acknowledged, failed, polled (bit flags OR-ed together);
+  where it was acked; the smallest and largest hash of the locations (topic, partition, offset)
+  it was seen at (they differ exactly when it was seen at two locations, up to hash collisions).
 - `poll_frontier(ctx)`: the highest polled offset per partition (small, collected).
 - `poll_pairs(ctx)`: anomalous consecutive polls of one consumer on one partition within one
   assignment epoch (an assign/revoke of that partition by that consumer starts a new epoch):
@@ -23,16 +24,10 @@ from pyspark.sql.window import Window
 from spark_analysis.context import CheckContext
 
 WRITE_TYPES = ("send", "ack", "send.error", "poll")
-OFFSET_BITS = 40
 
 
 def _is(kind: str) -> F.Column:
     return F.col("type") == kind
-
-
-def location() -> F.Column:
-    """partition and offset packed into one long (partition < 2^23, offset < 2^40)."""
-    return F.col("partition") * F.lit(1 << OFFSET_BITS) + F.col("offset")
 
 
 def acks_all(col: F.Column) -> F.Column:
@@ -44,33 +39,42 @@ def per_value(ctx: CheckContext) -> DataFrame:
     if "per_value" in ctx.shared:
         return ctx.shared["per_value"]
     ev = ctx.df(*WRITE_TYPES).where(F.col("value").isNotNull()).select(
-        "type", "value", "t", "seq", "definite", "partition", "offset",
+        "type", "value", "t", "seq", "partition", "offset",
         F.xxhash64("topic").alias("topic_h"),
-        F.xxhash64("producer", "key").alias("pk_h"),
-        F.col("key").isNotNull().alias("has_key"),
-        acks_all(F.col("acks")).alias("acks_all"),
+        F.when(F.col("key").isNotNull(), F.xxhash64("producer", "key")).alias("pk_h"),
+        # One bit per fact, OR-ed per value: 1 sent, 2 acked, 4 polled, 8 errored, 16 definite error,
+        # 32 sent with acks weaker than all.
+        (F.when(_is("send"), F.lit(1) + F.when(acks_all(F.col("acks")), 0).otherwise(32))
+         .when(_is("ack"), 2).when(_is("poll"), 4)
+         .when(_is("send.error"), F.lit(8) + F.when(F.coalesce(F.col("definite"), F.lit(False)), 16).otherwise(0))
+         .otherwise(0)).alias("bits"),
+        F.when(F.col("type").isin("ack", "poll") & F.col("offset").isNotNull(),
+               F.xxhash64("topic", "partition", "offset")).alias("loc_h"),
     )
-    seen = F.col("type").isin("ack", "poll") & F.col("offset").isNotNull()
     ack = _is("ack")
-    agg = ev.groupBy("value").agg(
-        F.max(_is("send").cast("int")).alias("sent"),
-        F.max(ack.cast("int")).alias("acked"),
-        F.max(_is("poll").cast("int")).alias("polled"),
-        F.max(_is("send.error").cast("int")).alias("errored"),
-        F.max((_is("send.error") & F.coalesce(F.col("definite"), F.lit(False))).cast("int")).alias("failed_definitely"),
-        F.min(F.when(_is("send"), F.col("acks_all").cast("int"))).alias("send_acks_all"),
+    flags = ev.groupBy("value").agg(
+        F.bit_or("bits").alias("bits"),
         F.min(F.when(_is("send"), F.col("seq"))).alias("send_seq"),
         F.min(F.when(_is("send"), F.col("t"))).alias("send_t"),
-        F.max(F.when(F.col("type").isin("send", "ack") & F.col("has_key"), F.col("pk_h"))).alias("pk_h"),
+        F.max("pk_h").alias("pk_h"),
         F.min(F.when(ack, F.col("t"))).alias("ack_t"),
         F.min(F.when(ack, F.col("seq"))).alias("ack_seq"),
         F.min(F.when(ack, F.col("topic_h"))).alias("ack_topic_h"),
         F.min(F.when(ack, F.col("partition"))).alias("ack_partition"),
         F.min(F.when(ack, F.col("offset"))).alias("ack_offset"),
-        F.min(F.when(seen, F.col("topic_h"))).alias("topic_h_min"),
-        F.max(F.when(seen, F.col("topic_h"))).alias("topic_h_max"),
-        F.min(F.when(seen, location())).alias("loc_min"),
-        F.max(F.when(seen, location())).alias("loc_max"),
+        F.min(F.when(_is("poll"), F.col("topic_h"))).alias("poll_topic_h"),
+        F.min("loc_h").alias("loc_min"),
+        F.max("loc_h").alias("loc_max"),
+    )
+    bit = F.col("bits")
+    agg = flags.select(
+        "*",
+        (bit.bitwiseAND(1) != 0).cast("int").alias("sent"),
+        (bit.bitwiseAND(2) != 0).cast("int").alias("acked"),
+        (bit.bitwiseAND(4) != 0).cast("int").alias("polled"),
+        (bit.bitwiseAND(8) != 0).cast("int").alias("errored"),
+        (bit.bitwiseAND(16) != 0).cast("int").alias("failed_definitely"),
+        F.when(bit.bitwiseAND(1) != 0, (bit.bitwiseAND(32) == 0).cast("int")).alias("send_acks_all"),
     )
     agg = agg.persist(StorageLevel.MEMORY_AND_DISK)
     ctx.shared["per_value"] = agg

@@ -1,0 +1,293 @@
+"""Benchmark: the delivery, consumer and group checks on a synthetic 5M-event history.
+
+Prints, for Spark local[2]: the I/O floor (load + count of history.jsonl with the same session),
+the one-time Parquet conversion, the checks, their events/s, the ratio to the floor; the same
+checks in the single-process pure-Python reference (`spark_analysis.reference`) and the ratio;
+the 10M-event time (scaling); and the peak RSS of the driver (JVM + Python).
+
+    .venv/bin/python benchmarks/spark_checks_bench.py [--events 5000000] [--no-10m] [--workdir DIR]
+
+Goals (issue 8): checks within 2.5x of the floor; Spark >= 3x faster than the reference at 5M;
+10M within 2.2x of 5M; driver peak < 2 GiB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+PARTITIONS = 12
+CONSUMERS = 4
+REBALANCE_EVERY = 1_000_000
+COMMIT_EVERY = 50
+
+
+def _assignment() -> dict[str, list[int]]:
+    per = PARTITIONS // CONSUMERS
+    return {f"m{c}": list(range(c * per, (c + 1) * per)) for c in range(CONSUMERS)}
+
+
+def generate(run_dir: Path, n_events: int, seed: int = 1) -> Path:
+    """Write `run_dir/history.jsonl` (about `n_events` lines) and `run_dir/run.json`."""
+    rng = random.Random(seed)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path = run_dir / "history.jsonl"
+    assign = _assignment()
+    owner = {p: m for m, ps in assign.items() for p in ps}
+    offsets = [0] * PARTITIONS
+    polls_since_commit = [0] * PARTITIONS
+    gen = 1
+    epoch = 1
+    controller = 1
+    t = 0.0
+    lines: list[str] = []
+    out = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+
+    def emit(s: str) -> None:
+        lines.append(s)
+        if len(lines) >= 100_000:
+            out.write("\n".join(lines) + "\n")
+            lines.clear()
+
+    def w(ts: float) -> int:
+        return 1_767_225_600_000 + int(ts * 1000)
+
+    emit(f'{{"t":0.0,"wall":{w(0)},"src":"engine","type":"run.start","experiment":"bench","backend":"process",'
+         f'"seed":{seed}}}')
+    for b in (1, 2, 3):
+        emit(f'{{"t":0.01,"wall":{w(0)},"src":"zk","type":"broker.up","broker":{b}}}')
+    emit(f'{{"t":0.02,"wall":{w(0)},"src":"zk","type":"controller","broker":1,"epoch":1}}')
+    for p in range(PARTITIONS):
+        reps = [(p + i) % 3 + 1 for i in range(3)]
+        emit(f'{{"t":0.03,"wall":{w(0)},"src":"zk","type":"partition.state","topic":"orders","partition":{p},'
+             f'"leader":{reps[0]},"leader_epoch":0,"isr":{json.dumps(reps)},"replicas":{json.dumps(reps)},'
+             f'"controller_epoch":1}}')
+    for p in range(3):
+        reps = [(p + i) % 3 + 1 for i in range(3)]
+        emit(f'{{"t":0.03,"wall":{w(0)},"src":"zk","type":"partition.state","topic":"__consumer_offsets",'
+             f'"partition":{p},"leader":{reps[0]},"leader_epoch":0,"isr":{json.dumps(reps)},'
+             f'"replicas":{json.dumps(reps)},"controller_epoch":1}}')
+
+    def group_stable(ts: float) -> None:
+        emit(f'{{"t":{ts:.4f},"wall":{w(ts)},"src":"admin","type":"group.state","group":"billing",'
+             f'"state":"Stable","generation":{gen},"coordinator":2,"leader":"m0","protocol":"range",'
+             f'"members":{json.dumps(sorted(assign))}}}')
+        for m, ps in assign.items():
+            parts = json.dumps([["orders", p] for p in ps])
+            emit(f'{{"t":{ts:.4f},"wall":{w(ts)},"src":"consumer:{m}","type":"assign","group":"billing",'
+                 f'"member":"{m}","generation":{gen},"partitions":{parts}}}')
+
+    group_stable(0.05)
+    n = 15 + PARTITIONS + 3 + 1 + CONSUMERS
+    value = 0
+    next_rebalance = REBALANCE_EVERY
+    while n < n_events:
+        value += 1
+        t += 0.0002
+        p = rng.randrange(PARTITIONS)
+        key = rng.randrange(1000)
+        o = offsets[p]
+        offsets[p] += 1
+        ts = f"{t:.4f}"
+        emit(f'{{"t":{ts},"wall":{w(t)},"src":"producer:p1","type":"send","producer":"p1","value":{value},'
+             f'"key":"k{key}","topic":"orders","acks":"all"}}')
+        emit(f'{{"t":{t + 0.002:.4f},"wall":{w(t)},"src":"producer:p1","type":"ack","producer":"p1",'
+             f'"value":{value},"key":"k{key}","topic":"orders","partition":{p},"offset":{o}}}')
+        m = owner[p]
+        emit(f'{{"t":{t + 0.004:.4f},"wall":{w(t)},"src":"consumer:{m}","type":"poll","consumer":"{m}",'
+             f'"group":"billing","member":"{m}","topic":"orders","partition":{p},"offset":{o},"value":{value},'
+             f'"key":"k{key}"}}')
+        n += 3
+        polls_since_commit[p] += 1
+        if polls_since_commit[p] >= COMMIT_EVERY:
+            polls_since_commit[p] = 0
+            emit(f'{{"t":{t + 0.005:.4f},"wall":{w(t)},"src":"consumer:{m}","type":"commit","group":"billing",'
+                 f'"member":"{m}","generation":{gen},"topic":"orders","partition":{p},"offset":{o + 1}}}')
+            n += 1
+        if n >= next_rebalance:
+            next_rebalance += REBALANCE_EVERY
+            t += 0.5
+            emit(f'{{"t":{t:.4f},"wall":{w(t)},"src":"admin","type":"group.state","group":"billing",'
+                 f'"state":"PreparingRebalance","generation":{gen},"coordinator":2,"protocol":"range",'
+                 f'"members":{json.dumps(sorted(assign))}}}')
+            for mm, ps in assign.items():
+                emit(f'{{"t":{t:.4f},"wall":{w(t)},"src":"consumer:{mm}","type":"revoke","group":"billing",'
+                     f'"member":"{mm}","generation":{gen},"partitions":{json.dumps([["orders", q] for q in ps])}}}')
+            gen += 1
+            t += 0.5
+            group_stable(t)
+            old = controller
+            controller = controller % 3 + 1
+            epoch += 1
+            emit(f'{{"t":{t:.4f},"wall":{w(t)},"src":"zk","type":"controller","broker":-1,"epoch":null}}')
+            t += 0.1
+            emit(f'{{"t":{t:.4f},"wall":{w(t)},"src":"zk","type":"controller","broker":{controller},'
+                 f'"epoch":{epoch}}}')
+            n += 4 + 2 * CONSUMERS
+            del old
+    emit(f'{{"t":{t + 1:.4f},"wall":{w(t + 1)},"src":"engine","type":"run.end","status":"completed"}}')
+    out.write("\n".join(lines) + "\n")
+    out.close()
+    run = {"experiment": "bench", "seed": seed, "backend": "synthetic", "broker": {"flavour": "reference",
+           "version": "synthetic", "bugs": []}, "status": "completed", "cluster": {"offsets_topic_partitions": 3},
+           "verify": {"checks": ["all"], "allow": [], "slo": {"controller_failover": 30, "rebalance": 60,
+                                                            "partition_unavailable": 40}}}
+    (run_dir / "run.json").write_text(json.dumps(run), encoding="utf-8")
+    return path
+
+
+BENCH_CHECKS = (
+    "delivery.lost_write", "delivery.duplicate", "delivery.inconsistent_offsets", "delivery.key_order",
+    "consumer.nonmonotonic_poll", "consumer.poll_skip", "group.generation_monotonic",
+    "group.exclusive_ownership", "group.assignment_conforms", "group.coordinator_conforms",
+    "group.commit_monotonic",
+)
+
+
+class PeakRss:
+    """Samples the RSS of this process and its children (the driver JVM) every 100 ms."""
+
+    def __init__(self) -> None:
+        self.peak_total = 0
+        self.peak_jvm = 0
+        self.paused = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self) -> None:
+        me = psutil.Process()
+        while not self._stop.wait(0.1):
+            if self.paused:
+                continue
+            try:
+                kids = me.children(recursive=True)
+                jvm = sum(k.memory_info().rss for k in kids)
+                total = me.memory_info().rss + jvm
+            except psutil.Error:
+                continue
+            self.peak_jvm = max(self.peak_jvm, jvm)
+            self.peak_total = max(self.peak_total, total)
+
+    def __enter__(self) -> PeakRss:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def spark_checks(spark, run_dir: Path) -> tuple[float, float, dict[str, float], list[str]]:
+    """(parquet conversion s, checks s, per-check s, statuses) for BENCH_CHECKS on a fresh conversion."""
+    from spark_analysis.checks import BY_ID
+    from spark_analysis.context import spark_context
+    from spark_analysis.load import load_history
+    from spark_analysis.result import run_check
+    from spark_analysis.runinfo import load_run_info
+
+    shutil.rmtree(run_dir / ".analysis", ignore_errors=True)
+    t0 = time.perf_counter()
+    loaded = load_history(spark, run_dir / "history.jsonl")
+    t1 = time.perf_counter()
+    ctx = spark_context(load_run_info(run_dir), spark, loaded.events, loaded.type_counts, loaded.end_t)
+    per: dict[str, float] = {}
+    statuses = []
+    try:
+        for cid in BENCH_CHECKS:
+            r = run_check(BY_ID[cid], ctx)
+            per[cid] = r.duration_s
+            statuses.append(f"{cid}={r.status}")
+    finally:
+        ctx.close()
+    return t1 - t0, time.perf_counter() - t1, per, statuses
+
+
+def floor(spark, history: Path) -> float:
+    from spark_analysis.load import read_json
+
+    t0 = time.perf_counter()
+    read_json(spark, history).count()
+    return time.perf_counter() - t0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=5_000_000)
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/kafka-chaos-bench"))
+    parser.add_argument("--no-10m", action="store_true", help="skip the 2x-events scaling run")
+    parser.add_argument("--no-reference", action="store_true")
+    args = parser.parse_args()
+    from spark_analysis.session import get_session
+
+    n = args.events
+    small = args.workdir / "warmup"
+    base = args.workdir / f"h{n}"
+    for d, k in ((small, 20_000), (base, n)):
+        if not (d / "history.jsonl").is_file():
+            t = time.perf_counter()
+            generate(d, k)
+            print(f"generated {d / 'history.jsonl'} ({k} events) in {time.perf_counter() - t:.1f}s", flush=True)
+    size_mb = (base / "history.jsonl").stat().st_size / 1e6
+    with PeakRss() as mem:
+        t = time.perf_counter()
+        spark = get_session("local[2]")
+        print(f"spark local[2] session: {time.perf_counter() - t:.1f}s", flush=True)
+        spark_checks(spark, small)  # warm the JVM (JIT, class loading) on a small file
+        fl = floor(spark, base / "history.jsonl")
+        conv, checks, per, statuses = spark_checks(spark, base)
+        total = conv + checks
+        print(f"\n== {n:,} events ({size_mb:.0f} MB) ==")
+        print(f"I/O floor (JSON load + count):    {fl:7.1f}s  {n / fl:12,.0f} events/s")
+        print(f"Parquet conversion (once):        {conv:7.1f}s")
+        print(f"checks on Parquet:                {checks:7.1f}s  {n / checks:12,.0f} events/s")
+        print(f"conversion + checks:              {total:7.1f}s  {n / total:12,.0f} events/s")
+        print(f"ratio to floor: checks {checks / fl:.2f}x, conversion+checks {total / fl:.2f}x (goal <= 2.5x)")
+        for cid, s in per.items():
+            print(f"   {cid:32s} {s:6.2f}s")
+        print("   statuses:", " ".join(statuses))
+        if not args.no_reference:
+            # In a child process: its memory is its own, not the Spark driver's.
+            code = ("import sys,time,json; sys.path.insert(0, sys.argv[2]); "
+                    "from pathlib import Path; from spark_analysis.reference import reference_checks; "
+                    "t=time.perf_counter(); r=reference_checks(Path(sys.argv[1])); "
+                    "print(json.dumps([time.perf_counter()-t, [(x.check_id, x.status) for x in r]]))")
+            mem.paused = True
+            proc = subprocess.run([sys.executable, "-c", code, str(base), str(ROOT)], capture_output=True,
+                                  text=True, check=True)
+            mem.paused = False
+            rt, ref_statuses = json.loads(proc.stdout.strip().splitlines()[-1])
+            ref = [f"{cid}={st}" for cid, st in ref_statuses]
+            print(f"pure-Python reference:            {rt:7.1f}s  {n / rt:12,.0f} events/s")
+            print(f"Spark speed-up over reference: {rt / total:.2f}x incl. conversion, {rt / checks:.2f}x checks "
+                  f"only (goal >= 3x)")
+            print("   reference statuses:", " ".join(ref))
+        if not args.no_10m:
+            big = args.workdir / f"h{2 * n}"
+            if not (big / "history.jsonl").is_file():
+                generate(big, 2 * n)
+            fl2 = floor(spark, big / "history.jsonl")
+            conv2, checks2, _per2, _st2 = spark_checks(spark, big)
+            total2 = conv2 + checks2
+            print(f"\n== {2 * n:,} events ==")
+            print(f"I/O floor {fl2:.1f}s; conversion {conv2:.1f}s; checks {checks2:.1f}s; total {total2:.1f}s")
+            print(f"scaling 2x events: {total2 / total:.2f}x time (goal <= 2.2x); checks only {checks2 / checks:.2f}x")
+        spark.stop()
+    print(f"\npeak RSS during the Spark runs: driver JVM {mem.peak_jvm / 2**30:.2f} GiB, JVM + Python driver "
+          f"{mem.peak_total / 2**30:.2f} GiB (goal < 2 GiB; the reference run is not counted)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
