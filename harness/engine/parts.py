@@ -30,7 +30,9 @@ def real_observers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[O
     from harness.observe.admin import AdminObserver
     from harness.observe.zookeeper import ZooKeeperObserver
 
-    return [ZooKeeperObserver(cluster.zookeeper_connect, sink), AdminObserver(cluster.bootstrap_servers, sink)]
+    groups = [c.group for c in exp.workload.consumers]
+    return [ZooKeeperObserver(cluster.zookeeper_connect, sink),
+            AdminObserver(cluster.bootstrap_servers, sink, groups=groups)]
 
 
 def real_producers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[Workload]:

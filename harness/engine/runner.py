@@ -8,6 +8,7 @@ the chaos phase; the chaos phase lasts the experiment's `duration`.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -29,6 +30,7 @@ from harness.faults.inject import FaultInjector, MemberControl
 from harness.faults.resolve import Topology
 from harness.observe.base import Observer
 from harness.workload.base import Workload
+from harness.workload.common import LIBRDKAFKA_LOGGER
 
 TICK_S = 0.2
 
@@ -123,6 +125,17 @@ class Run:
 
     def execute(self) -> RunResult:
         status, error = "completed", None
+        clients_log = logging.FileHandler(self.bundle.dir / "clients.log", encoding="utf-8")
+        clients_log.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+        LIBRDKAFKA_LOGGER.addHandler(clients_log)
+        LIBRDKAFKA_LOGGER.setLevel(logging.INFO)
+        try:
+            return self._execute(status, error)
+        finally:
+            LIBRDKAFKA_LOGGER.removeHandler(clients_log)
+            clients_log.close()
+
+    def _execute(self, status: str, error: str | None) -> RunResult:
         with HistoryWriter(self.bundle.history) as history:
             self.history = history
             self._engine("run.start", experiment=self.exp.name, backend=self.backend.name, seed=self.exp.seed)

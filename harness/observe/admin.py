@@ -35,6 +35,7 @@ from confluent_kafka.admin import AdminClient
 
 from harness.engine.history import Event, EventSink
 from harness.errors import HarnessError, TeardownError
+from harness.workload.common import LIBRDKAFKA_LOGGER
 
 _STATE_NAMES = {
     "UNKNOWN": "Unknown",
@@ -107,7 +108,8 @@ class AdminObserver:
         self.request_timeout_s = request_timeout_s
         self.groups = list(groups)
         self._sink = sink
-        self._config: dict[str, Any] = {"bootstrap.servers": bootstrap_servers, "client.id": f"observer-{name}"}
+        self._config: dict[str, Any] = {"bootstrap.servers": bootstrap_servers, "client.id": f"observer-{name}",
+                                        "logger": LIBRDKAFKA_LOGGER}
         self._config.update(dict(extra_config or {}))
         self._admin: AdminClient | None = None
         self._thread: threading.Thread | None = None
@@ -182,6 +184,7 @@ class AdminObserver:
         admin = self._admin
         if admin is None:
             raise ObserverError(f"AdminObserver({self.name!r}): poll_once() before start()")
+        admin.poll(0)  # serves librdkafka's queued log lines to LIBRDKAFKA_LOGGER
         metadata = None
         try:
             metadata = admin.list_topics(timeout=self.request_timeout_s)

@@ -4,11 +4,18 @@ librdkafka's consumer-group metadata blob (the source of the generation of assig
 
 from __future__ import annotations
 
+import logging
 import struct
 import time
 from dataclasses import dataclass
 
 from harness.errors import HarnessError
+
+LIBRDKAFKA_LOGGER = logging.getLogger("kafka_chaos.librdkafka")
+"""Every harness client hands librdkafka's log lines to this logger (config `logger`), not to stderr;
+the runner writes them to `clients.log` in the run directory."""
+LIBRDKAFKA_LOGGER.propagate = False
+LIBRDKAFKA_LOGGER.addHandler(logging.NullHandler())
 
 _CGMD_MAGIC = b"CGMDv2:"
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from harness.engine.history import EventSink
 from harness.errors import TeardownError
-from harness.workload.common import WorkloadConfigError, WorkloadError
+from harness.workload.common import LIBRDKAFKA_LOGGER, WorkloadConfigError, WorkloadError
 from harness.workload.member import COMMIT_MODES, Member
 
 _STRATEGIES = {"range", "roundrobin", "cooperative-sticky"}
@@ -82,6 +82,7 @@ class ConsumerGroupWorkload:
             "group.id": group,
             "auto.offset.reset": auto_offset_reset,
             "enable.auto.commit": commit == "auto",
+            "logger": LIBRDKAFKA_LOGGER,
         }
         if commit == "auto":
             base["auto.commit.interval.ms"] = 1000

@@ -31,6 +31,7 @@ import confluent_kafka
 from harness.engine.history import Event, EventSink
 from harness.errors import TeardownError
 from harness.workload.common import (
+    LIBRDKAFKA_LOGGER,
     WorkloadConfigError,
     WorkloadError,
     encode_value,
@@ -97,6 +98,7 @@ class ProducerWorkload:
             "client.id": producer_id,
             "acks": self.acks,
             "enable.idempotence": idempotence,
+            "logger": LIBRDKAFKA_LOGGER,
         }
         self._config.update(dict(extra_config or {}))
         self._config["error_cb"] = self._on_client_error
