@@ -27,12 +27,12 @@ class RunParts:
 
 
 def real_observers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[Observer]:
-    from harness.observe.admin import AdminObserver
+    from harness.observe.isolated import IsolatedAdminObserver
     from harness.observe.zookeeper import ZooKeeperObserver
 
     groups = [c.group for c in exp.workload.consumers]
     return [ZooKeeperObserver(cluster.zookeeper_connect, sink),
-            AdminObserver(cluster.bootstrap_servers, sink, groups=groups)]
+            IsolatedAdminObserver(cluster.bootstrap_servers, sink, groups=groups)]
 
 
 def real_producers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[Workload]:

@@ -13,6 +13,7 @@ from harness.cluster.process import ProcessBackend, ProcessCluster
 from harness.cluster.process_toxiproxy import ProcessLink
 from harness.observe.admin import AdminObserver
 from harness.observe.base import Observer
+from harness.observe.isolated import IsolatedAdminObserver
 from harness.observe.zookeeper import ZooKeeperObserver
 from harness.workload.base import Workload
 from harness.workload.consumer import ConsumerGroupWorkload
@@ -52,6 +53,7 @@ CASES: list[tuple[type, Any]] = [
     (ProcessLink, Link),
     (ZooKeeperObserver, Observer),
     (AdminObserver, Observer),
+    (IsolatedAdminObserver, Observer),
     (ProducerWorkload, Workload),
     (ConsumerGroupWorkload, Workload),
 ]

@@ -1,0 +1,141 @@
+"""Observers in a child process, so that a crash inside a native client library cannot take the
+harness down with it.
+
+librdkafka can abort the whole process from its admin code path (an assertion in
+`rd_kafka_enq_once_del_source_return` after DescribeGroups timeouts, librdkafka issue #4605), and
+the harness must keep recording through broker faults. `IsolatedAdminObserver` runs an
+`AdminObserver` in `python -m harness.observe.isolated`, reads its events as JSON lines, forwards
+them to the sink, and when the child dies records `observer.error` and starts a new one (which
+re-emits the current state).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from types import TracebackType
+
+from harness.engine.history import Event, EventSink
+from harness.errors import TeardownError
+
+RESTART_BACKOFF_S = 1.0
+
+
+class IsolatedAdminObserver:
+    """An `AdminObserver` in a child process; implements `harness.observe.base.Observer`."""
+
+    def __init__(self, bootstrap_servers: str, sink: EventSink, *, interval: float = 0.5, name: str = "admin",
+                 groups: Sequence[str] = (), python: str = sys.executable) -> None:
+        self.name = name
+        self._sink = sink
+        self._argv = [python, "-m", "harness.observe.isolated", "--bootstrap", bootstrap_servers,
+                      "--interval", str(interval), "--name", name, *[a for g in groups for a in ("--group", g)]]
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self.restarts = 0
+
+    def start(self) -> None:
+        self._stopping.clear()
+        self._spawn()
+        self._thread = threading.Thread(target=self._pump, name=f"observer-{self.name}", daemon=True)
+        self._thread.start()
+
+    def _spawn(self) -> None:
+        self._proc = subprocess.Popen(self._argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                      stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def _pump(self) -> None:
+        while not self._stopping.is_set():
+            proc = self._proc
+            assert proc is not None and proc.stdout is not None
+            for raw in proc.stdout:
+                try:
+                    event = json.loads(raw)
+                except ValueError:
+                    continue
+                if isinstance(event, dict):
+                    self._sink(event)
+            code = proc.wait()
+            if self._stopping.is_set():
+                return
+            how = f"signal {-code}" if code < 0 else f"exit code {code}"
+            self._sink({"type": "observer.error", "src": self.name, "observer": self.name,
+                        "error": f"observer process died ({how}); restarting it"})
+            time.sleep(RESTART_BACKOFF_S)
+            if self._stopping.is_set():
+                return
+            self.restarts += 1
+            self._spawn()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        failures: list[tuple[str, BaseException]] = []
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+            except ProcessLookupError:
+                pass
+            except OSError as exc:
+                failures.append((f"stop observer process {proc.pid}", exc))
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+            if self._thread.is_alive():
+                failures.append(("join observer thread", TimeoutError("still running after 10 s")))
+            self._thread = None
+        if proc is not None and proc.stdout is not None:
+            proc.stdout.close()
+        if failures:
+            raise TeardownError(failures)
+
+    def __enter__(self) -> IsolatedAdminObserver:
+        self.start()
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Child side: run an AdminObserver and print each event as one JSON line until SIGTERM."""
+    from harness.observe.admin import AdminObserver
+
+    parser = argparse.ArgumentParser(prog="python -m harness.observe.isolated")
+    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--interval", type=float, default=0.5)
+    parser.add_argument("--name", default="admin")
+    parser.add_argument("--group", action="append", default=[])
+    args = parser.parse_args(argv)
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    lock = threading.Lock()
+
+    def emit(event: Event) -> None:
+        line = json.dumps(event, default=str, separators=(",", ":"))
+        with lock:
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
+
+    observer = AdminObserver(args.bootstrap, emit, interval=args.interval, name=args.name, groups=args.group)
+    observer.start()
+    try:
+        done.wait()
+    finally:
+        observer.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
