@@ -111,6 +111,8 @@ def _brokers(b: Broker, listener: str) -> list[Any]:
 
 async def metadata(b: Broker, ctx: Ctx, req: Any) -> Any:
     v = ctx.head.api_version
+    if not b.has_metadata():
+        await b.wait_first_metadata()
     B = MetadataResponse.MetadataResponseBroker
     brokers = [B(node_id=i, host=h, port=p, rack=None) for i, h, p in _brokers(b, ctx.listener)]
     if req.topics is None or (v == 0 and not req.topics):
@@ -260,6 +262,8 @@ async def describe_configs(b: Broker, ctx: Ctx, req: Any) -> Any:
 
 
 async def describe_cluster(b: Broker, ctx: Ctx, req: Any) -> Any:
+    if not b.has_metadata():
+        await b.wait_first_metadata()
     N = DescribeClusterResponse.DescribeClusterBroker
     nodes = [N(broker_id=i, host=h, port=p, rack=None) for i, h, p in _brokers(b, ctx.listener)]
     return build_response(ctx.head, throttle_time_ms=0, error_code=NONE, error_message=None,

@@ -176,7 +176,8 @@ class Broker:
             self.cluster_id = self.zk.cluster_id
             self.controller = Controller(self)
             self.controller.start()
-            await self._wait_first_metadata(min(2 * cfg.zookeeper_session_timeout_ms, 15000) / 1000)
+            if not await self.wait_first_metadata():
+                log.warning("no metadata from a controller yet; serving anyway")
         else:
             log.warning("zookeeper.connect is empty: running standalone (own controller, leader of every partition)")
             self.cluster_id = self._local_cluster_id()
@@ -196,17 +197,23 @@ class Broker:
                  else f"fsync every {cfg.log_flush_interval_messages} messages / "
                       f"{cfg.log_flush_interval_ms} ms, else on segment roll (OS page cache otherwise)")
 
-    async def _wait_first_metadata(self, timeout_s: float) -> None:
-        """Until the controller's first UpdateMetadata names this broker (bounded): before that, Metadata
-        would show clients no brokers and no controller."""
+    def has_metadata(self) -> bool:
+        return self.broker_id in self.metadata.brokers and self.metadata.controller_id >= 0
+
+    async def wait_first_metadata(self, timeout_s: float | None = None) -> bool:
+        """Until the controller's first UpdateMetadata names this broker (bounded, default 2 x the session
+        timeout, at most 15 s): before that, Metadata would show clients no brokers and no controller, and
+        librdkafka waits long before asking again. Metadata-serving handlers call this too."""
+        if timeout_s is None:
+            timeout_s = min(2 * self.config.zookeeper_session_timeout_ms, 15000) / 1000
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
-        while self.broker_id not in self.metadata.brokers or self.metadata.controller_id < 0:
+        while not self.has_metadata():
             left = deadline - loop.time()
             if left <= 0:
-                log.warning("no metadata from a controller after %.1f s; serving anyway", timeout_s)
-                return
+                return False
             await self.metadata.wait_changed(min(left, 0.2))
+        return True
 
     def _endpoints(self) -> list[Any]:
         from harness.zk.znodes import Endpoint

@@ -15,6 +15,7 @@ import asyncio
 import base64
 import contextlib
 import json
+import logging
 import uuid
 from typing import TYPE_CHECKING
 
@@ -27,6 +28,8 @@ from harness.zk.znodes import TopicAssignment
 
 if TYPE_CHECKING:
     from harness.broker.server import Broker
+
+log = logging.getLogger(__name__)
 
 
 class TopicExists(Exception):
@@ -66,6 +69,8 @@ async def create_topic(b: Broker, name: str, partitions: int, rf: int, configs: 
         except NodeExistsError as exc:
             raise TopicExists(name) from exc
     await asyncio.to_thread(write)
+    log.info("topic %s written to ZooKeeper: %d partitions, replicas %s, configs %s", name, len(assignment),
+             {p: list(r) for p, r in sorted(assignment.items())}, configs)
 
 
 async def delete_topic(b: Broker, name: str) -> None:
