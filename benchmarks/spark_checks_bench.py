@@ -189,6 +189,9 @@ class PeakRss:
         self._thread.join()
 
 
+MEM: PeakRss | None = None
+
+
 def spark_checks(spark, run_dir: Path) -> tuple[float, float, dict[str, float], list[str]]:
     """(parquet conversion s, checks s, per-check s, statuses) for BENCH_CHECKS on a fresh conversion."""
     from spark_analysis.checks import BY_ID
@@ -201,6 +204,8 @@ def spark_checks(spark, run_dir: Path) -> tuple[float, float, dict[str, float], 
     t0 = time.perf_counter()
     loaded = load_history(spark, run_dir / "history.jsonl")
     t1 = time.perf_counter()
+    if MEM is not None:
+        print(f"   (peak RSS so far, after converting {run_dir.name}: {MEM.peak_total / 2**30:.2f} GiB)", flush=True)
     ctx = spark_context(load_run_info(run_dir), spark, loaded.events, loaded.type_counts, loaded.end_t)
     per: dict[str, float] = {}
     statuses = []
@@ -240,7 +245,9 @@ def main() -> int:
             generate(d, k)
             print(f"generated {d / 'history.jsonl'} ({k} events) in {time.perf_counter() - t:.1f}s", flush=True)
     size_mb = (base / "history.jsonl").stat().st_size / 1e6
+    global MEM
     with PeakRss() as mem:
+        MEM = mem
         t = time.perf_counter()
         spark = get_session("local[2]")
         print(f"spark local[2] session: {time.perf_counter() - t:.1f}s", flush=True)

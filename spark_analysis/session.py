@@ -17,6 +17,13 @@ from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[*]"
 DRIVER_MEMORY = "1g"
+NATIVE_MEMORY_OPTIONS = (
+    "-XX:+UseParallelGC",
+    "-XX:ParallelGCThreads=2",
+    "-XX:MaxDirectMemorySize=256m",
+    "-XX:ReservedCodeCacheSize=128m",
+)
+"""Bounds on the driver JVM's memory outside the heap (the whole driver must stay under 2 GiB)."""
 APP_NAME = "kafka-chaos-verify"
 
 
@@ -61,7 +68,9 @@ def session_config(master: str) -> dict[str, str]:
         "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
         "spark.sql.parquet.compression.codec": "snappy",
         "spark.sql.files.maxPartitionBytes": str(64 * 1024 * 1024),
-        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{quiet_log_config()}",
+        "spark.driver.extraJavaOptions": " ".join(
+            [f"-Dlog4j2.configurationFile=file:{quiet_log_config()}", *NATIVE_MEMORY_OPTIONS]
+        ),
     }
     cores = _local_cores(master)
     if cores is not None:
@@ -88,6 +97,8 @@ def get_session(master: str | None = None) -> SparkSession:
     if active is not None and master is None:
         return active
     chosen = master or DEFAULT_MASTER
+    # glibc's per-thread malloc arenas inflate the JVM's resident memory; the JVM inherits this.
+    os.environ.setdefault("MALLOC_ARENA_MAX", "2")
     builder = SparkSession.builder.appName(APP_NAME).master(chosen)
     for key, value in session_config(chosen).items():
         builder = builder.config(key, value)
