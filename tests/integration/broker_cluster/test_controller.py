@@ -69,6 +69,9 @@ def test_paused_controller_is_replaced_and_its_stale_requests_are_rejected(
                                           SESSION_S + 10, "a new controller")
         print(f"\npaused controller {old} replaced by {new} after {time.monotonic() - t0:.2f} s, "
               f"epoch {epoch} -> {new_epoch}")
+        # Resume only once the live brokers learned the new epoch (until then they would obey the zombie too).
+        _wait_log(cluster[new].log_path, f"controller {new} failover done", 10)
+        time.sleep(0.5)
     finally:
         cluster[old].resume()
     needle = (f"accepted UpdateMetadata from controller {old} with stale epoch {epoch}" if bug else
