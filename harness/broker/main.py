@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import faulthandler
 import logging
 import signal
@@ -56,7 +57,8 @@ async def serve(config: BrokerConfig) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    faulthandler.register(signal.SIGUSR1, all_threads=True)  # kill -USR1 <pid>: every thread's stack to stderr
+    with contextlib.suppress(AttributeError, ValueError, OSError):  # no real stderr (e.g. captured in tests)
+        faulthandler.register(signal.SIGUSR1, all_threads=True)  # kill -USR1 <pid>: every thread's stack
     logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO),
                         format="%(asctime)s %(levelname)s [broker] %(name)s: %(message)s", stream=sys.stderr)
     try:

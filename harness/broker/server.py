@@ -43,7 +43,7 @@ from harness.broker.protocol import (
 from harness.broker.replica import ReplicaManager
 from harness.broker.topics import TopicStore
 from harness.broker.zk import ZkRegistration
-from harness.errors import ProtocolError, TeardownError
+from harness.errors import BackendError, ProtocolError, TeardownError
 
 log = logging.getLogger(__name__)
 _BIG_BUFFER = 1 << 20
@@ -163,9 +163,12 @@ class Broker:
         self.topics.load()
         self.replicas.load_checkpoints()
         for lst in cfg.listeners:
-            server = await asyncio.start_server(
-                functools.partial(self._on_connect, lst.name),
-                host=lst.host or "0.0.0.0", port=lst.port, limit=_BIG_BUFFER)
+            try:
+                server = await asyncio.start_server(
+                    functools.partial(self._on_connect, lst.name),
+                    host=lst.host or "0.0.0.0", port=lst.port, limit=_BIG_BUFFER)
+            except OSError as exc:
+                raise BackendError(f"broker {cfg.broker_id}: cannot listen on {lst.render()}: {exc}") from exc
             self._servers.append(server)
             port = server.sockets[0].getsockname()[1]
             self.bound[lst.name] = Listener(lst.name, lst.host, port)
