@@ -40,7 +40,7 @@ from harness.cluster.containers_engine import (
     track_run,
     untrack_run,
 )
-from harness.cluster.containers_ready import BrokerReadiness, wait_toxiproxy, wait_zookeeper
+from harness.cluster.containers_ready import BROKER_HINT, wait_toxiproxy, wait_zookeeper
 from harness.cluster.containers_spec import (
     LABEL_OWNER,
     LABEL_RUN,
@@ -56,6 +56,7 @@ from harness.cluster.containers_spec import (
 )
 from harness.cluster.process_flavour import find_java
 from harness.cluster.process_toxiproxy import ProcessLink
+from harness.cluster.readiness import BrokerReadiness
 from harness.cluster.render import Topology
 from harness.errors import BackendError, ConfigError, TeardownError
 from harness.toxiproxy.client import ProxySpec, ToxiproxyClient
@@ -206,7 +207,7 @@ class ContainersCluster:
         for i, (h, p) in self._zk_published.items():
             wait_zookeeper(self._containers[NodeId.zookeeper(i)], h, p, deadline, quorum=True)
         # 3. brokers
-        self._ready = BrokerReadiness(self.zookeeper_connect)
+        self._ready = BrokerReadiness(self.zookeeper_connect, hint=BROKER_HINT)
         for k in range(1, self.spec.brokers + 1):
             bspec = broker_spec(self.spec, self.images["kafka"], topo, k, f"{prefix}-broker{k}", self.labels)
             self._containers[NodeId.broker(k)] = NodeContainer(bspec, self._network, self.workdir / f"broker-{k}",
@@ -214,8 +215,15 @@ class ContainersCluster:
         for k in range(1, self.spec.brokers + 1):
             self._containers[NodeId.broker(k)].start()
         for k in range(1, self.spec.brokers + 1):
-            self._ready.wait_ready(self._containers[NodeId.broker(k)], k, self._client_proxy(k), deadline)
+            self._wait_broker(k, deadline)
         (self.workdir / "cluster.json").write_text(json.dumps(self.describe(), indent=2, default=str) + "\n")
+
+    def _wait_broker(self, broker_id: int, deadline: float) -> None:
+        assert self._ready is not None
+        c = self._containers[NodeId.broker(broker_id)]
+        self._ready.wait_ready(broker_id, self._client_proxy(broker_id), deadline,
+                               who=f"broker:{broker_id} (container {c.spec.name})", alive=c.is_running,
+                               exited=lambda: f"exit code {c.exit_code()}", tail=c.tail)
 
     def _client_proxy(self, broker_id: int) -> str:
         assert self.topology is not None
@@ -256,7 +264,7 @@ class ContainersCluster:
             assert self._ready is not None
             self._ready.wait_stale_gone(node.id, deadline)
             c.start()
-            self._ready.wait_ready(c, node.id, self._client_proxy(node.id), deadline)
+            self._wait_broker(node.id, deadline)
             return
         c.start()
         h, p = self._zk_published[node.id]

@@ -10,27 +10,17 @@ launches the broker.
 
 from __future__ import annotations
 
-import logging
-import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, cast
-
-from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient
-from kazoo.client import KazooClient
-from kazoo.exceptions import KazooException
-from kazoo.handlers.threading import KazooTimeoutError
 
 from harness.cluster.base import CLIENT, ClusterSpec, NodeId
 from harness.cluster.leftovers import LeftoverRegistry
 from harness.cluster.process_flavour import BrokerLauncher
 from harness.cluster.process_node import ManagedProcess
+from harness.cluster.readiness import BrokerReadiness
 from harness.cluster.render import Topology, render_server_properties
-from harness.errors import BackendError, HarnessTimeout
+from harness.errors import BackendError
 
-_QUIET = logging.getLogger("harness.cluster.process.clients")
-_QUIET.setLevel(logging.CRITICAL)
 _HINT = "see the broker's log; check zookeeper.connect (via proxies k->zk*) and the listeners in server.properties"
 
 
@@ -44,10 +34,8 @@ class BrokerNodes:
         self.topology = topology
         self.stop_timeout_s = stop_timeout_s
         self.ready_timeout_s = spec.ready_timeout_s
-        self._zookeeper_connect = zookeeper_connect
-        self._zk: KazooClient | None = None
+        self._ready = BrokerReadiness(zookeeper_connect, hint=_HINT)
         self._procs: dict[int, ManagedProcess] = {}
-        self._czxid: dict[int, int | None] = {}
         self.properties: dict[int, Path] = {}
         for b in topology.brokers:
             k = b.broker_id
@@ -69,30 +57,11 @@ class BrokerNodes:
         except KeyError as exc:
             raise BackendError(f"broker:{broker_id}: no such broker (brokers {sorted(self._procs)})") from exc
 
-    # -- ZooKeeper view -----------------------------------------------------------------------------
-
-    def _zookeeper(self) -> KazooClient:
-        if self._zk is None:
-            zk = KazooClient(hosts=self._zookeeper_connect, timeout=10.0, logger=_QUIET)
-            try:
-                zk.start(timeout=15.0)
-            except KazooTimeoutError as exc:
-                zk.close()
-                raise BackendError(f"cannot connect to ZooKeeper at {self._zookeeper_connect} to watch "
-                                   "broker registrations") from exc
-            self._zk = zk
-        return self._zk
-
-    def _registration(self, broker_id: int) -> int | None:
-        """czxid of `/brokers/ids/<id>` (None when absent). Raises KazooException when ZooKeeper is away."""
-        stat = self._zookeeper().exists(f"/brokers/ids/{broker_id}")
-        return None if stat is None else int(stat.czxid)
-
     # -- operations ---------------------------------------------------------------------------------
 
     def start_all(self, deadline: float) -> None:
         for k, proc in self._procs.items():
-            self._czxid[k] = None
+            self._ready.forget(k)
             proc.start()
         for k in self._procs:
             self._wait_ready(k, deadline)
@@ -101,8 +70,7 @@ class BrokerNodes:
         proc = self.process(broker_id)
         if proc.is_running():
             raise BackendError(f"broker:{broker_id} is already running (pid {proc.pid}); stop or kill it first")
-        stale = self._wait_stale_registration_gone(broker_id, deadline)
-        self._czxid[broker_id] = stale
+        self._ready.wait_stale_gone(broker_id, deadline)
         proc.start()
         self._wait_ready(broker_id, deadline)
 
@@ -118,57 +86,12 @@ class BrokerNodes:
                 f"broker:{broker_id} did not exit within {self.stop_timeout_s:g}s of SIGTERM (controlled "
                 f"shutdown), so it was SIGKILLed; log {proc.log_path} ends with:\n{proc.tail()}")
 
-    def _wait_stale_registration_gone(self, broker_id: int, deadline: float) -> int | None:
-        """Wait until a registration left by a killed incarnation expires; returns its czxid if it never
-        went (then readiness requires a newer one)."""
-        last: int | None = None
-        while time.monotonic() < deadline:
-            try:
-                last = self._registration(broker_id)
-            except KazooException:
-                return last
-            if last is None:
-                return None
-            time.sleep(0.1)
-        return last
-
     def _wait_ready(self, broker_id: int, deadline: float) -> None:
         proc = self.process(broker_id)
         proxy = str(self.topology.proxy(CLIENT, NodeId.broker(broker_id)).advertised)
-        timeout = max(0.0, deadline - time.monotonic())
-        admin: AdminClient | None = None
-        last = "not registered in /brokers/ids yet"
-        registered = False
-        while True:
-            if not proc.is_running():
-                raise BackendError(
-                    f"broker:{broker_id} exited while starting ({proc.exit_description()}); "
-                    f"log {proc.log_path} ends with:\n{proc.tail()}\nhint: {_HINT}")
-            if not registered:
-                try:
-                    czxid = self._registration(broker_id)
-                    registered = czxid is not None and czxid != self._czxid.get(broker_id)
-                    if czxid is not None and not registered:
-                        last = "/brokers/ids still holds the previous incarnation's registration"
-                except KazooException as exc:
-                    last = f"ZooKeeper unavailable: {type(exc).__name__}"
-            if registered:
-                admin = admin or AdminClient(cast(dict[str, Any], {
-                    "bootstrap.servers": proxy, "socket.timeout.ms": 5000, "reconnect.backoff.ms": 100,
-                    "reconnect.backoff.max.ms": 500, "logger": _QUIET}))
-                try:
-                    md = admin.list_topics(timeout=1.0)
-                    if (md.orig_broker_name or "").startswith(proxy) and broker_id in md.brokers:
-                        return
-                    last = f"Metadata answered by {md.orig_broker_name} listing brokers {sorted(md.brokers)}"
-                except KafkaException as exc:
-                    last = f"registered; Metadata via {proxy} failed: {exc}"
-            if time.monotonic() >= deadline:
-                raise HarnessTimeout(
-                    f"broker:{broker_id} (pid {proc.pid}) to register in /brokers/ids and answer Metadata via "
-                    f"proxy client->{broker_id} ({proxy})", timeout,
-                    last_seen=f"{last}; log {proc.log_path} ends with:\n{proc.tail()}", hint=_HINT)
-            time.sleep(0.1)
+        self._ready.wait_ready(broker_id, proxy, deadline, who=f"broker:{broker_id} (pid {proc.pid}, log "
+                               f"{proc.log_path})", alive=proc.is_running, exited=proc.exit_description,
+                               tail=proc.tail)
 
     def describe(self) -> dict[str, object]:
         out: dict[str, object] = {}
@@ -191,11 +114,8 @@ class BrokerNodes:
                 proc.kill()
             except Exception as exc:
                 failures.append((f"kill broker:{k}", exc))
-        if self._zk is not None:
-            try:
-                self._zk.stop()
-                self._zk.close()
-            except Exception as exc:
-                failures.append(("close the ZooKeeper client watching registrations", exc))
-            self._zk = None
+        try:
+            self._ready.close()
+        except Exception as exc:
+            failures.append(("close the ZooKeeper client watching registrations", exc))
         return failures
