@@ -19,7 +19,7 @@ import uuid
 from types import TracebackType
 
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import NodeExistsError
+from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from harness.broker.config import BrokerConfig, Listener
 from harness.errors import BackendError, HarnessTimeout
@@ -116,7 +116,10 @@ class ZkRegistration:
                     log.info("registered %s in ZooKeeper: %s", path, self.registration.encode().decode())
                     return
                 except NodeExistsError:
-                    _, stat = client.get(path)
+                    try:
+                        _, stat = client.get(path)
+                    except NoNodeError:  # the old session expired just now: create again
+                        continue
                     if stat.ephemeralOwner == client.client_id[0]:
                         return
                     last = f"{path} owned by session 0x{stat.ephemeralOwner:x}"
