@@ -62,6 +62,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 TP = tuple[str, int]
+RETRY_S = 0.5
+UNKNOWN_SERVER_ERROR = -1
 
 
 class Fenced(Exception):
@@ -157,6 +159,16 @@ class Controller:
                 raise
             except Exception:
                 log.exception("controller event %s failed", event[0])
+                self._retry(event)
+
+    def _retry(self, event: tuple[Any, ...]) -> None:
+        """A failed ZooKeeper-driven event (e.g. connection loss mid-way) runs again shortly: its one-shot
+        watch was consumed, so without a retry the change would go unnoticed."""
+        kind = event[0]
+        if kind in ("controller", "brokers", "topics", "isr", "reassign", "preferred") and self._loop is not None:
+            self._loop.call_later(RETRY_S, self.post, *event)
+        elif kind in ("shutdown", "elect_leaders") and not event[-1].done():
+            event[-1].set_result({"error_code": UNKNOWN_SERVER_ERROR})
 
     async def _handle(self, event: tuple[Any, ...]) -> None:
         kind = event[0]
