@@ -208,7 +208,7 @@ async def delete_topics(b: Broker, ctx: Ctx, req: Any) -> Any:
     return build_response(ctx.head, throttle_time_ms=0, responses=out)
 
 
-def topic_config_values(b: Broker, name: str) -> dict[str, tuple[str, int]]:
+def topic_config_values(b: Broker, name: str, overrides: dict[str, str] | None = None) -> dict[str, tuple[str, int]]:
     """Topic configs as (value, source): explicit overrides are DYNAMIC_TOPIC_CONFIG, the rest defaults."""
     cfg = b.config
     defaults = {
@@ -220,15 +220,31 @@ def topic_config_values(b: Broker, name: str) -> dict[str, tuple[str, int]]:
         "segment.bytes": str(cfg.offsets_topic_segment_bytes if name == OFFSETS_TOPIC else cfg.log_segment_bytes),
         "max.message.bytes": str(cfg.message_max_bytes),
         "message.timestamp.type": "CreateTime",
-        "unclean.leader.election.enable": "false",
+        "unclean.leader.election.enable": str(cfg.unclean_leader_election_enable).lower(),
         "flush.messages": str(cfg.log_flush_interval_messages),
         "index.interval.bytes": str(cfg.log_index_interval_bytes),
     }
     out = {k: (v, DEFAULT_CONFIG) for k, v in defaults.items()}
     t = b.topics.topics.get(name)
-    for k, v in (t.configs.items() if t else ()):
+    for k, v in (overrides if overrides is not None else t.configs if t else {}).items():
         out[k] = (v, DYNAMIC_TOPIC_CONFIG)
     return out
+
+
+async def topic_overrides(b: Broker, name: str) -> dict[str, str] | None:
+    """A topic's overrides: the local copy when this broker hosts it, else `/config/topics/<t>` (None: none)."""
+    if name in b.topics.topics or b.zk is None or b.zk.client is None:
+        return None
+    client = b.zk.client
+
+    def read() -> dict[str, str] | None:
+        import json
+        try:
+            data, _ = client.get(f"/config/topics/{name}")
+            return {str(k): str(v) for k, v in json.loads(data).get("config", {}).items()}
+        except Exception:
+            return None
+    return await asyncio.to_thread(read)
 
 
 async def describe_configs(b: Broker, ctx: Ctx, req: Any) -> Any:
@@ -241,7 +257,7 @@ async def describe_configs(b: Broker, ctx: Ctx, req: Any) -> Any:
         err, msg = NONE, None
         if r.resource_type == TOPIC_RESOURCE:
             if r.resource_name in b.metadata.topics:
-                values = topic_config_values(b, r.resource_name)
+                values = topic_config_values(b, r.resource_name, await topic_overrides(b, r.resource_name))
             else:
                 err, msg = UNKNOWN_TOPIC_OR_PARTITION, f"topic {r.resource_name} does not exist"
         elif r.resource_type == BROKER_RESOURCE:
