@@ -99,6 +99,15 @@ class FaultIndex:
         return out
 
 
+    def hit(self, broker: int, t0: float, t1: float, kinds: Iterable[str]) -> FaultWindow | None:
+        """The earliest fault of `kinds` that started in [t0, t1] on `broker`: what took it away."""
+        wanted = set(kinds)
+        for window in self.windows:
+            if window.kind in wanted and t0 <= window.start <= t1 and broker in broker_ids(window.target):
+                return window
+        return None
+
+
 def broker_ids(target: str) -> set[int]:
     """Broker ids named in a rendered target ("broker 1, broker 3" -> {1, 3})."""
     out: set[int] = set()

@@ -1,11 +1,16 @@
 """Time-bound checks (KAFKA-BEHAVIOUR.md §7.12): durations against the experiment's SLOs,
 reported as distributions (count, p50, p90, p99, max in seconds).
 
-- `slo.controller_failover`: from the controller vanishing (a controller event with broker -1,
-  or a fault hitting the controller when the next event already names a new one) until a
-  controller event names a broker again.
-- `slo.partition_unavailable`: per partition, from losing its leader (leader -1, or the
-  leader's registration vanishing) until a state names a registered leader again.
+- `slo.controller_failover`: from the controller vanishing until a controller event names a
+  broker again. The controller vanishes when a fault takes its broker away (kill, stop, pause,
+  isolation, partition: clocked from the fault's start, since ZooKeeper only notices a dead
+  broker after the session timeout, and that detection time is part of the failover), else when a
+  controller event says broker -1.
+- `slo.partition_unavailable`: per partition, from losing its leader until a state names a
+  registered leader again. The leader is lost when a fault makes its broker unreachable to
+  clients (kill, pause, isolate: clocked from the fault's start), else when the leader becomes -1
+  or its registration vanishes. A graceful stop is not backdated: the leader serves until
+  controlled shutdown moves it.
 - `slo.rebalance`: per group, from leaving Stable (PreparingRebalance / CompletingRebalance /
   AwaitingSync) until Stable again.
 
@@ -23,10 +28,17 @@ from typing import Any
 from spark_analysis.checks.common import distribution, evidence, plural, tp_label
 from spark_analysis.checks.liveness import build_liveness
 from spark_analysis.context import CheckContext, Row
-from spark_analysis.faults import broker_ids
+from spark_analysis.faults import FaultWindow
 from spark_analysis.result import CheckResult, failed, passed
 
 REBALANCING = frozenset({"PreparingRebalance", "CompletingRebalance", "AwaitingSync"})
+CONTROLLER_LOSS = frozenset({"kill", "stop", "pause", "isolate", "isolate_zookeeper", "partition"})
+LEADER_LOSS = frozenset({"kill", "pause", "isolate"})
+
+
+def _fault_start(window: FaultWindow) -> Row:
+    return {"type": "fault.start", "t": window.start, "fault_id": window.fault_id, "kind": window.kind,
+            "target": window.target}
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,29 +98,26 @@ class ControllerFailover:
 
     def run(self, ctx: CheckContext) -> CheckResult:
         events = _prefer_zk(ctx.rows("controller"))
-        faults = ctx.faults.windows
         intervals: list[Interval] = []
         current: Row | None = None
         gone: Row | None = None
         for ev in events:
             broker = ev.get("broker")
             t = float(ev.get("t") or 0.0)
+            hit = None
+            if current is not None and current.get("broker") != broker:
+                hit = ctx.faults.hit(int(current["broker"]), float(current.get("t") or 0.0), t, CONTROLLER_LOSS)
             if broker is None or broker < 0:
                 if current is not None and gone is None:
-                    gone = ev
+                    gone = _fault_start(hit) if hit else ev
                 continue
             if gone is not None:
                 intervals.append(Interval(f"failover from {current['broker'] if current else '?'} to {broker}",
                                           float(gone.get("t") or 0.0), t, gone, ev))
                 gone = None
-            elif current is not None and current.get("broker") != broker:
-                t_prev = float(current.get("t") or 0.0)
-                hits = [w for w in faults if t_prev <= w.start <= t and int(current["broker"]) in broker_ids(w.target)]
-                if hits:
-                    start = {"type": "fault.start", "t": hits[0].start, "fault_id": hits[0].fault_id,
-                             "kind": hits[0].kind, "target": hits[0].target}
-                    intervals.append(Interval(f"failover from {current['broker']} to {broker}", hits[0].start, t,
-                                              start, ev))
+            elif hit is not None and current is not None:
+                intervals.append(Interval(f"failover from {current['broker']} to {broker}", hit.start, t,
+                                          _fault_start(hit), ev))
             current = ev
         if gone is not None:
             intervals.append(Interval("no controller", float(gone.get("t") or 0.0), None, gone, None))
@@ -133,17 +142,25 @@ class PartitionUnavailable:
         for tp, evs in per_tp.items():
             timeline = sorted(evs + downs, key=lambda e: (float(e.get("t") or 0.0), int(e.get("seq") or 0)))
             leader: int | None = None
+            led_since = 0.0
             since: Row | None = None
             for ev in timeline:
                 t = float(ev.get("t") or 0.0)
+                hit = None
+                if leader is not None and leader >= 0 and since is None:
+                    hit = ctx.faults.hit(leader, led_since, t, LEADER_LOSS)
                 if ev["type"] == "broker.down":
                     if leader is not None and leader >= 0 and ev.get("broker") == leader and since is None:
-                        since = ev
+                        since = _fault_start(hit) if hit else ev
                     continue
-                leader = ev.get("leader")
+                previous, leader = leader, ev.get("leader")
                 ok = leader is not None and leader >= 0 and live.state_at(leader, t) is not False
+                if ok and leader != previous:
+                    led_since = t
                 if not ok and since is None:
-                    since = ev
+                    since = _fault_start(hit) if hit else ev
+                elif ok and since is None and hit is not None and leader != previous:
+                    intervals.append(Interval(f"{tp_label(*tp)} without a leader", hit.start, t, _fault_start(hit), ev))
                 elif ok and since is not None:
                     intervals.append(Interval(f"{tp_label(*tp)} without a leader", float(since.get("t") or 0.0), t,
                                               since, ev))
