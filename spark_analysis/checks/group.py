@@ -139,6 +139,23 @@ def _protocols(ctx: CheckContext) -> dict[tuple[str, int], str]:
     return out
 
 
+def _stable_protocols(ctx: CheckContext) -> dict[str, list[tuple[float, str]]]:
+    """Per group, (t, protocol) of every Stable group.state naming a protocol, in time order."""
+    out: dict[str, list[tuple[float, str]]] = {}
+    for ev in ctx.rows("group.state"):
+        if ev.get("state") == "Stable" and ev.get("protocol"):
+            out.setdefault(str(ev.get("group")), []).append((float(ev.get("t") or 0.0), str(ev["protocol"]).lower()))
+    for items in out.values():
+        items.sort()
+    return out
+
+
+def _protocol_between(timeline: list[tuple[float, str]], after: float, before: float) -> str | None:
+    """The protocol of the first Stable state seen in [after, before): where the Admin API reports no
+    generation, the generation whose assignments were just delivered is the one that became Stable."""
+    return next((proto for t, proto in timeline if after <= t < before), None)
+
+
 class AssignmentConforms:
     id = "group.assignment_conforms"
     family = "group"
@@ -150,6 +167,10 @@ class AssignmentConforms:
         held = holdings(ctx.rows("assign", "revoke"))
         counts = topic_partition_counts(ctx.rows("partition.state"), [h for g in held.values() for h in g.values()])
         protocols = _protocols(ctx)
+        by_time = _stable_protocols(ctx)
+        first_assign: dict[tuple[str, int], float] = {}
+        for (group, gen), members in held.items():
+            first_assign[(group, gen)] = min(float(h.event.get("t") or 0.0) for h in members.values())
         stable = _stable_members(ctx)
         judged = 0
         bad: list[dict[str, Any]] = []
@@ -159,6 +180,10 @@ class AssignmentConforms:
             prev = previous.get(group)
             previous[group] = current
             protocol = protocols.get((group, gen))
+            if protocol is None:
+                t_done = max(float(h.event.get("t") or 0.0) for h in members.values())
+                t_next = min((t for (g, n), t in first_assign.items() if g == group and n > gen), default=float("inf"))
+                protocol = _protocol_between(by_time.get(group, []), t_done, t_next)
             if protocol is None or ((group, gen) in stable and sorted(stable[(group, gen)]) != sorted(members)):
                 continue
             topics = sorted({t for ps in current.values() for t, _ in ps})

@@ -1,0 +1,37 @@
+"""When group.state carries no generation (the Admin API reports none), the assignment check takes the
+protocol from the first Stable state after that generation's assignments were delivered."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from spark_analysis.checks.group import AssignmentConforms
+from tests.fixtures.histories import python_context
+
+
+def _ev(t: float, type_: str, src: str, **fields: Any) -> dict[str, Any]:
+    return {"t": t, "wall": int(t * 1000), "type": type_, "src": src, **fields}
+
+
+def _history(second_member_gets: list[list[Any]]) -> list[dict[str, Any]]:
+    states = [_ev(0.1, "partition.state", "zk", topic="t", partition=p, leader=1, leader_epoch=0, isr=[1],
+                  replicas=[1], controller_epoch=1) for p in range(3)]
+    return [*states,
+            _ev(1.0, "group.state", "admin", group="g", state="PreparingRebalance", generation=None, protocol=None),
+            _ev(2.0, "assign", "consumer:g/0", group="g", member="a", generation=2, partitions=[["t", 0], ["t", 1]]),
+            _ev(2.0, "assign", "consumer:g/1", group="g", member="b", generation=2, partitions=second_member_gets),
+            _ev(2.5, "group.state", "admin", group="g", state="Stable", generation=None, protocol="range",
+                members=[{"member_id": "a"}, {"member_id": "b"}])]
+
+
+def test_range_assignment_is_judged_with_the_protocol_of_the_next_stable_state() -> None:
+    result = AssignmentConforms().run(python_context(_history([["t", 2]])))
+    assert result.status == "pass", result.summary
+
+
+def test_a_deviating_assignment_fails_with_the_fallback_protocol() -> None:
+    events = _history([["t", 2]])
+    events[4]["partitions"] = [["t", 0]]
+    events[5]["partitions"] = [["t", 1], ["t", 2]]
+    result = AssignmentConforms().run(python_context(events))
+    assert result.status == "fail" and "(range)" in result.summary, result.summary
