@@ -1,6 +1,9 @@
 """Who owned which partitions in which generation, reconstructed from assign/revoke events.
 
-Owns `holdings`: per consumer instance (its `src`), the partitions it held right after each
+Owns `holdings`: per group member (its member id; the consumer's `src` when no id is recorded), so
+that a restarted consumer or one fenced into a new member id starts with nothing, since a killed
+incarnation never revokes (SIGKILL), and its partitions go elsewhere with the next generation; the
+partitions it held right after each
 `assign` (union of assigns minus revokes, which is right for both the eager protocol — revoke
 everything, assign the full set — and the cooperative one — incremental assign/revoke), keyed
 by (group, generation). Also the partition count of every topic, from `partition.state` events
@@ -36,16 +39,16 @@ def holdings(events: Iterable[Mapping[str, Any]]) -> dict[tuple[str, int], dict[
     for ev in events:
         group = str(ev.get("group"))
         src = str(ev.get("src"))
+        member = str(ev.get("member") or src)
         parts = as_partitions(ev.get("partitions"))
         if ev.get("type") == "revoke":
-            held[(group, src)].difference_update(parts)
+            held[(group, member)].difference_update(parts)
         elif ev.get("type") == "assign":
-            held[(group, src)].update(parts)
+            held[(group, member)].update(parts)
             if ev.get("generation") is None:
                 continue
             gen = int(ev["generation"])
-            member = str(ev.get("member") or src)
-            out[(group, gen)][member] = Holding(group, gen, src, member, frozenset(held[(group, src)]), ev)
+            out[(group, gen)][member] = Holding(group, gen, src, member, frozenset(held[(group, member)]), ev)
     return out
 
 

@@ -35,3 +35,19 @@ def test_a_deviating_assignment_fails_with_the_fallback_protocol() -> None:
     events[5]["partitions"] = [["t", 1], ["t", 2]]
     result = AssignmentConforms().run(python_context(events))
     assert result.status == "fail" and "(range)" in result.summary, result.summary
+
+
+def test_a_restarted_member_does_not_inherit_the_partitions_of_its_killed_incarnation() -> None:
+    """consumer g/1 is killed (no revoke, as with SIGKILL); its partitions move in generation 3; its
+    restart joins generation 4 with a new member id and must not count as still holding them."""
+    from spark_analysis.checks.group import ExclusiveOwnership
+
+    events = [
+        _ev(1.0, "assign", "consumer:g/0", group="g", member="a", generation=2, partitions=[["t", 0]]),
+        _ev(1.0, "assign", "consumer:g/1", group="g", member="b", generation=2, partitions=[["t", 1]]),
+        _ev(9.0, "assign", "consumer:g/0", group="g", member="a", generation=3, partitions=[["t", 1]]),
+        _ev(20.0, "assign", "consumer:g/0", group="g", member="a", generation=4, partitions=[]),
+        _ev(20.0, "assign", "consumer:g/1", group="g", member="c", generation=4, partitions=[["t", 2]]),
+    ]
+    result = ExclusiveOwnership().run(python_context(events))
+    assert result.status == "pass", result.summary
