@@ -44,7 +44,7 @@ def test_controller_failover_experiment_passes_its_verdict(tmp_path: Path) -> No
 def test_zookeeper_partition_expires_the_session_and_moves_the_controller(tmp_path: Path) -> None:
     """The controller's links to ZooKeeper are cut: its registration vanishes after the session timeout
     and another broker becomes controller with a higher epoch while the cut lasts."""
-    code, run_dir = _run("zookeeper-partition.yaml", tmp_path)
+    _, run_dir = _run("zookeeper-partition.yaml", tmp_path)
     events = _events(run_dir)
     cut = next(e for e in events if e["type"] == "fault.start" and e["kind"] == "isolate_zookeeper")
     healed = next(e for e in events if e["type"] == "fault.end" and e["fault_id"] == cut["fault_id"])
