@@ -54,6 +54,7 @@ from harness.cluster.containers_spec import (
     toxiproxy_spec,
     zookeeper_spec,
 )
+from harness.cluster.lifecycle import start_or_teardown
 from harness.cluster.process_flavour import find_java
 from harness.cluster.process_toxiproxy import ProcessLink
 from harness.cluster.readiness import BrokerReadiness
@@ -114,15 +115,7 @@ class ContainersBackend:
         cleaned = self.clean_leftovers()  # runs of harnesses that died without teardown (Ryuk-less engines)
         cluster = ContainersCluster(spec, Path(workdir), images, backend=self)
         cluster.cleaned_leftovers = tuple(cleaned)
-        try:
-            cluster._start_all()
-        except BaseException as exc:
-            try:
-                cluster.down()
-            except TeardownError as td:
-                exc.add_note(f"and tearing the half-started cluster down failed too: {td}")
-            raise
-        return cluster
+        return start_or_teardown(cluster)
 
 
 class ContainersCluster:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from harness.cluster.base import BrokerFlavour, Cluster, ClusterBackend, ClusterSpec, Link, LinkSource, NodeId
 from harness.cluster.leftovers import CleanedLeftover, LeftoverRegistry, clean_leftovers
+from harness.cluster.lifecycle import start_or_teardown
 from harness.cluster.process_brokers import BrokerNodes
 from harness.cluster.process_flavour import (
     BrokerLauncher,
@@ -93,15 +94,7 @@ class ProcessBackend:
         cleaned = self.clean_leftovers(self.leftovers_dir)  # groups of harnesses that died without teardown
         cluster = ProcessCluster(spec, Path(workdir), launcher=launcher, java=java, backend=self)
         cluster.cleaned_leftovers = tuple(cleaned)
-        try:
-            cluster._start_all()
-        except BaseException as exc:
-            try:
-                cluster.down()
-            except TeardownError as td:
-                exc.add_note(f"and tearing the half-started cluster down failed too: {td}")
-            raise
-        return cluster
+        return start_or_teardown(cluster)
 
     @staticmethod
     def clean_leftovers(directory: Path | None = None) -> list[CleanedLeftover]:

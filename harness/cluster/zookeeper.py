@@ -10,7 +10,6 @@ running when the interpreter exits is killed by an atexit hook, so nothing outli
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import os
 import shutil
@@ -24,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
+from harness.cluster.lifecycle import track_group, untrack_group
 from harness.errors import BackendError, HarnessError, HarnessTimeout, TeardownError
 from harness.zk.fourletter import four_letter_word, server_mode
 
@@ -54,21 +54,6 @@ rootLogger.level = info
 rootLogger.appenderRef.console.ref = console
 """
 
-# Process groups of members that are running, killed by the atexit fallback.
-_LIVE: dict[int, str] = {}
-_LIVE_LOCK = threading.Lock()
-
-
-def _kill_leftovers() -> None:
-    with _LIVE_LOCK:
-        pgids = list(_LIVE)
-        _LIVE.clear()
-    for pgid in pgids:
-        with contextlib.suppress(OSError):
-            os.killpg(pgid, signal.SIGKILL)
-
-
-atexit.register(_kill_leftovers)
 
 
 def zookeeper_classpath() -> str:
@@ -175,8 +160,7 @@ class ZooKeeperMember:
             if self.is_running:
                 return
             if self._proc is not None:
-                with _LIVE_LOCK:
-                    _LIVE.pop(self._proc.pid, None)
+                untrack_group(self._proc.pid)
             with open(self.log_path, "ab") as log:
                 log.write(f"--- harness: starting member {self.id} at {time.time():.3f} ---\n".encode())
                 log.flush()
@@ -195,8 +179,7 @@ class ZooKeeperMember:
                         f"could not start ZooKeeper member {self.id}: {self._command[0]!r}: {exc}; "
                         "hint: is Java installed and on PATH (or pass java=...)?"
                     ) from exc
-            with _LIVE_LOCK:
-                _LIVE[self._proc.pid] = f"zookeeper:{self.id}"
+            track_group(self._proc.pid, f"zookeeper:{self.id}")
             (self.directory / "zookeeper.pid").write_text(f"{self._proc.pid}\n", encoding="ascii")
 
     def _signal(self, sig: signal.Signals) -> bool:
@@ -217,8 +200,7 @@ class ZooKeeperMember:
             proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             return False
-        with _LIVE_LOCK:
-            _LIVE.pop(proc.pid, None)
+        untrack_group(proc.pid)
         return True
 
     def kill(self) -> None:
