@@ -12,8 +12,8 @@ import pytest
 from harness.cluster.base import ClusterSpec
 from harness.cluster.containers import ContainersBackend
 from harness.cluster.containers_engine import owner_label
-from harness.cluster.readiness import BrokerReadiness
 from harness.cluster.containers_spec import LABEL_OWNER, LABEL_RUN, LOCAL_IMAGES
+from harness.cluster.readiness import BrokerReadiness
 from tests.containers.helpers import labelled, owner_leftovers, run_leftovers
 from tests.fixtures.podman import DockerEngine
 
