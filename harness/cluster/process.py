@@ -142,12 +142,14 @@ class ProcessCluster:
         zks = tuple(ZooKeeperEndpoint(m.id, m.host, m.client_port) for m in self._ensemble.members)
         self.zookeeper_connect = ",".join(str(z.address) for z in zks)
         n = self.spec.brokers
-        ports = allocate_ports(n * (n + 1), HOST)
+        # Broker listener ports and proxy ports in one draw, all distinct: a proxy left to bind port 0 could be
+        # handed a port just released for a broker. Routes: n*(n-1) between brokers, n*Z to ZooKeeper, n clients.
+        ports = allocate_ports(n * (n + 1) + n * n + n * len(zks), HOST)
         brokers = tuple(broker_listeners(k, n, HOST, ports[(k - 1) * (n + 1):k * (n + 1)]) for k in range(1, n + 1))
         routes = plan_routes(brokers, zks)
-        # Every proxy exists before any broker starts; each binds a free port of its own choosing.
-        created = self._toxiproxy.create_proxies(
-            [ProxySpec(r.name, str(r.upstream), listen=f"{HOST}:0") for r in routes])
+        # Every proxy exists before any broker starts (zip is strict: one drawn port per route).
+        created = self._toxiproxy.create_proxies([ProxySpec(r.name, str(r.upstream), listen=f"{HOST}:{port}")
+                                                  for r, port in zip(routes, ports[n * (n + 1):], strict=True)])
         proxies = tuple(ProxyRoute.of(r, HostPort(HOST, created[r.name].listen_port)) for r in routes)
         self.topology = Topology(brokers, zks, proxies)
         self.bootstrap_servers = self.topology.bootstrap_servers

@@ -165,7 +165,8 @@ def test_cutting_a_brokers_zookeeper_proxy_expires_only_its_registration(
     try:
         gone = _wait(lambda: zk.exists("/brokers/ids/1") is None, SESSION_MS / 1000 + 5, "session expiry")
         print(f"/brokers/ids/1 gone {gone:.2f}s after cutting 1->zk1 (session timeout {SESSION_MS} ms)")
-        assert gone >= SESSION_MS / 1000 * 0.75
+        # the session's last heartbeat may precede the cut by up to a third of the timeout
+        assert gone >= SESSION_MS / 1000 * 2 / 3 - 0.25
         assert sorted(zk.get_children("/brokers/ids")) == ["2", "3"]
         assert cluster.is_running(NodeId.broker(1))
     finally:

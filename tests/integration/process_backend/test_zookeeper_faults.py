@@ -118,7 +118,8 @@ def test_ephemeral_node_disappears_one_session_timeout_after_its_proxy_is_disabl
         elapsed = time.monotonic() - t_cut
         print(f"ephemeral gone {elapsed:.2f}s after the cut (session timeout {session_s:.1f}s)")
         assert direct.exists(path) is None
-        assert session_s * 0.75 <= elapsed <= session_s + 3.0
+        # the client's last heartbeat may precede the cut by up to a third of the timeout
+        assert session_s * 2 / 3 - 0.25 <= elapsed <= session_s + 3.0
     finally:
         link.enable()
         for client in (proxied, direct):
