@@ -19,6 +19,7 @@ Layout under `workdir/`: `<node>/` (rendered files, `container.log` saved at tea
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 import uuid
@@ -61,6 +62,8 @@ from harness.cluster.readiness import BrokerReadiness
 from harness.cluster.render import Topology
 from harness.errors import BackendError, ConfigError, TeardownError
 from harness.toxiproxy.client import ProxySpec, ToxiproxyClient
+
+log = logging.getLogger("harness.cluster.containers")
 
 
 class ContainersBackend:
@@ -257,7 +260,21 @@ class ContainersCluster:
             assert self._ready is not None
             self._ready.wait_stale_gone(node.id, deadline)
             c.start()
-            self._wait_broker(node.id, deadline)
+            try:
+                self._wait_broker(node.id, deadline)
+            except BackendError as first:
+                # A restarted container can fail to reach ZooKeeper through the toxiproxy container while the
+                # engine's network (its DNS, on Podman) settles; the broker then exits, as Kafka does. Start it
+                # once more, and if that fails too, report both.
+                if c.is_running() or time.monotonic() >= deadline:
+                    raise
+                log.warning("%s exited while starting; starting it once more: %s", node, first)
+                c.start()
+                try:
+                    self._wait_broker(node.id, deadline)
+                except BackendError as second:
+                    second.add_note(f"the first start failed too: {first}")
+                    raise
             return
         c.start()
         h, p = self._zk_published[node.id]
