@@ -8,6 +8,7 @@ import atexit
 import contextlib
 import os
 import signal
+import subprocess
 import threading
 from typing import Protocol, TypeVar
 
@@ -26,6 +27,18 @@ def track_group(pgid: int, what: str) -> None:
 def untrack_group(pgid: int) -> None:
     with _LIVE_LOCK:
         _LIVE.pop(pgid, None)
+
+
+def signal_group(proc: subprocess.Popen[bytes] | None, sig: signal.Signals) -> bool:
+    """Send `sig` to the process group of a child started with start_new_session; False when it has
+    no running process (never started, exited, or gone between the check and the signal)."""
+    if proc is None or proc.poll() is not None:
+        return False
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def _kill_tracked_groups() -> None:

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from harness.cluster.leftovers import LeftoverRegistry
+from harness.cluster.lifecycle import signal_group
 from harness.errors import BackendError
 
 
@@ -117,14 +118,7 @@ class ManagedProcess:
             self._registry.unregister(self._proc.pid)
 
     def _signal(self, sig: signal.Signals) -> bool:
-        proc = self._proc
-        if proc is None or proc.poll() is not None:
-            return False
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return False
-        return True
+        return signal_group(self._proc, sig)
 
     def _reap(self, timeout_s: float) -> bool:
         proc = self._proc

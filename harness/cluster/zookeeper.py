@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
-from harness.cluster.lifecycle import track_group, untrack_group
+from harness.cluster.lifecycle import signal_group, track_group, untrack_group
 from harness.errors import BackendError, HarnessError, HarnessTimeout, TeardownError
 from harness.zk.fourletter import four_letter_word, server_mode
 
@@ -183,14 +183,7 @@ class ZooKeeperMember:
             (self.directory / "zookeeper.pid").write_text(f"{self._proc.pid}\n", encoding="ascii")
 
     def _signal(self, sig: signal.Signals) -> bool:
-        proc = self._proc
-        if proc is None or proc.poll() is not None:
-            return False
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return False
-        return True
+        return signal_group(self._proc, sig)
 
     def _reap(self, timeout_s: float) -> bool:
         proc = self._proc

@@ -17,6 +17,16 @@ from harness.zk.paths import (
 )
 
 
+def _encode_partitions(version: int, partitions: tuple[tuple[str, int], ...]) -> bytes:
+    """`{"version":v,"partitions":[{"topic":"t","partition":0}]}`, shared by several admin znodes."""
+    return dumps({"version": version, "partitions": [{"topic": t, "partition": p} for t, p in partitions]})
+
+
+def _decode_partitions(what: str, data: bytes | str | None) -> tuple[tuple[tuple[str, int], ...], int]:
+    obj = loads(what, data)
+    return topic_partitions(what, obj.get("partitions"), data), int_field(what, obj, "version", data, 1)
+
+
 @dataclass(frozen=True, slots=True)
 class IsrChangeNotification:
     """`/isr_change_notification/isr_change_<seq>` (PERSISTENT_SEQUENTIAL):
@@ -26,16 +36,11 @@ class IsrChangeNotification:
     version: int = 1
 
     def encode(self) -> bytes:
-        parts = [{"topic": t, "partition": p} for t, p in self.partitions]
-        return dumps({"version": self.version, "partitions": parts})
+        return _encode_partitions(self.version, self.partitions)
 
     @staticmethod
     def decode(data: bytes | str | None) -> IsrChangeNotification:
-        what = ISR_CHANGE_NOTIFICATION_PATH
-        obj = loads(what, data)
-        return IsrChangeNotification(
-            topic_partitions(what, obj.get("partitions"), data), int_field(what, obj, "version", data, 1)
-        )
+        return IsrChangeNotification(*_decode_partitions(ISR_CHANGE_NOTIFICATION_PATH, data))
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,16 +51,11 @@ class PreferredReplicaElection:
     version: int = 1
 
     def encode(self) -> bytes:
-        parts = [{"topic": t, "partition": p} for t, p in self.partitions]
-        return dumps({"version": self.version, "partitions": parts})
+        return _encode_partitions(self.version, self.partitions)
 
     @staticmethod
     def decode(data: bytes | str | None) -> PreferredReplicaElection:
-        what = PREFERRED_REPLICA_ELECTION_PATH
-        obj = loads(what, data)
-        return PreferredReplicaElection(
-            topic_partitions(what, obj.get("partitions"), data), int_field(what, obj, "version", data, 1)
-        )
+        return PreferredReplicaElection(*_decode_partitions(PREFERRED_REPLICA_ELECTION_PATH, data))
 
 
 @dataclass(frozen=True, slots=True)
