@@ -6,13 +6,18 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import shlex
 import signal
 import sys
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError, ValidationError
+
+if TYPE_CHECKING:
+    from harness.cluster.base import ClusterBackend
+    from harness.experiment.schema import Experiment
 
 EXIT_PASS, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
 
@@ -22,19 +27,22 @@ def _err(text: str) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from harness.experiment import load_experiment
+    from harness.experiment import load_experiments
 
     worst = EXIT_PASS
     for file in args.files:
         try:
-            exp = load_experiment(file)
+            exps = load_experiments(file)
         except ValidationError as exc:
             _err(f"{file}: invalid ({len(exc.problems)} problem(s))")
             _err(str(exc))
             worst = EXIT_ERROR
         else:
+            exp = exps[0]
             print(f"{file}: valid ({exp.name}: {exp.cluster.brokers} brokers, {len(exp.schedule)} faults, "
                   f"{exp.duration:g}s)")
+            if exp.variant:
+                print(f"  {len(exps)} matrix variants: {', '.join(e.variant for e in exps)}")
     return worst
 
 
@@ -53,18 +61,16 @@ def _interrupt_on_sigterm() -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from harness.cli_progress import RichProgress
     from harness.cluster.select import choose_backend
-    from harness.engine.runner import run_experiment
-    from harness.experiment import load_experiment
+    from harness.experiment import load_experiment, load_experiments
 
     try:
-        exp = load_experiment(args.file)
+        exps = load_experiments(args.file) if args.variant is None else (load_experiment(args.file, args.variant),)
     except ValidationError as exc:
         _err(str(exc))
         return EXIT_ERROR
     if args.seed is not None:
-        exp = dataclasses.replace(exp, seed=args.seed)
+        exps = tuple(dataclasses.replace(e, seed=args.seed) for e in exps)
     try:
         backend, reason = choose_backend(args.backend)
     except HarnessError as exc:
@@ -76,6 +82,18 @@ def cmd_run(args: argparse.Namespace) -> int:
         for line in cleaner() or ():
             print(f"cleaned leftover: {line}")
     _interrupt_on_sigterm()
+    worst = EXIT_PASS
+    for exp in exps:
+        if exp.variant:
+            print(f"variant {exp.variant} ({exps.index(exp) + 1} of {len(exps)})")
+        worst = max(worst, _run_one(exp, backend, reason, args))
+    return worst
+
+
+def _run_one(exp: Experiment, backend: ClusterBackend, reason: str, args: argparse.Namespace) -> int:
+    from harness.cli_progress import RichProgress
+    from harness.engine.runner import run_experiment
+
     progress = RichProgress()
     try:
         result = run_experiment(exp, backend, backend_reason=reason, runs_dir=Path(args.runs_dir), progress=progress)
@@ -89,14 +107,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"verify later with: kafka-chaos verify {result.run_dir}")
         return code
     verdict_code = _verify(result.run_dir, args.spark_master)
-    _print_reproduce(exp.source, exp.seed, backend.name, result.run_dir, verdict_code)
+    if max(code, verdict_code) != EXIT_PASS:
+        print(reproduce_line(exp, backend.name, result.run_dir))
     return max(code, verdict_code)
 
 
-def _print_reproduce(source: str, seed: int, backend: str, run_dir: Path, code: int) -> None:
-    if code != EXIT_PASS:
-        print(f"reproduce: kafka-chaos run {source} --seed {seed} --backend {backend}  "
-              f"(versions in {run_dir / 'run.json'})")
+def reproduce_line(exp: Experiment, backend: str, run_dir: Path) -> str:
+    """The command that runs this exact experiment again (variant, seed, backend; versions in run.json)."""
+    variant = f" --variant {shlex.quote(exp.variant)}" if exp.variant else ""
+    return (f"reproduce: kafka-chaos run {shlex.quote(exp.source)}{variant} --seed {exp.seed} --backend {backend}  "
+            f"(versions in {run_dir / 'run.json'})")
 
 
 def _verify(run_dir: Path, spark_master: str | None) -> int:
@@ -154,6 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     p.add_argument("--backend", default="auto", choices=("auto", "containers", "process"))
     p.add_argument("--seed", type=int, default=None, help="override the experiment's seed")
+    p.add_argument("--variant", default=None, help="run one variant of a matrix experiment (default: every one)")
     p.add_argument("--runs-dir", default="runs")
     p.add_argument("--no-verify", action="store_true", help="record the history only")
     p.add_argument("--spark-master", default=None)

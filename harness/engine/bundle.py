@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -78,7 +79,8 @@ class RunBundle:
     @classmethod
     def create(cls, runs_dir: Path, exp: Experiment, *, backend: str, backend_reason: str) -> RunBundle:
         runs_dir.mkdir(parents=True, exist_ok=True)
-        base = f"{exp.name}-{utc_stamp()}"
+        variant = re.sub(r"[^A-Za-z0-9._=+-]+", "_", exp.variant.replace(",", "_"))
+        base = f"{exp.name}-{variant + '-' if variant else ''}{utc_stamp()}"
         path = runs_dir / base
         n = 1
         while True:
@@ -92,6 +94,7 @@ class RunBundle:
         slo = exp.verify.slo
         bundle = cls(path, {
             "experiment": exp.name,
+            "variant": exp.variant,
             "source": exp.source,
             "seed": exp.seed,
             "backend": backend,

@@ -138,7 +138,8 @@ class Run:
     def _execute(self, status: str, error: str | None) -> RunResult:
         with HistoryWriter(self.bundle.history) as history:
             self.history = history
-            self._engine("run.start", experiment=self.exp.name, backend=self.backend.name, seed=self.exp.seed)
+            self._engine("run.start", experiment=self.exp.name, variant=self.exp.variant, backend=self.backend.name,
+                         seed=self.exp.seed)
             try:
                 if not self._setup_and_steady():
                     status = "aborted"

@@ -61,4 +61,6 @@ def experiment_to_dict(exp: Experiment) -> dict[str, Any]:
 def dump_experiment(exp: Experiment) -> str:
     """Resolved YAML that `load_experiment_text` reads back into an equal spec (but for `source`)."""
     header = f"# Resolved from {exp.source}: every default filled in.\n"
+    if exp.variant:
+        header += f"# Matrix variant {exp.variant} (the matrix is expanded; this file is that one variant).\n"
     return header + yaml.safe_dump(experiment_to_dict(exp), sort_keys=False, default_flow_style=False)

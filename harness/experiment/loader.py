@@ -1,19 +1,22 @@
 """The experiment loader: the only place that reads experiment YAML.
 
-`load_experiment(path)` parses with line tracking, builds the frozen `Experiment`, runs the
-cross-field rules, and raises one `ValidationError` listing every problem (file:line:column,
-field path, bad value, nearest valid key) — or returns the spec with every default filled in.
+`load_experiment(path)` parses with line tracking, expands a `matrix:` into variants (matrix.py),
+builds the frozen `Experiment`, runs the cross-field rules, and raises one `ValidationError` listing
+every problem (file:line:column, field path, bad value, nearest valid key) — or returns the spec
+with every default filled in.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from typing import Any
 
 from harness.engine.probes import PROBES
-from harness.errors import ValidationError
+from harness.errors import Problem, ValidationError
 from harness.experiment.fields import MISSING, Fields, did_you_mean
+from harness.experiment.matrix import apply_variant, read_axes, variants
 from harness.experiment.rules import check_rules
 from harness.experiment.schedule_spec import read_schedule
 from harness.experiment.schema import (
@@ -37,33 +40,99 @@ TOP_KEYS = ("name", "description", "seed", "cluster", "topics", "workload", "ste
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
 
 
-def load_experiment(path: str | os.PathLike[str]) -> Experiment:
-    """Load and validate one experiment file; raises `ValidationError` with every problem found."""
+def _read(path: str | os.PathLike[str]) -> tuple[str, str]:
     name = os.fspath(path)
     try:
         with open(name, encoding="utf-8") as fh:
-            text = fh.read()
+            return fh.read(), name
     except OSError as exc:
-        from harness.errors import Problem
-
         raise ValidationError([Problem(name, None, None, "", f"cannot read the file: {exc.strerror}")]) from exc
-    return load_experiment_text(text, name)
 
 
-def load_experiment_text(text: str, file: str = "<string>") -> Experiment:
+def load_experiment(path: str | os.PathLike[str], variant: str | None = None) -> Experiment:
+    """Load and validate one experiment file; raises `ValidationError` with every problem found.
+
+    A file with a `matrix:` holds several variants: name one (`variant`, as in `Experiment.variant`).
+    """
+    text, name = _read(path)
+    return load_experiment_text(text, name, variant)
+
+
+def load_experiments(path: str | os.PathLike[str]) -> tuple[Experiment, ...]:
+    """Every variant of an experiment file (one, without a `matrix:`), in matrix order."""
+    text, name = _read(path)
+    return load_experiments_text(text, name)
+
+
+def load_experiment_text(text: str, file: str = "<string>", variant: str | None = None) -> Experiment:
+    exps = load_experiments_text(text, file)
+    if variant is None and len(exps) == 1:
+        return exps[0]
+    ids = [e.variant for e in exps]
+    if variant in ids:
+        return exps[ids.index(variant)]
+    what = "has no matrix" if ids == [""] else f"has {len(ids)} variants: {', '.join(ids)}"
+    hint = "pick one with --variant ID" if variant is None else "variant ids are as listed"
+    raise ValidationError([Problem(file, None, None, "matrix", f"the experiment {what}", variant, hint)])
+
+
+def load_experiments_text(text: str, file: str = "<string>") -> tuple[Experiment, ...]:
     doc = parse_located(text, file)
     f = Fields(doc)
     if doc.value is None and doc.problems:
         raise ValidationError(f.problems)
-    top = f.mapping((), doc.value, TOP_KEYS, "an experiment")
+    top = f.mapping((), doc.value, (*TOP_KEYS, "matrix"), "an experiment")
     if top is None:
         raise ValidationError(f.problems)
+    axes = read_axes(f, top.get("matrix"))
+    if axes is None:
+        return (_validated(f, top, file, ""),)
+    if f.problems or not axes:
+        raise ValidationError(_sorted(f.problems))
+    found: list[Experiment] = []
+    per_variant: list[tuple[str, list[Problem]]] = []
+    for v in variants(axes):
+        vf = Fields(doc)
+        vdoc, vtop = apply_variant(doc, top, v, vf)
+        vf.doc = vdoc
+        try:
+            found.append(_validated(vf, vtop, file, v.id))
+        except ValidationError as exc:
+            per_variant.append((v.id, list(exc.problems)))
+    if per_variant:
+        raise ValidationError(_merge(per_variant, len(found) + len(per_variant)))
+    return tuple(found)
+
+
+def _validated(f: Fields, top: dict[str, Any], file: str, variant: str) -> Experiment:
     exp = _build(f, top, file)
     if exp is not None:
+        exp = dataclasses.replace(exp, variant=variant)
         check_rules(f, exp)
     if f.problems or exp is None:
-        raise ValidationError(sorted(f.problems, key=lambda p: (p.line or 0, p.column or 0)))
+        raise ValidationError(_sorted(f.problems))
     return exp
+
+
+def _merge(per_variant: list[tuple[str, list[Problem]]], total: int) -> list[Problem]:
+    """Problems every variant has are reported once; others name the variants that have them."""
+    seen: dict[str, tuple[Problem, list[str]]] = {}
+    for vid, problems in per_variant:
+        for p in problems:
+            seen.setdefault(repr(p), (p, []))[1].append(vid)
+    out = [p if len(vids) == total else dataclasses.replace(p, message=f"{p.message} [{_which(vids, total)}]")
+           for p, vids in seen.values()]
+    return _sorted(out)
+
+
+def _which(vids: list[str], total: int) -> str:
+    if len(vids) <= 2:
+        return "variant " + " and ".join(vids)
+    return f"{len(vids)} of {total} variants, e.g. {vids[0]}"
+
+
+def _sorted(problems: list[Problem]) -> list[Problem]:
+    return sorted(problems, key=lambda p: (p.line or 0, p.column or 0))
 
 
 def _build(f: Fields, top: dict[str, Any], file: str) -> Experiment | None:
@@ -211,4 +280,4 @@ def _verify(f: Fields, raw: object) -> VerifySpec | None:
     return VerifySpec(checks=checks, allow=allow, slo=slo)
 
 
-__all__ = ["did_you_mean", "load_experiment", "load_experiment_text"]
+__all__ = ["did_you_mean", "load_experiment", "load_experiment_text", "load_experiments", "load_experiments_text"]

@@ -117,6 +117,13 @@ class Experiment:
     drain: float = 10.0
     verify: VerifySpec = VerifySpec()
     source: str = "<memory>"
+    variant: str = ""
+    """The `matrix:` variant this spec is (`acks=1,kafka=7.6.1`); empty without a matrix."""
+
+    @property
+    def label(self) -> str:
+        """`name` or `name[variant]`: how reports and test ids name this spec."""
+        return f"{self.name}[{self.variant}]" if self.variant else self.name
 
     def topic(self, name: str) -> TopicSpec | None:
         return next((t for t in self.topics if t.name == name), None)
