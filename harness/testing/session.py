@@ -1,0 +1,140 @@
+"""`ChaosSession`: what every experiment run from one pytest session shares, and `Outcome`.
+
+Owns the options (`--chaos-backend`, `--chaos-seed`, `--chaos-runs-dir`, `--spark-master`), the
+backend chosen once (leftovers of earlier runs cleaned once), one run end to end (cluster run ->
+Spark verdict), and the failure text: failed checks, their summaries, the first evidence rows,
+the report path and the exact reproduce line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from harness.errors import HarnessError
+
+if TYPE_CHECKING:
+    from harness.cluster.base import ClusterBackend
+    from harness.experiment.schema import Experiment
+    from spark_analysis.verdict import Verdict
+
+EVIDENCE_ROWS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class ChaosOptions:
+    backend: str = "auto"
+    seed: int | None = None
+    runs_dir: Path = Path("runs")
+    spark_master: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One experiment run and its verdict (None when the run could not be verified)."""
+
+    exp: Experiment
+    backend: str
+    run_dir: Path
+    run_status: str
+    verdict: Verdict | None
+    error: str | None = None
+
+    @property
+    def status(self) -> str:
+        """pass, fail or unknown: a run that did not complete or was not verified is never pass."""
+        if self.verdict is None:
+            return "unknown"
+        if self.run_status != "completed" and self.verdict.status == "pass":
+            return "unknown"
+        return self.verdict.status
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "pass"
+
+    def failed_checks(self) -> list[str]:
+        if self.verdict is None:
+            return []
+        return [c.check_id for c in self.verdict.checks if c.status != "pass" and not c.allowed]
+
+    def properties(self) -> list[tuple[str, str]]:
+        """JUnit properties: seed, backend, run dir, broker, variant, verdict and every check's status."""
+        props = [("experiment", self.exp.name), ("seed", str(self.exp.seed)), ("backend", self.backend),
+                 ("run_dir", str(self.run_dir)), ("run_status", self.run_status), ("verdict", self.status)]
+        if self.exp.variant:
+            props.append(("variant", self.exp.variant))
+        if self.verdict is not None:
+            props.append(("broker", self.verdict.title))
+            props += [(f"check.{c.check_id}", c.status + (" (allowed)" if c.allowed else ""))
+                      for c in self.verdict.checks]
+        return props
+
+    def reproduce(self) -> str:
+        from harness.cli import reproduce_line
+
+        return reproduce_line(self.exp, self.backend, self.run_dir)
+
+    def describe_failure(self) -> str:
+        """The readable failure: what failed, why, the first evidence, where the report is, how to rerun."""
+        head = f"experiment {self.exp.label}: {self.status}"
+        lines = [f"{head} (seed {self.exp.seed}, backend {self.backend}, run {self.run_status})"]
+        if self.verdict is not None:
+            lines.append(f"tested: {self.verdict.title}")
+            for c in self.verdict.checks:
+                if c.status == "pass" or c.allowed:
+                    continue
+                fault = f" [during {c.fault}]" if c.fault else ""
+                lines.append(f"  {c.status.upper():<8}{c.check_id}: {c.summary}{fault}")
+                lines += [f"      {json.dumps(dict(e), default=str, sort_keys=True)}" for e in
+                          c.evidence[:EVIDENCE_ROWS]]
+        if self.error:
+            lines.append(f"error: {self.error}")
+        report = self.run_dir / "report.html"
+        lines.append(f"report: {report if report.is_file() else '(not written) ' + str(self.run_dir)}")
+        lines.append(self.reproduce())
+        return "\n".join(lines)
+
+
+@dataclass(slots=True)
+class ChaosSession:
+    """Shared by every experiment of a pytest session; created at configure, closed at unconfigure."""
+
+    options: ChaosOptions
+    _backend: tuple[ClusterBackend, str] | None = None
+    cleaned: list[str] = field(default_factory=list)
+
+    def backend(self) -> tuple[ClusterBackend, str]:
+        """The backend (chosen once; raises `HarnessError` naming why none can run)."""
+        if self._backend is None:
+            from harness.cluster.select import choose_backend
+
+            backend, reason = choose_backend(self.options.backend)
+            cleaner = getattr(backend, "clean_leftovers", None)
+            if callable(cleaner):
+                self.cleaned = list(cleaner() or ())
+            self._backend = backend, reason
+        return self._backend
+
+    def prepare(self, exp: Experiment) -> Experiment:
+        """The experiment as it will run: `--chaos-seed` overrides the file's seed."""
+        return exp if self.options.seed is None else dataclasses.replace(exp, seed=self.options.seed)
+
+    def run(self, exp: Experiment, *, backend: tuple[ClusterBackend, str] | None = None) -> Outcome:
+        """Run `exp` (after `prepare`) and verify it; a harness error becomes an unknown outcome."""
+        from harness.engine.runner import run_experiment
+
+        cluster_backend, reason = backend or self.backend()
+        result = run_experiment(exp, cluster_backend, backend_reason=reason, runs_dir=self.options.runs_dir)
+        verdict, error = None, result.error
+        try:
+            from spark_analysis.verify import verify_run
+
+            verdict = verify_run(result.run_dir, spark_master=self.options.spark_master)
+        except HarnessError as exc:
+            error = "; ".join(filter(None, [error, f"verification failed: {exc}"]))
+        return Outcome(exp, cluster_backend.name, result.run_dir, result.status, verdict, error)
+
