@@ -1,0 +1,80 @@
+"""The pytest plugin without any cluster: collection, ids, options, markers and collection errors."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+MATRIX = ROOT / "tests/data/plugin/controller-kill-short.yaml"
+
+
+def _project(pytester: pytest.Pytester) -> Path:
+    exp_dir = pytester.path / "experiments"
+    shutil.copytree(ROOT / "experiments", exp_dir)
+    shutil.copy(MATRIX, exp_dir / "nested.yaml")
+    (pytester.path / "data").mkdir()
+    (pytester.path / "data" / "notes.yaml").write_text("just: data\n")
+    return exp_dir
+
+
+def test_experiments_dir_collects_one_item_per_experiment_and_matrix_variant(pytester: pytest.Pytester) -> None:
+    _project(pytester)
+    result = pytester.runpytest("--co", "-q", "-p", "no:cacheprovider")
+    result.assert_outcomes()
+    lines = [line for line in result.outlines if "::" in line]
+    assert sorted(lines) == sorted([
+        "experiments/consumer-rebalance.yaml::consumer-rebalance",
+        "experiments/controller-failover.yaml::controller-failover",
+        "experiments/leader-election.yaml::leader-election",
+        "experiments/zookeeper-partition.yaml::zookeeper-partition",
+        "experiments/nested.yaml::controller-kill-short[reference_bugs=none]",
+        "experiments/nested.yaml::controller-kill-short[reference_bugs=skip_epoch_bump]",
+    ])
+
+
+def test_yaml_outside_the_globs_is_not_collected_unless_named(pytester: pytest.Pytester) -> None:
+    _project(pytester)
+    result = pytester.runpytest("--co", "-q", "data")
+    assert "no tests collected" in result.stdout.str()
+    named = pytester.runpytest("--co", "-q", "data/notes.yaml")
+    named.stdout.fnmatch_lines(["*invalid experiment*notes.yaml*", "*notes.yaml:1:1: just: unknown key*"])
+
+
+def test_invalid_experiment_is_a_collection_error_naming_file_line_and_field(pytester: pytest.Pytester) -> None:
+    exp_dir = _project(pytester)
+    text = (exp_dir / "leader-election.yaml").read_text().replace("acks: all", "acks: most", 1)
+    (exp_dir / "leader-election.yaml").write_text(text)
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if "acks: most" in t)
+    result = pytester.runpytest("--co", "-q")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines([f"*leader-election.yaml:{line}:*: workload.producers[[]0[]].acks: acks must be*"])
+
+
+def test_markers_are_registered_and_select_experiment_items(pytester: pytest.Pytester) -> None:
+    _project(pytester)
+    pytester.makepyfile(test_py="""
+        import pytest
+        pytestmark = pytest.mark.chaos_cluster(brokers=3)
+
+        @pytest.mark.reference_bugs("skip_epoch_bump")
+        def test_plain():
+            pass
+    """)
+    result = pytester.runpytest("--co", "-q", "--strict-markers", "-m", "reference_bugs")
+    result.stdout.fnmatch_lines(["*nested.yaml::controller-kill-short[[]reference_bugs=skip_epoch_bump[]]"])
+    assert "test_py.py::test_plain" in result.stdout.str()
+    assert "reference_bugs=none" not in result.stdout.str()
+    chaos = pytester.runpytest("--co", "-q", "--strict-markers", "-m", "chaos").stdout.str()
+    assert "nested.yaml::controller-kill-short[reference_bugs=none]" in chaos and "test_plain" not in chaos
+
+
+def test_options_appear_in_help_and_in_the_report_header(pytester: pytest.Pytester) -> None:
+    help_text = pytester.runpytest("--help").stdout.str()
+    for option in ("--chaos-backend", "--chaos-seed", "--chaos-runs-dir", "--spark-master", "chaos_experiments"):
+        assert option in help_text
+    _project(pytester)
+    header = pytester.runpytest("--co", "-q", "--chaos-backend", "process", "--chaos-seed", "9", "-v")
+    header.stdout.fnmatch_lines(["kafka-chaos: backend process, seed 9, runs in *runs"])
