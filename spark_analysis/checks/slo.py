@@ -16,6 +16,11 @@ reported as distributions (count, p50, p90, p99, max in seconds).
 
 An interval still open at the end of the history is censored: it counts against the SLO only
 when it already exceeds it. With no SLO declared the check reports the distribution and passes.
+
+Besides the summary, `metrics["samples"]` holds the closed durations themselves (seconds, rounded
+to ms, ascending) so that runs can be aggregated (`spark_analysis.trend`); above `MAX_SAMPLES`
+an evenly spaced subset of the sorted list is kept (always the minimum and the maximum), and
+`len(samples) < distribution.count` tells that it was thinned.
 """
 
 from __future__ import annotations
@@ -34,6 +39,16 @@ from spark_analysis.result import CheckResult, failed, passed
 REBALANCING = frozenset({"PreparingRebalance", "CompletingRebalance", "AwaitingSync"})
 CONTROLLER_LOSS = frozenset({"kill", "stop", "pause", "isolate", "isolate_zookeeper", "partition"})
 LEADER_LOSS = frozenset({"kill", "pause", "isolate"})
+MAX_SAMPLES = 500
+
+
+def samples(values: list[float], cap: int = MAX_SAMPLES) -> list[float]:
+    """The durations ascending, rounded to ms; above `cap`, `cap` evenly spaced ones (min and max kept)."""
+    data = sorted(round(float(v), 3) for v in values)
+    if len(data) <= cap:
+        return data
+    last = len(data) - 1
+    return [data[round(i * last / (cap - 1))] for i in range(cap)]
 
 
 def _fault_start(window: FaultWindow) -> Row:
@@ -60,7 +75,8 @@ def judge(
     horizon = ctx.end_t
     closed = [i.duration(horizon) for i in intervals if i.end is not None]
     open_ = [i for i in intervals if i.end is None]
-    metrics: dict[str, Any] = {"distribution": distribution(closed), "open_at_end": len(open_)}
+    metrics: dict[str, Any] = {"distribution": distribution(closed), "open_at_end": len(open_),
+                               "samples": samples(closed)}
     slo = ctx.run.slo.get(slo_key)
     metrics["slo_s"] = slo
     if slo is None:
