@@ -1,4 +1,5 @@
-# kafka-chaos: `make demo` runs an experiment end to end; `make test` runs the whole suite.
+# kafka-chaos: `make demo` runs an experiment end to end; `make test` runs the whole suite;
+# `make nightly` runs every experiment with several seeds and builds the trend page.
 # Both set up what they need on a fresh machine: Java (apt) for ZooKeeper and Spark, and .venv.
 
 PYTHON ?= python3
@@ -8,8 +9,12 @@ STAMP := $(VENV)/.installed
 DEMO ?= experiments/controller-failover.yaml
 BACKEND ?= auto
 PYTEST_ARGS ?=
+NIGHTLY_SEEDS ?= 1 2 3
+NIGHTLY_EXPERIMENTS ?= experiments/
+NIGHTLY_OUT ?= runs/nightly
+NIGHTLY_ARGS ?=
 
-.PHONY: demo test lint unit integration java venv podman clean
+.PHONY: demo test nightly lint unit integration java venv podman clean
 
 venv: $(STAMP)
 
@@ -28,6 +33,10 @@ java:
 
 demo: venv java
 	$(VENV)/bin/kafka-chaos run $(DEMO) --backend $(BACKEND)
+
+# Every experiment x NIGHTLY_SEEDS into $(NIGHTLY_OUT)/<date>/, then $(NIGHTLY_OUT)/trend.html (docs/nightly-ci.md).
+nightly: venv java
+	$(PY) -m harness.nightly $(NIGHTLY_EXPERIMENTS) --seeds $(NIGHTLY_SEEDS) --backend $(BACKEND) --out $(NIGHTLY_OUT) $(NIGHTLY_ARGS)
 
 # A Docker API for tests/containers where no Docker engine runs: Podman with locally built images.
 # Best effort: where Podman cannot be installed or started, tests/containers skip and say why.

@@ -1,0 +1,64 @@
+"""`python -m harness.nightly`: the nightly suite (what `make nightly` runs).
+
+Runs every experiment (through the pytest plugin, one pytest session per seed so that Spark
+starts once per seed) into `<out>/<UTC date>/`, with a JUnit file per seed, then builds the trend
+page over every night under `<out>` (`kafka-chaos report --trend`). Exits with the worst result:
+0 when every run passed, 1 when one failed, 2 when the suite itself could not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m harness.nightly", description=__doc__.splitlines()[0])
+    p.add_argument("experiments", nargs="*", default=["experiments/"],
+                   help="experiment files or directories (default: experiments/)")
+    p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3], help="seeds to run each experiment with")
+    p.add_argument("--backend", default="auto", choices=("auto", "containers", "process"))
+    p.add_argument("--out", default="runs/nightly", help="nights go to OUT/<date>/, the trend page to OUT/")
+    p.add_argument("--night", default=None, help="the night's directory name (default: today's UTC date)")
+    p.add_argument("--spark-master", default=None)
+    return p
+
+
+def pytest_command(args: argparse.Namespace, seed: int, night_dir: Path) -> list[str]:
+    """The pytest run for one seed: every experiment, JUnit XML next to the runs."""
+    cmd = [sys.executable, "-m", "pytest", *args.experiments, "-p", "no:cacheprovider", "-q", "-rfE",
+           "--chaos-backend", args.backend, "--chaos-seed", str(seed), "--chaos-runs-dir", str(night_dir),
+           f"--junitxml={night_dir / f'junit-seed-{seed}.xml'}", "-o", "timeout=900"]
+    if args.spark_master:
+        cmd += ["--spark-master", args.spark_master]
+    return cmd
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    out = Path(args.out)
+    night_dir = out / (args.night or datetime.now(UTC).strftime("%Y-%m-%d"))
+    night_dir.mkdir(parents=True, exist_ok=True)
+    worst = 0
+    for seed in args.seeds:
+        print(f"nightly: seed {seed} -> {night_dir}", flush=True)
+        code = subprocess.call(pytest_command(args, seed, night_dir))
+        worst = max(worst, 1 if code == 1 else (0 if code == 0 else 2))
+    from harness.cli import main as cli_main
+
+    trend_args = ["report", "--trend", str(out)]
+    if args.spark_master:
+        trend_args += ["--spark-master", args.spark_master]
+    trend_code = cli_main(trend_args)
+    if trend_code == 2:
+        worst = 2
+    print(f"nightly: {'all runs passed' if worst == 0 else 'some runs failed' if worst == 1 else 'suite error'}; "
+          f"trend page: {out / 'trend.html'}")
+    return worst
+
+
+if __name__ == "__main__":
+    sys.exit(main())
