@@ -145,7 +145,30 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return _verify(run_dir, args.spark_master)
 
 
+def cmd_trend(runs_dir: Path, out: Path | None, spark_master: str | None) -> int:
+    """Build the trend page of every run under `runs_dir`; 0 once written (the runs' own verdicts are shown on it)."""
+    try:
+        from spark_analysis.trend import build_trend
+    except ImportError as exc:
+        _err(f"error: the Spark verifiers are not available: {exc}")
+        return EXIT_ERROR
+    result = build_trend(runs_dir, out=out, spark_master=spark_master)
+    header = result.trend["header"]
+    print(f"trend: {header['runs']} runs over {len(header['nights'])} nights, {result.failed_runs} did not pass "
+          f"({', '.join(f'{v} {k}' for k, v in header['by_status'].items())})")
+    print(f"trend page: {result.html}  numbers: {result.json}")
+    return EXIT_PASS
+
+
 def cmd_report(args: argparse.Namespace) -> int:
+    if args.trend is not None:
+        if args.run_dirs:
+            _err("error: give run directories or --trend RUNS_DIR, not both")
+            return EXIT_ERROR
+        return cmd_trend(Path(args.trend), Path(args.out) if args.out else None, args.spark_master)
+    if not args.run_dirs or args.out:
+        _err("error: report needs run directories (or --trend RUNS_DIR); --out goes with --trend")
+        return EXIT_ERROR
     worst = EXIT_PASS
     for run_dir in args.run_dirs:
         worst = max(worst, cmd_verify(argparse.Namespace(run_dir=run_dir, spark_master=args.spark_master)))
@@ -183,8 +206,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_dir")
     p.add_argument("--spark-master", default=None)
     p.set_defaults(func=cmd_verify)
-    p = sub.add_parser("report", help="rebuild verdict and reports of run directories")
-    p.add_argument("run_dirs", nargs="+")
+    p = sub.add_parser("report", help="rebuild verdict and reports of run directories, or the trend across runs")
+    p.add_argument("run_dirs", nargs="*")
+    p.add_argument("--trend", metavar="RUNS_DIR", default=None,
+                   help="aggregate every run under RUNS_DIR (or RUNS_DIR/<night>/) into one trend page")
+    p.add_argument("--out", metavar="FILE", default=None,
+                   help="trend page path (default RUNS_DIR/trend.html; the numbers go beside it as .json)")
     p.add_argument("--spark-master", default=None)
     p.set_defaults(func=cmd_report)
     p = sub.add_parser("faults", help="list every fault kind, its parameters and what each backend does")
