@@ -1,0 +1,143 @@
+"""The pytest plugin end to end on the process backend (reference brokers, real ZooKeeper, embedded
+Toxiproxy, real librdkafka, Spark): one `pytest` subprocess runs a shipped experiment, a two-variant
+matrix experiment (clean, and with the skip_epoch_bump bug flag) and a Python test that runs two
+experiments on one `chaos_cluster`; the tests below read its JUnit XML, output and run directories."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from harness.engine.history import read_history
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+ROOT = Path(__file__).resolve().parents[3]
+CONFIG = {"zookeeper.session.timeout.ms": 3000, "min.insync.replicas": 2, "offsets.topic.num.partitions": 3,
+          "group.initial.rebalance.delay.ms": 0}
+SHARED_TEST = f'''
+import pytest
+
+pytestmark = pytest.mark.chaos_cluster(brokers=3, broker_config={CONFIG!r})
+
+TEMPLATE = """
+name: shared-{{n}}
+seed: {{n}}
+cluster:
+  brokers: 3
+  broker_config: {json.dumps(CONFIG).replace("{", "{{").replace("}", "}}")}
+topics: [{{{{name: shared-{{n}}, partitions: 2, replication_factor: 3}}}}]
+workload:
+  producers: [{{{{topic: shared-{{n}}, rate: 50, acks: all}}}}]
+  consumers: [{{{{group: shared-{{n}}, topics: [shared-{{n}}], commit: sync}}}}]
+steady_timeout: 30s
+schedule: [{{{{at: 2s, fault: kill, target: controller, duration: 5s}}}}]
+duration: 8s
+drain: 4s
+verify: {{{{slo: {{{{controller_failover: 10s, partition_unavailable: 10s, rebalance: 20s}}}}}}}}
+"""
+
+
+def test_two_experiments_share_one_cluster(chaos_cluster, run_experiment):
+    first = run_experiment(TEMPLATE.format(n=1))
+    assert first.status == "pass", run_experiment.explain()
+    second = run_experiment(TEMPLATE.format(n=2))
+    assert second.status == "pass", run_experiment.explain()
+    assert chaos_cluster.runs == 2
+'''
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    code: int
+    output: str
+    cases: dict[str, ET.Element]
+    runs_dir: Path
+
+    def props(self, case: str) -> dict[str, str]:
+        return {p.get("name", ""): p.get("value", "") for p in self.cases[case].iter("property")}
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory: pytest.TempPathFactory) -> Session:
+    work = tmp_path_factory.mktemp("plugin")
+    (work / "test_shared_cluster.py").write_text(textwrap.dedent(SHARED_TEST))
+    junit, runs = work / "junit.xml", work / "runs"
+    args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", "--timeout", "600",
+            str(ROOT / "experiments/controller-failover.yaml"),
+            str(ROOT / "tests/data/plugin/controller-kill-short.yaml"),
+            "test_shared_cluster.py", "--chaos-backend", "process", "--chaos-runs-dir", str(runs),
+            "--spark-master", "local[2]", f"--junitxml={junit}"]
+    proc = subprocess.run(args, cwd=work, capture_output=True, text=True, timeout=900, check=False)
+    print(proc.stdout[-6000:], proc.stderr[-3000:])
+    cases = {c.get("name", ""): c for c in ET.parse(junit).iter("testcase")}
+    return Session(proc.returncode, proc.stdout, cases, runs)
+
+
+def _failed(case: ET.Element) -> bool:
+    return case.find("failure") is not None or case.find("error") is not None
+
+
+def test_shipped_experiment_passes_and_junit_carries_seed_backend_run_dir_and_checks(session: Session) -> None:
+    case = session.cases["controller-failover"]
+    assert not _failed(case), session.output[-4000:]
+    props = session.props("controller-failover")
+    assert props["seed"] == "42" and props["backend"] == "process" and props["verdict"] == "pass"
+    assert props["broker"].startswith("reference broker")
+    assert {k for k in props if k.startswith("check.")} == {f"check.{c}" for c in _check_ids()}
+    run_dir = Path(props["run_dir"])
+    info = json.loads((run_dir / "run.json").read_text())
+    assert info["status"] == "completed" and info["broker"]["flavour"] == "reference"
+    events = read_history(run_dir / "history.jsonl").events
+    assert len([e for e in events if e["type"] == "fault.start" and e["kind"] == "kill"]) == 2
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    failover = next(c for c in verdict["checks"] if c["id"] == "slo.controller_failover")
+    print(f"controller failover times: {failover['metrics']['distribution']}")
+    assert failover["metrics"]["distribution"]["count"] == 2
+    assert (run_dir / "report.html").stat().st_size > 0
+
+
+def test_matrix_variants_are_separate_cases_and_the_clean_one_passes(session: Session) -> None:
+    clean = "controller-kill-short[reference_bugs=none]"
+    assert not _failed(session.cases[clean]), session.output[-4000:]
+    assert session.props(clean)["variant"] == "reference_bugs=none"
+
+
+def test_bug_flag_variant_fails_naming_the_check_that_caught_it(session: Session) -> None:
+    name = "controller-kill-short[reference_bugs=skip_epoch_bump]"
+    case = session.cases[name]
+    failure = case.find("failure")
+    assert failure is not None, session.output[-4000:]
+    text = failure.text or ""
+    assert "FAIL    controller.epoch_monotonic" in text, text
+    assert "with bug flags skip_epoch_bump" in text and "report: " in text
+    assert "reproduce: kafka-chaos run" in text and "--variant reference_bugs=skip_epoch_bump --seed 7" in text
+    assert session.props(name)["check.controller.epoch_monotonic"] == "fail"
+    assert session.code == 1
+
+
+def test_python_test_runs_two_experiments_on_one_chaos_cluster(session: Session) -> None:
+    case = session.cases["test_two_experiments_share_one_cluster"]
+    assert not _failed(case), session.output[-4000:]
+    props = session.props("test_two_experiments_share_one_cluster")
+    assert props["verdict"] == "pass" and props["run2.verdict"] == "pass"
+    first = json.loads((Path(props["run_dir"]) / "run.json").read_text())
+    second = json.loads((Path(props["run2.run_dir"]) / "run.json").read_text())
+    same = ("bootstrap_servers", "zookeeper_connect", "toxiproxy")
+    assert [first["cluster_info"][k] for k in same] == [second["cluster_info"][k] for k in same]
+    assert second["cluster_info"]["nodes"]["zookeeper:1"]["pid"] == first["cluster_info"]["nodes"]["zookeeper:1"]["pid"]
+    assert "shared across experiments" in second["backend_reason"]
+
+
+def _check_ids() -> tuple[str, ...]:
+    from harness.experiment.schema import CHECK_IDS
+
+    return CHECK_IDS
+
+
