@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import shlex
 import signal
 import sys
@@ -113,10 +114,23 @@ def _run_one(exp: Experiment, backend: ClusterBackend, reason: str, args: argpar
 
 
 def reproduce_line(exp: Experiment, backend: str, run_dir: Path) -> str:
-    """The command that runs this exact experiment again (variant, seed, backend; versions in run.json)."""
+    """The command that runs this exact experiment again (variant, seed, backend) and what it ran on."""
     variant = f" --variant {shlex.quote(exp.variant)}" if exp.variant else ""
-    return (f"reproduce: kafka-chaos run {shlex.quote(exp.source)}{variant} --seed {exp.seed} --backend {backend}  "
-            f"(versions in {run_dir / 'run.json'})")
+    return (f"reproduce: kafka-chaos run {shlex.quote(exp.source)}{variant} --seed {exp.seed} --backend {backend}"
+            f"  # {_tested_versions(run_dir)}")
+
+
+def _tested_versions(run_dir: Path) -> str:
+    """Broker, harness, client and JVM versions from run.json (all of them are in that file)."""
+    where = f"all versions in {run_dir / 'run.json'}"
+    try:
+        info = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return where
+    v = info.get("versions") or {}
+    parts = [(info.get("broker") or {}).get("describe"), f"kafka-chaos {v.get('harness')}",
+             f"librdkafka {v.get('librdkafka')}", v.get("java")]
+    return ", ".join(str(p) for p in parts if p and "None" not in str(p)) + f"; {where}"
 
 
 def _verify(run_dir: Path, spark_master: str | None) -> int:

@@ -56,7 +56,7 @@ def versions() -> dict[str, Any]:
         "python": platform.python_version(),
         "java": java_version(),
         "librdkafka": confluent_kafka.libversion()[0],
-        "confluent_kafka": confluent_kafka.version()[0],
+        "confluent_kafka": _package_version("confluent-kafka"),
         "kazoo": _package_version("kazoo"),
         "pyspark": _package_version("pyspark"),
         "platform": platform.platform(),
