@@ -48,3 +48,15 @@ def test_unknown_backend_is_rejected(capsys: pytest.CaptureFixture[str]) -> None
     with pytest.raises(SystemExit) as info:
         main(["run", str(ROOT / "experiments/controller-failover.yaml"), "--backend", "kubernetes"])
     assert info.value.code == 2
+
+
+def test_validate_lists_the_variants_of_a_matrix_file(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(ROOT / "tests/data/plugin/controller-kill-short.yaml")]) == 0
+    assert "2 matrix variants: reference_bugs=none, reference_bugs=skip_epoch_bump" in capsys.readouterr().out
+
+
+def test_run_with_an_unknown_variant_exits_two_listing_the_variants(capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(ROOT / "tests/data/plugin/controller-kill-short.yaml")
+    assert main(["run", path, "--variant", "reference_bugs=all", "--backend", "process"]) == 2
+    err = capsys.readouterr().err
+    assert "has 2 variants: reference_bugs=none, reference_bugs=skip_epoch_bump" in err and "reference_bugs=all" in err
