@@ -9,7 +9,8 @@ start, "unknown" when it has none) and by check, with one rollup for the overall
 Definitions (the tests recompute them from the verdict files):
 - a check's pass rate = pass / (pass + fail + unknown) over the runs that ran it; a result
   exempted by `verify.allow` keeps its own status and is also counted under `allowed`;
-- a night's run pass rate = runs that passed / all runs of that night (no-verdict runs included);
+- a night's run pass rate = runs that passed / all runs of that night (no-verdict runs included;
+  counted on the driver from the per-run rows Spark returns);
 - durations are the SLO checks' `metrics.samples` pooled per night; p50/p90/p99 are nearest-rank
   percentiles (as `spark_analysis.checks.common.percentile`), max the largest sample; `runs`
   counts the runs whose check reported a distribution (an `unknown` check reports none), and
@@ -90,25 +91,27 @@ def _glob_escape(path: Path) -> str:
     return "".join("\\" + ch if ch in "*?[]{}\\" else ch for ch in str(path))
 
 
-def _read_verdicts(spark: SparkSession, entries: Sequence[RunEntry]) -> DataFrame:
-    """One row per run whose verdict.json is a readable verdict: run_id plus the verdict's columns."""
-    with_file = [e for e in entries if e.has_verdict_file]
-    ids = spark.createDataFrame([(str(e.verdict_path.resolve()), e.run_id) for e in with_file],
-                                "path string, run_id string")
+def _read_verdicts(spark: SparkSession, entries: Sequence[RunEntry]) -> tuple[DataFrame, DataFrame | None]:
+    """(one row per run whose verdict.json is a readable verdict: run_id plus its columns, the cached raw read).
+
+    A file counts only when it parsed as exactly one JSON object with a valid status; Spark names
+    files by URI, which the driver maps back to run ids (one small row per file).
+    """
+    with_file = {str(e.verdict_path.resolve()): e.run_id for e in entries if e.has_verdict_file}
+    empty = spark.createDataFrame([], "run_id string")
     if not with_file:
-        return ids.select("run_id").where(F.lit(False))
+        return empty, None
     raw = (spark.read.schema(VERDICT_SCHEMA).option("multiLine", True).option("mode", "PERMISSIVE")
            .option("columnNameOfCorruptRecord", CORRUPT)
-           .json([_glob_escape(e.verdict_path.resolve()) for e in with_file])
-           .select("*", F.col("_metadata.file_path").alias("file")))
-    # Spark names files by URI; map them back to local paths on the driver (one row per file).
-    files = [r["file"] for r in raw.select("file").distinct().collect()]
-    uris = spark.createDataFrame([(f, str(_to_path(f))) for f in files], "file string, path string")
+           .json([_glob_escape(Path(p)) for p in with_file])
+           .select("*", F.col("_metadata.file_path").alias("file"))
+           .cache())
     good = (F.col(CORRUPT).isNull() & F.col("status").isin(*STATUSES)).cast("int")
-    per_file = raw.groupBy("file").agg(F.count("*").alias("rows"), F.sum(good).alias("good"))
-    ok_files = per_file.where((F.col("rows") == 1) & (F.col("good") == 1)).select("file")
-    return (raw.join(ok_files, "file").join(uris, "file").join(ids, "path")
-            .drop("file", "path", CORRUPT))
+    per_file = raw.groupBy("file").agg(F.count("*").alias("rows"), F.sum(good).alias("good")).collect()
+    readable = [(r["file"], with_file.get(str(_to_path(r["file"])))) for r in per_file
+                if r["rows"] == 1 and r["good"] == 1]
+    ids = spark.createDataFrame([(f, rid) for f, rid in readable if rid is not None], "file string, run_id string")
+    return raw.join(F.broadcast(ids), "file").drop("file", CORRUPT), raw
 
 
 def _runs_frame(spark: SparkSession, entries: Sequence[RunEntry]) -> DataFrame:
@@ -133,8 +136,9 @@ def _rate(num: Any, den: Any) -> float | None:
     return round(num / den, 4) if den else None
 
 
-def _joined(spark: SparkSession, entries: Sequence[RunEntry]) -> DataFrame:
-    v = _read_verdicts(spark, entries).alias("v")
+def _joined(spark: SparkSession, entries: Sequence[RunEntry]) -> tuple[DataFrame, DataFrame | None]:
+    verdicts, raw = _read_verdicts(spark, entries)
+    v = F.broadcast(verdicts).alias("v")
     r = _runs_frame(spark, entries).alias("r")
     pick = lambda name: F.coalesce(F.col(f"v.run.{name}"), F.col(f"r.{name}")).alias(name)  # noqa: E731
     return r.join(v, "run_id", "left").select(
@@ -147,7 +151,7 @@ def _joined(spark: SparkSession, entries: Sequence[RunEntry]) -> DataFrame:
         F.coalesce(F.col("v.run.broker.bugs"), F.col("r.bugs")).alias("bugs"),
         F.coalesce(F.col("r.versions"), F.col("v.run.versions")).alias("versions"),
         F.col("v.checks").alias("checks"),
-    )
+    ), raw
 
 
 def _check_counts(checks: DataFrame) -> dict[str, dict[str, Any]]:
@@ -203,41 +207,45 @@ def _durations(checks: DataFrame) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _nights(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        night = out.setdefault(run["night"], {"night": run["night"], "runs": 0, **dict.fromkeys(STATUSES, 0),
+                                              "no_verdict": 0})
+        night["runs"] += 1
+        night["no_verdict" if run["status"] == NO_VERDICT else run["status"]] += 1
+    for night in out.values():
+        night["pass_rate"] = _rate(night["pass"], night["runs"])
+    return [out[k] for k in sorted(out)]
+
+
 def aggregate(spark: SparkSession, entries: Sequence[RunEntry]) -> Aggregates:
     """Read every entry's verdict.json with Spark and compute the trend's numbers."""
-    runs = _joined(spark, entries).cache()
+    joined, raw = _joined(spark, entries)
+    runs = joined.cache()
+    checks = runs.where(F.col("checks").isNotNull()).select(
+        "run_id", "night", F.explode("checks").alias("c")).select(
+        "run_id", "night", F.col("c.id").alias("check"), F.col("c.status").alias("cstatus"),
+        F.coalesce(F.col("c.allowed"), F.lit(False)).alias("allowed"), F.col("c.summary").alias("summary"),
+        F.col("c.fault").alias("fault"), F.col("c.metrics.samples").alias("samples"),
+        F.col("c.metrics.open_at_end").alias("open_at_end"),
+        F.col("c.metrics.distribution").alias("distribution")).cache()
     try:
-        checks = runs.where(F.col("checks").isNotNull()).select(
-            "run_id", "night", F.explode("checks").alias("c")).select(
-            "run_id", "night", F.col("c.id").alias("check"), F.col("c.status").alias("cstatus"),
-            F.coalesce(F.col("c.allowed"), F.lit(False)).alias("allowed"), F.col("c.summary").alias("summary"),
-            F.col("c.fault").alias("fault"), F.col("c.metrics.samples").alias("samples"),
-            F.col("c.metrics.open_at_end").alias("open_at_end"),
-            F.col("c.metrics.distribution").alias("distribution")).cache()
-        try:
-            check_counts = _check_counts(checks)
-            durations = _durations(checks)
-            not_passing = (checks.where((F.col("cstatus") != "pass") & ~F.col("allowed"))
-                           .groupBy("run_id")
-                           .agg(F.sort_array(F.collect_list(F.struct(
-                               F.col("check").alias("id"), F.col("cstatus").alias("status"), "summary", "fault")))
-                               .alias("not_passing")))
-            run_rows = [r.asDict(recursive=True) for r in
-                        runs.drop("checks").join(not_passing, "run_id", "left").orderBy("night", "run_id").collect()]
-        finally:
-            checks.unpersist()
-        night_rows = (runs.groupBy("night").agg(
-            F.count("*").alias("runs"), *(_count(F.col("status") == s).alias(s) for s in STATUSES),
-            _count(F.col("status") == NO_VERDICT).alias("no_verdict")).orderBy("night").collect())
+        check_counts = _check_counts(checks)
+        durations = _durations(checks)
+        not_passing = (checks.where((F.col("cstatus") != "pass") & ~F.col("allowed"))
+                       .groupBy("run_id")
+                       .agg(F.sort_array(F.collect_list(F.struct(
+                           F.col("check").alias("id"), F.col("cstatus").alias("status"), "summary", "fault")))
+                           .alias("not_passing")))
+        run_rows = [r.asDict(recursive=True) for r in
+                    runs.drop("checks").join(not_passing, "run_id", "left").orderBy("night", "run_id").collect()]
     finally:
-        runs.unpersist()
-    nights = []
-    for row in night_rows:
-        night: dict[str, Any] = {k: (int(row[k]) if k != "night" else row[k]) for k in row.asDict()}
-        night["pass_rate"] = _rate(night["pass"], night["runs"])
-        nights.append(night)
+        for frame in (checks, runs, raw):
+            if frame is not None:
+                frame.unpersist()
     for run in run_rows:
         run["not_passing"] = run.get("not_passing") or []
         run["bugs"] = list(run.get("bugs") or [])
         run["versions"] = dict(run.get("versions") or {})
-    return Aggregates(runs=run_rows, nights=nights, checks=check_counts, durations=durations)
+    return Aggregates(runs=run_rows, nights=_nights(run_rows), checks=check_counts, durations=durations)

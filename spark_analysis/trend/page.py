@@ -14,11 +14,12 @@ from html import escape
 from typing import Any
 
 from spark_analysis.report.html import CSS
+from spark_analysis.trend.aggregate import UNKNOWN_NIGHT
 from spark_analysis.trend.plots import duration_chart, pass_rate_grid, run_rate_chart
 
 EXTRA_CSS = """
 .noverdict{background:#555}
-td.num{text-align:right;font-family:monospace}
+td.num{text-align:right;font-family:monospace} th.num{text-align:right}
 .cell{font-family:monospace;white-space:nowrap}
 .repro{font-family:monospace;font-size:11px;background:#fafafa;border:1px solid #eee;padding:2px 4px}
 ul.checks{margin:0;padding-left:16px}
@@ -53,7 +54,10 @@ def _counted(items: Mapping[str, int]) -> str:
 def _header(trend: Mapping[str, Any]) -> str:
     h = trend["header"]
     nights = h["nights"]
-    span = f"{nights[0]} to {nights[-1]}" if len(nights) > 1 else (nights[0] if nights else "none")
+    dated = [n for n in nights if n != UNKNOWN_NIGHT]
+    span = f"{dated[0]} to {dated[-1]}" if len(dated) > 1 else (dated[0] if dated else "no dated run")
+    if len(dated) < len(nights):
+        span += "; plus runs with no start time"
     by = h["by_status"]
     rows = [
         ("runs", f"{h['runs']}: {by.get('pass', 0)} pass, {by.get('fail', 0)} fail, {by.get('unknown', 0)} "
@@ -69,8 +73,8 @@ def _header(trend: Mapping[str, Any]) -> str:
 
 
 def _nights_table(nights: Sequence[Mapping[str, Any]]) -> str:
-    head = "<tr><th>night (UTC)</th><th>runs</th><th>pass</th><th>fail</th><th>unknown</th><th>no verdict</th>" \
-           "<th>pass rate</th></tr>"
+    head = "<tr><th>night (UTC)</th>" + "".join(
+        f'<th class="num">{k}</th>' for k in ("runs", "pass", "fail", "unknown", "no verdict", "pass rate")) + "</tr>"
     body = "".join(
         f"<tr><td>{escape(str(n['night']))}</td>" + "".join(
             f'<td class="num">{n[k]}</td>' for k in ("runs", "pass", "fail", "unknown", "no_verdict"))
@@ -101,8 +105,9 @@ def _checks_table(checks: Mapping[str, Mapping[str, Any]], nights: Sequence[str]
 def _durations(durations: Mapping[str, Mapping[str, Any]], nights: Sequence[str]) -> str:
     out: list[str] = []
     cols = ("runs", "count", "p50", "p90", "p99", "max", "open_at_end", "runs_without_samples")
-    head = ("<tr><th>night (UTC)</th><th>runs</th><th>samples</th><th>p50 s</th><th>p90 s</th><th>p99 s</th>"
-            "<th>max s</th><th>open at end</th><th>runs without samples</th></tr>")
+    head = "<tr><th>night (UTC)</th>" + "".join(
+        f'<th class="num">{k}</th>' for k in ("runs", "samples", "p50 s", "p90 s", "p99 s", "max s", "open at end",
+                                              "runs without samples")) + "</tr>"
     for check, entry in durations.items():
         out.append(f"<h3>{escape(SLO_TITLES.get(check, check))} <small class=\"mono\">{escape(check)}</small></h3>")
         per_night = entry.get("nights") or {}

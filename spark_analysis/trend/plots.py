@@ -47,6 +47,12 @@ def pass_rate_grid(checks: Mapping[str, Mapping[str, Any]], nights: Sequence[str
     c = _Canvas(1.0)
     width = (WIDTH - GRID_LEFT - RIGHT) / max(len(columns), 1)
     y = 4.0
+    legend_x = GRID_LEFT
+    for status, text in (("pass", "pass"), ("unknown", "unknown"), ("fail", "fail"), ("empty", "not run")):
+        c.rect(legend_x, y, legend_x + 10, 10, COLOURS[status])
+        c.text(legend_x + 14, y + 9, text, 10)
+        legend_x += 24 + 6 * len(text)
+    y += 14
     y += _night_labels(c, columns, lambda i: GRID_LEFT + (i + 0.5) * width, y) + 4
     for check, entry in checks.items():
         c.text(GRID_LEFT - 6, y + CELL_H - 4, check, 10, "end")
@@ -106,7 +112,8 @@ def run_rate_chart(nights: Sequence[Mapping[str, Any]]) -> str:
     """The share of runs that passed, per night (0..1)."""
     names = [str(n["night"]) for n in nights]
     rates = [n.get("pass_rate") for n in nights]
-    return _chart("runs passed", names, {"pass rate (1 = all)": (rates, "#2ca02c")},
+    # The constant line pins the scale to 0..1 (the canvas scales to the largest value).
+    return _chart("runs passed", names, {"pass rate": (rates, "#2ca02c"), "all passed": ([1.0] * len(nights), "#ccc")},
                   notes=[f"{n['pass']}/{n['runs']}" for n in nights], h=80)
 
 
