@@ -227,15 +227,17 @@ class Controller:
     def _elect(self) -> ControllerElection:
         ex = KazooExecutor(self.client, self._on_watch)
         me = self.b.broker_id
-        if bugs.SKIP_EPOCH_BUMP not in self.b.config.reference_bugs:
+        stat = self.client.exists(CONTROLLER_EPOCH_PATH) if bugs.SKIP_EPOCH_BUMP in self.b.config.reference_bugs else None
+        if stat is None or stat.data_length == 0:
+            # Honest election; with skip_epoch_bump also the first one, which creates /controller_epoch (an
+            # empty or absent epoch znode is no epoch to keep, and observers could not read it).
             return elect_controller(ex, me, self.b.wall_ms())
         # Bug: claim /controller but keep the current epoch (Check instead of SetData epoch + 1).
         holder = self._holder()
         if holder != -1:
             return ControllerElection(me, False, holder)
-        self.client.ensure_path(CONTROLLER_EPOCH_PATH)
         data, stat = self.client.get(CONTROLLER_EPOCH_PATH)
-        epoch = decode_controller_epoch(data or b"0") if data else 0
+        epoch = decode_controller_epoch(data)
         res = ex.execute(Multi((Create(CONTROLLER_PATH, ControllerRegistration(me, self.b.wall_ms()).encode(),
                                        ephemeral=True), Check(CONTROLLER_EPOCH_PATH, stat.version))))
         if res.ok:
