@@ -92,15 +92,15 @@ def _glob_escape(path: Path) -> str:
 
 
 def _read_verdicts(spark: SparkSession, entries: Sequence[RunEntry]) -> tuple[DataFrame, DataFrame | None]:
-    """(one row per run whose verdict.json is a readable verdict: run_id plus its columns, the cached raw read).
+    """The readable verdicts (run_id + the verdict's columns, one row per run) and the cached raw read.
 
     A file counts only when it parsed as exactly one JSON object with a valid status; Spark names
     files by URI, which the driver maps back to run ids (one small row per file).
     """
     with_file = {str(e.verdict_path.resolve()): e.run_id for e in entries if e.has_verdict_file}
-    empty = spark.createDataFrame([], "run_id string")
     if not with_file:
-        return empty, None
+        fields = [f for f in VERDICT_SCHEMA.fields if f.name != CORRUPT]
+        return spark.createDataFrame([], T.StructType([*fields, T.StructField("run_id", _S)])), None
     raw = (spark.read.schema(VERDICT_SCHEMA).option("multiLine", True).option("mode", "PERMISSIVE")
            .option("columnNameOfCorruptRecord", CORRUPT)
            .json([_glob_escape(Path(p)) for p in with_file])
@@ -122,7 +122,11 @@ def _runs_frame(spark: SparkSession, entries: Sequence[RunEntry]) -> DataFrame:
 
 
 def _night(started: Column) -> Column:
-    """The UTC calendar date of an ISO-8601 start time (independent of the session time zone)."""
+    """The UTC calendar date of an ISO-8601 start time, whatever the session time zone.
+
+    A start time without an offset is read in the session time zone (UTC under `get_session`);
+    an unparsable or missing one gives the night "unknown".
+    """
     seconds = F.try_to_timestamp(started).cast("long")
     day = F.date_from_unix_date(F.floor(seconds / 86400).cast("int")).cast("string")
     return F.coalesce(day, F.lit(UNKNOWN_NIGHT))

@@ -268,3 +268,13 @@ def test_cli_report_trend_writes_page_and_json_to_out(spark: Any, runs_dir: Path
     assert data["header"]["runs"] == 15
     for href in re.findall(r'href="([^"]+)"', out.read_text()):
         assert (out.parent / unquote(href)).is_file(), href
+
+
+def test_runs_without_any_verdict_are_all_listed_as_no_verdict(spark: Any, tmp_path: Path) -> None:
+    """With no verdict.json anywhere the trend still covers every run, each as "no verdict"."""
+    for i in range(2):
+        write_run(tmp_path / "runs" / "night" / f"r{i}", scenario()[:5], run={**RUN_JSON, "seed": i})
+    trend = build_trend(tmp_path / "runs", spark=spark).trend
+    assert trend["header"]["by_status"]["no verdict"] == 2 and trend["checks"] == {}
+    assert [n["night"] for n in trend["nights"]] == ["2026-01-01"]
+    assert {r["run"] for r in trend["failed_runs"]} == {"night/r0", "night/r1"}
