@@ -9,10 +9,13 @@ shown to catch the bug it exists for. A broker with any flag logs a loud warning
   that leader. Breaks `partition.leader_in_isr` and `partition.election_conforms`.
 - ``skip_epoch_bump``: a controller winning the `/controller` race keeps the current
   `/controller_epoch` (one Multi of create `/controller` + Check of the epoch version instead of a
-  SetData to epoch + 1). Breaks `controller.epoch_monotonic`.
+  SetData to epoch + 1); the first election, which creates the znode, still writes epoch 1.
+  Breaks `controller.epoch_monotonic` (and `controller.unique`: two controllers in one epoch).
 - ``zombie_controller``: brokers accept LeaderAndIsr / UpdateMetadata / StopReplica carrying an
   older controller epoch than one already seen (no STALE_CONTROLLER_EPOCH), and adopt the sender
-  as controller, so a paused-then-resumed old controller is obeyed.
+  as controller, so a paused-then-resumed old controller is obeyed. A resumed controller sends at once
+  only with `reference.controller.resend.ms` > 0; what it sends is metadata (UpdateMetadata), so the
+  breakage is visible only in the controller id and partition leaders brokers report.
 - ``ack_before_replication``: acks=all produce requests are answered right after the leader's
   append, without waiting for the high watermark to pass the batch (min.insync.replicas is still
   checked before the append). Acknowledged writes can be lost when the leader dies.

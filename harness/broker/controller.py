@@ -227,7 +227,8 @@ class Controller:
     def _elect(self) -> ControllerElection:
         ex = KazooExecutor(self.client, self._on_watch)
         me = self.b.broker_id
-        stat = self.client.exists(CONTROLLER_EPOCH_PATH) if bugs.SKIP_EPOCH_BUMP in self.b.config.reference_bugs else None
+        bugged = bugs.SKIP_EPOCH_BUMP in self.b.config.reference_bugs
+        stat = self.client.exists(CONTROLLER_EPOCH_PATH) if bugged else None
         if stat is None or stat.data_length == 0:
             # Honest election; with skip_epoch_bump also the first one, which creates /controller_epoch (an
             # empty or absent epoch znode is no epoch to keep, and observers could not read it).
