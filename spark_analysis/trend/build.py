@@ -59,6 +59,7 @@ def _no_verdict_reason(entry: RunEntry) -> str:
 
 
 def _versions(run: Mapping[str, Any]) -> str:
+    """Broker and software versions from run.json or, for a run without one, from its verdict."""
     versions = run.get("versions") or {}
     broker = " ".join(str(x) for x in (run.get("flavour"), run.get("version")) if x)
     parts = [f"broker {broker}"] if broker else []
@@ -96,6 +97,8 @@ def trend_document(runs_dir: Path, entries: list[RunEntry], agg: Aggregates, pag
                       "tested": run.get("title")})
         if run["status"] == "pass":
             continue
+        reproduce = reproduce_for(entry, experiment=run.get("experiment"), seed=run.get("seed"),
+                                  backend=run.get("backend"))
         failed.append({
             "run": run["run_id"],
             "night": run["night"],
@@ -108,9 +111,9 @@ def trend_document(runs_dir: Path, entries: list[RunEntry], agg: Aggregates, pag
             "report": _href(page_dir, report) if report.is_file() else None,
             "checks": [dict(c) for c in run["not_passing"]],
             "reason": _no_verdict_reason(entry) if run["status"] == NO_VERDICT else None,
-            "reproduce": reproduce_for(entry, experiment=run.get("experiment"), seed=run.get("seed"),
-                                       backend=run.get("backend")),
-            "versions": _versions(run),
+            "reproduce": reproduce,
+            # The reproduce line names the tested versions itself; without one, list them here.
+            "versions": None if reproduce else _versions(run),
         })
     nights = [str(n["night"]) for n in agg.nights]
     return {
