@@ -175,3 +175,22 @@ def test_bug_flag_is_caught_by_every_check_that_owns_it(flag: str, bug_runs: Bug
     checks = _checks(verdict)
     assert {c: checks[c].status for c in case.missed} == dict.fromkeys(case.missed, "fail"), \
         {c: checks[c].summary for c in case.missed}
+
+
+def _broker_log_lines(run_dir: Path, needle: str) -> list[str]:
+    return [line for log in sorted((run_dir / "cluster").glob("broker-*/broker.log"))
+            for line in log.read_text(errors="replace").splitlines() if needle in line]
+
+
+@pytest.mark.timeout(240)
+def test_controller_experiment_makes_a_resumed_old_controller_send_stale_epoch_requests(bug_runs: BugRuns) -> None:
+    """The zombie is really provoked (so its strict xfail flips when a check can see it): after SIGCONT the old
+    controller sends UpdateMetadata with its old epoch; honest brokers reject it, with zombie_controller they
+    obey it (broker logs; same runs as the other tests)."""
+    clean, _ = bug_runs.get("controller.yaml", ())
+    bugged, _ = bug_runs.get("controller.yaml", ("zombie_controller",))
+    assert _broker_log_lines(clean.run_dir, "STALE_CONTROLLER_EPOCH")
+    assert not _broker_log_lines(clean.run_dir, "[bug zombie_controller]")
+    obeyed = _broker_log_lines(bugged.run_dir, "with stale epoch")
+    print(f"\n{len(obeyed)} stale-epoch requests obeyed, first: {obeyed[0] if obeyed else None}")
+    assert obeyed and all("[bug zombie_controller]" in line for line in obeyed)
