@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -190,6 +191,19 @@ class PeakRss:
 
 
 MEM: PeakRss | None = None
+CPU: dict[str, float] = {}
+"""JVM CPU seconds (user + system) per measured step: steadier than wall time on a shared machine."""
+
+
+def jvm_cpu_s() -> float:
+    total = 0.0
+    for kid in psutil.Process().children(recursive=True):
+        try:
+            times = kid.cpu_times()
+        except psutil.Error:
+            continue
+        total += times.user + times.system
+    return total
 
 
 def spark_checks(spark, run_dir: Path) -> tuple[float, float, dict[str, float], list[str]]:
@@ -201,9 +215,10 @@ def spark_checks(spark, run_dir: Path) -> tuple[float, float, dict[str, float], 
     from spark_analysis.runinfo import load_run_info
 
     shutil.rmtree(run_dir / ".analysis", ignore_errors=True)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), jvm_cpu_s()
     loaded = load_history(spark, run_dir / "history.jsonl")
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), jvm_cpu_s()
+    CPU[f"conversion {run_dir.name}"] = c1 - c0
     if MEM is not None:
         print(f"   (peak RSS so far, after converting {run_dir.name}: {MEM.peak_total / 2**30:.2f} GiB)", flush=True)
     ctx = spark_context(load_run_info(run_dir), spark, loaded.events, loaded.type_counts, loaded.end_t)
@@ -216,14 +231,16 @@ def spark_checks(spark, run_dir: Path) -> tuple[float, float, dict[str, float], 
             statuses.append(f"{cid}={r.status}")
     finally:
         ctx.close()
+    CPU[f"checks {run_dir.name}"] = jvm_cpu_s() - c1
     return t1 - t0, time.perf_counter() - t1, per, statuses
 
 
 def floor(spark, history: Path) -> float:
     from spark_analysis.load import read_json
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), jvm_cpu_s()
     read_json(spark, history).count()
+    CPU[f"floor {history.parent.name}"] = jvm_cpu_s() - c0
     return time.perf_counter() - t0
 
 
@@ -252,15 +269,21 @@ def main() -> int:
         spark = get_session("local[2]")
         print(f"spark local[2] session: {time.perf_counter() - t:.1f}s", flush=True)
         spark_checks(spark, small)  # warm the JVM (JIT, class loading) on a small file
+        load_before = os.getloadavg()[0]
         fl = floor(spark, base / "history.jsonl")
         conv, checks, per, statuses = spark_checks(spark, base)
         total = conv + checks
         print(f"\n== {n:,} events ({size_mb:.0f} MB) ==")
+        print(f"machine load average (1 min) before/after: {load_before:.1f} / {os.getloadavg()[0]:.1f} "
+              f"on {os.cpu_count()} cores")
         print(f"I/O floor (JSON load + count):    {fl:7.1f}s  {n / fl:12,.0f} events/s")
         print(f"Parquet conversion (once):        {conv:7.1f}s")
         print(f"checks on Parquet:                {checks:7.1f}s  {n / checks:12,.0f} events/s")
         print(f"conversion + checks:              {total:7.1f}s  {n / total:12,.0f} events/s")
         print(f"ratio to floor: checks {checks / fl:.2f}x, conversion+checks {total / fl:.2f}x (goal <= 2.5x)")
+        cf, cc, ck = CPU[f"floor {base.name}"], CPU[f"conversion {base.name}"], CPU[f"checks {base.name}"]
+        print(f"JVM CPU seconds: floor {cf:.1f}, conversion {cc:.1f}, checks {ck:.1f} -> CPU ratio to floor: "
+              f"checks {ck / cf:.2f}x, conversion+checks {(cc + ck) / cf:.2f}x")
         for cid, s in per.items():
             print(f"   {cid:32s} {s:6.2f}s")
         print("   statuses:", " ".join(statuses))
@@ -290,6 +313,8 @@ def main() -> int:
             print(f"\n== {2 * n:,} events ==")
             print(f"I/O floor {fl2:.1f}s; conversion {conv2:.1f}s; checks {checks2:.1f}s; total {total2:.1f}s")
             print(f"scaling 2x events: {total2 / total:.2f}x time (goal <= 2.2x); checks only {checks2 / checks:.2f}x")
+            c2 = CPU[f"conversion {big.name}"] + CPU[f"checks {big.name}"]
+            print(f"JVM CPU seconds conversion+checks: {c2:.1f} ({c2 / (cc + ck):.2f}x the 5M run)")
         spark.stop()
     print(f"\npeak RSS during the Spark runs: driver JVM {mem.peak_jvm / 2**30:.2f} GiB, JVM + Python driver "
           f"{mem.peak_total / 2**30:.2f} GiB (goal < 2 GiB; the reference run is not counted)")

@@ -19,7 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from spark_analysis.faults import FaultIndex, build_fault_index
-from spark_analysis.load import BULK_TYPES
+from spark_analysis.load import BULK_TYPES, SMALL_TIER, tiers_of
 from spark_analysis.runinfo import RunInfo
 
 Row = dict[str, Any]
@@ -55,10 +55,10 @@ def spark_rows_provider(events: DataFrame) -> RowsProvider:
 
     def provide(types: tuple[str, ...]) -> list[Row]:
         bulk = [t for t in types if t in BULK_TYPES]
-        out: list[Row] = collect(F.col("type").isin(bulk) & (F.col("tier") == "bulk")) if bulk else []
+        out: list[Row] = collect(F.col("type").isin(bulk) & F.col("tier").isin(tiers_of(bulk))) if bulk else []
         if any(t not in BULK_TYPES for t in types):
             if not small:
-                small["*"] = collect(F.col("tier") == "small")
+                small["*"] = collect(F.col("tier") == SMALL_TIER)
             wanted = set(types)
             out.extend(r for r in small["*"] if r.get("type") in wanted)
             out.sort(key=lambda r: r.get("seq", 0))
@@ -106,11 +106,8 @@ class CheckContext:
         if self.events is None:
             raise RuntimeError("this check needs Spark; the context has no DataFrame")
         where = F.col("type").isin(list(types))
-        if "tier" in self.events.columns:  # prune the Parquet partition the types cannot be in
-            if all(t in BULK_TYPES for t in types):
-                where = where & (F.col("tier") == "bulk")
-            elif not any(t in BULK_TYPES for t in types):
-                where = where & (F.col("tier") == "small")
+        if "tier" in self.events.columns:  # prune the Parquet partitions the types cannot be in
+            where = where & F.col("tier").isin(tiers_of(list(types)))
         return self.events.where(where)
 
     @property

@@ -33,12 +33,16 @@ from harness.errors import HarnessError
 CORRUPT = "_corrupt_record"
 PARQUET_DIR = ".analysis/history.parquet"
 _STAMP = "_source.json"
-PARQUET_BLOCK_BYTES = 16 * 1024 * 1024
-CONCURRENT_WRITERS = 2
-PARQUET_FORMAT = 3
+PARQUET_BLOCK_BYTES = 8 * 1024 * 1024
+PARQUET_CODEC = "none"
+CONVERSION_SPLIT_BYTES = 64 * 1024 * 1024
+PARQUET_FORMAT = 4
 """Bumped whenever the Parquet layout changes, so older conversions are redone, not misread."""
 BULK_TYPES = frozenset({"send", "ack", "send.error", "poll", "commit"})
 """Event types that can number millions; every other type is small."""
+SMALL_TIER = "small"
+CONCURRENT_WRITERS = len(BULK_TYPES) + 1
+"""One open Parquet file per tier and task: no sort by the partition column."""
 UNUSED_COLUMNS = ("wall", "experiment", "backend", "seed", "detail", "observer")
 """Parsed (they are in the schema) but not kept in the Parquet copy: no check reads them."""
 
@@ -117,6 +121,14 @@ PARQUET_SCHEMA = StructType(
 """The Parquet copy: the history columns minus the unused ones, plus `seq`; `tier` partitions it."""
 
 
+def tiers_of(types: tuple[str, ...] | list[str]) -> list[str]:
+    """The `tier` partitions events of `types` live in (each bulk type has its own; the rest share one)."""
+    tiers = {t for t in types if t in BULK_TYPES}
+    if any(t not in BULK_TYPES for t in types):
+        tiers.add(SMALL_TIER)
+    return sorted(tiers)
+
+
 @dataclass(frozen=True, slots=True)
 class LoadedHistory:
     """The history as a DataFrame (Parquet-backed, with `seq`) and what loading had to skip."""
@@ -147,24 +159,36 @@ def _stamp_of(path: Path) -> dict[str, object]:
 def convert_to_parquet(spark: SparkSession, history: Path, target: Path) -> None:
     """Parse the JSON once and write it as Parquet with `seq` (file order), partitioned by `tier`.
 
-    `tier` is "bulk" for the event types that can number millions (BULK_TYPES) and "small" for the
-    rest, so collecting the small events never decodes the bulk ones. Two open files per task
-    (`CONCURRENT_WRITERS`) avoid sorting by the partition column and keep the writers' memory low.
+    `tier` is the event type for the types that can number millions (BULK_TYPES) and "small" for
+    the rest, so collecting the small events never decodes the bulk ones and a check reading one
+    bulk type (polls, commits) reads only that type's files. One open file per tier and task
+    (`CONCURRENT_WRITERS`) avoids sorting by the partition column; small row groups keep the
+    writers' buffers small.
     """
-    tier = F.when(F.col("type").isin(list(BULK_TYPES)), F.lit("bulk")).otherwise(F.lit("small"))
+    tier = F.when(F.col("type").isin(list(BULK_TYPES)), F.col("type")).otherwise(F.lit(SMALL_TIER))
     df = (read_json(spark, history).drop(*UNUSED_COLUMNS)
           .withColumn("seq", F.monotonically_increasing_id()).withColumn("tier", tier))
     if target.exists():
         shutil.rmtree(target)
-    key = "spark.sql.maxConcurrentOutputFileWriters"
-    before = spark.conf.get(key, "0")
-    spark.conf.set(key, str(CONCURRENT_WRITERS))
+    overrides = {
+        "spark.sql.maxConcurrentOutputFileWriters": str(CONCURRENT_WRITERS),
+        # Large JSON splits: few tasks, so few (larger) Parquet files per tier.
+        "spark.sql.files.maxPartitionBytes": str(CONVERSION_SPLIT_BYTES),
+    }
+    before = {key: spark.conf.get(key, None) for key in overrides}
+    for key, value in overrides.items():
+        spark.conf.set(key, value)
     try:
-        # Small row groups keep the writers' buffers (and the driver's GC) small.
-        (df.write.option("parquet.block.size", PARQUET_BLOCK_BYTES).partitionBy("tier")
-         .mode("overwrite").parquet(str(target)))
+        # Small row groups keep the writers' buffers (and the driver's GC) small; no compression
+        # codec: no per-column compressor buffers, and reading needs no decompression.
+        (df.write.option("parquet.block.size", PARQUET_BLOCK_BYTES).option("compression", PARQUET_CODEC)
+         .partitionBy("tier").mode("overwrite").parquet(str(target)))
     finally:
-        spark.conf.set(key, before or "0")
+        for key, old in before.items():
+            if old is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, old)
     (target / _STAMP).write_text(json.dumps(_stamp_of(history)))
 
 

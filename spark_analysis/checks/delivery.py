@@ -22,13 +22,22 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
 from spark_analysis.checks.common import plural, tp_label
-from spark_analysis.checks.frames import events_by_seq, per_value, poll_frontier
+from spark_analysis.checks.frames import (
+    events_by_seq,
+    per_value,
+    per_value_stats,
+    poll_frontier,
+    shared_location_candidates,
+    strong_ack,
+)
 from spark_analysis.context import CheckContext
 from spark_analysis.faults import FaultIndex
 from spark_analysis.result import CheckResult, failed, passed, unknown
 
 EVIDENCE_ROWS = 20
 ATTRIBUTION_ROWS = 2000
+LOST_COUNTERS = ("acked", "polled", "unfinished", "indefinite_errors", "unpolled_acks_weaker_than_all",
+                 "acked_never_polled")
 _EV_FIELDS = ("seq", "t", "src", "type", "producer", "consumer", "value", "key", "topic", "partition", "offset")
 
 
@@ -76,20 +85,10 @@ class LostWrite:
     def run(self, ctx: CheckContext) -> CheckResult:
         pv = per_value(ctx)
         acked, polled = F.col("acked") == 1, F.col("polled") == 1
-        strong = F.coalesce(F.col("send_acks_all"), F.lit(1)) == 1
-        candidate = acked & ~polled & strong
-        info = pv.agg(
-            F.sum("acked").alias("acked"),
-            F.sum("polled").alias("polled"),
-            F.sum(((F.col("sent") == 1) & ~acked & (F.col("errored") == 0)).cast("int")).alias("unfinished"),
-            F.sum(((F.col("errored") == 1) & (F.col("failed_definitely") == 0) & ~acked).cast("int"))
-            .alias("indefinite_errors"),
-            F.sum((acked & ~polled & ~strong).cast("int")).alias("unpolled_acks_weaker_than_all"),
-            F.sum(candidate.cast("int")).alias("acked_never_polled"),
-            F.collect_set(F.col("poll_topic_h")).alias("polled_topics"),
-        ).first()
-        polled_topics = [int(h) for h in (info["polled_topics"] if info else []) or []]
-        metrics: dict[str, Any] = {k: int(info[k] or 0) for k in info.asDict() if k != "polled_topics"} if info else {}
+        candidate = acked & ~polled & strong_ack()
+        stats = per_value_stats(ctx)
+        polled_topics = list(stats["polled_topics"])
+        metrics: dict[str, Any] = {k: int(stats.get(k) or 0) for k in LOST_COUNTERS} if stats else {}
         # Only topics some consumer reads can tell a lost write from an unread one.
         cand = pv.where(candidate & F.col("ack_topic_h").isin(polled_topics)).select(
             "value", "ack_t", "ack_seq", "ack_topic_h", "ack_partition", "ack_offset")
@@ -158,15 +157,15 @@ class Duplicate:
     needs = frozenset({"poll"})
 
     def run(self, ctx: CheckContext) -> CheckResult:
-        pv = per_value(ctx)
-        dups = pv.where(F.col("loc_min").isNotNull() & (F.col("loc_min") != F.col("loc_max")))
-        counts = pv.agg(F.count(F.col("loc_min")).alias("seen")).first()
-        seen = int(counts["seen"] or 0) if counts else 0
-        sample = [int(r["value"]) for r in dups.select("value").limit(EVIDENCE_ROWS // 2).collect()]
-        if not sample:
+        stats = per_value_stats(ctx)
+        seen = int(stats.get("values_seen") or 0)
+        if not int(stats.get("duplicated_values") or 0):
             return passed(self.id, f"no value at two offsets among {seen} values seen",
                           {"values_seen": seen, "duplicated_values": 0})
-        n = dups.count()
+        pv = per_value(ctx)
+        dups = pv.where(F.col("loc_min").isNotNull() & (F.col("loc_min") != F.col("loc_max")))
+        sample = [int(r["value"]) for r in dups.select("value").limit(EVIDENCE_ROWS // 2).collect()]
+        n = int(stats["duplicated_values"])
         ev = _rows_for_values(ctx, sorted(sample))[:EVIDENCE_ROWS]
         first = [r for r in ev if r["value"] == ev[0]["value"]]
         where = " and ".join(f"{tp_label(r['topic'], r['partition'])}@{r['offset']}" for r in first[:3])
@@ -182,6 +181,9 @@ class InconsistentOffsets:
     needs = frozenset({"poll"})
 
     def run(self, ctx: CheckContext) -> CheckResult:
+        if shared_location_candidates(ctx, 1) == []:
+            # No value at two locations and no location shared by two values: nothing to confirm.
+            return passed(self.id, "every observed offset holds one value", {"inconsistent_offsets": 0})
         obs = ctx.df("ack", "poll").where(F.col("offset").isNotNull() & F.col("value").isNotNull())
         per_offset = obs.groupBy(F.xxhash64("topic").alias("topic_h"), "partition", "offset").agg(
             F.min("value").alias("vmin"), F.max("value").alias("vmax"))
@@ -213,7 +215,7 @@ class KeyOrder:
         pv = per_value(ctx).where(F.col("send_seq").isNotNull() & F.col("pk_h").isNotNull()
                                   & F.col("ack_offset").isNotNull())
         w = Window.partitionBy("pk_h", "ack_topic_h", "ack_partition").orderBy("send_seq")
-        pairs = (pv.select("value", "send_seq", "ack_seq", "ack_offset", "ack_t",
+        pairs = (pv.select("send_seq", "ack_seq", "ack_offset",
                            F.lag("ack_offset").over(w).alias("prev_offset"),
                            F.lag("ack_seq").over(w).alias("prev_ack_seq"))
                  .where(F.col("prev_offset").isNotNull() & (F.col("ack_offset") <= F.col("prev_offset"))))

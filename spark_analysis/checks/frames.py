@@ -8,6 +8,10 @@ aggregation with map-side partial aggregation; strings (topic, producer, key) en
   shuffle): whether and how it was sent, acknowledged, failed, polled (bit flags OR-ed together);
   where it was acked; the smallest and largest hash of the locations (topic, partition, offset)
   it was seen at (they differ exactly when it was seen at two locations, up to hash collisions).
+  Only the aggregated columns are persisted; the 0/1 flags are derived when read.
+- `per_value_stats(ctx)`: the lost-write and duplicate counters, in one pass over `per_value`.
+- `shared_location_candidates(ctx, n)`: locations two values share, from `per_value` alone when no
+  value was seen at two locations (so the consistent case needs no second pass over the events).
 - `poll_frontier(ctx)`: the highest polled offset per partition (small, collected).
 - `poll_pairs(ctx)`: anomalous consecutive polls of one consumer on one partition within one
   assignment epoch (an assign/revoke of that partition by that consumer starts a new epoch):
@@ -15,6 +19,8 @@ aggregation with map-side partial aggregation; strings (topic, producer, key) en
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
@@ -24,6 +30,7 @@ from pyspark.sql.window import Window
 from spark_analysis.context import CheckContext
 
 WRITE_TYPES = ("send", "ack", "send.error", "poll")
+PER_VALUE_STORAGE = StorageLevel.MEMORY_AND_DISK
 
 
 def _is(kind: str) -> F.Column:
@@ -35,9 +42,10 @@ def acks_all(col: F.Column) -> F.Column:
     return F.lower(F.coalesce(col, F.lit("all"))).isin("all", "-1")
 
 
-def per_value(ctx: CheckContext) -> DataFrame:
-    if "per_value" in ctx.shared:
-        return ctx.shared["per_value"]
+def _per_value_narrow(ctx: CheckContext) -> DataFrame:
+    """The persisted per-value aggregate: only the aggregated columns (the flags are derived on read)."""
+    if "per_value_narrow" in ctx.shared:
+        return ctx.shared["per_value_narrow"]
     ev = ctx.df(*WRITE_TYPES).where(F.col("value").isNotNull()).select(
         "type", "value", "t", "seq", "partition", "offset",
         F.xxhash64("topic").alias("topic_h"),
@@ -66,8 +74,15 @@ def per_value(ctx: CheckContext) -> DataFrame:
         F.min("loc_h").alias("loc_min"),
         F.max("loc_h").alias("loc_max"),
     )
+    flags = flags.persist(PER_VALUE_STORAGE)
+    ctx.shared["per_value_narrow"] = flags
+    return flags
+
+
+def per_value(ctx: CheckContext) -> DataFrame:
+    """One row per written value (see the module docstring), with its 0/1 flags derived from `bits`."""
     bit = F.col("bits")
-    agg = flags.select(
+    return _per_value_narrow(ctx).select(
         "*",
         (bit.bitwiseAND(1) != 0).cast("int").alias("sent"),
         (bit.bitwiseAND(2) != 0).cast("int").alias("acked"),
@@ -76,9 +91,54 @@ def per_value(ctx: CheckContext) -> DataFrame:
         (bit.bitwiseAND(16) != 0).cast("int").alias("failed_definitely"),
         F.when(bit.bitwiseAND(1) != 0, (bit.bitwiseAND(32) == 0).cast("int")).alias("send_acks_all"),
     )
-    agg = agg.persist(StorageLevel.MEMORY_AND_DISK)
-    ctx.shared["per_value"] = agg
-    return agg
+
+
+def strong_ack(col_prefix: str = "") -> F.Column:
+    """Sent with acks=all (or never seen sent: treated as acks=all)."""
+    return F.coalesce(F.col(col_prefix + "send_acks_all"), F.lit(1)) == 1
+
+
+def per_value_stats(ctx: CheckContext) -> dict[str, Any]:
+    """The counters of the delivery checks over `per_value`, computed in ONE pass and kept.
+
+    Lost-write counters (acked, polled, unfinished, indefinite_errors, unpolled_acks_weaker_than_all,
+    acked_never_polled, polled_topics) and duplicate counters (values_seen: values seen at some
+    location; duplicated_values: values seen at two).
+    """
+    if "per_value_stats" in ctx.shared:
+        return ctx.shared["per_value_stats"]
+    pv = per_value(ctx)
+    acked, polled, strong = F.col("acked") == 1, F.col("polled") == 1, strong_ack()
+    row = pv.agg(
+        F.sum("acked").alias("acked"),
+        F.sum("polled").alias("polled"),
+        F.sum(((F.col("sent") == 1) & ~acked & (F.col("errored") == 0)).cast("int")).alias("unfinished"),
+        F.sum(((F.col("errored") == 1) & (F.col("failed_definitely") == 0) & ~acked).cast("int"))
+        .alias("indefinite_errors"),
+        F.sum((acked & ~polled & ~strong).cast("int")).alias("unpolled_acks_weaker_than_all"),
+        F.sum((acked & ~polled & strong).cast("int")).alias("acked_never_polled"),
+        F.collect_set(F.col("poll_topic_h")).alias("polled_topics"),
+        F.count(F.col("loc_min")).alias("values_seen"),
+        F.count(F.when(F.col("loc_min") != F.col("loc_max"), 1)).alias("duplicated_values"),
+    ).first()
+    stats: dict[str, Any] = {} if row is None else row.asDict()
+    stats["polled_topics"] = [int(h) for h in stats.get("polled_topics") or []]
+    ctx.shared["per_value_stats"] = stats
+    return stats
+
+
+def shared_location_candidates(ctx: CheckContext, limit: int) -> list[int] | None:
+    """Location hashes shared by two values, from `per_value` alone, or None when that cannot tell.
+
+    Valid only when no value was seen at two locations (then each location's values are exactly
+    the values whose single location it is). A hit may be a 64-bit hash collision: callers confirm
+    hits on the events themselves; an empty list means no location holds two values.
+    """
+    if int(per_value_stats(ctx).get("duplicated_values") or 0) > 0:
+        return None
+    rows = (_per_value_narrow(ctx).where(F.col("loc_min").isNotNull()).groupBy("loc_min").count()
+            .where(F.col("count") > 1).limit(limit).collect())
+    return [int(r["loc_min"]) for r in rows]
 
 
 def poll_frontier(ctx: CheckContext) -> list[tuple[str, int, int, int]]:
