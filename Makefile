@@ -9,6 +9,8 @@ STAMP := $(VENV)/.installed
 DEMO ?= experiments/controller-failover.yaml
 BACKEND ?= auto
 PYTEST_ARGS ?=
+# Test files run on 2 workers (a file stays on one worker, so module fixtures start once); 0 = serial.
+PYTEST_WORKERS ?= 2
 NIGHTLY_SEEDS ?= 1 2 3
 NIGHTLY_EXPERIMENTS ?= experiments/
 NIGHTLY_OUT ?= runs/nightly
@@ -48,7 +50,7 @@ lint: venv
 	$(VENV)/bin/mypy
 
 test: venv java lint podman
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 unit: venv
 	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
