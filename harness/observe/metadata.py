@@ -1,0 +1,235 @@
+"""The per-broker Metadata observer: asks EACH broker on its own which controller it obeys.
+
+Owns one poll thread per broker. Every `interval` seconds a thread sends a Kafka MetadataRequest
+for no topics (v4, `allow_auto_topic_creation` false; encoded and decoded by kafka-python's
+protocol classes) to its broker's client address, over its own connection, with short socket
+timeouts, and emits `controller.view` {broker: the broker that answered, controller: the
+controller id its answer names (-1 = none), leader: the same id (see below)} (src `metadata`,
+`wall` stamped when the answer arrived) whenever that broker's answer differs from its previous
+one. A broker that does not answer (killed, paused, link cut) emits nothing; since every broker
+has its own thread and timeouts, it never slows the polling of the others. The connection is
+dropped after any failure and reopened on the next poll.
+
+`leader` repeats `controller` because the Spark loader's schema (spark_analysis/load.py) has no
+`controller` column yet; the controller check reads `controller` and falls back to `leader`.
+
+Works against Apache Kafka too (Metadata v4 is served by Kafka 1.0 to 4.x, and carries the
+controller id since v1). `stop()` joins every thread and closes every socket.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import socket
+import struct
+import threading
+import time
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any
+
+from kafka.protocol.metadata import MetadataRequest, MetadataResponse
+
+from harness.engine.history import EventSink
+from harness.errors import HarnessError, TeardownError
+
+log = logging.getLogger(__name__)
+
+METADATA_VERSION = 4
+_SIZE = struct.Struct(">i")
+_MAX_FRAME = 64 * 1024 * 1024
+
+
+class MetadataObserverError(HarnessError):
+    """The observer was misconfigured (bad address or interval) or started twice."""
+
+
+class _Unanswered(Exception):
+    """One poll got no usable answer (connection refused, timeout, bad frame)."""
+
+
+def _split_address(broker: int, address: str) -> tuple[str, int]:
+    host, sep, port = address.strip().rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise MetadataObserverError(f"MetadataObserver: broker {broker} address {address!r} is not host:port")
+    return host.strip("[]"), int(port)
+
+
+class _BrokerPoller:
+    """One broker's connection and last answer; used only by its own thread."""
+
+    def __init__(self, broker: int, host: str, port: int, timeout_s: float, client_id: str) -> None:
+        self.broker, self.host, self.port = broker, host, port
+        self.timeout_s = timeout_s
+        self.client_id = client_id
+        self.sock: socket.socket | None = None
+        self.last: int | None = None
+        self.answers = 0
+        self._corr = itertools.count(1)
+
+    def close(self) -> None:
+        sock, self.sock = self.sock, None
+        if sock is not None:
+            try:
+                sock.close()
+            except OSError:
+                log.debug("closing the socket to broker %s failed", self.broker, exc_info=True)
+
+    def _read(self, sock: socket.socket, n: int) -> bytes:
+        chunks: list[bytes] = []
+        while n > 0:
+            chunk = sock.recv(min(n, 1 << 20))
+            if not chunk:
+                raise _Unanswered(f"broker {self.broker} at {self.host}:{self.port} closed the connection")
+            chunks.append(chunk)
+            n -= len(chunk)
+        return b"".join(chunks)
+
+    def ask(self) -> int:
+        """The controller id the broker's Metadata answer names; raises `_Unanswered`."""
+        try:
+            if self.sock is None:
+                self.sock = socket.create_connection((self.host, self.port), timeout=self.timeout_s)
+                self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock = self.sock
+            corr = next(self._corr) % (2**31)
+            request = MetadataRequest(version=METADATA_VERSION, topics=[], allow_auto_topic_creation=False)
+            request.with_header(correlation_id=corr, client_id=self.client_id)
+            sock.sendall(bytes(request.encode(header=True, framed=True)))
+            size = _SIZE.unpack(self._read(sock, 4))[0]
+            if not 4 <= size <= _MAX_FRAME:
+                raise _Unanswered(f"broker {self.broker} sent a frame of {size} bytes")
+            data = self._read(sock, size)
+            got = _SIZE.unpack_from(data)[0]
+            if got != corr:
+                raise _Unanswered(f"broker {self.broker} answered correlation id {got}, expected {corr}")
+            response: Any = MetadataResponse.decode(data, version=METADATA_VERSION, header=True)
+        except _Unanswered:
+            self.close()
+            raise
+        except Exception as exc:  # OSError, timeouts, undecodable answers: no answer this time
+            self.close()
+            raise _Unanswered(f"broker {self.broker} at {self.host}:{self.port}: {exc!r}") from exc
+        self.answers += 1
+        controller = getattr(response, "controller_id", None)
+        return int(controller) if controller is not None else -1
+
+
+class MetadataObserver:
+    """Polls every broker's Metadata on its own thread; an `Observer` and a context manager.
+
+    `addresses` maps broker id -> its client address "host:port" (through the `client->j` proxy, so
+    a cut client link silences only that broker).
+    """
+
+    def __init__(
+        self,
+        addresses: Mapping[int, str],
+        sink: EventSink,
+        *,
+        interval: float = 0.25,
+        timeout_s: float = 0.5,
+        name: str = "metadata",
+        src: str = "metadata",
+    ) -> None:
+        if not addresses:
+            raise MetadataObserverError(f"MetadataObserver({name!r}): no broker addresses given")
+        if not interval > 0 or not timeout_s > 0:
+            raise MetadataObserverError(
+                f"MetadataObserver({name!r}): interval={interval!r} and timeout_s={timeout_s!r} must be > 0")
+        self.name = name
+        self.src = src
+        self.interval = interval
+        self.timeout_s = timeout_s
+        self._sink = sink
+        self._pollers = [_BrokerPoller(b, *_split_address(b, a), timeout_s, f"observer-{name}-{b}")
+                         for b, a in sorted(addresses.items())]
+        self._threads: list[threading.Thread] = []
+        self._stop = threading.Event()
+        self._emit_lock = threading.Lock()
+        self._last_wall = 0.0
+        self.sink_errors = 0
+
+    @staticmethod
+    def from_bootstrap(bootstrap_servers: str, broker_ids: list[int], sink: EventSink,
+                       **kwargs: Any) -> MetadataObserver:
+        """Pair a bootstrap list with broker ids in order (the backends list broker 1..N's proxies in order)."""
+        addresses = [a for a in bootstrap_servers.split(",") if a.strip()]
+        if len(addresses) != len(broker_ids):
+            raise MetadataObserverError(
+                f"MetadataObserver: {len(addresses)} bootstrap addresses ({bootstrap_servers!r}) "
+                f"for {len(broker_ids)} brokers {broker_ids}")
+        return MetadataObserver(dict(zip(broker_ids, addresses, strict=True)), sink, **kwargs)
+
+    @property
+    def answers(self) -> dict[int, int]:
+        """How many answers each broker gave so far (for tests)."""
+        return {p.broker: p.answers for p in self._pollers}
+
+    def start(self) -> None:
+        if self._threads:
+            raise MetadataObserverError(f"MetadataObserver({self.name!r}): start() called twice")
+        self._stop.clear()
+        for poller in self._pollers:
+            thread = threading.Thread(target=self._run, args=(poller,), daemon=True,
+                                      name=f"observer-{self.name}-{poller.broker}")
+            self._threads.append(thread)
+            thread.start()
+
+    def stop(self) -> None:
+        """Stop polling: joins every thread, closes every socket (idempotent)."""
+        self._stop.set()
+        failures: list[tuple[str, BaseException]] = []
+        for thread in self._threads:
+            if thread is threading.current_thread():
+                continue
+            thread.join(self.timeout_s * 4 + self.interval + 2.0)
+            if thread.is_alive():
+                failures.append((f"MetadataObserver({self.name!r}): join {thread.name}",
+                                 TimeoutError("poll thread still alive")))
+        self._threads = []
+        for poller in self._pollers:
+            try:
+                poller.close()
+            except Exception as exc:
+                failures.append((f"MetadataObserver({self.name!r}): close broker {poller.broker}", exc))
+        if failures:
+            raise TeardownError(failures)
+
+    def __enter__(self) -> MetadataObserver:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def _run(self, poller: _BrokerPoller) -> None:
+        try:
+            while not self._stop.is_set():
+                started = time.monotonic()
+                try:
+                    controller = poller.ask()
+                except _Unanswered as exc:
+                    log.debug("observer %s: %s", self.name, exc)
+                else:
+                    if controller != poller.last:
+                        poller.last = controller
+                        self._emit(poller.broker, controller)
+                self._stop.wait(max(0.0, self.interval - (time.monotonic() - started)))
+        finally:
+            poller.close()
+
+    def _emit(self, broker: int, controller: int) -> None:
+        with self._emit_lock:  # walls never go back across this observer's events
+            wall = max(time.time() * 1000.0, self._last_wall)
+            self._last_wall = wall
+            event = {"type": "controller.view", "src": self.src, "wall": round(wall, 3),
+                     "broker": broker, "controller": controller, "leader": controller}
+            try:
+                self._sink(event)
+            except Exception:
+                self.sink_errors += 1
+                log.exception("observer %s: sink rejected %r", self.name, event)
