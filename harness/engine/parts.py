@@ -1,4 +1,4 @@
-"""The real parts a run is made of: observers (ZooKeeper + Admin), workloads (confluent-kafka
+"""The real parts a run is made of: observers (ZooKeeper, Admin, per-broker Metadata), workloads (confluent-kafka
 producers and consumer groups) built from the experiment's specs, and topic creation. The runner
 takes them through `RunParts`, so its phase logic is testable without a cluster."""
 
@@ -28,11 +28,15 @@ class RunParts:
 
 def real_observers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[Observer]:
     from harness.observe.isolated import IsolatedAdminObserver
+    from harness.observe.metadata import MetadataObserver
     from harness.observe.zookeeper import ZooKeeperObserver
 
     groups = [c.group for c in exp.workload.consumers]
+    # The backends list the `client->j` proxies of brokers 1..N in order in the bootstrap list.
+    brokers = sorted(n.id for n in cluster.nodes if n.role == "broker")
     return [ZooKeeperObserver(cluster.zookeeper_connect, sink),
-            IsolatedAdminObserver(cluster.bootstrap_servers, sink, groups=groups)]
+            IsolatedAdminObserver(cluster.bootstrap_servers, sink, groups=groups),
+            MetadataObserver.from_bootstrap(cluster.bootstrap_servers, brokers, sink)]
 
 
 def real_producers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[Workload]:
