@@ -3,7 +3,17 @@
 - `controller.unique`: at most one controller broker per controller epoch, and every controller
   is a registered live broker at the time it is seen (within the liveness grace).
 - `controller.epoch_monotonic`: per observer, the epoch never decreases, and it increases by at
-  least one at every controller change (a different broker, or the same one after a gap).
+  least one at every controller change (a different broker, or the same one after a gap). It
+  also owns the per-broker rule over `controller.view` events (the Metadata observer's answer of
+  each broker: which controller that broker obeys): each view is given the epoch of the latest
+  ZooKeeper `controller` event naming its controller at or before the view (plus
+  `VIEW_EPOCH_TOLERANCE_S` for observer latency, so a legit re-election of the same broker is not
+  read as its old epoch), and per answering broker those epochs must never decrease. A broker
+  that named the controller of epoch 2 and then names the controller of epoch 1 obeys a stale
+  (zombie) controller. This rule lives here, not in `controller.unique`, because what breaks is
+  the epoch order a broker follows (a fenced epoch accepted after a newer one), not the number of
+  controllers per epoch: the zombie's epoch still has one controller. Without views the rule is
+  simply not applied; views whose controller no epoch-carrying event names are skipped.
 """
 
 from __future__ import annotations
@@ -14,6 +24,62 @@ from spark_analysis.checks.common import evidence, plural
 from spark_analysis.checks.liveness import build_liveness
 from spark_analysis.context import CheckContext
 from spark_analysis.result import CheckResult, failed, passed, unknown
+
+VIEW_EPOCH_TOLERANCE_S = 1.0
+"""How long after a view a ZooKeeper `controller` event may be stamped and still count for it."""
+
+
+def view_controller(view: dict[str, Any]) -> int | None:
+    """The controller a `controller.view` names (`leader` mirrors it while the Spark schema lacks `controller`)."""
+    value = view.get("controller", view.get("leader"))
+    return int(value) if value is not None else None
+
+
+def stale_views(controllers: list[dict[str, Any]], views: list[dict[str, Any]],
+                tolerance_s: float = VIEW_EPOCH_TOLERANCE_S) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Evidence rows of views whose controller's epoch is lower than one the same broker named before.
+
+    Per violation: the broker's earlier view, the ZooKeeper event giving its epoch, the stale view,
+    and the ZooKeeper event giving the stale epoch (each ZooKeeper event once). The first row with a
+    `problem` is the first stale view. Also returns metrics (views, mapped views, stale views).
+    """
+    elections = [e for e in controllers
+                 if e.get("epoch") is not None and e.get("broker") is not None and int(e["broker"]) >= 0]
+    best: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}  # broker -> (view, election) of its max epoch
+    rows: list[dict[str, Any]] = []
+    shown: set[int] = set()
+    mapped = stale = 0
+
+    def election_row(ev: dict[str, Any]) -> None:
+        if id(ev) not in shown:
+            shown.add(id(ev))
+            rows.append(evidence(ev))
+
+    for view in views:
+        controller, broker = view_controller(view), view.get("broker")
+        if controller is None or controller < 0 or broker is None:
+            continue
+        t = float(view.get("t") or 0.0)
+        named = [e for e in elections if e["broker"] == controller and float(e.get("t") or 0.0) <= t + tolerance_s]
+        if not named:
+            continue
+        mapped += 1
+        election = max(named, key=lambda e: float(e.get("t") or 0.0))
+        epoch = int(election["epoch"])
+        prev = best.get(int(broker))
+        if prev is not None and epoch < int(prev[1]["epoch"]):
+            stale += 1
+            before, before_election = prev
+            election_row(before_election)
+            rows.append(evidence(before, controller=view_controller(before), named_epoch=int(before_election["epoch"])))
+            election_row(election)
+            rows.append(evidence(view, controller=controller, named_epoch=epoch,
+                                 problem=f"broker {broker} named controller {controller} (epoch {epoch}) after "
+                                         f"controller {view_controller(before)} (epoch {before_election['epoch']})"))
+            continue
+        if prev is None or epoch >= int(prev[1]["epoch"]):
+            best[int(broker)] = (view, election)
+    return rows, {"controller_views": len(views), "views_with_epoch": mapped, "stale_views": stale}
 
 
 class ControllerUnique:
@@ -94,12 +160,26 @@ class ControllerEpochMonotonic:
                 changes += int(changed)
             last[src] = ev
             gap[src] = False
+        views = ctx.rows("controller.view") if ctx.count("controller.view") else []
+        stale, view_metrics = stale_views(ctx.rows("controller"), views)
         metrics = {"controller_events": len(events), "controller_changes": changes,
-                   "violations": len(bad) // 2, "max_epoch": max(int(e["epoch"]) for e in events)}
-        if bad:
-            fault = ctx.faults.active_at(float(bad[1].get("t") or 0.0))
-            summary = f"{plural(len(bad) // 2, 'epoch violation')}: {bad[1]['problem']}"
-            if fault:
-                summary += f" during {fault.label}"
-            return failed(self.id, summary, bad, metrics, fault.label if fault else None)
-        return passed(self.id, f"epoch never decreased over {plural(changes, 'controller change')}", metrics)
+                   "violations": len(bad) // 2, "max_epoch": max(int(e["epoch"]) for e in events), **view_metrics}
+        if bad or stale:
+            parts: list[str] = []
+            first = None
+            if bad:
+                parts.append(f"{plural(len(bad) // 2, 'epoch violation')}: {bad[1]['problem']}")
+                first = bad[1]
+            if stale:
+                stale_first = next(r for r in stale if "problem" in r)
+                n = view_metrics["stale_views"]
+                parts.append(f"{plural(n, 'stale controller view')} (a broker obeys a controller of an older "
+                             f"epoch): {stale_first['problem']}")
+                first = first or stale_first
+            assert first is not None
+            fault = ctx.faults.active_at(float(first.get("t") or 0.0))
+            summary = "; ".join(parts) + (f" during {fault.label}" if fault else "")
+            return failed(self.id, summary, bad + stale, metrics, fault.label if fault else None)
+        note = (f"; {plural(view_metrics['views_with_epoch'], 'broker view')} of the controller never went back"
+                if views else "")
+        return passed(self.id, f"epoch never decreased over {plural(changes, 'controller change')}{note}", metrics)

@@ -1,0 +1,76 @@
+"""controller.epoch_monotonic's per-broker rule over `controller.view` events (which controller each broker's
+own Metadata answer names), on the hand-written fixture history plus small hand-written views."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from spark_analysis.checks.controller import ControllerEpochMonotonic, stale_views
+from spark_analysis.result import CheckResult, run_check
+from tests.fixtures.histories import WALL0, python_context, scenario
+
+Event = dict[str, Any]
+
+
+def view(t: float, broker: int, controller: int, *, schema_safe: bool = False) -> Event:
+    """A Metadata observer event; `schema_safe` keeps only `leader` (what the Spark loader's schema keeps)."""
+    named = {"leader": controller} if schema_safe else {"controller": controller, "leader": controller}
+    return {"t": t, "wall": WALL0 + int(t * 1000), "src": "metadata", "type": "controller.view", "broker": broker,
+            **named}
+
+
+def check(events: list[Event]) -> CheckResult:
+    return run_check(ControllerEpochMonotonic(), python_context(sorted(events, key=lambda e: e["t"])))
+
+
+HONEST = [view(1.0, 1, 1), view(1.0, 2, 1), view(1.0, 3, 1), view(9.4, 2, 2), view(9.5, 3, 2), view(11.5, 1, 2)]
+"""Every broker names controller 1 (epoch 1), then controller 2 (epoch 2) after broker 1 is killed at 9 s."""
+
+
+def test_views_following_the_epochs_in_order_pass() -> None:
+    result = check(scenario() + HONEST)
+    assert result.status == "pass", result.summary
+    assert result.summary == ("epoch never decreased over 1 controller change; 6 broker views of the controller "
+                              "never went back")
+    assert result.metrics["stale_views"] == 0 and result.metrics["views_with_epoch"] == 6
+
+
+def test_a_broker_naming_the_controller_of_an_older_epoch_again_fails_with_the_views_and_elections() -> None:
+    """Broker 3 named controller 2 (epoch 2), then controller 1 (epoch 1) again: it obeys a zombie."""
+    result = check(scenario() + HONEST + [view(10.0, 3, 1), view(10.3, 3, 2), view(10.6, 3, 1)])
+    assert result.status == "fail"
+    assert result.summary == ("2 stale controller views (a broker obeys a controller of an older epoch): broker 3 "
+                              "named controller 1 (epoch 1) after controller 2 (epoch 2) during fault #2 kill broker 1")
+    assert result.fault == "fault #2 kill broker 1"
+    first = result.evidence[:4]
+    assert [(r["type"], r["broker"]) for r in first] == [
+        ("controller", 2), ("controller.view", 3), ("controller", 1), ("controller.view", 3)]
+    assert (first[1]["controller"], first[1]["named_epoch"], first[1]["t"]) == (2, 2, 9.5)
+    assert (first[3]["controller"], first[3]["named_epoch"], first[3]["t"]) == (1, 1, 10.0)
+    assert (first[0]["epoch"], first[2]["epoch"]) == (2, 1)
+    assert result.metrics["stale_views"] == 2
+
+
+def test_views_carrying_only_leader_as_the_spark_schema_keeps_them_are_judged_too() -> None:
+    events = scenario() + [view(e["t"], e["broker"], e["leader"], schema_safe=True) for e in HONEST]
+    result = check([*events, view(10.0, 3, 1, schema_safe=True)])
+    assert result.status == "fail" and "broker 3 named controller 1 (epoch 1)" in result.summary
+
+
+def test_a_legit_re_election_of_the_old_controller_seen_before_its_znode_event_is_not_stale() -> None:
+    """Controller 1 is re-elected (epoch 3) at 12.0 s; broker 3 names it at 11.8 s, within the tolerance."""
+    extra = [{"t": 12.0, "wall": WALL0 + 12000, "src": "zk", "type": "controller", "broker": 1, "epoch": 3}]
+    result = check(scenario() + HONEST + extra + [view(11.8, 3, 1)])
+    assert result.status == "pass", result.summary
+
+
+def test_without_views_the_rule_is_not_applied_and_the_result_is_unchanged() -> None:
+    result = check(scenario())
+    assert result.status == "pass"
+    assert result.summary == "epoch never decreased over 1 controller change"
+    assert result.metrics["controller_views"] == 0
+
+
+def test_views_of_controllers_no_epoch_event_names_are_skipped() -> None:
+    rows, metrics = stale_views([], [view(1.0, 1, 1), view(2.0, 1, 2), view(3.0, 1, 1)])
+    assert rows == [] and metrics == {"controller_views": 3, "views_with_epoch": 0, "stale_views": 0}
