@@ -168,7 +168,9 @@ class Duplicate:
         n = int(stats["duplicated_values"])
         ev = _rows_for_values(ctx, sorted(sample))[:EVIDENCE_ROWS]
         first = [r for r in ev if r["value"] == ev[0]["value"]]
-        where = " and ".join(f"{tp_label(r['topic'], r['partition'])}@{r['offset']}" for r in first[:3])
+        # Rows without an offset (an ack whose offset librdkafka did not report) cannot say where.
+        located = [r for r in first if r.get("offset") is not None]
+        where = " and ".join(f"{tp_label(r.get('topic'), r.get('partition'))}@{r['offset']}" for r in located[:3])
         summary = f"{plural(n, 'value')} appear at more than one offset, e.g. value {ev[0]['value']} at {where}"
         fault = ctx.faults.active_at(max(float(r.get("t") or 0.0) for r in first))
         return failed(self.id, summary, ev, {"values_seen": seen, "duplicated_values": n},

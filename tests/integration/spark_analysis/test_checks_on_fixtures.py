@@ -138,3 +138,15 @@ def test_spark_and_reference_agree_on_fixtures(spark: Any, make_run: Any) -> Non
         verdict = verify_run(run_dir, spark=spark, write=False)
         got = {r.check_id: r.status for r in verdict.checks if r.check_id in REFERENCE_CHECKS}
         assert got == ref, (bug, got, ref)
+
+
+def test_duplicate_is_reported_when_an_ack_of_the_duplicated_value_has_no_offset(spark: Any, make_run: Any) -> None:
+    """An ack without an offset (librdkafka did not report one) does not crash delivery.duplicate
+    (seen in a real ignore_idempotence run); the summary names the offsets the polls saw."""
+    events = scenario(duplicate=True)
+    for ev in events:
+        if ev["type"] == "ack" and ev.get("value") == 7:
+            ev.pop("offset", None)
+    result = run_one(spark, make_run("duplicate_no_ack_offset", events), "delivery.duplicate")
+    assert result.status == "fail", result
+    assert "value 7 at orders/0@3 and orders/0@22" in result.summary, result.summary
