@@ -2,7 +2,8 @@
 
 - `group.generation_monotonic`: per observer and group, the generation in `group.state` never
   decreases, and two Stable observations with different member sets never share a generation;
-  per consumer, the generation of its assigns never decreases.
+  per consumer, the generation of its assigns strictly increases (each assignment ends a rebalance,
+  and each rebalance is a new generation: the same generation twice is a reused generation).
 - `group.exclusive_ownership`: within one generation no partition is held by two members (holdings
   reconstructed from assign/revoke); once the group is Stable with exactly the members that
   reported assigns for that generation, every partition of their topics is held by one of them.
@@ -74,6 +75,12 @@ class GenerationMonotonic:
             if prev is not None and ev["generation"] < prev["generation"]:
                 bad += [evidence(prev), evidence(ev, problem=f"{ev.get('src')} assigned in generation "
                                                              f"{ev['generation']} after {prev['generation']}")]
+            elif prev is not None and ev["generation"] == prev["generation"]:
+                # Every assignment a consumer receives ends a completed JoinGroup/SyncGroup round, and
+                # every such round starts a new generation: a second one under the same id is reused.
+                bad += [evidence(prev), evidence(ev, problem=f"{ev.get('src')} assigned again in generation "
+                                                             f"{ev['generation']} (a rebalance without a new "
+                                                             "generation: generation reused)")]
             last_assign[key] = ev
         gens = {(str(e.get("group")), int(e["generation"])) for e in states + assigns}
         metrics = {"group_states": len(states), "assigns": len(assigns), "generations": len(gens),

@@ -150,3 +150,16 @@ def test_duplicate_is_reported_when_an_ack_of_the_duplicated_value_has_no_offset
     result = run_one(spark, make_run("duplicate_no_ack_offset", events), "delivery.duplicate")
     assert result.status == "fail", result
     assert "value 7 at orders/0@3 and orders/0@22" in result.summary, result.summary
+
+
+def test_generation_reused_by_a_second_rebalance_fails_generation_monotonic(spark: Any, make_run: Any) -> None:
+    """A consumer assigned twice under one generation id (a rebalance that did not bump the generation,
+    as with the reference broker's generation_reuse flag) fails group.generation_monotonic."""
+    events = scenario()
+    for ev in events:
+        if ev["type"] in ("assign", "group.state") and ev.get("generation") == 2:
+            ev["generation"] = 1
+    result = run_one(spark, make_run("generation_reuse", events), "group.generation_monotonic")
+    assert result.status == "fail", result
+    assert "consumer:c1 assigned again in generation 1" in result.summary, result.summary
+    assert {e.get("generation") for e in result.evidence} == {1}
