@@ -80,6 +80,7 @@ HISTORY_SCHEMA = StructType(
         _f("params", _S),
         # brokers, controller, partitions
         _f("broker", _L),
+        _f("controller", _L),
         _f("epoch", _L),
         _f("topic", _S),
         _f("partition", _L),

@@ -4,14 +4,11 @@ Owns one poll thread per broker. Every `interval` seconds a thread sends a Kafka
 for no topics (v4, `allow_auto_topic_creation` false; encoded and decoded by kafka-python's
 protocol classes) to its broker's client address, over its own connection, with short socket
 timeouts, and emits `controller.view` {broker: the broker that answered, controller: the
-controller id its answer names (-1 = none), leader: the same id (see below)} (src `metadata`,
+controller id its answer names (-1 = none)} (src `metadata`,
 `wall` stamped when the answer arrived) whenever that broker's answer differs from its previous
 one. A broker that does not answer (killed, paused, link cut) emits nothing; since every broker
 has its own thread and timeouts, it never slows the polling of the others. The connection is
 dropped after any failure and reopened on the next poll.
-
-`leader` repeats `controller` because the Spark loader's schema (spark_analysis/load.py) has no
-`controller` column yet; the controller check reads `controller` and falls back to `leader`.
 
 Works against Apache Kafka too (Metadata v4 is served by Kafka 1.0 to 4.x, and carries the
 controller id since v1). `stop()` joins every thread and closes every socket.
@@ -227,7 +224,7 @@ class MetadataObserver:
             wall = max(time.time() * 1000.0, self._last_wall)
             self._last_wall = wall
             event = {"type": "controller.view", "src": self.src, "wall": round(wall, 3),
-                     "broker": broker, "controller": controller, "leader": controller}
+                     "broker": broker, "controller": controller}
             try:
                 self._sink(event)
             except Exception:

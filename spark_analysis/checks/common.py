@@ -15,7 +15,7 @@ from typing import Any
 TopicPartition = tuple[str, int]
 
 EVIDENCE_FIELDS = (
-    "seq", "t", "src", "type", "broker", "epoch", "topic", "partition", "leader", "leader_epoch", "isr",
+    "seq", "t", "src", "type", "broker", "controller", "epoch", "topic", "partition", "leader", "leader_epoch", "isr",
     "replicas", "controller_epoch", "group", "state", "generation", "coordinator", "protocol", "members",
     "member", "partitions", "producer", "consumer", "value", "key", "offset", "error", "definite",
     "fault_id", "kind", "target", "status", "name",

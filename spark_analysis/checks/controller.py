@@ -30,8 +30,10 @@ VIEW_EPOCH_TOLERANCE_S = 1.0
 
 
 def view_controller(view: dict[str, Any]) -> int | None:
-    """The controller a `controller.view` names (`leader` mirrors it while the Spark schema lacks `controller`)."""
-    value = view.get("controller", view.get("leader"))
+    """The controller a `controller.view` names (`leader` in histories written before the schema had `controller`)."""
+    value = view.get("controller")
+    if value is None:
+        value = view.get("leader")
     return int(value) if value is not None else None
 
 

@@ -12,9 +12,9 @@ from tests.fixtures.histories import WALL0, python_context, scenario
 Event = dict[str, Any]
 
 
-def view(t: float, broker: int, controller: int, *, schema_safe: bool = False) -> Event:
-    """A Metadata observer event; `schema_safe` keeps only `leader` (what the Spark loader's schema keeps)."""
-    named = {"leader": controller} if schema_safe else {"controller": controller, "leader": controller}
+def view(t: float, broker: int, controller: int, *, legacy: bool = False) -> Event:
+    """A Metadata observer event; `legacy`: only `leader`, as histories written before `controller` existed."""
+    named = {"leader": controller} if legacy else {"controller": controller}
     return {"t": t, "wall": WALL0 + int(t * 1000), "src": "metadata", "type": "controller.view", "broker": broker,
             **named}
 
@@ -51,9 +51,9 @@ def test_a_broker_naming_the_controller_of_an_older_epoch_again_fails_with_the_v
     assert result.metrics["stale_views"] == 2
 
 
-def test_views_carrying_only_leader_as_the_spark_schema_keeps_them_are_judged_too() -> None:
-    events = scenario() + [view(e["t"], e["broker"], e["leader"], schema_safe=True) for e in HONEST]
-    result = check([*events, view(10.0, 3, 1, schema_safe=True)])
+def test_views_of_older_histories_carrying_only_leader_are_judged_too() -> None:
+    events = scenario() + [view(e["t"], e["broker"], e["controller"], legacy=True) for e in HONEST]
+    result = check([*events, view(10.0, 3, 1, legacy=True)])
     assert result.status == "fail" and "broker 3 named controller 1 (epoch 1)" in result.summary
 
 
