@@ -16,7 +16,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[*]"
-DRIVER_MEMORY = "1g"
+DRIVER_MEMORY = "896m"
 NATIVE_MEMORY_OPTIONS = (
     "-XX:+UseParallelGC",
     "-XX:ParallelGCThreads=2",
@@ -81,6 +81,9 @@ def session_config(master: str) -> dict[str, str]:
             {
                 "spark.driver.memory": DRIVER_MEMORY,
                 "spark.sql.shuffle.partitions": str(max(2, 2 * cores)),
+                # AQE keeps shuffle partitions small enough that one aggregation's hash map fits
+                # the (small) heap instead of spilling.
+                "spark.sql.adaptive.advisoryPartitionSizeInBytes": str(16 * 1024 * 1024),
                 "spark.default.parallelism": str(max(2, cores)),
                 "spark.driver.host": "127.0.0.1",
                 "spark.driver.bindAddress": "127.0.0.1",
