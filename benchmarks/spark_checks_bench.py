@@ -245,10 +245,17 @@ def spark_checks(spark, run_dir: Path) -> tuple[float, float, dict[str, float], 
 def floor(spark, history: Path) -> float:
     from spark_analysis.load import read_json
 
-    t0, c0 = time.perf_counter(), jvm_cpu_s()
-    read_json(spark, history).count()
-    CPU[f"floor {history.parent.name}"] = jvm_cpu_s() - c0
-    return time.perf_counter() - t0
+    """Load + count of the JSON, best of two reads (the first may read a cold page cache; the
+    conversion that follows reads a warm one, so the warm figure is the fair floor)."""
+    best, best_cpu = float("inf"), 0.0
+    for _ in range(2):
+        t0, c0 = time.perf_counter(), jvm_cpu_s()
+        read_json(spark, history).count()
+        wall, cpu = time.perf_counter() - t0, jvm_cpu_s() - c0
+        if wall < best:
+            best, best_cpu = wall, cpu
+    CPU[f"floor {history.parent.name}"] = best_cpu
+    return best
 
 
 def main() -> int:
