@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.experiment.fields import Fields
-from harness.experiment.yamlsource import Located, Path
+from harness.experiment.yamlsource import Located, Path, render_path
 
 MAX_VARIANTS = 64
 PROPERTY_MAPS = ("broker_config", "config")
@@ -152,21 +152,21 @@ def _targets(f: Fields, top: dict[str, Any], axis: Axis) -> list[tuple[str | int
             node = _walk(top, prefix)
             if seg == "*" or isinstance(seg, int):
                 if not isinstance(node, list):
-                    f.error(where, f"{_show(prefix)} is not a list", axis.key)
+                    f.error(where, f"{render_path(prefix)} is not a list", axis.key)
                     return []
                 if isinstance(seg, str):
                     nxt.extend((*prefix, i) for i in range(len(node)))
                 elif seg < len(node):
                     nxt.append((*prefix, seg))
                 else:
-                    f.error(where, f"{_show(prefix)} has {len(node)} element(s); there is no [{seg}]", axis.key)
+                    f.error(where, f"{render_path(prefix)} has {len(node)} element(s); there is no [{seg}]", axis.key)
                     return []
             else:
                 if node is None and prefix:
                     node = {}
                     _walk(top, prefix[:-1])[prefix[-1]] = node
                 if not isinstance(node, dict):
-                    f.error(where, f"{_show(prefix) or 'the experiment'} is not a mapping", axis.key)
+                    f.error(where, f"{render_path(prefix) or 'the experiment'} is not a mapping", axis.key)
                     return []
                 if not last and node.get(seg) is None:
                     node[seg] = {}
@@ -176,6 +176,3 @@ def _targets(f: Fields, top: dict[str, Any], axis: Axis) -> list[tuple[str | int
         f.error(where, "the path matches nothing (an empty list?)", axis.key)
     return found
 
-
-def _show(path: tuple[str | int, ...]) -> str:
-    return "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else p) for i, p in enumerate(path))

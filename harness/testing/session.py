@@ -1,7 +1,7 @@
 """`ChaosSession`: what every experiment run from one pytest session shares, and `Outcome`.
 
 Owns the options (`--chaos-backend`, `--chaos-seed`, `--chaos-runs-dir`, `--spark-master`), the
-backend chosen once (leftovers of earlier runs cleaned once), one run end to end (cluster run ->
+backend chosen once, one run end to end (cluster run ->
 Spark verdict), and the failure text: failed checks, their summaries, the first evidence rows,
 the report path and the exact reproduce line.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,6 +19,7 @@ from harness.errors import HarnessError
 if TYPE_CHECKING:
     from harness.cluster.base import ClusterBackend
     from harness.experiment.schema import Experiment
+    from spark_analysis.result import CheckResult
     from spark_analysis.verdict import Verdict
 
 EVIDENCE_ROWS = 3
@@ -56,10 +57,11 @@ class Outcome:
     def passed(self) -> bool:
         return self.status == "pass"
 
-    def failed_checks(self) -> list[str]:
+    def failed_checks(self) -> list[CheckResult]:
+        """The checks that did not pass and are not allowed (what makes the outcome fail)."""
         if self.verdict is None:
             return []
-        return [c.check_id for c in self.verdict.checks if c.status != "pass" and not c.allowed]
+        return [c for c in self.verdict.checks if c.status != "pass" and not c.allowed]
 
     def properties(self) -> list[tuple[str, str]]:
         """JUnit properties: seed, backend, run dir, broker, variant, verdict and every check's status."""
@@ -84,9 +86,7 @@ class Outcome:
         lines = [f"{head} (seed {self.exp.seed}, backend {self.backend}, run {self.run_status})"]
         if self.verdict is not None:
             lines.append(f"tested: {self.verdict.title}")
-            for c in self.verdict.checks:
-                if c.status == "pass" or c.allowed:
-                    continue
+            for c in self.failed_checks():
                 fault = f" [during {c.fault}]" if c.fault else ""
                 lines.append(f"  {c.status.upper():<8}{c.check_id}: {c.summary}{fault}")
                 lines += [f"      {json.dumps(dict(e), default=str, sort_keys=True)}" for e in
@@ -105,18 +105,14 @@ class ChaosSession:
 
     options: ChaosOptions
     _backend: tuple[ClusterBackend, str] | None = None
-    cleaned: list[str] = field(default_factory=list)
 
     def backend(self) -> tuple[ClusterBackend, str]:
-        """The backend (chosen once; raises `HarnessError` naming why none can run)."""
+        """The backend (chosen once; raises `HarnessError` naming why none can run). Leftovers of dead
+        harnesses are cleaned by the backend's own `up` and recorded in each run's run.json."""
         if self._backend is None:
             from harness.cluster.select import choose_backend
 
-            backend, reason = choose_backend(self.options.backend)
-            cleaner = getattr(backend, "clean_leftovers", None)
-            if callable(cleaner):
-                self.cleaned = list(cleaner() or ())
-            self._backend = backend, reason
+            self._backend = choose_backend(self.options.backend)
         return self._backend
 
     def prepare(self, exp: Experiment) -> Experiment:

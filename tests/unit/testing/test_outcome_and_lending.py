@@ -39,7 +39,7 @@ def _verdict(status: Status) -> Verdict:
 def test_failure_names_failed_checks_first_evidence_report_and_reproduce_line(tmp_path: Path) -> None:
     outcome = Outcome(EXP, "process", tmp_path, "completed", _verdict("fail"))
     text = outcome.describe_failure()
-    assert outcome.failed_checks() == ["controller.epoch_monotonic"]
+    assert [c.check_id for c in outcome.failed_checks()] == ["controller.epoch_monotonic"]
     assert "FAIL    controller.epoch_monotonic: epoch 3 seen again" in text
     assert "[during fault #1 kill controller]" in text
     assert text.count('"type": "controller"') == 3  # the first evidence rows only
