@@ -10,7 +10,6 @@ the one map of flag -> experiment, owning checks and what their summary must nam
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +21,7 @@ from harness.cluster.process import ProcessBackend
 from harness.engine.runner import RunResult, run_experiment
 from harness.experiment import load_experiment
 from harness.experiment.schema import REFERENCE_BUGS
-from tests.fixtures.process_cluster import reference_broker_ready
+from tests.fixtures.process_cluster import reference_process_backend
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -62,19 +61,12 @@ CLEAN_EXPERIMENTS = sorted({c.experiment for c in BUG_CASES.values()})
 @pytest.fixture(scope="module")
 def reference_backend() -> ProcessBackend:
     """The process backend with reference brokers (bug flags exist only there), or a skip with the reason."""
-    ready, why = reference_broker_ready()
-    if not ready:
-        pytest.skip(why)
-    backend = ProcessBackend({k: v for k, v in os.environ.items() if k != "KAFKA_HOME"})
-    ok, reason = backend.available()
-    if not ok:
-        pytest.skip(f"process backend unavailable: {reason}")
-    return backend
+    return reference_process_backend()
 
 
 class BugRuns:
-    """Runs and verifies bug experiments, once per (experiment, flags) per module: a check that also owns a
-    flag (`BugCase.missed`) is judged on the same run."""
+    """Runs and verifies bug experiments, once per (experiment, flags) per module: tests that ask for the
+    same run share it."""
 
     def __init__(self, backend: ProcessBackend, runs_dir: Path, spark: Any) -> None:
         self.backend = backend

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from harness.engine.history import read_history
+from harness.experiment.schema import CHECK_IDS
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 ROOT = Path(__file__).resolve().parents[3]
@@ -90,7 +91,7 @@ def test_shipped_experiment_passes_and_junit_carries_seed_backend_run_dir_and_ch
     props = session.props("controller-failover")
     assert props["seed"] == "42" and props["backend"] == "process" and props["verdict"] == "pass"
     assert props["broker"].startswith("reference broker")
-    assert {k for k in props if k.startswith("check.")} == {f"check.{c}" for c in _check_ids()}
+    assert {k for k in props if k.startswith("check.")} == {f"check.{c}" for c in CHECK_IDS}
     run_dir = Path(props["run_dir"])
     info = json.loads((run_dir / "run.json").read_text())
     assert info["status"] == "completed" and info["broker"]["flavour"] == "reference"
@@ -133,11 +134,4 @@ def test_python_test_runs_two_experiments_on_one_chaos_cluster(session: Session)
     assert [first["cluster_info"][k] for k in same] == [second["cluster_info"][k] for k in same]
     assert second["cluster_info"]["nodes"]["zookeeper:1"]["pid"] == first["cluster_info"]["nodes"]["zookeeper:1"]["pid"]
     assert "shared across experiments" in second["backend_reason"]
-
-
-def _check_ids() -> tuple[str, ...]:
-    from harness.experiment.schema import CHECK_IDS
-
-    return CHECK_IDS
-
 

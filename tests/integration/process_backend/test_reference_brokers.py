@@ -5,7 +5,6 @@ and per-link cuts (part 1 brokers do not replicate, so only process and link beh
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,10 +17,10 @@ from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
 
 from harness.cluster.base import CLIENT, ClusterSpec, NodeId
-from harness.cluster.process import ProcessBackend, ProcessCluster
+from harness.cluster.process import ProcessCluster
 from harness.errors import BackendError
 from tests.fixtures.broker import metadata_ok
-from tests.fixtures.process_cluster import reference_broker_ready
+from tests.fixtures.process_cluster import reference_process_backend
 
 pytestmark = pytest.mark.integration
 
@@ -30,13 +29,7 @@ SESSION_MS = 3000
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
-    ready, why = reference_broker_ready()
-    if not ready:
-        pytest.skip(why)
-    backend = ProcessBackend({k: v for k, v in os.environ.items() if k != "KAFKA_HOME"})
-    ok, reason = backend.available()
-    if not ok:
-        pytest.skip(f"process backend unavailable: {reason}")
+    backend = reference_process_backend()
     spec = ClusterSpec(brokers=3, zookeepers=1, ready_timeout_s=60,
                        broker_config={"zookeeper.session.timeout.ms": str(SESSION_MS)})
     t0 = time.monotonic()
@@ -176,10 +169,7 @@ def test_cutting_a_brokers_zookeeper_proxy_expires_only_its_registration(
 
 def test_teardown_leaves_no_process_behind(tmp_path: Path) -> None:
     """down() kills every broker, ZooKeeper member and the Toxiproxy; a second down() is a no-op."""
-    ready, why = reference_broker_ready()
-    if not ready:
-        pytest.skip(why)
-    backend = ProcessBackend({k: v for k, v in os.environ.items() if k != "KAFKA_HOME"})
+    backend = reference_process_backend()
     c = backend.up(ClusterSpec(brokers=1, zookeepers=1, ready_timeout_s=60), tmp_path)
     pids = [c.pid(n) for n in c.nodes] + [c.toxiproxy.process.pid]
     c.down()
@@ -190,12 +180,9 @@ def test_teardown_leaves_no_process_behind(tmp_path: Path) -> None:
 def test_a_broker_that_cannot_start_fails_up_naming_it_with_its_log_and_leaves_nothing_running(
     tmp_path: Path,
 ) -> None:
-    ready, why = reference_broker_ready()
-    if not ready:
-        pytest.skip(why)
+    backend = reference_process_backend()
     me = psutil.Process()
     before = {p.pid for p in me.children(recursive=True)}
-    backend = ProcessBackend({k: v for k, v in os.environ.items() if k != "KAFKA_HOME"})
     spec = ClusterSpec(brokers=2, zookeepers=1, ready_timeout_s=30, broker_config={"num.partitions": "abc"})
     with pytest.raises(BackendError) as info:
         backend.up(spec, tmp_path)
