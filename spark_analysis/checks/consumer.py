@@ -68,18 +68,19 @@ class PollSkip:
     def run(self, ctx: CheckContext) -> CheckResult:
         gaps = poll_pairs(ctx).where(F.col("offset") > F.col("prev_offset") + 1)
         polls = ctx.count("poll")
-        tps = [(r["topic"], r["partition"]) for r in gaps.select("topic", "partition").distinct().collect()]
+        tps = [(r["topic_h"], r["partition"]) for r in gaps.select("topic_h", "partition").distinct().collect()]
         if not tps:
             return passed(self.id, f"no consumer jumped over an offset in {polls} polls",
                           {"polls": polls, "gaps": 0, "skips": 0})
+        topic_h = F.xxhash64("topic")
         cond = F.lit(False)
-        for topic, part in tps:
-            cond = cond | ((F.col("topic") == topic) & (F.col("partition") == part))
+        for th, part in tps:
+            cond = cond | ((topic_h == th) & (F.col("partition") == part))
         known = (ctx.df("ack", "poll").where(F.col("offset").isNotNull() & cond)
-                 .select("topic", "partition", "offset").distinct())
-        nxt = known.select("topic", "partition", F.col("offset").alias("prev_offset"), F.lead("offset").over(
-            Window.partitionBy("topic", "partition").orderBy("offset")).alias("next_known"))
-        skips = gaps.join(nxt, ["topic", "partition", "prev_offset"]).where(F.col("next_known") < F.col("offset"))
+                 .select(topic_h.alias("topic_h"), "partition", "offset").distinct())
+        nxt = known.select("topic_h", "partition", F.col("offset").alias("prev_offset"), F.lead("offset").over(
+            Window.partitionBy("topic_h", "partition").orderBy("offset")).alias("next_known"))
+        skips = gaps.join(nxt, ["topic_h", "partition", "prev_offset"]).where(F.col("next_known") < F.col("offset"))
         n_gaps = gaps.count()
         sample = skips.orderBy("seq").limit(EVIDENCE_PAIRS).collect()
         metrics = {"polls": polls, "gaps": n_gaps}

@@ -8,10 +8,11 @@ aggregation with map-side partial aggregation; strings (topic, producer, key) en
   shuffle): whether and how it was sent, acknowledged, failed, polled (bit flags OR-ed together);
   where it was acked; the smallest and largest hash of the locations (topic, partition, offset)
   it was seen at (they differ exactly when it was seen at two locations, up to hash collisions).
-  Only the aggregated columns are persisted; the 0/1 flags are derived when read.
+  Only the aggregated columns are persisted; the 0/1 flags are derived when read. The clean
+  case never builds it (`bitsets.py` counts without it); it serves failures, for their evidence.
 - `per_value_stats(ctx)`: the lost-write and duplicate counters, in one pass over `per_value`.
-- `shared_location_candidates(ctx, n)`: locations two values share, from `per_value` alone when no
-  value was seen at two locations (so the consistent case needs no second pass over the events).
+- `keyed_acks(ctx)`: each acked value with a key, with the position of its send (for key order);
+  `sends_in_value_order` / `acks_out_of_value_order`: key order's fast path, without that join.
 - `poll_frontier(ctx)`: the highest polled offset per partition (small, collected).
 - `poll_pairs(ctx)`: anomalous consecutive polls of one consumer on one partition within one
   assignment epoch (an assign/revoke of that partition by that consumer starts a new epoch):
@@ -127,18 +128,51 @@ def per_value_stats(ctx: CheckContext) -> dict[str, Any]:
     return stats
 
 
-def shared_location_candidates(ctx: CheckContext, limit: int) -> list[int] | None:
-    """Location hashes shared by two values, from `per_value` alone, or None when that cannot tell.
+def keyed_acks(ctx: CheckContext) -> DataFrame:
+    """One row per acked value with a key and an offset: `pk_h` (producer and key), `ack_topic_h`,
+    `ack_partition`, `ack_offset`, `ack_seq` (its lowest-offset ack) and `send_seq` (its first send).
 
-    Valid only when no value was seen at two locations (then each location's values are exactly
-    the values whose single location it is). A hit may be a 64-bit hash collision: callers confirm
-    hits on the events themselves; an empty list means no location holds two values.
+    Sends and acks both carry producer and key, so one shuffle by `pk_h` brings a value's send next
+    to its ack, and the key-order window (partitioned by `pk_h` and the partition) needs no other.
     """
-    if int(per_value_stats(ctx).get("duplicated_values") or 0) > 0:
-        return None
-    rows = (_per_value_narrow(ctx).where(F.col("loc_min").isNotNull()).groupBy("loc_min").count()
-            .where(F.col("count") > 1).limit(limit).collect())
-    return [int(r["loc_min"]) for r in rows]
+    kinds = {"send": 0, "ack": 1}
+    ev = ctx.df(*kinds).where(F.col("key").isNotNull() & F.col("value").isNotNull()
+                              & ((F.col("type") == "send") | F.col("offset").isNotNull())).select(
+        F.xxhash64("producer", "key").alias("pk_h"), "value", "seq", "partition", "offset",
+        F.xxhash64("topic").alias("topic_h"), F.when(_is("send"), 0).otherwise(1).alias("kind"))
+    # Within one value: its sends first, then its acks by offset.
+    w = Window.partitionBy("pk_h", "value").orderBy("kind", "offset", "seq")
+    sends = F.count(F.when(F.col("kind") == 0, 1)).over(w)
+    return (ev.select("*", F.min(F.when(F.col("kind") == 0, F.col("seq"))).over(w).alias("send_seq"),
+                      (F.row_number().over(w) == sends + 1).alias("first_ack"))
+            .where((F.col("kind") == 1) & F.col("first_ack") & F.col("send_seq").isNotNull())
+            .select("pk_h", "send_seq", F.col("topic_h").alias("ack_topic_h"),
+                    F.col("partition").alias("ack_partition"), F.col("offset").alias("ack_offset"),
+                    F.col("seq").alias("ack_seq")))
+
+
+def sends_in_value_order(ctx: CheckContext) -> bool:
+    """Whether each producer sent each key's values in increasing value order (by file position).
+
+    True of the harness, whose producers send `value_base + n` for n = 0, 1, ...; then a key's
+    acks ordered by value are ordered by send, and key order needs no join of sends to acks.
+    """
+    sends = ctx.df("send").where(F.col("key").isNotNull() & F.col("value").isNotNull()).select(
+        F.xxhash64("producer", "key").alias("pk_h"), "value", "seq")
+    w = Window.partitionBy("pk_h").orderBy("seq")
+    back = sends.select("value", F.lag("value").over(w).alias("prev")).where(F.col("value") <= F.col("prev"))
+    return not back.limit(1).collect()
+
+
+def acks_out_of_value_order(ctx: CheckContext) -> bool:
+    """Whether some producer's acks of one key in one partition have offsets not increasing with value."""
+    acks = ctx.df("ack").where(F.col("key").isNotNull() & F.col("value").isNotNull()
+                               & F.col("offset").isNotNull()).select(
+        F.xxhash64("producer", "key").alias("pk_h"), F.xxhash64("topic").alias("topic_h"), "partition",
+        "value", "offset")
+    w = Window.partitionBy("pk_h", "topic_h", "partition").orderBy("value")
+    back = acks.select("offset", F.lag("offset").over(w).alias("prev")).where(F.col("offset") <= F.col("prev"))
+    return bool(back.limit(1).collect())
 
 
 def poll_frontier(ctx: CheckContext) -> list[tuple[str, int, int, int]]:
@@ -158,23 +192,26 @@ def poll_frontier(ctx: CheckContext) -> list[tuple[str, int, int, int]]:
 
 def poll_pairs(ctx: CheckContext) -> DataFrame:
     """Anomalous consecutive polls: `offset`/`seq` and `prev_offset`/`prev_seq` of the same consumer
-    (`src`) on the same partition with no assign/revoke of it in between."""
+    (`src_h`, a hash of `src`) on the same partition (`topic_h`, `partition`) with no assign/revoke
+    of it in between."""
     if "poll_pairs" in ctx.shared:
         return ctx.shared["poll_pairs"]
-    polls = ctx.df("poll").where(F.col("offset").isNotNull()).select("src", "topic", "partition", "offset", "seq")
+    # Consumer and topic enter as 64-bit hashes: the sort compares longs, not strings.
+    polls = ctx.df("poll").where(F.col("offset").isNotNull()).select(
+        F.xxhash64("src").alias("src_h"), F.xxhash64("topic").alias("topic_h"), "partition", "offset", "seq")
     markers = (
         ctx.df("assign", "revoke")
         .select("src", "seq", F.explode("partitions").alias("tp"))
         .where(F.size("tp") == 2)
         .select(
-            "src",
-            F.col("tp")[0].alias("topic"),
+            F.xxhash64("src").alias("src_h"),
+            F.xxhash64(F.col("tp")[0]).alias("topic_h"),
             F.col("tp")[1].cast("long").alias("partition"),
             F.lit(None).cast("long").alias("offset"),
             "seq",
         )
     )
-    w = Window.partitionBy("src", "topic", "partition").orderBy("seq")
+    w = Window.partitionBy("src_h", "topic_h", "partition").orderBy("seq")
     pairs = (
         polls.unionByName(markers)
         .select("*", F.lag("offset").over(w).alias("prev_offset"), F.lag("seq").over(w).alias("prev_seq"))

@@ -1,0 +1,105 @@
+"""The delivery checks' counters as set arithmetic on 64-bit words: no shuffle of the events by value.
+
+Owns `write_counters(ctx)` and `location_summary(ctx)`, the fast path of the delivery checks.
+
+Written values are integers, so each fact about values (sent, acked, polled, errored, ...) is a
+set of integers, kept as 64-bit words: word `value >> 6` holds bit `value & 63`. Building the
+words is a hash aggregation by word with `bit_or`; each task folds its rows into one word per
+64 values before anything is shuffled, so the millions of send/ack/poll events never travel as
+rows. A counter is then `sum(bit_count(<set expression>))` over the words, e.g. acked, not sent
+with weak acks and not polled: `acked & ~(weak | polled)`. Sparse values only make the word
+table larger (at worst one word per value), never wrong.
+
+Both functions answer only counters. A check whose counter shows an anomaly goes through the
+per-value frames of `frames.py`, which also find its evidence rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from spark_analysis.checks.frames import WRITE_TYPES, acks_all
+from spark_analysis.context import CheckContext
+
+
+def _word(values: Column) -> Column:
+    return F.shiftright(values, 6)
+
+
+def _bit(column: str) -> Column:
+    """The bit of the value in column `column` within its word."""
+    return F.expr(f"shiftleft(1L, cast(`{column}` & 63 as int))")
+
+
+def _set(cond: Column) -> Column:
+    """Aggregate: the word of values whose rows satisfy `cond` (0 when none does)."""
+    return F.coalesce(F.bit_or(F.when(cond, F.col("bit"))), F.lit(0).cast("long"))
+
+
+def _count(words: Column) -> Column:
+    return F.coalesce(F.sum(F.bit_count(words)), F.lit(0)).cast("long")
+
+
+def write_counters(ctx: CheckContext) -> dict[str, Any]:
+    """The counters of `frames.per_value_stats` except `duplicated_values` and `polled_topics`.
+
+    `acked_never_polled` (acked, acks=all, never polled) 0 means no write is lost or unseen;
+    `acked_unsent` counts values acked with no send seen."""
+    if "write_counters" in ctx.shared:
+        return ctx.shared["write_counters"]
+    kind = F.col("type")
+    ack = kind == "ack"
+    ev = ctx.df(*WRITE_TYPES).where(F.col("value").isNotNull()).select(
+        "type", "offset", "acks", "definite", _word(F.col("value")).alias("word"),
+        _bit("value").alias("bit"))
+    words = ev.groupBy("word").agg(
+        _set(kind == "send").alias("sent"),
+        _set((kind == "send") & ~acks_all(F.col("acks"))).alias("weak"),
+        _set(ack).alias("acked"),
+        _set(kind == "poll").alias("polled"),
+        _set(kind == "send.error").alias("errored"),
+        _set((kind == "send.error") & F.coalesce(F.col("definite"), F.lit(False))).alias("definite"),
+        _set(kind.isin("ack", "poll") & F.col("offset").isNotNull()).alias("located"),
+    )
+    s, w, a, p, e, d, loc = (F.col(n) for n in ("sent", "weak", "acked", "polled", "errored", "definite", "located"))
+    def no(x: Column) -> Column:
+        return F.bitwise_not(x)
+
+    row = words.agg(
+        _count(a).alias("acked"),
+        _count(p).alias("polled"),
+        _count(s.bitwiseAND(no(a.bitwiseOR(e)))).alias("unfinished"),
+        _count(e.bitwiseAND(no(d.bitwiseOR(a)))).alias("indefinite_errors"),
+        _count(a.bitwiseAND(w).bitwiseAND(no(p))).alias("unpolled_acks_weaker_than_all"),
+        _count(a.bitwiseAND(no(w.bitwiseOR(p)))).alias("acked_never_polled"),
+        _count(loc).alias("values_seen"),
+        _count(a.bitwiseAND(no(s))).alias("acked_unsent"),
+    ).first()
+    counters = {k: int(v) for k, v in row.asDict().items()} if row is not None else {}
+    ctx.shared["write_counters"] = counters
+    return counters
+
+
+def location_summary(ctx: CheckContext) -> dict[str, int]:
+    """Over the (topic, partition, offset) locations acks and polls saw a value at: how many
+    `locations`, how many were `two_valued`, and how many distinct `values` they held. With no
+    two-valued location, a value is at two locations exactly when locations > values."""
+    if "location_summary" in ctx.shared:
+        return ctx.shared["location_summary"]
+    obs = ctx.df("ack", "poll").where(F.col("offset").isNotNull() & F.col("value").isNotNull())
+    per_location = obs.groupBy(F.xxhash64("topic").alias("topic_h"), "partition", "offset").agg(
+        F.min("value").alias("vmin"), F.max("value").alias("vmax"))
+    words = per_location.select("vmin", "vmax", _bit("vmin").alias("bit")).groupBy(
+        _word(F.col("vmin")).alias("word")).agg(
+        F.count(F.lit(1)).alias("locations"),
+        F.count(F.when(F.col("vmin") != F.col("vmax"), 1)).alias("two_valued"),
+        F.bit_or("bit").alias("values"))
+    row = words.agg(F.coalesce(F.sum("locations"), F.lit(0)).alias("locations"),
+                    F.coalesce(F.sum("two_valued"), F.lit(0)).alias("two_valued"),
+                    _count(F.col("values")).alias("values")).first()
+    summary = {k: int(v) for k, v in row.asDict().items()} if row is not None else {}
+    ctx.shared["location_summary"] = summary
+    return summary

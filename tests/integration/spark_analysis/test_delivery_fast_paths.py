@@ -1,0 +1,104 @@
+"""The delivery checks' fast paths (word bit sets, value order as send order) agree with the
+per-value frames they stand in for, and step aside whenever their premise does not hold."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spark_analysis.checks import BY_ID
+from spark_analysis.checks.bitsets import location_summary, write_counters
+from spark_analysis.checks.delivery import LOST_COUNTERS
+from spark_analysis.checks.frames import per_value_stats, sends_in_value_order
+from spark_analysis.context import CheckContext, spark_context
+from spark_analysis.load import load_history
+from spark_analysis.result import run_check
+from spark_analysis.runinfo import load_run_info
+from tests.fixtures.histories import scenario
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+COMPARED = (*LOST_COUNTERS, "values_seen")
+
+
+def context(spark: Any, run_dir: Path) -> CheckContext:
+    loaded = load_history(spark, run_dir / "history.jsonl")
+    return spark_context(load_run_info(run_dir), spark, loaded.events, loaded.type_counts, loaded.end_t)
+
+
+def _write(t: float, kind: str, value: int, **fields: Any) -> dict[str, Any]:
+    src = "consumer:c1" if kind == "poll" else "producer:p1"
+    who = {"consumer": "c1", "group": "g"} if kind == "poll" else {"producer": "p1"}
+    return {"t": t, "src": src, "type": kind, "value": value, "topic": "orders", **who, **fields}
+
+
+@pytest.mark.parametrize("bug", [None, "lost", "duplicate", "inconsistent", "reorder"])
+def test_word_counters_equal_the_per_value_counters_on_the_fixtures(spark: Any, make_run: Any, bug: str | None) -> None:
+    """Every counter the bit sets give equals the one the per-value frame gives."""
+    ctx = context(spark, make_run(f"fast-{bug}", scenario(**({bug: True} if bug else {}))))
+    try:
+        fast, slow = write_counters(ctx), per_value_stats(ctx)
+        assert {k: fast[k] for k in COMPARED} == {k: int(slow[k] or 0) for k in COMPARED}
+    finally:
+        ctx.close()
+
+
+def test_word_counters_are_exact_at_word_edges_for_negative_and_far_apart_values(spark: Any, make_run: Any) -> None:
+    """Values on both sides of a 64-bit word boundary, negative, and 2^62 apart are all counted."""
+    values = [0, 63, 64, 127, -1, -64, -65, 2**62 + 1, 10**12]
+    events: list[dict[str, Any]] = []
+    for i, v in enumerate(values):
+        events.append(_write(i, "send", v, key=f"k{i}", acks="all" if i % 3 else "1"))
+        if i % 2 == 0:
+            events.append(_write(i + 0.1, "ack", v, key=f"k{i}", partition=0, offset=i))
+        if i % 4 == 0:
+            events.append(_write(i + 0.2, "poll", v, key=f"k{i}", partition=0, offset=i))
+        if i == 3:
+            events.append(_write(i + 0.1, "send.error", v, key=f"k{i}", error="timeout", definite=False))
+    ctx = context(spark, make_run("edges", events))
+    try:
+        fast, slow = write_counters(ctx), per_value_stats(ctx)
+        assert {k: fast[k] for k in COMPARED} == {k: int(slow[k] or 0) for k in COMPARED}
+        assert fast["acked"] == 5 and fast["polled"] == 3 and fast["indefinite_errors"] == 1
+        assert location_summary(ctx) == {"locations": 5, "two_valued": 0, "values": 5}
+    finally:
+        ctx.close()
+
+
+def test_location_summary_sees_a_shared_offset_and_a_value_at_two_offsets(spark: Any, make_run: Any) -> None:
+    """The inconsistent fixture has a two-valued location; the duplicate one more locations than values."""
+    for bug, expect in (("inconsistent", lambda s: s["two_valued"] > 0),
+                        ("duplicate", lambda s: not s["two_valued"] and s["locations"] > s["values"])):
+        ctx = context(spark, make_run(f"loc-{bug}", scenario(**{bug: True})))
+        try:
+            assert expect(location_summary(ctx)), (bug, location_summary(ctx))
+        finally:
+            ctx.close()
+
+
+def _two_writes(first: int, second: int, offsets: tuple[int, int]) -> list[dict[str, Any]]:
+    """Producer p1 sends `first` then `second` under one key; they are stored at `offsets`."""
+    events = [_write(0.0, "send", first, key="k"), _write(0.1, "send", second, key="k")]
+    for t, (v, o) in enumerate(zip((first, second), offsets, strict=True)):
+        events.append(_write(1.0 + t, "ack", v, key="k", partition=0, offset=o))
+        events.append(_write(3.0 + t, "poll", v, key="k", partition=0, offset=o))
+    return events
+
+
+@pytest.mark.parametrize(("first", "second", "offsets", "status"), [
+    (20, 10, (0, 1), "pass"),   # sent 20 then 10, stored in that order: value order would call it reordered
+    (10, 20, (1, 0), "fail"),   # sent 10 then 20, stored 20 first: reordered
+    (20, 10, (1, 0), "fail"),   # sent 20 then 10, stored 10 first: reordered, though in value order
+])
+def test_key_order_follows_send_order_even_when_values_are_not_sent_in_increasing_order(
+        spark: Any, make_run: Any, first: int, second: int, offsets: tuple[int, int], status: str) -> None:
+    """Key order judges the order of the sends, not of the values."""
+    ctx = context(spark, make_run(f"order-{first}-{second}-{offsets[0]}", _two_writes(first, second, offsets)))
+    try:
+        assert sends_in_value_order(ctx) is (first < second)
+        result = run_check(BY_ID["delivery.key_order"], ctx)
+        assert result.status == status, result
+    finally:
+        ctx.close()
