@@ -81,9 +81,10 @@ def _rates(ctx: CheckContext, width: float) -> dict[str, list[Any]]:
     ).collect()
     lat: dict[int, tuple[Any, Any]] = {}
     if ctx.count("send") and ctx.count("ack"):
-        from spark_analysis.checks.frames import per_value
-
-        pv = per_value(ctx).where(F.col("ack_t").isNotNull() & F.col("send_t").isNotNull())
+        # Each value's first send and first ack, joined by value (both sides shuffled once, narrow).
+        first = {kind: ctx.df(kind).where(F.col("value").isNotNull()).groupBy("value").agg(
+            F.min("t").alias(f"{kind}_t")) for kind in ("send", "ack")}
+        pv = first["send"].join(first["ack"], "value")
         rows = (pv.select((F.floor(F.col("ack_t") / width)).cast("long").alias("bin"),
                           (F.col("ack_t") - F.col("send_t")).alias("lat"))
                 .groupBy("bin").agg(F.percentile_approx("lat", 0.5, 200).alias("p50"), F.max("lat").alias("max"))
