@@ -165,15 +165,37 @@ BENCH_CHECKS = (
 
 
 class PeakRss:
-    """Samples the RSS of this process and its children (the driver JVM) every 100 ms."""
+    """Samples the RSS of this process and of the driver JVM every 100 ms.
+
+    Only the JVM running SparkSubmit is counted, not all children: the JVM starts short-lived
+    helpers (Hadoop runs `chmod` through jspawnhelper when it writes the Parquet files), and a
+    vfork-ed helper shares the JVM's memory until it execs, so summing every child counted the
+    JVM twice in those instants (the 2.1-2.3 GiB "peaks" of earlier runs).
+    """
 
     def __init__(self) -> None:
         self.peak_total = 0
         self.peak_jvm = 0
         self.peak_anon = 0
         self.paused = False
+        self.phase = "start"
+        self.by_phase: dict[str, int] = {}
+        """Peak RSS (JVM + Python) per phase, to tell which step sets the peak."""
+        self._jvm: psutil.Process | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _driver_jvm(self, me: psutil.Process) -> psutil.Process | None:
+        if self._jvm is None or not self._jvm.is_running():
+            self._jvm = None
+            for kid in me.children(recursive=True):
+                try:
+                    if any("SparkSubmit" in part for part in kid.cmdline()):
+                        self._jvm = kid
+                        break
+                except psutil.Error:
+                    continue
+        return self._jvm
 
     def _loop(self) -> None:
         me = psutil.Process()
@@ -181,8 +203,8 @@ class PeakRss:
             if self.paused:
                 continue
             try:
-                kids = me.children(recursive=True)
-                infos = [k.memory_info() for k in kids] + [me.memory_info()]
+                jvm_proc = self._driver_jvm(me)
+                infos = ([jvm_proc.memory_info()] if jvm_proc is not None else []) + [me.memory_info()]
                 jvm = sum(i.rss for i in infos[:-1])
                 total = sum(i.rss for i in infos)
                 # Resident minus file-backed/shared pages (mapped jars, memory-mapped blocks).
@@ -191,6 +213,7 @@ class PeakRss:
                 continue
             self.peak_jvm = max(self.peak_jvm, jvm)
             self.peak_total = max(self.peak_total, total)
+            self.by_phase[self.phase] = max(self.by_phase.get(self.phase, 0), total)
             self.peak_anon = max(self.peak_anon, anon)
 
     def __enter__(self) -> PeakRss:
@@ -227,6 +250,8 @@ def spark_checks(spark, run_dir: Path) -> tuple[float, float, dict[str, float], 
     from spark_analysis.runinfo import load_run_info
 
     shutil.rmtree(run_dir / ".analysis", ignore_errors=True)
+    if MEM is not None:
+        MEM.phase = f"conversion {run_dir.name}"
     t0, c0 = time.perf_counter(), jvm_cpu_s()
     loaded = load_history(spark, run_dir / "history.jsonl")
     t1, c1 = time.perf_counter(), jvm_cpu_s()
@@ -234,6 +259,8 @@ def spark_checks(spark, run_dir: Path) -> tuple[float, float, dict[str, float], 
     if MEM is not None:
         print(f"   (peak RSS so far, after converting {run_dir.name}: {MEM.peak_total / 2**30:.2f} GiB)", flush=True)
     ctx = spark_context(load_run_info(run_dir), spark, loaded.events, loaded.type_counts, loaded.end_t)
+    if MEM is not None:
+        MEM.phase = f"checks {run_dir.name}"
     per: dict[str, float] = {}
     statuses = []
     try:
@@ -248,11 +275,13 @@ def spark_checks(spark, run_dir: Path) -> tuple[float, float, dict[str, float], 
 
 
 def floor(spark, history: Path) -> float:
-    from spark_analysis.load import read_json
-
     """Load + count of the JSON, best of two reads (the first may read a cold page cache; the
     conversion that follows reads a warm one, so the warm figure is the fair floor)."""
+    from spark_analysis.load import read_json
+
     best, best_cpu = float("inf"), 0.0
+    if MEM is not None:
+        MEM.phase = f"floor {history.parent.name}"
     for _ in range(2):
         t0, c0 = time.perf_counter(), jvm_cpu_s()
         read_json(spark, history).count()
@@ -338,6 +367,7 @@ def main() -> int:
     print(f"\npeak RSS during the Spark runs: driver JVM {mem.peak_jvm / 2**30:.2f} GiB, JVM + Python driver "
           f"{mem.peak_total / 2**30:.2f} GiB (goal < 2 GiB; the reference run is not counted); of which "
           f"anonymous (not file-backed) at most {mem.peak_anon / 2**30:.2f} GiB")
+    print("peak RSS by phase: " + ", ".join(f"{k} {v / 2**30:.2f}" for k, v in mem.by_phase.items()))
     return 0
 
 
