@@ -1,7 +1,7 @@
 """Benchmark: the delivery, consumer and group checks on a synthetic 5M-event history.
 
 Prints, for Spark local[2]: the I/O floor (load + count of history.jsonl with the same session),
-the one-time Parquet conversion, the checks, their events/s, the ratio to the floor; the same
+the one-time Parquet conversion, the checks (best of two rounds), their events/s, the ratio to the floor; the same
 checks in the single-process pure-Python reference (`spark_analysis.reference`) and the ratio;
 the 10M-event time (scaling); and the peak RSS of the driver (JVM + Python).
 
@@ -241,8 +241,16 @@ def jvm_cpu_s() -> float:
     return total
 
 
+CHECK_ROUNDS = 2
+"""The checks run this many times on the one conversion; the best round counts, as for the floor."""
+
+
 def spark_checks(spark, run_dir: Path) -> tuple[float, float, dict[str, float], list[str]]:
-    """(parquet conversion s, checks s, per-check s, statuses) for BENCH_CHECKS on a fresh conversion."""
+    """(parquet conversion s, checks s, per-check s, statuses) for BENCH_CHECKS on a fresh conversion.
+
+    Each round of checks starts from a fresh context (nothing cached from the round before); the
+    best round is returned and every round is printed.
+    """
     from spark_analysis.checks import BY_ID
     from spark_analysis.context import spark_context
     from spark_analysis.load import load_history
@@ -258,20 +266,29 @@ def spark_checks(spark, run_dir: Path) -> tuple[float, float, dict[str, float], 
     CPU[f"conversion {run_dir.name}"] = c1 - c0
     if MEM is not None:
         print(f"   (peak RSS so far, after converting {run_dir.name}: {MEM.peak_total / 2**30:.2f} GiB)", flush=True)
-    ctx = spark_context(load_run_info(run_dir), spark, loaded.events, loaded.type_counts, loaded.end_t)
-    if MEM is not None:
         MEM.phase = f"checks {run_dir.name}"
-    per: dict[str, float] = {}
-    statuses = []
-    try:
-        for cid in BENCH_CHECKS:
-            r = run_check(BY_ID[cid], ctx)
-            per[cid] = r.duration_s
-            statuses.append(f"{cid}={r.status}")
-    finally:
-        ctx.close()
-    CPU[f"checks {run_dir.name}"] = jvm_cpu_s() - c1
-    return t1 - t0, time.perf_counter() - t1, per, statuses
+    best: tuple[float, float, dict[str, float], list[str]] | None = None
+    rounds = []
+    for _ in range(CHECK_ROUNDS):
+        ctx = spark_context(load_run_info(run_dir), spark, loaded.events, loaded.type_counts, loaded.end_t)
+        per: dict[str, float] = {}
+        statuses = []
+        t2, c2 = time.perf_counter(), jvm_cpu_s()
+        try:
+            for cid in BENCH_CHECKS:
+                r = run_check(BY_ID[cid], ctx)
+                per[cid] = r.duration_s
+                statuses.append(f"{cid}={r.status}")
+        finally:
+            ctx.close()
+        wall, cpu = time.perf_counter() - t2, jvm_cpu_s() - c2
+        rounds.append(wall)
+        if best is None or wall < best[0]:
+            best = (wall, cpu, per, statuses)
+    assert best is not None
+    print(f"   ({run_dir.name}: checks rounds " + ", ".join(f"{w:.1f}s" for w in rounds) + "; the best counts)")
+    CPU[f"checks {run_dir.name}"] = best[1]
+    return t1 - t0, best[0], best[2], best[3]
 
 
 def floor(spark, history: Path) -> float:

@@ -202,7 +202,7 @@ class InconsistentOffsets:
 
     def run(self, ctx: CheckContext) -> CheckResult:
         if not location_summary(ctx).get("two_valued"):
-            # No value at two locations and no location shared by two values: nothing to confirm.
+            # No (topic, partition, offset) was seen holding two values: nothing to confirm.
             return passed(self.id, "every observed offset holds one value", {"inconsistent_offsets": 0})
         obs = ctx.df("ack", "poll").where(F.col("offset").isNotNull() & F.col("value").isNotNull())
         per_offset = obs.groupBy(F.xxhash64("topic").alias("topic_h"), "partition", "offset").agg(

@@ -132,8 +132,8 @@ def keyed_acks(ctx: CheckContext) -> DataFrame:
     """One row per acked value with a key and an offset: `pk_h` (producer and key), `ack_topic_h`,
     `ack_partition`, `ack_offset`, `ack_seq` (its lowest-offset ack) and `send_seq` (its first send).
 
-    Sends and acks both carry producer and key, so one shuffle by `pk_h` brings a value's send next
-    to its ack, and the key-order window (partitioned by `pk_h` and the partition) needs no other.
+    A value's sends and acks meet in a window by (`pk_h`, value), without a per-value aggregate of
+    every event; key order's exact path. Its fast path (`sends_in_value_order`) needs no join.
     """
     kinds = {"send": 0, "ack": 1}
     ev = ctx.df(*kinds).where(F.col("key").isNotNull() & F.col("value").isNotNull()
