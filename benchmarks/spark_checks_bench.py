@@ -10,10 +10,10 @@ the 10M-event time (scaling); and the peak RSS of the driver (JVM + Python).
 Goals (issue 8): checks within 2.5x of the floor; Spark >= 3x faster than the reference at 5M;
 10M within 2.2x of 5M; driver peak < 2 GiB.
 
-Last measured (2026-11-22, 2 shared cores, load 1.6-3.2): floor 3.0-3.1s; checks 13.2s (3.9-4.2x the
-floor; 22.7s = 5.1x before the word-bit-set counters); conversion 22-28s; reference 64-76s (4.9x
-slower than the checks, 1.8x slower than conversion + checks); 10M/5M 1.59-1.73x; driver peak
-1.10-2.15 GiB (varies run to run; above 2 GiB in the two runs with the 10M step).
+Last measured (2026-11-22, 2 shared cores, load 1.7-2.6), 5M events: floor 3.1s; conversion 24.6s;
+checks 9.9s best of two rounds (14.1s in the first: a JVM not yet warm at this size) = 3.2x the
+floor (22.7s = 5.1x before the word-bit-set counters); reference 70.1s = 7.1x the checks, 2.0x
+conversion + checks; 10M/5M 1.77x; driver peak 1.20 GiB (JVM 1.15 GiB).
 """
 
 from __future__ import annotations
