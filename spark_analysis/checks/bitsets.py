@@ -26,6 +26,7 @@ from spark_analysis.context import CheckContext
 
 
 def _word(values: Column) -> Column:
+    """The word (of 64 values) a value is in."""
     return F.shiftright(values, 6)
 
 
@@ -65,9 +66,7 @@ def write_counters(ctx: CheckContext) -> dict[str, Any]:
         _set(kind.isin("ack", "poll") & F.col("offset").isNotNull()).alias("located"),
     )
     s, w, a, p, e, d, loc = (F.col(n) for n in ("sent", "weak", "acked", "polled", "errored", "definite", "located"))
-    def no(x: Column) -> Column:
-        return F.bitwise_not(x)
-
+    no = F.bitwise_not
     row = words.agg(
         _count(a).alias("acked"),
         _count(p).alias("polled"),
