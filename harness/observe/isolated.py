@@ -20,15 +20,15 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from types import TracebackType
 
 from harness.engine.history import Event, EventSink
 from harness.errors import TeardownError
+from harness.observe.base import StartedByWith
 
 RESTART_BACKOFF_S = 1.0
 
 
-class IsolatedAdminObserver:
+class IsolatedAdminObserver(StartedByWith):
     """An `AdminObserver` in a child process; implements `harness.observe.base.Observer`."""
 
     def __init__(self, bootstrap_servers: str, sink: EventSink, *, interval: float = 0.5, name: str = "admin",
@@ -99,13 +99,6 @@ class IsolatedAdminObserver:
             proc.stdout.close()
         if failures:
             raise TeardownError(failures)
-
-    def __enter__(self) -> IsolatedAdminObserver:
-        self.start()
-        return self
-
-    def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
-        self.stop()
 
 
 def main(argv: list[str] | None = None) -> int:

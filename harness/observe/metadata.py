@@ -23,13 +23,13 @@ import struct
 import threading
 import time
 from collections.abc import Mapping
-from types import TracebackType
 from typing import Any
 
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
 from harness.engine.history import EventSink
 from harness.errors import HarnessError, TeardownError
+from harness.observe.base import StartedByWith
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +113,7 @@ class _BrokerPoller:
         return int(controller) if controller is not None else -1
 
 
-class MetadataObserver:
+class MetadataObserver(StartedByWith):
     """Polls every broker's Metadata on its own thread; an `Observer` and a context manager.
 
     `addresses` maps broker id -> its client address "host:port" (through the `client->j` proxy, so
@@ -193,15 +193,6 @@ class MetadataObserver:
                 failures.append((f"MetadataObserver({self.name!r}): close broker {poller.broker}", exc))
         if failures:
             raise TeardownError(failures)
-
-    def __enter__(self) -> MetadataObserver:
-        self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     def _run(self, poller: _BrokerPoller) -> None:
         try:

@@ -30,7 +30,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Hashable
-from types import TracebackType
 from typing import Any
 
 from kazoo.client import KazooClient, KazooState
@@ -40,6 +39,7 @@ from kazoo.protocol.states import EventType, WatchedEvent, ZnodeStat
 
 from harness.engine.history import EventSink
 from harness.errors import HarnessTimeout
+from harness.observe.base import StartedByWith
 from harness.zk import znodes as z
 from harness.zk.workqueue import CoalescingWorker
 
@@ -53,7 +53,7 @@ def _now_ms() -> float:
     return time.time() * 1000.0
 
 
-class ZooKeeperObserver:
+class ZooKeeperObserver(StartedByWith):
     """Watches a ZooKeeper-mode Kafka cluster's znodes and sends events to `sink` (an `Observer`)."""
 
     def __init__(
@@ -147,15 +147,6 @@ class ZooKeeperObserver:
             client.stop()
         finally:
             client.close()
-
-    def __enter__(self) -> ZooKeeperObserver:
-        self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     def wait_idle(self, timeout_s: float = 10.0) -> bool:
         """True once no work is queued or running (handy in tests and benchmarks)."""
