@@ -40,6 +40,14 @@ def _decode(row: Row) -> Row:
 
 
 
+def of_types(events: DataFrame, types: list[str]) -> F.Column:
+    """Filter: events of `types`, pruned to the Parquet `tier` partitions they can be in (if tiered)."""
+    where = F.col("type").isin(types)
+    if "tier" in events.columns:
+        where = where & F.col("tier").isin(tiers_of(types))
+    return where
+
+
 def spark_rows_provider(events: DataFrame) -> RowsProvider:
     """Collect events of the given types (file order) as dicts without null fields.
 
@@ -55,7 +63,7 @@ def spark_rows_provider(events: DataFrame) -> RowsProvider:
 
     def provide(types: tuple[str, ...]) -> list[Row]:
         bulk = [t for t in types if t in BULK_TYPES]
-        out: list[Row] = collect(F.col("type").isin(bulk) & F.col("tier").isin(tiers_of(bulk))) if bulk else []
+        out: list[Row] = collect(of_types(events, bulk)) if bulk else []
         if any(t not in BULK_TYPES for t in types):
             if not small:
                 small["*"] = collect(F.col("tier") == SMALL_TIER)
@@ -105,10 +113,7 @@ class CheckContext:
         """Events of `types` as a DataFrame (Spark contexts only)."""
         if self.events is None:
             raise RuntimeError("this check needs Spark; the context has no DataFrame")
-        where = F.col("type").isin(list(types))
-        if "tier" in self.events.columns:  # prune the Parquet partitions the types cannot be in
-            where = where & F.col("tier").isin(tiers_of(list(types)))
-        return self.events.where(where)
+        return self.events.where(of_types(self.events, list(types)))
 
     @property
     def faults(self) -> FaultIndex:

@@ -67,8 +67,8 @@ def session_config(master: str) -> dict[str, str]:
         "spark.sql.adaptive.coalescePartitions.enabled": "true",
         "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
         "spark.sql.parquet.compression.codec": "snappy",
-        # Small read splits: the map side of the big per-value aggregation then fits its hash map
-        # in memory (64 MB splits of the Parquet copy spilled and cost ~2.5x the CPU).
+        # Small read splits: the map side of a big aggregation (e.g. the per-value frame of a failed
+        # delivery check) then fits its hash map in memory (64 MB splits spilled, ~2.5x the CPU).
         "spark.sql.files.maxPartitionBytes": str(16 * 1024 * 1024),
         "spark.driver.extraJavaOptions": " ".join(
             [f"-Dlog4j2.configurationFile=file:{quiet_log_config()}", *NATIVE_MEMORY_OPTIONS]

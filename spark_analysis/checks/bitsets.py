@@ -21,7 +21,7 @@ from typing import Any
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from spark_analysis.checks.frames import WRITE_TYPES, acks_all
+from spark_analysis.checks.frames import WRITE_TYPES, write_facts
 from spark_analysis.context import CheckContext
 
 
@@ -51,20 +51,11 @@ def write_counters(ctx: CheckContext) -> dict[str, Any]:
     `acked_unsent` counts values acked with no send seen."""
     if "write_counters" in ctx.shared:
         return ctx.shared["write_counters"]
-    kind = F.col("type")
-    ack = kind == "ack"
+    facts = write_facts()
     ev = ctx.df(*WRITE_TYPES).where(F.col("value").isNotNull()).select(
-        "type", "offset", "acks", "definite", _word(F.col("value")).alias("word"),
+        *(cond.alias(name) for name, cond in facts.items()), _word(F.col("value")).alias("word"),
         _bit("value").alias("bit"))
-    words = ev.groupBy("word").agg(
-        _set(kind == "send").alias("sent"),
-        _set((kind == "send") & ~acks_all(F.col("acks"))).alias("weak"),
-        _set(ack).alias("acked"),
-        _set(kind == "poll").alias("polled"),
-        _set(kind == "send.error").alias("errored"),
-        _set((kind == "send.error") & F.coalesce(F.col("definite"), F.lit(False))).alias("definite"),
-        _set(kind.isin("ack", "poll") & F.col("offset").isNotNull()).alias("located"),
-    )
+    words = ev.groupBy("word").agg(*(_set(F.col(name)).alias(name) for name in facts))
     s, w, a, p, e, d, loc = (F.col(n) for n in ("sent", "weak", "acked", "polled", "errored", "definite", "located"))
     no = F.bitwise_not
     row = words.agg(

@@ -79,8 +79,7 @@ def stale_views(controllers: list[dict[str, Any]], views: list[dict[str, Any]],
                                  problem=f"broker {broker} named controller {controller} (epoch {epoch}) after "
                                          f"controller {view_controller(before)} (epoch {before_election['epoch']})"))
             continue
-        if prev is None or epoch >= int(prev[1]["epoch"]):
-            best[int(broker)] = (view, election)
+        best[int(broker)] = (view, election)
     return rows, {"controller_views": len(views), "views_with_epoch": mapped, "stale_views": stale}
 
 
@@ -162,7 +161,7 @@ class ControllerEpochMonotonic:
                 changes += int(changed)
             last[src] = ev
             gap[src] = False
-        views = ctx.rows("controller.view") if ctx.count("controller.view") else []
+        views = ctx.rows("controller.view")
         stale, view_metrics = stale_views(ctx.rows("controller"), views)
         metrics = {"controller_events": len(events), "controller_changes": changes,
                    "violations": len(bad) // 2, "max_epoch": max(int(e["epoch"]) for e in events), **view_metrics}

@@ -43,22 +43,40 @@ def acks_all(col: F.Column) -> F.Column:
     return F.lower(F.coalesce(col, F.lit("all"))).isin("all", "-1")
 
 
+FACT_BITS = {"sent": 1, "acked": 2, "polled": 4, "errored": 8, "definite": 16, "weak": 32}
+"""The per-value frame's `bits`: one bit per fact, OR-ed over the value's events."""
+
+
+def write_facts() -> dict[str, F.Column]:
+    """What one write event says about its value: a condition per fact. The per-value frame and the
+    word bit sets (`bitsets.py`) both count these, so the exact and the fast path agree.
+
+    sent; acked; polled; errored (send.error); definite (an error saying the write did not happen);
+    weak (sent with acks weaker than all); located (acked or polled at a known offset).
+    """
+    kind = F.col("type")
+    return {
+        "sent": kind == "send",
+        "acked": kind == "ack",
+        "polled": kind == "poll",
+        "errored": kind == "send.error",
+        "definite": (kind == "send.error") & F.coalesce(F.col("definite"), F.lit(False)),
+        "weak": (kind == "send") & ~acks_all(F.col("acks")),
+        "located": kind.isin("ack", "poll") & F.col("offset").isNotNull(),
+    }
+
+
 def _per_value_narrow(ctx: CheckContext) -> DataFrame:
     """The persisted per-value aggregate: only the aggregated columns (the flags are derived on read)."""
     if "per_value_narrow" in ctx.shared:
         return ctx.shared["per_value_narrow"]
+    facts = write_facts()
     ev = ctx.df(*WRITE_TYPES).where(F.col("value").isNotNull()).select(
         "type", "value", "t", "seq", "partition", "offset",
         F.xxhash64("topic").alias("topic_h"),
         F.when(F.col("key").isNotNull(), F.xxhash64("producer", "key")).alias("pk_h"),
-        # One bit per fact, OR-ed per value: 1 sent, 2 acked, 4 polled, 8 errored, 16 definite error,
-        # 32 sent with acks weaker than all.
-        (F.when(_is("send"), F.lit(1) + F.when(acks_all(F.col("acks")), 0).otherwise(32))
-         .when(_is("ack"), 2).when(_is("poll"), 4)
-         .when(_is("send.error"), F.lit(8) + F.when(F.coalesce(F.col("definite"), F.lit(False)), 16).otherwise(0))
-         .otherwise(0)).alias("bits"),
-        F.when(F.col("type").isin("ack", "poll") & F.col("offset").isNotNull(),
-               F.xxhash64("topic", "partition", "offset")).alias("loc_h"),
+        sum((F.when(facts[name], bit).otherwise(0) for name, bit in FACT_BITS.items()), F.lit(0)).alias("bits"),
+        F.when(facts["located"], F.xxhash64("topic", "partition", "offset")).alias("loc_h"),
     )
     ack = _is("ack")
     flags = ev.groupBy("value").agg(
@@ -82,15 +100,14 @@ def _per_value_narrow(ctx: CheckContext) -> DataFrame:
 
 def per_value(ctx: CheckContext) -> DataFrame:
     """One row per written value (see the module docstring), with its 0/1 flags derived from `bits`."""
-    bit = F.col("bits")
+    def has(fact: str) -> F.Column:
+        return F.col("bits").bitwiseAND(FACT_BITS[fact]) != 0
+
     return _per_value_narrow(ctx).select(
         "*",
-        (bit.bitwiseAND(1) != 0).cast("int").alias("sent"),
-        (bit.bitwiseAND(2) != 0).cast("int").alias("acked"),
-        (bit.bitwiseAND(4) != 0).cast("int").alias("polled"),
-        (bit.bitwiseAND(8) != 0).cast("int").alias("errored"),
-        (bit.bitwiseAND(16) != 0).cast("int").alias("failed_definitely"),
-        F.when(bit.bitwiseAND(1) != 0, (bit.bitwiseAND(32) == 0).cast("int")).alias("send_acks_all"),
+        *(has(fact).cast("int").alias(fact) for fact in ("sent", "acked", "polled", "errored")),
+        has("definite").cast("int").alias("failed_definitely"),
+        F.when(has("sent"), (~has("weak")).cast("int")).alias("send_acks_all"),
     )
 
 
