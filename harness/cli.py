@@ -84,9 +84,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"cleaned leftover: {line}")
     _interrupt_on_sigterm()
     worst = EXIT_PASS
-    for exp in exps:
+    for n, exp in enumerate(exps, 1):
         if exp.variant:
-            print(f"variant {exp.variant} ({exps.index(exp) + 1} of {len(exps)})")
+            print(f"variant {exp.variant} ({n} of {len(exps)})")
         worst = max(worst, _run_one(exp, backend, reason, args))
     return worst
 
@@ -128,9 +128,10 @@ def _tested_versions(run_dir: Path) -> str:
     except (OSError, ValueError):
         return where
     v = info.get("versions") or {}
-    parts = [(info.get("broker") or {}).get("describe"), f"kafka-chaos {v.get('harness')}",
-             f"librdkafka {v.get('librdkafka')}", v.get("java")]
-    return ", ".join(str(p) for p in parts if p and "None" not in str(p)) + f"; {where}"
+    parts = [(info.get("broker") or {}).get("describe"),
+             v.get("harness") and f"kafka-chaos {v['harness']}",
+             v.get("librdkafka") and f"librdkafka {v['librdkafka']}", v.get("java")]
+    return ", ".join(str(p) for p in parts if p) + f"; {where}"
 
 
 def _verify(run_dir: Path, spark_master: str | None) -> int:
