@@ -3,8 +3,9 @@
 Owns `HISTORY_SCHEMA` (every field DESIGN.md lists for any event type, plus a few optional
 extras such as `acks`), the torn-line policy (a line that is not a complete JSON object, or has
 no `type`, is skipped and counted, never fatal), and the one-time conversion to Parquet that
-every check then reads with column pruning. `seq` is the event's position in the file (file
-order is the writer's order, which is the order of events within one source).
+every check then reads with column pruning (Arrow parses the bulk events, Spark the rest: see
+`arrow_split`). `seq` is the event's line number in the file (file order is the writer's order,
+which is the order of events within one source).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from pyspark.sql.types import (
 )
 
 from harness.errors import HarnessError
+from spark_analysis.arrow_split import CHUNK_BYTES, SEQ_FIELD, SplitStats, arrow_schema, split_history
 
 CORRUPT = "_corrupt_record"
 PARQUET_DIR = ".analysis/history.parquet"
@@ -36,7 +38,7 @@ _STAMP = "_source.json"
 PARQUET_BLOCK_BYTES = 8 * 1024 * 1024
 PARQUET_CODEC = "none"
 CONVERSION_SPLIT_BYTES = 64 * 1024 * 1024
-PARQUET_FORMAT = 5
+PARQUET_FORMAT = 6
 """Bumped whenever the Parquet layout changes, so older conversions are redone, not misread."""
 BULK_TYPES = frozenset({"send", "ack", "send.error", "poll", "commit"})
 """Event types that can number millions; every other type is small."""
@@ -142,10 +144,12 @@ class LoadedHistory:
     end_t: float
 
 
-def read_json(spark: SparkSession, path: Path) -> DataFrame:
-    """The raw JSON read with the explicit schema, PERMISSIVE (torn lines become corrupt rows)."""
+def read_json(spark: SparkSession, path: Path, extra: list[StructField] | None = None) -> DataFrame:
+    """The raw JSON read with the explicit schema (+ `extra` fields), PERMISSIVE (torn lines
+    become corrupt rows)."""
+    schema = StructType([*HISTORY_SCHEMA.fields, *(extra or [])])
     return (
-        spark.read.schema(HISTORY_SCHEMA)
+        spark.read.schema(schema)
         .option("mode", "PERMISSIVE")
         .option("columnNameOfCorruptRecord", CORRUPT)
         .json(str(path))
@@ -157,20 +161,38 @@ def _stamp_of(path: Path) -> dict[str, object]:
     return {"path": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns, "format": PARQUET_FORMAT}
 
 
-def convert_to_parquet(spark: SparkSession, history: Path, target: Path) -> None:
-    """Parse the JSON once and write it as Parquet with `seq` (file order), partitioned by `tier`.
+def convert_to_parquet(spark: SparkSession, history: Path, target: Path, *, use_arrow: bool = True,
+                       chunk_bytes: int = CHUNK_BYTES) -> SplitStats:
+    """Parse the JSON once and write it as Parquet with `seq` (the line number), partitioned by `tier`.
 
     `tier` is the event type for the types that can number millions (BULK_TYPES) and "small" for
     the rest, so collecting the small events never decodes the bulk ones and a check reading one
-    bulk type (polls, commits) reads only that type's files. One open file per tier and task
-    (`CONCURRENT_WRITERS`) avoids sorting by the partition column; small row groups keep the
-    writers' buffers small.
+    bulk type (polls, commits) reads only that type's files. Arrow parses and writes the bulk
+    events (`arrow_split`); Spark parses every other line (the small events, and any chunk Arrow
+    refuses, e.g. one holding a torn line), with HISTORY_SCHEMA and the torn-line policy.
+    `use_arrow=False` leaves every line to Spark; `chunk_bytes` is the size of Arrow's chunks.
     """
-    tier = F.when(F.col("type").isin(list(BULK_TYPES)), F.col("type")).otherwise(F.lit(SMALL_TIER))
-    df = (read_json(spark, history).drop(*UNUSED_COLUMNS)
-          .withColumn("seq", F.monotonically_increasing_id()).withColumn("tier", tier))
     if target.exists():
         shutil.rmtree(target)
+    target.mkdir(parents=True)
+    side = target.with_name(target.name + ".spark-lines.jsonl")
+    try:
+        stats = split_history(history, target, side, schema=arrow_schema(PARQUET_SCHEMA), bulk_types=BULK_TYPES,
+                              use_arrow=use_arrow, chunk_bytes=chunk_bytes)
+        if stats.side_lines:
+            _spark_convert(spark, side, target)
+    finally:
+        side.unlink(missing_ok=True)
+    (target / _STAMP).write_text(json.dumps(_stamp_of(history)))
+    return stats
+
+
+def _spark_convert(spark: SparkSession, lines: Path, target: Path) -> None:
+    """Append the events of `lines` (each carrying its line number in SEQ_FIELD) to the tiers."""
+    tier = F.when(F.col("type").isin(list(BULK_TYPES)), F.col("type")).otherwise(F.lit(SMALL_TIER))
+    df = (read_json(spark, lines, extra=[StructField(SEQ_FIELD, LongType(), True)]).drop(*UNUSED_COLUMNS)
+          .withColumn("seq", F.coalesce(F.col(SEQ_FIELD), F.lit(-1).cast("long"))).drop(SEQ_FIELD)
+          .withColumn("tier", tier))
     overrides = {
         "spark.sql.maxConcurrentOutputFileWriters": str(CONCURRENT_WRITERS),
         # Large JSON splits: few tasks, so few (larger) Parquet files per tier.
@@ -183,14 +205,13 @@ def convert_to_parquet(spark: SparkSession, history: Path, target: Path) -> None
         # Small row groups keep the writers' buffers (and the driver's GC) small; no compression
         # codec: no per-column compressor buffers, and reading needs no decompression.
         (df.write.option("parquet.block.size", PARQUET_BLOCK_BYTES).option("compression", PARQUET_CODEC)
-         .partitionBy("tier").mode("overwrite").parquet(str(target)))
+         .partitionBy("tier").mode("append").parquet(str(target)))
     finally:
         for key, old in before.items():
             if old is None:
                 spark.conf.unset(key)
             else:
                 spark.conf.set(key, old)
-    (target / _STAMP).write_text(json.dumps(_stamp_of(history)))
 
 
 def _parquet_current(history: Path, target: Path) -> bool:
