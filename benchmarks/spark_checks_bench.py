@@ -1,19 +1,21 @@
 """Benchmark: the delivery, consumer and group checks on a synthetic 5M-event history.
 
 Prints, for Spark local[2]: the I/O floor (load + count of history.jsonl with the same session),
-the one-time Parquet conversion, the checks (best of two rounds), their events/s, the ratio to the floor; the same
-checks in the single-process pure-Python reference (`spark_analysis.reference`) and the ratio;
-the 10M-event time (scaling); and the peak RSS of the driver (JVM + Python).
+the one-time Parquet conversion, the checks, their events/s, the ratio to the floor (floor and
+checks each the best of ROUNDS rounds; the cold first rounds too); the same checks in the
+single-process pure-Python reference (`spark_analysis.reference`) and the ratio; the 10M-event
+time (scaling); and the peak RSS of the driver (JVM + Python).
 
     .venv/bin/python benchmarks/spark_checks_bench.py [--events 5000000] [--no-10m] [--workdir DIR]
 
 Goals (issue 8): checks within 2.5x of the floor; Spark >= 3x faster than the reference at 5M;
 10M within 2.2x of 5M; driver peak < 2 GiB.
 
-Last measured (2026-11-22, 2 shared cores, load 1.7-2.6), 5M events: floor 3.1s; conversion 24.6s;
-checks 9.9s best of two rounds (14.1s in the first: a JVM not yet warm at this size) = 3.2x the
-floor (22.7s = 5.1x before the word-bit-set counters); reference 70.1s = 7.1x the checks, 2.0x
-conversion + checks; 10M/5M 1.77x; driver peak 1.20 GiB (JVM 1.15 GiB).
+Last measured (2026-11-22, 2 shared cores, load 1.8-2.8), 5M events: floor 2.5s (3.5s in the run
+before: the floor alone moves by 40% between runs); conversion 10.1s (23.2s when Spark parsed every
+line); checks 8.7s best of three rounds (13.2s cold) = 3.5x the floor (2.4x in the run before);
+reference 63.6s = 3.4x conversion + checks, 7.3x the checks alone; 10M/5M 1.67x; driver peak
+1.28 GiB (JVM 1.07 GiB).
 """
 
 from __future__ import annotations
