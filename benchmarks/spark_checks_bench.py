@@ -11,11 +11,11 @@ time (scaling); and the peak RSS of the driver (JVM + Python).
 Goals (issue 8): checks within 2.5x of the floor; Spark >= 3x faster than the reference at 5M;
 10M within 2.2x of 5M; driver peak < 2 GiB.
 
-Last measured (2026-11-22, 2 shared cores, load 1.8-2.8), 5M events: floor 2.5s (3.5s in the run
-before: the floor alone moves by 40% between runs); conversion 10.1s (23.2s when Spark parsed every
-line); checks 8.7s best of three rounds (13.2s cold) = 3.5x the floor (2.4x in the run before);
-reference 63.6s = 3.4x conversion + checks, 7.3x the checks alone; 10M/5M 1.67x; driver peak
-1.28 GiB (JVM 1.07 GiB).
+Last measured (2026-11-22, 2 shared cores, load 1.8-2.8), three full runs with the Arrow
+conversion, 5M events: floor 2.4-2.5s; conversion 9.9-10.1s (21.8s once; 23.2s when Spark parsed
+every line); checks best of three 8.3-11.4s = 3.4-4.7x the floor (one run before the Arrow
+change: 8.4s / 3.5s = 2.4x); reference 63.6-66.3s = 7.3-8.0x the checks alone, 3.4x conversion +
+checks (2.2x in the run with the slow conversion); 10M/5M 1.58-1.67x; driver peak 1.28-1.33 GiB.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -246,78 +247,81 @@ def jvm_cpu_s() -> float:
 
 
 ROUNDS = 3
-"""The floor and the checks each run this many times in the one session (the checks on one
-conversion); the best round counts for both (steady state: the JIT has compiled the hot loops at
-this size), and the first (cold) round is printed beside it."""
+"""Rounds of the floor and of the checks, taken in alternation (floor, checks, floor, checks, ...)
+in the one session, so that both see the same state of this shared machine. The best round of
+each counts (steady state: the JIT has compiled the hot loops at this size); the first (cold)
+rounds are printed beside them."""
 
 
-def spark_checks(spark, run_dir: Path) -> tuple[float, float, dict[str, float], list[str]]:
-    """(parquet conversion s, best checks s, per-check s, statuses) for BENCH_CHECKS on a fresh conversion.
+@dataclass
+class Measured:
+    conversion: float
+    floor: float
+    checks: float
+    per_check: dict[str, float]
+    statuses: list[str]
 
-    Each round of checks starts from a fresh context (nothing cached from the round before); the
-    best round is returned and every round is printed.
-    """
+
+def _floor_round(spark, history: Path) -> tuple[float, float]:
+    """(wall s, JVM CPU s) of one load + count of the JSON: the I/O floor."""
+    from spark_analysis.load import read_json
+
+    t0, c0 = time.perf_counter(), jvm_cpu_s()
+    read_json(spark, history).count()
+    return time.perf_counter() - t0, jvm_cpu_s() - c0
+
+
+def _checks_round(spark, run_dir: Path, loaded) -> tuple[float, float, dict[str, float], list[str]]:
+    """(wall s, JVM CPU s, per-check s, statuses) of BENCH_CHECKS from a fresh context (nothing
+    cached from the round before)."""
     from spark_analysis.checks import BY_ID
     from spark_analysis.context import spark_context
-    from spark_analysis.load import load_history
     from spark_analysis.result import run_check
     from spark_analysis.runinfo import load_run_info
 
+    ctx = spark_context(load_run_info(run_dir), spark, loaded.events, loaded.type_counts, loaded.end_t)
+    per: dict[str, float] = {}
+    statuses = []
+    t0, c0 = time.perf_counter(), jvm_cpu_s()
+    try:
+        for cid in BENCH_CHECKS:
+            r = run_check(BY_ID[cid], ctx)
+            per[cid] = r.duration_s
+            statuses.append(f"{cid}={r.status}")
+    finally:
+        ctx.close()
+    return time.perf_counter() - t0, jvm_cpu_s() - c0, per, statuses
+
+
+def measure(spark, run_dir: Path) -> Measured:
+    """A fresh Parquet conversion, then ROUNDS rounds of floor and checks in alternation."""
+    from spark_analysis.load import load_history
+
+    name, history = run_dir.name, run_dir / "history.jsonl"
     shutil.rmtree(run_dir / ".analysis", ignore_errors=True)
     if MEM is not None:
-        MEM.phase = f"conversion {run_dir.name}"
+        MEM.phase = f"conversion {name}"
     t0, c0 = time.perf_counter(), jvm_cpu_s()
-    loaded = load_history(spark, run_dir / "history.jsonl")
-    t1, c1 = time.perf_counter(), jvm_cpu_s()
-    CPU[f"conversion {run_dir.name}"] = c1 - c0
+    loaded = load_history(spark, history)
+    conversion = time.perf_counter() - t0
+    CPU[f"conversion {name}"] = jvm_cpu_s() - c0
     if MEM is not None:
-        print(f"   (peak RSS so far, after converting {run_dir.name}: {MEM.peak_total / 2**30:.2f} GiB)", flush=True)
-        MEM.phase = f"checks {run_dir.name}"
-    best: tuple[float, float, dict[str, float], list[str]] | None = None
-    rounds = []
+        print(f"   (peak RSS so far, after converting {name}: {MEM.peak_total / 2**30:.2f} GiB)", flush=True)
+    floors: list[tuple[float, float]] = []
+    checks: list[tuple[float, float, dict[str, float], list[str]]] = []
     for _ in range(ROUNDS):
-        ctx = spark_context(load_run_info(run_dir), spark, loaded.events, loaded.type_counts, loaded.end_t)
-        per: dict[str, float] = {}
-        statuses = []
-        t2, c2 = time.perf_counter(), jvm_cpu_s()
-        try:
-            for cid in BENCH_CHECKS:
-                r = run_check(BY_ID[cid], ctx)
-                per[cid] = r.duration_s
-                statuses.append(f"{cid}={r.status}")
-        finally:
-            ctx.close()
-        wall, cpu = time.perf_counter() - t2, jvm_cpu_s() - c2
-        rounds.append(wall)
-        if best is None or wall < best[0]:
-            best = (wall, cpu, per, statuses)
-    assert best is not None
-    print(f"   ({run_dir.name}: checks rounds " + ", ".join(f"{w:.1f}s" for w in rounds) + "; the best counts)")
-    CPU[f"checks {run_dir.name}"] = best[1]
-    FIRST[f"checks {run_dir.name}"] = rounds[0]
-    return t1 - t0, best[0], best[2], best[3]
-
-
-def floor(spark, history: Path) -> float:
-    """Load + count of the JSON, best of ROUNDS reads, like the checks (the first may also read a
-    cold page cache; the conversion that follows reads a warm one)."""
-    from spark_analysis.load import read_json
-
-    best, best_cpu = float("inf"), 0.0
-    if MEM is not None:
-        MEM.phase = f"floor {history.parent.name}"
-    rounds = []
-    for _ in range(ROUNDS):
-        t0, c0 = time.perf_counter(), jvm_cpu_s()
-        read_json(spark, history).count()
-        wall, cpu = time.perf_counter() - t0, jvm_cpu_s() - c0
-        rounds.append(wall)
-        if wall < best:
-            best, best_cpu = wall, cpu
-    print(f"   ({history.parent.name}: floor rounds " + ", ".join(f"{w:.1f}s" for w in rounds) + "; the best counts)")
-    CPU[f"floor {history.parent.name}"] = best_cpu
-    FIRST[f"floor {history.parent.name}"] = rounds[0]
-    return best
+        if MEM is not None:
+            MEM.phase = f"floor {name}"
+        floors.append(_floor_round(spark, history))
+        if MEM is not None:
+            MEM.phase = f"checks {name}"
+        checks.append(_checks_round(spark, run_dir, loaded))
+    pairs = ", ".join(f"{f[0]:.1f}/{c[0]:.1f}s" for f, c in zip(floors, checks, strict=True))
+    print(f"   ({name}: rounds floor/checks {pairs}; the best of each counts)", flush=True)
+    best_floor, best_checks = min(floors), min(checks, key=lambda c: c[0])
+    CPU[f"floor {name}"], CPU[f"checks {name}"] = best_floor[1], best_checks[1]
+    FIRST[f"floor {name}"], FIRST[f"checks {name}"] = floors[0][0], checks[0][0]
+    return Measured(conversion, best_floor[0], best_checks[0], best_checks[2], best_checks[3])
 
 
 def main() -> int:
@@ -344,10 +348,10 @@ def main() -> int:
         t = time.perf_counter()
         spark = get_session("local[2]")
         print(f"spark local[2] session: {time.perf_counter() - t:.1f}s", flush=True)
-        spark_checks(spark, small)  # warm the JVM (JIT, class loading) on a small file
+        measure(spark, small)  # warm the JVM (JIT, class loading) on a small file
         load_before = os.getloadavg()[0]
-        fl = floor(spark, base / "history.jsonl")
-        conv, checks, per, statuses = spark_checks(spark, base)
+        m = measure(spark, base)
+        fl, conv, checks, per, statuses = m.floor, m.conversion, m.checks, m.per_check, m.statuses
         total = conv + checks
         print(f"\n== {n:,} events ({size_mb:.0f} MB) ==")
         print(f"machine load average (1 min) before/after: {load_before:.1f} / {os.getloadavg()[0]:.1f} "
@@ -386,8 +390,8 @@ def main() -> int:
             big = args.workdir / f"h{2 * n}"
             if not (big / "history.jsonl").is_file():
                 generate(big, 2 * n)
-            fl2 = floor(spark, big / "history.jsonl")
-            conv2, checks2, _per2, _st2 = spark_checks(spark, big)
+            m2 = measure(spark, big)
+            fl2, conv2, checks2 = m2.floor, m2.conversion, m2.checks
             total2 = conv2 + checks2
             print(f"\n== {2 * n:,} events ==")
             print(f"I/O floor {fl2:.1f}s; conversion {conv2:.1f}s; checks {checks2:.1f}s; total {total2:.1f}s")
