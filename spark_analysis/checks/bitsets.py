@@ -79,8 +79,11 @@ def location_summary(ctx: CheckContext) -> dict[str, int]:
     two-valued location, a value is at two locations exactly when locations > values."""
     if "location_summary" in ctx.shared:
         return ctx.shared["location_summary"]
-    obs = ctx.df("ack", "poll").where(F.col("offset").isNotNull() & F.col("value").isNotNull())
-    per_location = obs.groupBy(F.xxhash64("topic").alias("topic_h"), "partition", "offset").agg(
+    obs = ctx.df("ack", "poll").where(F.col("offset").isNotNull() & F.col("value").isNotNull()).select(
+        F.xxhash64("topic").alias("topic_h"), "partition", "offset", "value")
+    # A location's ack and polls sit in different files, so an aggregation before the shuffle
+    # would not merge rows: shuffle the rows by location first, then aggregate once.
+    per_location = obs.repartition("topic_h", "partition", "offset").groupBy("topic_h", "partition", "offset").agg(
         F.min("value").alias("vmin"), F.max("value").alias("vmax"))
     words = per_location.select("vmin", "vmax", _bit("vmin").alias("bit")).groupBy(
         _word(F.col("vmin")).alias("word")).agg(
