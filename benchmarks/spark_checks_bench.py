@@ -11,12 +11,12 @@ time (scaling); and the peak RSS of the driver (JVM + Python).
 Goals (issue 8): checks within 2.5x of the floor; Spark >= 3x faster than the reference at 5M;
 10M within 2.2x of 5M; driver peak < 2 GiB.
 
-Last measured (2026-11-22, 2 shared cores, load 1.8-2.8), three runs with the Arrow conversion
-(two of them with the reference and 10M), 5M events: floor 2.4-2.5s; conversion 9.9-10.1s
-(21.8s once; 23.2s when Spark parsed every line); checks best of three 8.3-11.4s = 3.4-4.7x the
-floor (one run before the Arrow change: 8.4s / 3.5s = 2.4x); reference 63.6-66.3s = 7.3-8.0x
-the checks alone, 3.4x conversion + checks (2.2x in the run with the slow conversion); 10M/5M
-1.58-1.67x; driver peak 1.28-1.33 GiB.
+Last measured (2026-11-22, 2 shared cores, load 1.7-2.8), with the Arrow conversion and the
+location shuffle, 5M events: floor 2.6s; conversion 9.8s (23.2s when Spark parsed every line;
+9.8-13.6s in today's runs, once 21.8s); checks 8.2s best of three = 3.2x the floor (3.0-4.7x in
+today's runs; 2.4x in one run before the Arrow change, whose floor was 3.5s); reference 66.7s =
+8.2x the checks alone, 3.7x conversion + checks (2.9-3.7x today; 2.2x with the 21.8s
+conversion); 10M/5M 2.00x (1.44-2.00x today); driver peak 1.26 GiB (JVM 1.02 GiB).
 """
 
 from __future__ import annotations
