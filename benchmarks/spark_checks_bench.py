@@ -231,9 +231,9 @@ class PeakRss:
 
 MEM: PeakRss | None = None
 CPU: dict[str, float] = {}
+"""JVM CPU seconds (user + system) per measured step: steadier than wall time on a shared machine."""
 FIRST: dict[str, float] = {}
 """The first (cold) round of the floor and of the checks, per history."""
-"""JVM CPU seconds (user + system) per measured step: steadier than wall time on a shared machine."""
 
 
 def jvm_cpu_s() -> float:
