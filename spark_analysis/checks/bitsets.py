@@ -1,6 +1,7 @@
 """The delivery checks' counters as set arithmetic on 64-bit words: no shuffle of the events by value.
 
-Owns `write_counters(ctx)` and `location_summary(ctx)`, the fast path of the delivery checks.
+Owns `write_counters(ctx)` and `location_summary(ctx)`, the fast path of the delivery checks,
+and `per_location(ctx)`, the grouping by location the summary counts over.
 
 Written values are integers, so each fact about values (sent, acked, polled, errored, ...) is a
 set of integers, kept as 64-bit words: word `value >> 6` holds bit `value & 63`. Building the
@@ -10,15 +11,16 @@ rows. A counter is then `sum(bit_count(<set expression>))` over the words, e.g. 
 with weak acks and not polled: `acked & ~(weak | polled)`. Sparse values only make the word
 table larger (at worst one word per value), never wrong.
 
-Both functions answer only counters. A check whose counter shows an anomaly goes through the
-per-value frames of `frames.py`, which also find its evidence rows.
+`write_counters` and `location_summary` answer only counters. A check whose counter shows an
+anomaly finds its evidence rows elsewhere: in the per-value frames of `frames.py`, or (inconsistent
+offsets) in the two-valued rows of `per_location`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql import Column
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from spark_analysis.checks.frames import WRITE_TYPES, write_facts
@@ -73,19 +75,25 @@ def write_counters(ctx: CheckContext) -> dict[str, Any]:
     return counters
 
 
-def location_summary(ctx: CheckContext) -> dict[str, int]:
-    """Over the (topic, partition, offset) locations acks and polls saw a value at: how many
-    `locations`, how many were `two_valued`, and how many distinct `values` they held. With no
-    two-valued location, a value is at two locations exactly when locations > values."""
-    if "location_summary" in ctx.shared:
-        return ctx.shared["location_summary"]
+def per_location(ctx: CheckContext) -> DataFrame:
+    """One row per (topic, partition, offset) an ack or poll saw a value at: `topic_h`, `partition`,
+    `offset`, and the smallest and largest value seen there (`vmin`, `vmax`; they differ exactly
+    when the location held two values)."""
     obs = ctx.df("ack", "poll").where(F.col("offset").isNotNull() & F.col("value").isNotNull()).select(
         F.xxhash64("topic").alias("topic_h"), "partition", "offset", "value")
     # A location's ack and polls sit in different files, so an aggregation before the shuffle
     # would not merge rows: shuffle the rows by location first, then aggregate once.
-    per_location = obs.repartition("topic_h", "partition", "offset").groupBy("topic_h", "partition", "offset").agg(
+    return obs.repartition("topic_h", "partition", "offset").groupBy("topic_h", "partition", "offset").agg(
         F.min("value").alias("vmin"), F.max("value").alias("vmax"))
-    words = per_location.select("vmin", "vmax", _bit("vmin").alias("bit")).groupBy(
+
+
+def location_summary(ctx: CheckContext) -> dict[str, int]:
+    """Over the locations of `per_location`: how many `locations`, how many were `two_valued`, and
+    how many distinct `values` they held. With no two-valued location, a value is at two locations
+    exactly when locations > values."""
+    if "location_summary" in ctx.shared:
+        return ctx.shared["location_summary"]
+    words = per_location(ctx).select("vmin", "vmax", _bit("vmin").alias("bit")).groupBy(
         _word(F.col("vmin")).alias("word")).agg(
         F.count(F.lit(1)).alias("locations"),
         F.count(F.when(F.col("vmin") != F.col("vmax"), 1)).alias("two_valued"),

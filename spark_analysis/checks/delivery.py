@@ -21,7 +21,7 @@ from typing import Any
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
-from spark_analysis.checks.bitsets import location_summary, write_counters
+from spark_analysis.checks.bitsets import location_summary, per_location, write_counters
 from spark_analysis.checks.common import plural, tp_label
 from spark_analysis.checks.frames import (
     acks_out_of_value_order,
@@ -204,10 +204,7 @@ class InconsistentOffsets:
         if not location_summary(ctx).get("two_valued"):
             # No (topic, partition, offset) was seen holding two values: nothing to confirm.
             return passed(self.id, "every observed offset holds one value", {"inconsistent_offsets": 0})
-        obs = ctx.df("ack", "poll").where(F.col("offset").isNotNull() & F.col("value").isNotNull())
-        per_offset = obs.groupBy(F.xxhash64("topic").alias("topic_h"), "partition", "offset").agg(
-            F.min("value").alias("vmin"), F.max("value").alias("vmax"))
-        bad = per_offset.where(F.col("vmin") != F.col("vmax"))
+        bad = per_location(ctx).where(F.col("vmin") != F.col("vmax"))
         sample = bad.limit(EVIDENCE_ROWS // 2).collect()
         if not sample:
             return passed(self.id, "every observed offset holds one value", {"inconsistent_offsets": 0})
