@@ -23,7 +23,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from spark_analysis.checks.frames import WRITE_TYPES, write_facts
+from spark_analysis.checks.frames import WRITE_TYPES, topic_hash, write_facts
 from spark_analysis.context import CheckContext
 
 
@@ -80,7 +80,7 @@ def per_location(ctx: CheckContext) -> DataFrame:
     `offset`, and the smallest and largest value seen there (`vmin`, `vmax`; they differ exactly
     when the location held two values)."""
     obs = ctx.df("ack", "poll").where(F.col("offset").isNotNull() & F.col("value").isNotNull()).select(
-        F.xxhash64("topic").alias("topic_h"), "partition", "offset", "value")
+        topic_hash().alias("topic_h"), "partition", "offset", "value")
     # A location's ack and polls sit in different files, so an aggregation before the shuffle
     # would not merge rows: shuffle the rows by location first, then aggregate once.
     return obs.repartition("topic_h", "partition", "offset").groupBy("topic_h", "partition", "offset").agg(

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
 from spark_analysis.checks.common import plural, tp_label
-from spark_analysis.checks.frames import events_by_seq, poll_pairs
+from spark_analysis.checks.frames import events_by_seq, poll_pairs, topic_hash
 from spark_analysis.context import CheckContext
 from spark_analysis.result import CheckResult, failed, passed
 
@@ -72,7 +72,7 @@ class PollSkip:
         if not tps:
             return passed(self.id, f"no consumer jumped over an offset in {polls} polls",
                           {"polls": polls, "gaps": 0, "skips": 0})
-        topic_h = F.xxhash64("topic")
+        topic_h = topic_hash()
         cond = F.lit(False)
         for th, part in tps:
             cond = cond | ((topic_h == th) & (F.col("partition") == part))

@@ -32,6 +32,7 @@ from spark_analysis.checks.frames import (
     poll_frontier,
     sends_in_value_order,
     strong_ack,
+    topic_hash,
 )
 from spark_analysis.context import CheckContext
 from spark_analysis.faults import FaultIndex
@@ -130,7 +131,7 @@ class LostWrite:
             by_tp = classified.where("lost").groupBy("ack_topic_h", "ack_partition").count().collect()
             if any(int(r["ack_topic_h"]) not in names for r in by_tp):
                 names.update({int(r["h"]): str(r["topic"]) for r in ctx.df("ack").select(
-                    "topic", F.xxhash64("topic").alias("h")).distinct().collect()})
+                    "topic", topic_hash().alias("h")).distinct().collect()})
             lost_by_tp = {(names.get(int(r["ack_topic_h"]), "?"), int(r["ack_partition"])): int(r["count"])
                           for r in by_tp}
             summary, fault = lost_summary(lost_by_tp, sample, ctx.faults)

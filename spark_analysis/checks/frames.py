@@ -43,6 +43,16 @@ def acks_all(col: F.Column) -> F.Column:
     return F.lower(F.coalesce(col, F.lit("all"))).isin("all", "-1")
 
 
+def topic_hash(topic: str | F.Column = "topic") -> F.Column:
+    """The 64-bit hash of a topic name: the `topic_h` every frame and check matches topics on."""
+    return F.xxhash64(topic)
+
+
+def producer_key_hash() -> F.Column:
+    """The 64-bit hash of (producer, key): the `pk_h` key order groups writes by."""
+    return F.xxhash64("producer", "key")
+
+
 FACT_BITS = {"sent": 1, "acked": 2, "polled": 4, "errored": 8, "definite": 16, "weak": 32}
 """The per-value frame's `bits`: one bit per fact, OR-ed over the value's events."""
 
@@ -73,8 +83,8 @@ def _per_value_narrow(ctx: CheckContext) -> DataFrame:
     facts = write_facts()
     ev = ctx.df(*WRITE_TYPES).where(F.col("value").isNotNull()).select(
         "type", "value", "t", "seq", "partition", "offset",
-        F.xxhash64("topic").alias("topic_h"),
-        F.when(F.col("key").isNotNull(), F.xxhash64("producer", "key")).alias("pk_h"),
+        topic_hash().alias("topic_h"),
+        F.when(F.col("key").isNotNull(), producer_key_hash()).alias("pk_h"),
         sum((F.when(facts[name], bit).otherwise(0) for name, bit in FACT_BITS.items()), F.lit(0)).alias("bits"),
         F.when(facts["located"], F.xxhash64("topic", "partition", "offset")).alias("loc_h"),
     )
@@ -155,8 +165,8 @@ def keyed_acks(ctx: CheckContext) -> DataFrame:
     kinds = {"send": 0, "ack": 1}
     ev = ctx.df(*kinds).where(F.col("key").isNotNull() & F.col("value").isNotNull()
                               & ((F.col("type") == "send") | F.col("offset").isNotNull())).select(
-        F.xxhash64("producer", "key").alias("pk_h"), "value", "seq", "partition", "offset",
-        F.xxhash64("topic").alias("topic_h"), F.when(_is("send"), 0).otherwise(1).alias("kind"))
+        producer_key_hash().alias("pk_h"), "value", "seq", "partition", "offset",
+        topic_hash().alias("topic_h"), F.when(_is("send"), 0).otherwise(1).alias("kind"))
     # Within one value: its sends first, then its acks by offset.
     w = Window.partitionBy("pk_h", "value").orderBy("kind", "offset", "seq")
     sends = F.count(F.when(F.col("kind") == 0, 1)).over(w)
@@ -175,7 +185,7 @@ def sends_in_value_order(ctx: CheckContext) -> bool:
     acks ordered by value are ordered by send, and key order needs no join of sends to acks.
     """
     sends = ctx.df("send").where(F.col("key").isNotNull() & F.col("value").isNotNull()).select(
-        F.xxhash64("producer", "key").alias("pk_h"), "value", "seq")
+        producer_key_hash().alias("pk_h"), "value", "seq")
     w = Window.partitionBy("pk_h").orderBy("seq")
     back = sends.select("value", F.lag("value").over(w).alias("prev")).where(F.col("value") <= F.col("prev"))
     # count(), not limit(1): a limit runs its first job on one partition, i.e. one core.
@@ -186,7 +196,7 @@ def acks_out_of_value_order(ctx: CheckContext) -> bool:
     """Whether some producer's acks of one key in one partition have offsets not increasing with value."""
     acks = ctx.df("ack").where(F.col("key").isNotNull() & F.col("value").isNotNull()
                                & F.col("offset").isNotNull()).select(
-        F.xxhash64("producer", "key").alias("pk_h"), F.xxhash64("topic").alias("topic_h"), "partition",
+        producer_key_hash().alias("pk_h"), topic_hash().alias("topic_h"), "partition",
         "value", "offset")
     w = Window.partitionBy("pk_h", "topic_h", "partition").orderBy("value")
     back = acks.select("offset", F.lag("offset").over(w).alias("prev")).where(F.col("offset") <= F.col("prev"))
@@ -200,7 +210,7 @@ def poll_frontier(ctx: CheckContext) -> list[tuple[str, int, int, int]]:
     rows = (
         ctx.df("poll").where(F.col("offset").isNotNull())
         .groupBy("topic", "partition")
-        .agg(F.max("offset").alias("max_offset"), F.first(F.xxhash64("topic")).alias("topic_h"))
+        .agg(F.max("offset").alias("max_offset"), F.first(topic_hash()).alias("topic_h"))
         .collect()
     )
     frontier = [(str(r["topic"]), int(r["topic_h"]), int(r["partition"]), int(r["max_offset"])) for r in rows]
@@ -216,14 +226,14 @@ def poll_pairs(ctx: CheckContext) -> DataFrame:
         return ctx.shared["poll_pairs"]
     # Consumer and topic enter as 64-bit hashes: the sort compares longs, not strings.
     polls = ctx.df("poll").where(F.col("offset").isNotNull()).select(
-        F.xxhash64("src").alias("src_h"), F.xxhash64("topic").alias("topic_h"), "partition", "offset", "seq")
+        F.xxhash64("src").alias("src_h"), topic_hash().alias("topic_h"), "partition", "offset", "seq")
     markers = (
         ctx.df("assign", "revoke")
         .select("src", "seq", F.explode("partitions").alias("tp"))
         .where(F.size("tp") == 2)
         .select(
             F.xxhash64("src").alias("src_h"),
-            F.xxhash64(F.col("tp")[0]).alias("topic_h"),
+            topic_hash(F.col("tp")[0]).alias("topic_h"),
             F.col("tp")[1].cast("long").alias("partition"),
             F.lit(None).cast("long").alias("offset"),
             "seq",
