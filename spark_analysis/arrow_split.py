@@ -111,7 +111,8 @@ class BulkSplitter:
     """
 
     def __init__(self, target: Path, side: Path, schema: pa.Schema, bulk_types: frozenset[str]) -> None:
-        self._target, self._schema, self._bulk = target, schema, sorted(bulk_types)
+        self._target, self._bulk = target, sorted(bulk_types)
+        self._options = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
         self._out_schema = schema.append(pa.field("seq", pa.int64(), nullable=False))
         self._writers: dict[str, pq.ParquetWriter] = {}
         # Dictionaries pay for the repetitive strings only (numbers are mostly distinct).
@@ -166,9 +167,8 @@ class BulkSplitter:
         return n
 
     def _parse(self, chunk: bytes) -> pa.Table | None:
-        options = pj.ParseOptions(explicit_schema=self._schema, unexpected_field_behavior="ignore")
         try:
-            return pj.read_json(pa.BufferReader(chunk), parse_options=options)
+            return pj.read_json(pa.BufferReader(chunk), parse_options=self._options)
         except pa.ArrowInvalid:
             return None
 

@@ -38,8 +38,6 @@ def _decode(row: Row) -> Row:
     return out
 
 
-
-
 def of_types(events: DataFrame, types: list[str]) -> F.Column:
     """Filter: events of `types`, pruned to the Parquet `tier` partitions they can be in (if tiered)."""
     where = F.col("type").isin(types)
