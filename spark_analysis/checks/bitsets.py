@@ -1,7 +1,8 @@
 """The delivery checks' counters as set arithmetic on 64-bit words: no shuffle of the events by value.
 
-Owns `write_counters(ctx)` and `location_summary(ctx)`, the fast path of the delivery checks,
-and `per_location(ctx)`, the grouping by location the summary counts over.
+Owns `write_counters(ctx)`, the fast path of the delivery checks' counters, and `per_location(ctx)`,
+the grouping by location that inconsistent offsets takes its evidence from (its fast path,
+`slots.location_summary`, counts the same locations without grouping the rows).
 
 Written values are integers, so each fact about values (sent, acked, polled, errored, ...) is a
 set of integers, kept as 64-bit words: word `value >> 6` holds bit `value & 63`. Building the
@@ -11,9 +12,9 @@ rows. A counter is then `sum(bit_count(<set expression>))` over the words, e.g. 
 with weak acks and not polled: `acked & ~(weak | polled)`. Sparse values only make the word
 table larger (at worst one word per value), never wrong.
 
-`write_counters` and `location_summary` answer only counters. A check whose counter shows an
-anomaly finds its evidence rows elsewhere: in the per-value frames of `frames.py`, or (inconsistent
-offsets) in the two-valued rows of `per_location`.
+`write_counters` answers only counters. A check whose counter shows an anomaly finds its evidence
+rows elsewhere: in the per-value frames of `frames.py`, or (inconsistent offsets) in the
+two-valued rows of `per_location`.
 """
 
 from __future__ import annotations
@@ -78,29 +79,10 @@ def write_counters(ctx: CheckContext) -> dict[str, Any]:
 def per_location(ctx: CheckContext) -> DataFrame:
     """One row per (topic, partition, offset) an ack or poll saw a value at: `topic_h`, `partition`,
     `offset`, and the smallest and largest value seen there (`vmin`, `vmax`; they differ exactly
-    when the location held two values)."""
+    when the location held two values). The failure path of inconsistent offsets: it shuffles every row."""
     obs = ctx.df("ack", "poll").where(F.col("offset").isNotNull() & F.col("value").isNotNull()).select(
         topic_hash().alias("topic_h"), "partition", "offset", "value")
     # A location's ack and polls sit in different files, so an aggregation before the shuffle
     # would not merge rows: shuffle the rows by location first, then aggregate once.
     return obs.repartition("topic_h", "partition", "offset").groupBy("topic_h", "partition", "offset").agg(
         F.min("value").alias("vmin"), F.max("value").alias("vmax"))
-
-
-def location_summary(ctx: CheckContext) -> dict[str, int]:
-    """Over the locations of `per_location`: how many `locations`, how many were `two_valued`, and
-    how many distinct `values` they held. With no two-valued location, a value is at two locations
-    exactly when locations > values."""
-    if "location_summary" in ctx.shared:
-        return ctx.shared["location_summary"]
-    words = per_location(ctx).select("vmin", "vmax", _bit("vmin").alias("bit")).groupBy(
-        _word(F.col("vmin")).alias("word")).agg(
-        F.count(F.lit(1)).alias("locations"),
-        F.count(F.when(F.col("vmin") != F.col("vmax"), 1)).alias("two_valued"),
-        F.bit_or("bit").alias("values"))
-    row = words.agg(F.coalesce(F.sum("locations"), F.lit(0)).alias("locations"),
-                    F.coalesce(F.sum("two_valued"), F.lit(0)).alias("two_valued"),
-                    _count(F.col("values")).alias("values")).first()
-    summary = {k: int(v) for k, v in row.asDict().items()} if row is not None else {}
-    ctx.shared["location_summary"] = summary
-    return summary

@@ -21,19 +21,18 @@ from typing import Any
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
-from spark_analysis.checks.bitsets import location_summary, per_location, write_counters
+from spark_analysis.checks.bitsets import per_location, write_counters
 from spark_analysis.checks.common import plural, tp_label
 from spark_analysis.checks.frames import (
-    acks_out_of_value_order,
     events_by_seq,
     keyed_acks,
     per_value,
     per_value_stats,
     poll_frontier,
-    sends_in_value_order,
     strong_ack,
     topic_hash,
 )
+from spark_analysis.checks.slots import acks_out_of_value_order, location_summary, sends_in_value_order
 from spark_analysis.context import CheckContext
 from spark_analysis.faults import FaultIndex
 from spark_analysis.result import CheckResult, failed, passed, unknown
@@ -172,7 +171,7 @@ class Duplicate:
 
     def run(self, ctx: CheckContext) -> CheckResult:
         fast, places = write_counters(ctx), location_summary(ctx)
-        if places and not places["two_valued"] and places["locations"] == places["values"]:
+        if places and not places["two_valued"] and places["locations"] == fast["values_seen"]:
             # Every location holds one value and there are as many values as locations: none is at two.
             return passed(self.id, f"no value at two offsets among {fast['values_seen']} values seen",
                           {"values_seen": fast["values_seen"], "duplicated_values": 0})

@@ -11,8 +11,8 @@ aggregation with map-side partial aggregation; strings (topic, producer, key) en
   Only the aggregated columns are persisted; the 0/1 flags are derived when read. The clean
   case never builds it (`bitsets.py` counts without it); it serves failures, for their evidence.
 - `per_value_stats(ctx)`: the lost-write and duplicate counters, in one pass over `per_value`.
-- `keyed_acks(ctx)`: each acked value with a key, with the position of its send (for key order);
-  `sends_in_value_order` / `acks_out_of_value_order`: key order's fast path, without that join.
+- `keyed_acks(ctx)`: each acked value with a key, with the position of its send: key order's exact
+  path (its fast path, without that join, is in `slots.py`).
 - `poll_frontier(ctx)`: the highest polled offset per partition (small, collected).
 - `poll_pairs(ctx)`: anomalous consecutive polls of one consumer on one partition within one
   assignment epoch (an assign/revoke of that partition by that consumer starts a new epoch):
@@ -160,7 +160,7 @@ def keyed_acks(ctx: CheckContext) -> DataFrame:
     `ack_partition`, `ack_offset`, `ack_seq` (its lowest-offset ack) and `send_seq` (its first send).
 
     A value's sends and acks meet in a window by (`pk_h`, value), without a per-value aggregate of
-    every event; key order's exact path. Its fast path (`sends_in_value_order`) needs no join.
+    every event; key order's exact path. Its fast path (`slots.sends_in_value_order`) needs no join.
     """
     kinds = {"send": 0, "ack": 1}
     ev = ctx.df(*kinds).where(F.col("key").isNotNull() & F.col("value").isNotNull()
@@ -176,31 +176,6 @@ def keyed_acks(ctx: CheckContext) -> DataFrame:
             .select("pk_h", "send_seq", F.col("topic_h").alias("ack_topic_h"),
                     F.col("partition").alias("ack_partition"), F.col("offset").alias("ack_offset"),
                     F.col("seq").alias("ack_seq")))
-
-
-def sends_in_value_order(ctx: CheckContext) -> bool:
-    """Whether each producer sent each key's values in increasing value order (by file position).
-
-    True of the harness, whose producers send `value_base + n` for n = 0, 1, ...; then a key's
-    acks ordered by value are ordered by send, and key order needs no join of sends to acks.
-    """
-    sends = ctx.df("send").where(F.col("key").isNotNull() & F.col("value").isNotNull()).select(
-        producer_key_hash().alias("pk_h"), "value", "seq")
-    w = Window.partitionBy("pk_h").orderBy("seq")
-    back = sends.select("value", F.lag("value").over(w).alias("prev")).where(F.col("value") <= F.col("prev"))
-    # count(), not limit(1): a limit runs its first job on one partition, i.e. one core.
-    return back.count() == 0
-
-
-def acks_out_of_value_order(ctx: CheckContext) -> bool:
-    """Whether some producer's acks of one key in one partition have offsets not increasing with value."""
-    acks = ctx.df("ack").where(F.col("key").isNotNull() & F.col("value").isNotNull()
-                               & F.col("offset").isNotNull()).select(
-        producer_key_hash().alias("pk_h"), topic_hash().alias("topic_h"), "partition",
-        "value", "offset")
-    w = Window.partitionBy("pk_h", "topic_h", "partition").orderBy("value")
-    back = acks.select("offset", F.lag("offset").over(w).alias("prev")).where(F.col("offset") <= F.col("prev"))
-    return back.count() > 0
 
 
 def poll_frontier(ctx: CheckContext) -> list[tuple[str, int, int, int]]:

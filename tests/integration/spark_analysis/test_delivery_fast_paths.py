@@ -1,17 +1,19 @@
-"""The delivery checks' fast paths (word bit sets, value order as send order) agree with the
-per-value frames they stand in for, and step aside whenever their premise does not hold."""
+"""The delivery checks' fast paths (word bit sets, slot words, value order as send order) agree
+with the frames they stand in for, and step aside whenever their premise does not hold."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from spark_analysis.checks import BY_ID
-from spark_analysis.checks.bitsets import location_summary, write_counters
+from spark_analysis.checks.bitsets import write_counters
 from spark_analysis.checks.delivery import LOST_COUNTERS
-from spark_analysis.checks.frames import per_value_stats, sends_in_value_order
+from spark_analysis.checks.frames import per_value_stats
+from spark_analysis.checks.slots import increasing_within, location_summary, sends_in_value_order
 from spark_analysis.context import CheckContext, spark_context
 from spark_analysis.load import load_history
 from spark_analysis.result import run_check
@@ -62,20 +64,60 @@ def test_word_counters_are_exact_at_word_edges_for_negative_and_far_apart_values
         fast, slow = write_counters(ctx), per_value_stats(ctx)
         assert {k: fast[k] for k in COMPARED} == {k: int(slow[k] or 0) for k in COMPARED}
         assert fast["acked"] == 5 and fast["polled"] == 3 and fast["indefinite_errors"] == 1
-        assert location_summary(ctx) == {"locations": 5, "two_valued": 0, "values": 5}
+        assert location_summary(ctx) == {"locations": 5, "two_valued": 0} and fast["values_seen"] == 5
     finally:
         ctx.close()
 
 
 def test_location_summary_sees_a_shared_offset_and_a_value_at_two_offsets(spark: Any, make_run: Any) -> None:
     """The inconsistent fixture has a two-valued location; the duplicate one more locations than values."""
-    for bug, expect in (("inconsistent", lambda s: s["two_valued"] > 0),
-                        ("duplicate", lambda s: not s["two_valued"] and s["locations"] > s["values"])):
+    for bug, expect in (("inconsistent", lambda s, seen: s["two_valued"] > 0),
+                        ("duplicate", lambda s, seen: not s["two_valued"] and s["locations"] > seen)):
         ctx = context(spark, make_run(f"loc-{bug}", scenario(**{bug: True})))
         try:
-            assert expect(location_summary(ctx)), (bug, location_summary(ctx))
+            seen = write_counters(ctx)["values_seen"]
+            assert expect(location_summary(ctx), seen), (bug, location_summary(ctx), seen)
         finally:
             ctx.close()
+
+
+def _increasing(rows: list[tuple[int, int, int]]) -> bool:
+    """The definition `increasing_within` answers, by sorting: per group, no x twice and y rising with x."""
+    groups: dict[int, list[tuple[int, int]]] = {}
+    for g, x, y in rows:
+        groups.setdefault(g, []).append((x, y))
+    for pairs in groups.values():
+        pairs.sort()
+        if any(a[0] == b[0] or a[1] >= b[1] for a, b in itertools.pairwise(pairs)):
+            return False
+    return True
+
+
+INCREASING_CASES = {
+    "empty": [],
+    "one row": [(1, 5, 9)],
+    "rising across a word edge": [(1, 6, 1), (1, 7, 2), (1, 8, 3), (1, 9, 4)],
+    "falling across a word edge": [(1, 7, 5), (1, 8, 4)],
+    "falling inside a word, slots apart": [(1, 1, 5), (1, 6, 4)],
+    "equal y": [(1, 1, 5), (1, 2, 5)],
+    "x twice": [(1, 3, 1), (1, 3, 2)],
+    "sparse words far apart": [(1, -2**40, 1), (1, -9, 2), (1, -8, 3), (1, -1, 4), (1, 0, 5), (1, 2**50, 6)],
+    "negative x out of order": [(1, -9, 2), (1, -1, 1)],
+    "two groups, each rising": [(1, 1, 10), (2, 2, 1), (1, 3, 11), (2, 4, 2)],
+    "two groups interleaved, one falling": [(1, 1, 10), (2, 2, 5), (1, 3, 11), (2, 4, 4)],
+    "a gap inside a word": [(1, 0, 1), (1, 7, 2), (1, 16, 3), (1, 23, 0)],
+    "holes only": [(1, 0, 1), (1, 2, 2), (1, 4, 3)],
+    "a hole between words": [(1, 5, 1), (1, 6, 2), (1, 7, 3), (1, 9, 4)],
+    "contiguous across words": [(1, -3, 1), (1, -2, 2), (1, -1, 3), (1, 0, 4), (1, 1, 5), (2, 8, 1), (2, 9, 2)],
+}
+
+
+@pytest.mark.parametrize("case", INCREASING_CASES)
+def test_increasing_within_agrees_with_sorting_each_group(spark: Any, case: str) -> None:
+    """The slot-word answer equals the one from sorting, at word edges, for negatives, gaps and repeats."""
+    rows = INCREASING_CASES[case]
+    df = spark.createDataFrame(rows, "g long, x long, y long")
+    assert increasing_within(df, ["g"], "x", "y") is _increasing(rows)
 
 
 def _two_writes(first: int, second: int, offsets: tuple[int, int]) -> list[dict[str, Any]]:
