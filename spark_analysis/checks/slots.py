@@ -23,11 +23,8 @@ answer true.
 
 from __future__ import annotations
 
-from functools import reduce
-
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.window import Window
 
 from spark_analysis.checks.frames import producer_key_hash, topic_hash
 from spark_analysis.context import CheckContext
@@ -41,24 +38,19 @@ def _y(j: int, end: str) -> str:
     return f"y{end}{j}"
 
 
+# The expressions below are SQL text: one py4j round trip each, where the same expression built
+# from Column functions took dozens (850 per `increasing_within`).
+
+
 def slot_words(df: DataFrame, groups: list[str], x: str, y: str, both_ends: bool = True) -> DataFrame:
     """One row per (groups, word): `n` rows, `bits` (slots filled), `lo`/`hi` (least/greatest y), and per
     slot j `ylo<j>`/`yhi<j>` (null when the slot is empty; only `yhi<j>` when not `both_ends`)."""
-    slot = F.col(x).bitwiseAND(SLOTS - 1)
-    rows = df.select(*groups, F.shiftright(x, SLOT_BITS).alias("w"), slot.cast("int").alias("slot"),
-                     F.col(y).alias("y"))
-    per_slot: list[Column] = []
-    for j in range(SLOTS):
-        at = F.when(F.col("slot") == j, F.col("y"))
-        per_slot += [F.min(at).alias(_y(j, "lo")), F.max(at).alias(_y(j, "hi"))] if both_ends else [
-            F.max(at).alias(_y(j, "hi"))]
-    return rows.groupBy(*groups, "w").agg(
-        F.count(F.lit(1)).alias("n"), F.bit_or(F.expr("shiftleft(1L, slot)")).alias("bits"),
-        F.min("y").alias("lo"), F.max("y").alias("hi"), *per_slot)
-
-
-def _false_if_null(cond: Column) -> Column:
-    return F.coalesce(cond, F.lit(False))
+    rows = df.selectExpr(*(f"`{g}`" for g in groups), f"shiftright(`{x}`, {SLOT_BITS}) AS w",
+                         f"int(`{x}` & {SLOTS - 1}) AS slot", f"`{y}` AS y")
+    ends = (("min", "lo"), ("max", "hi")) if both_ends else (("max", "hi"),)
+    per_slot = [f"{fn}(if(slot = {j}, y, null)) AS {_y(j, end)}" for j in range(SLOTS) for fn, end in ends]
+    aggs = ["count(1) AS n", "bit_or(shiftleft(1L, slot)) AS bits", "min(y) AS lo", "max(y) AS hi", *per_slot]
+    return rows.groupBy(*groups, "w").agg(*(F.expr(a) for a in aggs))
 
 
 def increasing_within(df: DataFrame, groups: list[str], x: str, y: str) -> bool:
@@ -69,15 +61,15 @@ def increasing_within(df: DataFrame, groups: list[str], x: str, y: str) -> bool:
     it; across words: each word's least y exceeds the greatest y of the group's word before it.
     """
     words = slot_words(df, groups, x, y, both_ends=False)
-    ys = [F.col(_y(j, "hi")) for j in range(SLOTS)]
+    ys = [_y(j, "hi") for j in range(SLOTS)]
     # y_j <= max(y_0 .. y_j-1) is null (not a violation) when slot j or all slots before it are empty.
-    behind = [ys[j] <= (ys[0] if j == 1 else F.greatest(*ys[:j])) for j in range(1, SLOTS)]
-    inside = reduce(lambda a, b: a | _false_if_null(b), behind, F.col("n") != F.bit_count("bits"))
-    across = _false_if_null(F.lag("hi").over(Window.partitionBy(*groups).orderBy("w")) >= F.col("lo"))
-    flags = words.select(inside.alias("inside"), across.alias("across"))
-    bad = flags.where(F.col("inside") | F.col("across"))
+    behind = [f"coalesce({ys[j]} <= {ys[0] if j == 1 else 'greatest(' + ', '.join(ys[:j]) + ')'}, false)"
+              for j in range(1, SLOTS)]
+    inside = " OR ".join(["n != bit_count(bits)", *behind])
+    before = f"lag(hi) OVER (PARTITION BY {', '.join(f'`{g}`' for g in groups)} ORDER BY w)"
+    flags = words.selectExpr(f"{inside} AS inside", f"coalesce({before} >= lo, false) AS across")
     # count(), not limit(1): a limit runs its first job on one partition, i.e. one core.
-    return bad.count() == 0
+    return flags.where("inside OR across").count() == 0
 
 
 def location_summary(ctx: CheckContext) -> dict[str, int]:
@@ -88,10 +80,9 @@ def location_summary(ctx: CheckContext) -> dict[str, int]:
     obs = ctx.df("ack", "poll").where(F.col("offset").isNotNull() & F.col("value").isNotNull()).select(
         topic_hash().alias("topic_h"), "partition", "offset", "value")
     words = slot_words(obs, ["topic_h", "partition"], "offset", "value")
-    two = [(F.col(_y(j, "lo")) != F.col(_y(j, "hi"))).cast("int") for j in range(SLOTS)]
-    row = words.agg(F.coalesce(F.sum(F.bit_count("bits")), F.lit(0)).alias("locations"),
-                    F.coalesce(F.sum(reduce(lambda a, b: a + F.coalesce(b, F.lit(0)), two, F.lit(0))), F.lit(0))
-                    .alias("two_valued")).first()
+    two = " + ".join(f"coalesce(int({_y(j, 'lo')} != {_y(j, 'hi')}), 0)" for j in range(SLOTS))
+    row = words.agg(F.expr("coalesce(sum(bit_count(bits)), 0) AS locations"),
+                    F.expr(f"coalesce(sum({two}), 0) AS two_valued")).first()
     summary = {k: int(v) for k, v in row.asDict().items()} if row is not None else {"locations": 0, "two_valued": 0}
     ctx.shared["location_summary"] = summary
     return summary
