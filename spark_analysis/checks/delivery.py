@@ -32,7 +32,7 @@ from spark_analysis.checks.frames import (
     strong_ack,
     topic_hash,
 )
-from spark_analysis.checks.slots import acks_out_of_value_order, location_summary, sends_in_value_order
+from spark_analysis.checks.slots import acks_in_value_order, location_summary
 from spark_analysis.context import CheckContext
 from spark_analysis.faults import FaultIndex
 from spark_analysis.result import CheckResult, failed, passed, unknown
@@ -232,7 +232,7 @@ class KeyOrder:
     def run(self, ctx: CheckContext) -> CheckResult:
         fast = write_counters(ctx)
         one_ack_each = ctx.count("ack") == fast.get("acked") and fast.get("acked_unsent") == 0
-        if one_ack_each and sends_in_value_order(ctx) and not acks_out_of_value_order(ctx):
+        if one_ack_each and acks_in_value_order(ctx):
             # Value order is send order here, so ordering each key's acks by value is enough.
             return passed(self.id, self.PASS, {"reordered": 0})
         pv = keyed_acks(ctx)

@@ -160,7 +160,7 @@ def keyed_acks(ctx: CheckContext) -> DataFrame:
     `ack_partition`, `ack_offset`, `ack_seq` (its lowest-offset ack) and `send_seq` (its first send).
 
     A value's sends and acks meet in a window by (`pk_h`, value), without a per-value aggregate of
-    every event; key order's exact path. Its fast path (`slots.sends_in_value_order`) needs no join.
+    every event; key order's exact path. Its fast path (`slots.acks_in_value_order`) needs no join.
     """
     kinds = {"send": 0, "ack": 1}
     ev = ctx.df(*kinds).where(F.col("key").isNotNull() & F.col("value").isNotNull()
