@@ -11,12 +11,12 @@ time (scaling); and the peak RSS of the driver (JVM + Python).
 Goals (issue 8): checks within 2.5x of the floor; Spark >= 3x faster than the reference at 5M;
 10M within 2.2x of 5M; driver peak < 2 GiB.
 
-Last measured (2026-11-22, 2 shared cores, load 1.7-2.8), with the Arrow conversion and the
-location shuffle, 5M events: floor 2.6s; conversion 9.8s (23.2s when Spark parsed every line;
-9.8-13.6s in today's runs, once 21.8s); checks 8.2s best of three = 3.2x the floor (3.0-4.7x in
-today's runs; 2.4x in one run before the Arrow change, whose floor was 3.5s); reference 66.7s =
-8.2x the checks alone, 3.7x conversion + checks (2.9-3.7x today; 2.2x with the 21.8s
-conversion); 10M/5M 2.00x (1.44-2.00x today); driver peak 1.26 GiB (JVM 1.02 GiB).
+Last measured (2026-11-22, session 5, 2 shared cores, load 1.4-2.9), with the slot words (key
+order and the location summary without sorting or grouping the rows) and no PySpark call-site
+capture, 5M events: floor 2.8-3.2s; conversion 10.9-12.7s; checks 5.9-6.3s = 1.98-2.09x the
+floor in two full runs (2.52x in a third, shorter run on a busier machine: checks 7.1s, floor
+2.8s; 3.2x before these changes); reference 72-75s = 3.9-4.3x conversion + checks, 11.8-12.2x
+the checks alone; 10M/5M 1.69-1.99x; driver peak 1.26-1.28 GiB (JVM 1.02-1.03 GiB).
 """
 
 from __future__ import annotations
