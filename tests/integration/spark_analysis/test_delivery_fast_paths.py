@@ -106,9 +106,9 @@ INCREASING_CASES = {
     "two groups, each rising": [(1, 1, 10), (2, 2, 1), (1, 3, 11), (2, 4, 2)],
     "two groups interleaved, one falling": [(1, 1, 10), (2, 2, 5), (1, 3, 11), (2, 4, 4)],
     "a gap inside a word": [(1, 0, 1), (1, 7, 2), (1, 16, 3), (1, 23, 0)],
-    "holes only": [(1, 0, 1), (1, 2, 2), (1, 4, 3)],
+    "holes in x are no violation": [(1, 0, 1), (1, 2, 2), (1, 4, 3)],
     "a hole between words": [(1, 5, 1), (1, 6, 2), (1, 7, 3), (1, 9, 4)],
-    "contiguous across words": [(1, -3, 1), (1, -2, 2), (1, -1, 3), (1, 0, 4), (1, 1, 5), (2, 8, 1), (2, 9, 2)],
+    "negative to positive, 2 groups": [(1, -3, 1), (1, -2, 2), (1, -1, 3), (1, 0, 4), (1, 1, 5), (2, 8, 1), (2, 9, 2)],
 }
 
 
