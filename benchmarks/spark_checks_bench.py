@@ -13,10 +13,10 @@ Goals (issue 8): checks within 2.5x of the floor; Spark >= 3x faster than the re
 
 Last measured (2026-11-22, session 5, 2 shared cores, load 1.4-2.9), with the slot words (key
 order and the location summary without sorting or grouping the rows) and no PySpark call-site
-capture, 5M events: floor 2.8-3.2s; conversion 10.9-12.7s; checks 5.9-6.3s = 1.98-2.09x the
-floor in two full runs (2.52x in a third, shorter run on a busier machine: checks 7.1s, floor
-2.8s; 3.2x before these changes); reference 72-75s = 3.9-4.3x conversion + checks, 11.8-12.2x
-the checks alone; 10M/5M 1.69-1.99x; driver peak 1.26-1.28 GiB (JVM 1.02-1.03 GiB).
+capture, 5M events, three full runs: floor 2.8-3.6s; conversion 10.9-12.7s; checks 5.9-7.8s =
+1.98x, 2.09x and 2.16x the floor (2.52x in one shorter run on a busier machine; 3.2x before these
+changes); reference 72-80s = 3.9-4.3x conversion + checks, 10.3-12.2x the checks alone; 10M/5M
+1.69-1.99x; driver peak 1.26-1.28 GiB (JVM 1.02-1.06 GiB).
 """
 
 from __future__ import annotations
