@@ -171,7 +171,7 @@ class Duplicate:
 
     def run(self, ctx: CheckContext) -> CheckResult:
         fast, places = write_counters(ctx), location_summary(ctx)
-        if places and not places["two_valued"] and places["locations"] == fast["values_seen"]:
+        if not places["two_valued"] and places["locations"] == fast["values_seen"]:
             # Every location holds one value and there are as many values as locations: none is at two.
             return passed(self.id, f"no value at two offsets among {fast['values_seen']} values seen",
                           {"values_seen": fast["values_seen"], "duplicated_values": 0})

@@ -106,11 +106,11 @@ def acks_in_value_order(ctx: CheckContext) -> bool:
     keyed = F.col("key").isNotNull() & F.col("value").isNotNull()
     sends = ctx.df("send").where(keyed)
     acks = ctx.df("ack").where(keyed & F.col("offset").isNotNull())
-    zero = F.lit(0).cast("long")
-    by_producer = sends.select(F.lit(0).alias("half"), F.xxhash64("producer").alias("p_h"), zero.alias("topic_h"),
-                               zero.alias("partition"), F.col("value").alias("x"), F.col("seq").alias("y")).unionByName(
-        acks.select(F.lit(1).alias("half"), F.xxhash64("producer").alias("p_h"), topic_hash().alias("topic_h"),
-                    "partition", F.col("offset").alias("x"), F.col("value").alias("y")))
+    zero, p_h = F.lit(0).cast("long"), F.xxhash64("producer").alias("p_h")
+    by_producer = sends.select(F.lit(0).alias("half"), p_h, zero.alias("topic_h"), zero.alias("partition"),
+                               F.col("value").alias("x"), F.col("seq").alias("y")).unionByName(
+        acks.select(F.lit(1).alias("half"), p_h, topic_hash().alias("topic_h"), "partition",
+                    F.col("offset").alias("x"), F.col("value").alias("y")))
     failing = {int(r["half"]) for r in _failing(by_producer, ["half", "p_h", "topic_h", "partition"], "x", "y")
                .select("half").distinct().collect()}
     if 0 in failing and not increasing_within(
