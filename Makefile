@@ -1,6 +1,7 @@
 # kafka-chaos: `make demo` runs an experiment end to end; `make test` runs the whole suite;
 # `make nightly` runs every experiment with several seeds and builds the trend page.
-# Both set up what they need on a fresh machine: Java (apt) for ZooKeeper and Spark, and .venv.
+# Both set up what they need on a fresh machine: Java and Maven (apt) for ZooKeeper, Spark and Kafka,
+# .venv, and Apache Kafka in the per-user cache (~/.cache/kafka-chaos, from Maven Central).
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -8,6 +9,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO ?= experiments/controller-failover.yaml
 BACKEND ?= auto
+KAFKA ?= 3.9
 PYTEST_ARGS ?=
 # Test files run on 2 workers (a file stays on one worker, so module fixtures start once); 0 = serial.
 PYTEST_WORKERS ?= 2
@@ -16,7 +18,7 @@ NIGHTLY_EXPERIMENTS ?= experiments/
 NIGHTLY_OUT ?= runs/nightly
 NIGHTLY_ARGS ?=
 
-.PHONY: demo test nightly lint unit integration java venv podman clean
+.PHONY: demo test nightly lint unit integration java kafka venv podman clean
 
 venv: $(STAMP)
 
@@ -28,12 +30,18 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 java:
-	@command -v java >/dev/null 2>&1 || { \
-	  echo "java not found: installing a headless JRE (needed by ZooKeeper and Spark)"; \
+	@command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1 || { \
+	  echo "java or mvn not found: installing a headless JRE and Maven (ZooKeeper, Spark, Apache Kafka)"; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq default-jre-headless; }
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq default-jre-headless maven; }
 
-demo: venv java
+# Apache Kafka $(KAFKA) into the cache (KAFKA_HOME, the Apache tarball or Maven Central; cached after the
+# first time). Best effort: where no source works the reason is printed, and the Apache Kafka tests skip
+# with it while the demo runs the reference broker and says so.
+kafka: venv java
+	-$(VENV)/bin/kafka-chaos kafka install $(KAFKA)
+
+demo: venv java kafka
 	$(VENV)/bin/kafka-chaos run $(DEMO) --backend $(BACKEND)
 
 # Every experiment x NIGHTLY_SEEDS into $(NIGHTLY_OUT)/<date>/, then $(NIGHTLY_OUT)/trend.html (docs/nightly-ci.md).
@@ -49,13 +57,13 @@ lint: venv
 	$(VENV)/bin/ruff check harness spark_analysis tests benchmarks
 	$(VENV)/bin/mypy
 
-test: venv java lint podman
+test: venv java kafka lint podman
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 unit: venv
 	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
 
-integration: venv java
+integration: venv java kafka
 	$(PY) -m pytest tests/integration $(PYTEST_ARGS)
 
 clean:

@@ -15,6 +15,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError, ValidationError
+from harness.install.kafka import BROKERS, DEFAULT_LINE
 
 if TYPE_CHECKING:
     from harness.cluster.base import ClusterBackend
@@ -72,8 +73,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     if args.seed is not None:
         exps = tuple(dataclasses.replace(e, seed=args.seed) for e in exps)
+    if args.broker is not None or args.kafka is not None:
+        exps = tuple(dataclasses.replace(e, cluster=dataclasses.replace(
+            e.cluster, broker=args.broker or e.cluster.broker, kafka=args.kafka or e.cluster.kafka)) for e in exps)
     try:
-        backend, reason = choose_backend(args.backend)
+        backend, reason = choose_backend(args.backend, progress=print)
     except HarnessError as exc:
         _err(f"error: {exc}")
         return EXIT_ERROR
@@ -116,8 +120,9 @@ def _run_one(exp: Experiment, backend: ClusterBackend, reason: str, args: argpar
 def reproduce_line(exp: Experiment, backend: str, run_dir: Path) -> str:
     """The command that runs this exact experiment again (variant, seed, backend) and what it ran on."""
     variant = f" --variant {shlex.quote(exp.variant)}" if exp.variant else ""
+    broker = "" if exp.cluster.broker == "auto" else f" --broker {exp.cluster.broker}"
     return (f"reproduce: kafka-chaos run {shlex.quote(exp.source)}{variant} --seed {exp.seed} --backend {backend}"
-            f"  # {_tested_versions(run_dir)}")
+            f"{broker}  # {_tested_versions(run_dir)}")
 
 
 def _tested_versions(run_dir: Path) -> str:
@@ -196,6 +201,21 @@ def cmd_broker(args: argparse.Namespace, rest: list[str]) -> int:
     return int(broker_main(rest) or 0)
 
 
+def cmd_kafka(args: argparse.Namespace) -> int:
+    from harness.install.cache import cache_root
+    from harness.install.kafka import install_kafka, installed_kafkas, kafka_request
+
+    if args.action == "install":
+        found = install_kafka(kafka_request(args.version), progress=print)
+        print(found.describe())
+        return EXIT_PASS
+    installs = installed_kafkas()
+    print(f"cache: {cache_root()}" + ("" if installs else " (no Apache Kafka installed)"))
+    for k in installs:
+        print(f"  {k.version}  {k.home}  (from {k.source})")
+    return EXIT_PASS
+
+
 def cmd_toxiproxy(args: argparse.Namespace, rest: list[str]) -> int:
     from harness.toxiproxy.server import main as toxiproxy_main
 
@@ -212,6 +232,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     p.add_argument("--backend", default="auto", choices=("auto", "containers", "process"))
     p.add_argument("--seed", type=int, default=None, help="override the experiment's seed")
+    p.add_argument("--broker", default=None, choices=BROKERS,
+                   help="override cluster.broker (auto: Apache Kafka where it is or can be installed)")
+    p.add_argument("--kafka", default=None, metavar="VERSION",
+                   help="override cluster.kafka: an Apache Kafka release (3.9.2) or line (3.9)")
     p.add_argument("--variant", default=None, help="run one variant of a matrix experiment (default: every one)")
     p.add_argument("--runs-dir", default="runs")
     p.add_argument("--no-verify", action="store_true", help="record the history only")
@@ -234,6 +258,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("broker", help="run a reference broker: --config server.properties [--override k=v]",
                        add_help=False)
     p.set_defaults(func=cmd_broker, passthrough=True)
+    p = sub.add_parser("kafka", help="Apache Kafka in the cache: install [VERSION] | list")
+    p.add_argument("action", choices=("install", "list"))
+    p.add_argument("version", nargs="?", default=DEFAULT_LINE,
+                   help=f"a release (3.9.2) or a line (3.9: its newest); default {DEFAULT_LINE}")
+    p.set_defaults(func=cmd_kafka)
     p = sub.add_parser("toxiproxy", help="embedded Toxiproxy server: serve [--host H] [--port P] [--seed N]")
     p.add_argument("action", choices=("serve",))
     p.set_defaults(func=cmd_toxiproxy, passthrough=True)

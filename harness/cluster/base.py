@@ -72,7 +72,10 @@ class ClusterSpec:
 
     brokers: int
     zookeepers: int = 1
-    kafka_version: str = "7.7.1"
+    kafka_version: str = "3.9"
+    """Apache Kafka release (`3.9.2`) or line (`3.9`); a Confluent Platform 7.m version means Kafka 3.m."""
+    broker: str = "auto"
+    """`auto`, `apache-kafka` or `reference` (`harness.cluster.process_flavour`)."""
     broker_config: Mapping[str, str] = field(default_factory=_frozen_map)
     images: Mapping[str, str] = field(default_factory=_frozen_map)
     reference_bugs: tuple[str, ...] = ()

@@ -129,8 +129,9 @@ def resolve_images(spec: ClusterSpec, environ: Mapping[str, str],
         raise ConfigError(f"cluster.images has unknown keys {unknown}; use {', '.join(ROLES)} "
                           "(and <role>.command)")
     all_local = _truthy(environ.get("KAFKA_CHAOS_LOCAL_IMAGES"))
-    defaults = {"zookeeper": f"confluentinc/cp-zookeeper:{spec.kafka_version}",
-                "kafka": f"confluentinc/cp-kafka:{spec.kafka_version}", "toxiproxy": TOXIPROXY_IMAGE}
+    cp = confluent_version(spec.kafka_version)
+    defaults = {"zookeeper": f"confluentinc/cp-zookeeper:{cp}",
+                "kafka": f"confluentinc/cp-kafka:{cp}", "toxiproxy": TOXIPROXY_IMAGE}
     out: dict[str, RoleImage] = {}
     for role in ROLES:
         given = spec.images.get(role, "").strip()
@@ -146,6 +147,16 @@ def resolve_images(spec: ClusterSpec, environ: Mapping[str, str],
                 raise ConfigError(f"cluster.images {role}.command is empty")
         out[role] = RoleImage(role, image, local, command)
     return out
+
+
+def confluent_version(kafka: str) -> str:
+    """The Confluent Platform tag of the published images for `cluster.kafka`: CP 7.m ships Apache Kafka
+    3.m, so `3.9` or `3.9.2` map to `7.9.0` (the line's first release: later CP patches do not follow
+    Kafka's); a CP 7.x version is taken as it is."""
+    parts = kafka.strip().split(".")
+    if parts[0] == "3" and len(parts) >= 2 and parts[1].isdigit():
+        return f"7.{parts[1]}.0"
+    return kafka
 
 
 def flavour_of(kafka: RoleImage, spec: ClusterSpec) -> BrokerFlavour:

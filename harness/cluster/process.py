@@ -1,7 +1,7 @@
 """The process backend: the containers topology as local processes.
 
 ZooKeeper (1 or 3 members, `harness.cluster.zookeeper`), N brokers (Apache Kafka from `KAFKA_HOME`
-or the reference broker, `process_flavour`) and one Toxiproxy (`TOXIPROXY_BIN` or the embedded
+or the cache, or the reference broker, `process_flavour`) and one Toxiproxy (`TOXIPROXY_BIN` or the embedded
 server, `process_toxiproxy`), wired as DESIGN.md "Link-level faults: one listener per source"
 (`render`). Faults are signals to process groups and proxy operations. Every child runs in its own
 process group, is recorded for `clean_leftovers()`, and is killed on every exit path.
@@ -16,7 +16,7 @@ import json
 import os
 import socket
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -29,6 +29,7 @@ from harness.cluster.process_flavour import (
     BrokerLauncher,
     find_java,
     java_version,
+    planned_broker,
     select_launcher,
     zookeeper_jar_version,
 )
@@ -51,18 +52,24 @@ HOST = "127.0.0.1"
 
 
 class ProcessBackend:
-    """Brings up `ProcessCluster`s. Reads `KAFKA_HOME`, `TOXIPROXY_BIN`, `ZOOKEEPER_HOME`, `JAVA_HOME`."""
+    """Brings up `ProcessCluster`s. Reads `KAFKA_HOME`, `KAFKA_CHAOS_CACHE`, `TOXIPROXY_BIN`, `ZOOKEEPER_HOME`,
+    `JAVA_HOME`, `KAFKA_HEAP_OPTS`, `KAFKA_JVM_PERFORMANCE_OPTS`."""
 
     name = "process"
 
     def __init__(
         self, environ: Mapping[str, str] | None = None, *, stop_timeout_s: float = 30.0,
         zookeeper_tick_ms: int = 500, leftovers_dir: Path | None = None,
+        progress: Callable[[str], None] | None = None, broker: str | None = None,
     ) -> None:
         self.environ = dict(os.environ if environ is None else environ)
         self.stop_timeout_s = stop_timeout_s
         self.zookeeper_tick_ms = zookeeper_tick_ms
         self.leftovers_dir = leftovers_dir
+        self.progress = progress
+        """Where an Apache Kafka install reports its steps (None: quietly)."""
+        self.broker = broker
+        """When set, the broker flavour of every cluster, whatever its spec says (`reference` in its tests)."""
 
     def available(self) -> tuple[bool, str]:
         """(True, which broker flavour) when java, ZooKeeper and a usable broker flavour are here."""
@@ -70,11 +77,10 @@ class ProcessBackend:
         if java is None:
             return False, "no `java` on PATH or in JAVA_HOME (ZooKeeper needs a JRE 11+)"
         try:
-            launcher = select_launcher(self.environ)
             zookeeper_classpath()
+            return True, planned_broker(self.environ) if self.broker != "reference" else "reference broker"
         except HarnessError as exc:
             return False, str(exc)
-        return True, launcher.describe()
 
     def up(self, spec: ClusterSpec, workdir: Path) -> ProcessCluster:
         """Start ZooKeeper, Toxiproxy with every link's proxy, then the brokers; wait until all are ready.
@@ -90,7 +96,8 @@ class ProcessBackend:
         java = find_java(self.environ)
         if java is None:
             raise BackendError("process backend: no `java` on PATH or in JAVA_HOME")
-        launcher = select_launcher(self.environ, spec.reference_bugs)
+        launcher = select_launcher(self.environ, broker=self.broker or spec.broker, kafka=spec.kafka_version,
+                                   reference_bugs=spec.reference_bugs, java=java, progress=self.progress)
         cleaned = self.clean_leftovers(self.leftovers_dir)  # groups of harnesses that died without teardown
         cluster = ProcessCluster(spec, Path(workdir), launcher=launcher, java=java, backend=self)
         cluster.cleaned_leftovers = tuple(cleaned)
@@ -324,8 +331,10 @@ class ProcessCluster:
                 "java": self._java_version(), "java_path": self.java,
                 "zookeeper": zookeeper_jar_version(self._classpath) if self._classpath else "unknown",
                 "kafka": self.flavour.version if self.flavour.name == "apache-kafka" else None,
-                "kafka_home": str(self.launcher.kafka_home) if self.launcher.kafka_home else None,
+                "kafka_home": str(self.launcher.kafka.home) if self.launcher.kafka else None,
+                "kafka_source": self.launcher.kafka.source if self.launcher.kafka else None,
             },
+            "broker_choice": self.launcher.reason,
             "toxiproxy": self._toxiproxy.describe() if self._toxiproxy is not None else None,
             "bootstrap_servers": self.bootstrap_servers,
             "zookeeper_connect": self.zookeeper_connect,

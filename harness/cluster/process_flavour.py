@@ -1,44 +1,44 @@
 """Which broker the process backend runs, and how it is launched.
 
-Apache Kafka when `KAFKA_HOME` names a 3.x distribution (`bin/kafka-server-start.sh
-server.properties`, Kafka's documented start script; 4.x has no ZooKeeper mode and is refused),
-otherwise the reference broker (`python -m harness.broker --config server.properties`). Both get
-the same rendered `server.properties`; the command lines are argv lists, never shell strings.
-Also: the Java and ZooKeeper versions reported in `describe()`.
+`cluster.broker` (or `--broker`): `apache-kafka` runs Apache Kafka `cluster.kafka` from `KAFKA_HOME` or
+the cache (`harness.install.kafka`, installing it when missing) as `java -cp 'libs/*' kafka.Kafka
+server.properties`, which needs no `bin/` scripts; 4.x has no ZooKeeper mode and is refused.
+`reference` runs the reference broker (`python -m harness.broker --config server.properties`); `auto`
+takes Apache Kafka whenever it is or can be installed. Both get the same rendered `server.properties`;
+the command lines are argv lists, never shell strings. Also: the Java and ZooKeeper versions reported
+in `describe()`.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import harness
 from harness.cluster.base import BrokerFlavour
 from harness.errors import ConfigError
+from harness.install.kafka import (
+    BROKERS,
+    DEFAULT_LINE,
+    InstallError,
+    KafkaInstall,
+    cached_kafka,
+    install_kafka,
+    kafka_request,
+)
 
-_KAFKA_JAR = re.compile(r"^kafka_(?P<scala>\d+\.\d+)-(?P<version>\d+\.\d+\.\d+[^/]*?)\.jar$")
-_NOT_MAIN_JAR = ("-sources", "-javadoc", "-test", "-scaladoc", "-site-docs")
 DEFAULT_KAFKA_HEAP_OPTS = "-Xmx512M -Xms128M"
-
-
-def kafka_version(kafka_home: Path) -> str:
-    """The Kafka version of a distribution, from `libs/kafka_<scala>-<version>.jar`."""
-    libs = kafka_home / "libs"
-    if not (kafka_home / "bin" / "kafka-server-start.sh").is_file():
-        raise ConfigError(f"KAFKA_HOME={kafka_home}: no bin/kafka-server-start.sh; "
-                          "hint: point KAFKA_HOME at an unpacked kafka_2.13-3.x distribution")
-    versions = sorted({m.group("version") for p in (libs.glob("kafka_*.jar") if libs.is_dir() else [])
-                       if (m := _KAFKA_JAR.match(p.name)) and not p.stem.endswith(_NOT_MAIN_JAR)})
-    if len(versions) != 1:
-        raise ConfigError(f"KAFKA_HOME={kafka_home}: cannot tell the Kafka version from libs/kafka_*.jar "
-                          f"(found {versions or 'none'})")
-    return versions[0]
+DEFAULT_KAFKA_JVM_OPTS = ("-server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 "
+                          "-XX:+ExplicitGCInvokesConcurrent -Djava.awt.headless=true")
+"""Kafka's own defaults in `kafka-run-class.sh` (heap: `kafka-server-start.sh` uses 1G; 3 brokers share 24 GiB here)."""
 
 
 def zookeeper_mode_supported(version: str) -> bool:
@@ -81,28 +81,38 @@ def reference_version() -> str:
 
 @dataclass(frozen=True, slots=True)
 class BrokerLauncher:
-    """How to start one broker of the chosen flavour from its rendered `server.properties`."""
+    """How to start one broker of the chosen flavour from its rendered `server.properties`, and why
+    this flavour was chosen (`reason`, recorded in run.json)."""
 
     flavour: BrokerFlavour
-    kafka_home: Path | None = None
+    kafka: KafkaInstall | None = None
+    java: str = "java"
+    jvm: tuple[str, ...] = ()
+    """Heap and JVM options of the Kafka process (`jvm_options`)."""
     python: str = sys.executable
+    reason: str = ""
 
     def describe(self) -> str:
-        if self.kafka_home is not None:
-            return f"KAFKA_HOME={self.kafka_home} (Apache Kafka {self.flavour.version})"
-        return "reference broker (no KAFKA_HOME)"
+        if self.kafka is not None:
+            return self.kafka.describe()
+        return f"reference broker ({self.reason})" if self.reason else "reference broker"
 
     def argv(self, properties: Path) -> list[str]:
-        if self.kafka_home is not None:
-            return [str(self.kafka_home / "bin" / "kafka-server-start.sh"), str(properties)]
-        return [self.python, "-m", "harness.broker", "--config", str(properties)]
+        """Kafka: `java <heap> <jvm options> -cp libs/* kafka.Kafka server.properties`, with the node's
+        `logs/` as `kafka.logs.dir` (what `kafka-server-start.sh` does, without its scripts)."""
+        if self.kafka is None:
+            return [self.python, "-m", "harness.broker", "--config", str(properties)]
+        logs = properties.parent / "logs"
+        log4j = self.kafka.log4j
+        logging = (f"-Dlog4j.configuration=file:{log4j}" if self.kafka.major < 4
+                   else f"-Dlog4j2.configurationFile={log4j}")
+        return [self.java, *self.jvm, f"-Dkafka.logs.dir={logs}", logging,
+                "-cp", f"{self.kafka.libs}/*", "kafka.Kafka", str(properties)]
 
     def env(self, node_dir: Path, base: Mapping[str, str]) -> dict[str, str]:
-        """The child's environment: `base` plus where Kafka writes its logs, or the harness on PYTHONPATH."""
+        """The child's environment: `base`, plus the harness on PYTHONPATH for the reference broker."""
         env = dict(base)
-        if self.kafka_home is not None:
-            env["LOG_DIR"] = str(node_dir / "logs")  # kafka-run-class.sh: server.log, controller.log, gc log
-            env.setdefault("KAFKA_HEAP_OPTS", DEFAULT_KAFKA_HEAP_OPTS)
+        if self.kafka is not None:
             env.pop("JMX_PORT", None)  # one JMX port per broker would clash; not needed
         else:
             root = str(Path(harness.__file__).resolve().parent.parent)
@@ -112,20 +122,68 @@ class BrokerLauncher:
         return env
 
 
-def select_launcher(environ: Mapping[str, str], reference_bugs: tuple[str, ...] = ()) -> BrokerLauncher:
-    """Apache Kafka from `KAFKA_HOME` when set (must be 3.x), else the reference broker."""
+def reference_launcher(reason: str, reference_bugs: tuple[str, ...] = ()) -> BrokerLauncher:
+    return BrokerLauncher(BrokerFlavour("reference", reference_version(), tuple(reference_bugs)), reason=reason)
+
+
+def jvm_options(environ: Mapping[str, str]) -> tuple[str, ...]:
+    """`KAFKA_HEAP_OPTS` and `KAFKA_JVM_PERFORMANCE_OPTS` as Kafka's scripts read them, else their defaults."""
+    heap = environ.get("KAFKA_HEAP_OPTS") or DEFAULT_KAFKA_HEAP_OPTS
+    perf = environ.get("KAFKA_JVM_PERFORMANCE_OPTS") or DEFAULT_KAFKA_JVM_OPTS
+    return (*shlex.split(heap), *shlex.split(perf))
+
+
+def kafka_launcher(kafka: KafkaInstall, java: str, reason: str,
+                   environ: Mapping[str, str] | None = None) -> BrokerLauncher:
+    """Apache Kafka from `kafka`; refused for 4.x, which has no ZooKeeper mode."""
+    if not zookeeper_mode_supported(kafka.version):
+        raise ConfigError(f"Apache Kafka {kafka.version} has no ZooKeeper mode (Kafka 4.0 removed it); "
+                          "hint: cluster.kafka: \"3.9\"")
+    return BrokerLauncher(BrokerFlavour("apache-kafka", kafka.version), kafka, java=java,
+                          jvm=jvm_options(os.environ if environ is None else environ), reason=reason)
+
+
+def select_launcher(environ: Mapping[str, str], *, broker: str = "auto", kafka: str = DEFAULT_LINE,
+                    reference_bugs: tuple[str, ...] = (), java: str = "java",
+                    progress: Callable[[str], None] | None = None) -> BrokerLauncher:
+    """The broker to run, installing Apache Kafka into the cache when it is wanted and missing.
+
+    `apache-kafka`: Kafka `kafka` (a release or a line), or an error naming every source tried.
+    `reference`: the reference broker. `auto`: Apache Kafka when it is installed or can be installed,
+    the reference broker when `reference_bugs` are set (they exist only there) or when no source works.
+    """
+    if broker not in BROKERS:
+        raise ConfigError(f"unknown broker {broker!r}; choose one of {', '.join(BROKERS)}")
+    request = kafka_request(kafka)
+    if broker == "reference":
+        return reference_launcher("asked for", reference_bugs)
+    if reference_bugs:
+        if broker == "apache-kafka":
+            raise ConfigError(f"reference_bugs {list(reference_bugs)} only apply to the reference broker, "
+                              "but broker: apache-kafka was asked for; drop one of them")
+        return reference_launcher("reference_bugs are set, and they exist only in the reference broker",
+                                  reference_bugs)
+    try:
+        found = install_kafka(request, environ=environ, progress=progress)
+    except InstallError as exc:
+        if broker == "apache-kafka":
+            raise
+        return reference_launcher(f"auto: Apache Kafka {request} could not be installed: {exc}")
+    return kafka_launcher(found, java, f"{broker}: {found.describe()}", environ)
+
+
+def planned_broker(environ: Mapping[str, str], kafka: str = DEFAULT_LINE) -> str:
+    """What `auto` would run, without installing anything (for `available()` and `kafka list`)."""
+    request = kafka_request(kafka)
     home = environ.get("KAFKA_HOME")
     if home:
-        if reference_bugs:
-            raise ConfigError(f"reference_bugs {list(reference_bugs)} only apply to the reference broker, "
-                              f"but KAFKA_HOME={home} selects Apache Kafka; unset KAFKA_HOME or drop them")
-        path = Path(home)
-        version = kafka_version(path)
-        if not zookeeper_mode_supported(version):
-            raise ConfigError(f"KAFKA_HOME={home} is Apache Kafka {version}, which has no ZooKeeper mode; "
-                              "hint: use a 3.x distribution")
-        return BrokerLauncher(BrokerFlavour("apache-kafka", version), path)
-    return BrokerLauncher(BrokerFlavour("reference", reference_version(), tuple(reference_bugs)))
+        return f"Apache Kafka from KAFKA_HOME={home}"
+    cached = cached_kafka(request, environ)
+    if cached is not None:
+        return cached.describe()
+    if shutil.which("mvn", path=environ.get("PATH")):
+        return f"Apache Kafka {request}, to be installed from Maven Central"
+    return "reference broker (no KAFKA_HOME, no cached Apache Kafka, no mvn)"
 
 
 def find_java(environ: Mapping[str, str]) -> str | None:

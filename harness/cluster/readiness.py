@@ -108,6 +108,9 @@ class BrokerReadiness:
                     if (md.orig_broker_name or "").startswith(proxy) and broker_id in md.brokers:
                         return
                     last = f"Metadata answered by {md.orig_broker_name} listing brokers {sorted(md.brokers)}"
+                    # Once librdkafka knows the cluster it may ask any broker; a new client asks its
+                    # bootstrap address (this proxy) first.
+                    admin = None
                 except KafkaException as exc:
                     last = f"registered; Metadata via {proxy} failed: {exc}"
             if time.monotonic() >= deadline:

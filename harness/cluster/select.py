@@ -1,10 +1,12 @@
 """Picks the backend: `auto` takes containers where a Docker API answers, otherwise the process
-backend (Apache Kafka when KAFKA_HOME is set, the reference broker otherwise), and says why."""
+backend (Apache Kafka from KAFKA_HOME or the cache, installed when missing; the reference broker where
+it cannot be), and says why."""
 
 from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Callable
 
 from harness.cluster.base import ClusterBackend
 from harness.errors import BackendError
@@ -37,14 +39,15 @@ def _containers_backend() -> ClusterBackend | None:
     return backend
 
 
-def _process_backend() -> ClusterBackend:
+def _process_backend(progress: Callable[[str], None] | None) -> ClusterBackend:
     from harness.cluster.process import ProcessBackend
 
-    return ProcessBackend()
+    return ProcessBackend(progress=progress)
 
 
-def choose_backend(name: str = "auto") -> tuple[ClusterBackend, str]:
-    """The backend to use and a one-line reason (recorded in run.json and printed)."""
+def choose_backend(name: str = "auto", progress: Callable[[str], None] | None = None) -> tuple[ClusterBackend, str]:
+    """The backend to use and a one-line reason (recorded in run.json and printed). `progress` hears the
+    steps of an Apache Kafka install, where the process backend needs one."""
     if name not in BACKENDS:
         raise BackendError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")
     if name in ("auto", "containers"):
@@ -60,7 +63,7 @@ def choose_backend(name: str = "auto") -> tuple[ClusterBackend, str]:
         why = why if not answers else f"{why}, but the containers backend is not part of this build yet"
     else:
         why = "asked for with --backend process"
-    process = _process_backend()
+    process = _process_backend(progress)
     ok, detail = process.available()
     if not ok:
         raise BackendError(f"no backend can run here: {why}; process backend: {detail}")

@@ -83,7 +83,7 @@ class _Delivery:
 
 def cluster_spec(exp: Experiment) -> ClusterSpec:
     c = exp.cluster
-    return ClusterSpec(brokers=c.brokers, zookeepers=c.zookeepers, kafka_version=c.kafka,
+    return ClusterSpec(brokers=c.brokers, zookeepers=c.zookeepers, kafka_version=c.kafka, broker=c.broker,
                        broker_config=c.broker_config, images=c.images, reference_bugs=c.reference_bugs)
 
 
@@ -168,8 +168,9 @@ class Run:
         self._phase("setup")
         self.cluster = self.backend.up(cluster_spec(self.exp), self.bundle.dir / "cluster")
         flavour = self.cluster.flavour
+        choice = str(self.cluster.describe().get("broker_choice") or "")
         self.bundle.update(broker={"flavour": flavour.name, "version": flavour.version, "bugs": list(flavour.bugs),
-                                   "describe": flavour.describe()},
+                                   "describe": flavour.describe(), "choice": choice},
                            cluster_info=dict(self.cluster.describe()))
         self.progress.note(f"cluster up: {flavour.describe()} at {self.cluster.bootstrap_servers}")
         self.parts.create_topics(self.exp, self.cluster)

@@ -33,7 +33,7 @@ def experiment_to_dict(exp: Experiment) -> dict[str, Any]:
         "name": exp.name,
         "description": exp.description,
         "seed": exp.seed,
-        "cluster": {"brokers": c.brokers, "zookeepers": c.zookeepers, "kafka": c.kafka,
+        "cluster": {"brokers": c.brokers, "zookeepers": c.zookeepers, "kafka": c.kafka, "broker": c.broker,
                     "broker_config": dict(c.broker_config), "images": dict(c.images),
                     "reference_bugs": list(c.reference_bugs)},
         "topics": [{"name": t.name, "partitions": t.partitions, "replication_factor": t.replication_factor,

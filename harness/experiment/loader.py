@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from harness.engine.probes import PROBES
-from harness.errors import Problem, ValidationError
+from harness.errors import ConfigError, Problem, ValidationError
 from harness.experiment.fields import MISSING, Fields, did_you_mean
 from harness.experiment.matrix import apply_variant, read_axes, variants
 from harness.experiment.rules import check_rules
@@ -34,6 +34,7 @@ from harness.experiment.schema import (
     frozen_map,
 )
 from harness.experiment.yamlsource import Path, parse_located
+from harness.install.kafka import BROKERS, DEFAULT_LINE, kafka_request
 
 TOP_KEYS = ("name", "description", "seed", "cluster", "topics", "workload", "steady_state",
             "steady_timeout", "schedule", "duration", "drain", "verify")
@@ -164,22 +165,29 @@ def _build(f: Fields, top: dict[str, Any], file: str) -> Experiment | None:
 
 def _cluster(f: Fields, raw: object) -> ClusterConfig | None:
     path: Path = ("cluster",)
-    m = f.mapping(path, raw, ("brokers", "zookeepers", "kafka", "broker_config", "images", "reference_bugs"),
-                  "cluster")
+    m = f.mapping(path, raw, ("brokers", "zookeepers", "kafka", "broker", "broker_config", "images",
+                              "reference_bugs"), "cluster")
     if m is None:
         return None
     brokers = f.integer(m, path, "brokers", default=3, minimum=1)
     zookeepers = f.integer(m, path, "zookeepers", default=1, minimum=1)
     if zookeepers is not MISSING and zookeepers % 2 == 0:
         f.error((*path, "zookeepers"), "a ZooKeeper ensemble needs an odd number of members", zookeepers)
-    kafka = f.string(m, path, "kafka", default="7.7.1")
+    kafka = f.string(m, path, "kafka", default=DEFAULT_LINE)
+    if kafka is not MISSING:
+        try:
+            kafka_request(kafka)
+        except ConfigError as exc:
+            f.error((*path, "kafka"), str(exc), kafka, 'quote it in YAML ("3.9.2", "3.10"): 3.10 unquoted is 3.1')
+            kafka = MISSING
+    broker = f.string(m, path, "broker", default="auto", choices=BROKERS)
     images_raw = f.mapping((*path, "images"), m.get("images"), ("zookeeper", "kafka", "toxiproxy"), "images")
     images = {k: str(v) for k, v in (images_raw or {}).items() if k in ("zookeeper", "kafka", "toxiproxy")}
     bugs = f.strings(m, path, "reference_bugs", default=[], choices=REFERENCE_BUGS)
     config = f.properties(m, path, "broker_config")
-    if MISSING in (brokers, zookeepers, kafka, bugs):
+    if MISSING in (brokers, zookeepers, kafka, broker, bugs):
         return None
-    return ClusterConfig(brokers=brokers, zookeepers=zookeepers, kafka=kafka,
+    return ClusterConfig(brokers=brokers, zookeepers=zookeepers, kafka=kafka, broker=broker,
                          broker_config=frozen_map(config), images=frozen_map(images),  # type: ignore[arg-type]
                          reference_bugs=bugs)
 

@@ -27,8 +27,11 @@ def frozen_map(data: Mapping[str, object] | None = None) -> Mapping[str, object]
 class ClusterConfig:
     brokers: int = 3
     zookeepers: int = 1
-    kafka: str = "7.7.1"
-    """Confluent Platform version of the default images (7.x = Apache Kafka 3.x, ZooKeeper mode)."""
+    kafka: str = "3.9"
+    """Apache Kafka release (`3.9.2`) or line (`3.9`, its newest release); a Confluent Platform 7.m
+    version (the containers' published images) means Apache Kafka 3.m."""
+    broker: str = "auto"
+    """`auto` (Apache Kafka where it is or can be installed), `apache-kafka` or `reference`."""
     broker_config: Mapping[str, str] = field(default_factory=frozen_map)  # type: ignore[arg-type]
     images: Mapping[str, str] = field(default_factory=frozen_map)  # type: ignore[arg-type]
     reference_bugs: tuple[str, ...] = ()

@@ -18,7 +18,7 @@ from harness.errors import BackendError
 
 def _shape(spec: ClusterSpec) -> dict[str, object]:
     return {"brokers": spec.brokers, "zookeepers": spec.zookeepers, "kafka": spec.kafka_version,
-            "broker_config": dict(spec.broker_config), "images": dict(spec.images),
+            "broker": spec.broker, "broker_config": dict(spec.broker_config), "images": dict(spec.images),
             "reference_bugs": tuple(spec.reference_bugs)}
 
 

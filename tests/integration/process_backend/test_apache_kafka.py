@@ -1,11 +1,10 @@
-"""Apache Kafka 3.x from KAFKA_HOME through the process backend (runs only where KAFKA_HOME is set):
-3 brokers + 3 ZooKeeper members, Metadata via the client proxies, a replicated topic, kill/start,
-and a cut ZooKeeper link expiring one broker's registration."""
+"""Apache Kafka 3.9 (installed from Maven Central into the cache, or KAFKA_HOME) through the process
+backend: 3 brokers + 3 ZooKeeper members, Metadata via the client proxies, a replicated topic,
+kill/start, and a cut ZooKeeper link expiring one broker's registration."""
 
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Iterator
 from typing import Any, cast
@@ -16,6 +15,7 @@ from kazoo.client import KazooClient
 
 from harness.cluster.base import ClusterSpec, NodeId
 from harness.cluster.process import ProcessBackend, ProcessCluster
+from tests.fixtures.process_cluster import APACHE_KAFKA, apache_kafka
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -26,13 +26,12 @@ SESSION_MS = 6000
 
 @pytest.fixture(scope="module")
 def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
-    if not os.environ.get("KAFKA_HOME"):
-        pytest.skip("KAFKA_HOME is not set: no Apache Kafka 3.x distribution on this machine")
+    apache_kafka()
     backend = ProcessBackend()
     ok, reason = backend.available()
     if not ok:
         pytest.skip(f"process backend unavailable: {reason}")
-    spec = ClusterSpec(brokers=3, zookeepers=3, ready_timeout_s=120, broker_config={
+    spec = ClusterSpec(brokers=3, zookeepers=3, ready_timeout_s=120, broker=APACHE_KAFKA, broker_config={
         "zookeeper.session.timeout.ms": str(SESSION_MS), "group.initial.rebalance.delay.ms": "0"})
     with backend.up(spec, tmp_path_factory.mktemp("kafka3")) as cluster:
         yield cluster
@@ -43,7 +42,9 @@ def _admin(bootstrap: str) -> AdminClient:
 
 
 def test_apache_kafka_brokers_see_each_other_and_replicate_through_the_proxies(kafka: ProcessCluster) -> None:
-    assert kafka.flavour.name == "apache-kafka"
+    assert kafka.flavour.name == "apache-kafka" and kafka.flavour.version.startswith("3.9.")
+    logs = kafka.workdir / "broker-1" / "logs"
+    assert (logs / "server.log").stat().st_size > 0 and (logs / "controller.log").is_file()
     admin = _admin(kafka.bootstrap_servers)
     md = admin.list_topics(timeout=30)
     assert sorted(md.brokers) == [1, 2, 3]

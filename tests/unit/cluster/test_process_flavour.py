@@ -1,7 +1,10 @@
-"""The process backend's broker flavour choice and command lines (Apache Kafka at its seams)."""
+"""The process backend's broker flavour choice and command lines (Apache Kafka at its seams: the
+directories here are shaped like a Kafka install but hold empty jars; real Kafka runs in
+tests/integration/process_backend/test_apache_kafka.py)."""
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -9,79 +12,109 @@ import pytest
 
 from harness.cluster.process import ProcessBackend
 from harness.cluster.process_flavour import (
-    kafka_version,
+    DEFAULT_KAFKA_HEAP_OPTS,
+    jvm_options,
     select_launcher,
     zookeeper_jar_version,
     zookeeper_mode_supported,
 )
 from harness.errors import ConfigError
+from harness.install.kafka import InstallError
 
 
-def _fake_kafka_home(tmp_path: Path, version: str = "3.7.1") -> Path:
-    """A directory shaped like an unpacked kafka_2.13-<version> distribution (no real Kafka in it)."""
-    (tmp_path / "bin").mkdir()
-    (tmp_path / "libs").mkdir()
-    (tmp_path / "bin" / "kafka-server-start.sh").write_text("#!/bin/sh\n")
+def _kafka_dir(tmp_path: Path, version: str = "3.7.1") -> Path:
+    """A directory shaped like an unpacked kafka_2.13-<version> distribution (empty jars, no real Kafka)."""
+    home = tmp_path / f"kafka_2.13-{version}"
+    (home / "libs").mkdir(parents=True)
+    (home / "config").mkdir()
+    (home / "config" / "log4j.properties").write_text("log4j.rootLogger=INFO\n")
     for name in (f"kafka_2.13-{version}.jar", f"kafka_2.13-{version}-test.jar", f"kafka-clients-{version}.jar"):
-        (tmp_path / "libs" / name).write_bytes(b"")
-    return tmp_path
+        (home / "libs" / name).write_bytes(b"")
+    return home
 
 
-def test_kafka_home_selects_apache_kafka_started_by_its_start_script(tmp_path: Path) -> None:
-    home = _fake_kafka_home(tmp_path)
-    launcher = select_launcher({"KAFKA_HOME": str(home)})
-    assert launcher.flavour.name == "apache-kafka"
-    assert launcher.flavour.version == "3.7.1"
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """No mvn on PATH and an empty cache: nothing can be installed unless a test says so."""
+    return {"PATH": "/nonexistent", "KAFKA_CHAOS_CACHE": str(tmp_path / "cache"), **extra}
+
+
+def test_kafka_home_runs_apache_kafka_as_java_kafka_Kafka_without_bin_scripts(tmp_path: Path) -> None:
+    home = _kafka_dir(tmp_path)
+    launcher = select_launcher(_env(tmp_path, KAFKA_HOME=str(home)), broker="apache-kafka", kafka="3.7",
+                               java="/usr/bin/java")
+    assert (launcher.flavour.name, launcher.flavour.version) == ("apache-kafka", "3.7.1")
     props = tmp_path / "broker-1" / "server.properties"
-    assert launcher.argv(props) == [str(home / "bin" / "kafka-server-start.sh"), str(props)]
+    argv = launcher.argv(props)
+    assert argv[0] == "/usr/bin/java" and argv[-2:] == ["kafka.Kafka", str(props)]
+    assert argv[argv.index("-cp") + 1] == f"{home / 'libs'}/*"
+    assert f"-Dkafka.logs.dir={tmp_path / 'broker-1' / 'logs'}" in argv
+    assert f"-Dlog4j.configuration=file:{home / 'config' / 'log4j.properties'}" in argv
+    assert "-Xmx512M" in argv and "-XX:+UseG1GC" in argv
     env = launcher.env(tmp_path / "broker-1", {"PATH": "/usr/bin", "JMX_PORT": "9999"})
-    assert env["LOG_DIR"] == str(tmp_path / "broker-1" / "logs")
-    assert env["KAFKA_HEAP_OPTS"].startswith("-Xmx")
     assert "JMX_PORT" not in env
-    assert launcher.describe() == f"KAFKA_HOME={home} (Apache Kafka 3.7.1)"
+    assert launcher.describe().startswith("Apache Kafka 3.7.1 at ")
 
 
-def test_user_heap_opts_win_over_the_default(tmp_path: Path) -> None:
-    launcher = select_launcher({"KAFKA_HOME": str(_fake_kafka_home(tmp_path))})
-    assert launcher.env(tmp_path, {"KAFKA_HEAP_OPTS": "-Xmx2G"})["KAFKA_HEAP_OPTS"] == "-Xmx2G"
+def test_user_heap_and_jvm_opts_win_over_the_defaults() -> None:
+    assert jvm_options({"KAFKA_HEAP_OPTS": "-Xmx2G", "KAFKA_JVM_PERFORMANCE_OPTS": "-XX:+UseSerialGC"}) == (
+        "-Xmx2G", "-XX:+UseSerialGC")
+    assert jvm_options({})[:2] == tuple(DEFAULT_KAFKA_HEAP_OPTS.split())
 
 
-def test_without_kafka_home_the_reference_broker_runs_from_the_same_properties(tmp_path: Path) -> None:
-    launcher = select_launcher({}, ("ack_before_replication",))
+def test_kafka_home_of_another_version_than_asked_is_not_used(tmp_path: Path) -> None:
+    with pytest.raises(InstallError, match=r"KAFKA_HOME=.*holds Kafka 3\.7\.1, not 3\.9"):
+        select_launcher(_env(tmp_path, KAFKA_HOME=str(_kafka_dir(tmp_path))), broker="apache-kafka", kafka="3.9")
+
+
+def test_reference_broker_runs_from_the_same_properties(tmp_path: Path) -> None:
+    launcher = select_launcher(_env(tmp_path), broker="reference")
     assert launcher.flavour.name == "reference"
-    assert launcher.flavour.bugs == ("ack_before_replication",)
     props = tmp_path / "server.properties"
     assert launcher.argv(props) == [sys.executable, "-m", "harness.broker", "--config", str(props)]
-    assert launcher.describe() == "reference broker (no KAFKA_HOME)"
+    assert launcher.describe() == "reference broker (asked for)"
     assert "PYTHONPATH" in launcher.env(tmp_path, {})
 
 
-def test_reference_bugs_with_kafka_home_is_an_error(tmp_path: Path) -> None:
+def test_auto_with_reference_bugs_runs_the_reference_broker_and_says_why(tmp_path: Path) -> None:
+    launcher = select_launcher(_env(tmp_path, KAFKA_HOME=str(_kafka_dir(tmp_path, "3.9.2"))),
+                               reference_bugs=("ack_before_replication",))
+    assert launcher.flavour.name == "reference" and launcher.flavour.bugs == ("ack_before_replication",)
+    assert "reference_bugs" in launcher.reason
+
+
+def test_auto_falls_back_to_the_reference_broker_naming_every_source_that_failed(tmp_path: Path) -> None:
+    launcher = select_launcher(_env(tmp_path, KAFKA_CHAOS_APACHE_MIRROR="http://127.0.0.1:9"), kafka="3.9.2")
+    assert launcher.flavour.name == "reference"
+    assert "tarball" in launcher.reason and "mvn" in launcher.reason
+
+
+def test_reference_bugs_with_apache_kafka_asked_for_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="reference_bugs"):
-        select_launcher({"KAFKA_HOME": str(_fake_kafka_home(tmp_path))}, ("unclean_election",))
+        select_launcher(_env(tmp_path), broker="apache-kafka", reference_bugs=("unclean_election",))
 
 
 def test_kafka_4_is_refused_because_it_has_no_zookeeper_mode(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no ZooKeeper mode"):
-        select_launcher({"KAFKA_HOME": str(_fake_kafka_home(tmp_path, "4.0.0"))})
+        select_launcher(_env(tmp_path, KAFKA_HOME=str(_kafka_dir(tmp_path, "4.0.0"))), broker="apache-kafka",
+                        kafka="4.0")
     assert zookeeper_mode_supported("3.9.1") and not zookeeper_mode_supported("4.1.0")
 
 
-def test_kafka_home_without_start_script_names_the_problem(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"kafka-server-start\.sh"):
-        kafka_version(tmp_path)
-
-
-def test_available_reports_the_flavour_or_why_not(tmp_path: Path) -> None:
+def test_available_reports_the_planned_broker_without_installing(tmp_path: Path) -> None:
     ok, reason = ProcessBackend({"PATH": "/nonexistent"}).available()
     assert not ok and "java" in reason
-    java_dir = Path(sys.executable).parent  # any PATH with a `java` works; use the real one if present
-    ok, reason = ProcessBackend({"PATH": "/usr/bin:/bin:" + str(java_dir)}).available()
+    java = shutil.which("java")
+    if java is None:
+        pytest.skip("no java on PATH")
+    only_java = tmp_path / "bin"
+    only_java.mkdir()
+    (only_java / "java").symlink_to(java)
+    ok, reason = ProcessBackend(_env(tmp_path, PATH=str(only_java))).available()
     assert ok, reason
-    assert reason == "reference broker (no KAFKA_HOME)"
-    home = _fake_kafka_home(tmp_path)
-    ok, reason = ProcessBackend({"PATH": "/usr/bin:/bin", "KAFKA_HOME": str(home)}).available()
-    assert ok and reason == f"KAFKA_HOME={home} (Apache Kafka 3.7.1)"
+    assert reason.startswith("reference broker (no KAFKA_HOME, no cached Apache Kafka, no mvn)")
+    home = _kafka_dir(tmp_path)
+    ok, reason = ProcessBackend(_env(tmp_path, PATH="/usr/bin:/bin", KAFKA_HOME=str(home))).available()
+    assert ok and reason == f"Apache Kafka from KAFKA_HOME={home}"
 
 
 def test_zookeeper_version_is_read_from_the_classpath_jar(tmp_path: Path) -> None:

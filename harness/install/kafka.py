@@ -1,0 +1,261 @@
+"""Apache Kafka in the per-user cache: `install_kafka()` and `installed_kafkas()`.
+
+A request is an exact version (`3.9.2`) or a line (`3.9`: its newest release). Sources, tried in
+this order, the first that works wins; when all fail, one `InstallError` names each and why:
+
+1. `KAFKA_HOME`, when set and of the requested version: used in place, nothing is copied.
+2. The Apache release tarball (`kafka_2.13-<v>.tgz`), where the internet is reachable, its
+   SHA-512 checked against the `.sha512` file published beside it (`KAFKA_CHAOS_APACHE_MIRROR`
+   overrides the base address).
+3. Maven Central through `mvn dependency:copy-dependencies` of a generated pom (`kafka_2.13` plus the
+   logging binding its distribution ships), so the user's `~/.m2/settings.xml` (a company mirror)
+   applies; `KAFKA_CHAOS_MAVEN_SETTINGS` names another settings file.
+
+An install is `<cache>/kafka-<version>/` with `libs/*.jar`, `config/` (a log4j configuration that
+writes `server.log`, `controller.log` and `state-change.log` into `${kafka.logs.dir}`, as Kafka's own
+does) and `installed.json`, written last. A line request is answered from the cache when an install of
+that line exists, so a machine without network keeps working once it has one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import urllib.request
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import ConfigError
+from harness.install.cache import cache_root, read_manifest, write_manifest
+from harness.install.kafka_files import LOG4J1_PROPERTIES, LOG4J2_PROPERTIES, logging_dependencies, pom
+
+SCALA = "2.13"
+BROKERS = ("auto", "apache-kafka", "reference")
+"""`cluster.broker` / `--broker`: which broker flavour runs (`harness.cluster.process_flavour`)."""
+DEFAULT_LINE = "3.9"
+"""The newest line with ZooKeeper mode (Kafka 4.0 removed it)."""
+APACHE_MIRROR = "https://archive.apache.org/dist/kafka"
+_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?$")
+_KAFKA_JAR = re.compile(r"^kafka_(?P<scala>\d+\.\d+)-(?P<version>\d+\.\d+\.\d+)\.jar$")
+
+Progress = Callable[[str], None]
+
+
+class InstallError(ConfigError):
+    """No source could provide the requested Kafka; the message names every source tried and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaInstall:
+    """A runnable Apache Kafka: `libs/` for the classpath and `log4j` for its logging configuration."""
+
+    home: Path
+    version: str
+    source: str
+    log4j: Path
+
+    @property
+    def libs(self) -> Path:
+        return self.home / "libs"
+
+    @property
+    def major(self) -> int:
+        return int(self.version.split(".", 1)[0])
+
+    def describe(self) -> str:
+        return f"Apache Kafka {self.version} at {self.home} (from {self.source})"
+
+
+def check_request(version: str) -> str:
+    """The request itself, or a ConfigError saying what a version looks like."""
+    if not _VERSION.match(version):
+        raise ConfigError(f"Kafka version {version!r} is neither a release (3.9.2) nor a line (3.9)")
+    return version
+
+
+def kafka_request(kafka: str) -> str:
+    """The Apache Kafka release or line that `cluster.kafka` asks for. A Confluent Platform 7.x version
+    (the containers' published images) means its Apache Kafka line: CP 7.m ships Kafka 3.m."""
+    check = kafka.strip()
+    parts = check.split(".")
+    if len(parts) >= 2 and parts[0] == "7" and parts[1].isdigit():
+        return f"3.{parts[1]}"
+    return check_request(check)
+
+
+def matches(version: str, request: str) -> bool:
+    """Whether release `version` answers `request` (the same release, or a release of that line)."""
+    return version == request or (version.startswith(request + ".") and request.count(".") == 1)
+
+
+def _key(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in version.split("."))
+
+
+def jar_version(libs: Path) -> str:
+    """The Kafka release of a `libs/` directory, read from its `kafka_<scala>-<v>.jar`."""
+    found = sorted({m.group("version") for p in (libs.glob("kafka_*.jar") if libs.is_dir() else [])
+                    if (m := _KAFKA_JAR.match(p.name))})
+    if len(found) != 1:
+        raise ConfigError(f"{libs}: cannot tell the Kafka release from kafka_<scala>-<version>.jar "
+                          f"(found {found or 'none'})")
+    return found[0]
+
+
+def _from_home(home: Path, source: str) -> KafkaInstall:
+    version = jar_version(home / "libs")
+    manifest = read_manifest(home) or {}
+    log4j_name = str(manifest.get("log4j") or "")
+    candidates = [home / log4j_name] if log4j_name else []
+    candidates += [home / "config" / n for n in ("log4j.properties", "log4j2.yaml", "log4j2.properties")]
+    log4j = next((c for c in candidates if c.is_file()), candidates[-1])
+    return KafkaInstall(home=home, version=version, source=str(manifest.get("source") or source), log4j=log4j)
+
+
+def installed_kafkas(environ: Mapping[str, str] | None = None) -> list[KafkaInstall]:
+    """Finished installs in the cache, oldest release first."""
+    root = cache_root(environ)
+    found = [_from_home(d, "cache") for d in sorted(root.glob("kafka-*")) if read_manifest(d) is not None]
+    return sorted(found, key=lambda k: _key(k.version))
+
+
+def cached_kafka(request: str, environ: Mapping[str, str] | None = None) -> KafkaInstall | None:
+    """The newest cached install answering `request`, without asking any source."""
+    hits = [k for k in installed_kafkas(environ) if matches(k.version, request)]
+    return hits[-1] if hits else None
+
+
+def install_kafka(request: str = DEFAULT_LINE, *, environ: Mapping[str, str] | None = None,
+                  progress: Progress | None = None) -> KafkaInstall:
+    """A runnable Kafka answering `request`: `KAFKA_HOME`, the cache, or a fresh install into the cache."""
+    env = dict(os.environ if environ is None else environ)
+    say = progress or (lambda _text: None)
+    check_request(request)
+    failures: list[str] = []
+    home = env.get("KAFKA_HOME")
+    if home:
+        try:
+            found = _from_home(Path(home), "KAFKA_HOME")
+        except ConfigError as exc:
+            failures.append(f"KAFKA_HOME={home}: {exc}")
+        else:
+            if matches(found.version, request):
+                return found
+            failures.append(f"KAFKA_HOME={home}: it holds Kafka {found.version}, not {request}")
+    cached = cached_kafka(request, env)
+    if cached is not None:
+        return cached
+    root = cache_root(env)
+    root.mkdir(parents=True, exist_ok=True)
+    for name, fetch in (("the Apache release tarball", _from_tarball), ("Maven Central (mvn)", _from_maven)):
+        say(f"kafka {request}: trying {name}")
+        staging = Path(tempfile.mkdtemp(prefix=".staging-kafka-", dir=root))
+        try:
+            version, source = fetch(request, staging, env, say)
+            return _finish(staging, root, version, source, say)
+        except (OSError, ConfigError, subprocess.SubprocessError) as exc:
+            failures.append(f"{name}: {exc}")
+            say(f"kafka {request}: {name} failed: {exc}")
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    raise InstallError(f"could not install Apache Kafka {request}; tried:\n  - " + "\n  - ".join(failures)
+                       + "\nhint: set KAFKA_HOME to an unpacked kafka_2.13 distribution, or make Maven "
+                       "Central reachable (a mirror in ~/.m2/settings.xml)")
+
+
+def _finish(staging: Path, root: Path, version: str, source: str, say: Progress) -> KafkaInstall:
+    """Complete the staged install and move it into place atomically; a concurrent twin wins quietly."""
+    home = staging / "kafka"
+    major = int(version.split(".", 1)[0])
+    config = home / "config"
+    config.mkdir(parents=True, exist_ok=True)
+    log4j_name = "config/kafka-chaos-log4j.properties" if major < 4 else "config/kafka-chaos-log4j2.properties"
+    (home / log4j_name).write_text(LOG4J1_PROPERTIES if major < 4 else LOG4J2_PROPERTIES, encoding="utf-8")
+    jars = sorted(p.name for p in (home / "libs").glob("*.jar"))
+    write_manifest(home, {"version": version, "scala": SCALA, "source": source, "log4j": log4j_name,
+                          "jars": len(jars)})
+    target = root / f"kafka-{version}"
+    try:
+        home.rename(target)
+    except OSError:
+        if read_manifest(target) is None:
+            raise
+    say(f"kafka {version}: installed at {target} ({len(jars)} jars, from {source})")
+    return _from_home(target, source)
+
+
+def _from_tarball(request: str, staging: Path, env: Mapping[str, str], say: Progress) -> tuple[str, str]:
+    if request.count(".") != 2:
+        raise ConfigError(f"the tarball needs an exact release, not the line {request!r} (its newest is "
+                          "not known without a listing)")
+    base = env.get("KAFKA_CHAOS_APACHE_MIRROR", APACHE_MIRROR).rstrip("/")
+    name = f"kafka_{SCALA}-{request}.tgz"
+    url = f"{base}/{request}/{name}"
+    timeout = float(env.get("KAFKA_CHAOS_DOWNLOAD_TIMEOUT", "10"))
+    with urllib.request.urlopen(url + ".sha512", timeout=timeout) as resp:
+        expected = _parse_sha512(resp.read().decode("ascii", "replace"))
+    tgz = staging / name
+    digest = hashlib.sha512()
+    say(f"kafka {request}: downloading {url}")
+    with urllib.request.urlopen(url, timeout=timeout) as resp, tgz.open("wb") as out:
+        while chunk := resp.read(1 << 20):
+            digest.update(chunk)
+            out.write(chunk)
+    if digest.hexdigest() != expected:
+        raise ConfigError(f"{url}: SHA-512 {digest.hexdigest()[:16]}… does not match the published "
+                          f"{expected[:16]}…")
+    with tarfile.open(tgz) as tar:
+        tar.extractall(staging, filter="data")
+    (staging / f"kafka_{SCALA}-{request}").rename(staging / "kafka")
+    tgz.unlink()
+    return jar_version(staging / "kafka" / "libs"), f"{url} (SHA-512 checked)"
+
+
+def _parse_sha512(text: str) -> str:
+    """The digest in an Apache `.sha512` file: gpg's `name: ABCD 1234 …` (folded) or `sha512sum`'s `hex  name`."""
+    words = text.split() or [""]
+    gpg = words[0].endswith(":")
+    hexes = ("".join(words[1:]) if gpg else words[0]).lower()
+    if not re.fullmatch(r"[0-9a-f]{128}", hexes):
+        raise ConfigError(f"cannot read a SHA-512 digest from {text[:80]!r}")
+    return hexes
+
+
+def _from_maven(request: str, staging: Path, env: Mapping[str, str], say: Progress) -> tuple[str, str]:
+    mvn = shutil.which("mvn", path=env.get("PATH"))
+    if mvn is None:
+        raise ConfigError("no `mvn` on PATH (apt-get install maven)")
+    major = int(request.split(".", 1)[0])
+    spec = request if request.count(".") == 2 else f"[{request}.0,{request}.9999]"
+    (staging / "pom.xml").write_text(pom(f"org.apache.kafka:kafka_{SCALA}:{spec}", logging_dependencies(major)),
+                                     encoding="utf-8")
+    libs = staging / "kafka" / "libs"
+    argv = [mvn, "-B", "-f", str(staging / "pom.xml"), "dependency:copy-dependencies",
+            f"-DoutputDirectory={libs}", "-DincludeScope=runtime"]
+    if env.get("KAFKA_CHAOS_MAVEN_SETTINGS"):
+        argv += ["-s", env["KAFKA_CHAOS_MAVEN_SETTINGS"]]
+    say(f"kafka {request}: mvn dependency:copy-dependencies of kafka_{SCALA}:{spec} (about 60 jars, 50 MB)")
+    log = staging / "mvn.log"
+    with log.open("w", encoding="utf-8") as out:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                env=dict(env), cwd=staging)
+        assert proc.stdout is not None
+        downloaded = 0
+        for line in proc.stdout:
+            out.write(line)
+            if line.startswith("Downloaded from"):
+                downloaded += 1
+                if downloaded % 20 == 0:
+                    say(f"kafka {request}: {downloaded} files downloaded")
+        rc = proc.wait()
+    if rc != 0:
+        errors = [ln for ln in log.read_text(encoding="utf-8").splitlines() if "[ERROR]" in ln][:6]
+        raise ConfigError(f"mvn exited {rc}: " + (" | ".join(e.strip() for e in errors) or "no [ERROR] line"))
+    version = jar_version(libs)
+    return version, f"Maven Central via mvn (org.apache.kafka:kafka_{SCALA}:{version})"
