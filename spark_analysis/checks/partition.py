@@ -8,6 +8,8 @@
   and the brokers shutting down (graceful stop faults). The strategy is inferred: AR changed ->
   reassign; previous leader gone or none -> offline; previous leader stopping -> controlled
   shutdown; new leader is AR[0] -> preferred. A change none of these explains is counted, not judged.
+  A write of leader -1 that only takes the dead leader out of a larger ISR is the controller's
+  OfflineReplica step (Apache Kafka does it on controller failover, before electing), not an election.
 - `partition.leader_epoch_monotonic`: per observer and partition, leader_epoch never decreases and
   strictly increases with every leader change.
 """
@@ -124,6 +126,17 @@ def _strategy(prev: Row, ev: Row, live: Liveness, shutting: set[int], t: float) 
     return None
 
 
+def _dead_leader_left_isr(prev: Row, ev: Row) -> bool:
+    """The controller's OfflineReplica step for the leader's replica, which is no election: it writes
+    NoLeader (-1) and the ISR without the old leader, and the election follows in a later write.
+    Kafka's controller does this when it takes over with the leader already gone (ReplicaStateMachine
+    `doRemoveReplicasFromIsr`: `newLeader = NoLeader` when the removed replica is the leader; the ISR
+    keeps its last member)."""
+    old, isr, new_isr = prev.get("leader"), list(prev.get("isr") or []), list(ev.get("isr") or [])
+    return (ev.get("leader") == -1 and old is not None and old >= 0 and len(isr) > 1 and old in isr
+            and new_isr == [b for b in isr if b != old])
+
+
 def _plausible_live_sets(live: Liveness, t: float, exclude: set[int]) -> list[frozenset[int]]:
     base = live.live_at(t)
     near = [b for b in live.transitions if live.goes_down_within(b, t - LIVENESS_GRACE_S, t + LIVENESS_GRACE_S)]
@@ -143,13 +156,15 @@ class ElectionConforms:
         from harness.model.election import elect_leader
 
         live = build_liveness(ctx.rows("broker.up", "broker.down"))
-        judged = unexplained = 0
+        judged = unexplained = offline_replica_steps = 0
         per_strategy: dict[str, int] = defaultdict(int)
         bad: list[dict[str, Any]] = []
         for (_src, topic, part), evs in _by_partition(_states(ctx)).items():
             prev = None
             for ev in evs:
-                if prev is not None and ev.get("leader") != prev.get("leader") and ev.get("leader") is not None:
+                if prev is not None and _dead_leader_left_isr(prev, ev):
+                    offline_replica_steps += 1
+                elif prev is not None and ev.get("leader") != prev.get("leader") and ev.get("leader") is not None:
                     t = float(ev.get("t") or 0.0)
                     shutting = ctx.faults.targets_at(t, SHUTDOWN_FAULT_KINDS)
                     strategy = _strategy(prev, ev, live, shutting, t)
@@ -177,7 +192,8 @@ class ElectionConforms:
                                         f"ISR {prev['isr']})")]
                 prev = ev
         metrics = {"elections_judged": judged, "unexplained_leader_changes": unexplained,
-                   "by_strategy": dict(per_strategy), "violations": len(bad) // 2}
+                   "offline_replica_steps": offline_replica_steps, "by_strategy": dict(per_strategy),
+                   "violations": len(bad) // 2}
         if bad:
             summary, fault = _summary_with_fault(
                 ctx, f"{plural(len(bad) // 2, 'election')} off the model: {bad[1]['problem']}",

@@ -92,3 +92,32 @@ def test_reference_on_a_torn_history_of_a_crash_counts_unfinished_writes_as_unkn
     run_dir = write_run(tmp_path / "torn", events, run=dict(RUN_JSON, status="crashed"), torn=True)
     lost = reference_checks(run_dir)[0]
     assert lost.status != "fail" and lost.metrics["lost"] == 0 and lost.metrics["unfinished"] >= 1
+
+
+def _failover_history(no_leader_isr: list[int]) -> list[dict[str, object]]:
+    """Broker 1 (leader of orders/0 and controller) dies; the new controller writes leader -1 with
+    `no_leader_isr`, then elects broker 2."""
+    def ps(t: float, leader: int, epoch: int, isr: list[int]) -> dict[str, object]:
+        return {"t": t, "src": "zk", "type": "partition.state", "topic": "orders", "partition": 0,
+                "leader": leader, "leader_epoch": epoch, "isr": isr, "replicas": [1, 2, 3]}
+
+    return [{"t": 0.0, "src": "engine", "type": "run.start"},
+            *({"t": 0.1, "src": "zk", "type": "broker.up", "broker": b} for b in (1, 2, 3)),
+            ps(0.3, 1, 0, [1, 2, 3]),
+            {"t": 5.0, "src": "zk", "type": "broker.down", "broker": 1},
+            ps(6.0, -1, 1, no_leader_isr), ps(6.3, 2, 2, [2, 3])]
+
+
+def test_election_check_takes_kafkas_no_leader_write_on_controller_failover_as_no_election() -> None:
+    """Apache Kafka's new controller first takes the dead leader out of the ISR with leader -1
+    (OfflineReplica), then elects: only the election is judged, against the shrunk ISR."""
+    result = run_check(BY_ID["partition.election_conforms"], python_context(_failover_history([2, 3])))
+    assert result.status == "pass", result.summary
+    assert result.metrics["offline_replica_steps"] == 1 and result.metrics["elections_judged"] == 1
+
+
+def test_election_check_still_fails_a_leaderless_write_that_keeps_live_isr_members_waiting() -> None:
+    """Leader -1 while the ISR still holds the dead leader and live members is an election that chose no one."""
+    result = run_check(BY_ID["partition.election_conforms"], python_context(_failover_history([1, 2, 3])))
+    assert result.status == "fail"
+    assert "offline election picked -1, model prescribes 2" in result.summary
