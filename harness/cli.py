@@ -201,6 +201,15 @@ def cmd_broker(args: argparse.Namespace, rest: list[str]) -> int:
     return int(broker_main(rest) or 0)
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    try:
+        from spark_analysis.compare import cmd_compare as compare
+    except ImportError as exc:
+        _err(f"error: the Spark verifiers are not available: {exc}")
+        return EXIT_ERROR
+    return compare(Path(args.run_a), Path(args.run_b), Path(args.out) if args.out else None, args.spark_master)
+
+
 def cmd_kafka(args: argparse.Namespace) -> int:
     from harness.install.cache import cache_root
     from harness.install.kafka import install_kafka, installed_kafkas, kafka_request
@@ -253,6 +262,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="trend page path (default RUNS_DIR/trend.html; the numbers go beside it as .json)")
     p.add_argument("--spark-master", default=None)
     p.set_defaults(func=cmd_report)
+    p = sub.add_parser("compare", help="line up two runs of one experiment and seed, fault by fault (HTML + JSON)")
+    p.add_argument("run_a", metavar="RUN_A")
+    p.add_argument("run_b", metavar="RUN_B")
+    p.add_argument("--out", metavar="DIR", default=None, help="default: compare-<A>-vs-<B>/ next to RUN_B")
+    p.add_argument("--spark-master", default=None)
+    p.set_defaults(func=cmd_compare)
     p = sub.add_parser("faults", help="list every fault kind, its parameters and what each backend does")
     p.set_defaults(func=cmd_faults)
     p = sub.add_parser("broker", help="run a reference broker: --config server.properties [--override k=v]",

@@ -113,6 +113,10 @@ class ControllerFailover:
     needs = frozenset({"controller"})
 
     def run(self, ctx: CheckContext) -> CheckResult:
+        return judge(ctx, self.id, "controller_failover", "controller failover", self.intervals(ctx))
+
+    def intervals(self, ctx: CheckContext) -> list[Interval]:
+        """Each controller failover: from the controller's loss (or the fault that caused it) to its successor."""
         events = _prefer_zk(ctx.rows("controller"))
         intervals: list[Interval] = []
         current: Row | None = None
@@ -137,7 +141,7 @@ class ControllerFailover:
             current = ev
         if gone is not None:
             intervals.append(Interval("no controller", float(gone.get("t") or 0.0), None, gone, None))
-        return judge(ctx, self.id, "controller_failover", "controller failover", intervals)
+        return intervals
 
 
 class PartitionUnavailable:
@@ -146,6 +150,10 @@ class PartitionUnavailable:
     needs = frozenset({"partition.state"})
 
     def run(self, ctx: CheckContext) -> CheckResult:
+        return judge(ctx, self.id, "partition_unavailable", "unavailability window", self.intervals(ctx))
+
+    def intervals(self, ctx: CheckContext) -> list[Interval]:
+        """Each window in which a partition had no live leader, per partition."""
         states = _prefer_zk(ctx.rows("partition.state"))
         brokers = ctx.rows("broker.up", "broker.down")
         live = build_liveness(brokers)
@@ -184,7 +192,7 @@ class PartitionUnavailable:
             if since is not None:
                 intervals.append(Interval(f"{tp_label(*tp)} without a leader", float(since.get("t") or 0.0), None,
                                           since, None))
-        return judge(ctx, self.id, "partition_unavailable", "unavailability window", intervals)
+        return intervals
 
 
 class Rebalance:
@@ -193,6 +201,10 @@ class Rebalance:
     needs = frozenset({"group.state"})
 
     def run(self, ctx: CheckContext) -> CheckResult:
+        return judge(ctx, self.id, "rebalance", "rebalance", self.intervals(ctx))
+
+    def intervals(self, ctx: CheckContext) -> list[Interval]:
+        """Each rebalance of a group: from its first rebalancing state to Stable, per observer."""
         intervals: list[Interval] = []
         since: dict[tuple[str, str], Row] = {}
         for ev in ctx.rows("group.state"):
@@ -208,4 +220,4 @@ class Rebalance:
                 since.pop(key, None)
         for key, start in since.items():
             intervals.append(Interval(f"rebalance of {key[1]}", float(start.get("t") or 0.0), None, start, None))
-        return judge(ctx, self.id, "rebalance", "rebalance", intervals)
+        return intervals
