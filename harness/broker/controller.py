@@ -40,7 +40,7 @@ from harness.model.controller import (
     ControllerPlan,
     StateChange,
     elect_controller,
-    elect_offline_partitions,
+    on_controller_failover,
 )
 from harness.model.partition_state import PartitionState, state_path
 from harness.model.zkmodel import Check, Create, Multi, ZkCode
@@ -63,6 +63,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 TP = tuple[str, int]
 RETRY_S = 0.5
+AUTO_REBALANCE_FIRST_S = 5.0  # KafkaController.onControllerFailover: scheduleAutoLeaderRebalanceTask(delay = 5 s)
 UNKNOWN_SERVER_ERROR = -1
 
 
@@ -275,11 +276,7 @@ class Controller:
         data, _ = self.client.get(topic_path(topic))
         assignment = TopicAssignment.decode(topic, data)
         ar = {(topic, p): tuple(r) for p, r in assignment.partitions.items()}
-        states: dict[TP, PartitionState] = {}
-        for tp in ar:
-            with contextlib.suppress(NoNodeError):
-                sdata, stat = self.client.get(state_path(*tp))
-                states[tp] = PartitionState.from_json(sdata, stat.version, state_path(*tp))
+        states = self.refresh_states(ar)
         configs: dict[str, str] = {}
         with contextlib.suppress(NoNodeError, ValueError):
             cdata, _ = self.client.get(topic_config_path(topic))
@@ -361,7 +358,9 @@ class Controller:
         self.topic_configs.clear()
         for topic in await self.zk(self._read_topics):
             await self._load_topic(topic)
-        written, _ = await self.decide(lambda v: elect_offline_partitions(v, self.epoch))
+        # Kafka's onControllerFailover: ReplicaStateMachine.startup takes every replica of a broker that is not
+        # registered out of every ISR (led or followed), then PartitionStateMachine.startup elects.
+        written, _ = await self.decide(lambda v: on_controller_failover(v, self.epoch))
         self.channels.update_metadata(self.live_ids(), full=True)
         for broker in self.live_ids():
             self.channels.leader_and_isr(sorted(self.assignments), only=broker)
@@ -370,12 +369,12 @@ class Controller:
         await ev.on_preferred_znode(self)
         await self.reassign.on_znode()
         cfg = self.b.config
-        if cfg.auto_leader_rebalance_enable:
+        if cfg.auto_leader_rebalance_enable:  # first check 5 s after failover, then every interval (as Kafka)
             self._periodic.append(asyncio.create_task(self._every(cfg.leader_imbalance_check_interval_seconds,
-                                                                  "rebalance")))
+                                                                  "rebalance", AUTO_REBALANCE_FIRST_S)))
         if cfg.reference_controller_resend_ms > 0:
             self._periodic.append(asyncio.create_task(self._resend(cfg.reference_controller_resend_ms / 1000)))
-        log.info("controller %d failover done: %d live brokers, %d partitions, %d elections", self.b.broker_id,
+        log.info("controller %d failover done: %d live brokers, %d partitions, %d state writes", self.b.broker_id,
                  len(self.live), len(self.assignments), len(written))
 
     async def _resend(self, seconds: float) -> None:
@@ -386,10 +385,11 @@ class Controller:
             if self.active:
                 self.channels.update_metadata(self.live_ids())
 
-    async def _every(self, seconds: float, event: str) -> None:
+    async def _every(self, seconds: float, event: str, first: float) -> None:
+        await asyncio.sleep(first)
         while True:
-            await asyncio.sleep(max(seconds, 0.05))
             self.post(event)
+            await asyncio.sleep(max(seconds, 0.05))
 
     def _watch_admin(self) -> None:
         self.client.get_children(ISR_CHANGE_NOTIFICATION_PATH, watch=self.watcher(ISR_CHANGE_NOTIFICATION_PATH))

@@ -52,6 +52,11 @@ async def on_brokers(c: Controller) -> None:
             c.live.pop(i, None)
             c.channels.remove(i)
         c.shutting_down -= dead
+        # Kafka (onBrokerFailure -> onReplicasBecomeOffline) reads these partitions' states from ZooKeeper before
+        # electing and before removing the dead replicas from their ISRs (doElectLeaderForPartitions,
+        # doRemoveReplicasFromIsr): a leader's ISR change not yet notified must not hide a dead ISR member.
+        hosted = sorted(tp for tp, ar in c.assignments.items() if dead & set(ar))
+        c.states.update(await c.zk(c.refresh_states, hosted))
         written, _ = await c.decide(lambda v: on_broker_failure(v, dead, c.epoch))
         changes += written
     for i in born:

@@ -1,15 +1,16 @@
 """Partition roles on this broker (leader or follower), the leader's replication state, HW and acks=all.
 
 Owns `ReplicaManager`: applying LeaderAndIsr (become leader: follower states reset, HW kept,
-idempotence state rebuilt from the log; become follower: truncate to the high watermark, as Kafka
-did before KIP-101 -- no leader-epoch truncation, so the known divergence after two quick leader
-changes remains possible -- and fetch from the new leader), StopReplica, the leader's tracking of
-follower LEOs from their Fetch requests (`harness.model.isr.on_follower_fetch`), the HW
-(`high_watermark` over the ISR), waiting produce requests with acks=all (released when the HW
-passes their last offset, `acks_all_status`), ISR shrink (`isr_to_shrink`, checked every
-replica.lag.time.max.ms / 2) and expand (`isr_to_expand`, on follower fetches) written by the
-leader with a conditional write of the partition state znode plus a sequential
-`/isr_change_notification/isr_change_` znode, and the HW checkpoint file
+idempotence state rebuilt from the log; stay leader at a new epoch: ISR taken, followers re-timed,
+waiting acks kept; become follower of a new leader: truncate to the high watermark, as Kafka did
+before KIP-101 -- no leader-epoch truncation, so the known divergence after two quick leader
+changes remains possible -- and fetch from it; same leader at a new epoch: no truncation),
+StopReplica, the leader's tracking of follower LEOs from their Fetch requests
+(`harness.model.isr.on_follower_fetch`), the HW (`high_watermark` over the ISR), waiting produce
+requests with acks=all (released when the HW passes their last offset, `acks_all_status`), ISR
+shrink (`isr_to_shrink`, checked every replica.lag.time.max.ms / 2) and expand (`isr_to_expand`,
+on follower fetches) written by the leader with a conditional write of the partition state znode
+plus a sequential `/isr_change_notification/isr_change_` znode, and the HW checkpoint file
 (`replication-offset-checkpoint` in each log dir) read at start-up.
 """
 
@@ -103,8 +104,9 @@ class ReplicaManager:
             return 0  # an older leader epoch: ignore (Kafka: STALE_CONTROLLER_EPOCH per partition)
         me = b.broker_id
         if new.leader == me:
-            if old is not None and old.leader == me and old.leader_epoch == new.leader_epoch:
-                old.isr, old.zk_version, old.replicas = new.isr, new.zk_version, new.replicas
+            if old is not None and old.leader == me:
+                self._stay_leader(old, new, plog.log_end_offset)
+                b.topics.notify(*tp)
                 return 0
             now = b.now_ms()
             new.followers = {r: FollowerState(r, plog.high_watermark, now, plog.log_end_offset, now)
@@ -122,7 +124,7 @@ class ReplicaManager:
             self.partitions[tp] = new
             self._fail_acks(old)
             if changed:
-                if plog.log_end_offset > plog.high_watermark:
+                if (old is None or old.leader != new.leader) and plog.log_end_offset > plog.high_watermark:
                     log.info("%s-%d: follower of %d at epoch %d: truncating %d -> HW %d", tp[0], tp[1],
                              new.leader, new.leader_epoch, plog.log_end_offset, plog.high_watermark)
                     plog.truncate_to(plog.high_watermark)
@@ -130,6 +132,22 @@ class ReplicaManager:
             b.groups.on_leadership(tp, False)
         b.topics.notify(*tp)
         return 0
+
+    def _stay_leader(self, part: Partition, new: Partition, leo: int) -> None:
+        """Still the leader (Kafka's Partition.makeLeader with isNewLeader = false, e.g. the controller took a
+        lost follower out of the ISR): take the ISR, AR and versions; on a new leader epoch only re-time the
+        followers (Replica.resetReplicaState: caught up now if in the ISR, else never) -- their LEOs, the
+        producer state and the waiting acks=all produces stay, and a smaller ISR may move the HW at once."""
+        if new.leader_epoch > part.leader_epoch:
+            now = self.b.now_ms()
+            part.followers = {r: FollowerState(r, st.leo, now if r in new.isr else 0, leo, now)
+                              for r, st in part.followers.items() if r in new.replicas}
+            log.info("%s-%d: still leader, epoch %d -> %d, ISR %s -> %s", part.topic, part.partition,
+                     part.leader_epoch, new.leader_epoch, list(part.isr), list(new.isr))
+            part.leader_epoch = new.leader_epoch
+        part.isr, part.replicas, part.zk_version = new.isr, new.replicas, new.zk_version
+        part.controller_epoch = new.controller_epoch
+        self.maybe_advance_hw(part)
 
     def stop(self, topic: str, partition: int, delete: bool) -> None:
         tp = (topic, partition)
@@ -228,8 +246,8 @@ class ReplicaManager:
                 log.info("%s-%d: ISR %s %s -> %s not written (%r); waiting for the controller", part.topic,
                          part.partition, why, list(part.isr), list(isr), exc)
                 return
-            if self.partitions.get((part.topic, part.partition)) is not part:
-                return
+            if self.partitions.get((part.topic, part.partition)) is not part or part.zk_version >= version:
+                return  # no longer leader, or a newer controller-written state was applied meanwhile
             log.info("%s-%d: ISR %s %s -> %s (zk version %d)", part.topic, part.partition, why, list(part.isr),
                      list(isr), version)
             part.isr, part.zk_version = isr, version

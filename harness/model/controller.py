@@ -7,7 +7,7 @@ Owns
   `/controller` + conditional set of `/controller_epoch` at the version read), run through any
   `ZkExecutor` (the in-memory `ZkWorld` in tests, a kazoo adapter in the reference broker);
 - the controller's pure decisions over a `ClusterView` (live brokers, AR, partition states):
-  `on_controller_failover` / `on_broker_startup` (elect new and offline partitions),
+  `on_controller_failover` (offline replicas out of every ISR, then elect), `on_broker_startup`,
   `on_broker_failure`, `on_controlled_shutdown`, `preferred_elections`, `auto_rebalance_targets`
   and `accepts_controller_epoch` (fencing). Decisions are `StateChange`s: the state before, the
   state to write (leader_epoch + 1, this controller's epoch, zk_version + 1) and the ZooKeeper op
@@ -281,8 +281,18 @@ def elect_offline_partitions(view: ClusterView, controller_epoch: int) -> Contro
     return ControllerPlan(tuple(changes), tuple(offline))
 
 
-on_controller_failover = elect_offline_partitions
-"""After winning the election the controller elects every partition that has no live leader."""
+def on_controller_failover(view: ClusterView, controller_epoch: int) -> ControllerPlan:
+    """A new controller's first decisions in Kafka 3.9's order (KafkaController.onControllerFailover):
+    ReplicaStateMachine.startup moves every replica on a broker not in `view.live` to OfflineReplica,
+    removing it from the ISR of every partition holding it, led or followed (doRemoveReplicasFromIsr,
+    as `PartitionState.without_replica`); then PartitionStateMachine.startup elects the New and Offline
+    partitions. A partition a lost broker led is written twice: leader -1, then the elected leader.
+    """
+    offline = frozenset(r for ar in view.assignments.values() for r in ar) - view.live
+    removed = _remove_replicas(view, offline, controller_epoch, "controller failover, offline replica")
+    elected = elect_offline_partitions(view.with_states(removed), controller_epoch)
+    return ControllerPlan((*removed, *elected.changes), elected.offline)
+
 
 on_broker_startup = elect_offline_partitions
 """A returning broker (already in `view.live`) lets offline partitions elect again."""

@@ -112,24 +112,48 @@ def test_zombie_controller_write_is_fenced_by_epoch_znode_version() -> None:
     assert accepts_controller_epoch(2, 2) and accepts_controller_epoch(2, 3)
 
 
-def test_failover_elects_new_and_offline_partitions_and_leaves_online_alone() -> None:
+def test_failover_drops_offline_replicas_from_every_isr_then_elects_new_and_offline_partitions() -> None:
+    """Kafka's onControllerFailover: ReplicaStateMachine.startup (dead replicas -> OfflineReplica, out of every
+    ISR, leader -1 where they led, last member kept, leader_epoch + 1), then PartitionStateMachine.startup."""
     view = ClusterView(
         live=frozenset({2, 3}),
-        assignments={("t", 0): (1, 2, 3), ("t", 1): (2, 3, 1), ("t", 2): (1, 2), ("u", 0): (1,), ("v", 0): (1, 3)},
+        assignments={("t", 0): (1, 2, 3), ("t", 1): (2, 3, 1), ("t", 2): (1, 2), ("u", 0): (1,), ("v", 0): (1, 3),
+                     ("w", 0): (2, 3)},
         states={
-            ("t", 1): PartitionState(2, 4, (2, 3, 1), 1, 6),   # online: untouched
+            ("t", 1): PartitionState(2, 4, (2, 3, 1), 1, 6),   # online, dead 1 follows: out of the ISR
             ("t", 2): PartitionState(1, 2, (1,), 1, 3),        # offline, only dead 1 in ISR: stays offline
             ("u", 0): PartitionState(1, 0, (1,), 1, 0),        # RF=1, dead
             ("v", 0): PartitionState(1, 0, (1,), 1, 0),        # unclean allowed for topic v
+            ("w", 0): PartitionState(2, 0, (2, 3), 1, 0),      # no dead replica: untouched
         },
         unclean_topics={"v": True},
     )
     plan = on_controller_failover(view, controller_epoch=2)
-    got = {ch.partition: ch for ch in plan.changes}
-    assert got[("t", 0)].before is None and got[("t", 0)].after == PartitionState(2, 0, (2, 3), 2, 0)
-    assert got[("v", 0)].after == PartitionState(3, 1, (3,), 2, 1) and got[("v", 0)].unclean
+    got: dict[tuple[str, int], list[PartitionState]] = {}
+    for ch in plan.changes:
+        got.setdefault(ch.partition, []).append(ch.after)
+    assert got[("t", 0)] == [PartitionState(2, 0, (2, 3), 2, 0)]
+    assert [ch.before is None for ch in plan.changes if ch.partition == ("t", 0)] == [True]
+    assert got[("t", 1)] == [PartitionState(2, 5, (2, 3), 2, 7)], "followed: leader kept, epoch + 1"
+    assert got[("t", 2)] == [PartitionState(NO_LEADER, 3, (1,), 2, 4)], "last ISR member kept, no leader"
+    assert got[("u", 0)] == [PartitionState(NO_LEADER, 1, (1,), 2, 1)]
+    assert got[("v", 0)] == [PartitionState(NO_LEADER, 1, (1,), 2, 1), PartitionState(3, 2, (3,), 2, 2)]
+    assert [ch.unclean for ch in plan.changes if ch.partition == ("v", 0)] == [False, True]
     assert set(plan.offline) == {("t", 2), ("u", 0)}
-    assert ("t", 1) not in got
+    assert ("w", 0) not in got
+
+
+def test_failover_after_losing_a_leader_writes_no_leader_then_the_offline_election() -> None:
+    """A partition the lost broker led: ISR removal (leader -1, epoch + 1), then the offline election (epoch + 2),
+    unlike the BrokerChange path (on_broker_failure), which elects first and so writes once."""
+    tp = ("t", 0)
+    view = ClusterView(frozenset({2, 3}), {tp: (1, 2, 3)}, {tp: PartitionState(1, 7, (1, 2, 3), 1, 9)})
+    failover = on_controller_failover(view, controller_epoch=2)
+    assert [ch.after for ch in failover.changes] == [PartitionState(NO_LEADER, 8, (2, 3), 2, 10),
+                                                     PartitionState(2, 9, (2, 3), 2, 11)]
+    assert [ch.before for ch in failover.changes] == [view.states[tp], failover.changes[0].after]
+    change = on_broker_failure(view, {1}, controller_epoch=2)
+    assert [ch.after for ch in change.changes] == [PartitionState(2, 8, (2, 3), 2, 10)]
 
 
 def test_broker_failure_reelects_led_partitions_and_shrinks_followed_isrs() -> None:
@@ -258,3 +282,20 @@ def test_broker_failure_plan_obeys_invariants_3_4_5(case: tuple[ClusterView, fro
         assert not (set(state.isr) & dead) or state.isr == view.states[tp].isr[:1] or len(state.isr) == 1
         if state.leader != NO_LEADER:
             assert state.leader in state.isr
+
+
+@settings(max_examples=100, deadline=None)
+@given(clusters())
+def test_failover_plan_leaves_no_lost_broker_in_an_isr_it_shares(case: tuple[ClusterView, frozenset[int]]) -> None:
+    """After a failover plan a lost broker stays only in single-member ISRs; every leader is live or -1;
+    every write's before is the state the previous write of that partition left (or the one read)."""
+    view, dead = case
+    plan = on_controller_failover(view, controller_epoch=2)
+    last = dict(view.states)
+    for ch in plan.changes:
+        assert ch.before == last.get(ch.partition)
+        assert ch.after.leader_epoch == (ch.before.leader_epoch + 1 if ch.before else 0)
+        last[ch.partition] = ch.after
+    for tp, state in last.items():
+        assert len(state.isr) == 1 or not set(state.isr) & dead, (tp, view.states.get(tp), state)
+        assert state.leader == NO_LEADER or state.leader in view.live
