@@ -5,7 +5,10 @@ Mirrors Toxiproxy's api.go: `GET /version`, `GET/POST /proxies`, `POST /populate
 `GET/POST/PATCH/DELETE /proxies/{name}/toxics/{toxic}`. Status codes as Toxiproxy: 201 proxy create
 and populate, 200 toxic create (Toxiproxy's own client expects 200 there), 204 delete and reset,
 400 bad body/stream/type/attributes, 403 browser user agents, 404 missing, 405 wrong method,
-409 exists, 500 when a listen address cannot be bound. Errors are `{"error": msg, "status": code}`.
+409 exists, 500 when a listen address cannot be bound. Errors are `{"error": msg, "status": code}`
+sent as Toxiproxy sends them, through Go's `http.Error`: `Content-Type: text/plain; charset=utf-8` and
+`X-Content-Type-Options: nosniff`, body JSON plus a newline; except `POST /populate`, whose errors are
+`application/json` with a `"proxies"` member too (null, or the proxies created before the failure).
 Every mutation runs under one asyncio lock, so requests are applied one at a time.
 """
 
@@ -36,8 +39,19 @@ def _json(status: int, payload: object) -> Response:
     return Response(status, json.dumps(payload).encode() + b"\n")
 
 
+# What Go's http.Error sets: Toxiproxy's apiError, its 403 for browsers and mux's 404 all go through it.
+_GO_HTTP_ERROR = "text/plain; charset=utf-8"
+_NOSNIFF = {"X-Content-Type-Options": "nosniff"}
+
+
 def _error(exc: ApiError) -> Response:
-    return _json(exc.status, exc.to_json())
+    """Toxiproxy's apiError: sets application/json, then calls http.Error, which overrides it."""
+    return Response(exc.status, json.dumps(exc.to_json()).encode() + b"\n", _GO_HTTP_ERROR, dict(_NOSNIFF))
+
+
+def _populate_error(exc: ApiError, done: list[Proxy]) -> Response:
+    """Populate writes its own error: application/json, with the proxies made so far (null when none)."""
+    return _json(exc.status, {**exc.to_json(), "proxies": [p.to_json() for p in done] or None})
 
 
 def _decode(body: bytes) -> Any:
@@ -63,7 +77,7 @@ class ToxiproxyApi:
     # -- entry point --
     async def handle(self, request: Request) -> Response:
         if request.headers.get("user-agent", "").startswith("Mozilla/"):
-            return Response(403, b"User agent not allowed\n", "text/plain; charset=utf-8")
+            return Response(403, b"User agent not allowed\n", _GO_HTTP_ERROR, dict(_NOSNIFF))
         route = self._route(request)
         if isinstance(route, Response):
             return route
@@ -95,10 +109,10 @@ class ToxiproxyApi:
             table = {"GET": self.toxic_show, "POST": self.toxic_update, "PATCH": self.toxic_update,
                      "DELETE": self.toxic_delete}
         else:
-            return Response(404, b"404 page not found\n", "text/plain; charset=utf-8")
+            return Response(404, b"404 page not found\n", _GO_HTTP_ERROR, dict(_NOSNIFF))
         handler = table.get(method)
         if handler is None:
-            return Response(405, b"", "text/plain; charset=utf-8")
+            return Response(405, b"", "")  # gorilla/mux: WriteHeader(405), no body, so no Content-Type
         return handler
 
     def _proxy(self, request: Request) -> Proxy:
@@ -151,6 +165,12 @@ class ToxiproxyApi:
         return _json(201, proxy.to_json())
 
     async def populate(self, request: Request) -> Response:
+        try:
+            return await self._populate(request)
+        except ApiError as exc:
+            return _populate_error(exc, [])
+
+    async def _populate(self, request: Request) -> Response:
         body = _decode(request.body)
         if not isinstance(body, list):
             raise bad_body("json: cannot unmarshal object into Go value of type []struct")
@@ -176,8 +196,7 @@ class ToxiproxyApi:
                 if enabled:
                     await proxy.start()
             except (OSError, ValueError) as exc:
-                err = ApiError(str(exc), 500)
-                return _json(500, {**err.to_json(), "proxies": [p.to_json() for p in done]})
+                return _populate_error(ApiError(str(exc), 500), done)
             self.proxies[name] = proxy
             done.append(proxy)
         return _json(201, {"proxies": [p.to_json() for p in done]})

@@ -116,7 +116,8 @@ def encode_response(resp: Response, keep_alive: bool) -> bytes:
         reason = ""
     lines = [f"HTTP/1.1 {resp.status} {reason}"]
     if resp.status != 204:
-        lines.append(f"Content-Type: {resp.content_type}")
+        if resp.content_type:  # "" sends none, as Go's net/http for an empty body (mux's 405)
+            lines.append(f"Content-Type: {resp.content_type}")
         lines.append(f"Content-Length: {len(resp.body)}")
     lines.extend(f"{k}: {v}" for k, v in resp.headers.items())
     lines.append("Connection: keep-alive" if keep_alive else "Connection: close")

@@ -224,6 +224,9 @@ class Proxy:
             "listen": self.listen,
             "upstream": self.upstream,
             "enabled": self.enabled,
+            # Toxiproxy 2.5.0 to 2.12.0 serialise their Proxy struct's untagged `Logger *zerolog.Logger`
+            # field (proxy.go), which has no exported fields: every proxy object carries `"Logger": {}`.
+            "Logger": {},
             "toxics": [t.to_json() for t in ordered],
         }
 
