@@ -18,7 +18,7 @@ NIGHTLY_EXPERIMENTS ?= experiments/
 NIGHTLY_OUT ?= runs/nightly
 NIGHTLY_ARGS ?=
 
-.PHONY: demo test nightly lint unit integration java kafka venv podman clean
+.PHONY: demo test nightly lint unit integration java kafka toxiproxy venv podman clean
 
 venv: $(STAMP)
 
@@ -41,6 +41,11 @@ java:
 kafka: venv java
 	-$(VENV)/bin/kafka-chaos kafka install $(KAFKA)
 
+# The real Toxiproxy server (Shopify's, `go install`) into the cache, for the tests that compare the
+# embedded server with it and one end-to-end run. Best effort: without Go those tests skip and say why.
+toxiproxy: venv
+	-$(VENV)/bin/kafka-chaos toxiproxy install
+
 demo: venv java kafka
 	$(VENV)/bin/kafka-chaos run $(DEMO) --backend $(BACKEND)
 
@@ -57,7 +62,7 @@ lint: venv
 	$(VENV)/bin/ruff check harness spark_analysis tests benchmarks
 	$(VENV)/bin/mypy
 
-test: venv java kafka lint podman
+test: venv java kafka toxiproxy lint podman
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 unit: venv

@@ -226,6 +226,12 @@ def cmd_kafka(args: argparse.Namespace) -> int:
 
 
 def cmd_toxiproxy(args: argparse.Namespace, rest: list[str]) -> int:
+    if args.action == "install":
+        from harness.install.toxiproxy import DEFAULT_VERSION, install_toxiproxy
+
+        binary = install_toxiproxy(rest[0] if rest else DEFAULT_VERSION, progress=print)
+        print(f"Toxiproxy server: {binary}\nuse it with: export TOXIPROXY_BIN={binary}")
+        return EXIT_PASS
     from harness.toxiproxy.server import main as toxiproxy_main
 
     return int(toxiproxy_main(rest) or 0)
@@ -278,8 +284,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("version", nargs="?", default=DEFAULT_LINE,
                    help=f"a release (3.9.2) or a line (3.9: its newest); default {DEFAULT_LINE}")
     p.set_defaults(func=cmd_kafka)
-    p = sub.add_parser("toxiproxy", help="embedded Toxiproxy server: serve [--host H] [--port P] [--seed N]")
-    p.add_argument("action", choices=("serve",))
+    p = sub.add_parser("toxiproxy", help="embedded Toxiproxy server: serve [--host H] [--port P] [--seed N]; "
+                       "or install [VERSION]: Shopify's server via `go install` into the cache")
+    p.add_argument("action", choices=("serve", "install"))
     p.set_defaults(func=cmd_toxiproxy, passthrough=True)
     return parser
 
