@@ -1,6 +1,7 @@
-"""3 reference brokers + 1 real ZooKeeper + the embedded Toxiproxy through `ProcessBackend.up`:
-registration, Metadata through each broker's own client proxy, process-level kill/stop/start,
-and per-link cuts (part 1 brokers do not replicate, so only process and link behaviour is checked)."""
+"""3 brokers + 1 real ZooKeeper + the embedded Toxiproxy through `ProcessBackend.up`, once with Apache
+Kafka 3.9 and once with the reference broker: registration, Metadata through each broker's own client
+proxy, process-level kill/stop/pause/start, and the one-listener-per-source link scheme: cutting a
+client->broker, a broker->broker or a broker->ZooKeeper link cuts exactly that path."""
 
 from __future__ import annotations
 
@@ -13,28 +14,38 @@ from typing import Any, cast
 import psutil
 import pytest
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
 from harness.cluster.base import CLIENT, ClusterSpec, NodeId
-from harness.cluster.process import ProcessCluster
+from harness.cluster.process import ProcessBackend, ProcessCluster
 from harness.errors import BackendError
 from tests.fixtures.broker import metadata_ok
-from tests.fixtures.process_cluster import reference_process_backend
+from tests.fixtures.process_cluster import APACHE_KAFKA, apache_kafka, reference_process_backend
 
 pytestmark = pytest.mark.integration
 
 SESSION_MS = 3000
+LAG_MS = 3000
+FLAVOURS = [APACHE_KAFKA, "reference"]
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
-    backend = reference_process_backend()
-    spec = ClusterSpec(brokers=3, zookeepers=1, ready_timeout_s=60,
-                       broker_config={"zookeeper.session.timeout.ms": str(SESSION_MS)})
+def _backend(flavour: str) -> ProcessBackend:
+    """The process backend running `flavour`, or a skip with the reason it cannot run here."""
+    if flavour == "reference":
+        return reference_process_backend()
+    apache_kafka()
+    return ProcessBackend(broker=APACHE_KAFKA)
+
+
+@pytest.fixture(scope="module", params=FLAVOURS)
+def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
+    backend = _backend(request.param)
+    spec = ClusterSpec(brokers=3, zookeepers=1, ready_timeout_s=120, broker_config={
+        "zookeeper.session.timeout.ms": str(SESSION_MS), "replica.lag.time.max.ms": str(LAG_MS)})
     t0 = time.monotonic()
-    with backend.up(spec, tmp_path_factory.mktemp("ref3")) as c:
-        print(f"3 reference brokers + ZooKeeper + Toxiproxy up in {time.monotonic() - t0:.2f}s")
+    with backend.up(spec, tmp_path_factory.mktemp(request.param)) as c:
+        print(f"3 {request.param} brokers + ZooKeeper + Toxiproxy up in {time.monotonic() - t0:.2f}s")
         yield c
 
 
@@ -73,9 +84,9 @@ def _wait(predicate: Any, timeout_s: float, what: str) -> float:
 
 
 def test_every_broker_registers_and_answers_metadata_through_its_own_client_proxy(
-    cluster: ProcessCluster, zk: KazooClient,
+    cluster: ProcessCluster, zk: KazooClient, request: pytest.FixtureRequest,
 ) -> None:
-    assert cluster.flavour.name == "reference"
+    assert cluster.flavour.name == request.node.callspec.params["cluster"]
     assert sorted(zk.get_children("/brokers/ids")) == ["1", "2", "3"]
     proxies = cluster.bootstrap_servers.split(",")
     for j, proxy in enumerate(proxies, start=1):
@@ -153,6 +164,8 @@ def test_cutting_a_brokers_zookeeper_proxy_expires_only_its_registration(
     """Broker 1's ZooKeeper session runs through proxy `1->zk1` alone: cutting it expires only /brokers/ids/1."""
     link = cluster.link(NodeId.broker(1), NodeId.zookeeper(1))
     assert link.name == "1->zk1"
+    # An earlier freeze of broker 1 may have outlived its session: wait for its new registration.
+    _wait(lambda: zk.exists("/brokers/ids/1") is not None, 60, "broker 1 registered before the cut")
     t0 = time.monotonic()
     link.disable()
     try:
@@ -167,6 +180,35 @@ def test_cutting_a_brokers_zookeeper_proxy_expires_only_its_registration(
     assert time.monotonic() - t0 < 30
 
 
+def _isr(bootstrap: str, topic: str) -> dict[int, list[int]]:
+    md = _metadata(bootstrap, timeout_s=10.0)
+    return {p: sorted(meta.isrs) for p, meta in md.topics[topic].partitions.items()}
+
+
+def test_cutting_a_broker_to_broker_link_stops_only_that_followers_fetches(
+    cluster: ProcessCluster, zk: KazooClient,
+) -> None:
+    """Broker 2 reaches broker 1 only through proxy `2->1`: cut it, and broker 2 leaves the ISR of the
+    partition that broker 1 leads and 2 follows, while broker 3, following broker 1 on another
+    partition, stays in; healed, broker 2 catches up and comes back."""
+    bootstrap = cluster.bootstrap_servers
+    # An earlier cut of a ZooKeeper link may still be expiring: start once all three are registered.
+    _wait(lambda: sorted(zk.get_children("/brokers/ids")) == ["1", "2", "3"], 60, "all brokers registered")
+    admin = AdminClient(cast(dict[str, Any], {"bootstrap.servers": bootstrap, "logger": _QUIET}))
+    admin.create_topics([NewTopic("b2b", num_partitions=2, replica_assignment=[[1, 2], [1, 3]])])["b2b"].result(60)
+    _wait(lambda: _isr(bootstrap, "b2b") == {0: [1, 2], 1: [1, 3]}, 60, "full ISRs of b2b")
+    link = cluster.link(NodeId.broker(2), NodeId.broker(1))
+    assert link.name == "2->1"
+    link.disable()
+    try:
+        took = _wait(lambda: _isr(bootstrap, "b2b")[0] == [1], LAG_MS / 1000 + 60, "broker 2 leaving the ISR")
+        print(f"broker 2 left the ISR of b2b/0 {took:.2f}s after 2->1 was cut (replica.lag.time.max.ms {LAG_MS})")
+        assert _isr(bootstrap, "b2b")[1] == [1, 3]
+    finally:
+        link.enable()
+    _wait(lambda: _isr(bootstrap, "b2b")[0] == [1, 2], 60, "broker 2 back in the ISR after the heal")
+
+
 def test_teardown_leaves_no_process_behind(tmp_path: Path) -> None:
     """down() kills every broker, ZooKeeper member and the Toxiproxy; a second down() is a no-op."""
     backend = reference_process_backend()
@@ -177,10 +219,11 @@ def test_teardown_leaves_no_process_behind(tmp_path: Path) -> None:
     assert all(p is not None and not psutil.pid_exists(p) for p in pids)
 
 
+@pytest.mark.parametrize("flavour", FLAVOURS)
 def test_a_broker_that_cannot_start_fails_up_naming_it_with_its_log_and_leaves_nothing_running(
-    tmp_path: Path,
+    tmp_path: Path, flavour: str,
 ) -> None:
-    backend = reference_process_backend()
+    backend = _backend(flavour)
     me = psutil.Process()
     before = {p.pid for p in me.children(recursive=True)}
     spec = ClusterSpec(brokers=2, zookeepers=1, ready_timeout_s=30, broker_config={"num.partitions": "abc"})

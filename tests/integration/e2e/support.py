@@ -1,0 +1,35 @@
+"""Running a shipped experiment through `kafka-chaos run` for the end-to-end tests, and reading what it left."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from harness.cli import main
+from harness.engine.history import read_history
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def run_shipped(experiment: str, runs_dir: Path, *extra: str) -> tuple[int, Path]:
+    """`kafka-chaos run experiments/<experiment> --backend process`: its exit code and run directory."""
+    code = main(["run", str(ROOT / "experiments" / experiment), "--backend", "process", "--runs-dir",
+                 str(runs_dir), *extra])
+    (run_dir,) = list(runs_dir.iterdir())
+    return code, run_dir
+
+
+def events(run_dir: Path) -> list[dict[str, Any]]:
+    return read_history(run_dir / "history.jsonl").events
+
+
+def run_info(run_dir: Path) -> dict[str, Any]:
+    info: dict[str, Any] = json.loads((run_dir / "run.json").read_text())
+    return info
+
+
+def failing_checks(run_dir: Path) -> dict[str, str]:
+    """Every check that did not pass, with its status and summary."""
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    return {c["id"]: f"{c['status']}: {c['summary']}" for c in verdict["checks"] if c["status"] != "pass"}

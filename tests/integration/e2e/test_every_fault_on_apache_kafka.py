@@ -1,0 +1,38 @@
+"""Every broker fault kind and every Toxiproxy toxic, one after the other (tests/data/apache_kafka/
+every-fault.yaml), on Apache Kafka 3.9 through the process backend, with the real Toxiproxy server
+(Shopify's, installed with `go install`) carrying every link: every check passes, every fault was
+injected and healed, and the run ran on what it says it ran on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from tests.fixtures.process_cluster import apache_kafka
+from tests.integration.e2e.support import ROOT, events, failing_checks, run_info
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
+EXPERIMENT = ROOT / "tests" / "data" / "apache_kafka" / "every-fault.yaml"
+
+
+def test_every_fault_kind_on_apache_kafka_through_the_real_toxiproxy(
+    tmp_path: Path, real_toxiproxy_bin: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    apache_kafka()
+    monkeypatch.setenv("TOXIPROXY_BIN", str(real_toxiproxy_bin))
+    code = main(["run", str(EXPERIMENT), "--backend", "process", "--broker", "apache-kafka",
+                 "--runs-dir", str(tmp_path)])
+    (run_dir,) = list(tmp_path.iterdir())
+    info = run_info(run_dir)
+    assert info["broker"]["flavour"] == "apache-kafka"
+    assert info["cluster_info"]["toxiproxy"]["binary"] == str(real_toxiproxy_bin), info["cluster_info"]["toxiproxy"]
+    evs = events(run_dir)
+    started = {e["fault_id"]: e["kind"] for e in evs if e["type"] == "fault.start"}
+    ended = {e["fault_id"] for e in evs if e["type"] == "fault.end"}
+    assert sorted(set(started.values())) == sorted(["pause", "isolate", "cut", "latency", "bandwidth", "slicer",
+                                                    "reset_peer", "timeout", "limit_data"])
+    assert set(started) == ended, "a fault was not healed"
+    assert not failing_checks(run_dir), failing_checks(run_dir)
+    assert code == 0

@@ -1,0 +1,33 @@
+"""experiments/leader-election.yaml on Apache Kafka 3.9 (process backend): every check passes, and the
+graceful stop of a partition's leader moves its leadership before the broker's registration vanishes
+(controlled shutdown, KAFKA-BEHAVIOUR.md), as observed in ZooKeeper."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures.process_cluster import apache_kafka
+from tests.integration.e2e.support import events, failing_checks, run_info, run_shipped
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
+
+
+def test_leader_election_passes_on_apache_kafka_and_a_stop_moves_leadership_first(tmp_path: Path) -> None:
+    apache_kafka()
+    code, run_dir = run_shipped("leader-election.yaml", tmp_path)
+    assert run_info(run_dir)["broker"]["flavour"] == "apache-kafka"
+    assert not failing_checks(run_dir), failing_checks(run_dir)
+    assert code == 0
+    evs = events(run_dir)
+    stop = next(e for e in evs if e["type"] == "fault.start" and e["kind"] == "stop")
+    victim = stop["brokers"][0]
+    zk = [e for e in evs if e["src"] == "zk"]
+    gone = next(e["t"] for e in zk if e["type"] == "broker.down" and e["broker"] == victim
+                and e["t"] >= stop["t"] - 30)
+    led = {(e["topic"], e["partition"]) for e in zk if e["type"] == "partition.state" and e["t"] < gone
+           and e["leader"] == victim}
+    moved = {(e["topic"], e["partition"]) for e in zk if e["type"] == "partition.state"
+             and gone - 30 <= e["t"] <= gone and e["leader"] not in (victim, -1)}
+    assert led and led <= moved, f"led by {victim}: {sorted(led)}, moved before it deregistered: {sorted(moved)}"
