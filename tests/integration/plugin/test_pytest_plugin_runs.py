@@ -1,7 +1,8 @@
-"""The pytest plugin end to end on the process backend (reference brokers, real ZooKeeper, embedded
-Toxiproxy, real librdkafka, Spark): one `pytest` subprocess runs a shipped experiment, a two-variant
-matrix experiment (clean, and with the skip_epoch_bump bug flag) and a Python test that runs two
-experiments on one `chaos_cluster`; the tests below read its JUnit XML, output and run directories."""
+"""The pytest plugin end to end on the process backend (real ZooKeeper, embedded Toxiproxy, real
+librdkafka, Spark): one `pytest` subprocess runs a shipped experiment and a Python test that runs two
+experiments on one `chaos_cluster` on Apache Kafka 3.9 (`broker: auto`), and a two-variant matrix
+experiment (clean on Apache Kafka, and with the reference broker's skip_epoch_bump bug flag, which
+only the reference broker has); the tests below read its JUnit XML, output and run directories."""
 
 from __future__ import annotations
 
@@ -90,11 +91,11 @@ def test_shipped_experiment_passes_and_junit_carries_seed_backend_run_dir_and_ch
     assert not _failed(case), session.output[-4000:]
     props = session.props("controller-failover")
     assert props["seed"] == "42" and props["backend"] == "process" and props["verdict"] == "pass"
-    assert props["broker"].startswith("reference broker")
+    assert props["broker"].startswith("Apache Kafka 3.9."), props["broker"]
     assert {k for k in props if k.startswith("check.")} == {f"check.{c}" for c in CHECK_IDS}
     run_dir = Path(props["run_dir"])
     info = json.loads((run_dir / "run.json").read_text())
-    assert info["status"] == "completed" and info["broker"]["flavour"] == "reference"
+    assert info["status"] == "completed" and info["broker"]["flavour"] == "apache-kafka"
     events = read_history(run_dir / "history.jsonl").events
     assert len([e for e in events if e["type"] == "fault.start" and e["kind"] == "kill"]) == 2
     verdict = json.loads((run_dir / "verdict.json").read_text())
@@ -113,6 +114,7 @@ def test_matrix_variants_are_separate_cases_and_the_clean_one_passes(session: Se
 def test_bug_flag_variant_fails_naming_the_check_that_caught_it(session: Session) -> None:
     name = "controller-kill-short[reference_bugs=skip_epoch_bump]"
     case = session.cases[name]
+    assert session.props(name)["broker"].startswith("kafka-chaos reference broker"), session.props(name)["broker"]
     failure = case.find("failure")
     assert failure is not None, session.output[-4000:]
     text = failure.text or ""

@@ -17,9 +17,9 @@ import pytest
 from harness.errors import ConfigError
 from harness.install import toxiproxy as tp
 from harness.install.cache import write_manifest
-from harness.install.toxiproxy import find_toxiproxy, install_toxiproxy, installed_toxiproxy
+from harness.install.toxiproxy import DEFAULT_VERSION, find_toxiproxy, install_toxiproxy, installed_toxiproxy
 
-TARGET = "github.com/Shopify/toxiproxy/v2/cmd/server@v2.5.0"
+TARGET = f"github.com/Shopify/toxiproxy/v2/cmd/server@v{DEFAULT_VERSION}"
 
 
 def _fake_install(cache: Path, version: str, *, manifest: bool = True) -> Path:
@@ -47,35 +47,35 @@ def _leftovers(cache: Path) -> list[str]:
 
 
 def test_an_existing_install_is_returned_at_once_without_go_on_path(tmp_path: Path) -> None:
-    binary = _fake_install(tmp_path, "2.5.0")
+    binary = _fake_install(tmp_path, DEFAULT_VERSION)
     messages: list[str] = []
-    assert install_toxiproxy("2.5.0", cache=tmp_path, environ={"PATH": ""}, progress=messages.append) == binary
+    assert install_toxiproxy(DEFAULT_VERSION, cache=tmp_path, environ={"PATH": ""}, progress=messages.append) == binary
     assert messages == []  # nothing was run, so nothing to report
 
 
 def test_a_directory_without_its_manifest_or_binary_is_not_an_install(tmp_path: Path) -> None:
-    _fake_install(tmp_path, "2.5.0", manifest=False)
-    assert installed_toxiproxy("2.5.0", cache=tmp_path) is None
+    _fake_install(tmp_path, DEFAULT_VERSION, manifest=False)
+    assert installed_toxiproxy(DEFAULT_VERSION, cache=tmp_path) is None
     (_fake_install(tmp_path, "2.6.0")).unlink()
     assert installed_toxiproxy("2.6.0", cache=tmp_path) is None
     assert find_toxiproxy({}, cache=tmp_path) is None
 
 
 def test_a_manifest_for_another_version_is_not_reused(tmp_path: Path) -> None:
-    binary = _fake_install(tmp_path, "2.5.0")
+    binary = _fake_install(tmp_path, DEFAULT_VERSION)
     write_manifest(binary.parent, {"version": "2.4.0"})
-    assert installed_toxiproxy("2.5.0", cache=tmp_path) is None
+    assert installed_toxiproxy(DEFAULT_VERSION, cache=tmp_path) is None
 
 
 def test_the_cache_root_comes_from_the_environment(tmp_path: Path) -> None:
-    binary = _fake_install(tmp_path / "kc", "2.5.0")
+    binary = _fake_install(tmp_path / "kc", DEFAULT_VERSION)
     assert find_toxiproxy({"KAFKA_CHAOS_CACHE": str(tmp_path / "kc")}) == binary
-    under_xdg = _fake_install(tmp_path / "xdg" / "kafka-chaos", "2.5.0")
+    under_xdg = _fake_install(tmp_path / "xdg" / "kafka-chaos", DEFAULT_VERSION)
     assert installed_toxiproxy(environ={"XDG_CACHE_HOME": str(tmp_path / "xdg")}) == under_xdg
 
 
 def test_toxiproxy_bin_wins_over_an_installed_one(tmp_path: Path) -> None:
-    _fake_install(tmp_path / "cache", "2.5.0")
+    _fake_install(tmp_path / "cache", DEFAULT_VERSION)
     chosen = _script(tmp_path / "bin", "my-toxiproxy", "exit 0\n")
     assert find_toxiproxy({"TOXIPROXY_BIN": str(chosen)}, cache=tmp_path / "cache") == chosen
 
@@ -120,11 +120,11 @@ exit 1
     assert f"go install {TARGET}" in text and "exited with 1" in text and "410 Gone" in text
     assert "noise line 40" in text and "noise line 1\n" not in text  # the tail, not all of it
     argv = (tmp_path / "argv.txt").read_text().splitlines()
-    assert argv == ["install", "-ldflags=-s -w -X github.com/Shopify/toxiproxy/v2.Version=2.5.0", TARGET]
+    assert argv == ["install", f"-ldflags=-s -w -X github.com/Shopify/toxiproxy/v2.Version={DEFAULT_VERSION}", TARGET]
     seen = json.loads(record.read_text())
     gobin = Path(seen["gobin"])
-    assert gobin.parent.parent == cache and gobin.parent.name.startswith(".toxiproxy-2.5.0-")
-    assert _leftovers(cache) == []  # the temporary directory is gone, and no toxiproxy-2.5.0/ appeared
+    assert gobin.parent.parent == cache and gobin.parent.name.startswith(f".toxiproxy-{DEFAULT_VERSION}-")
+    assert _leftovers(cache) == []  # the temporary directory is gone, and no toxiproxy-<version>/ appeared
     assert installed_toxiproxy(cache=cache) is None
 
 
