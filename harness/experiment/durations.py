@@ -4,17 +4,26 @@ from __future__ import annotations
 
 import re
 
+from harness.experiment.limits import MAX_DURATION_CHARS
+
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
 
 
 def parse_duration(text: str) -> float:
-    """Seconds in `text`; raises ValueError with the accepted forms when it is not a duration."""
+    """Seconds in `text`; raises ValueError with the accepted forms when it is not a duration.
+
+    Linear in the text: each part is matched where the previous one ended (a search would try every
+    position of a long run of digits), and texts longer than `MAX_DURATION_CHARS` are refused first.
+    """
     s = text.strip().lower().replace(" ", "")
+    if len(s) > MAX_DURATION_CHARS:
+        raise ValueError(f"not a duration: longer than {MAX_DURATION_CHARS} characters; write e.g. 10s or 1h30m")
     pos = 0
     total = 0.0
-    for match in _PART.finditer(s):
-        if match.start() != pos:
+    while pos < len(s):
+        match = _PART.match(s, pos)
+        if match is None:
             break
         total += float(match.group(1)) * _UNIT_S[match.group(2)]
         pos = match.end()

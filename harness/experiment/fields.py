@@ -1,15 +1,19 @@
 """Typed field readers over a located YAML document: each reads one field, checks its type and
 range, and records a `Problem` (file, line, column, field path, bad value, hint) instead of raising,
-so that one pass reports every error in the file."""
+so that one pass reports every error in the file. Numbers are finite (no .nan, no .inf) and within the
+bounds the caller gives (harness/experiment/limits.py); durations are at most `MAX_DURATION_S`."""
 
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
-from harness.errors import Problem
-from harness.experiment.durations import parse_duration
+from harness.cluster.render import check_property
+from harness.errors import ConfigError, Problem
+from harness.experiment.durations import format_duration, parse_duration
+from harness.experiment.limits import MAX_DURATION_S, MAX_PROBLEMS
 from harness.experiment.yamlsource import Located, Path
 
 T = TypeVar("T")
@@ -48,7 +52,8 @@ class Fields:
         allowed = tuple(allowed)
         for key in value:
             if key not in allowed:
-                self.error((*path, key), f"unknown key in {what}", key, did_you_mean(key, allowed))
+                hint = did_you_mean(key, allowed) if len(self.problems) < MAX_PROBLEMS else None
+                self.error((*path, key), f"unknown key in {what}", key, hint)
         return value
 
     def sequence(self, path: Path, value: object, what: str) -> list[Any]:
@@ -82,7 +87,8 @@ class Fields:
         return text
 
     def integer(self, m: Mapping[str, Any], path: Path, key: str, default: Any = MISSING,
-                minimum: int | None = None) -> Any:
+                minimum: int | None = None, maximum: int | None = None, why: str | None = None) -> Any:
+        """An integer in [minimum, maximum]; `why` (the reason for the maximum) is the hint when above it."""
         raw = self.required(m, path, key) if default is MISSING else m.get(key, default)
         if raw is MISSING:
             return MISSING
@@ -93,20 +99,34 @@ class Fields:
             need = "positive" if minimum == 1 else f">= {minimum}"
             self.error((*path, key), f"must be {need}", raw)
             return MISSING
+        if maximum is not None and raw > maximum:
+            self.error((*path, key), f"must be at most {maximum}", raw, why)
+            return MISSING
         return raw
 
     def number(self, m: Mapping[str, Any], path: Path, key: str, default: Any = MISSING,
-               positive: bool = False) -> Any:
+               positive: bool = False, maximum: float | None = None, why: str | None = None) -> Any:
+        """A finite number (as a float), positive if asked, at most `maximum`."""
         raw = self.required(m, path, key) if default is MISSING else m.get(key, default)
         if raw is MISSING:
             return MISSING
         if isinstance(raw, bool) or not isinstance(raw, (int, float)):
             self.error((*path, key), "must be a number", raw)
             return MISSING
-        if positive and raw <= 0:
+        try:
+            value = float(raw)
+        except OverflowError:
+            value = math.inf
+        if not math.isfinite(value):
+            self.error((*path, key), "must be a finite number (not .nan or .inf)", raw)
+            return MISSING
+        if positive and value <= 0:
             self.error((*path, key), "must be positive", raw)
             return MISSING
-        return float(raw)
+        if maximum is not None and value > maximum:
+            self.error((*path, key), f"must be at most {maximum:g}", raw, why)
+            return MISSING
+        return value
 
     def boolean(self, m: Mapping[str, Any], path: Path, key: str, default: Any = MISSING) -> Any:
         raw = self.required(m, path, key) if default is MISSING else m.get(key, default)
@@ -120,8 +140,10 @@ class Fields:
     def duration(self, m: Mapping[str, Any], path: Path, key: str, default: Any = MISSING,
                  positive: bool = True) -> Any:
         raw = self.required(m, path, key) if default is MISSING else m.get(key, default)
-        if raw is MISSING or raw is None:
-            return raw if raw is None else MISSING
+        if raw is MISSING:
+            return MISSING
+        if raw is None:  # `key: null` means the default (None for an optional duration)
+            return default
         if isinstance(raw, float) and default is not MISSING and raw == default:
             return raw
         if not isinstance(raw, str):
@@ -135,10 +157,18 @@ class Fields:
         if positive and seconds <= 0:
             self.error((*path, key), "must be positive", raw)
             return MISSING
+        if not seconds <= MAX_DURATION_S:
+            self.error((*path, key), f"must be at most {format_duration(MAX_DURATION_S)}", raw,
+                       "a chaos run is a CI job; durations are bounded (docs/design.md 'Input limits')")
+            return MISSING
         return seconds
 
-    def properties(self, m: Mapping[str, Any], path: Path, key: str) -> dict[str, str]:
-        """A map of Kafka-style properties (`min.insync.replicas: 2`): keys and values as strings."""
+    def properties(self, m: Mapping[str, Any], path: Path, key: str, lines: bool = False) -> dict[str, str]:
+        """A map of Kafka-style properties (`min.insync.replicas: 2`): keys and values as strings.
+
+        Names are as server.properties allows them (`harness.cluster.render.check_property`); no value
+        holds a NUL, and with `lines` (a file of key=value lines) no line break either.
+        """
         raw = m.get(key)
         if raw is None:
             return {}
@@ -147,10 +177,25 @@ class Fields:
             return {}
         out: dict[str, str] = {}
         for name, value in raw.items():
+            where = (*path, key, name)
             if isinstance(value, (dict, list)) or value is None:
-                self.error((*path, key, name), "a property value must be a scalar", value)
+                self.error(where, "a property value must be a scalar", value)
                 continue
-            out[name] = str(value).lower() if isinstance(value, bool) else str(value)
+            if isinstance(value, float) and not math.isfinite(value):
+                self.error(where, "must be a finite number (not .nan or .inf)", value)
+                continue
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            try:
+                check_property(name, "", "")
+            except ConfigError:
+                self.error(where, "not a property name (letters, digits, '.', '_' and '-', starting with a "
+                           "letter or digit)", name)
+                continue
+            if "\x00" in text or (lines and ("\n" in text or "\r" in text)):
+                self.error(where, "a property value may not hold a NUL" + (" or a line break" if lines else ""),
+                           value)
+                continue
+            out[name] = text
         return out
 
     def strings(self, m: Mapping[str, Any], path: Path, key: str, default: Any = MISSING,

@@ -3,7 +3,10 @@
 `load_experiment(path)` parses with line tracking, expands a `matrix:` into variants (matrix.py),
 builds the frozen `Experiment`, runs the cross-field rules, and raises one `ValidationError` listing
 every problem (file:line:column, field path, bad value, nearest valid key) — or returns the spec
-with every default filled in.
+with every default filled in. It raises nothing else, whatever the file holds: the input limits
+(limits.py, guard.py) refuse binary, non-UTF-8, huge, deeply nested and alias-bomb files before a
+Python object is built, and the run limits refuse every value `run` would refuse after starting
+processes.
 """
 
 from __future__ import annotations
@@ -14,16 +17,30 @@ import re
 from typing import Any
 
 from harness.engine.probes import PROBES
-from harness.errors import ConfigError, Problem, ValidationError
+from harness.errors import Problem, ValidationError
+from harness.experiment.cluster_fields import read_cluster
 from harness.experiment.fields import MISSING, Fields, did_you_mean
+from harness.experiment.guard import decode
+from harness.experiment.limits import (
+    MAX_CONSUMER_GROUPS,
+    MAX_FILE_BYTES,
+    MAX_KEYS,
+    MAX_MATRIX_NODES,
+    MAX_MEMBERS,
+    MAX_PARTITIONS,
+    MAX_PROBLEMS,
+    MAX_PRODUCERS,
+    MAX_RATE,
+    MAX_RUN_NAME_CHARS,
+    MAX_SEED,
+    MAX_TOPICS,
+)
 from harness.experiment.matrix import apply_variant, read_axes, variants
 from harness.experiment.rules import check_rules
 from harness.experiment.schedule_spec import read_schedule
 from harness.experiment.schema import (
     CHECK_FAMILIES,
     CHECK_IDS,
-    REFERENCE_BUGS,
-    ClusterConfig,
     ConsumerSpec,
     Experiment,
     ProducerSpec,
@@ -34,20 +51,25 @@ from harness.experiment.schema import (
     frozen_map,
 )
 from harness.experiment.yamlsource import Path, parse_located
-from harness.install.kafka import BROKERS, DEFAULT_LINE, kafka_request
 
 TOP_KEYS = ("name", "description", "seed", "cluster", "topics", "workload", "steady_state",
             "steady_timeout", "schedule", "duration", "drain", "verify")
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
+_KAFKA_INTERNAL_TOPICS = (".", "..", "__consumer_offsets", "__transaction_state", "__cluster_metadata")
 
 
 def _read(path: str | os.PathLike[str]) -> tuple[str, str]:
+    """The file's text: at most `MAX_FILE_BYTES` are read, and it must be UTF-8 without NUL bytes."""
     name = os.fspath(path)
     try:
-        with open(name, encoding="utf-8") as fh:
-            return fh.read(), name
+        with open(name, "rb") as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise ValidationError([Problem(name, None, None, "", f"cannot read the file: {exc.strerror}")]) from exc
+    text, problems = decode(data, name)
+    if problems:
+        raise ValidationError(problems)
+    return text, name
 
 
 def load_experiment(path: str | os.PathLike[str], variant: str | None = None) -> Experiment:
@@ -81,13 +103,17 @@ def load_experiments_text(text: str, file: str = "<string>") -> tuple[Experiment
     doc = parse_located(text, file)
     f = Fields(doc)
     if doc.value is None and doc.problems:
-        raise ValidationError(f.problems)
+        raise ValidationError(_sorted(f.problems))
     top = f.mapping((), doc.value, (*TOP_KEYS, "matrix"), "an experiment")
     if top is None:
-        raise ValidationError(f.problems)
+        raise ValidationError(_sorted(f.problems))
     axes = read_axes(f, top.get("matrix"))
     if axes is None:
         return (_validated(f, top, file, ""),)
+    work = len(variants(axes)) * doc.nodes if axes else 0
+    if work > MAX_MATRIX_NODES:
+        f.error(("matrix",), f"{len(variants(axes))} variants of a {doc.nodes}-node document are {work} nodes to "
+                f"validate; at most {MAX_MATRIX_NODES} are allowed", None, "fewer variants, or a smaller file")
     if f.problems or not axes:
         raise ValidationError(_sorted(f.problems))
     found: list[Experiment] = []
@@ -110,6 +136,9 @@ def _validated(f: Fields, top: dict[str, Any], file: str, variant: str) -> Exper
     if exp is not None:
         exp = dataclasses.replace(exp, variant=variant)
         check_rules(f, exp)
+        if len(exp.name) + len(variant) > MAX_RUN_NAME_CHARS:
+            f.error(("matrix",), f"the variant id makes the run directory's name longer than {MAX_RUN_NAME_CHARS} "
+                    "characters (name and variant id)", variant, "a matrix value is part of the id: shorten it")
     if f.problems or exp is None:
         raise ValidationError(_sorted(f.problems))
     return exp
@@ -133,7 +162,19 @@ def _which(vids: list[str], total: int) -> str:
 
 
 def _sorted(problems: list[Problem]) -> list[Problem]:
-    return sorted(problems, key=lambda p: (p.line or 0, p.column or 0))
+    """In file order; past `MAX_PROBLEMS`, one last problem counts the rest."""
+    out = sorted(problems, key=lambda p: (p.line or 0, p.column or 0))
+    if len(out) > MAX_PROBLEMS:
+        rest = len(out) - MAX_PROBLEMS
+        out = [*out[:MAX_PROBLEMS], Problem(out[0].file, out[MAX_PROBLEMS].line, None, "",
+                                            f"... and {rest} more problem(s)")]
+    return out
+
+
+def _count(f: Fields, path: Path, items: list[Any], maximum: int, what: str) -> None:
+    if len(items) > maximum:
+        f.error(path, f"at most {maximum} {what} are allowed, got {len(items)}", None,
+                "docs/design.md 'Input limits'")
 
 
 def _build(f: Fields, top: dict[str, Any], file: str) -> Experiment | None:
@@ -142,9 +183,9 @@ def _build(f: Fields, top: dict[str, Any], file: str) -> Experiment | None:
         f.error(("name",), "must be letters, digits, '.', '_' or '-' (it names the run directory)", name)
         name = MISSING
     duration = f.duration(top, (), "duration")
-    seed = f.integer(top, (), "seed", default=1, minimum=0)
+    seed = f.integer(top, (), "seed", default=1, minimum=0, maximum=MAX_SEED, why="a seed fits a 64-bit long")
     description = f.string(top, (), "description", default="")
-    cluster = _cluster(f, top.get("cluster"))
+    cluster = read_cluster(f, top.get("cluster"))
     topics = _topics(f, top.get("topics"))
     workload = _workload(f, top.get("workload"))
     steady = f.strings(top, (), "steady_state", default=["controller_present", "all_partitions_led"],
@@ -163,49 +204,26 @@ def _build(f: Fields, top: dict[str, Any], file: str) -> Experiment | None:
                       schedule=schedule, drain=drain, verify=verify, source=file)
 
 
-def _cluster(f: Fields, raw: object) -> ClusterConfig | None:
-    path: Path = ("cluster",)
-    m = f.mapping(path, raw, ("brokers", "zookeepers", "kafka", "broker", "broker_config", "images",
-                              "reference_bugs"), "cluster")
-    if m is None:
-        return None
-    brokers = f.integer(m, path, "brokers", default=3, minimum=1)
-    zookeepers = f.integer(m, path, "zookeepers", default=1, minimum=1)
-    if zookeepers is not MISSING and zookeepers % 2 == 0:
-        f.error((*path, "zookeepers"), "a ZooKeeper ensemble needs an odd number of members", zookeepers)
-    kafka = f.string(m, path, "kafka", default=DEFAULT_LINE)
-    if kafka is not MISSING:
-        try:
-            kafka_request(kafka)
-        except ConfigError as exc:
-            f.error((*path, "kafka"), str(exc), kafka, 'quote it in YAML ("3.9.2", "3.10"): 3.10 unquoted is 3.1')
-            kafka = MISSING
-    broker = f.string(m, path, "broker", default="auto", choices=BROKERS)
-    images_raw = f.mapping((*path, "images"), m.get("images"), ("zookeeper", "kafka", "toxiproxy"), "images")
-    images = {k: str(v) for k, v in (images_raw or {}).items() if k in ("zookeeper", "kafka", "toxiproxy")}
-    bugs = f.strings(m, path, "reference_bugs", default=[], choices=REFERENCE_BUGS)
-    config = f.properties(m, path, "broker_config")
-    if MISSING in (brokers, zookeepers, kafka, broker, bugs):
-        return None
-    return ClusterConfig(brokers=brokers, zookeepers=zookeepers, kafka=kafka, broker=broker,
-                         broker_config=frozen_map(config), images=frozen_map(images),  # type: ignore[arg-type]
-                         reference_bugs=bugs)
-
-
 def _topics(f: Fields, raw: object) -> tuple[TopicSpec, ...] | None:
     out: list[TopicSpec] = []
     seen: dict[str, int] = {}
-    for i, item in enumerate(f.sequence(("topics",), raw, "topics")):
+    items = f.sequence(("topics",), raw, "topics")
+    _count(f, ("topics",), items, MAX_TOPICS, "topics")
+    for i, item in enumerate(items):
         path: Path = ("topics", i)
         m = f.mapping(path, item, ("name", "partitions", "replication_factor", "config"), "a topic")
         if m is None:
             continue
         name = f.string(m, path, "name")
-        partitions = f.integer(m, path, "partitions", default=1, minimum=1)
+        partitions = f.integer(m, path, "partitions", default=1, minimum=1, maximum=MAX_PARTITIONS,
+                               why="the observers poll, and the verifiers judge, every partition")
         rf = f.integer(m, path, "replication_factor", default=1, minimum=1)
         config = f.properties(m, path, "config")
         if name is not MISSING and not _NAME.match(name):
             f.error((*path, "name"), "a topic name is letters, digits, '.', '_' or '-'", name)
+            continue
+        if name in _KAFKA_INTERNAL_TOPICS:
+            f.error((*path, "name"), "Kafka reserves this topic name", name)
             continue
         if name in seen:
             f.error((*path, "name"), f"topic declared twice (first at topics[{seen[name]}])", name)
@@ -221,14 +239,17 @@ def _workload(f: Fields, raw: object) -> WorkloadSpec | None:
     if m is None:
         return None
     producers: list[ProducerSpec] = []
-    for i, item in enumerate(f.sequence(("workload", "producers"), m.get("producers"), "producers")):
+    items = f.sequence(("workload", "producers"), m.get("producers"), "producers")
+    _count(f, ("workload", "producers"), items, MAX_PRODUCERS, "producers")
+    for i, item in enumerate(items):
         path: Path = ("workload", "producers", i)
         p = f.mapping(path, item, ("id", "topic", "rate", "acks", "idempotence", "keys", "config"), "a producer")
         if p is None:
             continue
-        pid = f.string(p, path, "id", default=f"p{i}")
+        pid = _client_name(f, p, path, "id", default=f"p{i}")
         topic = f.string(p, path, "topic")
-        rate = f.number(p, path, "rate", default=100.0, positive=True)
+        rate = f.number(p, path, "rate", default=100.0, positive=True, maximum=MAX_RATE,
+                        why="messages per second per producer")
         raw_acks = p.get("acks", "all")
         acks = {"-1": "all", "all": "all", "0": "0", "1": "1"}.get(str(raw_acks).lower())
         if acks is None or isinstance(raw_acks, bool):
@@ -237,21 +258,27 @@ def _workload(f: Fields, raw: object) -> WorkloadSpec | None:
         idem = f.boolean(p, path, "idempotence", default=acks == "all")
         if idem is True and acks not in ("all", MISSING):
             f.error((*path, "idempotence"), "idempotence needs acks: all (librdkafka enforces it)", idem)
-        keys = f.integer(p, path, "keys", default=0, minimum=0)
+        keys = f.integer(p, path, "keys", default=0, minimum=0, maximum=MAX_KEYS)
         config = f.properties(p, path, "config")
         if MISSING not in (pid, topic, rate, acks, idem, keys):
             producers.append(ProducerSpec(pid, topic, rate, acks, idem, keys, frozen_map(config)))  # type: ignore[arg-type]
     consumers: list[ConsumerSpec] = []
     groups: set[str] = set()
-    for i, item in enumerate(f.sequence(("workload", "consumers"), m.get("consumers"), "consumers")):
+    items = f.sequence(("workload", "consumers"), m.get("consumers"), "consumers")
+    _count(f, ("workload", "consumers"), items, MAX_CONSUMER_GROUPS, "consumer groups")
+    for i, item in enumerate(items):
         path = ("workload", "consumers", i)
         c = f.mapping(path, item, ("group", "topics", "members", "strategy", "commit", "config"),
                       "a consumer group")
         if c is None:
             continue
-        group = f.string(c, path, "group")
+        group = _client_name(f, c, path, "group")
         topics = f.strings(c, path, "topics")
-        members = f.integer(c, path, "members", default=1, minimum=1)
+        if topics == ():
+            f.error((*path, "topics"), "a consumer group subscribes to at least one topic", [])
+            topics = MISSING
+        members = f.integer(c, path, "members", default=1, minimum=1, maximum=MAX_MEMBERS,
+                            why="every member is a librdkafka consumer of its own")
         strategy = f.string(c, path, "strategy", default="range",
                             choices=("range", "roundrobin", "cooperative-sticky"))
         commit = f.string(c, path, "commit", default="auto", choices=("auto", "sync", "async"))
@@ -263,6 +290,15 @@ def _workload(f: Fields, raw: object) -> WorkloadSpec | None:
             groups.add(group)
             consumers.append(ConsumerSpec(group, topics, members, strategy, commit, frozen_map(config)))  # type: ignore[arg-type]
     return WorkloadSpec(tuple(producers), tuple(consumers))
+
+
+def _client_name(f: Fields, m: dict[str, Any], path: Path, key: str, default: Any = MISSING) -> Any:
+    """A producer id or group id: a non-empty printable string of at most 249 characters."""
+    name = f.string(m, path, key, default=default)
+    if name is not MISSING and not (0 < len(name) <= 249 and name.isprintable()):
+        f.error((*path, key), "must be 1 to 249 printable characters", name)
+        return MISSING
+    return name
 
 
 def _verify(f: Fields, raw: object) -> VerifySpec | None:

@@ -1,6 +1,7 @@
 """Cross-field rules of an experiment: references (topics, groups, broker and ZooKeeper ids,
 partitions, consumer members), replication factor vs brokers, faults inside the experiment's
-duration, and faults whose kinds forbid overlapping on the same target."""
+duration, faults whose kinds forbid overlapping on the same target, and producers that would send
+more values than their share of the value space."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import math
 
 from harness.experiment.durations import format_duration
 from harness.experiment.fields import Fields
+from harness.experiment.limits import MAX_VALUES_PER_PRODUCER
 from harness.experiment.schema import Experiment, FaultSpec
 from harness.experiment.yamlsource import Path
 from harness.faults.catalog import CATALOG
@@ -20,7 +22,13 @@ def check_rules(f: Fields, exp: Experiment) -> None:
         if topic.replication_factor > brokers:
             f.error(("topics", i, "replication_factor"),
                     f"replication factor is above the number of brokers ({brokers})", topic.replication_factor)
+    sending = exp.duration + 2 * exp.steady_timeout
     for i, p in enumerate(exp.workload.producers):
+        if p.rate * sending > MAX_VALUES_PER_PRODUCER:
+            f.error(("workload", "producers", i, "rate"), f"at this rate the producer would send more than "
+                    f"{MAX_VALUES_PER_PRODUCER:.0e} values in up to {format_duration(sending)} (duration + twice "
+                    "steady_timeout), and its values would collide with the next producer's", p.rate,
+                    "lower the rate or the durations")
         if exp.topic(p.topic) is None:
             f.error(("workload", "producers", i, "topic"), "topic is not declared under `topics`", p.topic,
                     _declared("topics", [t.name for t in exp.topics]))
@@ -94,18 +102,24 @@ def _resources(fault: FaultSpec) -> set[str]:
 
 
 def _check_overlaps(f: Fields, exp: Experiment) -> None:
+    """Each fault that overlaps an earlier one of its overlap class on a shared target is reported once,
+    naming the first such fault (so a schedule of N clashing faults gives N problems, not N squared)."""
     faults = sorted(exp.schedule, key=lambda x: x.at)
-    for i, a in enumerate(faults):
-        a_end = math.inf if a.duration is None else a.at + a.jitter + a.duration
-        for b in faults[i + 1:]:
-            if b.at >= a_end:
+    held = [(CATALOG[x.kind].exclusive, _resources(x),
+             math.inf if x.duration is None else x.at + x.jitter + x.duration) for x in faults]
+    for j, b in enumerate(faults):
+        cls_b, res_b, _ = held[j]
+        if not cls_b or not res_b:
+            continue
+        for i in range(j):
+            cls_a, res_a, a_end = held[i]
+            if b.at >= a_end or cls_a != cls_b or res_a.isdisjoint(res_b):
                 continue
-            cls_a, cls_b = CATALOG[a.kind].exclusive, CATALOG[b.kind].exclusive
-            shared = _resources(a) & _resources(b)
-            if not cls_a or cls_a != cls_b or not shared:
-                continue
+            a = faults[i]
+            shared = res_a & res_b
             until = "until the heal phase" if a.duration is None else f"until {format_duration(a_end)}"
             f.error(("schedule", b.index), f"overlaps fault {a.describe()} (from {format_duration(a.at)} "
                     f"{until}) on {', '.join(sorted(shared))}; {a.kind} and {b.kind} may not overlap on one "
                     "target", f"{b.kind} at {format_duration(b.at)}",
                     "give the first fault a duration that ends before, or move this one later")
+            break

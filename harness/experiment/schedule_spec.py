@@ -1,22 +1,32 @@
 """Reads the `schedule:` list of an experiment into `FaultSpec`s, checked against the fault catalogue
-(kind, target slot, parameters and their types, duration rule)."""
+(kind, target slot, parameters and their types and bounds, duration rule). At most `MAX_FAULTS` faults;
+integer parameters are bounded (`PARAM_MAXIMA`, else `MAX_PARAM_INT`) as Toxiproxy and the engine can
+take them."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from harness.experiment.fields import MISSING, Fields, did_you_mean
+from harness.experiment.limits import MAX_FAULTS, MAX_PARAM_INT, PARAM_MAXIMA
 from harness.experiment.schema import FaultSpec, ParamValue, frozen_map
 from harness.experiment.yamlsource import Path
 from harness.faults.catalog import CATALOG, FaultKind, ParamSpec
-from harness.faults.targets import LinkTarget, Target, TargetSyntaxError, parse_link, parse_target
+from harness.faults.targets import LinkTarget, Target, parse_link, parse_target
 
+T = TypeVar("T")
 FAULT_KEYS = ("at", "fault", "target", "link", "groups", "params", "duration", "jitter")
+_MAX_TARGET_CHARS = 300
 
 
 def read_schedule(f: Fields, raw: object) -> tuple[FaultSpec, ...]:
     out: list[FaultSpec] = []
-    for i, item in enumerate(f.sequence(("schedule",), raw, "schedule")):
+    items = f.sequence(("schedule",), raw, "schedule")
+    if len(items) > MAX_FAULTS:
+        f.error(("schedule",), f"at most {MAX_FAULTS} faults are allowed, got {len(items)}", None,
+                "docs/design.md 'Input limits'")
+    for i, item in enumerate(items):
         spec = _fault(f, ("schedule", i), i, item)
         if spec is not None:
             out.append(spec)
@@ -71,11 +81,7 @@ def _slots(f: Fields, m: dict[str, Any], path: Path, kind: FaultKind) -> tuple[A
         text = f.string(m, path, "link")
         if text is MISSING:
             return MISSING, MISSING, MISSING
-        try:
-            link = parse_link(text)
-        except TargetSyntaxError as exc:
-            f.error((*path, "link"), f"malformed link: {exc}", text)
-            link = MISSING
+        link = _parsed(f, (*path, "link"), text, parse_link, "link")
     else:
         groups = _groups(f, m, path)
     return target, link, groups
@@ -85,10 +91,8 @@ def _target(f: Fields, m: dict[str, Any], path: Path, key: str, kind: FaultKind)
     text = f.string(m, path, key)
     if text is MISSING:
         return MISSING
-    try:
-        target = parse_target(text)
-    except TargetSyntaxError as exc:
-        f.error((*path, key), f"malformed target: {exc}", text)
+    target = _parsed(f, (*path, key), text, parse_target, "target")
+    if target is MISSING:
         return MISSING
     if target.role not in kind.targets:
         f.error((*path, key), f"fault {kind.name!r} cannot target a {target.role}", text,
@@ -110,10 +114,8 @@ def _groups(f: Fields, m: dict[str, Any], path: Path) -> Any:
     for gi, group in enumerate(raw):
         members: list[Target] = []
         for ni, text in enumerate(group):
-            try:
-                t = parse_target(str(text))
-            except TargetSyntaxError as exc:
-                f.error((*path, "groups", gi, ni), f"malformed target: {exc}", text)
+            t = _parsed(f, (*path, "groups", gi, ni), text, parse_target, "target")
+            if t is MISSING:
                 return MISSING
             if not t.is_static or t.role == "consumer":
                 f.error((*path, "groups", gi, ni), "partition groups name brokers or ZooKeeper members "
@@ -126,6 +128,19 @@ def _groups(f: Fields, m: dict[str, Any], path: Path) -> Any:
             members.append(t)
         out.append(tuple(members))
     return tuple(out)
+
+
+def _parsed(f: Fields, path: Path, text: object, parse: Callable[[str], T], what: str) -> T | Any:
+    """`parse(text)`, or MISSING and a problem: the text must be short ASCII, and every error of the
+    parser is a problem at `path`."""
+    if not isinstance(text, str) or not text.isascii() or len(text) > _MAX_TARGET_CHARS:
+        f.error(path, f"malformed {what}: a {what} is ASCII text of at most {_MAX_TARGET_CHARS} characters", text)
+        return MISSING
+    try:
+        return parse(text)
+    except ValueError as exc:  # TargetSyntaxError, or any other ValueError of the parser
+        f.error(path, f"malformed {what}: {exc}", text)
+        return MISSING
 
 
 def _params(f: Fields, m: dict[str, Any], path: Path, kind: FaultKind) -> Any:
@@ -150,7 +165,9 @@ def _param(f: Fields, raw: dict[str, Any], path: Path, spec: ParamSpec) -> Any:
     default: Any = MISSING if spec.required else spec.default
     if spec.type == "int":
         value = f.integer(raw, path, spec.name, default=default,
-                          minimum=None if spec.minimum is None else int(spec.minimum))
+                          minimum=None if spec.minimum is None else int(spec.minimum),
+                          maximum=PARAM_MAXIMA.get(spec.name, MAX_PARAM_INT),
+                          why="Toxiproxy's bound for this attribute (docs/design.md 'Input limits')")
     elif spec.type == "float":
         value = f.number(raw, path, spec.name, default=default)
         if value is not MISSING and value is not None and spec.minimum is not None and value < spec.minimum:

@@ -19,8 +19,9 @@ MINIMAL = "name: tiny\nduration: 30s\n"
 
 
 def _expectations(path: Path) -> list[tuple[int, str]]:
+    """The file's `# expect: LINE FRAGMENT` lines (some files are binary or not UTF-8 after them)."""
     out = []
-    for line in path.read_text().splitlines():
+    for line in path.read_bytes().decode("utf-8", "replace").splitlines():
         m = re.match(r"# expect: (\d+) (.*)$", line)
         if m:
             out.append((int(m.group(1)), m.group(2)))

@@ -66,7 +66,8 @@ def test_bad_value_is_reported_at_the_matrix_line_naming_the_variant() -> None:
 
 def test_problems_shared_by_every_variant_are_reported_once_without_variant() -> None:
     with pytest.raises(ValidationError) as err:
-        load_experiments_text(BASE.replace("duration: 10s", "duration: soon") + "matrix:\n  cluster.kafka: [a, b]\n")
+        load_experiments_text(BASE.replace("duration: 10s", "duration: soon")
+                              + "matrix:\n  cluster.kafka: ['3.8', '3.9']\n")
     (problem,) = err.value.problems
     assert problem.field == "duration" and "variant" not in problem.message
 
