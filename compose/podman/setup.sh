@@ -8,7 +8,10 @@
 #   3. starts `podman system service` on unix://$STATE/podman.sock (unless it already answers),
 #   4. builds the local runtime image (a static busybox root file system; host Java, host Python
 #      and the project's venv are bind-mounted read-only at run time by the backend) and tags it
-#      localhost/kafka-chaos-{runtime,zookeeper,broker,toxiproxy}:latest.
+#      localhost/kafka-chaos-{runtime,zookeeper,broker,toxiproxy}:latest. The Apache Kafka broker
+#      image (localhost/kafka-chaos-kafka:<version>: this root file system plus the cache install's
+#      jars under /opt/kafka) is built from it by the backend when a run first needs it
+#      (harness/cluster/containers_ready.py, ensure_kafka_image; compose/README.md).
 # It is idempotent: run it again and it only checks. It prints the environment to use, e.g.
 #   eval "$(compose/podman/setup.sh --env)"
 #

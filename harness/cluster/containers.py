@@ -10,10 +10,12 @@ stop = `docker stop` (SIGTERM, controlled shutdown), start = `docker start` + re
 
 Images and commands per role: `containers_spec` (Confluent Platform + Shopify Toxiproxy by default;
 the local busybox runtime image with host Java/Python mounted read-only when `KAFKA_CHAOS_LOCAL_IMAGES=1`
-or `images: {role: local}`). Teardown removes every container and the network on every exit path
-(atexit fallback; Ryuk where it runs; `clean_leftovers()` for runs whose harness was SIGKILLed).
+or `images: {role: local}`; their broker is chosen as on the process backend: Apache Kafka in an image
+holding the install's jars, or the reference broker). Teardown removes every container and the network on
+every exit path (atexit fallback; Ryuk where it runs; `clean_leftovers()` for runs whose harness was SIGKILLed).
 
-Layout under `workdir/`: `<node>/` (rendered files, `container.log` saved at teardown), `cluster.json`.
+Layout under `workdir/`: `<node>/` (rendered files, `container.log` saved at teardown; Apache Kafka's
+`server.log`, `controller.log`, `state-change.log` in `broker-<k>/logs/`), `cluster.json`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -35,28 +37,29 @@ from harness.cluster.containers_engine import (
     clean_container_leftovers,
     docker_client,
     engine_name,
-    ensure_image,
     owner_label,
     prepare_testcontainers,
     track_run,
     untrack_run,
 )
-from harness.cluster.containers_ready import BROKER_HINT, wait_toxiproxy, wait_zookeeper
+from harness.cluster.containers_ready import BROKER_HINT, ensure_images, wait_toxiproxy, wait_zookeeper
 from harness.cluster.containers_spec import (
     LABEL_OWNER,
     LABEL_RUN,
     TOXIPROXY_API_PORT,
     RoleImage,
+    broker_launcher,
     broker_spec,
     container_topology,
     flavour_of,
+    local_kafka_role,
     proxy_port,
     resolve_images,
     toxiproxy_spec,
     zookeeper_spec,
 )
 from harness.cluster.lifecycle import start_or_teardown
-from harness.cluster.process_flavour import find_java
+from harness.cluster.process_flavour import BrokerLauncher, find_java, planned_broker
 from harness.cluster.process_toxiproxy import ProcessLink
 from harness.cluster.readiness import BrokerReadiness
 from harness.cluster.render import Topology
@@ -73,12 +76,14 @@ class ContainersBackend:
 
     def __init__(
         self, environ: Mapping[str, str] | None = None, *, commands: Mapping[str, str | Sequence[str]] | None = None,
-        stop_timeout_s: float = 30.0, zookeeper_tick_ms: int = 500,
+        stop_timeout_s: float = 30.0, zookeeper_tick_ms: int = 500, progress: Callable[[str], None] | None = None,
     ) -> None:
         self.environ = dict(os.environ if environ is None else environ)
         self.commands = dict(commands or {})
         self.stop_timeout_s = stop_timeout_s
         self.zookeeper_tick_ms = zookeeper_tick_ms
+        self.progress = progress
+        """Where an Apache Kafka install for the local images reports its steps (None: quietly)."""
 
     def available(self) -> tuple[bool, str]:
         """(True, which engine) when a Docker API answers a ping."""
@@ -92,7 +97,8 @@ class ContainersBackend:
                 client.close()
         except Exception as exc:
             return False, f"no Docker API answers at {where} ({type(exc).__name__})"
-        local = " (local images)" if self.environ.get("KAFKA_CHAOS_LOCAL_IMAGES") else ""
+        local = self.environ.get("KAFKA_CHAOS_LOCAL_IMAGES")
+        local = f" (local images; broker: {planned_broker(self.environ)})" if local else ""
         return True, f"{engine} at {where}{local}"
 
     def clean_leftovers(self) -> list[CleanedContainer]:
@@ -110,14 +116,17 @@ class ContainersBackend:
         """Start everything and wait until every node is ready; on any failure tear down what started.
 
         First removes what harnesses that died without teardown left (`clean_leftovers`; listed in the
-        cluster's `cleaned_leftovers` and `describe()`)."""
+        cluster's `cleaned_leftovers` and `describe()`). With the local images the broker is decided first
+        (`containers_spec.broker_launcher`; Apache Kafka is installed into the cache when wanted and missing)."""
         if spec.brokers < 1 or spec.zookeepers not in (1, 3, 5):
             raise ConfigError(f"containers backend: brokers must be >= 1 and zookeepers 1, 3 or 5; "
                               f"got brokers={spec.brokers}, zookeepers={spec.zookeepers}")
         images = resolve_images(spec, self.environ, self.commands)
-        cleaned = self.clean_leftovers()  # runs of harnesses that died without teardown (Ryuk-less engines)
-        cluster = ContainersCluster(spec, Path(workdir), images, backend=self)
-        cluster.cleaned_leftovers = tuple(cleaned)
+        launcher = broker_launcher(images["kafka"], spec, self.environ, java=find_java(self.environ),
+                                   progress=self.progress)
+        images["kafka"] = local_kafka_role(images["kafka"], launcher)
+        cluster = ContainersCluster(spec, Path(workdir), images, backend=self, launcher=launcher)
+        cluster.cleaned_leftovers = tuple(self.clean_leftovers())  # of harnesses that died without teardown
         return start_or_teardown(cluster)
 
 
@@ -125,12 +134,17 @@ class ContainersCluster:
     """A running containers cluster (implements `harness.cluster.base.Cluster`)."""
 
     def __init__(self, spec: ClusterSpec, workdir: Path, images: Mapping[str, RoleImage], *,
-                 backend: ContainersBackend) -> None:
+                 backend: ContainersBackend, launcher: BrokerLauncher | None = None) -> None:
         self.spec = spec
         self.workdir = workdir.resolve()
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.images = dict(images)
-        self.flavour: BrokerFlavour = flavour_of(images["kafka"], spec)
+        self.launcher = launcher
+        """How the local images' broker starts (None: a published image's own command)."""
+        self.kafka = launcher.kafka if launcher is not None else None
+        """The Apache Kafka install the local Kafka image is built from (None: the broker is not local Kafka)."""
+        self.flavour: BrokerFlavour = flavour_of(images["kafka"], spec, launcher)
+        self.kafka_image_labels: dict[str, str] = {}
         self._backend = backend
         self.run_id = uuid.uuid4().hex[:10]
         self.labels = {LABEL_RUN: self.run_id, LABEL_OWNER: owner_label()}
@@ -161,8 +175,7 @@ class ContainersCluster:
         self._client = docker_client()
         self.engine = engine_name(self._client)
         prepare_testcontainers(self.engine)
-        for role, image in self.images.items():
-            ensure_image(self._client, image.image, role)
+        self.kafka_image_labels = ensure_images(self._client, self.images, self.kafka)
         track_run(self.run_id, self)
         self._network = Network(docker_network_kw={"labels": dict(self.labels)})
         self._network.create()
@@ -205,7 +218,8 @@ class ContainersCluster:
         # 3. brokers
         self._ready = BrokerReadiness(self.zookeeper_connect, hint=BROKER_HINT)
         for k in range(1, self.spec.brokers + 1):
-            bspec = broker_spec(self.spec, self.images["kafka"], topo, k, f"{prefix}-broker{k}", self.labels)
+            bspec = broker_spec(self.spec, self.images["kafka"], topo, k, f"{prefix}-broker{k}", self.labels,
+                                self.launcher)
             self._containers[NodeId.broker(k)] = NodeContainer(bspec, self._network, self.workdir / f"broker-{k}",
                                                                self._backend.stop_timeout_s)
         for k in range(1, self.spec.brokers + 1):
@@ -322,6 +336,10 @@ class ContainersCluster:
             "backend": "containers", "engine": self.engine, "run_id": self.run_id, "labels": dict(self.labels),
             "flavour": {"name": self.flavour.name, "version": self.flavour.version, "bugs": list(self.flavour.bugs),
                         "description": self.flavour.describe()},
+            "broker_choice": self.launcher.reason if self.launcher else f"the image {self.images['kafka'].image}",
+            "kafka": None if self.kafka is None else {
+                "version": self.kafka.version, "install": str(self.kafka.home), "source": self.kafka.source,
+                "image": self.images["kafka"].image, "image_labels": dict(self.kafka_image_labels)},
             "images": {r: {"image": i.image, "local": i.local, "command": list(i.command) if i.command else None}
                        for r, i in self.images.items()},
             "toxiproxy": {"version": self.toxiproxy_version,

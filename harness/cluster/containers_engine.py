@@ -1,5 +1,5 @@
 """The containers backend's Docker side: the Docker API client (and the Podman adjustments for
-Testcontainers), image checks, one `NodeContainer` per node (created through Testcontainers'
+Testcontainers), one `NodeContainer` per node (created through Testcontainers'
 `DockerContainer`, then driven with kill / stop / start / pause / unpause), the run's labels, the
 atexit fallback that removes a run's containers and network, and `clean_container_leftovers()`.
 
@@ -24,14 +24,10 @@ from typing import Any
 
 import psutil
 
-from harness.cluster.containers_spec import LABEL_OWNER, LABEL_RUN, ContainerSpec
+from harness.cluster.containers_spec import CONF_DIR, LABEL_OWNER, LABEL_RUN, ContainerSpec
 from harness.errors import BackendError
 
 _LOG_LINES = 20
-
-
-class ImageUnavailableError(BackendError):
-    """An image is neither present on the engine nor pullable (e.g. no registry reachable)."""
 
 
 def docker_client(timeout_s: float = 10.0) -> Any:
@@ -65,27 +61,6 @@ def prepare_testcontainers(engine: str) -> None:
     testcontainers_config.ryuk_disabled = True
     if testcontainers_config.connection_mode_override is None:
         testcontainers_config.connection_mode_override = ConnectionMode.docker_host
-
-
-def ensure_image(client: Any, image: str, role: str) -> str:
-    """The image's id, pulling it if absent; `ImageUnavailableError` names the role and a hint."""
-    import docker.errors
-
-    try:
-        return str(client.images.get(image).id)
-    except docker.errors.ImageNotFound:
-        pass
-    except docker.errors.APIError as exc:
-        raise BackendError(f"cannot inspect image {image} ({role}): {exc}") from exc
-    try:
-        return str(client.images.pull(image).id)
-    except Exception as exc:
-        local = "localhost/kafka-chaos-" in image
-        hint = ("run compose/podman/setup.sh (it builds the local images)" if local else
-                "no registry reachable? use the local images: KAFKA_CHAOS_LOCAL_IMAGES=1 after "
-                "compose/podman/setup.sh, or cluster.images: {zookeeper: local, kafka: local, toxiproxy: local}")
-        raise ImageUnavailableError(f"image {image} for {role} is not present and cannot be pulled: "
-                                    f"{type(exc).__name__}: {str(exc)[:300]}; hint: {hint}") from exc
 
 
 def owner_label() -> str:
@@ -134,7 +109,10 @@ class NodeContainer:
         for m in spec.mounts:
             tc.with_volume_mapping(m.host, m.container, m.mode)
         if spec.conf_mount:
-            tc.with_volume_mapping(str(self.node_dir.resolve()), "/conf", "ro")
+            tc.with_volume_mapping(str(self.node_dir.resolve()), CONF_DIR, "ro")
+        if spec.logs_mount:  # writable, inside the read-only /conf (the engine mounts the parent first)
+            (self.node_dir / "logs").mkdir(exist_ok=True)
+            tc.with_volume_mapping(str((self.node_dir / "logs").resolve()), f"{CONF_DIR}/logs", "rw")
         tc.with_network(self._network).with_network_aliases(spec.alias)
         # dns_opt: a name lookup the network's DNS misses (e.g. while Podman's aardvark-dns reloads as
         # containers join) is retried after 1 s instead of glibc's default 5 s.

@@ -1,5 +1,9 @@
-"""Readiness of the containers backend's nodes, seen from the host (as the process backend sees its own):
+"""What must be ready: the images before the containers start, and each node after, seen from the host (as
+the process backend sees its own).
 
+- Images: present, else pulled (`ensure_image`); the local Apache Kafka image is built when missing or
+  built from other files (`ensure_kafka_image`: the runtime image's root file system plus the install's
+  jars and log4j config, imported as one layer and labelled with their digest).
 - Toxiproxy: its API answers `GET /version` on the published port.
 - ZooKeeper member: `srvr` reports a mode on the published client port (when a majority runs), else
   the port accepts connections.
@@ -10,18 +14,147 @@ A timeout names the node, the container, what was last seen, the container's las
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import socket
+import tarfile
+import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
 from harness.cluster.containers_engine import NodeContainer
-from harness.errors import BackendError, HarnessTimeout
+from harness.cluster.containers_spec import KAFKA_IMAGE_REPO, KAFKA_IN_IMAGE, RUNTIME_IMAGE, RoleImage
+from harness.errors import BackendError, ConfigError, HarnessTimeout
+from harness.install.kafka import KafkaInstall
 from harness.zk.fourletter import server_mode
 
 BROKER_HINT = ("see the container log; check zookeeper.connect (via proxies k->zk* on the toxiproxy container), "
                "the listeners in server.properties and the published client->k port")
+
+LABEL_KAFKA_VERSION, LABEL_KAFKA_FILES = "kafka-chaos.kafka.version", "kafka-chaos.kafka.files"
+
+
+class ImageUnavailableError(BackendError):
+    """An image is neither present on the engine nor pullable (e.g. no registry reachable)."""
+
+
+def ensure_image(client: Any, image: str, role: str) -> str:
+    """The image's id, pulling it if absent; `ImageUnavailableError` names the role and a hint."""
+    import docker.errors
+
+    try:
+        return str(client.images.get(image).id)
+    except docker.errors.ImageNotFound:
+        pass
+    except docker.errors.APIError as exc:
+        raise BackendError(f"cannot inspect image {image} ({role}): {exc}") from exc
+    try:
+        return str(client.images.pull(image).id)
+    except Exception as exc:
+        local = "localhost/kafka-chaos-" in image
+        hint = ("run compose/podman/setup.sh (it builds the local images)" if local else
+                "no registry reachable? use the local images: KAFKA_CHAOS_LOCAL_IMAGES=1 after "
+                "compose/podman/setup.sh, or cluster.images: {zookeeper: local, kafka: local, toxiproxy: local}")
+        raise ImageUnavailableError(f"image {image} for {role} is not present and cannot be pulled: "
+                                    f"{type(exc).__name__}: {str(exc)[:300]}; hint: {hint}") from exc
+
+
+def kafka_image(kafka: KafkaInstall) -> str:
+    """The local Apache Kafka image of an install: `localhost/kafka-chaos-kafka:<version>`."""
+    return f"{KAFKA_IMAGE_REPO}:{kafka.version}"
+
+
+def kafka_image_files(kafka: KafkaInstall) -> list[tuple[Path, str]]:
+    """(host file, path in the image) of everything the Kafka image adds to the runtime image: the install's
+    `libs/*.jar` under /opt/kafka/libs and its log4j configuration under /opt/kafka/config."""
+    jars = sorted(p for p in kafka.libs.glob("*.jar") if p.is_file())
+    if not jars:
+        raise ConfigError(f"{kafka.libs} holds no jars: not a usable Apache Kafka install")
+    inside = str(KAFKA_IN_IMAGE).lstrip("/")
+    return [*((j, f"{inside}/libs/{j.name}") for j in jars), (kafka.log4j, f"{inside}/config/{kafka.log4j.name}")]
+
+
+def kafka_image_labels(kafka: KafkaInstall) -> dict[str, str]:
+    """The Kafka image's labels: its version and a SHA-256 over the names and bytes of `kafka_image_files`, so
+    an image built from other jars under the same tag is seen and rebuilt."""
+    digest = hashlib.sha256()
+    for path, inside in kafka_image_files(kafka):
+        digest.update(inside.encode() + b"\0")
+        with path.open("rb") as f:
+            while chunk := f.read(1 << 20):
+                digest.update(chunk)
+        digest.update(b"\0")
+    return {LABEL_KAFKA_VERSION: kafka.version, LABEL_KAFKA_FILES: f"sha256:{digest.hexdigest()}"}
+
+
+def ensure_images(client: Any, images: Mapping[str, RoleImage], kafka: KafkaInstall | None) -> dict[str, str]:
+    """Every role's image present: pulled when absent, or for the local Apache Kafka image of `kafka` built
+    from the install (`ensure_kafka_image`). Returns that image's labels ({} when there is none)."""
+    built: dict[str, str] = {}
+    for role, image in images.items():
+        if role == "kafka" and kafka is not None and image.image == kafka_image(kafka):
+            built = kafka_image_labels(kafka)
+            ensure_kafka_image(client, image.image, kafka_image_files(kafka), built, RUNTIME_IMAGE)
+        else:
+            ensure_image(client, image.image, role)
+    return built
+
+
+def ensure_kafka_image(client: Any, image: str, files: Sequence[tuple[Path, str]], labels: Mapping[str, str],
+                       base: str) -> str:
+    """`image` (repo:tag) labelled `labels`: kept when present with those labels, else built as one layer (the
+    root file system of `base` plus `files`, (host file, path inside)) by `docker import`, tagged, and the
+    image that held the tag before removed when unused. Returns the image id."""
+    import docker.errors
+
+    old = None
+    with contextlib.suppress(docker.errors.ImageNotFound):
+        have = client.images.get(image)
+        if all(have.labels.get(k) == v for k, v in labels.items()):
+            return str(have.id)
+        old = str(have.id)
+    try:
+        root = client.images.get(base)
+    except docker.errors.ImageNotFound as exc:
+        raise ImageUnavailableError(f"{base}, the base of {image}, is missing; hint: run compose/podman/setup.sh "
+                                    "(it builds the local images)") from exc
+    with tempfile.TemporaryDirectory(prefix="kafka-chaos-image-") as tmp:
+        saved, merged = Path(tmp) / "base.tar", Path(tmp) / "rootfs.tar"
+        with saved.open("wb") as f:
+            for chunk in root.save():
+                f.write(chunk)
+        with tarfile.open(saved) as archive, tarfile.open(merged, "w", dereference=True) as out:
+            for layer_name in json.load(archive.extractfile("manifest.json"))[0]["Layers"]:  # type: ignore[arg-type]
+                with tarfile.open(fileobj=archive.extractfile(layer_name)) as layer:
+                    for m in layer:
+                        out.addfile(m, layer.extractfile(m) if m.isreg() else None)
+            for d in sorted({str(p) for _, inside in files for p in Path(inside).parents if str(p) != "."}):
+                out.addfile(_root_owned(tarfile.TarInfo(d), tarfile.DIRTYPE))
+            for host, inside in files:
+                out.add(host, inside, recursive=False, filter=_root_owned)
+        changes = ["ENV PATH=/bin:/usr/bin:/usr/local/bin", 'CMD ["/bin/sh"]',
+                   *(f"LABEL {k}={v}" for k, v in labels.items())]
+        reply = str(client.api.import_image_from_file(str(merged), changes=changes))
+    image_id = str(json.loads(reply.strip().splitlines()[-1]).get("status", ""))
+    repo, _, tag = image.rpartition(":")
+    if not image_id.startswith("sha256:") or not client.images.get(image_id).tag(repo, tag):
+        raise BackendError(f"building {image} from {base}: the engine answered {reply[:300]!r}")
+    if old not in (None, image_id):
+        with contextlib.suppress(docker.errors.APIError):  # still used by a container of another run
+            client.images.remove(old)
+    return image_id
+
+
+def _root_owned(info: tarfile.TarInfo, kind: bytes | None = None) -> tarfile.TarInfo:
+    info.type = kind or info.type
+    info.uid, info.gid, info.uname, info.gname = 0, 0, "root", "root"
+    info.mode = 0o755 if info.isdir() else info.mode | 0o444
+    return info
 
 
 def _exited(node: NodeContainer, what: str) -> BackendError:

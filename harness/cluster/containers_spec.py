@@ -1,17 +1,23 @@
-"""What the containers backend starts, as pure values: per-role image and command selection, the
-container-side port plan, the link topology with host-mapped client ports, and one `ContainerSpec`
-(image, command, environment, exposed ports, mounts, aliases, labels) per ZooKeeper member, broker
-and the Toxiproxy. No Docker calls here, so every rendered spec is unit-tested without a Docker API.
+"""What the containers backend starts, as pure values: per-role image and command selection, which broker
+runs in the local images, the container-side port plan, the link topology with host-mapped client ports,
+and one `ContainerSpec` (image, command, environment, exposed ports, mounts, aliases, labels) per ZooKeeper
+member, broker and the Toxiproxy. No Docker calls here, so every rendered spec is unit-tested without a
+Docker API.
 
 Roles and images (`ClusterSpec.images`, keys `zookeeper`, `kafka`, `toxiproxy`):
 - defaults: `confluentinc/cp-zookeeper:<v>`, `confluentinc/cp-kafka:<v>` (Confluent Platform `v`
   = `ClusterSpec.kafka_version`, configured through `ZOOKEEPER_*` / `KAFKA_*` environment variables as
   Confluent documents), `ghcr.io/shopify/toxiproxy:2.9.0` (proxies created through its API).
 - `local` (or any `localhost/kafka-chaos-*` image, or every role not set when `KAFKA_CHAOS_LOCAL_IMAGES=1`):
-  the runtime image built by `compose/podman/setup.sh` (a static busybox) with the host's /usr (Java),
-  Python and the project (source + venv) bind-mounted read-only at their own paths; ZooKeeper runs from
-  the pyspark jars, the broker is the reference broker reading a rendered `server.properties`, and
-  Toxiproxy is the embedded server (`python -m harness.toxiproxy.server`).
+  the runtime image built by `compose/podman/setup.sh` (a static busybox) with the host's /usr (Java) and,
+  where needed, Python and the project (source + venv) bind-mounted read-only at their own paths.
+  ZooKeeper runs from the pyspark jars and Toxiproxy is the embedded server (`python -m
+  harness.toxiproxy.server`). The broker follows `ClusterSpec.broker` exactly as on the process backend
+  (`process_flavour.select_launcher`): Apache Kafka runs in `localhost/kafka-chaos-kafka:<version>`, the
+  runtime image plus the install's `libs/` and log4j config under /opt/kafka (built by
+  `containers_ready.ensure_kafka_image`, labelled with a digest of those files), as `java <jvm options>
+  -Dkafka.logs.dir=/conf/logs -cp '/opt/kafka/libs/*' kafka.Kafka /conf/server.properties`; the reference
+  broker runs in the runtime image (`python -m harness.broker --config /conf/server.properties`).
 - `<role>.command` (programmatic `ClusterSpec.images` keys, or `ContainersBackend(commands=...)`):
   a shell-style command line replacing the role's command.
 
@@ -22,16 +28,18 @@ host), `k->j` 20000+100k+j and `k->zkI` 21000+100k+I.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shlex
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
 import harness
 from harness.cluster.base import CLIENT, BrokerFlavour, ClusterSpec, NodeId
+from harness.cluster.process_flavour import BrokerLauncher, reference_version, select_launcher
 from harness.cluster.render import (
     HostPort,
     ProxyRoute,
@@ -52,6 +60,9 @@ LOCAL_IMAGE_PREFIX = "localhost/kafka-chaos-"
 LOCAL_IMAGES = MappingProxyType({"zookeeper": "localhost/kafka-chaos-zookeeper:latest",
                                  "kafka": "localhost/kafka-chaos-broker:latest",
                                  "toxiproxy": "localhost/kafka-chaos-toxiproxy:latest"})
+RUNTIME_IMAGE = "localhost/kafka-chaos-runtime:latest"
+KAFKA_IMAGE_REPO = "localhost/kafka-chaos-kafka"
+KAFKA_IN_IMAGE = Path("/opt/kafka")
 TOXIPROXY_IMAGE = "ghcr.io/shopify/toxiproxy:2.9.0"
 TOXIPROXY_HOST = "toxiproxy"
 TOXIPROXY_API_PORT = 8474
@@ -159,20 +170,56 @@ def confluent_version(kafka: str) -> str:
     return kafka
 
 
-def flavour_of(kafka: RoleImage, spec: ClusterSpec) -> BrokerFlavour:
-    """Reference broker for the local image; Apache Kafka otherwise (version from the Confluent tag)."""
+def broker_launcher(kafka: RoleImage, spec: ClusterSpec, environ: Mapping[str, str], *, java: str | None,
+                    progress: Callable[[str], None] | None = None) -> BrokerLauncher | None:
+    """The broker the local images run, chosen as the process backend chooses (`select_launcher`: `auto` takes
+    Apache Kafka when it is or can be installed, the reference broker for `reference_bugs` or when it cannot
+    be); None for a published image, which runs its own broker (`flavour_of` reads its tag)."""
+    if not kafka.local:
+        return None
+    launcher = select_launcher(environ, broker=spec.broker, kafka=spec.kafka_version,
+                               reference_bugs=tuple(spec.reference_bugs),
+                               java=os.path.realpath(java) if java else "java", progress=progress)
+    if launcher.kafka is not None and not java:
+        raise ConfigError("the local Apache Kafka image needs host Java: no `java` on PATH or in JAVA_HOME")
+    return launcher
+
+
+def local_kafka_role(kafka: RoleImage, launcher: BrokerLauncher | None) -> RoleImage:
+    """The local broker image follows the flavour: Apache Kafka's image (`kafka_image`) instead of the
+    runtime-image default; an image named explicitly, a published one, or the reference broker stay as given."""
+    if launcher is None or launcher.kafka is None or not kafka.local or kafka.image != LOCAL_IMAGES["kafka"]:
+        return kafka
+    return dataclasses.replace(kafka, image=f"{KAFKA_IMAGE_REPO}:{launcher.kafka.version}")
+
+
+def flavour_of(kafka: RoleImage, spec: ClusterSpec, launcher: BrokerLauncher | None = None) -> BrokerFlavour:
+    """The launcher's flavour for the local images (the reference broker when none decided); Apache Kafka
+    for a published image (version from the Confluent tag)."""
+    if launcher is not None:
+        return launcher.flavour
     if kafka.local:
-        from harness.cluster.process_flavour import reference_version
         return BrokerFlavour("reference", reference_version(), tuple(spec.reference_bugs))
-    if spec.reference_bugs:
-        raise ConfigError(f"reference_bugs {list(spec.reference_bugs)} only apply to the reference broker, but "
-                          f"the kafka image is {kafka.image}; set images.kafka: local or drop them")
+    if spec.reference_bugs or spec.broker == "reference":
+        what = f"reference_bugs {list(spec.reference_bugs)}" if spec.reference_bugs else "broker: reference"
+        raise ConfigError(f"{what}: the reference broker runs only in the local images, but the kafka image is "
+                          f"{kafka.image}; set images.kafka: local (or KAFKA_CHAOS_LOCAL_IMAGES=1) or drop it")
     tag = kafka.image.rpartition(":")[2] if ":" in kafka.image.rpartition("/")[2] else ""
     version = f"unknown (image {kafka.image})"
     if "confluentinc/" in kafka.image and tag[:2] == "7.":
         minor = tag.split(".")[1]
         version = f"3.{minor} (Confluent Platform {tag})"
     return BrokerFlavour("apache-kafka", version)
+
+
+def image_launcher(launcher: BrokerLauncher) -> BrokerLauncher:
+    """The same launcher with the paths it has inside the Kafka image (libs and log4j under /opt/kafka; host
+    Java is mounted at its own path)."""
+    kafka = launcher.kafka
+    if kafka is None:
+        return launcher
+    inside = dataclasses.replace(kafka, home=KAFKA_IN_IMAGE, log4j=KAFKA_IN_IMAGE / "config" / kafka.log4j.name)
+    return dataclasses.replace(launcher, kafka=inside)
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +246,9 @@ class ContainerSpec:
     """Rendered files, written to the node's work directory (for the record, and for the runtime image)."""
     conf_mount: bool = False
     """Mount the node's work directory (holding `files`) read-only at /conf."""
+    logs_mount: bool = False
+    """Mount the node's `logs/` read-write at /conf/logs (Kafka's `kafka.logs.dir`: its log files land in the
+    run's cluster/ directory as on the process backend)."""
 
 
 def project_root() -> Path:
@@ -209,11 +259,14 @@ def _java_home(java: str) -> Path:
     return Path(os.path.realpath(java)).parent.parent
 
 
-def local_mounts(java: str | None, classpath: str = "") -> tuple[Mount, ...]:
-    """Read-only mounts that let the busybox runtime image run host Java, host Python and the project."""
-    paths: set[str] = {"/usr", str(project_root())}
-    for prefix in (sys.prefix, sys.base_prefix):
-        paths.add(os.path.realpath(prefix))
+def local_mounts(java: str | None, classpath: str = "", *, python: bool = True) -> tuple[Mount, ...]:
+    """Read-only mounts that let the busybox runtime image run host Java and (`python`) host Python and the
+    project."""
+    paths: set[str] = {"/usr"}
+    if python:
+        paths.add(str(project_root()))
+        for prefix in (sys.prefix, sys.base_prefix):
+            paths.add(os.path.realpath(prefix))
     if java:
         home = _java_home(java)
         for root, _dirs, files in os.walk(home):  # Debian links conf files to /etc/java-<n>-openjdk
@@ -320,20 +373,28 @@ def container_topology(brokers: int, zookeepers: int, host_ip: str,
 
 
 def broker_spec(spec: ClusterSpec, role: RoleImage, topology: Topology, broker_id: int, name: str,
-                labels: Mapping[str, str]) -> ContainerSpec:
-    """Broker `broker_id`: the rendered server.properties as KAFKA_* variables (cp-kafka) or as a file
-    read by the reference broker (runtime image)."""
+                labels: Mapping[str, str], launcher: BrokerLauncher | None = None) -> ContainerSpec:
+    """Broker `broker_id`: the rendered server.properties as KAFKA_* variables (cp-kafka), or as a file read by
+    the local image's broker: Apache Kafka started by `launcher` (the process backend's command line, with
+    the image's paths), or the reference broker."""
     node = str(NodeId.broker(broker_id))
     node_labels = {**labels, LABEL_NODE: node}
     data = LOCAL_KAFKA_DATA if role.local else CONFLUENT_KAFKA_DATA
+    kafka = launcher.kafka if launcher is not None else None
     text = render_server_properties(topology, broker_id, log_dirs=data, overrides=spec.broker_config,
-                                    reference_bugs=spec.reference_bugs if role.local else ())
+                                    reference_bugs=spec.reference_bugs if role.local and kafka is None else ())
     if not role.local:
         env = {kafka_env_name(k): v for k, v in parse_properties(text).items()}
         env["KAFKA_HEAP_OPTS"] = "-Xmx512M -Xms128M"
         return ContainerSpec(name, node, role.image, broker_host(broker_id), role.command, env, (),
                              labels=node_labels, files={"server.properties": text})
-    command = role.command or (sys.executable, "-m", "harness.broker", "--config",
-                               f"{CONF_DIR}/server.properties")
+    properties = Path(CONF_DIR) / "server.properties"
+    if launcher is not None and kafka is not None:
+        command = role.command or tuple(image_launcher(launcher).argv(properties))
+        env = launcher.env(Path(CONF_DIR), {"PATH": local_env()["PATH"], "HOME": "/tmp"})
+        return ContainerSpec(name, node, role.image, broker_host(broker_id), command, env, (),
+                             local_mounts(launcher.java, python=False), node_labels, {"server.properties": text},
+                             conf_mount=True, logs_mount=True)
+    command = role.command or (sys.executable, "-m", "harness.broker", "--config", str(properties))
     return ContainerSpec(name, node, role.image, broker_host(broker_id), command, local_env(), (),
                          local_mounts(None), node_labels, {"server.properties": text}, conf_mount=True)

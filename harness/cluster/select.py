@@ -30,12 +30,12 @@ def docker_api() -> tuple[bool, str]:
     return True, f"a Docker API answers at {where}"
 
 
-def _containers_backend() -> ClusterBackend | None:
+def _containers_backend(progress: Callable[[str], None] | None) -> ClusterBackend | None:
     if importlib.util.find_spec("harness.cluster.containers") is None:
         return None
     from harness.cluster.containers import ContainersBackend
 
-    backend: ClusterBackend = ContainersBackend()
+    backend: ClusterBackend = ContainersBackend(progress=progress)
     return backend
 
 
@@ -52,7 +52,7 @@ def choose_backend(name: str = "auto", progress: Callable[[str], None] | None = 
         raise BackendError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")
     if name in ("auto", "containers"):
         answers, why = docker_api()
-        containers = _containers_backend() if answers else None
+        containers = _containers_backend(progress) if answers else None
         if containers is not None:
             return containers, f"containers: {why}"
         if name == "containers":

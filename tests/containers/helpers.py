@@ -1,5 +1,5 @@
-"""Shared helpers of the containers suite: waiting on a condition, Metadata through one proxy, and
-the containers/networks a run (or this harness) left on the engine."""
+"""Shared helpers of the containers suite: the Apache Kafka the local images run, waiting on a condition,
+Metadata through one proxy, and the containers/networks a run (or this harness) left on the engine."""
 
 from __future__ import annotations
 
@@ -12,10 +12,19 @@ import docker
 from confluent_kafka.admin import AdminClient, ClusterMetadata
 
 from harness.cluster.containers_spec import LABEL_OWNER, LABEL_RUN
+from harness.install.kafka import KafkaInstall
+from tests.fixtures.podman import DockerEngine
+from tests.fixtures.process_cluster import apache_kafka
 
 T = TypeVar("T")
 _QUIET = logging.getLogger("tests.containers.clients")
 _QUIET.setLevel(logging.CRITICAL)
+
+
+def local_kafka(engine: DockerEngine) -> KafkaInstall | None:
+    """The Apache Kafka the local images run (installed into the cache when missing, or a skip quoting every
+    source that failed); None where the published images run (they bring their own Kafka)."""
+    return apache_kafka() if engine.local_images else None
 
 
 def wait_for(what: str, probe: Callable[[], T | None], timeout_s: float, interval_s: float = 0.1) -> T:

@@ -28,6 +28,8 @@ def test_down_removes_every_container_and_the_network(tmp_path: Path) -> None:
     cluster.down()
     assert run_leftovers(run) == []
     assert (tmp_path / "broker-1" / "container.log").stat().st_size > 0  # logs kept for the run bundle
+    if cluster.kafka is not None:  # Apache Kafka in the local image writes its log files there too
+        assert (tmp_path / "broker-1" / "logs" / "server.log").stat().st_size > 0
 
 
 def test_bring_up_interrupted_by_ctrl_c_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,5 +1,6 @@
-"""Rendered container specs of the containers backend (no Docker): images, environment, listeners,
-advertised ports and the proxy table for every directed link."""
+"""Rendered container specs of the containers backend (no Docker): images, which broker the local images run
+(decided as on the process backend), environment, listeners, advertised ports and the proxy table for every
+directed link."""
 
 from __future__ import annotations
 
@@ -16,17 +17,20 @@ from harness.cluster.containers_spec import (
     LABEL_NODE,
     LOCAL_IMAGES,
     TOXIPROXY_IMAGE,
+    RoleImage,
+    broker_launcher,
     broker_spec,
     container_topology,
     flavour_of,
     kafka_env_name,
+    local_kafka_role,
     local_mounts,
     proxy_port,
     resolve_images,
     toxiproxy_spec,
     zookeeper_spec,
 )
-from harness.cluster.process_flavour import find_java
+from harness.cluster.process_flavour import BrokerLauncher, find_java, select_launcher
 from harness.cluster.render import parse_properties
 from harness.errors import ConfigError
 
@@ -57,7 +61,7 @@ def test_local_images_env_selects_runtime_image_for_unset_roles_only() -> None:
     spec = _spec(images=MappingProxyType({"toxiproxy": "ghcr.io/shopify/toxiproxy:2.5.0"}))
     images = resolve_images(spec, {"KAFKA_CHAOS_LOCAL_IMAGES": "1"})
     assert images["zookeeper"].image == LOCAL_IMAGES["zookeeper"] and images["zookeeper"].local
-    assert images["kafka"].local and flavour_of(images["kafka"], spec).name == "reference"
+    assert images["kafka"].local and images["kafka"].image == LOCAL_IMAGES["kafka"]
     assert images["toxiproxy"].image == "ghcr.io/shopify/toxiproxy:2.5.0" and not images["toxiproxy"].local
 
 
@@ -76,10 +80,82 @@ def test_unknown_image_role_is_refused_naming_the_key() -> None:
         resolve_images(_spec(images=MappingProxyType({"broker": "x"})), {})
 
 
-def test_reference_bugs_with_a_kafka_image_are_refused() -> None:
+def test_reference_bugs_or_the_reference_broker_with_a_published_image_are_refused() -> None:
     spec = _spec(reference_bugs=("skip_epoch_bump",))
     with pytest.raises(ConfigError, match="reference_bugs"):
         flavour_of(resolve_images(spec, {})["kafka"], spec)
+    spec = _spec(broker="reference")
+    kafka = resolve_images(spec, {})["kafka"]
+    assert broker_launcher(kafka, spec, {}, java="/usr/bin/java") is None  # a published image runs its own broker
+    with pytest.raises(ConfigError, match=r"broker: reference.*only in the local images"):
+        flavour_of(kafka, spec)
+
+
+def _kafka_home(tmp_path: Path, version: str = "3.9.2") -> Path:
+    """A directory shaped like a Kafka install (empty jars, no real Kafka)."""
+    home = tmp_path / f"kafka-{version}"
+    (home / "libs").mkdir(parents=True)
+    (home / "config").mkdir()
+    (home / "config" / "log4j.properties").write_text("log4j.rootLogger=INFO\n")
+    for name in (f"kafka_2.13-{version}.jar", f"kafka-clients-{version}.jar"):
+        (home / "libs" / name).write_bytes(b"")
+    return home
+
+
+def _local(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """Local images, no mvn on PATH, an empty cache, an unreachable Apache mirror: nothing gets installed."""
+    return {"KAFKA_CHAOS_LOCAL_IMAGES": "1", "PATH": "/nonexistent", "KAFKA_CHAOS_CACHE": str(tmp_path / "cache"),
+            "KAFKA_CHAOS_APACHE_MIRROR": "http://127.0.0.1:9", **extra}
+
+
+def _decide(spec: ClusterSpec, env: dict[str, str]) -> tuple[RoleImage, BrokerLauncher | None]:
+    role = resolve_images(spec, env)["kafka"]
+    launcher = broker_launcher(role, spec, env, java="/usr/bin/java")
+    return local_kafka_role(role, launcher), launcher
+
+
+def test_local_images_run_apache_kafka_from_an_image_of_its_install_with_the_process_backends_command(
+        tmp_path: Path) -> None:
+    env = _local(tmp_path, KAFKA_HOME=str(_kafka_home(tmp_path)))
+    spec = _spec()
+    role = resolve_images(spec, env)["kafka"]
+    launcher = broker_launcher(role, spec, env, java="/usr/bin/java")
+    assert launcher is not None and launcher.kafka is not None
+    role = local_kafka_role(role, launcher)
+    assert role.image == "localhost/kafka-chaos-kafka:3.9.2" and role.local
+    assert (flavour_of(role, spec, launcher).name, flavour_of(role, spec, launcher).version) == ("apache-kafka",
+                                                                                                  "3.9.2")
+    b = broker_spec(spec, role, container_topology(3, 1, HOST, CLIENT_PORTS), 2, "kc-r1-broker2", LABELS, launcher)
+    # the process backend's command line, with the install's paths as the image holds them
+    host = launcher.argv(Path("/conf/server.properties"))
+    inside = [a.replace(str(launcher.kafka.home), "/opt/kafka") for a in host]
+    assert b.command is not None and list(b.command) == inside
+    assert b.command[-4:] == ("-cp", "/opt/kafka/libs/*", "kafka.Kafka", "/conf/server.properties")
+    assert "-Dkafka.logs.dir=/conf/logs" in b.command and "-Xmx512M" in b.command
+    assert "-Dlog4j.configuration=file:/opt/kafka/config/log4j.properties" in b.command
+    assert b.conf_mount and b.logs_mount and b.image == "localhost/kafka-chaos-kafka:3.9.2"
+    mounts = {m.host for m in b.mounts}
+    assert "/usr" in mounts and all(m.mode == "ro" for m in b.mounts)
+    assert str(launcher.kafka.home) not in mounts and not any(m.startswith(sys.prefix) for m in mounts)
+    assert "PYTHONPATH" not in b.env and b.env["HOME"] == "/tmp"
+    props = parse_properties(b.files["server.properties"])
+    assert props["log.dirs"] == "/data/kafka" and "reference.bugs" not in props
+
+
+def test_local_images_follow_cluster_broker_as_the_process_backend_does(tmp_path: Path) -> None:
+    with_kafka = _local(tmp_path, KAFKA_HOME=str(_kafka_home(tmp_path)))
+    role, launcher = _decide(_spec(broker="reference"), with_kafka)
+    assert role.image == LOCAL_IMAGES["kafka"] and launcher is not None and launcher.reason == "asked for"
+    role, launcher = _decide(_spec(reference_bugs=("skip_epoch_bump",)), with_kafka)
+    assert role.image == LOCAL_IMAGES["kafka"]
+    assert flavour_of(role, _spec(), launcher).bugs == ("skip_epoch_bump",)
+    role, launcher = _decide(_spec(), _local(tmp_path))  # auto, and nothing can be installed: reference
+    assert role.image == LOCAL_IMAGES["kafka"] and launcher is not None
+    assert launcher.flavour.name == "reference" and "could not be installed" in launcher.reason
+    with pytest.raises(ConfigError):  # apache-kafka, and nothing can be installed: an error naming the sources
+        _decide(_spec(broker="apache-kafka"), _local(tmp_path))
+    same = select_launcher(with_kafka, broker="auto", kafka="3.9", java=os.path.realpath("/usr/bin/java"))
+    assert _decide(_spec(), with_kafka)[1] == same  # one decision, shared with the process backend
 
 
 def test_kafka_env_name_follows_confluents_rule() -> None:
@@ -124,17 +200,18 @@ def test_kafka_image_broker_env_has_listeners_and_host_mapped_external() -> None
     assert not b.conf_mount and b.command is None and b.exposed == ()
 
 
-def test_local_broker_runs_reference_broker_on_rendered_file_with_readonly_mounts() -> None:
+def test_local_reference_broker_runs_on_the_rendered_file_with_readonly_mounts(tmp_path: Path) -> None:
     spec = _spec(reference_bugs=("skip_epoch_bump",))
-    role = resolve_images(spec, {"KAFKA_CHAOS_LOCAL_IMAGES": "1"})["kafka"]
-    b = broker_spec(spec, role, container_topology(3, 1, HOST, CLIENT_PORTS), 1, "kc-r1-broker1", LABELS)
+    role, launcher = _decide(spec, _local(tmp_path))
+    b = broker_spec(spec, role, container_topology(3, 1, HOST, CLIENT_PORTS), 1, "kc-r1-broker1", LABELS,
+                    launcher)
     assert b.command == (sys.executable, "-m", "harness.broker", "--config", "/conf/server.properties")
     props = parse_properties(b.files["server.properties"])
     assert props["log.dirs"] == "/data/kafka" and props["reference.bugs"] == "skip_epoch_bump"
     assert props["advertised.listeners"].endswith("EXTERNAL://127.0.0.1:41001")
     assert b.conf_mount and all(m.mode == "ro" for m in b.mounts)
     assert any(m.container == "/usr" for m in b.mounts)
-    assert b.env["PYTHONPATH"] and b.env["PYTHONDONTWRITEBYTECODE"] == "1"
+    assert b.env["PYTHONPATH"] and b.env["PYTHONDONTWRITEBYTECODE"] == "1" and not b.logs_mount
 
 
 def test_confluent_zookeeper_env_single_and_ensemble() -> None:
