@@ -1,5 +1,6 @@
 """Apache Kafka beside the reference broker, on the process backend (and on the containers backend where
-a Docker API answers): the figures of the Apache Kafka issue.
+a Docker API answers, e.g. Podman's after `eval "$(compose/podman/setup.sh --env)"`): the figures of
+the Apache Kafka issue.
 
   1. cluster up: time until 3 brokers + 1 ZooKeeper + Toxiproxy are up and every broker answers
      Metadata through its own client proxy (`ProcessBackend.up`), --rounds times per broker flavour;
@@ -30,6 +31,7 @@ from kazoo.client import KazooClient  # noqa: E402
 
 from harness.cluster.base import ClusterSpec, NodeId  # noqa: E402
 from harness.cluster.process import ProcessBackend, ProcessCluster  # noqa: E402
+from harness.cluster.select import docker_api  # noqa: E402
 from harness.install.kafka import install_kafka  # noqa: E402
 
 FLAVOURS = ("apache-kafka", "reference")
@@ -65,6 +67,20 @@ def failover(cluster: ProcessCluster) -> float:
         zk.close()
 
 
+def containers_up_seconds(broker: str) -> float:
+    """Seconds from `ContainersBackend().up()` until 3 brokers (+1 ZooKeeper, Toxiproxy) answer."""
+    from harness.cluster.containers import ContainersBackend
+
+    spec = ClusterSpec(brokers=3, zookeepers=1, broker=broker, ready_timeout_s=180.0,
+                       broker_config={"zookeeper.session.timeout.ms": "6000"})
+    with tempfile.TemporaryDirectory(prefix="bench-containers-") as work:
+        t0 = time.monotonic()
+        cluster = ContainersBackend().up(spec, Path(work))
+        took = time.monotonic() - t0
+        cluster.down()
+    return took
+
+
 def summary(xs: list[float]) -> str:
     return f"median {statistics.median(xs):6.2f} s  (min {min(xs):.2f}, max {max(xs):.2f}, n={len(xs)})"
 
@@ -94,16 +110,16 @@ def main() -> None:
     print(f"\n1. cluster up (3 brokers + 1 ZooKeeper + Toxiproxy, process backend, {args.rounds} rounds)")
     for flavour in FLAVOURS:
         print(f"   {flavour:13s} {summary(up[flavour])}")
-    try:
-        from tests.containers.bench import containers_up_seconds  # type: ignore[import-not-found]
-    except ImportError:
-        print("   containers backend: not measured here (no tests/containers/bench.py)")
+    answers, why = docker_api()
+    if not answers:
+        print(f"   containers backend: not measured ({why}; `compose/podman/setup.sh --env` gives one)")
     else:
+        cup: dict[str, list[float]] = {f: [] for f in FLAVOURS}
+        for _ in range(args.rounds):
+            for flavour in FLAVOURS:
+                cup[flavour].append(containers_up_seconds(flavour))
         for flavour in FLAVOURS:
-            try:
-                print(f"   containers {flavour:13s} {containers_up_seconds(flavour):6.2f} s")
-            except Exception as exc:
-                print(f"   containers {flavour}: not measured ({exc})")
+            print(f"   containers {flavour:13s} {summary(cup[flavour])}")
     print(f"\n2. controller failover after kill -9 (zookeeper.session.timeout.ms = {args.session_ms} ms)")
     for flavour in FLAVOURS:
         xs = fail[flavour]
