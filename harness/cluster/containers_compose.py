@@ -25,6 +25,7 @@ from harness.cluster.containers_spec import (
     zookeeper_spec,
 )
 from harness.cluster.render import render_toxiproxy_config
+from harness.install.kafka import DEFAULT_LINE
 
 COMPOSE_DIR = Path(__file__).resolve().parents[2] / "compose"
 LAYOUTS = {"zk1-kafka3.yml": (3, 1), "zk3-kafka3.yml": (3, 3)}
@@ -32,7 +33,7 @@ EXAMPLE_CONFIG = MappingProxyType({"zookeeper.session.timeout.ms": "6000", "min.
                                    "unclean.leader.election.enable": "false"})
 
 
-def render_compose(brokers: int, zookeepers: int, kafka_version: str = "7.7.1") -> tuple[str, str]:
+def render_compose(brokers: int, zookeepers: int, kafka_version: str = DEFAULT_LINE) -> tuple[str, str]:
     """(docker-compose YAML, Toxiproxy config JSON) for `brokers` brokers and `zookeepers` members."""
     spec = ClusterSpec(brokers=brokers, zookeepers=zookeepers, kafka_version=kafka_version,
                        broker_config=EXAMPLE_CONFIG)
