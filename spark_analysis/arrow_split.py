@@ -7,7 +7,8 @@ as Spark would (a torn line, a field of an unexpected JSON type, a blank line, C
 whole chunk as soon as one of its lines is such a line. Each line the side file gets carries its
 line number (`SEQ_FIELD`, injected as the object's first field), so `seq` is the line number
 whichever parser read the line. Spark therefore still decides every line Arrow does not take,
-with the same schema and the same torn-line policy as before; Arrow only takes chunks in which
+with the same schema and the same damaged-line policy (torn, untyped and ill-typed lines are
+skipped and counted: `load.with_damage`); Arrow, whose types are strict, only takes chunks in which
 every line is one complete JSON object that matches the bulk columns.
 """
 

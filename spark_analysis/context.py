@@ -1,5 +1,5 @@
 """What a check gets to work with: the events (as a Spark DataFrame and as small row lists),
-the run's metadata, the fault windows, and how the history ended.
+the run's metadata, the fault windows, how the history ended, and what loading skipped.
 
 Owns `CheckContext`. Big checks (delivery, consumer, commits) use `df(...)` and stay in Spark;
 small ones (controller, partitions, groups, SLOs) call `rows(...)`, which collects the few
@@ -19,8 +19,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from spark_analysis.faults import FaultIndex, build_fault_index
-from spark_analysis.load import BULK_TYPES, SMALL_TIER, tiers_of
+from spark_analysis.load import BULK_TYPES, SMALL_TIER, HistoryDamage, tiers_of
 from spark_analysis.runinfo import RunInfo
+from spark_analysis.verdict import ENDING_TYPES, incompleteness
 
 Row = dict[str, Any]
 RowsProvider = Callable[[tuple[str, ...]], list[Row]]
@@ -84,6 +85,8 @@ class CheckContext:
     spark: SparkSession | None = None
     events: DataFrame | None = None
     skipped_lines: int = 0
+    damage: HistoryDamage | None = None
+    """The skipped lines by kind and type (None where the loader did not say: every line was read)."""
     shared: dict[str, Any] = field(default_factory=dict)
     """Intermediate results several checks reuse (e.g. cached per-value DataFrames)."""
     _cache: dict[tuple[str, ...], list[Row]] = field(default_factory=dict)
@@ -121,11 +124,9 @@ class CheckContext:
 
     @property
     def completed(self) -> bool:
-        """Whether the run ended normally (run.json status, or a run.end event saying so)."""
-        if self.run.status is not None:
-            return self.run.status == "completed"
-        ends = self.rows("run.end")
-        return bool(ends) and ends[-1].get("status") in ("completed", "ok", "pass")
+        """Whether the run ended normally: run.json (if any) says `completed` and so does the
+        history's run.end (`spark_analysis.verdict.incompleteness`)."""
+        return incompleteness(self.run, self.rows(*ENDING_TYPES)) is None
 
 
 def spark_context(
@@ -135,6 +136,7 @@ def spark_context(
     type_counts: Mapping[str, int],
     end_t: float,
     skipped_lines: int = 0,
+    damage: HistoryDamage | None = None,
 ) -> CheckContext:
     return CheckContext(
         run=run,
@@ -144,4 +146,5 @@ def spark_context(
         spark=spark,
         events=events,
         skipped_lines=skipped_lines,
+        damage=damage,
     )

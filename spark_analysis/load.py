@@ -1,21 +1,29 @@
 """Loading a run's `history.jsonl` into Spark with one explicit, wide, nullable schema.
 
 Owns `HISTORY_SCHEMA` (every field DESIGN.md lists for any event type, plus a few optional
-extras such as `acks`), the torn-line policy (a line that is not a complete JSON object, or has
-no `type`, is skipped and counted, never fatal), and the one-time conversion to Parquet that
-every check then reads with column pruning (Arrow parses the bulk events, Spark the rest: see
-`arrow_split`). `seq` is the event's line number in the file (file order is the writer's order,
-which is the order of events within one source).
+extras such as `acks`), the damaged-line policy (a line that is not a complete JSON object, has
+no `type`, or has a field of the wrong JSON type is skipped and counted, never fatal: see
+`HistoryDamage`), and the one-time conversion to Parquet that every check then reads with column
+pruning (Arrow parses the bulk events, Spark the rest: see `arrow_split`). `seq` is the event's
+line number in the file (file order is the writer's order, which is the order of events within
+one source).
+
+Type mismatches cost no second pass: Arrow refuses a chunk holding one (its types are strict), and
+Spark, which parses every line Arrow does not take, flags the line in its corrupt-record column
+while parsing; the conversion turns that flag into the `_damage` column (`<kind>:<type>`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -38,7 +46,7 @@ _STAMP = "_source.json"
 PARQUET_BLOCK_BYTES = 8 * 1024 * 1024
 PARQUET_CODEC = "none"
 CONVERSION_SPLIT_BYTES = 64 * 1024 * 1024
-PARQUET_FORMAT = 6
+PARQUET_FORMAT = 7
 """Bumped whenever the Parquet layout changes, so older conversions are redone, not misread."""
 BULK_TYPES = frozenset({"send", "ack", "send.error", "poll", "commit"})
 """Event types that can number millions; every other type is small."""
@@ -47,6 +55,21 @@ CONCURRENT_WRITERS = len(BULK_TYPES) + 1
 """One open Parquet file per tier and task: no sort by the partition column."""
 UNUSED_COLUMNS = ("wall", "experiment", "backend", "seed", "detail", "observer")
 """Parsed (they are in the schema) but not kept in the Parquet copy: no check reads them."""
+DAMAGE = "_damage"
+"""Parquet column: null for an event; `<kind>:<type>` for a skipped line. Kinds: `torn` (not a
+complete JSON object), `ill-typed` (a field of the wrong JSON type), `untyped` (no `type`); the
+type is the one the line names (also read from the text of a torn line), or `?`."""
+DAMAGE_KINDS = ("torn", "ill-typed", "untyped")
+LOOSE_LEADER_TYPES = ("group.state",)
+"""`leader` is a broker id (an integer) in every event type but these, where it is a member id."""
+MAX_LISTED_DAMAGE = 10_000
+"""Damaged lines listed one by one (line, t, kind, type); beyond that only counted."""
+DAMAGE_SAMPLE = 20
+"""Damaged lines verdict.json shows."""
+_INTEGER = r"^-?[0-9]{1,18}$"
+_TYPE_IN_TEXT = r'"type"\s*:\s*"([^"\\]{1,80})"'
+_T_IN_TEXT = r'"t"\s*:\s*(-?[0-9][0-9.eE+-]{0,30})'
+_SEQ_IN_TEXT = r'^\{"' + SEQ_FIELD + r'":([0-9]+),'
 
 
 class HistoryLoadError(HarnessError):
@@ -119,9 +142,11 @@ HISTORY_SCHEMA = StructType(
 
 PARQUET_SCHEMA = StructType(
     [f for f in HISTORY_SCHEMA.fields if f.name not in UNUSED_COLUMNS]
-    + [StructField("seq", LongType(), False), StructField("tier", StringType(), True)]
+    + [StructField(DAMAGE, StringType(), True), StructField("seq", LongType(), False),
+       StructField("tier", StringType(), True)]
 )
-"""The Parquet copy: the history columns minus the unused ones, plus `seq`; `tier` partitions it."""
+"""The Parquet copy: the history columns minus the unused ones, plus `_damage` and `seq`; `tier`
+partitions it."""
 
 
 def tiers_of(types: tuple[str, ...] | list[str]) -> list[str]:
@@ -130,6 +155,42 @@ def tiers_of(types: tuple[str, ...] | list[str]) -> list[str]:
     if any(t not in BULK_TYPES for t in types):
         tiers.add(SMALL_TIER)
     return sorted(tiers)
+
+
+@dataclass(frozen=True, slots=True)
+class DamagedLine:
+    """One skipped line: its line number (1-based; None if unknown), time (if the line tells it),
+    kind (DAMAGE_KINDS), event type (`?` if unknown) and the start of its text."""
+
+    line: int | None
+    t: float | None
+    kind: str
+    type: str
+    text: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"line": self.line, "t": self.t, "kind": self.kind, "type": self.type, "text": self.text}
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryDamage:
+    """What loading skipped: counts by kind and by event type, and the first MAX_LISTED_DAMAGE
+    damaged lines in file order (`listed`; all of them unless `truncated`)."""
+
+    total_lines: int = 0
+    skipped: int = 0
+    by_kind: Mapping[str, int] = field(default_factory=dict)
+    by_type: Mapping[str, int] = field(default_factory=dict)
+    listed: tuple[DamagedLine, ...] = ()
+
+    @property
+    def truncated(self) -> bool:
+        return len(self.listed) < self.skipped
+
+    def to_json(self) -> dict[str, Any]:
+        return {"skipped_lines": self.skipped, "by_kind": dict(sorted(self.by_kind.items())),
+                "by_type": dict(sorted(self.by_type.items())),
+                "sample": [d.to_json() for d in self.listed[:DAMAGE_SAMPLE]]}
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,12 +203,15 @@ class LoadedHistory:
     parquet_path: Path
     type_counts: dict[str, int]
     end_t: float
+    damage: HistoryDamage = field(default_factory=HistoryDamage)
 
 
-def read_json(spark: SparkSession, path: Path, extra: list[StructField] | None = None) -> DataFrame:
-    """The raw JSON read with the explicit schema (+ `extra` fields), PERMISSIVE (torn lines
-    become corrupt rows)."""
-    schema = StructType([*HISTORY_SCHEMA.fields, *(extra or [])])
+def read_json(spark: SparkSession, path: Path, extra: list[StructField] | None = None,
+              as_text: tuple[str, ...] = ()) -> DataFrame:
+    """The raw JSON read with the explicit schema (+ `extra` fields; the `as_text` fields read as
+    strings, whatever their JSON type), PERMISSIVE (torn lines become corrupt rows)."""
+    fields = [StructField(f.name, StringType(), True) if f.name in as_text else f for f in HISTORY_SCHEMA.fields]
+    schema = StructType([*fields, *(extra or [])])
     return (
         spark.read.schema(schema)
         .option("mode", "PERMISSIVE")
@@ -187,12 +251,36 @@ def convert_to_parquet(spark: SparkSession, history: Path, target: Path, *, use_
     return stats
 
 
+def with_damage(parsed: DataFrame) -> DataFrame:
+    """Spark's parse (`leader` read as text) with the damaged-line policy applied, in the same pass.
+
+    A line Spark flags in its corrupt-record column is `torn` when nothing of it parsed and
+    `ill-typed` when Spark kept a partial row (a field of the wrong JSON type); a `leader` that is
+    not an integer is ill-typed too, except where it is a member id (LOOSE_LEADER_TYPES). A line
+    without `type` is `untyped`. A damaged line keeps its row with a null `type` (so no check
+    reads it), its kind and type in `_damage`, and the line number and `t` read from its text.
+    """
+    corrupt, kind, leader = F.col(CORRUPT), F.col("type"), F.col("leader")
+    leader_long = F.when(leader.rlike(_INTEGER), leader.try_cast("long"))
+    loose = F.coalesce(kind.isin(*LOOSE_LEADER_TYPES), F.lit(False))
+    leader_bad = leader.isNotNull() & leader_long.isNull() & ~loose
+    damage = (F.when(corrupt.isNotNull() & kind.isNull(), F.lit("torn"))
+              .when(corrupt.isNotNull() | leader_bad, F.lit("ill-typed"))
+              .when(kind.isNull(), F.lit("untyped")))
+    named = F.coalesce(kind, F.nullif(F.regexp_extract(corrupt, _TYPE_IN_TEXT, 1), F.lit("")), F.lit("?"))
+    seq = F.coalesce(F.col(SEQ_FIELD), F.regexp_extract(corrupt, _SEQ_IN_TEXT, 1).try_cast("long"),
+                     F.lit(-1).cast("long"))
+    t = F.coalesce(F.col("t"), F.when(corrupt.isNotNull(), F.regexp_extract(corrupt, _T_IN_TEXT, 1).try_cast("double")))
+    marked = parsed.withColumns({DAMAGE: F.when(damage.isNotNull(), F.concat(damage, F.lit(":"), named)),
+                                 "type": F.when(damage.isNull(), kind), "t": t, "leader": leader_long, "seq": seq})
+    tier = F.when(F.col("type").isin(list(BULK_TYPES)), F.col("type")).otherwise(F.lit(SMALL_TIER))
+    return marked.drop(SEQ_FIELD).withColumn("tier", tier)
+
+
 def _spark_convert(spark: SparkSession, lines: Path, target: Path) -> None:
     """Append the events of `lines` (each carrying its line number in SEQ_FIELD) to the tiers."""
-    tier = F.when(F.col("type").isin(list(BULK_TYPES)), F.col("type")).otherwise(F.lit(SMALL_TIER))
-    df = (read_json(spark, lines, extra=[StructField(SEQ_FIELD, LongType(), True)]).drop(*UNUSED_COLUMNS)
-          .withColumn("seq", F.coalesce(F.col(SEQ_FIELD), F.lit(-1).cast("long"))).drop(SEQ_FIELD)
-          .withColumn("tier", tier))
+    parsed = read_json(spark, lines, extra=[StructField(SEQ_FIELD, LongType(), True)], as_text=("leader",))
+    df = with_damage(parsed.drop(*UNUSED_COLUMNS))
     overrides = {
         "spark.sql.maxConcurrentOutputFileWriters": str(CONCURRENT_WRITERS),
         # Large JSON splits: few tasks, so few (larger) Parquet files per tier.
@@ -227,8 +315,9 @@ def _parquet_current(history: Path, target: Path) -> bool:
 def load_history(spark: SparkSession, history: Path, *, parquet_dir: Path | None = None) -> LoadedHistory:
     """Load `history` (converting it to Parquet next to it once) and count the skipped lines.
 
-    A skipped line is one that is not a complete JSON object or has no `type` (a torn last line
-    after a crash). The returned DataFrame holds only complete events.
+    A skipped line is one that is not a complete JSON object (a torn last line after a crash), has
+    no `type`, or has a field of the wrong JSON type (see `with_damage`). The returned DataFrame
+    holds only complete events; `damage` says what was skipped, by kind and type, line by line.
     """
     history = Path(history)
     if not history.is_file():
@@ -247,12 +336,46 @@ def load_history(spark: SparkSession, history: Path, *, parquet_dir: Path | None
     rows = raw.groupBy("type").agg(F.count(F.lit(1)).alias("count"), F.max("t").alias("max_t")).collect()
     type_counts = {str(r["type"]): int(r["count"]) for r in rows if r["type"] is not None}
     bad = sum(int(r["count"]) for r in rows if r["type"] is None)
-    events = raw.where(F.col("type").isNotNull()).drop(CORRUPT)
+    events = raw.where(F.col("type").isNotNull()).drop(CORRUPT, DAMAGE)
+    total = bad + sum(type_counts.values())
     return LoadedHistory(
         events=events,
-        total_lines=bad + sum(type_counts.values()),
+        total_lines=total,
         skipped_lines=bad,
         parquet_path=target,
         type_counts=type_counts,
-        end_t=max((float(r["max_t"]) for r in rows if r["max_t"] is not None), default=0.0),
+        end_t=max((float(r["max_t"]) for r in rows if r["max_t"] is not None and r["type"] is not None),
+                  default=0.0),
+        damage=read_damage(raw, total, bad),
     )
+
+
+def read_damage(raw: DataFrame, total: int, skipped: int) -> HistoryDamage:
+    """The damaged lines of the Parquet copy `raw` (all in the small tier, with a null `type`);
+    no Spark job at all when `skipped` is 0."""
+    if not skipped:
+        return HistoryDamage(total)
+    rows = raw.where((F.col("tier") == SMALL_TIER) & F.col("type").isNull())
+    first = rows.select("seq", "t", DAMAGE, F.substring(CORRUPT, 1, 240).alias("text")).orderBy("seq")
+    listed = tuple(_damaged_line(r) for r in first.limit(MAX_LISTED_DAMAGE).collect())
+    if len(listed) < skipped:
+        counts = {str(r[DAMAGE] or "untyped:?"): int(r["count"]) for r in rows.groupBy(DAMAGE).count().collect()}
+    else:
+        counts = {}
+        for d in listed:
+            counts[f"{d.kind}:{d.type}"] = counts.get(f"{d.kind}:{d.type}", 0) + 1
+    by_kind: dict[str, int] = {}
+    by_type: dict[str, int] = {}
+    for key, n in counts.items():
+        kind, _, typ = key.partition(":")
+        by_kind[kind] = by_kind.get(kind, 0) + n
+        by_type[typ or "?"] = by_type.get(typ or "?", 0) + n
+    return HistoryDamage(total, skipped, by_kind, by_type, listed)
+
+
+def _damaged_line(row: Any) -> DamagedLine:
+    kind, _, typ = str(row[DAMAGE] or "untyped:?").partition(":")
+    text = re.sub(r'^\{"' + SEQ_FIELD + r'":[0-9]+,', "{", str(row["text"] or ""))[:120]
+    seq = row["seq"]
+    return DamagedLine(line=int(seq) + 1 if seq is not None and seq >= 0 else None,
+                       t=float(row["t"]) if row["t"] is not None else None, kind=kind, type=typ or "?", text=text)

@@ -1,8 +1,9 @@
 """`verify_run`: the one entry point from a run directory to its verdict and reports.
 
 Owns the pipeline: read run.json -> load history.jsonl (Parquet once) -> run the selected checks
-(each crash-proof: a crash is `unknown`) -> apply `verify.allow` -> timeline -> write
-verdict.json, report.html and junit.xml into the run directory. The same code runs embedded
+(each crash-proof: a crash is `unknown`) -> the damaged-history rule -> apply `verify.allow` ->
+whether the run completed (an incomplete run is never `pass`) -> timeline -> write verdict.json,
+report.html and junit.xml into the run directory. The same code runs embedded
 (`local[*]`), on a cluster (`spark_master`) or under spark-submit (an active session is reused).
 """
 
@@ -14,6 +15,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from spark_analysis.checks import ALL_CHECKS
+from spark_analysis.checks.delivery_damage import apply_damage_rule
 from spark_analysis.context import spark_context
 from spark_analysis.load import load_history
 from spark_analysis.report import write_reports
@@ -21,7 +23,7 @@ from spark_analysis.result import Check, CheckResult, run_check
 from spark_analysis.runinfo import load_run_info
 from spark_analysis.session import get_session
 from spark_analysis.timeline import build_timeline
-from spark_analysis.verdict import Verdict, apply_allow, run_metadata, run_status
+from spark_analysis.verdict import ENDING_TYPES, Verdict, apply_allow, incompleteness, run_metadata, run_status
 
 HISTORY_FILE = "history.jsonl"
 
@@ -41,10 +43,13 @@ def verify_run(
     session = spark or get_session(spark_master)
     loaded = load_history(session, run_dir / HISTORY_FILE)
     load_s = time.perf_counter() - started
-    ctx = spark_context(run, session, loaded.events, loaded.type_counts, loaded.end_t, loaded.skipped_lines)
+    ctx = spark_context(run, session, loaded.events, loaded.type_counts, loaded.end_t, loaded.skipped_lines,
+                        loaded.damage)
     try:
         selected = [c for c in checks if run.is_selected(c.id)]
         results: list[CheckResult] = [run_check(c, ctx) for c in selected]
+        results = apply_damage_rule(results, loaded.damage, ctx.faults)
+        incomplete = incompleteness(run, ctx.rows(*ENDING_TYPES))
         checks_s = time.perf_counter() - started - load_s
         try:
             timeline = build_timeline(ctx)
@@ -55,7 +60,7 @@ def verify_run(
         ctx.close()
     results = apply_allow(results, run)
     verdict = Verdict(
-        status=run_status(results),
+        status=run_status(results, incomplete),
         checks=tuple(results),
         run=run_metadata(run),
         history={
@@ -65,6 +70,7 @@ def verify_run(
             "skipped_lines": loaded.skipped_lines,
             "end_t": round(loaded.end_t, 3),
             "types": dict(sorted(loaded.type_counts.items())),
+            "damage": loaded.damage.to_json(),
         },
         faults=faults,
         not_selected=tuple(c.id for c in checks if c.id not in {s.id for s in selected}),
@@ -76,6 +82,7 @@ def verify_run(
             "total_s": round(time.perf_counter() - started, 3),
         },
         timeline=timeline,
+        incomplete=incomplete.to_json() if incomplete else None,
     )
     if write:
         verdict.write(run_dir)

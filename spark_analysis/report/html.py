@@ -1,8 +1,10 @@
 """`report.html`: one self-contained file (inline CSS and SVG, no scripts or links to fetch).
 
 Owns the page: a title naming what was tested (Apache Kafka <version>, or the reference broker
-and its bug flags), the run status, the timeline, the checks table (status, summary, the fault a
-failure is tied to, metrics, evidence rows in a collapsible block) and the run's metadata.
+and its bug flags), the run status, a banner for a run that did not complete (why, the phases
+never reached) and one for a damaged history (the skipped lines), the timeline, the checks table
+(status, summary, the fault a failure is tied to, metrics, evidence rows in a collapsible block)
+and the run's metadata.
 `render_index` lists several runs' verdicts on one page.
 """
 
@@ -16,7 +18,7 @@ from typing import Any
 
 from spark_analysis.report.svg import render_timeline_svg
 from spark_analysis.result import CheckResult
-from spark_analysis.verdict import Verdict
+from spark_analysis.verdict import Verdict, damage_note
 
 REPORT_FILE = "report.html"
 
@@ -32,6 +34,8 @@ th{background:#f4f4f4} td.mono,pre{font-family:monospace;font-size:11px}
 pre{white-space:pre-wrap;background:#fafafa;border:1px solid #eee;padding:6px;margin:4px 0}
 details summary{cursor:pointer;color:#1f4e99}
 .meta td:first-child{font-weight:bold;width:200px}
+.banner{border:2px solid #ff7f0e;background:#fff4e5;padding:8px 12px;margin:12px 0;border-radius:4px}
+.banner.damaged{border-color:#9467bd;background:#f5effa}
 """
 
 
@@ -90,6 +94,24 @@ def _meta_rows(verdict: Verdict) -> str:
                    for k, v in items if v not in (None, "", {}))
 
 
+def _banners(verdict: Verdict) -> str:
+    """The incomplete-run and damaged-history banners (empty for a complete, intact run)."""
+    out = ""
+    inc = dict(verdict.incomplete or {})
+    if inc:  # the reason names the phases never reached
+        out += (f'<div class="banner incomplete" id="incomplete"><b>Incomplete run ({escape(str(inc.get("status")))})'
+                f": the verdict cannot be pass.</b> {escape(str(inc.get('reason')))}.<br>Checks that could decide on "
+                "the partial history keep their status; a violation found in it still fails the run.</div>")
+    note = damage_note(verdict.history)
+    if note:
+        sample = (verdict.history.get("damage") or {}).get("sample") or []
+        rows = [{k: d.get(k) for k in ("line", "t", "kind", "type", "text")} for d in sample[:5]]
+        out += (f'<div class="banner damaged" id="damaged"><b>Damaged history:</b> {escape(note)}. Skipped lines '
+                "are events no check saw; past 0.1% of the lines, or inside a fault window, the checks that read "
+                f"their event types answer unknown.{_evidence_table(rows)}</div>")
+    return out
+
+
 def render_html(verdict: Verdict, experiment_yaml: str | None = None) -> str:
     title = f"kafka-chaos: {verdict.run.get('experiment') or 'run'} on {verdict.title}"
     counts = verdict.counts()
@@ -110,6 +132,7 @@ def render_html(verdict: Verdict, experiment_yaml: str | None = None) -> str:
 <h1>{escape(title)}</h1>
 <p class="sub">Run status {_badge(verdict.status)} &nbsp; {counts['pass']} pass, {counts['fail']} fail,
 {counts['unknown']} unknown, {counts['allowed']} allowed &nbsp;·&nbsp; tested: <b>{escape(verdict.title)}</b></p>
+{_banners(verdict)}
 <h2>Timeline</h2>
 <div>{timeline}</div>
 {fault_table}
@@ -136,7 +159,8 @@ def render_index(verdicts: Sequence[tuple[str, Verdict]]) -> str:
     """One page summarising several runs (name, tested broker, status, failing checks)."""
     rows = []
     for name, v in verdicts:
-        bad = ", ".join(r.check_id for r in v.checks if r.status != "pass" and not r.allowed)
+        bad = ", ".join([*(["run.complete"] if v.incomplete else []),
+                         *(r.check_id for r in v.checks if r.status != "pass" and not r.allowed)])
         rows.append(f"<tr><td><a href=\"{escape(name)}/{REPORT_FILE}\">{escape(name)}</a></td>"
                     f"<td>{escape(v.title)}</td><td>{_badge(v.status)}</td><td class=\"mono\">{escape(bad)}</td></tr>")
     return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>kafka-chaos runs</title>"

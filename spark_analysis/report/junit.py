@@ -3,7 +3,9 @@
 Mapping: pass -> a plain testcase; fail -> `<failure>`; unknown -> `<error type="unknown">`
 (a check that could not conclude is never green); a check exempted by `verify.allow` whose
 status is not pass -> `<skipped>` with its real status in the message, so CI agrees with the
-run status. The suite name is the experiment; classname is `kafka_chaos.<family>`.
+run status. A run that did not complete gets one more testcase, `run.complete` (classname
+`kafka_chaos.run`), that errors with the reason and the phases never reached, so CI never shows an
+interrupted run green. The suite name is the experiment; classname is `kafka_chaos.<family>`.
 """
 
 from __future__ import annotations
@@ -12,20 +14,22 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from spark_analysis.verdict import Verdict
+from spark_analysis.verdict import Verdict, damage_note
 
 JUNIT_FILE = "junit.xml"
+RUN_COMPLETE_CASE = "run.complete"
 
 
 def render_junit(verdict: Verdict) -> str:
     suite_name = f"kafka-chaos {verdict.run.get('experiment') or 'run'} ({verdict.title})"
     counts = verdict.counts()
+    incomplete = dict(verdict.incomplete or {})
     suite = ET.Element(
         "testsuite",
         name=suite_name,
-        tests=str(len(verdict.checks)),
+        tests=str(len(verdict.checks) + bool(incomplete)),
         failures=str(sum(1 for r in verdict.checks if r.status == "fail" and not r.allowed)),
-        errors=str(sum(1 for r in verdict.checks if r.status == "unknown" and not r.allowed)),
+        errors=str(sum(1 for r in verdict.checks if r.status == "unknown" and not r.allowed) + bool(incomplete)),
         skipped=str(counts["allowed"]),
         time=f"{sum(r.duration_s for r in verdict.checks):.3f}",
     )
@@ -35,6 +39,14 @@ def render_junit(verdict: Verdict) -> str:
             ET.SubElement(props, "property", name=key, value=str(verdict.run[key]))
     ET.SubElement(props, "property", name="broker", value=verdict.title)
     ET.SubElement(props, "property", name="run_status", value=verdict.status)
+    ET.SubElement(props, "property", name="skipped_history_lines",
+                  value=str(int(verdict.history.get("skipped_lines") or 0)))
+    if incomplete:
+        case = ET.SubElement(suite, "testcase", classname="kafka_chaos.run", name=RUN_COMPLETE_CASE, time="0.000")
+        el = ET.SubElement(case, "error", message=f"incomplete run: {incomplete.get('reason')}", type="incomplete")
+        el.text = (f"status: {incomplete.get('status')}\n"
+                   f"phases never reached: {', '.join(incomplete.get('missing_phases') or []) or 'none'}\n"
+                   "the verdict cannot be pass: checks that decided on the partial history keep their status")
     for r in verdict.checks:
         case = ET.SubElement(suite, "testcase", classname=f"kafka_chaos.{r.family}", name=r.check_id,
                              time=f"{r.duration_s:.3f}")
@@ -49,6 +61,9 @@ def render_junit(verdict: Verdict) -> str:
             el.text = str(r.metrics.get("traceback", "")) or None
         out = ET.SubElement(case, "system-out")
         out.text = r.summary + ("\n" + json.dumps(dict(r.metrics), default=str, sort_keys=True) if r.metrics else "")
+    note = damage_note(verdict.history)
+    if note:
+        ET.SubElement(suite, "system-err").text = f"damaged history: {note}"
     ET.indent(suite)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
 

@@ -8,6 +8,7 @@ import pytest
 
 from harness.cli import main
 from harness.faults.catalog import CATALOG
+from spark_analysis.verdict import Verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -60,3 +61,81 @@ def test_run_with_an_unknown_variant_exits_two_listing_the_variants(capsys: pyte
     assert main(["run", path, "--variant", "reference_bugs=all", "--backend", "process"]) == 2
     err = capsys.readouterr().err
     assert "has 2 variants: reference_bugs=none, reference_bugs=skip_epoch_bump" in err and "reference_bugs=all" in err
+
+
+# -- issue 22: `verify` and `run` print why a run cannot pass and the history lines they skipped --------
+
+def _incomplete_verdict() -> Verdict:
+    from spark_analysis.result import passed
+
+    incomplete = {"status": "running", "missing_phases": ["heal", "drain", "teardown"],
+                  "reason": "the run never finished: run.json still says 'running' and the history has no run.end "
+                            "(harness killed?); phases never reached: heal, drain, teardown"}
+    history = {"lines": 412, "events": 375, "skipped_lines": 37,
+               "damage": {"skipped_lines": 37, "by_kind": {"torn": 37}, "by_type": {"poll": 30, "?": 7},
+                          "sample": [{"line": 120, "t": 9.1, "kind": "torn", "type": "poll"}]}}
+    return Verdict(status="unknown", checks=(passed("controller.unique", "one controller at a time"),),
+                   run={"experiment": "fixture"}, history=history, incomplete=incomplete)
+
+
+def _fake_verify(monkeypatch: pytest.MonkeyPatch, verdict: Verdict) -> list[Path]:
+    import spark_analysis.verify
+
+    seen: list[Path] = []
+
+    def fake(run_dir: Path, **_: object) -> Verdict:
+        seen.append(Path(run_dir))
+        return verdict
+
+    monkeypatch.setattr(spark_analysis.verify, "verify_run", fake)
+    return seen
+
+
+def test_verify_of_an_incomplete_damaged_run_prints_why_and_the_skipped_lines_and_exits_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "history.jsonl").write_text("{}\n")
+    seen = _fake_verify(monkeypatch, _incomplete_verdict())
+    assert main(["verify", str(tmp_path)]) == 1
+    assert seen == [tmp_path]
+    out = capsys.readouterr().out.splitlines()
+    assert ("damaged history: 37 of 412 history lines skipped (37 torn; types poll 30, ? 7), first at line 120"
+            in out)
+    assert ("incomplete run (running), cannot pass: the run never finished: run.json still says 'running' and the "
+            "history has no run.end (harness killed?); phases never reached: heal, drain, teardown") in out
+    assert out[-1].startswith("verdict: unknown  report: ")
+
+
+def test_verify_of_a_complete_intact_run_prints_no_such_note(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import dataclasses
+
+    (tmp_path / "history.jsonl").write_text("{}\n")
+    clean = dataclasses.replace(_incomplete_verdict(), status="pass", incomplete=None,
+                                history={"lines": 412, "events": 412, "skipped_lines": 0})
+    _fake_verify(monkeypatch, clean)
+    assert main(["verify", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "damaged history" not in out and "incomplete run" not in out and "verdict: pass" in out
+
+
+def test_run_prints_the_reason_after_an_interrupted_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import argparse
+    import types
+
+    import harness.engine.runner
+    from harness.cli import _run_one
+    from harness.engine.runner import RunResult
+
+    run_dir = tmp_path / "fixture-run"
+    run_dir.mkdir()
+    monkeypatch.setattr(harness.engine.runner, "run_experiment", lambda *a, **k: RunResult(
+        run_dir, "interrupted", "interrupted (Ctrl-C or SIGTERM)"))
+    _fake_verify(monkeypatch, _incomplete_verdict())
+    exp = types.SimpleNamespace(variant="", source="fixture.yaml", seed=7, cluster=types.SimpleNamespace(broker="auto"))
+    backend = types.SimpleNamespace(name="process")
+    args = argparse.Namespace(runs_dir=str(tmp_path), no_verify=False, spark_master=None)
+    assert _run_one(exp, backend, "test", args) == 2  # type: ignore[arg-type]
+    out = capsys.readouterr().out
+    assert "run interrupted: " in out and "incomplete run (running), cannot pass: " in out
+    assert "damaged history: 37 of 412" in out and "reproduce: kafka-chaos run fixture.yaml" in out
