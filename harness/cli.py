@@ -64,7 +64,8 @@ def _interrupt_on_sigterm() -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from harness.cluster.select import choose_backend
-    from harness.experiment import load_experiment, load_experiments
+    from harness.experiment import load_experiment, load_experiment_text, load_experiments
+    from harness.experiment.dump import dump_experiment
 
     try:
         exps = load_experiments(args.file) if args.variant is None else (load_experiment(args.file, args.variant),)
@@ -76,6 +77,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.broker is not None or args.kafka is not None:
         exps = tuple(dataclasses.replace(e, cluster=dataclasses.replace(
             e.cluster, broker=args.broker or e.cluster.broker, kafka=args.kafka or e.cluster.kafka)) for e in exps)
+    if args.seed is not None or args.broker is not None or args.kafka is not None:
+        try:  # the overrides pass the loader's rules too, before any process starts
+            for e in exps:
+                load_experiment_text(dump_experiment(e), f"{e.source} (with --seed/--broker/--kafka)")
+        except ValidationError as exc:
+            _err(str(exc))
+            return EXIT_ERROR
     try:
         backend, reason = choose_backend(args.backend, progress=print)
     except HarnessError as exc:
@@ -153,8 +161,25 @@ def _verify(run_dir: Path, spark_master: str | None) -> int:
     for check in verdict.checks:
         allowed = " (allowed)" if check.allowed else ""
         print(f"  {check.status:<8} {check.check_id:<34} {check.summary}{allowed}")
+    for line in verdict_notes(verdict):
+        print(line)
     print(f"verdict: {verdict.status}  report: {run_dir / 'report.html'}")
     return EXIT_PASS if verdict.status == "pass" else EXIT_FAIL
+
+
+def verdict_notes(verdict: Any) -> list[str]:
+    """What `verify` (and `run`) print above the verdict line: the history lines skipped as
+    damaged, and why a run that did not complete cannot pass."""
+    from spark_analysis.verdict import damage_note
+
+    lines = []
+    note = damage_note(verdict.history)
+    if note:
+        lines.append(f"damaged history: {note}")
+    incomplete = verdict.incomplete or {}
+    if incomplete:
+        lines.append(f"incomplete run ({incomplete.get('status')}), cannot pass: {incomplete.get('reason')}")
+    return lines
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
