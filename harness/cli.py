@@ -5,13 +5,12 @@ or harness error."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import shlex
-import signal
 import sys
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError, ValidationError
@@ -55,14 +54,26 @@ def cmd_faults(args: argparse.Namespace) -> int:
     return EXIT_PASS
 
 
-def _interrupt_on_sigterm() -> None:
-    def handler(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
+def _interrupt_on_sigterm() -> dict[int, Any]:
+    """SIGTERM, SIGINT and SIGHUP (closed terminal, cancelled CI job) all stop a run the same way:
+    the first one heals, tears down and records `interrupted`; a later one never cuts teardown short.
+    Returns the previous handlers (`cmd_run` puts them back: `main` may run in a longer-lived process)."""
+    from harness.engine.runner import INTERRUPTS
 
-    signal.signal(signal.SIGTERM, handler)
+    return INTERRUPTS.install()
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from harness.engine.runner import Interrupts
+
+    previous = _interrupt_on_sigterm()
+    try:
+        return _cmd_run(args)
+    finally:
+        Interrupts.restore(previous)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
     from harness.cluster.select import choose_backend
     from harness.experiment import load_experiment, load_experiment_text, load_experiments
     from harness.experiment.dump import dump_experiment
@@ -94,13 +105,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     if callable(cleaner):
         for line in cleaner() or ():
             print(f"cleaned leftover: {line}")
-    _interrupt_on_sigterm()
     worst = EXIT_PASS
     for n, exp in enumerate(exps, 1):
         if exp.variant:
             print(f"variant {exp.variant} ({n} of {len(exps)})")
         worst = max(worst, _run_one(exp, backend, reason, args))
+        if _interrupted():
+            if n < len(exps):
+                print(f"skipped the other {len(exps) - n} variant(s)")
+            break
     return worst
+
+
+def _interrupted() -> bool:
+    from harness.engine.runner import INTERRUPTS
+
+    return INTERRUPTS.interrupted
 
 
 def _run_one(exp: Experiment, backend: ClusterBackend, reason: str, args: argparse.Namespace) -> int:
@@ -111,7 +131,16 @@ def _run_one(exp: Experiment, backend: ClusterBackend, reason: str, args: argpar
     try:
         result = run_experiment(exp, backend, backend_reason=reason, runs_dir=Path(args.runs_dir), progress=progress)
     finally:
-        progress.close()
+        with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP): the run is recorded anyway
+            progress.close()
+    if result.status == "interrupted" or _interrupted():  # never verified here: exit promptly
+        with contextlib.suppress(OSError):
+            print(f"run {result.status}: {result.run_dir}")
+            if result.error:
+                print(f"  {result.error}")
+            print(f"not verified (interrupted); verify later with: kafka-chaos verify {result.run_dir}")
+            print(reproduce_line(exp, backend.name, result.run_dir))
+        return EXIT_ERROR
     print(f"run {result.status}: {result.run_dir}")
     if result.error:
         print(f"  {result.error}")

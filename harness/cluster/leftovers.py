@@ -82,6 +82,13 @@ class CleanedLeftover:
     cmdline: tuple[str, ...]
     owner_pid: int
 
+    def __str__(self) -> str:
+        """One line: what it was, its pid and group, the dead harness that left it, its command."""
+        command = " ".join(self.cmdline)
+        if len(command) > 160:
+            command = command[:157] + "..."
+        return f"{self.what} (pid {self.pid}, group {self.pgid}, left by harness {self.owner_pid}): {command}"
+
 
 def _same_process(
     pid: int, create_time: float, cmdline: Sequence[str] | None = None,

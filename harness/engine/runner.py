@@ -9,12 +9,15 @@ the chaos phase; the chaos phase lasts the experiment's `duration`.
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
-from contextlib import suppress
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import Any, Protocol
 
 from harness.cluster.base import Cluster, ClusterBackend, ClusterSpec
@@ -62,6 +65,89 @@ class RunResult:
     error: str | None = None
 
 
+INTERRUPT_SIGNALS: tuple[str, ...] = ("SIGTERM", "SIGINT", "SIGHUP")
+
+
+class Interrupts:
+    """SIGTERM, SIGINT and SIGHUP stop a run: the first one (outside teardown) raises
+    KeyboardInterrupt in the main thread, so the run heals, tears down and records `interrupted`;
+    any later one, and any one that arrives while teardown is shielded, is only noted (teardown is
+    never cut short). `received` lists every signal seen, in order, for the history."""
+
+    def __init__(self) -> None:
+        self.received: list[str] = []
+        self._raised = False
+        self._shield = 0
+
+    def install(self, names: Sequence[str] = INTERRUPT_SIGNALS) -> dict[int, Any]:
+        """Forget earlier signals and handle these (main thread only; names the platform lacks are
+        skipped). Returns the previous handlers, for `restore`."""
+        self.reset()
+        previous: dict[int, Any] = {}
+        for name in names:
+            sig = getattr(signal, name, None)
+            if sig is not None:
+                previous[sig] = signal.signal(sig, self.handle)
+        return previous
+
+    @staticmethod
+    def restore(previous: dict[int, Any]) -> None:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+
+    def handle(self, signum: int, frame: FrameType | None) -> None:
+        try:
+            name = signal.Signals(signum).name
+        except ValueError:
+            name = f"signal {signum}"
+        self.received.append(name)
+        if self._raised or self._shield:
+            self._say(f"{name} received: finishing teardown first (the run is recorded as interrupted)")
+            return
+        self._raised = True
+        self._say(f"{name} received: healing faults and stopping the cluster")
+        raise KeyboardInterrupt(name)
+
+    @staticmethod
+    def _say(text: str) -> None:
+        """os.write, not print: a signal handler must not re-enter a buffered stream (and the
+        terminal may be gone after SIGHUP)."""
+        with suppress(OSError):
+            os.write(2, f"\n{text}\n".encode())
+
+    @property
+    def interrupted(self) -> bool:
+        return bool(self.received)
+
+    @contextmanager
+    def shielded(self) -> Iterator[None]:
+        """Signals inside this block are only noted, never raised."""
+        self._shield += 1
+        try:
+            yield
+        finally:
+            self._shield -= 1
+
+    @contextmanager
+    def deferred(self) -> Iterator[None]:
+        """A signal inside this block is held until the block ends (a fault is never half injected
+        or half healed, so teardown knows what to heal), then raised as the first signal would be."""
+        before = len(self.received)
+        with self.shielded():
+            yield
+        if len(self.received) > before and not self._raised and not self._shield:
+            self._raised = True
+            raise KeyboardInterrupt(self.received[before])
+
+    def reset(self) -> None:
+        self.received.clear()
+        self._raised = False
+
+
+INTERRUPTS = Interrupts()
+"""The process's one signal state: `kafka-chaos run` installs it, every Run shields its teardown with it."""
+
+
 class _Delivery:
     """Counts acked values and the ones consumers have polled, so the drain can stop early."""
 
@@ -89,8 +175,11 @@ def cluster_spec(exp: Experiment) -> ClusterSpec:
 
 class Run:
     def __init__(self, exp: Experiment, backend: ClusterBackend, bundle: RunBundle, *,
-                 progress: Progress | None = None, parts: RunParts = REAL_PARTS) -> None:
+                 progress: Progress | None = None, parts: RunParts = REAL_PARTS,
+                 interrupts: Interrupts | None = None) -> None:
         self.exp = exp
+        self.interrupts = interrupts or INTERRUPTS
+        self._signals_written = 0
         self.backend = backend
         self.bundle = bundle
         self.progress = progress or QuietProgress()
@@ -136,33 +225,54 @@ class Run:
             clients_log.close()
 
     def _execute(self, status: str, error: str | None) -> RunResult:
-        with HistoryWriter(self.bundle.history) as history:
-            self.history = history
+        self._signals_written = before = len(self.interrupts.received)  # only this run's signals count
+        history = HistoryWriter(self.bundle.history)
+        self.history = history
+        try:
             self._engine("run.start", experiment=self.exp.name, variant=self.exp.variant, backend=self.backend.name,
                          seed=self.exp.seed)
-            try:
-                if not self._setup_and_steady():
-                    status = "aborted"
-                    error = "steady state was not reached before chaos; no fault was injected"
-                else:
-                    self._chaos()
-                    self._heal()
-                    self._drain()
-            except KeyboardInterrupt:
-                status, error = "interrupted", "interrupted (Ctrl-C or SIGTERM)"
-            except Exception as exc:  # the run is recorded as crashed; teardown still runs
-                status, error = "crashed", f"{type(exc).__name__}: {exc}"
-                self._engine("run.error", error=error)
-            finally:
+            status, error = self._phases()
+        except KeyboardInterrupt as exc:
+            status, error = "interrupted", f"interrupted by {exc or 'SIGINT'}"
+            if len(self.interrupts.received) == before:  # the default SIGINT handler (no Interrupts installed)
+                self.interrupts.received.append("SIGINT")
+        finally:
+            with self.interrupts.shielded():  # a second signal is noted, never cuts teardown short
+                self._record_signals()
                 failures = self._teardown()
                 if failures:
                     text = "; ".join(f"{step}: {exc}" for step, exc in failures)
                     self._engine("run.error", error=f"teardown: {text}")
                     if status == "completed":
                         status, error = "crashed", f"teardown failed: {text}"
+                self._record_signals()
+                if len(self.interrupts.received) > before and status == "completed":  # signalled in teardown
+                    status, error = "interrupted", f"interrupted by {self.interrupts.received[before]} during teardown"
                 self._engine("run.end", status=status, error=error)
-        self.bundle.finish(status, error=error, events=history.count)
+                history.close()
+                self.bundle.finish(status, error=error, events=history.count)
         return RunResult(self.bundle.dir, status, error)
+
+    def _phases(self) -> tuple[str, str | None]:
+        try:
+            if not self._setup_and_steady():
+                return "aborted", "steady state was not reached before chaos; no fault was injected"
+            self._chaos()
+            self._heal()
+            self._drain()
+        except Exception as exc:  # the run is recorded as crashed; teardown still runs
+            error = f"{type(exc).__name__}: {exc}"
+            self._engine("run.error", error=error)
+            return "crashed", error
+        return "completed", None
+
+    def _record_signals(self) -> None:
+        """One `signal` engine event per signal received and not yet written."""
+        received = self.interrupts.received
+        while self._signals_written < len(received):
+            with suppress(Exception):
+                self._engine("signal", signal=received[self._signals_written])
+            self._signals_written += 1
 
     def _setup_and_steady(self) -> bool:
         self._phase("setup")
@@ -226,10 +336,11 @@ class Run:
         assert self.injector is not None
         self.progress.note(f"{what} {fault.describe()}")
         try:
-            if what == "inject":
-                self.injector.inject(fault)
-            else:
-                self.injector.heal(fault)
+            with self.interrupts.deferred():
+                if what == "inject":
+                    self.injector.inject(fault)
+                else:
+                    self.injector.heal(fault)
         except HarnessError as exc:
             self._engine("fault.error", fault_id=fault.index, kind=fault.spec.kind, action=what, error=str(exc))
             self.progress.note(f"{what} {fault.describe()} failed: {exc}")
@@ -283,4 +394,5 @@ def run_experiment(exp: Experiment, backend: ClusterBackend, *, backend_reason: 
     return Run(exp, backend, bundle, progress=progress, parts=parts).execute()
 
 
-__all__: Sequence[str] = ("Progress", "Run", "RunResult", "cluster_spec", "run_experiment")
+__all__: Sequence[str] = ("INTERRUPTS", "INTERRUPT_SIGNALS", "Interrupts", "Progress", "Run",
+                           "RunResult", "cluster_spec", "run_experiment")

@@ -7,6 +7,10 @@ the harness must keep recording through broker faults. `IsolatedAdminObserver` r
 `AdminObserver` in `python -m harness.observe.isolated`, reads its events as JSON lines, forwards
 them to the sink, and when the child dies records `observer.error` and starts a new one (which
 re-emits the current state).
+
+Each child gets a leftover record (`harness.cluster.leftovers`, the same per-user directory the
+process backend uses), so a harness that dies without stopping the observer (SIGKILL) leaves
+nothing the next run's `clean_leftovers()` does not kill.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import threading
 import time
 from collections.abc import Sequence
 
+from harness.cluster.leftovers import LeftoverRegistry
 from harness.engine.history import Event, EventSink
 from harness.errors import TeardownError
 from harness.observe.base import StartedByWith
@@ -32,8 +37,11 @@ class IsolatedAdminObserver(StartedByWith):
     """An `AdminObserver` in a child process; implements `harness.observe.base.Observer`."""
 
     def __init__(self, bootstrap_servers: str, sink: EventSink, *, interval: float = 0.5, name: str = "admin",
-                 groups: Sequence[str] = (), python: str = sys.executable) -> None:
+                 groups: Sequence[str] = (), python: str = sys.executable,
+                 leftovers: LeftoverRegistry | None = None) -> None:
         self.name = name
+        self._leftovers = leftovers
+        self._own_leftovers = leftovers is None
         self._sink = sink
         self._argv = [python, "-m", "harness.observe.isolated", "--bootstrap", bootstrap_servers,
                       "--interval", str(interval), "--name", name, *[a for g in groups for a in ("--group", g)]]
@@ -49,8 +57,16 @@ class IsolatedAdminObserver(StartedByWith):
         self._thread.start()
 
     def _spawn(self) -> None:
+        if self._leftovers is None:
+            self._leftovers = LeftoverRegistry()
         self._proc = subprocess.Popen(self._argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                       stdin=subprocess.DEVNULL, start_new_session=True)
+        self._leftovers.register(self._proc.pid, f"observer:{self.name}")
+
+    def _forget(self, proc: subprocess.Popen[bytes]) -> None:
+        """Drop the leftover record of a child that was reaped."""
+        if self._leftovers is not None:
+            self._leftovers.unregister(proc.pid)
 
     def _pump(self) -> None:
         while not self._stopping.is_set():
@@ -64,6 +80,7 @@ class IsolatedAdminObserver(StartedByWith):
                 if isinstance(event, dict):
                     self._sink(event)
             code = proc.wait()
+            self._forget(proc)
             if self._stopping.is_set():
                 return
             how = f"signal {-code}" if code < 0 else f"exit code {code}"
@@ -97,6 +114,11 @@ class IsolatedAdminObserver(StartedByWith):
             self._thread = None
         if proc is not None and proc.stdout is not None:
             proc.stdout.close()
+        if proc is not None and proc.poll() is not None:
+            self._forget(proc)
+        if self._own_leftovers and self._leftovers is not None:
+            self._leftovers.close()  # kills a child a racing restart may have left; drops the records
+            self._leftovers = None
         if failures:
             raise TeardownError(failures)
 

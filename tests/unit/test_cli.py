@@ -118,24 +118,43 @@ def test_verify_of_a_complete_intact_run_prints_no_such_note(
     assert "damaged history" not in out and "incomplete run" not in out and "verdict: pass" in out
 
 
-def test_run_prints_the_reason_after_an_interrupted_run(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def _run_one_with(result_status: str, error: str, tmp_path: Path,
+                  monkeypatch: pytest.MonkeyPatch) -> tuple[int, list[Path]]:
     import argparse
     import types
 
     import harness.engine.runner
     from harness.cli import _run_one
-    from harness.engine.runner import RunResult
+    from harness.engine.runner import INTERRUPTS, RunResult
 
+    INTERRUPTS.reset()
     run_dir = tmp_path / "fixture-run"
     run_dir.mkdir()
     monkeypatch.setattr(harness.engine.runner, "run_experiment", lambda *a, **k: RunResult(
-        run_dir, "interrupted", "interrupted (Ctrl-C or SIGTERM)"))
-    _fake_verify(monkeypatch, _incomplete_verdict())
+        run_dir, result_status, error))
+    seen = _fake_verify(monkeypatch, _incomplete_verdict())
     exp = types.SimpleNamespace(variant="", source="fixture.yaml", seed=7, cluster=types.SimpleNamespace(broker="auto"))
     backend = types.SimpleNamespace(name="process")
     args = argparse.Namespace(runs_dir=str(tmp_path), no_verify=False, spark_master=None)
-    assert _run_one(exp, backend, "test", args) == 2  # type: ignore[arg-type]
+    return _run_one(exp, backend, "test", args), seen  # type: ignore[arg-type]
+
+
+def test_run_prints_why_a_run_that_did_not_complete_cannot_pass(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A run that failed on its own (no signal) is verified, and the CLI says why it cannot pass."""
+    code, seen = _run_one_with("failed", "backend error: broker:2 did not start", tmp_path, monkeypatch)
+    assert code == 2 and seen == [tmp_path / "fixture-run"]
     out = capsys.readouterr().out
-    assert "run interrupted: " in out and "incomplete run (running), cannot pass: " in out
+    assert "run failed: " in out and "incomplete run (running), cannot pass: " in out
     assert "damaged history: 37 of 412" in out and "reproduce: kafka-chaos run fixture.yaml" in out
+
+
+def test_an_interrupted_run_is_not_verified_and_says_how_to_verify_later(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """After a signal the CLI exits promptly: no Spark verification, exit 2, and the command to verify later."""
+    code, seen = _run_one_with("interrupted", "interrupted by SIGTERM", tmp_path, monkeypatch)
+    assert code == 2 and seen == []
+    out = capsys.readouterr().out
+    assert "run interrupted: " in out and "interrupted by SIGTERM" in out
+    assert f"verify later with: kafka-chaos verify {tmp_path / 'fixture-run'}" in out
+    assert "reproduce: kafka-chaos run fixture.yaml" in out

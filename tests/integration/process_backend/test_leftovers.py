@@ -136,3 +136,45 @@ def test_a_harness_that_exits_without_teardown_takes_its_processes_along(
         for pid in pids:
             if _alive(pid):
                 os.killpg(pid, signal.SIGKILL)
+
+
+OBSERVER_HARNESS = textwrap.dedent("""
+    import sys, time
+    from harness.observe.isolated import IsolatedAdminObserver
+    observer = IsolatedAdminObserver("127.0.0.1:1", lambda event: None)
+    observer.start()
+    print(observer._proc.pid, flush=True)
+    time.sleep(600)
+""")
+
+
+def test_the_isolated_observer_of_a_sigkilled_harness_is_killed_by_the_next_clean_leftovers(tmp_path: Path) -> None:
+    """The observer child (its own session) has a leftover record like the cluster's processes."""
+    leftovers = tmp_path / "leftovers"
+    stderr = tmp_path / "harness.stderr"
+    env = {**os.environ, "KAFKA_CHAOS_LEFTOVERS_DIR": str(leftovers)}
+    with open(stderr, "wb") as err:
+        harness = subprocess.Popen([sys.executable, "-c", OBSERVER_HARNESS], stdout=subprocess.PIPE, stderr=err,
+                                   text=True, env=env)
+    pid = 0
+    try:
+        line = harness.stdout.readline() if harness.stdout else ""
+        assert line, f"harness subprocess failed:\n{stderr.read_text()[-3000:]}"
+        pid = int(line)
+        assert _alive(pid)
+        assert clean_leftovers(leftovers) == []  # owner alive: hands off
+        harness.send_signal(signal.SIGKILL)
+        harness.wait(10)
+        assert _alive(pid), "the observer child should outlive a SIGKILLed harness (own session)"
+        cleaned = clean_leftovers(leftovers)
+        assert [(c.pid, c.what) for c in cleaned] == [(pid, "observer:admin")], cleaned
+        text = str(cleaned[0])
+        assert "\n" not in text and "observer:admin" in text and "harness.observe.isolated" in text
+        assert not _alive(pid)
+        assert list(leftovers.glob("*.json")) == []
+    finally:
+        if harness.poll() is None:
+            harness.kill()
+            harness.wait(10)
+        if pid and _alive(pid):
+            os.killpg(pid, signal.SIGKILL)

@@ -1,0 +1,160 @@
+"""`kafka-chaos run` stopped by a signal (issue 22): SIGTERM, SIGINT and SIGHUP all heal the
+fault, stop the cluster, record `interrupted` and exit promptly without verifying; no process of
+the run outlives the harness. The harness runs as a subprocess (its own session) and the signal is
+sent once the history shows the fault started. `terminal-closed` runs it on a pseudo-terminal and
+closes that: the kernel sends the SIGHUP, and every later write to the terminal fails."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import pty
+import select
+import signal
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from harness.engine.history import read_history
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+EXPERIMENT = """
+name: signal-test
+cluster: {brokers: 1, broker: reference}
+topics: [{name: t, partitions: 1, replication_factor: 1}]
+workload:
+  producers: [{topic: t, rate: 20}]
+  consumers: [{group: g, topics: [t], members: 1}]
+steady_state: [controller_present, all_partitions_led]
+steady_timeout: 60s
+schedule:
+  - {at: 1s, fault: pause, target: broker:1, duration: 20s}
+duration: 30s
+drain: 5s
+"""
+
+START_TIMEOUT_S = 180.0  # until the fault starts (cluster up, steady state); generous on a busy 2-core box
+EXIT_BOUND_S = 60.0      # signal -> exit
+
+
+def _events(run_dir: Path) -> list[dict[str, object]]:
+    path = run_dir / "history.jsonl"
+    return read_history(path).events if path.exists() else []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _run_processes(run_dir: Path) -> list[psutil.Process]:
+    """Live processes whose command line mentions the run directory."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        try:
+            if any(str(run_dir) in arg for arg in proc.info["cmdline"] or ()) and _alive(proc.pid):
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+def _take_terminal() -> None:
+    """In the child: a new session whose controlling terminal is stdin (the pty's slave side)."""
+    os.setsid()
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "SIGHUP", "terminal-closed"])
+def test_a_signalled_run_heals_stops_records_interrupted_and_exits_without_verifying(
+    tmp_path: Path, how: str,
+) -> None:
+    signame = "SIGHUP" if how == "terminal-closed" else how
+    exp = tmp_path / "signal-test.yaml"
+    exp.write_text(EXPERIMENT)
+    runs, leftovers = tmp_path / "runs", tmp_path / "leftovers"
+    out = tmp_path / "harness.out"
+    env = {**os.environ, "KAFKA_CHAOS_LEFTOVERS_DIR": str(leftovers), "PYTHONUNBUFFERED": "1"}
+    argv = [sys.executable, "-m", "harness.cli", "run", str(exp), "--backend", "process", "--runs-dir", str(runs)]
+    master = -1
+    if how == "terminal-closed":
+        master, slave = pty.openpty()
+        harness = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env,
+                                   preexec_fn=_take_terminal)
+        os.close(slave)
+        out.write_text("(on a pseudo-terminal: output not kept)\n")
+    else:
+        with open(out, "wb") as sink:
+            harness = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                       env=env, start_new_session=True)
+    children: list[int] = []
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        run_dir: Path | None = None
+        while time.monotonic() < deadline and harness.poll() is None:
+            dirs = list(runs.iterdir()) if runs.exists() else []
+            run_dir = dirs[0] if dirs else None
+            if run_dir is not None and any(e["type"] == "fault.start" for e in _events(run_dir)):
+                break
+            if master >= 0:  # keep the terminal's buffer drained so the harness never blocks writing
+                while select.select([master], [], [], 0)[0] and os.read(master, 65536):
+                    pass
+            time.sleep(0.2)
+        assert harness.poll() is None and run_dir is not None, (
+            f"the fault never started:\n{out.read_text(errors='replace')[-4000:]}")
+        assert any(e["type"] == "phase" and e["name"] == "chaos" for e in _events(run_dir))
+        children = [c.pid for c in psutil.Process(harness.pid).children(recursive=True)]
+        recorded = [json.loads(p.read_text())["what"] for p in leftovers.glob("*.json")]
+        assert any(w.startswith("observer:") for w in recorded), recorded  # the isolated observer has a record
+
+        sent = time.monotonic()
+        if master >= 0:
+            os.close(master)  # hang up: the kernel sends SIGHUP to the harness
+            master = -1
+        else:
+            harness.send_signal(getattr(signal, signame))
+        code = harness.wait(EXIT_BOUND_S)
+        latency = time.monotonic() - sent
+        print(f"{how}: exit {code} {latency:.1f}s after the signal")
+        text = out.read_text(errors="replace")
+
+        assert code == 2, text[-4000:]
+        if how != "terminal-closed":
+            assert f"verify later with: kafka-chaos verify {run_dir}" in text
+        info = json.loads((run_dir / "run.json").read_text())
+        assert info["status"] == "interrupted", info
+        assert not (run_dir / "verdict.json").exists()
+        events = _events(run_dir)
+        assert {"type": "signal", "src": "engine", "signal": signame}.items() <= next(
+            e for e in events if e["type"] == "signal").items()
+        starts = {e["fault_id"] for e in events if e["type"] == "fault.start"}
+        ends = {e["fault_id"] for e in events if e["type"] == "fault.end"}
+        assert starts and starts <= ends, (starts, ends)
+        assert events[-1]["type"] == "run.end" and events[-1]["status"] == "interrupted"
+
+        gone_by = time.monotonic() + 10
+        while time.monotonic() < gone_by and (any(_alive(p) for p in children) or _run_processes(run_dir)):
+            time.sleep(0.1)
+        assert not [p for p in children if _alive(p)], [psutil.Process(p).cmdline() for p in children if _alive(p)]
+        assert not _run_processes(run_dir)
+        assert list(leftovers.glob("*.json")) == []
+    finally:
+        if master >= 0:
+            os.close(master)
+        if harness.poll() is None:
+            harness.kill()
+            harness.wait(10)
+        for pid in children:
+            if _alive(pid):
+                with contextlib.suppress(OSError):
+                    os.killpg(pid, signal.SIGKILL)

@@ -1,0 +1,174 @@
+"""Signals stop a run the same way (issue 22): SIGTERM, SIGINT and SIGHUP raise one
+KeyboardInterrupt, the run heals and tears down, a later signal never cuts teardown short, and
+the history records each signal. Fakes only; the signals are sent to this test process."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.engine import runner
+from harness.engine.bundle import RunBundle
+from harness.engine.history import read_history
+from harness.engine.runner import INTERRUPT_SIGNALS, Interrupts, QuietProgress, Run
+from harness.experiment import load_experiment_text
+from tests.unit.engine.fakes import FakeBackend, FakeCluster, fake_parts
+from tests.unit.engine.test_runner import EXP
+
+
+@pytest.fixture
+def interrupts() -> Iterator[Interrupts]:
+    """A fresh Interrupts installed for the three signals; the previous handlers come back after."""
+    saved = {name: signal.getsignal(getattr(signal, name)) for name in INTERRUPT_SIGNALS}
+    fresh = Interrupts()
+    fresh.install()
+    try:
+        yield fresh
+    finally:
+        for name, handler in saved.items():
+            signal.signal(getattr(signal, name), handler)
+
+
+def test_install_handles_sigterm_sigint_and_sighup(interrupts: Interrupts) -> None:
+    for name in ("SIGTERM", "SIGINT", "SIGHUP"):
+        assert signal.getsignal(getattr(signal, name)) == interrupts.handle, name
+
+
+@pytest.mark.parametrize("name", INTERRUPT_SIGNALS)
+def test_the_first_signal_raises_and_a_second_is_only_noted(interrupts: Interrupts, name: str) -> None:
+    with pytest.raises(KeyboardInterrupt, match=name):
+        os.kill(os.getpid(), getattr(signal, name))
+    os.kill(os.getpid(), signal.SIGTERM)  # must not raise
+    assert interrupts.received == [name, "SIGTERM"] and interrupts.interrupted
+
+
+def test_a_signal_inside_the_shield_is_only_noted(interrupts: Interrupts) -> None:
+    with interrupts.shielded():
+        os.kill(os.getpid(), signal.SIGHUP)
+    assert interrupts.received == ["SIGHUP"]
+    with pytest.raises(KeyboardInterrupt):  # outside the shield the first one still raises
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+class _SignalMidChaos(QuietProgress):
+    """Sends `signum` to this process once the chaos phase is `at` seconds in."""
+
+    def __init__(self, signum: int, at: float) -> None:
+        self.signum, self.at, self.sent = signum, at, False
+
+    def tick(self, *, elapsed: float, total: float, next_fault: str | None, events: int) -> None:
+        if elapsed >= self.at and not self.sent:
+            self.sent = True
+            os.kill(os.getpid(), self.signum)
+
+
+def _run(tmp_path: Path, interrupts: Interrupts, progress: QuietProgress) -> tuple[runner.RunResult, list[str]]:
+    runner.TICK_S = 0.02
+    log: list[str] = []
+    exp = load_experiment_text(EXP.replace("duration: 600ms", "duration: 30s"), "engine.yaml")
+    backend = FakeBackend()
+    bundle = RunBundle.create(tmp_path, exp, backend="fake", backend_reason="test")
+    result = Run(exp, backend, bundle, progress=progress, parts=fake_parts(log), interrupts=interrupts).execute()
+    assert backend.cluster is not None
+    return result, backend.cluster.calls
+
+
+def test_sigterm_mid_chaos_heals_tears_down_and_records_interrupted_while_a_second_signal_is_noted(
+    tmp_path: Path, interrupts: Interrupts, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    down: Callable[[FakeCluster], None] = FakeCluster.down
+
+    def down_after_another_signal(self: FakeCluster) -> None:
+        os.kill(os.getpid(), signal.SIGHUP)  # a second signal in teardown: noted, teardown goes on
+        down(self)
+
+    monkeypatch.setattr(FakeCluster, "down", down_after_another_signal)
+    result, calls = _run(tmp_path, interrupts, _SignalMidChaos(signal.SIGTERM, at=0.4))
+    assert result.status == "interrupted" and result.error == "interrupted by SIGTERM"
+    assert calls[-1] == "down"
+    events: list[dict[str, Any]] = read_history(result.run_dir / "history.jsonl").events
+    assert [e["signal"] for e in events if e["type"] == "signal"] == ["SIGTERM", "SIGHUP"]
+    assert all(e["src"] == "engine" for e in events if e["type"] == "signal")
+    phases = [e["name"] for e in events if e["type"] == "phase"]
+    assert phases == ["setup", "steady", "chaos", "teardown"]  # no heal/drain phase: not a complete run
+    starts = {e["fault_id"] for e in events if e["type"] == "fault.start"}
+    ends = {e["fault_id"] for e in events if e["type"] == "fault.end"}
+    assert starts and starts == ends  # every injected fault was healed in teardown
+    assert events[-1]["type"] == "run.end" and events[-1]["status"] == "interrupted"
+    assert json.loads((result.run_dir / "run.json").read_text())["status"] == "interrupted"
+
+
+def test_a_signal_during_teardown_of_a_finished_run_marks_it_interrupted(
+    tmp_path: Path, interrupts: Interrupts, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    down: Callable[[FakeCluster], None] = FakeCluster.down
+
+    def down_after_a_signal(self: FakeCluster) -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        down(self)
+
+    monkeypatch.setattr(FakeCluster, "down", down_after_a_signal)
+    runner.TICK_S = 0.02
+    exp = load_experiment_text(EXP, "engine.yaml")
+    backend = FakeBackend()
+    bundle = RunBundle.create(tmp_path, exp, backend="fake", backend_reason="test")
+    result = Run(exp, backend, bundle, parts=fake_parts([]), interrupts=interrupts).execute()
+    assert result.status == "interrupted" and backend.cluster is not None and backend.cluster.calls[-1] == "down"
+    events = read_history(result.run_dir / "history.jsonl").events
+    assert [e["signal"] for e in events if e["type"] == "signal"] == ["SIGINT"]
+
+
+def test_a_signal_while_a_fault_is_injected_waits_for_the_injection_so_teardown_heals_it(
+    tmp_path: Path, interrupts: Interrupts, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    kill: Callable[[FakeCluster, Any], None] = FakeCluster.kill
+
+    def kill_then_signal(self: FakeCluster, node: Any) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)  # arrives mid-injection: held until the fault is recorded
+        kill(self, node)
+
+    monkeypatch.setattr(FakeCluster, "kill", kill_then_signal)
+    result, calls = _run(tmp_path, interrupts, QuietProgress())
+    assert result.status == "interrupted" and result.error == "interrupted by SIGTERM"
+    events = read_history(result.run_dir / "history.jsonl").events
+    assert [e["fault_id"] for e in events if e["type"] == "fault.start"] == [0]
+    assert [e["fault_id"] for e in events if e["type"] == "fault.end"] == [0]
+    assert calls[0] == "kill broker:1" and "start broker:1" in calls and calls[-1] == "down"
+
+
+def test_deferred_holds_a_signal_until_the_block_ends(interrupts: Interrupts) -> None:
+    done = []
+    with pytest.raises(KeyboardInterrupt, match="SIGINT"), interrupts.deferred():
+        os.kill(os.getpid(), signal.SIGINT)
+        done.append("rest of the block")
+    assert done == ["rest of the block"] and interrupts.received == ["SIGINT"]
+
+
+def test_a_signal_before_the_run_started_does_not_mark_a_later_run(tmp_path: Path) -> None:
+    """The plugin and in-process callers run several experiments in one process: only this run's signals count."""
+    earlier = Interrupts()
+    earlier.received.append("SIGINT")  # an earlier run in this process was interrupted
+    runner.TICK_S = 0.02
+    exp = load_experiment_text(EXP, "engine.yaml")
+    bundle = RunBundle.create(tmp_path, exp, backend="fake", backend_reason="test")
+    result = Run(exp, FakeBackend(), bundle, parts=fake_parts([]), interrupts=earlier).execute()
+    assert result.status == "completed", result.error
+    assert not [e for e in read_history(result.run_dir / "history.jsonl").events if e["type"] == "signal"]
+
+
+def test_install_forgets_earlier_signals_and_restore_puts_the_previous_handlers_back() -> None:
+    before = {name: signal.getsignal(getattr(signal, name)) for name in INTERRUPT_SIGNALS}
+    fresh = Interrupts()
+    fresh.received.append("SIGTERM")
+    previous = fresh.install()
+    try:
+        assert fresh.received == [] and not fresh.interrupted
+    finally:
+        Interrupts.restore(previous)
+    assert {name: signal.getsignal(getattr(signal, name)) for name in INTERRUPT_SIGNALS} == before
