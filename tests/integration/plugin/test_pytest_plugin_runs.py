@@ -114,7 +114,7 @@ def test_matrix_variants_are_separate_cases_and_the_clean_one_passes(session: Se
 def test_bug_flag_variant_fails_naming_the_check_that_caught_it(session: Session) -> None:
     name = "controller-kill-short[reference_bugs=skip_epoch_bump]"
     case = session.cases[name]
-    assert session.props(name)["broker"].startswith("kafka-chaos reference broker"), session.props(name)["broker"]
+    assert session.props(name)["broker"].startswith("reference broker"), session.props(name)["broker"]
     failure = case.find("failure")
     assert failure is not None, session.output[-4000:]
     text = failure.text or ""
