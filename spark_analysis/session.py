@@ -9,12 +9,14 @@ The same code path serves `local[*]`, a standalone/YARN/k8s master and `spark-su
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
-import tempfile
 from pathlib import Path
 
 from pyspark.sql import SparkSession
+
+from harness.install.cache import cache_root
 
 DEFAULT_MASTER = "local[*]"
 DRIVER_MEMORY = "896m"
@@ -50,10 +52,15 @@ appender.stderr.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
 
 
 def quiet_log_config() -> Path:
-    """A log4j2 configuration that lets only errors through (written once per process)."""
-    path = Path(tempfile.gettempdir()) / f"kafka-chaos-spark-log4j2-{os.getpid()}.properties"
+    """A log4j2 configuration that lets only errors through: one file in the per-user cache, named after
+    its content and shared by every process (a file per process in /tmp was never removed)."""
+    digest = hashlib.sha256(LOG4J2_PROPERTIES.encode()).hexdigest()[:12]
+    path = cache_root() / f"spark-log4j2-{digest}.properties"
     if not path.exists():
-        path.write_text(LOG4J2_PROPERTIES, encoding="utf-8")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(LOG4J2_PROPERTIES, encoding="utf-8")
+        tmp.replace(path)  # atomic: a concurrent reader sees the whole file or none
     return path
 
 

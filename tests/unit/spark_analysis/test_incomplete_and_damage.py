@@ -246,3 +246,14 @@ def test_no_damage_changes_nothing() -> None:
     results = [LOST, DUP]
     assert apply_damage_rule(results, None, FAULTS) == results
     assert apply_damage_rule(results, HistoryDamage(100), FAULTS) == results
+
+
+def test_the_spark_log_config_is_one_shared_file_in_the_cache_not_one_per_process(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each verify used to leave /tmp/kafka-chaos-spark-log4j2-<pid>.properties behind (issue 22)."""
+    from spark_analysis.session import LOG4J2_PROPERTIES, quiet_log_config
+
+    monkeypatch.setenv("KAFKA_CHAOS_CACHE", str(tmp_path))
+    first = quiet_log_config()
+    assert first.parent == tmp_path and first.read_text() == LOG4J2_PROPERTIES
+    assert quiet_log_config() == first and [p.name for p in tmp_path.iterdir()] == [first.name]
