@@ -113,10 +113,19 @@ EOF
 podman_env
 
 # 3. the service ----------------------------------------------------------------------------------
+# A service whose working directory was deleted (a removed checkout it was started from) still answers,
+# but conmon then fails every container start ("Failed to get working directory"): replace it.
+if [ -f "$STATE/service.pid" ] && readlink "/proc/$(cat "$STATE/service.pid")/cwd" 2>/dev/null | grep -q '(deleted)$'; then
+  log "the running podman service lost its working directory: restarting it"
+  kill "$(cat "$STATE/service.pid")" 2>/dev/null || true
+  for _ in $(seq 1 50); do service_answers || break; sleep 0.1; done
+fi
 if ! service_answers; then
   rm -f "$SOCK"
   log "starting podman system service on unix://$SOCK (log $STATE/service.log)"
-  setsid podman system service --time=0 "unix://$SOCK" >>"$STATE/service.log" 2>&1 < /dev/null &
+  # started from / so that no checkout it was started from can take its working directory away
+  setsid sh -c 'cd / && exec "$0" "$@"' podman system service --time=0 "unix://$SOCK" \
+    >>"$STATE/service.log" 2>&1 < /dev/null &
   echo $! >"$STATE/service.pid"
   for _ in $(seq 1 100); do service_answers && break; sleep 0.1; done
   service_answers || die "podman service did not answer on $SOCK; see $STATE/service.log"
