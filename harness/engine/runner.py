@@ -278,10 +278,10 @@ class Run:
         self._phase("setup")
         self.cluster = self.backend.up(cluster_spec(self.exp), self.bundle.dir / "cluster")
         flavour = self.cluster.flavour
-        choice = str(self.cluster.describe().get("broker_choice") or "")
+        info = dict(self.cluster.describe())
         self.bundle.update(broker={"flavour": flavour.name, "version": flavour.version, "bugs": list(flavour.bugs),
-                                   "describe": flavour.describe(), "choice": choice},
-                           cluster_info=dict(self.cluster.describe()))
+                                   "describe": flavour.describe(), "choice": str(info.get("broker_choice") or "")},
+                           cluster_info=info)
         self.progress.note(f"cluster up: {flavour.describe()} at {self.cluster.bootstrap_servers}")
         self.parts.create_topics(self.exp, self.cluster)
         self.observers = list(self.parts.observers(self.exp, self.cluster, self.sink))
