@@ -14,12 +14,16 @@ from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import Literal, Protocol, runtime_checkable
 
-NodeRole = Literal["broker", "zookeeper"]
+NodeRole = Literal["broker", "zookeeper", "controller"]
+CONTROLLER_ID_BASE = 100
+"""A dedicated KRaft controller `controller:c` is Kafka node 100+c (`controller:101` is the first), so node
+ids are unique across brokers (1..9) and controllers, and the history names nodes by their Kafka id."""
 
 
 @dataclass(frozen=True, slots=True, order=True)
 class NodeId:
-    """A cluster member: `broker:2`, `zookeeper:1` (ids are 1-based, as Kafka's broker.id here)."""
+    """A cluster member: `broker:2`, `zookeeper:1`, `controller:101` (a broker's and a controller's id is its
+    Kafka node.id; ZooKeeper members are 1-based)."""
 
     role: NodeRole
     id: int
@@ -35,13 +39,18 @@ class NodeId:
     def zookeeper(zk_id: int) -> NodeId:
         return NodeId("zookeeper", zk_id)
 
+    @staticmethod
+    def controller(node_id: int) -> NodeId:
+        return NodeId("controller", node_id)
+
 
 CLIENT: Literal["client"] = "client"
 LinkSource = NodeId | Literal["client"]
 
 
 def link_name(src: LinkSource, dst: NodeId) -> str:
-    """The Toxiproxy proxy name of a directed link: `1->2`, `1->zk1`, `client->3`."""
+    """The Toxiproxy proxy name of a directed link: `1->2`, `1->zk1`, `client->3`, `1->101`, `101->102`
+    (node ids of brokers and controllers never clash, see `CONTROLLER_ID_BASE`)."""
     s = "client" if isinstance(src, str) else str(src.id)
     d = f"zk{dst.id}" if dst.role == "zookeeper" else str(dst.id)
     return f"{s}->{d}"
@@ -73,6 +82,12 @@ class ClusterSpec:
     brokers: int
     zookeepers: int = 1
     kafka_version: str = "3.9"
+    mode: Literal["zookeeper", "kraft"] = "zookeeper"
+    controllers: int = 0
+    """KRaft voters: dedicated controllers 101..100+n, or brokers 1..n when `combined`."""
+    combined: bool = False
+    cluster_id: str = ""
+    """KRaft: the id `kafka-storage format` writes (22 characters of base64url); empty = derived from 0."""
     """Apache Kafka release (`3.9.2`) or line (`3.9`); a Confluent Platform 7.m version means Kafka 3.m."""
     broker: str = "auto"
     """`auto`, `apache-kafka` or `reference` (`harness.cluster.process_flavour`)."""
@@ -80,6 +95,18 @@ class ClusterSpec:
     images: Mapping[str, str] = field(default_factory=_frozen_map)
     reference_bugs: tuple[str, ...] = ()
     ready_timeout_s: float = 90.0
+
+    @property
+    def kraft(self) -> bool:
+        return self.mode == "kraft"
+
+    def voter_ids(self) -> tuple[int, ...]:
+        """The KRaft quorum's node ids (empty in ZooKeeper mode)."""
+        if not self.kraft:
+            return ()
+        if self.combined:
+            return tuple(range(1, self.controllers + 1))
+        return tuple(CONTROLLER_ID_BASE + c for c in range(1, self.controllers + 1))
 
 
 @runtime_checkable
@@ -98,6 +125,36 @@ class Link(Protocol):
     ) -> str: ...
 
     def remove_toxic(self, name: str) -> None: ...
+
+
+class LinkGroup:
+    """Several proxies acting as one directed link (combined KRaft mode: broker k's data link `k->j` and its
+    quorum link `k->j.quorum` to voter broker j). Every operation is applied to each member."""
+
+    def __init__(self, members: tuple[Link, ...]) -> None:
+        self.members = members
+        self.name = "+".join(m.name for m in members)
+
+    def disable(self) -> None:
+        for m in self.members:
+            m.disable()
+
+    def enable(self) -> None:
+        for m in self.members:
+            m.enable()
+
+    def add_toxic(
+        self, kind: str, attributes: Mapping[str, float | int], *, stream: str = "downstream",
+        toxicity: float = 1.0, name: str | None = None,
+    ) -> str:
+        names = {m.add_toxic(kind, attributes, stream=stream, toxicity=toxicity, name=name) for m in self.members}
+        if len(names) != 1:
+            raise ValueError(f"link {self.name}: toxic {kind} got different names {sorted(names)}; give it a name")
+        return names.pop()
+
+    def remove_toxic(self, name: str) -> None:
+        for m in self.members:
+            m.remove_toxic(name)
 
 
 @runtime_checkable

@@ -1,13 +1,16 @@
 """The process backend: the containers topology as local processes.
 
-ZooKeeper (1 or 3 members, `harness.cluster.zookeeper`), N brokers (Apache Kafka from `KAFKA_HOME`
-or the cache, or the reference broker, `process_flavour`) and one Toxiproxy (`TOXIPROXY_BIN` or the embedded
-server, `process_toxiproxy`), wired as DESIGN.md "Link-level faults: one listener per source"
-(`render`). Faults are signals to process groups and proxy operations. Every child runs in its own
+ZooKeeper mode: ZooKeeper (1, 3 or 5 members, `harness.cluster.zookeeper`) and N brokers (Apache Kafka
+from `KAFKA_HOME` or the cache, or the reference broker, `process_flavour`). KRaft mode: C voters
+(dedicated controllers or combined brokers) and N brokers of Apache Kafka (`process_kraft`). Both with
+one Toxiproxy (`TOXIPROXY_BIN` or the embedded server, `process_toxiproxy`), wired as DESIGN.md
+"Link-level faults: one listener per source" (`render`, `process_topology`). Faults are signals to
+process groups and proxy operations. Every child runs in its own
 process group, is recorded for `clean_leftovers()`, and is killed on every exit path.
 
 Layout under `workdir/`: `broker-<k>/{server.properties,data/,broker.log,logs/}`,
-`zookeeper/zk<i>/`, `toxiproxy/toxiproxy.log`, `cluster.json` (what `describe()` returns).
+`controller-<id>/{server.properties,data/,controller.log,logs/}` (KRaft), `zookeeper/zk<i>/`,
+`toxiproxy/toxiproxy.log`, `cluster.json` (what `describe()` returns).
 """
 
 from __future__ import annotations
@@ -21,7 +24,16 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from harness.cluster.base import BrokerFlavour, Cluster, ClusterBackend, ClusterSpec, Link, LinkSource, NodeId
+from harness.cluster.base import (
+    BrokerFlavour,
+    Cluster,
+    ClusterBackend,
+    ClusterSpec,
+    Link,
+    LinkGroup,
+    LinkSource,
+    NodeId,
+)
 from harness.cluster.leftovers import CleanedLeftover, LeftoverRegistry, clean_leftovers
 from harness.cluster.lifecycle import start_or_teardown
 from harness.cluster.process_brokers import BrokerNodes
@@ -33,20 +45,13 @@ from harness.cluster.process_flavour import (
     select_launcher,
     zookeeper_jar_version,
 )
-from harness.cluster.process_node import tail, wait_group_stopped
+from harness.cluster.process_kraft import KraftNodes
+from harness.cluster.process_node import ManagedProcess, tail, wait_group_stopped
+from harness.cluster.process_topology import process_topology
 from harness.cluster.process_toxiproxy import ProcessLink, ToxiproxyProcess
-from harness.cluster.render import (
-    HostPort,
-    ProxyRoute,
-    Topology,
-    ZooKeeperEndpoint,
-    allocate_ports,
-    broker_listeners,
-    plan_routes,
-)
+from harness.cluster.render import Topology, ZooKeeperEndpoint
 from harness.cluster.zookeeper import ZooKeeperEnsemble, ZooKeeperMember, zookeeper_classpath
 from harness.errors import BackendError, ConfigError, HarnessError, HarnessTimeout, TeardownError
-from harness.toxiproxy.client import ProxySpec
 
 HOST = "127.0.0.1"
 
@@ -90,14 +95,17 @@ class ProcessBackend:
 
         `spec.brokers == 0` brings up ZooKeeper and Toxiproxy only (used by tests of ZooKeeper faults).
         """
-        if spec.brokers < 0 or spec.zookeepers not in (1, 3, 5):
-            raise ConfigError(f"process backend: brokers must be >= 0 and zookeepers 1, 3 or 5; "
-                              f"got brokers={spec.brokers}, zookeepers={spec.zookeepers}")
+        if spec.brokers < 0 or (spec.zookeepers not in (1, 3, 5) if not spec.kraft
+                                else spec.controllers not in (1, 3, 5)):
+            raise ConfigError(f"process backend: brokers must be >= 0 and zookeepers (KRaft: controllers) 1, 3 "
+                              f"or 5; got brokers={spec.brokers}, zookeepers={spec.zookeepers}, "
+                              f"controllers={spec.controllers}")
         java = find_java(self.environ)
         if java is None:
             raise BackendError("process backend: no `java` on PATH or in JAVA_HOME")
         launcher = select_launcher(self.environ, broker=self.broker or spec.broker, kafka=spec.kafka_version,
-                                   reference_bugs=spec.reference_bugs, java=java, progress=self.progress)
+                                   reference_bugs=spec.reference_bugs, java=java, progress=self.progress,
+                                   mode=spec.mode)
         cleaned = self.clean_leftovers(self.leftovers_dir)  # groups of harnesses that died without teardown
         cluster = ProcessCluster(spec, Path(workdir), launcher=launcher, java=java, backend=self)
         cluster.cleaned_leftovers = tuple(cleaned)
@@ -125,10 +133,12 @@ class ProcessCluster:
         self._toxiproxy: ToxiproxyProcess | None = None
         self._ensemble: ZooKeeperEnsemble | None = None
         self._brokers: BrokerNodes | None = None
+        self._kraft: KraftNodes | None = None
         self.topology: Topology | None = None
         self.nodes: tuple[NodeId, ...] = (
             tuple(NodeId.broker(k) for k in range(1, spec.brokers + 1))
-            + tuple(NodeId.zookeeper(i) for i in range(1, spec.zookeepers + 1)))
+            + (tuple(NodeId.controller(v) for v in spec.voter_ids()) if spec.kraft and not spec.combined else ())
+            + tuple(NodeId.zookeeper(i) for i in range(1, (0 if spec.kraft else spec.zookeepers) + 1)))
         self.bootstrap_servers = ""
         self.zookeeper_connect = ""
         self._classpath = ""
@@ -144,25 +154,23 @@ class ProcessCluster:
         self._toxiproxy = ToxiproxyProcess(
             self.workdir / "toxiproxy", self._registry, HOST, binary=env.get("TOXIPROXY_BIN") or None)
         self._toxiproxy.start(timeout_s=max(1.0, deadline - time.monotonic()))
-        self._start_zookeeper(deadline)
-        assert self._ensemble is not None
-        zks = tuple(ZooKeeperEndpoint(m.id, m.host, m.client_port) for m in self._ensemble.members)
-        self.zookeeper_connect = ",".join(str(z.address) for z in zks)
-        n = self.spec.brokers
-        # Broker listener ports and proxy ports in one draw, all distinct: a proxy left to bind port 0 could be
-        # handed a port just released for a broker. Routes: n*(n-1) between brokers, n*Z to ZooKeeper, n clients.
-        ports = allocate_ports(n * (n + 1) + n * n + n * len(zks), HOST)
-        brokers = tuple(broker_listeners(k, n, HOST, ports[(k - 1) * (n + 1):k * (n + 1)]) for k in range(1, n + 1))
-        routes = plan_routes(brokers, zks)
-        # Every proxy exists before any broker starts (zip is strict: one drawn port per route).
-        created = self._toxiproxy.create_proxies([ProxySpec(r.name, str(r.upstream), listen=f"{HOST}:{port}")
-                                                  for r, port in zip(routes, ports[n * (n + 1):], strict=True)])
-        proxies = tuple(ProxyRoute.of(r, HostPort(HOST, created[r.name].listen_port)) for r in routes)
-        self.topology = Topology(brokers, zks, proxies)
-        self.bootstrap_servers = self.topology.bootstrap_servers
-        self._brokers = BrokerNodes(self.spec, self.workdir, self.topology, self.launcher, self._registry,
-                                    env, self.zookeeper_connect, self._backend.stop_timeout_s)
-        self._brokers.start_all(deadline)
+        if self.spec.kraft:
+            self.topology = process_topology(self.spec, (), self._toxiproxy, HOST)
+            self.bootstrap_servers = self.topology.bootstrap_servers
+            self._kraft = KraftNodes(self.spec, self.workdir, self.topology, self.launcher, self._registry, env,
+                                     self._backend.stop_timeout_s)
+            self._kraft.format_storage(deadline)
+            self._kraft.start_all(deadline)
+        else:
+            self._start_zookeeper(deadline)
+            assert self._ensemble is not None
+            zks = tuple(ZooKeeperEndpoint(m.id, m.host, m.client_port) for m in self._ensemble.members)
+            self.zookeeper_connect = ",".join(str(z.address) for z in zks)
+            self.topology = process_topology(self.spec, zks, self._toxiproxy, HOST)
+            self.bootstrap_servers = self.topology.bootstrap_servers
+            self._brokers = BrokerNodes(self.spec, self.workdir, self.topology, self.launcher, self._registry,
+                                        env, self.zookeeper_connect, self._backend.stop_timeout_s)
+            self._brokers.start_all(deadline)
         (self.workdir / "cluster.json").write_text(json.dumps(self.describe(), indent=2, default=str) + "\n")
 
     def _start_zookeeper(self, deadline: float) -> None:
@@ -204,11 +212,17 @@ class ProcessCluster:
             raise BackendError("the brokers were never started")
         return self._brokers
 
+    def _kafka_process(self, node: NodeId) -> ManagedProcess:
+        """A broker's or KRaft controller's process."""
+        if self._kraft is not None:
+            return self._kraft.process(node)
+        return self._broker_nodes().process(node.id)
+
     def kill(self, node: NodeId) -> None:
         """SIGKILL the node's process group (no clean shutdown) and reap it. No-op if not running."""
         self._check(node)
-        if node.role == "broker":
-            self._broker_nodes().kill(node.id)
+        if node.role != "zookeeper":
+            self._kafka_process(node).kill()
         else:
             member = self._member(node)
             pid = member.pid
@@ -220,7 +234,9 @@ class ProcessCluster:
         """SIGTERM and wait for exit (a broker's controlled shutdown); SIGKILL after the stop timeout,
         and then a BackendError saying so (it was not a clean stop). No-op if not running."""
         self._check(node)
-        if node.role == "broker":
+        if self._kraft is not None:
+            self._kraft.stop(node)
+        elif node.role == "broker":
             self._broker_nodes().stop(node.id)
         else:
             member = self._member(node)
@@ -238,6 +254,9 @@ class ProcessCluster:
         """
         self._check(node)
         timeout = self.spec.ready_timeout_s
+        if self._kraft is not None:
+            self._kraft.start(node, time.monotonic() + timeout)
+            return
         if node.role == "broker":
             self._broker_nodes().start(node.id, time.monotonic() + timeout)
             return
@@ -256,8 +275,8 @@ class ProcessCluster:
     def pause(self, node: NodeId) -> None:
         """SIGSTOP the node's process group; returns once every thread of the node is stopped."""
         self._check(node)
-        if node.role == "broker":
-            self._broker_nodes().process(node.id).pause()
+        if node.role != "zookeeper":
+            self._kafka_process(node).pause()
         else:
             member = self._member(node)
             member.pause()
@@ -267,29 +286,29 @@ class ProcessCluster:
     def resume(self, node: NodeId) -> None:
         """SIGCONT the node's process group."""
         self._check(node)
-        if node.role == "broker":
-            self._broker_nodes().process(node.id).resume()
+        if node.role != "zookeeper":
+            self._kafka_process(node).resume()
         else:
             self._member(node).resume()
 
     def is_running(self, node: NodeId) -> bool:
         """Whether the node's process exists (a paused node counts as running)."""
         self._check(node)
-        if node.role == "broker":
-            return self._broker_nodes().process(node.id).is_running()
+        if node.role != "zookeeper":
+            return self._kafka_process(node).is_running()
         return self._member(node).is_running
 
     def pid(self, node: NodeId) -> int | None:
         """The node's current process id (None if never started)."""
         self._check(node)
-        if node.role == "broker":
-            return self._broker_nodes().process(node.id).pid
+        if node.role != "zookeeper":
+            return self._kafka_process(node).pid
         return self._member(node).pid
 
     def log_path(self, node: NodeId) -> Path:
         self._check(node)
-        if node.role == "broker":
-            return self._broker_nodes().process(node.id).log_path
+        if node.role != "zookeeper":
+            return self._kafka_process(node).log_path
         return self._member(node).log_path
 
     def zookeeper_mode(self, node: NodeId) -> str | None:
@@ -307,17 +326,22 @@ class ProcessCluster:
         return self._toxiproxy
 
     def link(self, src: LinkSource, dst: NodeId) -> Link:
-        """The proxy carrying traffic from `src` (a broker or `client`) to `dst`."""
+        """The proxy carrying traffic from `src` (a broker, a KRaft controller or `client`) to `dst`; in
+        combined KRaft mode both proxies from a broker to a voter broker (data and quorum), as one link."""
         if self.topology is None or self._toxiproxy is None:
             raise BackendError("the cluster's proxies were never created")
-        route = self.topology.proxy(src, dst)
-        return self._toxiproxy.link(route.name)
+        routes = self.topology.proxies_between(src, dst)
+        if len(routes) == 1:
+            return self._toxiproxy.link(routes[0].name)
+        return LinkGroup(tuple(self._toxiproxy.link(r.name) for r in routes))
 
     def describe(self) -> Mapping[str, object]:
         """Versions, distribution, ports, pids and the proxy table (for run.json)."""
         nodes: dict[str, object] = {}
         if self._brokers is not None:
             nodes.update(self._brokers.describe())
+        if self._kraft is not None:
+            nodes.update(self._kraft.describe())
         if self._ensemble is not None:
             for m in self._ensemble.members:
                 nodes[str(NodeId.zookeeper(m.id))] = {
@@ -335,6 +359,9 @@ class ProcessCluster:
                 "kafka_source": self.launcher.kafka.source if self.launcher.kafka else None,
             },
             "broker_choice": self.launcher.reason,
+            "mode": self.spec.mode,
+            "kraft": {"cluster_id": self._kraft.cluster_id, "voters": list(self.spec.voter_ids()),
+                      "combined": self.spec.combined} if self._kraft is not None else None,
             "toxiproxy": self._toxiproxy.describe() if self._toxiproxy is not None else None,
             "bootstrap_servers": self.bootstrap_servers,
             "zookeeper_connect": self.zookeeper_connect,
@@ -360,6 +387,8 @@ class ProcessCluster:
         failures: list[tuple[str, BaseException]] = []
         if self._brokers is not None:
             failures += self._brokers.close()
+        if self._kraft is not None:
+            failures += self._kraft.close()
         if self._ensemble is not None:
             pids = [m.pid for m in self._ensemble.members]
             try:

@@ -1,8 +1,10 @@
 """Which broker the process backend runs, and how it is launched.
 
 `cluster.broker` (or `--broker`): `apache-kafka` runs Apache Kafka `cluster.kafka` from `KAFKA_HOME` or
-the cache (`harness.install.kafka`, installing it when missing) as `java -cp 'libs/*' kafka.Kafka
-server.properties`, which needs no `bin/` scripts; 4.x has no ZooKeeper mode and is refused.
+the cache (`harness.install.kafka`, installing it when missing) as `java -cp <libs jars> kafka.Kafka
+server.properties`, which needs no `bin/` scripts (nor does `kafka.tools.StorageTool format`, which KRaft
+nodes need first); ZooKeeper mode on 4.x (which removed it) is refused, and so is KRaft on the reference
+broker.
 `reference` runs the reference broker (`python -m harness.broker --config server.properties`); `auto`
 takes Apache Kafka whenever it is or can be installed. Both get the same rendered `server.properties`;
 the command lines are argv lists, never shell strings. Also: the Java and ZooKeeper versions reported
@@ -34,6 +36,7 @@ from harness.install.kafka import (
     install_kafka,
     kafka_request,
 )
+from harness.install.kafka_files import classpath
 
 DEFAULT_KAFKA_HEAP_OPTS = "-Xmx512M -Xms128M"
 DEFAULT_KAFKA_JVM_OPTS = ("-server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 "
@@ -107,7 +110,17 @@ class BrokerLauncher:
         logging = (f"-Dlog4j.configuration=file:{log4j}" if self.kafka.major < 4
                    else f"-Dlog4j2.configurationFile={log4j}")
         return [self.java, *self.jvm, f"-Dkafka.logs.dir={logs}", logging,
-                "-cp", f"{self.kafka.libs}/*", "kafka.Kafka", str(properties)]
+                "-cp", classpath(self.kafka.libs), "kafka.Kafka", str(properties)]
+
+    def tool_argv(self, logs: Path, *args: str) -> list[str]:
+        """A Kafka tool (`kafka.tools.StorageTool format ...`) on a small heap, logging into `logs`."""
+        if self.kafka is None:
+            raise ConfigError("the reference broker has no Kafka tools (KRaft needs Apache Kafka)")
+        log4j = self.kafka.log4j
+        logging = (f"-Dlog4j.configuration=file:{log4j}" if self.kafka.major < 4
+                   else f"-Dlog4j2.configurationFile={log4j}")
+        return [self.java, "-Xmx256M", "-XX:TieredStopAtLevel=1", f"-Dkafka.logs.dir={logs}", logging,
+                "-cp", classpath(self.kafka.libs), *args]
 
     def env(self, node_dir: Path, base: Mapping[str, str]) -> dict[str, str]:
         """The child's environment: `base`, plus the harness on PYTHONPATH for the reference broker."""
@@ -134,18 +147,18 @@ def jvm_options(environ: Mapping[str, str]) -> tuple[str, ...]:
 
 
 def kafka_launcher(kafka: KafkaInstall, java: str, reason: str,
-                   environ: Mapping[str, str] | None = None) -> BrokerLauncher:
-    """Apache Kafka from `kafka`; refused for 4.x, which has no ZooKeeper mode."""
-    if not zookeeper_mode_supported(kafka.version):
+                   environ: Mapping[str, str] | None = None, *, mode: str = "zookeeper") -> BrokerLauncher:
+    """Apache Kafka from `kafka`; ZooKeeper mode is refused for 4.x, which removed it."""
+    if mode == "zookeeper" and not zookeeper_mode_supported(kafka.version):
         raise ConfigError(f"Apache Kafka {kafka.version} has no ZooKeeper mode (Kafka 4.0 removed it); "
-                          "hint: cluster.kafka: \"3.9\"")
+                          "hint: cluster.mode: kraft, or cluster.kafka: \"3.9\"")
     return BrokerLauncher(BrokerFlavour("apache-kafka", kafka.version), kafka, java=java,
                           jvm=jvm_options(os.environ if environ is None else environ), reason=reason)
 
 
 def select_launcher(environ: Mapping[str, str], *, broker: str = "auto", kafka: str = DEFAULT_LINE,
                     reference_bugs: tuple[str, ...] = (), java: str = "java",
-                    progress: Callable[[str], None] | None = None) -> BrokerLauncher:
+                    progress: Callable[[str], None] | None = None, mode: str = "zookeeper") -> BrokerLauncher:
     """The broker to run, installing Apache Kafka into the cache when it is wanted and missing.
 
     `apache-kafka`: Kafka `kafka` (a release or a line), or an error naming every source tried.
@@ -155,6 +168,9 @@ def select_launcher(environ: Mapping[str, str], *, broker: str = "auto", kafka: 
     if broker not in BROKERS:
         raise ConfigError(f"unknown broker {broker!r}; choose one of {', '.join(BROKERS)}")
     request = kafka_request(kafka)
+    if mode == "kraft" and (broker == "reference" or reference_bugs):
+        raise ConfigError("the reference broker runs ZooKeeper mode only, and reference_bugs exist only there; "
+                          "a KRaft cluster runs Apache Kafka (hint: broker: auto or apache-kafka, or mode: zookeeper)")
     if broker == "reference":
         return reference_launcher("asked for", reference_bugs)
     if reference_bugs:
@@ -166,10 +182,10 @@ def select_launcher(environ: Mapping[str, str], *, broker: str = "auto", kafka: 
     try:
         found = install_kafka(request, environ=environ, progress=progress)
     except InstallError as exc:
-        if broker == "apache-kafka":
+        if broker == "apache-kafka" or mode == "kraft":
             raise
         return reference_launcher(f"auto: Apache Kafka {request} could not be installed: {exc}")
-    return kafka_launcher(found, java, f"{broker}: {found.describe()}", environ)
+    return kafka_launcher(found, java, f"{broker}: {found.describe()}", environ, mode=mode)
 
 
 def planned_broker(environ: Mapping[str, str], kafka: str = DEFAULT_LINE) -> str:

@@ -134,6 +134,12 @@ class ManagedProcess:
         self._forget()
         return True
 
+    def wait(self, timeout_s: float) -> int | None:
+        """Wait for a process that ends by itself (a tool run): its exit code, or None if it still runs
+        after `timeout_s` (the caller kills it)."""
+        with self._lock:
+            return self._proc.returncode if self._proc is not None and self._reap(timeout_s) else None
+
     def kill(self) -> None:
         """SIGKILL the process group and reap the leader. No-op when not running."""
         with self._lock:

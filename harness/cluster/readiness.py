@@ -5,6 +5,9 @@ czxid differs from the one a killed predecessor left) AND it answers Metadata th
 `client->k` proxy, listing itself. Restarting a killed broker first waits for the predecessor's
 ephemeral registration to expire (at most one session timeout), as Kafka refuses to start while
 it exists. Timeouts name the node, what was seen last, the node's last log lines and a hint.
+
+KRaft brokers (`zookeeper_connect` empty) have no ZooKeeper registration: `wait_ready` then waits for the
+Metadata answer alone, which in KRaft lists only registered, unfenced brokers.
 """
 
 from __future__ import annotations
@@ -85,8 +88,9 @@ class BrokerReadiness:
         `exited()` describes how it ended, and `tail()` returns the end of its log."""
         timeout = max(0.0, deadline - time.monotonic())
         admin: AdminClient | None = None
-        last = "not registered in /brokers/ids yet"
-        registered = False
+        kraft = not self.zookeeper_connect
+        last = "not answering Metadata yet" if kraft else "not registered in /brokers/ids yet"
+        registered = kraft
         while True:
             if not alive():
                 raise BackendError(f"{who} exited while starting ({exited()}); its log ends with:\n{tail()}\n"
@@ -114,8 +118,9 @@ class BrokerReadiness:
                 except KafkaException as exc:
                     last = f"registered; Metadata via {proxy} failed: {exc}"
             if time.monotonic() >= deadline:
+                registration = "be unfenced" if kraft else "register in /brokers/ids"
                 raise HarnessTimeout(
-                    f"{who} to register in /brokers/ids and answer Metadata via proxy client->{broker_id} ({proxy})",
+                    f"{who} to {registration} and answer Metadata via proxy client->{broker_id} ({proxy})",
                     timeout, last_seen=f"{last}; its log ends with:\n{tail()}", hint=self.hint)
             time.sleep(0.1)
 

@@ -32,7 +32,13 @@ EXTERNAL = "EXTERNAL"
 TOPOLOGY_KEYS = frozenset({
     "broker.id", "listeners", "advertised.listeners", "listener.security.protocol.map",
     "inter.broker.listener.name", "zookeeper.connect", "log.dirs", "log.dir",
+    "node.id", "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers",
+    "controller.listener.names",
 })
+CONTROLLER = "CONTROLLER"
+QUORUM_SUFFIX = ".quorum"
+"""Combined KRaft nodes: the proxy of broker k's quorum traffic to voter j is `k->j.quorum`, beside the
+data link `k->j` (a voter listens on FROMk for replication and on CONTROLLER for the quorum)."""
 _KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
 
 
@@ -87,6 +93,27 @@ class BrokerListeners:
 
 
 @dataclass(frozen=True, slots=True)
+class ControllerEndpoint:
+    """A KRaft voter's CONTROLLER listener: `node` is `controller:<id>` (dedicated) or `broker:<id>`
+    (combined); `host` is where proxies reach it, `bind_host` what it binds to."""
+
+    node: NodeId
+    host: str
+    port: int
+    bind_host: str = ""
+
+    @property
+    def address(self) -> HostPort:
+        return HostPort(self.host, self.port)
+
+
+def quorum_link_name(src: LinkSource, voter: NodeId) -> str:
+    """The proxy name of `src`'s quorum traffic to `voter`: `1->101`, `101->102`, or `1->2.quorum` when the
+    voter is a combined broker (whose data link `1->2` is another proxy)."""
+    return link_name(src, voter) + (QUORUM_SUFFIX if voter.role == "broker" else "")
+
+
+@dataclass(frozen=True, slots=True)
 class LinkRoute:
     """One directed link to create a proxy for: name, endpoints, and the upstream it forwards to."""
 
@@ -129,9 +156,18 @@ def broker_listeners(broker_id: int, brokers: int, host: str, ports: Sequence[in
 
 def plan_routes(
     brokers: Sequence[BrokerListeners], zookeepers: Sequence[ZooKeeperEndpoint],
+    controllers: Sequence[ControllerEndpoint] = (),
 ) -> tuple[LinkRoute, ...]:
-    """Every directed link's proxy: N*(N-1) broker links `k->j`, N*Z `k->zkI`, N `client->j`."""
+    """Every directed link's proxy: N*(N-1) broker links `k->j`, N*Z `k->zkI`, N `client->j`; in KRaft
+    also each node's quorum traffic to every other voter (brokers and dedicated controllers dial the
+    voters; voters never dial brokers)."""
     routes: list[LinkRoute] = []
+    dialers = [NodeId.broker(b.broker_id) for b in brokers]
+    dialers += [c.node for c in controllers if c.node.role == "controller"]
+    for dialer in dialers:
+        for voter in controllers:
+            if voter.node != dialer:
+                routes.append(LinkRoute(quorum_link_name(dialer, voter.node), dialer, voter.node, voter.address))
     for src in brokers:
         for dst in brokers:
             if src.broker_id != dst.broker_id:
@@ -155,11 +191,14 @@ class Topology:
     brokers: tuple[BrokerListeners, ...]
     zookeepers: tuple[ZooKeeperEndpoint, ...]
     proxies: tuple[ProxyRoute, ...]
+    controllers: tuple[ControllerEndpoint, ...] = ()
+    """KRaft voters (empty in ZooKeeper mode)."""
     _by_name: Mapping[str, ProxyRoute] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_name", MappingProxyType({p.name: p for p in self.proxies}))
-        missing = {r.name for r in plan_routes(self.brokers, self.zookeepers)} - set(self._by_name)
+        planned = plan_routes(self.brokers, self.zookeepers, self.controllers)
+        missing = {r.name for r in planned} - set(self._by_name)
         if missing:
             raise ConfigError(f"topology lacks proxies for links: {', '.join(sorted(missing))}")
 
@@ -168,16 +207,40 @@ class Topology:
         (not to itself), broker->ZooKeeper, client->broker. ZooKeeper never dials brokers, and
         ZooKeeper peer traffic is not proxied."""
         if src != CLIENT and isinstance(src, NodeId):
-            if src.role != "broker":
+            if src.role == "zookeeper":
                 raise ConfigError(f"no proxy for a link from {src}: ZooKeeper members never open connections "
                                   "to brokers, and ZooKeeper peer traffic is not proxied (use pause/kill)")
             if src == dst:
                 raise ConfigError(f"no proxy for {src}->{dst}: a node always reaches itself")
+            if src.role == "controller" and dst.role == "broker":
+                raise ConfigError(f"no proxy for {src}->{dst}: KRaft controllers never dial brokers (brokers "
+                                  f"fetch metadata from the controllers); cut {dst}->{src} instead")
         name = link_name(src, dst)
         try:
             return self._by_name[name]
         except KeyError as exc:
             raise ConfigError(f"no proxy for link {name!r}; links: {', '.join(self._by_name)}") from exc
+
+    def proxies_between(self, src: LinkSource, dst: NodeId) -> tuple[ProxyRoute, ...]:
+        """Every proxy carrying `src`'s traffic to `dst`: its data link, and in combined KRaft mode also
+        its quorum link to a voter broker (`k->j.quorum`). A fault on the link acts on all of them."""
+        found = [p for p in (self._by_name.get(link_name(src, dst)), self._by_name.get(quorum_link_name(src, dst)))
+                 if p is not None]
+        return tuple(dict.fromkeys(found)) or (self.proxy(src, dst),)
+
+    def has_link(self, src: LinkSource, dst: NodeId) -> bool:
+        """Whether `src` ever dials `dst` (so a proxy exists for the pair)."""
+        return link_name(src, dst) in self._by_name or quorum_link_name(src, dst) in self._by_name
+
+    def voter_addresses(self, src: NodeId) -> dict[int, HostPort]:
+        """Voter node id -> the address `src` dials it at: its own proxy to it, or itself directly."""
+        out: dict[int, HostPort] = {}
+        for voter in self.controllers:
+            if voter.node == src:
+                out[voter.node.id] = voter.address
+            else:
+                out[voter.node.id] = self._by_name[quorum_link_name(src, voter.node)].advertised
+        return out
 
     def broker(self, broker_id: int) -> BrokerListeners:
         for b in self.brokers:

@@ -21,6 +21,7 @@ from types import FrameType
 from typing import Any, Protocol
 
 from harness.cluster.base import Cluster, ClusterBackend, ClusterSpec
+from harness.cluster.render_kraft import kraft_cluster_id
 from harness.engine.bundle import RunBundle
 from harness.engine.history import Event, HistoryWriter
 from harness.engine.parts import REAL_PARTS, RunParts
@@ -169,8 +170,10 @@ class _Delivery:
 
 def cluster_spec(exp: Experiment) -> ClusterSpec:
     c = exp.cluster
-    return ClusterSpec(brokers=c.brokers, zookeepers=c.zookeepers, kafka_version=c.kafka, broker=c.broker,
-                       broker_config=c.broker_config, images=c.images, reference_bugs=c.reference_bugs)
+    return ClusterSpec(brokers=c.brokers, zookeepers=c.zookeepers, kafka_version=c.kafka, mode=c.mode,
+                       controllers=c.controllers, combined=c.combined, cluster_id=kraft_cluster_id(exp.seed),
+                       broker=c.broker, broker_config=c.broker_config, images=c.images,
+                       reference_bugs=c.reference_bugs)
 
 
 class Run:

@@ -1,7 +1,8 @@
 """Reads the `cluster:` section of an experiment into a `ClusterConfig`, with every rule the backends
-apply when they start the cluster: broker and ZooKeeper counts, a Kafka with ZooKeeper mode, bug flags
-only where the reference broker runs, and a `broker_config` that neither sets a property the harness
-writes itself nor gives a value the brokers (or the harness) cannot read."""
+apply when they start the cluster: broker, ZooKeeper and controller counts, the mode the Kafka version
+has (ZooKeeper mode up to 3.x, KRaft from 3.3 and only KRaft from 4.0), bug flags and KRaft only where
+they can run, and a `broker_config` that neither sets a property the harness writes itself nor gives a
+value the brokers (or the harness) cannot read."""
 
 from __future__ import annotations
 
@@ -19,9 +20,15 @@ from harness.experiment.limits import (
 )
 from harness.experiment.schema import REFERENCE_BUGS, ClusterConfig, frozen_map
 from harness.experiment.yamlsource import Path
-from harness.install.kafka import BROKERS, DEFAULT_LINE, kafka_request
+from harness.install.kafka import BROKERS, DEFAULT_KRAFT_LINE, DEFAULT_LINE, kafka_request
 
-CLUSTER_KEYS = ("brokers", "zookeepers", "kafka", "broker", "broker_config", "images", "reference_bugs")
+CLUSTER_KEYS = ("brokers", "zookeepers", "kafka", "mode", "controllers", "combined", "broker", "broker_config",
+                "images", "reference_bugs")
+MODES = ("zookeeper", "kraft")
+CONTROLLER_SIZES = (1, 3, 5)
+"""KRaft quorum sizes: odd, so a majority survives the loss of (n-1)/2 voters (KIP-595)."""
+KRAFT_SINCE = (3, 3)
+"""KRaft is production-ready from Kafka 3.3 (KIP-833)."""
 IMAGE_ROLES = ("zookeeper", "kafka", "toxiproxy")
 _JAVA_INT_MAX = 2**31 - 1
 
@@ -34,12 +41,17 @@ def read_cluster(f: Fields, raw: object) -> ClusterConfig | None:
     brokers = f.integer(m, path, "brokers", default=3, minimum=1, maximum=MAX_BROKERS,
                         why="every broker is a JVM and the link topology grows as brokers squared "
                             "(docs/design.md 'Input limits')")
-    zookeepers = f.integer(m, path, "zookeepers", default=1, minimum=1)
-    if zookeepers is not MISSING and zookeepers not in ZOOKEEPER_SIZES:
-        f.error((*path, "zookeepers"), "a ZooKeeper ensemble here has 1, 3 or 5 members", zookeepers,
-                "an ensemble needs an odd number of members, and the backends start at most 5")
-        zookeepers = MISSING
-    kafka = _kafka(f, m, path)
+    mode = f.string(m, path, "mode", default="", choices=("", *MODES))
+    kafka = _kafka(f, m, path, mode)
+    if mode == "" and kafka is not MISSING:  # implied: `zookeepers:` or a 3.x Kafka mean ZooKeeper mode
+        mode = "zookeeper" if "zookeepers" in m or zookeeper_mode_supported(kafka_request(kafka)) else "kraft"
+        if mode == "zookeeper" and not zookeeper_mode_supported(kafka_request(kafka)):
+            f.error((*path, "kafka"), f"Apache Kafka {kafka_request(kafka)} has no ZooKeeper mode (Kafka 4.0 "
+                    "removed it, KIP-833), and this cluster has zookeepers:", kafka,
+                    "mode: kraft without zookeepers, or cluster.kafka: \"3.9\"")
+            kafka = MISSING
+    zookeepers = _zookeepers(f, m, path, mode)
+    controllers, combined = _quorum(f, m, path, mode, brokers)
     broker = f.string(m, path, "broker", default="auto", choices=BROKERS)
     images = _images(f, m, path)
     bugs = f.strings(m, path, "reference_bugs", default=[], choices=REFERENCE_BUGS)
@@ -47,28 +59,82 @@ def read_cluster(f: Fields, raw: object) -> ClusterConfig | None:
         f.error((*path, "reference_bugs"), "reference_bugs only apply to the reference broker, but "
                 "broker: apache-kafka is asked for", list(bugs), "drop one of them")
         bugs = MISSING
+    if mode == "kraft" and broker == "reference":
+        f.error((*path, "broker"), "the reference broker runs ZooKeeper mode only; a KRaft cluster runs "
+                "Apache Kafka", broker, "broker: apache-kafka (or auto), or mode: zookeeper")
+        broker = MISSING
+    if mode == "kraft" and bugs not in (MISSING, ()):
+        f.error((*path, "reference_bugs"), "reference_bugs exist only in the reference broker, which runs "
+                "ZooKeeper mode only", list(bugs), "mode: zookeeper, or drop reference_bugs")
+        bugs = MISSING
     config = broker_config(f, m, path)
-    if MISSING in (brokers, zookeepers, kafka, broker, bugs, images):
+    if MISSING in (brokers, zookeepers, kafka, mode, controllers, combined, broker, bugs, images):
         return None
-    return ClusterConfig(brokers=brokers, zookeepers=zookeepers, kafka=kafka, broker=broker,
-                         broker_config=frozen_map(config), images=frozen_map(images),  # type: ignore[arg-type]
-                         reference_bugs=bugs)
+    return ClusterConfig(brokers=brokers, zookeepers=zookeepers, kafka=kafka, mode=mode, controllers=controllers,
+                         combined=combined, broker=broker, broker_config=frozen_map(config),  # type: ignore[arg-type]
+                         images=frozen_map(images), reference_bugs=bugs)  # type: ignore[arg-type]
 
 
-def _kafka(f: Fields, m: dict[str, Any], path: Path) -> Any:
-    kafka = f.string(m, path, "kafka", default=DEFAULT_LINE)
-    if kafka is MISSING:
+def _kafka(f: Fields, m: dict[str, Any], path: Path, mode: Any) -> Any:
+    kafka = f.string(m, path, "kafka", default=DEFAULT_KRAFT_LINE if mode == "kraft" else DEFAULT_LINE)
+    if kafka is MISSING or mode is MISSING:
         return MISSING
     try:
         request = kafka_request(kafka)
     except ConfigError as exc:
         f.error((*path, "kafka"), str(exc), kafka, 'quote it in YAML ("3.9.2", "3.10"): 3.10 unquoted is 3.1')
         return MISSING
-    if not zookeeper_mode_supported(request):
-        f.error((*path, "kafka"), f"Apache Kafka {request} has no ZooKeeper mode (Kafka 4.0 removed it); the "
-                "harness runs ZooKeeper-mode clusters", kafka, 'cluster.kafka: "3.9"')
+    if mode == "zookeeper" and not zookeeper_mode_supported(request):
+        f.error((*path, "kafka"), f"Apache Kafka {request} has no ZooKeeper mode (Kafka 4.0 removed it, KIP-833)",
+                kafka, 'mode: kraft, or cluster.kafka: "3.9"')
+        return MISSING
+    if mode == "kraft" and request.count(".") >= 1 and _major_minor(request) < KRAFT_SINCE:
+        f.error((*path, "kafka"), f"Apache Kafka {request} has no production KRaft mode (it came in 3.3, "
+                "KIP-833)", kafka, 'cluster.kafka: "4" (the newest 4.x) or "3.9"')
         return MISSING
     return kafka
+
+
+def _major_minor(request: str) -> tuple[int, int]:
+    parts = request.split(".")
+    return int(parts[0]), int(parts[1]) if len(parts) > 1 else 0
+
+
+def _zookeepers(f: Fields, m: dict[str, Any], path: Path, mode: Any) -> Any:
+    if mode == "kraft":
+        if "zookeepers" in m:
+            f.error((*path, "zookeepers"), "a KRaft cluster has no ZooKeeper", m["zookeepers"],
+                    "remove it, or say mode: zookeeper (Kafka 3.x)")
+            return MISSING
+        return 0
+    zookeepers = f.integer(m, path, "zookeepers", default=1, minimum=1)
+    if zookeepers is not MISSING and zookeepers not in ZOOKEEPER_SIZES:
+        f.error((*path, "zookeepers"), "a ZooKeeper ensemble here has 1, 3 or 5 members", zookeepers,
+                "an ensemble needs an odd number of members, and the backends start at most 5")
+        return MISSING
+    return zookeepers
+
+
+def _quorum(f: Fields, m: dict[str, Any], path: Path, mode: Any, brokers: Any) -> tuple[Any, Any]:
+    """`controllers` and `combined`: KRaft only; combined voters are brokers 1..controllers."""
+    if mode != "kraft":
+        for key in ("controllers", "combined"):
+            if key in m and mode is not MISSING:
+                f.error((*path, key), f"{key} is a KRaft setting, and this cluster runs ZooKeeper mode", m[key],
+                        "mode: kraft (Kafka 4.x, or 3.3+), or remove it")
+                return MISSING, MISSING
+        return 0, False
+    controllers = f.integer(m, path, "controllers", default=3, minimum=1)
+    combined = f.boolean(m, path, "combined", default=False)
+    if controllers is not MISSING and controllers not in CONTROLLER_SIZES:
+        f.error((*path, "controllers"), "a KRaft quorum here has 1, 3 or 5 voters", controllers,
+                "an odd number keeps a majority through (n-1)/2 losses (KIP-595)")
+        return MISSING, combined
+    if combined is True and controllers is not MISSING and brokers is not MISSING and controllers > brokers:
+        f.error((*path, "controllers"), f"combined: true makes brokers 1..{controllers} the voters, but there "
+                f"are {brokers} brokers", controllers, "more brokers, fewer controllers, or combined: false")
+        return MISSING, combined
+    return controllers, combined
 
 
 def _images(f: Fields, m: dict[str, Any], path: Path) -> Any:

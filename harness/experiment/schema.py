@@ -23,13 +23,24 @@ def frozen_map(data: Mapping[str, object] | None = None) -> Mapping[str, object]
     return MappingProxyType(dict(data or {}))
 
 
+ClusterMode = Literal["zookeeper", "kraft"]
+
+
 @dataclass(frozen=True, slots=True)
 class ClusterConfig:
     brokers: int = 3
     zookeepers: int = 1
+    """ZooKeeper members (`mode: zookeeper`); 0 in KRaft mode."""
     kafka: str = "3.9"
-    """Apache Kafka release (`3.9.2`) or line (`3.9`, its newest release); a Confluent Platform 7.m
-    version (the containers' published images) means Apache Kafka 3.m."""
+    """Apache Kafka release (`3.9.2`) or line (`3.9`, its newest release; `4`, the newest 4.x); a
+    Confluent Platform 7.m version (the containers' published images) means Apache Kafka 3.m."""
+    mode: ClusterMode = "zookeeper"
+    """`zookeeper` (the default on 3.x) or `kraft` (the default, and the only mode, on 4.x)."""
+    controllers: int = 0
+    """KRaft quorum voters (1, 3 or 5; 3 by default); 0 in ZooKeeper mode."""
+    combined: bool = False
+    """KRaft: the voters are brokers 1..controllers (`process.roles=broker,controller`) instead of
+    dedicated controller processes 101..100+controllers."""
     broker: str = "auto"
     """`auto` (Apache Kafka where it is or can be installed), `apache-kafka` or `reference`."""
     broker_config: Mapping[str, str] = field(default_factory=frozen_map)  # type: ignore[arg-type]

@@ -1,6 +1,6 @@
 """Apache Kafka in the per-user cache: `install_kafka()` and `installed_kafkas()`.
 
-A request is an exact version (`3.9.2`) or a line (`3.9`: its newest release). Sources, tried in
+A request is an exact version (`3.9.2`) or a line (`3.9`: its newest release; `4`: the newest 4.x). Sources, tried in
 this order, the first that works wins; when all fail, one `InstallError` names each and why:
 
 1. `KAFKA_HOME`, when set and of the requested version: used in place, nothing is copied.
@@ -39,9 +39,11 @@ SCALA = "2.13"
 BROKERS = ("auto", "apache-kafka", "reference")
 """`cluster.broker` / `--broker`: which broker flavour runs (`harness.cluster.process_flavour`)."""
 DEFAULT_LINE = "3.9"
-"""The newest line with ZooKeeper mode (Kafka 4.0 removed it)."""
+"""The newest line with ZooKeeper mode (Kafka 4.0 removed it): the default of a ZooKeeper-mode cluster."""
+DEFAULT_KRAFT_LINE = "4"
+"""The default of a KRaft cluster: the newest Kafka 4.x (the cache's newest once one is installed)."""
 APACHE_MIRROR = "https://archive.apache.org/dist/kafka"
-_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?$")
+_VERSION = re.compile(r"^\d+(\.\d+){0,2}$")
 _KAFKA_JAR = re.compile(r"^kafka_(?P<scala>\d+\.\d+)-(?P<version>\d+\.\d+\.\d+)\.jar$")
 
 Progress = Callable[[str], None]
@@ -75,7 +77,7 @@ class KafkaInstall:
 def check_request(version: str) -> str:
     """The request itself, or a ConfigError saying what a version looks like."""
     if not _VERSION.match(version):
-        raise ConfigError(f"Kafka version {version!r} is neither a release (3.9.2) nor a line (3.9)")
+        raise ConfigError(f"Kafka version {version!r} is neither a release (3.9.2) nor a line (3.9, or 4)")
     return version
 
 
@@ -91,7 +93,7 @@ def kafka_request(kafka: str) -> str:
 
 def matches(version: str, request: str) -> bool:
     """Whether release `version` answers `request` (the same release, or a release of that line)."""
-    return version == request or (version.startswith(request + ".") and request.count(".") == 1)
+    return version == request or (version.startswith(request + ".") and request.count(".") <= 1)
 
 
 def _key(version: str) -> tuple[int, ...]:

@@ -3,21 +3,37 @@ binding its release tarball ships, and a logging configuration that writes the s
 own `config/log4j.properties` (server.log, controller.log, state-change.log in `${kafka.logs.dir}`).
 
 Kafka 3.x logs through slf4j 1.7 to reload4j (the tarball's `slf4j-reload4j` + `reload4j`); Kafka 4.x
-moved to log4j 2 (KIP-653), so its install gets log4j-core and both slf4j bindings of log4j 2.
+moved to log4j 2 (KIP-653), so its install gets log4j-core and the log4j 2 binding for slf4j 1.7
+(`log4j-slf4j-impl`: Kafka 4.0-4.4 still depend on slf4j-api 1.7.36). `classpath()` leaves out a
+binding that does not match the slf4j-api beside it: `log4j-slf4j2-impl` on slf4j 1.7 makes every
+Kafka 4 tool and broker fail at start with `NoClassDefFoundError: org/slf4j/spi/LoggingEventBuilder`
+(installs made before this fix hold it).
 """
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from xml.sax.saxutils import escape
 
 _LOGGING_3X = ("org.slf4j:slf4j-reload4j:1.7.36", "ch.qos.reload4j:reload4j:1.2.25")
-_LOGGING_4X = ("org.apache.logging.log4j:log4j-core:2.24.3", "org.apache.logging.log4j:log4j-slf4j-impl:2.24.3",
-               "org.apache.logging.log4j:log4j-slf4j2-impl:2.24.3")
+_LOGGING_4X = ("org.apache.logging.log4j:log4j-core:2.24.3", "org.apache.logging.log4j:log4j-slf4j-impl:2.24.3")
+_SLF4J_API = re.compile(r"^slf4j-api-(\d+)\.")
+_BINDING_FOR = {"1": "log4j-slf4j2-impl-", "2": "log4j-slf4j-impl-"}
+"""slf4j-api major -> the log4j binding that must NOT be on the classpath with it."""
 
 
 def logging_dependencies(major: int) -> tuple[str, ...]:
     """`group:artifact:version` of the logging binding for a Kafka major version."""
     return _LOGGING_3X if major < 4 else _LOGGING_4X
+
+
+def classpath(libs: Path) -> str:
+    """The jars of `libs/` as a classpath, without an slf4j binding that does not fit its slf4j-api."""
+    jars = sorted(libs.glob("*.jar"))
+    apis = {m.group(1) for j in jars if (m := _SLF4J_API.match(j.name))}
+    wrong = _BINDING_FOR.get(apis.pop()) if len(apis) == 1 else None
+    return ":".join(str(j) for j in jars if wrong is None or not j.name.startswith(wrong))
 
 
 def pom(kafka: str, extra: tuple[str, ...]) -> str:

@@ -20,6 +20,7 @@ from harness.cluster.process_flavour import (
 )
 from harness.errors import ConfigError
 from harness.install.kafka import InstallError
+from harness.install.kafka_files import classpath
 
 
 def _kafka_dir(tmp_path: Path, version: str = "3.7.1") -> Path:
@@ -46,13 +47,27 @@ def test_kafka_home_runs_apache_kafka_as_java_kafka_Kafka_without_bin_scripts(tm
     props = tmp_path / "broker-1" / "server.properties"
     argv = launcher.argv(props)
     assert argv[0] == "/usr/bin/java" and argv[-2:] == ["kafka.Kafka", str(props)]
-    assert argv[argv.index("-cp") + 1] == f"{home / 'libs'}/*"
+    assert argv[argv.index("-cp") + 1].split(":") == [str(j) for j in sorted((home / "libs").glob("*.jar"))]
     assert f"-Dkafka.logs.dir={tmp_path / 'broker-1' / 'logs'}" in argv
     assert f"-Dlog4j.configuration=file:{home / 'config' / 'log4j.properties'}" in argv
     assert "-Xmx512M" in argv and "-XX:+UseG1GC" in argv
     env = launcher.env(tmp_path / "broker-1", {"PATH": "/usr/bin", "JMX_PORT": "9999"})
     assert "JMX_PORT" not in env
     assert launcher.describe().startswith("Apache Kafka 3.7.1 at ")
+
+
+def test_the_classpath_leaves_out_the_slf4j_binding_that_does_not_fit_its_slf4j_api(tmp_path: Path) -> None:
+    """Kafka 4.0-4.4 ship slf4j-api 1.7: log4j-slf4j2-impl beside it makes every Kafka 4 process fail to start."""
+    libs = tmp_path / "libs"
+    libs.mkdir()
+    for name in ("slf4j-api-1.7.36.jar", "log4j-slf4j-impl-2.24.3.jar", "log4j-slf4j2-impl-2.24.3.jar",
+                 "kafka_2.13-4.1.2.jar"):
+        (libs / name).write_bytes(b"")
+    names = [Path(p).name for p in classpath(libs).split(":")]
+    assert "log4j-slf4j2-impl-2.24.3.jar" not in names and "log4j-slf4j-impl-2.24.3.jar" in names
+    (libs / "slf4j-api-1.7.36.jar").rename(libs / "slf4j-api-2.0.16.jar")
+    names = [Path(p).name for p in classpath(libs).split(":")]
+    assert "log4j-slf4j-impl-2.24.3.jar" not in names and "log4j-slf4j2-impl-2.24.3.jar" in names
 
 
 def test_user_heap_and_jvm_opts_win_over_the_defaults() -> None:

@@ -56,11 +56,15 @@ def test_producer_rates_are_finite_and_bounded(value: str, fragment: str) -> Non
     ("brokers", "10", "must be at most 9"),
     ("zookeepers", "7", "1, 3 or 5 members"),
     ("zookeepers", "2", "1, 3 or 5 members"),
-    ("kafka", '"4.0"', "has no ZooKeeper mode"),
-    ("kafka", '"8.0"', "has no ZooKeeper mode"),
 ])
 def test_cluster_counts_and_versions_the_backends_refuse(field: str, yaml_value: str, fragment: str) -> None:
     one(f"{HEAD}cluster:\n  {field}: {yaml_value}\n", 4, f"cluster.{field}", fragment)
+
+
+@pytest.mark.parametrize("version", ['"4.0"', '"8.0"'])
+def test_zookeeper_mode_is_refused_on_kafka_4_and_later(version: str) -> None:
+    one(f"{HEAD}cluster:\n  mode: zookeeper\n  kafka: {version}\n", 5, "cluster.kafka", "has no ZooKeeper mode")
+    one(f"{HEAD}cluster:\n  zookeepers: 1\n  kafka: {version}\n", 5, "cluster.kafka", "has no ZooKeeper mode")
 
 
 def test_reference_bugs_need_the_reference_broker() -> None:

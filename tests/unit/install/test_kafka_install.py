@@ -31,9 +31,9 @@ DIGEST = "ab" * 64
 
 
 def test_requests_are_releases_or_lines_and_confluent_7_means_kafka_3() -> None:
-    assert check_request("3.9.2") == "3.9.2" and check_request("3.9") == "3.9"
+    assert check_request("3.9.2") == "3.9.2" and check_request("3.9") == "3.9" and check_request("4") == "4"
     assert kafka_request("7.7.1") == "3.7" and kafka_request(" 3.8 ") == "3.8"
-    for bad in ("latest", "3", "3.9.x", ""):
+    for bad in ("latest", "3.9.x", "4.", ""):
         with pytest.raises(ConfigError, match="neither a release"):
             kafka_request(bad)
 
@@ -41,6 +41,11 @@ def test_requests_are_releases_or_lines_and_confluent_7_means_kafka_3() -> None:
 def test_a_line_matches_its_releases_only() -> None:
     assert matches("3.9.2", "3.9") and matches("3.9.2", "3.9.2")
     assert not matches("3.10.0", "3.1") and not matches("3.9.2", "3.9.1") and not matches("3.90.0", "3.9")
+
+
+def test_a_major_line_matches_every_release_of_that_major() -> None:
+    assert matches("4.4.0", "4") and matches("4.0.1", "4")
+    assert not matches("40.0.0", "4") and not matches("3.9.2", "4")
 
 
 def test_both_published_sha512_formats_are_read() -> None:

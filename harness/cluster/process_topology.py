@@ -1,0 +1,48 @@
+"""The process backend's link topology: every listener port and every Toxiproxy proxy, drawn at once.
+
+Broker listener ports, KRaft CONTROLLER ports and proxy ports come from one `allocate_ports` draw, all
+distinct: a proxy left to bind port 0 could be handed a port just released for a broker. Every proxy
+exists before any node starts (docs/design.md "Link-level faults: one listener per source").
+"""
+
+from __future__ import annotations
+
+from harness.cluster.base import ClusterSpec, NodeId
+from harness.cluster.process_toxiproxy import ToxiproxyProcess
+from harness.cluster.render import (
+    ControllerEndpoint,
+    HostPort,
+    ProxyRoute,
+    Topology,
+    ZooKeeperEndpoint,
+    allocate_ports,
+    broker_listeners,
+    plan_routes,
+)
+from harness.toxiproxy.client import ProxySpec
+
+
+def route_count(spec: ClusterSpec, zookeepers: int) -> int:
+    """Proxies of a cluster: n*(n-1) between brokers, n to clients, n*Z to ZooKeeper, and in KRaft each
+    dialer's link to every voter but itself (dialers: the brokers, plus dedicated controllers)."""
+    n, c = spec.brokers, spec.controllers if spec.kraft else 0
+    dialers = n + (0 if spec.combined else c)
+    return n * (n - 1) + n + n * zookeepers + dialers * c - c
+
+
+def process_topology(spec: ClusterSpec, zks: tuple[ZooKeeperEndpoint, ...], toxiproxy: ToxiproxyProcess,
+                     host: str) -> Topology:
+    """Draw the ports, create every proxy in `toxiproxy`, and return the topology they make."""
+    n = spec.brokers
+    voters = spec.voter_ids()
+    listener_ports = n * (n + 1) + len(voters)
+    ports = allocate_ports(listener_ports + route_count(spec, len(zks)), host)
+    brokers = tuple(broker_listeners(k, n, host, ports[(k - 1) * (n + 1):k * (n + 1)]) for k in range(1, n + 1))
+    controllers = tuple(
+        ControllerEndpoint(NodeId.broker(v) if spec.combined else NodeId.controller(v), host, port)
+        for v, port in zip(voters, ports[n * (n + 1):listener_ports], strict=True))
+    routes = plan_routes(brokers, zks, controllers)
+    created = toxiproxy.create_proxies([ProxySpec(r.name, str(r.upstream), listen=f"{host}:{port}")
+                                        for r, port in zip(routes, ports[listener_ports:], strict=True)])
+    proxies = tuple(ProxyRoute.of(r, HostPort(host, created[r.name].listen_port)) for r in routes)
+    return Topology(brokers, zks, proxies, controllers)

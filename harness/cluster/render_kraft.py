@@ -1,0 +1,116 @@
+"""KRaft rendering: each node's `server.properties` (brokers, dedicated controllers, combined nodes) from
+`compose/templates/kraft-*.properties.tmpl`, the cluster id `kafka-storage format` writes, and the
+`kafka.tools.StorageTool format` command line.
+
+Pure functions over the `Topology` of `harness.cluster.render` (which plans the quorum proxies): every
+node names the voters at the addresses it dials them at (`Topology.voter_addresses`), so the quorum's
+directed links are separate proxies as the brokers' links are (docs/design.md, "KRaft").
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Mapping
+from pathlib import Path
+from string import Template
+
+from harness.cluster.base import NodeId
+from harness.cluster.render import (
+    CONTROLLER,
+    EXTERNAL,
+    TOPOLOGY_KEYS,
+    Topology,
+    apply_overrides,
+    check_property,
+    listener_name,
+    load_template,
+)
+from harness.errors import ConfigError
+
+_OVERRIDES_HEADER = "overrides from the experiment's cluster.broker_config"
+
+
+def kraft_cluster_id(seed: int) -> str:
+    """A cluster id (16 bytes, base64url without padding: 22 characters, as `kafka-storage random-uuid`
+    prints) derived from the experiment's seed, so a run is reproducible down to its cluster id."""
+    digest = hashlib.sha256(f"kafka-chaos/cluster-id/{seed}".encode()).digest()[:16]
+    return base64.urlsafe_b64encode(digest).decode("ascii").rstrip("=")
+
+
+def _voters(topology: Topology, node: NodeId) -> str:
+    return ",".join(f"{vid}@{addr}" for vid, addr in sorted(topology.voter_addresses(node).items()))
+
+
+def _check_overrides(overrides: Mapping[str, str], where: str) -> None:
+    owned = sorted(TOPOLOGY_KEYS & set(overrides))
+    if owned:
+        raise ConfigError(f"{where}: broker_config sets {', '.join(owned)}, which the link topology owns "
+                          "(docs/design.md 'Link-level faults'); remove them from the experiment")
+
+
+def _render(template: str, values: dict[str, str], where: str, overrides: Mapping[str, str],
+            templates_dir: Path | None) -> str:
+    for key, value in values.items():
+        check_property(key, value, where)
+    try:
+        text = Template(load_template(template, templates_dir)).substitute(values)
+    except (KeyError, ValueError) as exc:
+        raise ConfigError(f"{template}: bad placeholder {exc}") from exc
+    return apply_overrides(text, overrides, f"{where} broker_config", _OVERRIDES_HEADER)
+
+
+def render_kraft_broker(topology: Topology, broker_id: int, *, log_dirs: str,
+                        overrides: Mapping[str, str] | None = None, templates_dir: Path | None = None) -> str:
+    """Broker `broker_id`'s properties; a combined voter also listens on CONTROLLER (never advertised)."""
+    overrides = dict(overrides or {})
+    where = f"broker:{broker_id} server.properties"
+    _check_overrides(overrides, where)
+    node = NodeId.broker(broker_id)
+    me = topology.broker(broker_id)
+    names = [listener_name(b.broker_id) for b in topology.brokers] + [EXTERNAL]
+    advertised = topology.advertised_listeners(broker_id)
+    listeners = [f"{ln}://{me.bind_host}:{me.port(ln)}" for ln in names]
+    voter = next((c for c in topology.controllers if c.node == node), None)
+    if voter is not None:
+        listeners.append(f"{CONTROLLER}://{voter.bind_host or voter.host}:{voter.port}")
+    n = len(topology.brokers)
+    values = {
+        "node_id": str(broker_id), "brokers": str(n),
+        "process_roles": "broker,controller" if voter is not None else "broker",
+        "voters": _voters(topology, node),
+        "listeners": ",".join(listeners),
+        "advertised_listeners": ",".join(f"{ln}://{advertised[ln]}" for ln in names),
+        "listener_security_protocol_map": ",".join(f"{ln}:PLAINTEXT" for ln in [*names, CONTROLLER]),
+        "inter_broker_listener_name": listener_name(broker_id),
+        "log_dirs": log_dirs,
+        "internal_replication_factor": str(min(3, n)),
+        "internal_min_isr": str(min(2, n)),
+    }
+    return _render("kraft-broker.properties.tmpl", values, where, overrides, templates_dir)
+
+
+def render_kraft_controller(topology: Topology, node_id: int, *, log_dirs: str,
+                            overrides: Mapping[str, str] | None = None, templates_dir: Path | None = None) -> str:
+    """Dedicated controller `node_id`'s properties (the experiment's broker_config applies to every node)."""
+    overrides = dict(overrides or {})
+    where = f"controller:{node_id} server.properties"
+    _check_overrides(overrides, where)
+    node = NodeId.controller(node_id)
+    me = next((c for c in topology.controllers if c.node == node), None)
+    if me is None:
+        raise ConfigError(f"{node} is not a voter of this topology (voters "
+                          f"{[str(c.node) for c in topology.controllers]})")
+    values = {
+        "node_id": str(node_id), "voter_ids": ",".join(str(c.node.id) for c in topology.controllers),
+        "voters": _voters(topology, node),
+        "listeners": f"{CONTROLLER}://{me.bind_host or me.host}:{me.port}",
+        "log_dirs": log_dirs,
+    }
+    return _render("kraft-controller.properties.tmpl", values, where, overrides, templates_dir)
+
+
+def storage_format_args(cluster_id: str, properties: str) -> list[str]:
+    """The arguments after `java ... -cp <libs>` that format one node's log directory (what
+    `bin/kafka-storage.sh format -t <id> -c <file>` runs); `--ignore-formatted` keeps a restart harmless."""
+    return ["kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", properties, "--ignore-formatted"]

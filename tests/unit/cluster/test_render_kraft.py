@@ -1,0 +1,122 @@
+"""KRaft rendering: every node dials each voter through its own proxy, dedicated controllers and combined
+voters get the right roles and listeners, and the cluster id follows the seed."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.cluster.base import ClusterSpec, LinkGroup, NodeId
+from harness.cluster.process_topology import route_count
+from harness.cluster.render import (
+    ControllerEndpoint,
+    HostPort,
+    ProxyRoute,
+    Topology,
+    broker_listeners,
+    parse_properties,
+    plan_routes,
+)
+from harness.cluster.render_kraft import (
+    kraft_cluster_id,
+    render_kraft_broker,
+    render_kraft_controller,
+    storage_format_args,
+)
+from harness.errors import ConfigError
+
+N = 3
+
+
+def _topology(combined: bool = False, voters: int = 3) -> Topology:
+    brokers = tuple(broker_listeners(k, N, "127.0.0.1", [1000 * k + i for i in range(N + 1)])
+                    for k in range(1, N + 1))
+    nodes = [NodeId.broker(v) if combined else NodeId.controller(100 + v) for v in range(1, voters + 1)]
+    controllers = tuple(ControllerEndpoint(node, "127.0.0.1", 9000 + node.id) for node in nodes)
+    routes = plan_routes(brokers, (), controllers)
+    proxies = tuple(ProxyRoute.of(r, HostPort("127.0.0.1", 20000 + i)) for i, r in enumerate(routes))
+    return Topology(brokers, (), proxies, controllers)
+
+
+@pytest.mark.parametrize("combined", [False, True])
+def test_every_dialer_has_one_proxy_to_every_other_voter_and_none_to_itself(combined: bool) -> None:
+    topo = _topology(combined)
+    names = {p.name for p in topo.proxies}
+    spec = ClusterSpec(brokers=N, zookeepers=0, mode="kraft", controllers=3, combined=combined)
+    assert len(names) == len(topo.proxies) == route_count(spec, 0)
+    if combined:
+        assert {"1->2.quorum", "2->1.quorum", "3->1.quorum"} <= names and "1->1.quorum" not in names
+    else:
+        assert {"1->101", "3->103", "101->102", "103->101"} <= names and "101->101" not in names
+        assert not any(n.startswith("101->") and n.split("->")[1].isdigit() and int(n.split("->")[1]) < 100
+                       for n in names), "controllers never dial brokers"
+
+
+def test_voters_are_named_at_the_address_each_node_dials_them_at() -> None:
+    topo = _topology()
+    props = parse_properties(render_kraft_controller(topo, 101, log_dirs="/d"))
+    voters = dict(v.split("@") for v in props["controller.quorum.voters"].split(","))
+    assert voters["101"] == "127.0.0.1:9101"  # itself: no proxy
+    assert voters["102"] == str(topo.proxy(NodeId.controller(101), NodeId.controller(102)).advertised)
+    assert props["process.roles"] == "controller" and props["listeners"] == "CONTROLLER://127.0.0.1:9101"
+    broker = parse_properties(render_kraft_broker(topo, 2, log_dirs="/d"))
+    voters = dict(v.split("@") for v in broker["controller.quorum.voters"].split(","))
+    assert voters["103"] == str(topo.proxy(NodeId.broker(2), NodeId.controller(103)).advertised)
+    assert broker["process.roles"] == "broker" and "CONTROLLER" not in broker["listeners"]
+    assert broker["controller.listener.names"] == "CONTROLLER" and "zookeeper.connect" not in broker
+
+
+def test_a_combined_voter_listens_on_controller_but_never_advertises_it() -> None:
+    topo = _topology(combined=True)
+    props = parse_properties(render_kraft_broker(topo, 1, log_dirs="/d"))
+    assert props["process.roles"] == "broker,controller"
+    assert "CONTROLLER://127.0.0.1:9001" in props["listeners"] and "CONTROLLER" not in props["advertised.listeners"]
+    voters = dict(v.split("@") for v in props["controller.quorum.voters"].split(","))
+    assert voters["2"] == str(topo.proxies_between(NodeId.broker(1), NodeId.broker(2))[1].advertised)
+
+
+def test_a_combined_link_between_voters_is_both_proxies_as_one() -> None:
+    topo = _topology(combined=True)
+    assert [p.name for p in topo.proxies_between(NodeId.broker(1), NodeId.broker(2))] == ["1->2", "1->2.quorum"]
+    assert [p.name for p in _topology().proxies_between(NodeId.broker(1), NodeId.broker(2))] == ["1->2"]
+
+    class Fake:
+        def __init__(self, name: str) -> None:
+            self.name, self.calls = name, []  # type: ignore[var-annotated]
+
+        def disable(self) -> None:
+            self.calls.append("disable")
+
+        def enable(self) -> None:
+            self.calls.append("enable")
+
+        def add_toxic(self, kind: str, attributes: object, **kw: object) -> str:
+            return str(kw["name"])
+
+        def remove_toxic(self, name: str) -> None:
+            self.calls.append(f"remove {name}")
+
+    a, b = Fake("1->2"), Fake("1->2.quorum")
+    group = LinkGroup((a, b))  # type: ignore[arg-type]
+    group.disable()
+    assert group.add_toxic("latency", {"latency": 5}, name="t") == "t"
+    group.remove_toxic("t")
+    assert a.calls == b.calls == ["disable", "remove t"] and group.name == "1->2+1->2.quorum"
+
+
+def test_controllers_never_dial_brokers_so_that_link_has_no_proxy() -> None:
+    with pytest.raises(ConfigError, match="never dial brokers"):
+        _topology().proxy(NodeId.controller(101), NodeId.broker(1))
+
+
+def test_the_harness_owns_the_quorum_properties() -> None:
+    with pytest.raises(ConfigError, match=r"controller\.quorum\.voters"):
+        render_kraft_broker(_topology(), 1, log_dirs="/d", overrides={"controller.quorum.voters": "1@x:1"})
+    props = parse_properties(render_kraft_controller(_topology(), 102, log_dirs="/d",
+                                                     overrides={"controller.quorum.election.timeout.ms": "800"}))
+    assert props["controller.quorum.election.timeout.ms"] == "800"
+
+
+def test_the_cluster_id_is_22_base64url_characters_drawn_from_the_seed() -> None:
+    assert kraft_cluster_id(42) == kraft_cluster_id(42) != kraft_cluster_id(43)
+    assert len(kraft_cluster_id(42)) == 22 and "=" not in kraft_cluster_id(42)
+    assert storage_format_args("abc", "/p")[:4] == ["kafka.tools.StorageTool", "format", "-t", "abc"]
