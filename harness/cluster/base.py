@@ -44,6 +44,12 @@ class NodeId:
         return NodeId("controller", node_id)
 
 
+def voter_ids(controllers: int, combined: bool) -> tuple[int, ...]:
+    """A KRaft quorum's node ids: brokers 1..controllers when combined, else 101..100+controllers."""
+    base = 0 if combined else CONTROLLER_ID_BASE
+    return tuple(base + c for c in range(1, controllers + 1))
+
+
 CLIENT: Literal["client"] = "client"
 LinkSource = NodeId | Literal["client"]
 
@@ -102,11 +108,7 @@ class ClusterSpec:
 
     def voter_ids(self) -> tuple[int, ...]:
         """The KRaft quorum's node ids (empty in ZooKeeper mode)."""
-        if not self.kraft:
-            return ()
-        if self.combined:
-            return tuple(range(1, self.controllers + 1))
-        return tuple(CONTROLLER_ID_BASE + c for c in range(1, self.controllers + 1))
+        return voter_ids(self.controllers, self.combined) if self.kraft else ()
 
 
 @runtime_checkable

@@ -31,6 +31,7 @@ from harness.cluster.containers_engine import NodeContainer
 from harness.cluster.containers_spec import KAFKA_IMAGE_REPO, KAFKA_IN_IMAGE, RUNTIME_IMAGE, RoleImage
 from harness.errors import BackendError, ConfigError, HarnessTimeout
 from harness.install.kafka import KafkaInstall
+from harness.install.kafka_files import runnable_jars
 from harness.zk.fourletter import server_mode
 
 BROKER_HINT = ("see the container log; check zookeeper.connect (via proxies k->zk* on the toxiproxy container), "
@@ -71,8 +72,9 @@ def kafka_image(kafka: KafkaInstall) -> str:
 
 def kafka_image_files(kafka: KafkaInstall) -> list[tuple[Path, str]]:
     """(host file, path in the image) of everything the Kafka image adds to the runtime image: the install's
-    `libs/*.jar` under /opt/kafka/libs and its log4j configuration under /opt/kafka/config."""
-    jars = sorted(p for p in kafka.libs.glob("*.jar") if p.is_file())
+    runnable `libs/*.jar` (`runnable_jars`) under /opt/kafka/libs and its log4j configuration under
+    /opt/kafka/config."""
+    jars = runnable_jars(kafka.libs)
     if not jars:
         raise ConfigError(f"{kafka.libs} holds no jars: not a usable Apache Kafka install")
     inside = str(KAFKA_IN_IMAGE).lstrip("/")

@@ -20,7 +20,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Protocol
 
-from harness.cluster.base import Cluster, ClusterBackend, ClusterSpec
+from harness.cluster.base import Cluster, ClusterBackend, ClusterSpec, voter_ids
 from harness.cluster.render_kraft import kraft_cluster_id
 from harness.engine.bundle import RunBundle
 from harness.engine.history import Event, HistoryWriter
@@ -298,8 +298,9 @@ class Run:
         members: dict[str, MemberControl] = {
             getattr(w, "group", w.name): w for w in self.consumers  # type: ignore[misc]
         }
-        topology = Topology(tuple(range(1, self.exp.cluster.brokers + 1)),
-                            tuple(range(1, self.exp.cluster.zookeepers + 1)))
+        c = self.exp.cluster
+        topology = Topology(tuple(range(1, c.brokers + 1)), tuple(range(1, c.zookeepers + 1)),
+                            voter_ids(c.controllers, c.combined) if c.mode == "kraft" else (), c.combined)
         self.injector = FaultInjector(self.cluster, self.state, topology, self.sink, members)
         return self._await_probes("steady", self.exp.steady_timeout)
 

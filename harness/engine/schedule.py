@@ -1,6 +1,6 @@
 """The fault schedule: pure and deterministic given the experiment and its seed.
 
-`plan(exp)` draws each fault's jitter and resolves `random-broker` from a RNG seeded by the
+`plan(exp)` draws each fault's jitter and resolves `random-broker` (and KRaft's `controller:any`) from a RNG seeded by
 experiment's seed (and nothing else), and returns the faults in firing order. Times are seconds
 from the start of the chaos phase. Targets that depend on the cluster's state (`controller`,
 `leader:…`, `coordinator:…`) stay symbolic: they resolve when the fault fires.
@@ -12,6 +12,7 @@ import random
 from dataclasses import dataclass
 from typing import Literal
 
+from harness.cluster.base import voter_ids
 from harness.experiment.schema import Experiment, FaultSpec
 from harness.faults.targets import LinkTarget, Target
 
@@ -45,23 +46,27 @@ def _rng(seed: int) -> random.Random:
     return random.Random(f"kafka-chaos/schedule/{seed}")
 
 
-def _concrete(t: Target | None, rng: random.Random, brokers: int) -> Target | None:
+def _concrete(t: Target | None, rng: random.Random, brokers: int, voters: tuple[int, ...] = ()) -> Target | None:
     if t is not None and t.kind == "random-broker":
         return Target("broker", rng.randint(1, brokers))
+    if t is not None and t.kind == "any-controller":
+        return Target("controller", rng.choice(voters))
     return t
 
 
 def plan(exp: Experiment) -> tuple[PlannedFault, ...]:
     """Every fault with its drawn start time and concrete random targets, in firing order."""
     rng = _rng(exp.seed)
+    c = exp.cluster
+    voters = voter_ids(c.controllers, c.combined) if c.mode == "kraft" else ()
     out: list[PlannedFault] = []
     for spec in sorted(exp.schedule, key=lambda s: s.index):
         start = spec.at + (rng.uniform(0.0, spec.jitter) if spec.jitter > 0 else 0.0)
-        target = _concrete(spec.target, rng, exp.cluster.brokers)
+        target = _concrete(spec.target, rng, c.brokers, voters)
         link = None
         if spec.link is not None:
-            src = _concrete(spec.link.src, rng, exp.cluster.brokers)
-            dst = _concrete(spec.link.dst, rng, exp.cluster.brokers)
+            src = _concrete(spec.link.src, rng, c.brokers, voters)
+            dst = _concrete(spec.link.dst, rng, c.brokers, voters)
             assert dst is not None
             link = LinkTarget(src, dst)
         end = None if spec.duration is None else start + spec.duration

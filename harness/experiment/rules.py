@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from harness.cluster.base import voter_ids
 from harness.experiment.durations import format_duration
 from harness.experiment.fields import Fields
 from harness.experiment.limits import MAX_VALUES_PER_PRODUCER
@@ -55,6 +56,9 @@ def _check_fault(f: Fields, exp: Experiment, fault: FaultSpec) -> None:
     elif end > exp.duration:
         f.error((*path, "duration"), f"fault ends at {format_duration(end)}, after the experiment's duration "
                 f"({format_duration(exp.duration)})", format_duration(fault.duration or 0.0))
+    if exp.cluster.mode == "kraft" and fault.kind in ("isolate_zookeeper", "kill_zookeeper"):
+        f.error((*path, "fault"), "a KRaft cluster has no ZooKeeper", fault.kind,
+                "isolate or kill a controller (target: controller, controller:any, controller:<id>)")
     if fault.target is not None:
         _check_target(f, exp, (*path, "target"), fault.target)
     if fault.link is not None:
@@ -70,7 +74,18 @@ def _check_fault(f: Fields, exp: Experiment, fault: FaultSpec) -> None:
 
 
 def _check_target(f: Fields, exp: Experiment, path: Path, t: Target) -> None:
-    if t.kind == "broker" and t.id is not None and t.id > exp.cluster.brokers:
+    kraft = exp.cluster.mode == "kraft"
+    if t.role == "controller" and not kraft:
+        f.error(path, "controller nodes exist in KRaft clusters only (in ZooKeeper mode the controller is a "
+                "broker: target: controller)", str(t), "cluster.mode: kraft, or target: controller")
+    elif t.kind == "controller" and t.id is not None:
+        voters = voter_ids(exp.cluster.controllers, exp.cluster.combined)
+        if t.id not in voters:
+            f.error(path, f"the quorum's voters are {', '.join(f'controller:{v}' for v in voters)}", str(t),
+                    "dedicated controllers are 101..100+controllers; combined voters are brokers 1..controllers")
+    elif kraft and t.kind == "zookeeper":
+        f.error(path, "a KRaft cluster has no ZooKeeper", str(t))
+    elif t.kind == "broker" and t.id is not None and t.id > exp.cluster.brokers:
         f.error(path, f"the cluster has brokers 1..{exp.cluster.brokers}", str(t))
     elif t.kind == "zookeeper" and t.id is not None and t.id > exp.cluster.zookeepers:
         f.error(path, f"the cluster has ZooKeeper members 1..{exp.cluster.zookeepers}", str(t))

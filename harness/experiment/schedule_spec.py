@@ -118,8 +118,8 @@ def _groups(f: Fields, m: dict[str, Any], path: Path) -> Any:
             if t is MISSING:
                 return MISSING
             if not t.is_static or t.role == "consumer":
-                f.error((*path, "groups", gi, ni), "partition groups name brokers or ZooKeeper members "
-                        "by id (broker:<id>, zookeeper:<id>)", text)
+                f.error((*path, "groups", gi, ni), "partition groups name brokers, ZooKeeper members or "
+                        "KRaft controllers by id (broker:<id>, zookeeper:<id>, controller:<id>)", text)
                 return MISSING
             if t in seen:
                 f.error((*path, "groups", gi, ni), "a node may be in only one group", text)

@@ -12,7 +12,7 @@ from types import MappingProxyType
 from typing import Literal
 
 ParamType = Literal["int", "float", "bool", "choice"]
-TargetSlot = Literal["broker", "zookeeper", "consumer", "link", "groups"]
+TargetSlot = Literal["broker", "zookeeper", "consumer", "controller", "link", "groups"]
 DurationRule = Literal["required", "optional", "forbidden"]
 
 
@@ -66,19 +66,22 @@ def _toxic(name: str, help: str, params: tuple[ParamSpec, ...]) -> FaultKind:
 _KINDS: tuple[FaultKind, ...] = (
     _kind("kill", "Kill a node abruptly (kill -9): no controlled shutdown; ZooKeeper notices after the "
           "session timeout. A consumer target closes the member without leaving its group.",
-          {"broker", "zookeeper", "consumer"}, (), "optional", "down", "starts the node again",
+          {"broker", "zookeeper", "consumer", "controller"}, (), "optional", "down", "starts the node again",
           "SIGKILL to the node's process group; consumers: member dropped", "docker kill (SIGKILL)"),
-    _kind("stop", "Stop a broker gracefully (SIGTERM): controlled shutdown moves its leaderships first.",
-          {"broker"}, (), "optional", "down", "starts the broker again",
+    _kind("stop", "Stop a broker gracefully (SIGTERM): controlled shutdown moves its leaderships first. A KRaft "
+          "controller stops as well (a leader resigns on shutdown).",
+          {"broker", "controller"}, (), "optional", "down", "starts the node again",
           "SIGTERM, wait for exit (SIGKILL after the stop timeout)", "docker stop (SIGTERM, then SIGKILL)"),
     _kind("pause", "Freeze a node (SIGSTOP): it holds its sockets but answers nothing; past the session "
           "timeout ZooKeeper expires it. A consumer target stops polling.",
-          {"broker", "zookeeper", "consumer"}, (), "required", "down", "resumes the node (SIGCONT)",
+          {"broker", "zookeeper", "consumer", "controller"}, (), "required", "down", "resumes the node (SIGCONT)",
           "SIGSTOP / SIGCONT to the process group", "docker pause / unpause"),
     _kind("kill_zookeeper", "Kill a ZooKeeper member (kill -9).", {"zookeeper"}, (), "optional", "down",
           "starts the member again", "SIGKILL to the member's process group", "docker kill (SIGKILL)"),
-    _kind("isolate", "Cut every link of a broker: to and from every other broker, to ZooKeeper, and from "
-          "clients.", {"broker"}, (), "required", "links", "re-enables the links",
+    _kind("isolate", "Cut every link of a node. A broker: to and from every other broker, to ZooKeeper or the "
+          "KRaft voters, and from clients. A KRaft controller: to and from the other voters, and from the "
+          "brokers (it loses the quorum leadership after controller.quorum.fetch.timeout.ms).",
+          {"broker", "controller"}, (), "required", "links", "re-enables the links",
           "disables every proxy whose name starts or ends with the broker", "same, on the toxiproxy container"),
     _kind("isolate_zookeeper", "Cut a broker's links to every ZooKeeper member: its session expires after "
           "the session timeout (controller moves, partitions it leads get new leaders).",

@@ -119,7 +119,7 @@ class FaultInjector:
         kind = fault.spec.kind
         if kind in ("kill", "stop", "pause", "kill_zookeeper"):
             assert fault.target is not None
-            node = resolve_node(fault.target, self.state)
+            node = resolve_node(fault.target, self.state, self.topology)
             active.targets.append(str(node))
             if isinstance(node, MemberRef):
                 self._member_fault(kind, node, active)
@@ -127,14 +127,15 @@ class FaultInjector:
                 self._node_fault(kind, node, active)
         elif kind in ("isolate", "isolate_zookeeper"):
             assert fault.target is not None
-            node = resolve_node(fault.target, self.state)
+            node = resolve_node(fault.target, self.state, self.topology)
             if not isinstance(node, NodeId):
-                raise HarnessError(f"{fault.describe()}: isolate needs a broker, got {node}")
+                raise HarnessError(f"{fault.describe()}: isolate needs a broker or a controller, got {node}")
             active.targets.append(str(node))
             self._cut(isolate_links(node, self.topology, zookeeper_only=kind == "isolate_zookeeper"), active)
         elif kind == "partition":
             active.targets += [str(n) for g in fault.spec.groups for n in g]
-            self._cut(partition_links(fault.spec.groups, bool(fault.spec.params.get("one_way"))), active)
+            self._cut(partition_links(fault.spec.groups, bool(fault.spec.params.get("one_way")), self.topology),
+                      active)
         elif kind == "cut":
             assert fault.link is not None
             links = resolve_link(fault.link, self.state, self.topology)

@@ -28,20 +28,49 @@ class MemberRef:
 
 @dataclass(frozen=True, slots=True)
 class Topology:
+    """Which nodes exist and which dial which: brokers, ZooKeeper members, and KRaft voters (`voters`, with
+    `combined` saying whether they are brokers or dedicated controllers)."""
+
     brokers: tuple[int, ...]
     zookeepers: tuple[int, ...]
+    voters: tuple[int, ...] = ()
+    combined: bool = False
+
+    def voter(self, node_id: int) -> NodeId:
+        """KRaft voter `node_id` as a node: a broker when combined, else a dedicated controller."""
+        if node_id not in self.voters:
+            raise ResolutionError(f"controller:{node_id} is not a voter (voters {list(self.voters)})")
+        return NodeId.broker(node_id) if self.combined else NodeId.controller(node_id)
+
+    def dials(self, src: NodeId, dst: NodeId) -> bool:
+        """Whether `src` opens connections to `dst`, so that the link `src->dst` has a proxy."""
+        if src == dst or src.role == "zookeeper":
+            return False
+        if dst.role == "controller":
+            return True  # brokers and the other voters dial a voter
+        return src.role == "broker"  # brokers dial brokers and ZooKeeper; controllers never dial brokers
+
+    def nodes(self) -> list[NodeId]:
+        out = [NodeId.broker(b) for b in self.brokers] + [NodeId.zookeeper(z) for z in self.zookeepers]
+        return out + ([] if self.combined else [NodeId.controller(v) for v in self.voters])
 
 
-def resolve_node(t: Target, state: ClusterState) -> NodeId | MemberRef:
+def resolve_node(t: Target, state: ClusterState, topo: Topology | None = None) -> NodeId | MemberRef:
     if t.kind == "broker":
         return NodeId.broker(t.id or 0)
     if t.kind == "zookeeper":
         return NodeId.zookeeper(t.id or 0)
     if t.kind == "consumer":
         return MemberRef(t.group or "", t.id or 0)
+    if t.kind == "controller" and t.id is not None:
+        if topo is None or not topo.voters:
+            raise ResolutionError(f"{t}: only a KRaft cluster has controller nodes")
+        return topo.voter(t.id)
     if t.kind == "controller":
         if state.controller is None:
             raise ResolutionError(f"{t}: no controller is known right now (last epoch {state.controller_epoch})")
+        if topo is not None and topo.voters:
+            return topo.voter(state.controller)
         return NodeId.broker(state.controller)
     if t.kind == "leader":
         leader = state.leader(t.topic or "", t.partition or 0)
@@ -56,42 +85,53 @@ def resolve_node(t: Target, state: ClusterState) -> NodeId | MemberRef:
     raise ResolutionError(f"{t}: unresolved target kind {t.kind!r} (random-broker resolves in the schedule)")
 
 
-def _broker(t: Target, state: ClusterState) -> NodeId:
-    node = resolve_node(t, state)
-    if not isinstance(node, NodeId) or node.role != "broker":
-        raise ResolutionError(f"{t}: expected a broker")
+def _node(t: Target, state: ClusterState, topo: Topology) -> NodeId:
+    node = resolve_node(t, state, topo)
+    if not isinstance(node, NodeId) or node.role not in ("broker", "controller"):
+        raise ResolutionError(f"{t}: expected a broker or a controller")
     return node
 
 
 def resolve_link(link: LinkTarget, state: ClusterState, topo: Topology) -> list[tuple[LinkSource, NodeId]]:
     """The directed proxy links a link expression names (`broker:1->zookeeper` is one per member)."""
-    src: LinkSource = CLIENT if link.src is None else _broker(link.src, state)
+    src: LinkSource = CLIENT if link.src is None else _node(link.src, state, topo)
     if link.dst.kind == "zookeeper":
         ids = topo.zookeepers if link.dst.id is None else (link.dst.id,)
         return [(src, NodeId.zookeeper(i)) for i in ids]
-    dst = _broker(link.dst, state)
+    dst = _node(link.dst, state, topo)
     if src == dst:
-        raise ResolutionError(f"{link}: both ends resolve to {dst}; a broker has no link to itself")
+        raise ResolutionError(f"{link}: both ends resolve to {dst}; a node has no link to itself")
+    if isinstance(src, NodeId) and not topo.dials(src, dst):
+        raise ResolutionError(f"{link}: {src} never dials {dst} (KRaft controllers never dial brokers), so "
+                              f"that link has no proxy; cut {dst}->{src} instead")
     return [(src, dst)]
 
 
-def isolate_links(broker: NodeId, topo: Topology, *, zookeeper_only: bool = False) -> list[tuple[LinkSource, NodeId]]:
-    """Every link of `broker`: to ZooKeeper, and (unless zookeeper_only) to/from every broker and from clients."""
-    out: list[tuple[LinkSource, NodeId]] = [(broker, NodeId.zookeeper(z)) for z in topo.zookeepers]
+def isolate_links(node: NodeId, topo: Topology, *, zookeeper_only: bool = False) -> list[tuple[LinkSource, NodeId]]:
+    """Every link of `node` (a broker or a KRaft controller): to ZooKeeper, and (unless zookeeper_only)
+    to and from every other node that it dials or that dials it, and from clients if it is a broker."""
+    out: list[tuple[LinkSource, NodeId]] = [(node, NodeId.zookeeper(z)) for z in topo.zookeepers
+                                            if node.role == "broker"]
     if zookeeper_only:
         return out
-    for other in topo.brokers:
-        if other != broker.id:
-            out += [(broker, NodeId.broker(other)), (NodeId.broker(other), broker)]
-    out.append((CLIENT, broker))
+    for other in topo.nodes():
+        if other.role == "zookeeper" or other == node:
+            continue
+        out += [pair for pair in ((node, other), (other, node)) if topo.dials(*pair)]
+    if node.role == "broker":
+        out.append((CLIENT, node))
     return out
 
 
-def partition_links(groups: tuple[tuple[Target, ...], ...], one_way: bool) -> list[tuple[LinkSource, NodeId]]:
-    """Links between nodes of different groups. ZooKeeper never dials brokers, so a cut between a broker
-    and a ZooKeeper member is the broker's proxy to it, whichever way the partition points; ZooKeeper
-    members reach each other directly (no proxy), so cuts between them are not possible."""
-    nodes = [[NodeId(t.role, t.id or 0) for t in g] for g in groups]  # type: ignore[arg-type]
+def partition_links(groups: tuple[tuple[Target, ...], ...], one_way: bool,
+                    topo: Topology | None = None) -> list[tuple[LinkSource, NodeId]]:
+    """Links between nodes of different groups, each cut at the proxy of whichever side dials the other:
+    ZooKeeper never dials brokers and KRaft controllers never dial brokers, so a cut between those is the
+    broker's proxy, whichever way the partition points; ZooKeeper members reach each other directly (no
+    proxy), so cuts between them are not possible."""
+    topo = topo or Topology((), ())
+    nodes = [[topo.voter(t.id or 0) if t.role == "controller" else NodeId(t.role, t.id or 0)  # type: ignore[arg-type]
+              for t in g] for g in groups]
     out: list[tuple[LinkSource, NodeId]] = []
     for i, gi in enumerate(nodes):
         for j, gj in enumerate(nodes):
@@ -99,12 +139,8 @@ def partition_links(groups: tuple[tuple[Target, ...], ...], one_way: bool) -> li
                 continue
             for a in gi:
                 for b in gj:
-                    if a.role == "broker":
-                        pair: tuple[LinkSource, NodeId] = (a, b)
-                    elif b.role == "broker":
-                        pair = (b, a)
-                    else:
-                        continue
-                    if pair not in out:
+                    pair: tuple[LinkSource, NodeId] | None = (
+                        (a, b) if topo.dials(a, b) else (b, a) if topo.dials(b, a) else None)
+                    if pair is not None and pair not in out:
                         out.append(pair)
     return out

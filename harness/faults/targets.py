@@ -2,8 +2,10 @@
 
 Node targets: `broker:2`, `zookeeper:1`, `controller`, `leader:<topic>/<p>`, `coordinator:<group>`,
 `consumer:<group>/<n>` (n is 0-based), `random-broker` (drawn from the seed when the schedule is
-built). Links: `<src>-><dst>` with src `client` or a broker target and dst a broker target,
-`zookeeper` (every member) or `zookeeper:<n>`.
+built). KRaft adds `controller:<id>` (a voter: `controller:101`, or `controller:1` for combined broker 1)
+and `controller:any` (a voter drawn from the seed); there `controller` is the active quorum leader.
+Links: `<src>-><dst>` with src `client`, a broker or a controller target and dst a broker or controller
+target, `zookeeper` (every member) or `zookeeper:<n>`.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-TargetKind = Literal["broker", "zookeeper", "controller", "leader", "coordinator", "consumer", "random-broker"]
-Role = Literal["broker", "zookeeper", "consumer"]
+TargetKind = Literal["broker", "zookeeper", "controller", "leader", "coordinator", "consumer", "random-broker",
+                     "any-controller"]
+Role = Literal["broker", "zookeeper", "consumer", "controller"]
 
 _BROKER_LIKE = ("broker", "controller", "leader", "coordinator", "random-broker")
 
@@ -30,6 +33,10 @@ class Target:
 
     @property
     def role(self) -> Role:
+        """`controller` for a KRaft voter named by id (`controller:101`, `controller:any`); the active
+        `controller` is broker-like (in ZooKeeper mode it is a broker; in KRaft the resolver decides)."""
+        if self.kind == "any-controller" or (self.kind == "controller" and self.id is not None):
+            return "controller"
         if self.kind in _BROKER_LIKE:
             return "broker"
         return "zookeeper" if self.kind == "zookeeper" else "consumer"
@@ -37,11 +44,13 @@ class Target:
     @property
     def is_static(self) -> bool:
         """True when the expression names the same node whatever the cluster's state."""
-        return self.kind in ("broker", "zookeeper", "consumer")
+        return self.kind in ("broker", "zookeeper", "consumer") or (self.kind == "controller" and self.id is not None)
 
     def __str__(self) -> str:
-        if self.kind in ("broker", "zookeeper"):
+        if self.kind in ("broker", "zookeeper") or (self.kind == "controller" and self.id is not None):
             return f"{self.kind}:{self.id}"
+        if self.kind == "any-controller":
+            return "controller:any"
         if self.kind == "leader":
             return f"leader:{self.topic}/{self.partition}"
         if self.kind == "coordinator":
@@ -70,8 +79,8 @@ class TargetSyntaxError(ValueError):
     """The text is not a target expression; the message lists the accepted forms."""
 
 
-_FORMS = ("broker:<id>, zookeeper:<id>, controller, leader:<topic>/<partition>, coordinator:<group>, "
-          "consumer:<group>/<member index>, random-broker")
+_FORMS = ("broker:<id>, zookeeper:<id>, controller, controller:<id>, controller:any, leader:<topic>/<partition>, "
+          "coordinator:<group>, consumer:<group>/<member index>, random-broker")
 _NAME = r"[A-Za-z0-9._-]+"
 
 
@@ -82,7 +91,9 @@ def parse_target(text: str) -> Target:
     kind, sep, rest = s.partition(":")
     if not sep:
         raise TargetSyntaxError(f"unknown target; expected one of {_FORMS}")
-    if kind in ("broker", "zookeeper"):
+    if kind == "controller" and rest == "any":
+        return Target("any-controller")
+    if kind in ("broker", "zookeeper", "controller"):
         if not rest.isdigit() or int(rest) < 1:
             raise TargetSyntaxError(f"{kind} id must be a positive integer, as in {kind}:1")
         return Target(kind, int(rest))  # type: ignore[arg-type]
@@ -110,11 +121,11 @@ def parse_link(text: str) -> LinkTarget:
                                 "broker:2->leader:orders/0")
     src_text, dst_text = src_text.strip(), dst_text.strip()
     src = None if src_text == "client" else parse_target(src_text)
-    if src is not None and src.role != "broker":
-        raise TargetSyntaxError(f"a link starts at client or a broker, not {src_text!r}")
+    if src is not None and src.role not in ("broker", "controller"):
+        raise TargetSyntaxError(f"a link starts at client, a broker or a controller, not {src_text!r}")
     dst = ALL_ZOOKEEPERS if dst_text == "zookeeper" else parse_target(dst_text)
     if dst.role == "consumer":
-        raise TargetSyntaxError(f"a link ends at a broker or zookeeper, not {dst_text!r}")
+        raise TargetSyntaxError(f"a link ends at a broker, a controller or zookeeper, not {dst_text!r}")
     if src is None and dst.role == "zookeeper":
         raise TargetSyntaxError("clients do not talk to ZooKeeper; use broker:<id>->zookeeper")
     return LinkTarget(src, dst)

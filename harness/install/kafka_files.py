@@ -28,12 +28,18 @@ def logging_dependencies(major: int) -> tuple[str, ...]:
     return _LOGGING_3X if major < 4 else _LOGGING_4X
 
 
-def classpath(libs: Path) -> str:
-    """The jars of `libs/` as a classpath, without an slf4j binding that does not fit its slf4j-api."""
-    jars = sorted(libs.glob("*.jar"))
+def runnable_jars(libs: Path) -> list[Path]:
+    """The jars of `libs/`, without an slf4j binding that does not fit the slf4j-api beside it."""
+    jars = sorted(p for p in libs.glob("*.jar") if p.is_file())
     apis = {m.group(1) for j in jars if (m := _SLF4J_API.match(j.name))}
     wrong = _BINDING_FOR.get(apis.pop()) if len(apis) == 1 else None
-    return ":".join(str(j) for j in jars if wrong is None or not j.name.startswith(wrong))
+    return [j for j in jars if wrong is None or not j.name.startswith(wrong)]
+
+
+def classpath(libs: Path) -> str:
+    """`runnable_jars(libs)` as a classpath; `libs/*` for a directory that is not on this host (inside an
+    image, which holds only the runnable jars)."""
+    return ":".join(str(j) for j in runnable_jars(libs)) if libs.is_dir() else f"{libs}/*"
 
 
 def pom(kafka: str, extra: tuple[str, ...]) -> str:
