@@ -166,7 +166,12 @@ class Cluster(Protocol):
     bootstrap_servers: str
     """Client bootstrap list (through the `client->j` proxies)."""
     zookeeper_connect: str
-    """Direct ZooKeeper connect string for observers (not through any proxy)."""
+    """Direct ZooKeeper connect string for observers (not through any proxy); empty in KRaft mode."""
+    quorum_voters: Mapping[int, str]
+    """KRaft: voter node id -> its CONTROLLER listener's direct `host:port`, for observers (no proxy);
+    empty in ZooKeeper mode."""
+    broker_addresses: Mapping[int, str]
+    """Broker id -> its EXTERNAL listener's direct `host:port`, for observers (no proxy)."""
     nodes: tuple[NodeId, ...]
     flavour: BrokerFlavour
 

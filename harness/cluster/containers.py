@@ -118,6 +118,9 @@ class ContainersBackend:
         First removes what harnesses that died without teardown left (`clean_leftovers`; listed in the
         cluster's `cleaned_leftovers` and `describe()`). With the local images the broker is decided first
         (`containers_spec.broker_launcher`; Apache Kafka is installed into the cache when wanted and missing)."""
+        if spec.kraft:
+            raise ConfigError("containers backend: KRaft clusters run on the process backend for now "
+                              "(--backend process); see docs/design.md 'KRaft'")
         if spec.brokers < 1 or spec.zookeepers not in (1, 3, 5):
             raise ConfigError(f"containers backend: brokers must be >= 1 and zookeepers 1, 3 or 5; "
                               f"got brokers={spec.brokers}, zookeepers={spec.zookeepers}")
@@ -153,6 +156,9 @@ class ContainersCluster:
             + tuple(NodeId.zookeeper(i) for i in range(1, spec.zookeepers + 1)))
         self.bootstrap_servers = ""
         self.zookeeper_connect = ""
+        self.quorum_voters: Mapping[int, str] = {}
+        self.broker_addresses: Mapping[int, str] = {}
+        """Observers reach brokers through the client proxies in this backend (KRaft: process backend)."""
         self.topology: Topology | None = None
         self.engine = ""
         self.toxiproxy_version = ""

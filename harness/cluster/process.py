@@ -49,7 +49,7 @@ from harness.cluster.process_kraft import KraftNodes
 from harness.cluster.process_node import ManagedProcess, tail, wait_group_stopped
 from harness.cluster.process_topology import process_topology
 from harness.cluster.process_toxiproxy import ProcessLink, ToxiproxyProcess
-from harness.cluster.render import Topology, ZooKeeperEndpoint
+from harness.cluster.render import EXTERNAL, Topology, ZooKeeperEndpoint
 from harness.cluster.zookeeper import ZooKeeperEnsemble, ZooKeeperMember, zookeeper_classpath
 from harness.errors import BackendError, ConfigError, HarnessError, HarnessTimeout, TeardownError
 
@@ -141,6 +141,8 @@ class ProcessCluster:
             + tuple(NodeId.zookeeper(i) for i in range(1, (0 if spec.kraft else spec.zookeepers) + 1)))
         self.bootstrap_servers = ""
         self.zookeeper_connect = ""
+        self.quorum_voters: Mapping[int, str] = {}
+        self.broker_addresses: Mapping[int, str] = {}
         self._classpath = ""
         self._java_version_text = ""
         self.cleaned_leftovers: tuple[CleanedLeftover, ...] = ()
@@ -171,6 +173,8 @@ class ProcessCluster:
             self._brokers = BrokerNodes(self.spec, self.workdir, self.topology, self.launcher, self._registry,
                                         env, self.zookeeper_connect, self._backend.stop_timeout_s)
             self._brokers.start_all(deadline)
+        self.quorum_voters = {c.node.id: str(c.address) for c in self.topology.controllers}
+        self.broker_addresses = {b.broker_id: str(b.address(EXTERNAL)) for b in self.topology.brokers}
         (self.workdir / "cluster.json").write_text(json.dumps(self.describe(), indent=2, default=str) + "\n")
 
     def _start_zookeeper(self, deadline: float) -> None:

@@ -101,6 +101,8 @@ class RunBundle:
             "backend_reason": backend_reason,
             "broker": {"flavour": None, "version": None, "bugs": list(exp.cluster.reference_bugs)},
             "cluster": {"brokers": exp.cluster.brokers, "zookeepers": exp.cluster.zookeepers,
+                        "mode": exp.cluster.mode, "controllers": exp.cluster.controllers,
+                        "combined": exp.cluster.combined,
                         "offsets_topic_partitions": int(exp.cluster.broker_config.get(
                             "offsets.topic.num.partitions", 50))},
             "versions": versions(),

@@ -1,4 +1,5 @@
-"""The real parts a run is made of: observers (ZooKeeper, Admin, per-broker Metadata), workloads (confluent-kafka
+"""The real parts a run is made of: observers (ZooKeeper, Admin, per-broker Metadata; in KRaft the quorum, KRaft
+metadata and Admin observers), workloads (confluent-kafka
 producers and consumer groups) built from the experiment's specs, and topic creation. The runner
 takes them through `RunParts`, so its phase logic is testable without a cluster."""
 
@@ -32,6 +33,14 @@ def real_observers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[O
     from harness.observe.zookeeper import ZooKeeperObserver
 
     groups = [c.group for c in exp.workload.consumers]
+    if exp.cluster.mode == "kraft":
+        from harness.observe.kraft_metadata import KraftMetadataObserver
+        from harness.observe.quorum import QuorumObserver
+
+        # No per-broker Metadata observer: in KRaft a broker's Metadata names a random broker as controller.
+        return [QuorumObserver(cluster.quorum_voters, sink),
+                KraftMetadataObserver(cluster.broker_addresses, sink),
+                IsolatedAdminObserver(cluster.bootstrap_servers, sink, groups=groups, controller_events=False)]
     # The backends list the `client->j` proxies of brokers 1..N in order in the bootstrap list.
     brokers = sorted(n.id for n in cluster.nodes if n.role == "broker")
     return [ZooKeeperObserver(cluster.zookeeper_connect, sink),

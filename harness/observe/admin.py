@@ -9,9 +9,9 @@ Per cycle (every `interval` seconds, on its own thread):
 - `list_consumer_groups` + `describe_consumer_groups`: state, coordinator, assignor, members
   and their assignments, for the listed groups plus the `groups` given to the constructor.
 
-Emitted: `controller` {broker (-1 = none), epoch: null, source}; `broker.up` {broker, host,
-port} / `broker.down` {broker}; `partition.state` {topic, partition, leader, leader_epoch: null,
-isr, replicas, controller_epoch: null, error}; `group.state` {group, state (Kafka's names:
+Emitted: `controller` {broker (-1 = none), epoch: null, source} (not in KRaft: `controller_events`);
+`broker.up` {broker, host, port} / `broker.down` {broker}; `partition.state` {topic, partition, leader,
+leader_epoch: null, isr, replicas, controller_epoch: null, error}; `group.state` {group, state (Kafka's names:
 Empty, PreparingRebalance, CompletingRebalance, Stable, Dead, Unknown), generation: null,
 coordinator, leader: null, protocol, members [{member_id, client_id, host, assignment}],
 group_type (classic|consumer)}.
@@ -98,6 +98,7 @@ class AdminObserver:
         request_timeout_s: float = 2.0,
         groups: Sequence[str] = (),
         extra_config: Mapping[str, str] | None = None,
+        controller_events: bool = True,
     ) -> None:
         if not interval > 0:
             raise ObserverError(f"AdminObserver({name!r}): interval={interval!r} must be > 0 seconds")
@@ -107,6 +108,9 @@ class AdminObserver:
         self.interval = interval
         self.request_timeout_s = request_timeout_s
         self.groups = list(groups)
+        self.controller_events = controller_events
+        """False in KRaft, where DescribeCluster and Metadata name a random broker as 'controller' (clients
+        cannot reach the controllers): the quorum observer records the controller there."""
         self._sink = sink
         self._config: dict[str, Any] = {"bootstrap.servers": bootstrap_servers, "client.id": f"observer-{name}",
                                         "logger": LIBRDKAFKA_LOGGER}
@@ -214,7 +218,7 @@ class AdminObserver:
 
     def _update_cluster(self, controller: int, brokers: dict[int, tuple[str, int]], source: str) -> None:
         controller = controller if controller is not None and controller >= 0 else -1
-        if controller != self._controller:
+        if controller != self._controller and self.controller_events:
             self._controller = controller
             self._emit("controller", broker=controller, epoch=None, source=source)
         previous = self._brokers or {}

@@ -38,13 +38,14 @@ class IsolatedAdminObserver(StartedByWith):
 
     def __init__(self, bootstrap_servers: str, sink: EventSink, *, interval: float = 0.5, name: str = "admin",
                  groups: Sequence[str] = (), python: str = sys.executable,
-                 leftovers: LeftoverRegistry | None = None) -> None:
+                 leftovers: LeftoverRegistry | None = None, controller_events: bool = True) -> None:
         self.name = name
         self._leftovers = leftovers
         self._own_leftovers = leftovers is None
         self._sink = sink
         self._argv = [python, "-m", "harness.observe.isolated", "--bootstrap", bootstrap_servers,
-                      "--interval", str(interval), "--name", name, *[a for g in groups for a in ("--group", g)]]
+                      "--interval", str(interval), "--name", name, *[a for g in groups for a in ("--group", g)],
+                      *([] if controller_events else ["--no-controller-events"])]
         self._proc: subprocess.Popen[bytes] | None = None
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
@@ -132,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--interval", type=float, default=0.5)
     parser.add_argument("--name", default="admin")
     parser.add_argument("--group", action="append", default=[])
+    parser.add_argument("--no-controller-events", action="store_true",
+                        help="KRaft: the Admin API names a random broker as controller; do not record it")
     args = parser.parse_args(argv)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
@@ -143,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.write(line + "\n")
             sys.stdout.flush()
 
-    observer = AdminObserver(args.bootstrap, emit, interval=args.interval, name=args.name, groups=args.group)
+    observer = AdminObserver(args.bootstrap, emit, interval=args.interval, name=args.name, groups=args.group,
+                             controller_events=not args.no_controller_events)
     observer.start()
     try:
         done.wait()
