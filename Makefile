@@ -9,7 +9,8 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO ?= experiments/controller-failover.yaml
 BACKEND ?= auto
-KAFKA ?= 3.9
+# Apache Kafka lines installed into the cache: 3.9 (ZooKeeper mode, the default) and 4 (the newest 4.x, KRaft).
+KAFKA ?= 3.9 4
 PYTEST_ARGS ?=
 # Test files run on 2 workers (a file stays on one worker, so module fixtures start once); 0 = serial.
 PYTEST_WORKERS ?= 2
@@ -39,7 +40,7 @@ java:
 # first time). Best effort: where no source works the reason is printed, and the Apache Kafka tests skip
 # with it while the demo runs the reference broker and says so.
 kafka: venv java
-	-$(VENV)/bin/kafka-chaos kafka install $(KAFKA)
+	-@for v in $(KAFKA); do $(VENV)/bin/kafka-chaos kafka install $$v; done
 
 # The real Toxiproxy server (Shopify's, `go install`) into the cache, for the tests that compare the
 # embedded server with it and one end-to-end run. Best effort: without Go those tests skip and say why.

@@ -46,7 +46,7 @@ _STAMP = "_source.json"
 PARQUET_BLOCK_BYTES = 8 * 1024 * 1024
 PARQUET_CODEC = "none"
 CONVERSION_SPLIT_BYTES = 64 * 1024 * 1024
-PARQUET_FORMAT = 7
+PARQUET_FORMAT = 8
 """Bumped whenever the Parquet layout changes, so older conversions are redone, not misread."""
 BULK_TYPES = frozenset({"send", "ack", "send.error", "poll", "commit"})
 """Event types that can number millions; every other type is small."""
@@ -114,6 +114,15 @@ HISTORY_SCHEMA = StructType(
         _f("isr", ArrayType(_L)),
         _f("replicas", ArrayType(_L)),
         _f("controller_epoch", _L),
+        # KRaft: eligible leader replicas (KIP-966) of partition.state; the quorum observer's quorum.state
+        # (voters/observers are lists of objects, kept as their JSON text)
+        _f("elr", ArrayType(_L)),
+        _f("last_known_elr", ArrayType(_L)),
+        _f("voter", _L),
+        _f("role", _S),
+        _f("high_watermark", _L),
+        _f("voters", _S),
+        _f("observers", _S),
         # groups
         _f("group", _S),
         _f("state", _S),
@@ -137,7 +146,8 @@ HISTORY_SCHEMA = StructType(
         _f(CORRUPT, _S),
     ]
 )
-"""Every column a history event may carry; all nullable. Arrays: isr, replicas, members, partitions."""
+"""Every column a history event may carry; all nullable. Arrays: isr, replicas, elr, last_known_elr, members,
+partitions."""
 
 
 PARQUET_SCHEMA = StructType(

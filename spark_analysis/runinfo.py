@@ -3,7 +3,10 @@
 Owns `RunInfo` (every key optional: a missing key is "unknown", never an error), the verify
 selection (`verify.checks`: "all", check ids or families) and the `verify.allow` matching rule
 (a full check id, a family, or a check id's last part: `duplicate` -> `delivery.duplicate`),
-and SLO parsing (seconds as numbers, or strings such as "30s", "500ms", "2m").
+SLO parsing (seconds as numbers, or strings such as "30s", "500ms", "2m"), and the cluster mode
+(`cluster.mode`: "zookeeper", the default when absent, or "kraft") with the checks that apply only
+to one mode (`MODE_FAMILIES`): a check that does not apply to the run's mode is not selected, so it
+is listed under the verdict's `not_selected`, never run and never `unknown`.
 """
 
 from __future__ import annotations
@@ -21,6 +24,12 @@ from harness.errors import HarnessError
 class RunInfoError(HarnessError):
     """`run.json` exists but is not a JSON object."""
 
+
+ZOOKEEPER = "zookeeper"
+KRAFT = "kraft"
+MODES = (ZOOKEEPER, KRAFT)
+MODE_FAMILIES: Mapping[str, tuple[str, ...]] = {"quorum": (KRAFT,)}
+"""Check families that apply only to some cluster modes (the Raft quorum exists only in KRaft)."""
 
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|m|h)?\s*$")
 _UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
@@ -63,6 +72,8 @@ class RunInfo:
     slo: Mapping[str, float] = field(default_factory=dict)
     offsets_topic_partitions: int | None = None
     unclean_election: bool = False
+    mode: str = ZOOKEEPER
+    """The cluster mode: "zookeeper" (the default, also for run.json files written before the field) or "kraft"."""
     raw: Mapping[str, Any] = field(default_factory=dict)
 
     @property
@@ -81,9 +92,19 @@ class RunInfo:
         """Whether `verify.allow` exempts `check_id` from the run status."""
         return any(_matches(entry, check_id) for entry in self.allow)
 
-    def is_selected(self, check_id: str) -> bool:
-        """Whether `verify.checks` selects `check_id` ("all", the id, its family or its last part)."""
+    def is_named(self, check_id: str) -> bool:
+        """Whether `verify.checks` names `check_id` ("all", the id, its family or its last part)."""
         return any(entry == "all" or _matches(entry, check_id) for entry in self.checks)
+
+    def applies(self, check_id: str) -> bool:
+        """Whether `check_id` applies to the run's cluster mode (`MODE_FAMILIES`; every other check applies to both)."""
+        modes = MODE_FAMILIES.get(check_id.partition(".")[0])
+        return modes is None or self.mode in modes
+
+    def is_selected(self, check_id: str) -> bool:
+        """Whether `check_id` runs: `verify.checks` names it and it applies to the run's cluster mode
+        (a quorum check in a ZooKeeper run is not applicable: not selected, whatever `verify.checks` says)."""
+        return self.is_named(check_id) and self.applies(check_id)
 
 
 def _matches(entry: str, check_id: str) -> bool:
@@ -102,6 +123,11 @@ def _str_tuple(value: object) -> tuple[str, ...]:
 
 def _opt_str(value: object) -> str | None:
     return None if value is None else str(value)
+
+
+def _mode(value: object) -> str:
+    """`cluster.mode` as one of MODES: "kraft" (any case) is KRaft, anything else (absent too) ZooKeeper."""
+    return KRAFT if isinstance(value, str) and value.strip().lower() == KRAFT else ZOOKEEPER
 
 
 def run_info_from_mapping(data: Mapping[str, Any]) -> RunInfo:
@@ -137,6 +163,7 @@ def run_info_from_mapping(data: Mapping[str, Any]) -> RunInfo:
         slo=slo,
         offsets_topic_partitions=int(otp) if isinstance(otp, (int, str)) and str(otp).isdigit() else None,
         unclean_election=_truthy(broker_config.get("unclean.leader.election.enable")),
+        mode=_mode(cluster.get("mode")),
         raw=dict(data),
     )
 

@@ -29,6 +29,7 @@ from harness.cluster.base import BrokerFlavour
 from harness.errors import ConfigError
 from harness.install.kafka import (
     BROKERS,
+    DEFAULT_KRAFT_LINE,
     DEFAULT_LINE,
     InstallError,
     KafkaInstall,
@@ -196,7 +197,8 @@ def planned_broker(environ: Mapping[str, str], kafka: str = DEFAULT_LINE) -> str
         return f"Apache Kafka from KAFKA_HOME={home}"
     cached = cached_kafka(request, environ)
     if cached is not None:
-        return cached.describe()
+        kraft = cached_kafka(DEFAULT_KRAFT_LINE, environ) if kafka == DEFAULT_LINE else None
+        return cached.describe() + (f"; KRaft clusters: Apache Kafka {kraft.version}" if kraft else "")
     if shutil.which("mvn", path=environ.get("PATH")):
         return f"Apache Kafka {request}, to be installed from Maven Central"
     return "reference broker (no KAFKA_HOME, no cached Apache Kafka, no mvn)"

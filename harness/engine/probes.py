@@ -12,8 +12,10 @@ Probe = Callable[[ClusterState], tuple[bool, str]]
 
 
 def _controller_present(state: ClusterState) -> tuple[bool, str]:
-    ok = state.controller is not None and state.controller in state.live_brokers
-    return ok, f"controller={state.controller}, live brokers={sorted(state.live_brokers)}"
+    if state.voter_roles:
+        roles = dict(sorted(state.voter_roles.items()))
+        return state.controller_live, f"quorum leader={state.controller}, voters' roles={roles}"
+    return state.controller_live, f"controller={state.controller}, live brokers={sorted(state.live_brokers)}"
 
 
 def _brokers_registered(state: ClusterState) -> tuple[bool, str]:
@@ -42,7 +44,8 @@ def _group_stable(state: ClusterState) -> tuple[bool, str]:
 
 
 PROBES: Mapping[str, tuple[Probe, str]] = MappingProxyType({
-    "controller_present": (_controller_present, "one live broker holds /controller"),
+    "controller_present": (_controller_present, "one live broker holds /controller (KRaft: a voter answers as "
+                                                "the quorum leader)"),
     "brokers_registered": (_brokers_registered, "every broker is registered in /brokers/ids"),
     "all_partitions_led": (_all_partitions_led, "every declared partition has a live leader"),
     "isr_full": (_isr_full, "every declared partition's ISR equals its replicas"),

@@ -32,6 +32,8 @@ class ClusterState:
     partitions: dict[tuple[str, int], PartitionView] = field(default_factory=dict)
     groups: dict[str, str] = field(default_factory=dict)
     coordinators: dict[str, int] = field(default_factory=dict)
+    voter_roles: dict[int, str] = field(default_factory=dict)
+    """KRaft: each voter's role in its last DescribeQuorum answer (`quorum.state`): leader / follower."""
     events_seen: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -47,6 +49,16 @@ class ClusterState:
         view = self.partitions.get((topic, partition))
         return None if view is None or view.leader is None or view.leader < 0 else view.leader
 
+    @property
+    def controller_live(self) -> bool:
+        """A controller is known and alive: in ZooKeeper mode a live broker; in KRaft a voter whose last
+        DescribeQuorum answer says it leads the quorum."""
+        if self.controller is None:
+            return False
+        if self.voter_roles:
+            return self.voter_roles.get(self.controller) == "leader"
+        return self.controller in self.live_brokers
+
     def __call__(self, event: Mapping[str, Any]) -> None:
         self.apply(event)
 
@@ -59,6 +71,8 @@ class ClusterState:
                 self.controller = None if broker is None or broker < 0 else int(broker)
                 if event.get("epoch") is not None:
                     self.controller_epoch = int(event["epoch"])
+            elif kind == "quorum.state" and event.get("voter") is not None:
+                self.voter_roles[int(event["voter"])] = str(event.get("role"))
             elif kind == "broker.up":
                 self.live_brokers.add(int(event["broker"]))
             elif kind == "broker.down":

@@ -147,7 +147,7 @@ class Experiment:
 
 
 CHECK_IDS: tuple[str, ...] = (
-    "controller.unique", "controller.epoch_monotonic",
+    "controller.unique", "controller.epoch_monotonic", "quorum.no_split_brain",
     "partition.leader_in_isr", "partition.election_conforms", "partition.leader_epoch_monotonic",
     "delivery.lost_write", "delivery.duplicate", "delivery.inconsistent_offsets", "delivery.key_order",
     "consumer.nonmonotonic_poll", "consumer.poll_skip",

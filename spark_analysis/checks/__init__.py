@@ -1,7 +1,9 @@
 """The check registry: every check of the verdict, in report order, with its fixed id.
 
-One module per family (controller, partition, delivery, consumer, group, slo); `ALL_CHECKS`
+One module per family (controller, quorum, partition, delivery, consumer, group, slo); `ALL_CHECKS`
 lists one instance of each `Check`. Ids are fixed: verdict.json, report.html and junit.xml use them.
+The quorum family applies to KRaft runs only (`spark_analysis.runinfo.MODE_FAMILIES`): a ZooKeeper
+run does not select it, and the verdict lists it under `not_selected`.
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ from spark_analysis.checks.group import (
     GenerationMonotonic,
 )
 from spark_analysis.checks.partition import ElectionConforms, LeaderEpochMonotonic, LeaderInIsr
+from spark_analysis.checks.quorum import NoSplitBrain
 from spark_analysis.checks.slo import ControllerFailover, PartitionUnavailable, Rebalance
 from spark_analysis.result import Check
 
 ALL_CHECKS: tuple[Check, ...] = (
     ControllerUnique(),
     ControllerEpochMonotonic(),
+    NoSplitBrain(),
     LeaderInIsr(),
     ElectionConforms(),
     LeaderEpochMonotonic(),
@@ -47,9 +51,10 @@ CHECK_IDS: tuple[str, ...] = tuple(c.id for c in ALL_CHECKS)
 BY_ID: dict[str, Check] = {c.id: c for c in ALL_CHECKS}
 
 
-def select(entries: tuple[str, ...] | list[str]) -> list[Check]:
-    """Checks named by `entries` ("all", ids, families or last parts), in registry order."""
+def select(entries: tuple[str, ...] | list[str], mode: str | None = None) -> list[Check]:
+    """Checks named by `entries` ("all", ids, families or last parts), in registry order; with a
+    cluster `mode` ("zookeeper", "kraft"), only those that apply to it."""
     from spark_analysis.runinfo import RunInfo
 
-    info = RunInfo(checks=tuple(entries))
-    return [c for c in ALL_CHECKS if info.is_selected(c.id)]
+    info = RunInfo(checks=tuple(entries), mode=mode or "")
+    return [c for c in ALL_CHECKS if info.is_named(c.id) and (mode is None or info.applies(c.id))]

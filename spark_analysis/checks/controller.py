@@ -1,7 +1,15 @@
 """Controller checks (KAFKA-BEHAVIOUR.md §7.1, §7.2), in Python over the few controller events.
 
 - `controller.unique`: at most one controller broker per controller epoch, and every controller
-  is a registered live broker at the time it is seen (within the liveness grace).
+  is a registered live broker at the time it is seen (within the liveness grace). In KRaft the
+  controller events come from the quorum observer (src `quorum`: the quorum leader's node id and
+  its Raft epoch), and the controller is a Raft voter, which need not be a broker (dedicated
+  controllers have ids 101..): for those events "live" means a live voter instead
+  (`liveness.VoterLiveness`): it fails only when a kill, stop or pause fault had taken the voter
+  down for the whole grace before the event and the voter did not answer the quorum observer
+  within the grace; a voter neither seen answering nor taken down is counted as unconfirmed, not
+  failed (a follower that answers without change emits nothing, so silence proves nothing).
+  One leader per epoch carries over unchanged with the quorum's epochs.
 - `controller.epoch_monotonic`: per observer, the epoch never decreases, and it increases by at
   least one at every controller change (a different broker, or the same one after a gap). It
   also owns the per-broker rule over `controller.view` events (the Metadata observer's answer of
@@ -13,7 +21,9 @@
   (zombie) controller. This rule lives here, not in `controller.unique`, because what breaks is
   the epoch order a broker follows (a fenced epoch accepted after a newer one), not the number of
   controllers per epoch: the zombie's epoch still has one controller. Without views the rule is
-  simply not applied; views whose controller no epoch-carrying event names are skipped.
+  simply not applied; views whose controller no epoch-carrying event names are skipped. In KRaft
+  the quorum epochs are judged the same way (per source, so per the quorum observer's stream);
+  there are no views (the Metadata observer does not run).
 """
 
 from __future__ import annotations
@@ -21,12 +31,14 @@ from __future__ import annotations
 from typing import Any
 
 from spark_analysis.checks.common import evidence, plural
-from spark_analysis.checks.liveness import build_liveness
+from spark_analysis.checks.liveness import LIVENESS_TYPES, build_liveness, build_voter_liveness
 from spark_analysis.context import CheckContext
 from spark_analysis.result import CheckResult, failed, passed, unknown
 
 VIEW_EPOCH_TOLERANCE_S = 1.0
 """How long after a view a ZooKeeper `controller` event may be stamped and still count for it."""
+QUORUM_SOURCE = "quorum"
+"""The source of KRaft's controller events: the quorum leader, a voter rather than a broker."""
 
 
 def view_controller(view: dict[str, Any]) -> int | None:
@@ -90,10 +102,12 @@ class ControllerUnique:
 
     def run(self, ctx: CheckContext) -> CheckResult:
         events = ctx.rows("controller")
-        live = build_liveness(ctx.rows("broker.up", "broker.down"))
+        live = build_liveness(ctx.rows(*LIVENESS_TYPES))
+        voters = build_voter_liveness(ctx.rows("quorum.state"), ctx.faults)
         by_epoch: dict[int, dict[int, dict[str, Any]]] = {}
         bad: list[dict[str, Any]] = []
         not_live: list[dict[str, Any]] = []
+        voter_events = unconfirmed = 0
         for ev in events:
             broker = ev.get("broker")
             if broker is None or broker < 0:
@@ -105,16 +119,28 @@ class ControllerUnique:
                     bad.append(evidence(first, problem=f"epoch {ev['epoch']} also held by {broker}"))
                     bad.append(evidence(ev, problem=f"second controller {broker} in epoch {ev['epoch']}"))
                 seen.setdefault(broker, ev)
-            if live.known and not live.ever_up_near(int(broker), float(ev.get("t") or 0.0)):
+            t = float(ev.get("t") or 0.0)
+            if ev.get("src") == QUORUM_SOURCE:
+                voter_events += 1
+                state = voters.live_near(int(broker), t)
+                unconfirmed += int(state is None)
+                down = voters.taken_down(int(broker), t) if state is False else None
+                if down is not None:
+                    not_live.append(evidence(ev, problem=f"controller {broker} is not a live voter "
+                                                         f"({down.label}, no quorum answer from it)"))
+            elif live.known and not live.ever_up_near(int(broker), t):
                 not_live.append(evidence(ev, problem=f"controller {broker} is not a registered live broker"))
         metrics = {"controller_events": len(events), "epochs": len(by_epoch), "shared_epochs": len(bad) // 2,
                    "controllers_not_live": len(not_live)}
+        if voter_events:
+            metrics.update(quorum_controller_events=voter_events, voters_unconfirmed=unconfirmed)
         if bad or not_live:
             parts = []
             if bad:
                 parts.append(f"{plural(len(bad) // 2, 'epoch')} held by two controllers")
             if not_live:
-                parts.append(f"{plural(len(not_live), 'controller event')} naming a broker not registered")
+                what = "a node not live" if voter_events else "a broker not registered"
+                parts.append(f"{plural(len(not_live), 'controller event')} naming {what}")
             t = float((bad or not_live)[0].get("t") or 0.0)
             fault = ctx.faults.active_at(t)
             summary = "; ".join(parts) + (f" during {fault.label}" if fault else "")
@@ -122,7 +148,7 @@ class ControllerUnique:
         if not by_epoch and not live.known:
             return unknown(self.id, "no controller event carries an epoch and no broker registrations seen",
                            metrics)
-        note = "" if live.known else " (no broker.up/down events: liveness not checked)"
+        note = "" if live.known or voter_events else " (no broker.up/down events: liveness not checked)"
         return passed(self.id, f"one controller per epoch across {plural(len(by_epoch), 'epoch')}{note}",
                       metrics)
 

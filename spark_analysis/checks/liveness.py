@@ -1,18 +1,41 @@
-"""Broker liveness on the history clock, from `broker.up` / `broker.down` events.
+"""Node liveness on the history clock: brokers from their registration events, KRaft voters from
+their quorum answers and the faults that took them away.
 
-Owns `Liveness`: which brokers are registered at time t, with a grace for the small skew
-between an observer seeing a registration vanish and seeing its consequences (a new
-controller, a new leader). Used by the controller, partition and SLO checks.
+Owns `Liveness`: which brokers are up at time t, with a grace for the small skew between an
+observer seeing a registration vanish and seeing its consequences (a new controller, a new
+leader). A broker is up after `broker.up` and down after `broker.down`; in KRaft, `broker.fenced`
+counts as down and `broker.unfenced` as up (`LIVENESS_TYPES`), because a fenced broker is not an
+acceptable leader (Kafka's `ClusterControlManager.isActive`: registered, unfenced, not in controlled
+shutdown). The KRaft observer's own `broker.up` already means registered and unfenced, so the two
+event pairs agree; reading both keeps liveness right when only one of them is recorded. ZooKeeper
+histories have no fencing events, and their liveness is unchanged.
+
+Also owns `VoterLiveness`, whether a KRaft controller (a Raft voter, which need not be a broker)
+was live near a time: live if it answered the quorum observer within the grace (as leader, or as
+follower: Kafka's non-leader voters answer DescribeQuorum with NOT_LEADER_OR_FOLLOWER, which is an
+answer), taken down if a kill, stop or pause fault on it had been in force for the grace and it did
+not answer, else unknown. And `node_ids`, the node ids a rendered fault target names (`broker 1`,
+`controller 101`). Used by the controller, partition, quorum and SLO checks.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from spark_analysis.faults import FaultIndex, FaultWindow
+
 LIVENESS_GRACE_S = 3.0
+UP_TYPES = ("broker.up", "broker.unfenced")
+DOWN_TYPES = ("broker.down", "broker.fenced")
+LIVENESS_TYPES = UP_TYPES + DOWN_TYPES
+"""The event types broker liveness reads (pass them all to `CheckContext.rows`)."""
+VOTER_LOSS = frozenset({"kill", "stop", "pause"})
+"""Fault kinds that stop a voter from answering (an isolated voter is alive, only cut off)."""
+NODE_WORDS = frozenset({"broker", "controller", "node", "voter"})
+"""The words a rendered fault target names a node with (`broker 1`, `controller 101`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,10 +82,82 @@ class Liveness:
 
 
 def build_liveness(events: Sequence[Mapping[str, Any]]) -> Liveness:
+    """Liveness from events of `LIVENESS_TYPES` (others are ignored); ties keep file order."""
     trans: dict[int, list[tuple[float, bool]]] = {}
     for ev in events:
         broker = ev.get("broker")
-        if broker is None or ev.get("type") not in ("broker.up", "broker.down"):
+        kind = ev.get("type")
+        if broker is None or kind not in LIVENESS_TYPES:
             continue
-        trans.setdefault(int(broker), []).append((float(ev.get("t") or 0.0), ev["type"] == "broker.up"))
+        trans.setdefault(int(broker), []).append((float(ev.get("t") or 0.0), kind in UP_TYPES))
     return Liveness({b: tuple(sorted(v, key=lambda x: x[0])) for b, v in trans.items()})
+
+
+def node_ids(target: str) -> set[int]:
+    """Node ids named in a rendered fault target ("broker 1, controller 101" -> {1, 101})."""
+    out: set[int] = set()
+    for part in target.split(","):
+        words = part.strip().split()
+        if len(words) == 2 and words[0] in NODE_WORDS and words[1].lstrip("-").isdigit():
+            out.add(int(words[1]))
+    return out
+
+
+def node_hit(faults: FaultIndex, node: int, t0: float, t1: float, kinds: Iterable[str]) -> FaultWindow | None:
+    """The earliest fault of `kinds` that started in [t0, t1] on `node` (a broker or a controller)."""
+    wanted = set(kinds)
+    for window in faults.windows:
+        if window.kind in wanted and t0 <= window.start <= t1 and node in node_ids(window.target):
+            return window
+    return None
+
+
+ANSWER_ROLES = frozenset({"leader", "follower"})
+"""`quorum.state` roles of a voter that answered (`unknown`: it answered with another error)."""
+
+
+def quorum_answer(ev: Mapping[str, Any]) -> bool:
+    """Whether a `quorum.state` event is a voter's answer: it names the voter and its role is leader or
+    follower (a follower's answer carries NOT_LEADER_OR_FOLLOWER); without a role, when it has no error."""
+    if ev.get("voter") is None:
+        return False
+    role = ev.get("role")
+    return role in ANSWER_ROLES if role is not None else not ev.get("error")
+
+
+@dataclass(frozen=True, slots=True)
+class VoterLiveness:
+    """When each voter answered the quorum observer, and the faults that stopped nodes."""
+
+    answers: Mapping[int, tuple[float, ...]]
+    losses: tuple[FaultWindow, ...]
+
+    def answered_near(self, voter: int, t: float, grace: float = LIVENESS_GRACE_S) -> bool:
+        times = self.answers.get(voter, ())
+        i = bisect.bisect_left(times, t - grace)
+        return i < len(times) and times[i] <= t + grace
+
+    def taken_down(self, voter: int, t: float, grace: float = LIVENESS_GRACE_S) -> FaultWindow | None:
+        """A kill/stop/pause fault on `voter` that started at least `grace` before t and had not ended by t."""
+        for window in self.losses:
+            if (window.start <= t - grace and (window.end is None or window.end >= t)
+                    and voter in node_ids(window.target)):
+                return window
+        return None
+
+    def live_near(self, voter: int, t: float, grace: float = LIVENESS_GRACE_S) -> bool | None:
+        """True: it answered within `grace` of t; False: a fault had taken it down (and it did not
+        answer); None: neither (a follower that answers without change emits nothing)."""
+        if self.answered_near(voter, t, grace):
+            return True
+        return False if self.taken_down(voter, t, grace) is not None else None
+
+
+def build_voter_liveness(states: Sequence[Mapping[str, Any]], faults: FaultIndex) -> VoterLiveness:
+    """VoterLiveness from `quorum.state` events and the run's fault windows."""
+    answers: dict[int, list[float]] = {}
+    for ev in states:
+        if quorum_answer(ev):
+            answers.setdefault(int(ev["voter"]), []).append(float(ev.get("t") or 0.0))
+    losses = tuple(w for w in faults.windows if w.kind in VOTER_LOSS)
+    return VoterLiveness({v: tuple(sorted(ts)) for v, ts in answers.items()}, losses)

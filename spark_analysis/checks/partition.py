@@ -10,6 +10,15 @@
   shutdown; new leader is AR[0] -> preferred. A change none of these explains is counted, not judged.
   A write of leader -1 that only takes the dead leader out of a larger ISR is the controller's
   OfflineReplica step (Apache Kafka does it on controller failover, before electing), not an election.
+  KRaft (Kafka's `metadata/.../controller/PartitionChangeBuilder.java`, `electLeader`,
+  `isValidNewLeader`): liveness is "registered and unfenced" (`broker.fenced` is down), and when a
+  state carries an ELR (KIP-966 eligible leader replicas; null when the version lacks them) a clean
+  election chooses from the ISR members still live, or, when none is, from the ELR, in AR order;
+  when the ISR and the ELR are both empty, the single last known leader (`last_known_elr`) may be
+  elected too (Kafka tries it before any unclean election, whatever unclean.leader.election.enable
+  says). Anything else is unclean: only with unclean.leader.election.enable, first live in AR order.
+  Each judged election's evidence says where the leader came from (`eligibility`: isr, elr,
+  last_known_leader or outside).
 - `partition.leader_epoch_monotonic`: per observer and partition, leader_epoch never decreases and
   strictly increases with every leader change.
 """
@@ -21,7 +30,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from spark_analysis.checks.common import evidence, plural, tp_label
-from spark_analysis.checks.liveness import LIVENESS_GRACE_S, Liveness, build_liveness
+from spark_analysis.checks.liveness import LIVENESS_GRACE_S, LIVENESS_TYPES, Liveness, build_liveness
 from spark_analysis.context import CheckContext, Row
 from spark_analysis.result import CheckResult, failed, passed, unknown
 
@@ -38,11 +47,24 @@ def _by_partition(events: Iterable[Row], per_source: bool = True) -> dict[tuple[
     return out
 
 
+AUTHORITATIVE_SOURCES = ("zk", "kraft")
+"""Observers whose partition states carry leader epochs (ZooKeeper's znode watches; in KRaft the
+metadata observer's DescribeTopicPartitions answers, with the ELR), in order of preference over the
+AdminClient observer's polls, which carry none."""
+
+
+def authoritative(events: list[Row]) -> list[Row]:
+    """The events of the first AUTHORITATIVE_SOURCES source that reported any, else all of them."""
+    for src in AUTHORITATIVE_SOURCES:
+        chosen = [e for e in events if e.get("src") == src]
+        if chosen:
+            return chosen
+    return events
+
+
 def _states(ctx: CheckContext) -> list[Row]:
-    """partition.state events; only the ZooKeeper observer's when it reported any (it is authoritative)."""
-    events = ctx.rows("partition.state")
-    zk = [e for e in events if e.get("src") == "zk"]
-    return zk or events
+    """partition.state events; only the ZooKeeper (else the KRaft metadata) observer's when it reported any."""
+    return authoritative(ctx.rows("partition.state"))
 
 
 def _summary_with_fault(ctx: CheckContext, text: str, t: float) -> tuple[str, str | None]:
@@ -147,6 +169,43 @@ def _plausible_live_sets(live: Liveness, t: float, exclude: set[int]) -> list[fr
     return sorted(sets, key=sorted)
 
 
+def _eligible(prev: Row, usable: frozenset[int]) -> list[int]:
+    """The replicas a clean election chooses from: the ISR; in KRaft with an ELR, the ELR instead
+    when no ISR member is `usable` (PartitionChangeBuilder.isValidNewLeader: in the ISR, or in the
+    ELR when the target ISR is empty; the unusable leave the target ISR)."""
+    isr = list(prev.get("isr") or [])
+    elr = prev.get("elr")
+    if elr is None or any(b in usable for b in isr):
+        return isr
+    return [int(b) for b in elr]
+
+
+def _last_known_leader(prev: Row) -> int | None:
+    """The last known leader KRaft may elect when the ISR and the ELR are empty (canElectLastKnownLeader)."""
+    elr, last = prev.get("elr"), prev.get("last_known_elr")
+    if elr is None or last is None or prev.get("isr") or elr or len(last) != 1:
+        return None
+    return int(last[0])
+
+
+def _eligibility(prev: Row, leader: int) -> str:
+    """Where an elected leader came from in the state before it: isr, elr, last_known_leader or outside."""
+    if leader in (prev.get("isr") or []):
+        return "isr"
+    if leader in (prev.get("elr") or []):
+        return "elr"
+    return "last_known_leader" if leader == _last_known_leader(prev) else "outside"
+
+
+def _state_text(prev: Row, assigned: list[int]) -> str:
+    text = f"AR {assigned}, ISR {prev['isr']}"
+    if prev.get("elr") is not None:
+        text += f", ELR {list(prev['elr'])}"
+        if prev.get("last_known_elr"):
+            text += f", last known ELR {list(prev['last_known_elr'])}"
+    return text
+
+
 class ElectionConforms:
     id = "partition.election_conforms"
     family = "partition"
@@ -155,9 +214,10 @@ class ElectionConforms:
     def run(self, ctx: CheckContext) -> CheckResult:
         from harness.model.election import elect_leader
 
-        live = build_liveness(ctx.rows("broker.up", "broker.down"))
+        live = build_liveness(ctx.rows(*LIVENESS_TYPES))
         judged = unexplained = offline_replica_steps = 0
         per_strategy: dict[str, int] = defaultdict(int)
+        per_eligibility: dict[str, int] = defaultdict(int)
         bad: list[dict[str, Any]] = []
         for (_src, topic, part), evs in _by_partition(_states(ctx)).items():
             prev = None
@@ -179,21 +239,27 @@ class ElectionConforms:
                             shut.add(old)
                         exclude = {old} if strategy == "offline" and old is not None and old >= 0 else set()
                         assigned = list(ev.get("replicas") or prev.get("replicas") or [])
-                        expected = {elect_leader(strategy, assigned, prev["isr"], lv, frozenset(shut),
-                                                 ctx.run.unclean_election)
+                        expected = {elect_leader(strategy, assigned, _eligible(prev, frozenset(lv) - shut), lv,
+                                                 frozenset(shut), ctx.run.unclean_election)
                                     for lv in _plausible_live_sets(live, t, exclude)}
+                        last_known = _last_known_leader(prev)
+                        if last_known is not None:
+                            expected.add(last_known)
                         got = None if ev["leader"] < 0 else ev["leader"]
+                        came_from = None if got is None else _eligibility(prev, got)
+                        if came_from is not None:
+                            per_eligibility[came_from] += 1
                         if got not in expected:
                             want = sorted(-1 if x is None else x for x in expected)
-                            bad += [evidence(prev), evidence(
-                                ev, strategy=strategy, expected=want,
+                            bad += [evidence(prev, elr=prev.get("elr")), evidence(
+                                ev, strategy=strategy, expected=want, eligibility=came_from, elr=ev.get("elr"),
                                 problem=f"{tp_label(topic, part)} {strategy} election picked {ev['leader']}, "
-                                        f"model prescribes {' or '.join(map(str, want))} (AR {assigned}, "
-                                        f"ISR {prev['isr']})")]
+                                        f"model prescribes {' or '.join(map(str, want))} "
+                                        f"({_state_text(prev, assigned)})")]
                 prev = ev
         metrics = {"elections_judged": judged, "unexplained_leader_changes": unexplained,
                    "offline_replica_steps": offline_replica_steps, "by_strategy": dict(per_strategy),
-                   "violations": len(bad) // 2}
+                   "by_eligibility": dict(per_eligibility), "violations": len(bad) // 2}
         if bad:
             summary, fault = _summary_with_fault(
                 ctx, f"{plural(len(bad) // 2, 'election')} off the model: {bad[1]['problem']}",

@@ -5,12 +5,18 @@ reported as distributions (count, p50, p90, p99, max in seconds).
   broker again. The controller vanishes when a fault takes its broker away (kill, stop, pause,
   isolation, partition: clocked from the fault's start, since ZooKeeper only notices a dead
   broker after the session timeout, and that detection time is part of the failover), else when a
-  controller event says broker -1.
+  controller event says broker -1. The events read are those of the sources that carry epochs (the
+  ZooKeeper observer's `/controller` + `/controller_epoch`, or in KRaft the quorum observer's
+  quorum leader and Raft epoch), else all. A new controller is a different node or the same one
+  in a higher epoch. In KRaft this measures from the fault that took the quorum leader (a
+  controller, which need not be a broker: fault targets naming `controller N` count) to the
+  first `controller` event naming the new quorum leader; there is no broker -1 event there.
 - `slo.partition_unavailable`: per partition, from losing its leader until a state names a
   registered leader again. The leader is lost when a fault makes its broker unreachable to
   clients (kill, pause, isolate: clocked from the fault's start), else when the leader becomes -1
-  or its registration vanishes. A graceful stop is not backdated: the leader serves until
-  controlled shutdown moves it.
+  or its registration vanishes (in KRaft also when it is fenced). A graceful stop is not
+  backdated: the leader serves until controlled shutdown moves it. States are the ZooKeeper
+  observer's, else the KRaft metadata observer's, else all (`partition.authoritative`).
 - `slo.rebalance`: per group, from leaving Stable (PreparingRebalance / CompletingRebalance /
   AwaitingSync) until Stable again.
 
@@ -31,7 +37,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from spark_analysis.checks.common import distribution, evidence, plural, tp_label
-from spark_analysis.checks.liveness import build_liveness
+from spark_analysis.checks.liveness import DOWN_TYPES, LIVENESS_TYPES, build_liveness, node_hit
+from spark_analysis.checks.partition import authoritative
 from spark_analysis.context import CheckContext, Row
 from spark_analysis.faults import FaultWindow
 from spark_analysis.result import CheckResult, failed, passed
@@ -102,9 +109,19 @@ def judge(
                             + (f" (max {mx:.3f}s)" if mx is not None else ""), metrics)
 
 
-def _prefer_zk(events: list[Row]) -> list[Row]:
-    zk = [e for e in events if e.get("src") == "zk"]
-    return zk or events
+def controller_events(events: list[Row]) -> list[Row]:
+    """The `controller` events of the sources that carry epochs (zk, quorum), with their broker -1
+    events; all events when no source carries an epoch."""
+    sources = {e.get("src") for e in events if e.get("epoch") is not None}
+    return [e for e in events if e.get("src") in sources] or events
+
+
+def _new_controller(current: Row, ev: Row) -> bool:
+    """A different broker, or the same one in a higher epoch (re-elected)."""
+    if current.get("broker") != ev.get("broker"):
+        return True
+    before, now = current.get("epoch"), ev.get("epoch")
+    return before is not None and now is not None and int(now) > int(before)
 
 
 class ControllerFailover:
@@ -117,7 +134,7 @@ class ControllerFailover:
 
     def intervals(self, ctx: CheckContext) -> list[Interval]:
         """Each controller failover: from the controller's loss (or the fault that caused it) to its successor."""
-        events = _prefer_zk(ctx.rows("controller"))
+        events = controller_events(ctx.rows("controller"))
         intervals: list[Interval] = []
         current: Row | None = None
         gone: Row | None = None
@@ -125,8 +142,8 @@ class ControllerFailover:
             broker = ev.get("broker")
             t = float(ev.get("t") or 0.0)
             hit = None
-            if current is not None and current.get("broker") != broker:
-                hit = ctx.faults.hit(int(current["broker"]), float(current.get("t") or 0.0), t, CONTROLLER_LOSS)
+            if current is not None and _new_controller(current, ev):
+                hit = node_hit(ctx.faults, int(current["broker"]), float(current.get("t") or 0.0), t, CONTROLLER_LOSS)
             if broker is None or broker < 0:
                 if current is not None and gone is None:
                     gone = _fault_start(hit) if hit else ev
@@ -154,14 +171,14 @@ class PartitionUnavailable:
 
     def intervals(self, ctx: CheckContext) -> list[Interval]:
         """Each window in which a partition had no live leader, per partition."""
-        states = _prefer_zk(ctx.rows("partition.state"))
-        brokers = ctx.rows("broker.up", "broker.down")
+        states = authoritative(ctx.rows("partition.state"))
+        brokers = ctx.rows(*LIVENESS_TYPES)
         live = build_liveness(brokers)
         per_tp: dict[tuple[str, int], list[Row]] = defaultdict(list)
         for ev in states:
             if ev.get("topic") is not None and ev.get("partition") is not None:
                 per_tp[(str(ev["topic"]), int(ev["partition"]))].append(ev)
-        downs = [e for e in brokers if e.get("type") == "broker.down"]
+        downs = [e for e in brokers if e.get("type") in DOWN_TYPES]
         intervals: list[Interval] = []
         for tp, evs in per_tp.items():
             timeline = sorted(evs + downs, key=lambda e: (float(e.get("t") or 0.0), int(e.get("seq") or 0)))
@@ -173,7 +190,7 @@ class PartitionUnavailable:
                 hit = None
                 if leader is not None and leader >= 0 and since is None:
                     hit = ctx.faults.hit(leader, led_since, t, LEADER_LOSS)
-                if ev["type"] == "broker.down":
+                if ev["type"] in DOWN_TYPES:
                     if leader is not None and leader >= 0 and ev.get("broker") == leader and since is None:
                         since = _fault_start(hit) if hit else ev
                     continue

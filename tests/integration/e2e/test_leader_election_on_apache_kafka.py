@@ -1,6 +1,7 @@
-"""experiments/leader-election.yaml on Apache Kafka 3.9 (process backend): every check passes, and the
-graceful stop of a partition's leader moves its leadership before the broker's registration vanishes
-(controlled shutdown, KAFKA-BEHAVIOUR.md), as observed in ZooKeeper."""
+"""experiments/leader-election.yaml, variant mode=zookeeper, on Apache Kafka 3.9 (process backend): every check
+passes, and the graceful stop of a partition's leader moves its leadership before the broker's registration
+vanishes (controlled shutdown, KAFKA-BEHAVIOUR.md), as observed in ZooKeeper. (The KRaft variant:
+test_kraft_leader_election_on_apache_kafka.py.)"""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 
 def test_leader_election_passes_on_apache_kafka_and_a_stop_moves_leadership_first(tmp_path: Path) -> None:
     apache_kafka()
-    code, run_dir = run_shipped("leader-election.yaml", tmp_path)
+    code, run_dir = run_shipped("leader-election.yaml", tmp_path, "--variant", "mode=zookeeper")
     assert run_info(run_dir)["broker"]["flavour"] == "apache-kafka"
     assert not failing_checks(run_dir), failing_checks(run_dir)
     assert code == 0

@@ -11,10 +11,12 @@ import pytest
 from spark_analysis.checks import ALL_CHECKS, BY_ID, CHECK_IDS
 from spark_analysis.reference import REFERENCE_CHECKS, reference_checks
 from spark_analysis.result import Check, run_check
+from spark_analysis.runinfo import RunInfo
 from tests.fixtures.histories import EXPECTED_FAILURES, python_context, scenario, write_run
 
 FIXED_IDS = (
-    "controller.unique", "controller.epoch_monotonic", "partition.leader_in_isr", "partition.election_conforms",
+    "controller.unique", "controller.epoch_monotonic", "quorum.no_split_brain", "partition.leader_in_isr",
+    "partition.election_conforms",
     "partition.leader_epoch_monotonic", "delivery.lost_write", "delivery.duplicate",
     "delivery.inconsistent_offsets", "delivery.key_order", "consumer.nonmonotonic_poll", "consumer.poll_skip",
     "group.generation_monotonic", "group.exclusive_ownership", "group.assignment_conforms",
@@ -23,7 +25,8 @@ FIXED_IDS = (
 )
 SPARK_ONLY = {"delivery.lost_write", "delivery.duplicate", "delivery.inconsistent_offsets", "delivery.key_order",
               "consumer.nonmonotonic_poll", "consumer.poll_skip", "group.commit_monotonic"}
-ROW_CHECKS = [c.id for c in ALL_CHECKS if c.id not in SPARK_ONLY]
+ROW_CHECKS = [c.id for c in ALL_CHECKS if c.id not in SPARK_ONLY and RunInfo().applies(c.id)]
+"""The row checks that apply to the ZooKeeper-mode fixtures (`quorum.*` is KRaft only)."""
 
 
 def test_registry_holds_exactly_the_fixed_check_ids_in_order() -> None:

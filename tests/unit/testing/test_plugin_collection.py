@@ -28,7 +28,10 @@ def test_experiments_dir_collects_one_item_per_experiment_and_matrix_variant(pyt
     assert sorted(lines) == sorted([
         "experiments/consumer-rebalance.yaml::consumer-rebalance",
         "experiments/controller-failover.yaml::controller-failover",
-        "experiments/leader-election.yaml::leader-election",
+        "experiments/kraft-controller-failover.yaml::kraft-controller-failover",
+        "experiments/kraft-quorum-partition.yaml::kraft-quorum-partition",
+        "experiments/leader-election.yaml::leader-election[mode=zookeeper]",
+        "experiments/leader-election.yaml::leader-election[mode=kraft]",
         "experiments/zookeeper-partition.yaml::zookeeper-partition",
         "experiments/nested.yaml::controller-kill-short[reference_bugs=none]",
         "experiments/nested.yaml::controller-kill-short[reference_bugs=skip_epoch_bump]",

@@ -1,0 +1,151 @@
+"""KRaft controller-quorum checks (KAFKA-BEHAVIOUR.md §8), in Python over `quorum.state` events.
+
+The quorum observer (src `quorum`) asks every voter for its view of the Raft quorum and writes a
+`quorum.state` event {voter, leader, epoch, role, high_watermark, voters, observers, error} whenever
+that voter's (role, leader, epoch, error) changes, and about once a second while it answers as
+leader (so a leader's high-watermark progress is recorded). Only the leader answers DescribeQuorum
+without error; the other voters answer NOT_LEADER_OR_FOLLOWER (role follower, usually with no
+leader hint), so a leader claim is a `role: leader` answer without error.
+
+- `quorum.no_split_brain` (KIP-595; Kafka's `raft/.../LeaderState.java`):
+  (a) no two different voters answer as leader of the same epoch (Raft's election safety: a voter
+      grants one vote per epoch and a leader needs a majority, so an epoch has at most one leader);
+  (b) a superseded leader commits nothing more: once another voter is seen leading a higher epoch
+      (as leader, or named leader by a voter's answer), the old leader's reports for its old epoch
+      never carry a high watermark beyond the highest it reported before that moment. The high
+      watermark only advances on offsets a majority of voters fetched (`maybeUpdateHighWatermark`),
+      and the voters that elected the newer leader no longer fetch from the old one, so a leader
+      cut off from the majority cannot commit. Reports within `REPORT_GRACE_S` after the newer
+      epoch was first seen still count as "before": the old leader is polled about once a second,
+      so an advance it made before the newer epoch existed can first be reported after it was seen.
+  Unknown when no voter ever answered as leader. The check applies to KRaft runs only
+  (`spark_analysis.runinfo.MODE_FAMILIES`): in a ZooKeeper run it is not selected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from spark_analysis.checks.common import evidence, plural
+from spark_analysis.checks.liveness import quorum_answer
+from spark_analysis.context import CheckContext, Row
+from spark_analysis.result import CheckResult, failed, passed, unknown
+
+REPORT_GRACE_S = 2.0
+"""How long after a newer epoch is first seen an old leader's report still counts as made before it."""
+
+
+def quorum_row(ev: Row, **extra: Any) -> dict[str, Any]:
+    """An evidence row of a `quorum.state` event: the common fields plus voter, role and high watermark."""
+    return evidence(ev, voter=ev.get("voter"), role=ev.get("role"), high_watermark=ev.get("high_watermark"),
+                    **extra)
+
+
+def leader_named(ev: Row) -> int | None:
+    """The leader an answer names: the voter itself when it answers as leader, else its `leader` (None if -1)."""
+    if ev.get("role") == "leader":
+        return int(ev["voter"])
+    leader = ev.get("leader")
+    return int(leader) if leader is not None and int(leader) >= 0 else None
+
+
+def _t(ev: Row) -> float:
+    return float(ev.get("t") or 0.0)
+
+
+def _first_problem(rows: list[dict[str, Any]]) -> str:
+    return str(next(r["problem"] for r in rows if "problem" in r))
+
+
+def shared_epochs(claims: Iterable[Row]) -> tuple[list[dict[str, Any]], dict[int, list[int]]]:
+    """Rule (a): evidence of epochs two voters answered as leader of (per epoch the first claim of
+    its first leader, then the first claim of each other voter), and the leaders of every epoch."""
+    first: dict[int, dict[int, Row]] = {}
+    rows: list[dict[str, Any]] = []
+    for ev in claims:
+        epoch, voter = int(ev["epoch"]), int(ev["voter"])
+        seen = first.setdefault(epoch, {})
+        if voter in seen:
+            continue
+        if seen:
+            earlier = next(iter(seen.values()))
+            if len(seen) == 1:
+                rows.append(quorum_row(earlier))
+            rows.append(quorum_row(ev, problem=f"voters {', '.join(map(str, seen))} and {voter} both answered "
+                                               f"as leader of epoch {epoch}"))
+        seen[voter] = ev
+    return rows, {epoch: list(voters) for epoch, voters in first.items()}
+
+
+def superseded_advances(answers: list[Row], grace: float = REPORT_GRACE_S) -> tuple[list[dict[str, Any]], int]:
+    """Rule (b): evidence of superseded leaders whose high watermark advanced, and how many leaders
+    (voter, epoch) were judged: superseded, and reporting a high watermark after the newer epoch was
+    seen (plus the grace). Per violation: the old leader's highest report before that moment, the
+    answer that first showed the newer epoch, and the first report beyond it."""
+    reports: dict[tuple[int, int], list[Row]] = {}
+    for ev in answers:
+        if ev.get("role") == "leader" and ev.get("epoch") is not None and not ev.get("error"):
+            reports.setdefault((int(ev["voter"]), int(ev["epoch"])), []).append(ev)
+    rows: list[dict[str, Any]] = []
+    judged = 0
+    for (voter, epoch), own in sorted(reports.items()):
+        newer = next((ev for ev in answers if ev.get("epoch") is not None and int(ev["epoch"]) > epoch
+                      and leader_named(ev) not in (None, voter)), None)
+        if newer is None:
+            continue
+        cut = _t(newer) + grace
+        marks = [ev for ev in own if ev.get("high_watermark") is not None]
+        before = [ev for ev in marks if _t(ev) < cut]
+        after = [ev for ev in marks if _t(ev) >= cut]
+        if not before and after:
+            before, after = after[:1], after[1:]
+        if not before or not after:
+            continue
+        judged += 1
+        base = max(before, key=lambda ev: int(ev["high_watermark"]))
+        hw = int(base["high_watermark"])
+        advance = next((ev for ev in after if int(ev["high_watermark"]) > hw), None)
+        if advance is None:
+            continue
+        rows += [quorum_row(base), quorum_row(newer, leader=leader_named(newer)), quorum_row(
+            advance, problem=f"voter {voter}, leader of epoch {epoch}, advanced its high watermark {hw} -> "
+                             f"{advance['high_watermark']} at {_t(advance):.3f}s after voter {leader_named(newer)} "
+                             f"was seen leading epoch {newer['epoch']} at {_t(newer):.3f}s")]
+    return rows, judged
+
+
+class NoSplitBrain:
+    id = "quorum.no_split_brain"
+    family = "quorum"
+    needs = frozenset({"quorum.state"})
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        states = ctx.rows("quorum.state")
+        answers = sorted((ev for ev in states if quorum_answer(ev)), key=lambda ev: (_t(ev), ev.get("seq", 0)))
+        claims = [ev for ev in answers if ev.get("role") == "leader" and ev.get("epoch") is not None
+                  and not ev.get("error")]
+        if not claims:
+            return unknown(self.id, f"no voter answered as leader in {plural(len(states), 'quorum.state event')}",
+                           {"quorum_states": len(states), "answers": len(answers)})
+        shared, leaders = shared_epochs(claims)
+        advances, judged = superseded_advances(answers)
+        n_shared = sum(1 for voters in leaders.values() if len(voters) > 1)
+        n_advances = sum(1 for r in advances if "problem" in r)
+        metrics = {"quorum_states": len(states), "answers": len(answers), "leader_reports": len(claims),
+                   "epochs_with_leader": len(leaders), "max_epoch": max(leaders),
+                   "epochs_with_two_leaders": n_shared, "superseded_leaders_judged": judged,
+                   "superseded_advances": n_advances, "report_grace_s": REPORT_GRACE_S}
+        if shared or advances:
+            parts = []
+            if shared:
+                parts.append(f"{plural(n_shared, 'epoch')} with two leaders: {_first_problem(shared)}")
+            if advances:
+                parts.append(f"{plural(n_advances, 'superseded leader')} committed: {_first_problem(advances)}")
+            first = next(r for r in shared + advances if "problem" in r)
+            fault = ctx.faults.active_at(float(first.get("t") or 0.0))
+            summary = "; ".join(parts) + (f" during {fault.label}" if fault else "")
+            return failed(self.id, summary, shared + advances, metrics, fault.label if fault else None)
+        note = (f"; {plural(judged, 'superseded leader')} reporting on never advanced its high watermark" if judged
+                else "")
+        return passed(self.id, f"one leader per epoch across {plural(len(leaders), 'epoch')}{note}", metrics)
