@@ -168,7 +168,7 @@ class Cluster(Protocol):
     zookeeper_connect: str
     """Direct ZooKeeper connect string for observers (not through any proxy); empty in KRaft mode."""
     quorum_voters: Mapping[int, str]
-    """KRaft: voter node id -> its CONTROLLER listener's direct `host:port`, for observers (no proxy);
+    """KRaft: voter node id -> the direct `host:port` of its own controller listener, for observers (no proxy);
     empty in ZooKeeper mode."""
     broker_addresses: Mapping[int, str]
     """Broker id -> its EXTERNAL listener's direct `host:port`, for observers (no proxy)."""

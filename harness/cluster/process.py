@@ -173,7 +173,7 @@ class ProcessCluster:
             self._brokers = BrokerNodes(self.spec, self.workdir, self.topology, self.launcher, self._registry,
                                         env, self.zookeeper_connect, self._backend.stop_timeout_s)
             self._brokers.start_all(deadline)
-        self.quorum_voters = {c.node.id: str(c.address) for c in self.topology.controllers}
+        self.quorum_voters = {c.node.id: str(c.own) for c in self.topology.controllers}
         self.broker_addresses = {b.broker_id: str(b.address(EXTERNAL)) for b in self.topology.brokers}
         (self.workdir / "cluster.json").write_text(json.dumps(self.describe(), indent=2, default=str) + "\n")
 

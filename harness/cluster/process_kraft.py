@@ -4,7 +4,7 @@ brokers 1..N (or combined voters, brokers 1..C with `process.roles=broker,contro
 Owns their rendered `server.properties` (`render_kraft`), the one-off `kafka.tools.StorageTool format`
 of every node's log directory with the cluster id of the spec (run in parallel, before the first
 start, as `kafka-storage format` does), their processes, and readiness:
-- a controller is ready when its CONTROLLER listener accepts connections (the quorum then elects a
+- a controller is ready when its own controller listener accepts connections (the quorum then elects a
   leader within `controller.quorum.election.timeout.ms`);
 - a broker is ready when it answers Metadata through its own `client->k` proxy listing itself: KRaft
   lists only registered, unfenced brokers, so this also says the quorum has a leader that accepted it.
@@ -142,7 +142,7 @@ class KraftNodes:
         who = f"{node} (pid {proc.pid}, log {proc.log_path})"
         if node.role == "controller":
             voter = next(c for c in self.topology.controllers if c.node == node)
-            _wait_listening(who, voter.host, voter.port, deadline, proc)
+            _wait_listening(who, voter.own.host, voter.own.port, deadline, proc)
             return
         proxy = str(self.topology.proxy(CLIENT, node).advertised)
         self._ready.wait_ready(node.id, proxy, deadline, who=who, alive=proc.is_running,
@@ -160,7 +160,8 @@ class KraftNodes:
                 entry["advertised"] = {n: str(a) for n, a in self.topology.advertised_listeners(node.id).items()}
             voter = next((c for c in self.topology.controllers if c.node == node), None)
             if voter is not None:
-                entry["controller_listener"] = str(voter.address)
+                entry["controller_listeners"] = {f"CTRL{d.id}": str(a)
+                                                 for d, a in self.topology.controller_advertised(voter).items()}
                 entry["voters"] = {str(k): str(v) for k, v in self.topology.voter_addresses(node).items()}
             out[str(node)] = entry
         return out

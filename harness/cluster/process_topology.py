@@ -7,6 +7,8 @@ exists before any node starts (docs/design.md "Link-level faults: one listener p
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 from harness.cluster.base import ClusterSpec, NodeId
 from harness.cluster.process_toxiproxy import ToxiproxyProcess
 from harness.cluster.render import (
@@ -34,13 +36,16 @@ def process_topology(spec: ClusterSpec, zks: tuple[ZooKeeperEndpoint, ...], toxi
                      host: str) -> Topology:
     """Draw the ports, create every proxy in `toxiproxy`, and return the topology they make."""
     n = spec.brokers
-    voters = spec.voter_ids()
-    listener_ports = n * (n + 1) + len(voters)
+    voters = [NodeId.broker(v) if spec.combined else NodeId.controller(v) for v in spec.voter_ids()]
+    dialers = [NodeId.broker(k) for k in range(1, n + 1)] + ([] if spec.combined else voters)
+    listener_ports = n * (n + 1) + len(voters) * len(dialers)
     ports = allocate_ports(listener_ports + route_count(spec, len(zks)), host)
     brokers = tuple(broker_listeners(k, n, host, ports[(k - 1) * (n + 1):k * (n + 1)]) for k in range(1, n + 1))
+    first = n * (n + 1)
     controllers = tuple(
-        ControllerEndpoint(NodeId.broker(v) if spec.combined else NodeId.controller(v), host, port)
-        for v, port in zip(voters, ports[n * (n + 1):listener_ports], strict=True))
+        ControllerEndpoint(v, host, MappingProxyType(dict(zip(
+            dialers, ports[first + i * len(dialers):first + (i + 1) * len(dialers)], strict=True))))
+        for i, v in enumerate(voters))
     routes = plan_routes(brokers, zks, controllers)
     created = toxiproxy.create_proxies([ProxySpec(r.name, str(r.upstream), listen=f"{host}:{port}")
                                         for r, port in zip(routes, ports[listener_ports:], strict=True)])

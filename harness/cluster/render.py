@@ -92,19 +92,38 @@ class BrokerListeners:
         return HostPort(self.host, self.port(listener))
 
 
+def controller_listener_name(dialer: NodeId) -> str:
+    """The listener on every KRaft voter that carries the quorum traffic of node `dialer`: `CTRL<id>`."""
+    return f"CTRL{dialer.id}"
+
+
 @dataclass(frozen=True, slots=True)
 class ControllerEndpoint:
-    """A KRaft voter's CONTROLLER listener: `node` is `controller:<id>` (dedicated) or `broker:<id>`
-    (combined); `host` is where proxies reach it, `bind_host` what it binds to."""
+    """A KRaft voter's controller listeners: one per node that dials it (`CTRL<d>` for every broker and every
+    dedicated controller, itself included), as brokers have one inter-broker listener per source. Kafka 4's
+    nodes learn the quorum leader's endpoint for *their* controller listener name from the quorum (KIP-853
+    endpoint discovery) and dial that, not the address in `controller.quorum.voters`; so each `CTRL<d>` is
+    advertised as proxy `d->v` and traffic from d passes its own proxy whichever address d uses.
+    `node` is `controller:<id>` (dedicated) or `broker:<id>` (combined); `host` is where proxies reach it."""
 
     node: NodeId
     host: str
-    port: int
+    ports: Mapping[NodeId, int]
     bind_host: str = ""
 
+    def port(self, dialer: NodeId) -> int:
+        try:
+            return self.ports[dialer]
+        except KeyError as exc:
+            raise ConfigError(f"{self.node} has no controller listener for {dialer}") from exc
+
+    def address(self, dialer: NodeId) -> HostPort:
+        return HostPort(self.host, self.port(dialer))
+
     @property
-    def address(self) -> HostPort:
-        return HostPort(self.host, self.port)
+    def own(self) -> HostPort:
+        """Its own listener: where it reaches itself, and where observers reach it (no proxy)."""
+        return self.address(self.node)
 
 
 def quorum_link_name(src: LinkSource, voter: NodeId) -> str:
@@ -167,7 +186,8 @@ def plan_routes(
     for dialer in dialers:
         for voter in controllers:
             if voter.node != dialer:
-                routes.append(LinkRoute(quorum_link_name(dialer, voter.node), dialer, voter.node, voter.address))
+                routes.append(LinkRoute(quorum_link_name(dialer, voter.node), dialer, voter.node,
+                                        voter.address(dialer)))
     for src in brokers:
         for dst in brokers:
             if src.broker_id != dst.broker_id:
@@ -234,13 +254,13 @@ class Topology:
 
     def voter_addresses(self, src: NodeId) -> dict[int, HostPort]:
         """Voter node id -> the address `src` dials it at: its own proxy to it, or itself directly."""
-        out: dict[int, HostPort] = {}
-        for voter in self.controllers:
-            if voter.node == src:
-                out[voter.node.id] = voter.address
-            else:
-                out[voter.node.id] = self._by_name[quorum_link_name(src, voter.node)].advertised
-        return out
+        return {voter.node.id: self.controller_advertised(voter)[src] for voter in self.controllers}
+
+    def controller_advertised(self, voter: ControllerEndpoint) -> dict[NodeId, HostPort]:
+        """Dialer -> where `voter` advertises the dialer's listener `CTRL<d>`: proxy `d->v`, or its own
+        listener for itself."""
+        return {d: voter.own if d == voter.node else self._by_name[quorum_link_name(d, voter.node)].advertised
+                for d in voter.ports}
 
     def broker(self, broker_id: int) -> BrokerListeners:
         for b in self.brokers:

@@ -17,12 +17,13 @@ from string import Template
 
 from harness.cluster.base import NodeId
 from harness.cluster.render import (
-    CONTROLLER,
     EXTERNAL,
     TOPOLOGY_KEYS,
+    ControllerEndpoint,
     Topology,
     apply_overrides,
     check_property,
+    controller_listener_name,
     listener_name,
     load_template,
 )
@@ -40,6 +41,16 @@ def kraft_cluster_id(seed: int) -> str:
 
 def _voters(topology: Topology, node: NodeId) -> str:
     return ",".join(f"{vid}@{addr}" for vid, addr in sorted(topology.voter_addresses(node).items()))
+
+
+def _controller_listeners(topology: Topology, voter: ControllerEndpoint) -> tuple[list[str], list[str], list[str]]:
+    """A voter's controller listeners: (listeners, advertised listeners, names with its own first)."""
+    advertised = topology.controller_advertised(voter)
+    dialers = sorted(voter.ports, key=lambda d: (d != voter.node, d))
+    bind = voter.bind_host or voter.host
+    return ([f"{controller_listener_name(d)}://{bind}:{voter.port(d)}" for d in dialers],
+            [f"{controller_listener_name(d)}://{advertised[d]}" for d in dialers],
+            [controller_listener_name(d) for d in dialers])
 
 
 def _check_overrides(overrides: Mapping[str, str], where: str) -> None:
@@ -62,7 +73,7 @@ def _render(template: str, values: dict[str, str], where: str, overrides: Mappin
 
 def render_kraft_broker(topology: Topology, broker_id: int, *, log_dirs: str,
                         overrides: Mapping[str, str] | None = None, templates_dir: Path | None = None) -> str:
-    """Broker `broker_id`'s properties; a combined voter also listens on CONTROLLER (never advertised)."""
+    """Broker `broker_id`'s properties; a combined voter also has its controller listeners `CTRL<d>`."""
     overrides = dict(overrides or {})
     where = f"broker:{broker_id} server.properties"
     _check_overrides(overrides, where)
@@ -71,17 +82,22 @@ def render_kraft_broker(topology: Topology, broker_id: int, *, log_dirs: str,
     names = [listener_name(b.broker_id) for b in topology.brokers] + [EXTERNAL]
     advertised = topology.advertised_listeners(broker_id)
     listeners = [f"{ln}://{me.bind_host}:{me.port(ln)}" for ln in names]
+    published = [f"{ln}://{advertised[ln]}" for ln in names]
+    controller_names = [controller_listener_name(node)]
     voter = next((c for c in topology.controllers if c.node == node), None)
     if voter is not None:
-        listeners.append(f"{CONTROLLER}://{voter.bind_host or voter.host}:{voter.port}")
+        own, adv, controller_names = _controller_listeners(topology, voter)
+        listeners += own
+        published += adv
     n = len(topology.brokers)
     values = {
         "node_id": str(broker_id), "brokers": str(n),
         "process_roles": "broker,controller" if voter is not None else "broker",
         "voters": _voters(topology, node),
         "listeners": ",".join(listeners),
-        "advertised_listeners": ",".join(f"{ln}://{advertised[ln]}" for ln in names),
-        "listener_security_protocol_map": ",".join(f"{ln}:PLAINTEXT" for ln in [*names, CONTROLLER]),
+        "advertised_listeners": ",".join(published),
+        "controller_listener_names": ",".join(controller_names),
+        "listener_security_protocol_map": ",".join(f"{ln}:PLAINTEXT" for ln in [*names, *controller_names]),
         "inter_broker_listener_name": listener_name(broker_id),
         "log_dirs": log_dirs,
         "internal_replication_factor": str(min(3, n)),
@@ -101,10 +117,13 @@ def render_kraft_controller(topology: Topology, node_id: int, *, log_dirs: str,
     if me is None:
         raise ConfigError(f"{node} is not a voter of this topology (voters "
                           f"{[str(c.node) for c in topology.controllers]})")
+    listeners, advertised, names = _controller_listeners(topology, me)
     values = {
         "node_id": str(node_id), "voter_ids": ",".join(str(c.node.id) for c in topology.controllers),
         "voters": _voters(topology, node),
-        "listeners": f"{CONTROLLER}://{me.bind_host or me.host}:{me.port}",
+        "listeners": ",".join(listeners), "advertised_listeners": ",".join(advertised),
+        "controller_listener_names": ",".join(names),
+        "listener_security_protocol_map": ",".join(f"{ln}:PLAINTEXT" for ln in names),
         "log_dirs": log_dirs,
     }
     return _render("kraft-controller.properties.tmpl", values, where, overrides, templates_dir)

@@ -31,7 +31,9 @@ def _topology(combined: bool = False, voters: int = 3) -> Topology:
     brokers = tuple(broker_listeners(k, N, "127.0.0.1", [1000 * k + i for i in range(N + 1)])
                     for k in range(1, N + 1))
     nodes = [NodeId.broker(v) if combined else NodeId.controller(100 + v) for v in range(1, voters + 1)]
-    controllers = tuple(ControllerEndpoint(node, "127.0.0.1", 9000 + node.id) for node in nodes)
+    dialers = [NodeId.broker(k) for k in range(1, N + 1)] + ([] if combined else nodes)
+    controllers = tuple(ControllerEndpoint(node, "127.0.0.1", {d: 9000 + 10 * node.id + d.id % 100 for d in dialers})
+                        for node in nodes)
     routes = plan_routes(brokers, (), controllers)
     proxies = tuple(ProxyRoute.of(r, HostPort("127.0.0.1", 20000 + i)) for i, r in enumerate(routes))
     return Topology(brokers, (), proxies, controllers)
@@ -55,21 +57,39 @@ def test_voters_are_named_at_the_address_each_node_dials_them_at() -> None:
     topo = _topology()
     props = parse_properties(render_kraft_controller(topo, 101, log_dirs="/d"))
     voters = dict(v.split("@") for v in props["controller.quorum.voters"].split(","))
-    assert voters["101"] == "127.0.0.1:9101"  # itself: no proxy
+    assert voters["101"] == "127.0.0.1:10011"  # itself: its own listener, no proxy
     assert voters["102"] == str(topo.proxy(NodeId.controller(101), NodeId.controller(102)).advertised)
-    assert props["process.roles"] == "controller" and props["listeners"] == "CONTROLLER://127.0.0.1:9101"
+    assert props["process.roles"] == "controller"
     broker = parse_properties(render_kraft_broker(topo, 2, log_dirs="/d"))
     voters = dict(v.split("@") for v in broker["controller.quorum.voters"].split(","))
     assert voters["103"] == str(topo.proxy(NodeId.broker(2), NodeId.controller(103)).advertised)
-    assert broker["process.roles"] == "broker" and "CONTROLLER" not in broker["listeners"]
-    assert broker["controller.listener.names"] == "CONTROLLER" and "zookeeper.connect" not in broker
+    assert broker["process.roles"] == "broker" and "CTRL" not in broker["listeners"]
+    assert broker["controller.listener.names"] == "CTRL2" and "zookeeper.connect" not in broker
+    assert "CTRL2:PLAINTEXT" in broker["listener.security.protocol.map"]
 
 
-def test_a_combined_voter_listens_on_controller_but_never_advertises_it() -> None:
+def test_a_voter_has_one_controller_listener_per_dialer_advertised_as_that_dialers_proxy() -> None:
+    """Kafka 4 dials the quorum leader at the endpoint it advertises for the dialer's controller listener name
+    (KIP-853), so each name must lead through the dialer's own proxy, as FROMk does for brokers."""
+    topo = _topology()
+    props = parse_properties(render_kraft_controller(topo, 102, log_dirs="/d"))
+    names = props["controller.listener.names"].split(",")
+    assert names[0] == "CTRL102" and set(names) == {"CTRL1", "CTRL2", "CTRL3", "CTRL101", "CTRL102", "CTRL103"}
+    advertised = dict(a.split("://") for a in props["advertised.listeners"].split(","))
+    assert advertised["CTRL1"] == str(topo.proxy(NodeId.broker(1), NodeId.controller(102)).advertised)
+    assert advertised["CTRL103"] == str(topo.proxy(NodeId.controller(103), NodeId.controller(102)).advertised)
+    assert advertised["CTRL102"] == "127.0.0.1:10022"  # itself
+    listeners = dict(a.split("://") for a in props["listeners"].split(","))
+    assert listeners["CTRL1"] == "127.0.0.1:10021" and set(listeners) == set(names)
+
+
+def test_a_combined_voter_has_broker_and_controller_listeners_each_advertised_per_source() -> None:
     topo = _topology(combined=True)
     props = parse_properties(render_kraft_broker(topo, 1, log_dirs="/d"))
-    assert props["process.roles"] == "broker,controller"
-    assert "CONTROLLER://127.0.0.1:9001" in props["listeners"] and "CONTROLLER" not in props["advertised.listeners"]
+    assert props["process.roles"] == "broker,controller" and props["controller.listener.names"].startswith("CTRL1,")
+    assert "CTRL2://127.0.0.1:9012" in props["listeners"] and "FROM2://" in props["listeners"]
+    advertised = dict(a.split("://") for a in props["advertised.listeners"].split(","))
+    assert advertised["CTRL2"] == str(topo.proxies_between(NodeId.broker(2), NodeId.broker(1))[1].advertised)
     voters = dict(v.split("@") for v in props["controller.quorum.voters"].split(","))
     assert voters["2"] == str(topo.proxies_between(NodeId.broker(1), NodeId.broker(2))[1].advertised)
 

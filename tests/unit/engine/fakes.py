@@ -40,8 +40,8 @@ class FakeCluster:
 
     bootstrap_servers = "fake:9092"
     zookeeper_connect = "fake:2181"
-    quorum_voters: dict[int, str] = {}  # noqa: RUF012 (a fake: never mutated)
-    broker_addresses: dict[int, str] = {}  # noqa: RUF012
+    quorum_voters: dict[int, str] = {}
+    broker_addresses: dict[int, str] = {}
 
     def __init__(self, spec: ClusterSpec, fail_on: str | None = None) -> None:
         self.nodes = tuple(NodeId.broker(i) for i in range(1, spec.brokers + 1))
