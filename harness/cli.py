@@ -40,8 +40,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
             worst = EXIT_ERROR
         else:
             exp = exps[0]
-            print(f"{file}: valid ({exp.name}: {exp.cluster.brokers} brokers, {len(exp.schedule)} faults, "
-                  f"{exp.duration:g}s)")
+            c = exp.cluster
+            shape = (f"{c.brokers} brokers" if c.mode == "zookeeper" else
+                     f"KRaft, {c.brokers} brokers, {c.controllers} {'combined' if c.combined else 'dedicated'} "
+                     "controllers")
+            print(f"{file}: valid ({exp.name}: {shape}, {len(exp.schedule)} faults, {exp.duration:g}s)")
             if exp.variant:
                 print(f"  {len(exps)} matrix variants: {', '.join(e.variant for e in exps)}")
     return worst

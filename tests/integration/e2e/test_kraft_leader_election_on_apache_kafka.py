@@ -27,10 +27,11 @@ def test_leader_election_passes_in_kraft_mode_and_a_stop_moves_leadership_before
     stop = next(e for e in evs if e["type"] == "fault.start" and e["kind"] == "stop")
     victim = stop["brokers"][0]
     kraft = [e for e in evs if e["src"] == "kraft"]
+    # fault.start is written once the stop returned, after the controlled shutdown: look back from it
     fenced = next(e["t"] for e in kraft if e["type"] in ("broker.fenced", "broker.down") and e["broker"] == victim
-                  and e["t"] >= stop["t"] - 1)
-    led = {(e["topic"], e["partition"]) for e in kraft if e["type"] == "partition.state" and e["t"] < stop["t"]
+                  and e["t"] >= stop["t"] - 30)
+    led = {(e["topic"], e["partition"]) for e in kraft if e["type"] == "partition.state" and e["t"] < fenced
            and e["leader"] == victim}
     moved = {(e["topic"], e["partition"]) for e in kraft if e["type"] == "partition.state"
-             and stop["t"] <= e["t"] <= fenced and e["leader"] not in (victim, -1)}
+             and fenced - 30 <= e["t"] <= fenced and e["leader"] not in (victim, -1)}
     assert led and led <= moved, f"led by {victim}: {sorted(led)}, moved before it was fenced: {sorted(moved)}"
