@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
@@ -59,8 +58,10 @@ class KraftCluster:
         return KraftNode(self.cluster, NodeId(role, node_id))
 
 
-@pytest.fixture
-def kraft_cluster(tmp_path: Path) -> Iterator[KraftCluster]:
+@pytest.fixture(scope="module")
+def kraft_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KraftCluster]:
+    """One cluster for the module: the quorum test kills a controller (two voters remain a majority), the
+    metadata test a broker."""
     apache_kafka(DEFAULT_KRAFT_LINE)
     spec = ClusterSpec(brokers=2, zookeepers=0, mode="kraft", controllers=3, kafka_version=DEFAULT_KRAFT_LINE,
                        broker=APACHE_KAFKA, broker_config={
@@ -68,5 +69,5 @@ def kraft_cluster(tmp_path: Path) -> Iterator[KraftCluster]:
                            "broker.heartbeat.interval.ms": str(HEARTBEAT_MS),
                            "offsets.topic.replication.factor": "2", "transaction.state.log.replication.factor": "2",
                            "transaction.state.log.min.isr": "1"})
-    with ProcessBackend().up(spec, tmp_path / "cluster") as cluster:
+    with ProcessBackend().up(spec, tmp_path_factory.mktemp("kraft-observers")) as cluster:
         yield KraftCluster(cluster)
