@@ -1,10 +1,12 @@
 """The containers backend: ZooKeeper (1 or 3) + N brokers + one Toxiproxy as containers on one
-Testcontainers `Network`, wired as DESIGN.md "Link-level faults: one listener per source".
+Testcontainers `Network`, wired as DESIGN.md "Link-level faults: one listener per source"; in KRaft mode
+controllers (or combined voters) + N brokers of Apache Kafka 4.x instead (`containers_kraft`).
 
 Bring-up order: the toxiproxy container (API and every `client->j` proxy port published), read the
 host-mapped ports, create every proxy (`k->j`, `k->zkI`, `client->j`), start ZooKeeper, render each
 broker's config (its EXTERNAL listener advertises the host-mapped `client->j` port), start the
-brokers, wait until each is registered and answers Metadata. Faults: kill = `docker kill` (SIGKILL),
+brokers, wait until each is registered and answers Metadata (KRaft: format every node's storage, start the
+controllers, then the brokers; `containers_kraft`). Faults: kill = `docker kill` (SIGKILL),
 stop = `docker stop` (SIGTERM, controlled shutdown), start = `docker start` + readiness, pause/resume
 = `docker pause/unpause`, links = proxies on the toxiproxy container (`ProcessLink`).
 
@@ -15,13 +17,13 @@ holding the install's jars, or the reference broker). Teardown removes every con
 every exit path (atexit fallback; Ryuk where it runs; `clean_leftovers()` for runs whose harness was SIGKILLed).
 
 Layout under `workdir/`: `<node>/` (rendered files, `container.log` saved at teardown; Apache Kafka's
-`server.log`, `controller.log`, `state-change.log` in `broker-<k>/logs/`), `cluster.json`.
+`server.log`, `controller.log`, `state-change.log` in `broker-<k>/logs/`; KRaft also `controller-<id>/`, and
+each node's `data/` and `format.log`), `cluster.json`.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import os
 import time
 import uuid
@@ -30,7 +32,17 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from harness.cluster.base import CLIENT, BrokerFlavour, Cluster, ClusterBackend, ClusterSpec, Link, LinkSource, NodeId
+from harness.cluster.base import (
+    CLIENT,
+    BrokerFlavour,
+    Cluster,
+    ClusterBackend,
+    ClusterSpec,
+    Link,
+    LinkGroup,
+    LinkSource,
+    NodeId,
+)
 from harness.cluster.containers_engine import (
     CleanedContainer,
     NodeContainer,
@@ -42,18 +54,24 @@ from harness.cluster.containers_engine import (
     track_run,
     untrack_run,
 )
-from harness.cluster.containers_ready import BROKER_HINT, ensure_images, wait_toxiproxy, wait_zookeeper
+from harness.cluster.containers_kraft import KraftContainers, check_kraft_spec, kraft_images
+from harness.cluster.containers_ready import (
+    BROKER_HINT,
+    create_proxies,
+    ensure_images,
+    start_toxiproxy,
+    start_until_ready,
+    wait_zookeeper,
+)
 from harness.cluster.containers_spec import (
     LABEL_OWNER,
     LABEL_RUN,
-    TOXIPROXY_API_PORT,
     RoleImage,
     broker_launcher,
     broker_spec,
     container_topology,
     flavour_of,
     local_kafka_role,
-    proxy_port,
     resolve_images,
     toxiproxy_spec,
     zookeeper_spec,
@@ -64,9 +82,7 @@ from harness.cluster.process_toxiproxy import ProcessLink
 from harness.cluster.readiness import BrokerReadiness
 from harness.cluster.render import Topology
 from harness.errors import BackendError, ConfigError, TeardownError
-from harness.toxiproxy.client import ProxySpec, ToxiproxyClient
-
-log = logging.getLogger("harness.cluster.containers")
+from harness.toxiproxy.client import ToxiproxyClient
 
 
 class ContainersBackend:
@@ -119,15 +135,16 @@ class ContainersBackend:
         cluster's `cleaned_leftovers` and `describe()`). With the local images the broker is decided first
         (`containers_spec.broker_launcher`; Apache Kafka is installed into the cache when wanted and missing)."""
         if spec.kraft:
-            raise ConfigError("containers backend: KRaft clusters run on the process backend for now "
-                              "(--backend process); see docs/design.md 'KRaft'")
-        if spec.brokers < 1 or spec.zookeepers not in (1, 3, 5):
+            check_kraft_spec(spec)
+        elif spec.brokers < 1 or spec.zookeepers not in (1, 3, 5):
             raise ConfigError(f"containers backend: brokers must be >= 1 and zookeepers 1, 3 or 5; "
                               f"got brokers={spec.brokers}, zookeepers={spec.zookeepers}")
         images = resolve_images(spec, self.environ, self.commands)
         launcher = broker_launcher(images["kafka"], spec, self.environ, java=find_java(self.environ),
                                    progress=self.progress)
         images["kafka"] = local_kafka_role(images["kafka"], launcher)
+        if spec.kraft:
+            images = kraft_images(images, launcher)
         cluster = ContainersCluster(spec, Path(workdir), images, backend=self, launcher=launcher)
         cluster.cleaned_leftovers = tuple(self.clean_leftovers())  # of harnesses that died without teardown
         return start_or_teardown(cluster)
@@ -153,12 +170,14 @@ class ContainersCluster:
         self.labels = {LABEL_RUN: self.run_id, LABEL_OWNER: owner_label()}
         self.nodes: tuple[NodeId, ...] = (
             tuple(NodeId.broker(k) for k in range(1, spec.brokers + 1))
-            + tuple(NodeId.zookeeper(i) for i in range(1, spec.zookeepers + 1)))
+            + (tuple(NodeId.controller(v) for v in spec.voter_ids()) if spec.kraft and not spec.combined else ())
+            + tuple(NodeId.zookeeper(i) for i in range(1, (0 if spec.kraft else spec.zookeepers) + 1)))
         self.bootstrap_servers = ""
         self.zookeeper_connect = ""
         self.quorum_voters: Mapping[int, str] = {}
         self.broker_addresses: Mapping[int, str] = {}
-        """Observers reach brokers through the client proxies in this backend (KRaft: process backend)."""
+        """KRaft: published host ports of the nodes (`containers_kraft`); ZooKeeper mode: none (the client proxies)."""
+        self._kraft: KraftContainers | None = None
         self.topology: Topology | None = None
         self.engine = ""
         self.toxiproxy_version = ""
@@ -188,27 +207,32 @@ class ContainersCluster:
         prefix = f"kc-{self.run_id}"
         java = find_java(self._backend.environ)
         classpath = ""
-        if self.images["zookeeper"].local:
+        if not self.spec.kraft and self.images["zookeeper"].local:
             from harness.cluster.zookeeper import zookeeper_classpath
             classpath = zookeeper_classpath()
         # 1. toxiproxy with the client proxy ports published; their host ports go into the brokers' configs
         tox = NodeContainer(toxiproxy_spec(self.spec, self.images["toxiproxy"], f"{prefix}-toxiproxy", self.labels),
                             self._network, self.workdir / "toxiproxy", self._backend.stop_timeout_s)
         self._toxiproxy = tox
-        tox.start()
+        self._toxi_client, self.toxiproxy_version, client_ports = start_toxiproxy(tox, self.spec.brokers, deadline)
         host = tox.host_ip()
-        url = f"http://{host}:{tox.mapped_port(TOXIPROXY_API_PORT)}"
-        self.toxiproxy_version = wait_toxiproxy(tox, url, deadline)
-        self._toxi_client = ToxiproxyClient(url)
-        client_ports = {j: tox.mapped_port(proxy_port(CLIENT, NodeId.broker(j)))
-                        for j in range(1, self.spec.brokers + 1)}
-        self.topology = topo = container_topology(self.spec.brokers, self.spec.zookeepers, host, client_ports)
-        created = self._toxi_client.populate(
-            [ProxySpec(p.name, str(p.upstream), listen=str(p.listen)) for p in topo.proxies])
-        missing = sorted({p.name for p in topo.proxies} - {c.name for c in created})
-        if missing:
-            raise BackendError(f"toxiproxy at {url} did not create proxies {missing}")
+        if self.spec.kraft:
+            assert self.launcher is not None  # kraft_images refused a cluster without one
+            self._kraft = KraftContainers(
+                self.spec, self.images["kafka"], self.launcher, labels=self.labels, prefix=prefix,
+                workdir=self.workdir, host_ip=host, client_ports=client_ports, containers=self._containers,
+                network=self._network, stop_timeout_s=self._backend.stop_timeout_s)
+            self.topology = topo = self._kraft.topology
+        else:
+            self.topology = topo = container_topology(self.spec.brokers, self.spec.zookeepers, host, client_ports)
+        create_proxies(self._toxi_client, topo.proxies)
         self.bootstrap_servers = topo.bootstrap_servers
+        if self._kraft is not None:  # 2. KRaft: format every node's storage, start controllers, then brokers
+            self._kraft.format_storage(self._client, deadline)
+            self.quorum_voters, self.broker_addresses = self._kraft.quorum_voters, self._kraft.broker_addresses
+            self._kraft.start_all(deadline)
+            (self.workdir / "cluster.json").write_text(json.dumps(self.describe(), indent=2, default=str) + "\n")
+            return
         # 2. ZooKeeper, reachable from the host on its published client port (observers, readiness)
         for i in range(1, self.spec.zookeepers + 1):
             node = NodeId.zookeeper(i)
@@ -276,25 +300,13 @@ class ContainersCluster:
         if c.is_running():
             raise BackendError(f"{node} is already running (container {c.spec.name}); stop or kill it first")
         deadline = time.monotonic() + self.spec.ready_timeout_s
+        if self._kraft is not None:
+            self._kraft.start(node, deadline)
+            return
         if node.role == "broker":
             assert self._ready is not None
             self._ready.wait_stale_gone(node.id, deadline)
-            c.start()
-            try:
-                self._wait_broker(node.id, deadline)
-            except BackendError as first:
-                # A restarted container can fail to reach ZooKeeper through the toxiproxy container while the
-                # engine's network (its DNS, on Podman) settles; the broker then exits, as Kafka does. Start it
-                # once more, and if that fails too, report both.
-                if c.is_running() or time.monotonic() >= deadline:
-                    raise
-                log.warning("%s exited while starting; starting it once more: %s", node, first)
-                c.start()
-                try:
-                    self._wait_broker(node.id, deadline)
-                except BackendError as second:
-                    second.add_note(f"the first start failed too: {first}")
-                    raise
+            start_until_ready(c, lambda: self._wait_broker(node.id, deadline), deadline)
             return
         c.start()
         h, p = self._zk_published[node.id]
@@ -314,15 +326,21 @@ class ContainersCluster:
 
     def controller(self) -> int | None:
         """The broker id in ZooKeeper's `/controller` now (None when there is none)."""
+        if self.spec.kraft:
+            raise BackendError("KRaft: the controller is the quorum leader; ask DescribeQuorum at quorum_voters")
         if self._ready is None:
             raise BackendError("the brokers were never started")
         return self._ready.controller()
 
     def link(self, src: LinkSource, dst: NodeId) -> Link:
-        """The proxy on the toxiproxy container carrying traffic from `src` (a broker or `client`) to `dst`."""
+        """The proxy on the toxiproxy container carrying traffic from `src` (a broker, a KRaft controller or
+        `client`) to `dst`; in combined KRaft mode both proxies from a broker to a voter broker, as one link."""
         if self.topology is None or self._toxi_client is None:
             raise BackendError("the cluster's proxies were never created")
-        return ProcessLink(self.topology.proxy(src, dst).name, self._toxi_client)
+        routes = self.topology.proxies_between(src, dst)
+        if len(routes) == 1:
+            return ProcessLink(routes[0].name, self._toxi_client)
+        return LinkGroup(tuple(ProcessLink(r.name, self._toxi_client) for r in routes))
 
     @property
     def toxiproxy(self) -> ToxiproxyClient:
@@ -335,7 +353,9 @@ class ContainersCluster:
         nodes: dict[str, object] = {}
         for node, c in self._containers.items():
             entry = c.describe()
-            if node.role == "broker" and self.topology is not None:
+            if self._kraft is not None:
+                entry.update(self._kraft.describe_node(node))
+            elif node.role == "broker" and self.topology is not None:
                 entry["advertised"] = {n: str(a) for n, a in self.topology.advertised_listeners(node.id).items()}
             nodes[str(node)] = entry
         return {
@@ -350,7 +370,8 @@ class ContainersCluster:
                        for r, i in self.images.items()},
             "toxiproxy": {"version": self.toxiproxy_version,
                           **(self._toxiproxy.describe() if self._toxiproxy is not None else {})},
-            "network": getattr(self._network, "name", None),
+            "network": getattr(self._network, "name", None), "mode": self.spec.mode,
+            "kraft": self._kraft.describe() if self._kraft is not None else None,
             "bootstrap_servers": self.bootstrap_servers, "zookeeper_connect": self.zookeeper_connect,
             "nodes": nodes, "proxies": [p.as_row() for p in self.topology.proxies] if self.topology else [],
             "workdir": str(self.workdir), "cleaned_leftovers": [str(c) for c in self.cleaned_leftovers],

@@ -81,6 +81,17 @@ def owner_alive(label: str) -> bool | None:
         return False
 
 
+def volume_map(spec: ContainerSpec, node_dir: Path) -> list[tuple[str, str, str]]:
+    """(host path, path inside, mode) of every mount of `spec` whose files live in `node_dir`."""
+    volumes = [(m.host, m.container, m.mode) for m in spec.mounts]
+    if spec.conf_mount:
+        volumes.append((str(node_dir.resolve()), CONF_DIR, "ro"))
+    if spec.logs_mount:  # writable, inside the read-only /conf (the engine mounts the parent first)
+        (node_dir / "logs").mkdir(exist_ok=True)
+        volumes.append((str((node_dir / "logs").resolve()), f"{CONF_DIR}/logs", "rw"))
+    return volumes
+
+
 class NodeContainer:
     """One node's container: created and first started through Testcontainers, then driven directly."""
 
@@ -106,13 +117,10 @@ class NodeContainer:
         tc.with_envs(**dict(spec.env))
         if spec.exposed:
             tc.with_exposed_ports(*spec.exposed)
-        for m in spec.mounts:
-            tc.with_volume_mapping(m.host, m.container, m.mode)
-        if spec.conf_mount:
-            tc.with_volume_mapping(str(self.node_dir.resolve()), CONF_DIR, "ro")
-        if spec.logs_mount:  # writable, inside the read-only /conf (the engine mounts the parent first)
-            (self.node_dir / "logs").mkdir(exist_ok=True)
-            tc.with_volume_mapping(str((self.node_dir / "logs").resolve()), f"{CONF_DIR}/logs", "rw")
+        for container_port, host_port in spec.published.items():
+            tc.with_bind_ports(container_port, host_port)
+        for host, inside, mode in volume_map(spec, self.node_dir):
+            tc.with_volume_mapping(host, inside, mode)
         tc.with_network(self._network).with_network_aliases(spec.alias)
         # dns_opt: a name lookup the network's DNS misses (e.g. while Podman's aardvark-dns reloads as
         # containers join) is retried after 1 s instead of glibc's default 5 s.
@@ -249,7 +257,7 @@ class NodeContainer:
     def describe(self) -> dict[str, object]:
         ports: dict[str, int] = {}
         if self.created:
-            for p in self.spec.exposed:
+            for p in (*self.spec.exposed, *self.spec.published):
                 with contextlib.suppress(Exception):
                     ports[str(p)] = int(self._tc.get_docker_client().port(self._container().id, p))
         return {"container": self.spec.name, "image": self.spec.image, "alias": self.spec.alias,

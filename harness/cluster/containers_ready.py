@@ -4,10 +4,13 @@ the process backend sees its own).
 - Images: present, else pulled (`ensure_image`); the local Apache Kafka image is built when missing or
   built from other files (`ensure_kafka_image`: the runtime image's root file system plus the install's
   jars and log4j config, imported as one layer and labelled with their digest).
-- Toxiproxy: its API answers `GET /version` on the published port.
+- Toxiproxy: its API answers `GET /version` on the published port (`start_toxiproxy`); then every proxy is
+  created (`create_proxies`) before any node starts.
 - ZooKeeper member: `srvr` reports a mode on the published client port (when a majority runs), else
   the port accepts connections.
 - Broker: `harness.cluster.readiness.BrokerReadiness` (shared with the process backend).
+- KRaft controller: answers ApiVersions on its published CONTROLLER port (a published port accepts
+  connections on the host before anything listens in the container, so a connect alone says nothing).
 
 A timeout names the node, the container, what was last seen, the container's last log lines and a hint.
 """
@@ -17,26 +20,39 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import socket
+import struct
 import tarfile
 import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.cluster.base import CLIENT, NodeId
 from harness.cluster.containers_engine import NodeContainer
-from harness.cluster.containers_spec import KAFKA_IMAGE_REPO, KAFKA_IN_IMAGE, RUNTIME_IMAGE, RoleImage
+from harness.cluster.containers_spec import (
+    KAFKA_IMAGE_REPO,
+    KAFKA_IN_IMAGE,
+    RUNTIME_IMAGE,
+    TOXIPROXY_API_PORT,
+    RoleImage,
+    proxy_port,
+)
+from harness.cluster.render import ProxyRoute
 from harness.errors import BackendError, ConfigError, HarnessTimeout
 from harness.install.kafka import KafkaInstall
 from harness.install.kafka_files import runnable_jars
+from harness.toxiproxy.client import ProxySpec, ToxiproxyClient
 from harness.zk.fourletter import server_mode
 
 BROKER_HINT = ("see the container log; check zookeeper.connect (via proxies k->zk* on the toxiproxy container), "
                "the listeners in server.properties and the published client->k port")
 
+log = logging.getLogger("harness.cluster.containers")
 LABEL_KAFKA_VERSION, LABEL_KAFKA_FILES = "kafka-chaos.kafka.version", "kafka-chaos.kafka.files"
 
 
@@ -159,9 +175,46 @@ def _root_owned(info: tarfile.TarInfo, kind: bytes | None = None) -> tarfile.Tar
     return info
 
 
+def start_until_ready(node: NodeContainer, wait: Callable[[], None], deadline: float) -> None:
+    """`docker start` a stopped/killed node and `wait()` until it is ready. A restarted container can fail to
+    reach its peers through the toxiproxy container while the engine's network (its DNS, on Podman) settles,
+    and the node then exits, as Kafka does: it is started once more, and if that fails too both are reported."""
+    node.start()
+    try:
+        wait()
+    except BackendError as first:
+        if node.is_running() or time.monotonic() >= deadline:
+            raise
+        log.warning("%s exited while starting; starting it once more: %s", node.spec.node, first)
+        node.start()
+        try:
+            wait()
+        except BackendError as second:
+            second.add_note(f"the first start failed too: {first}")
+            raise
+
+
 def _exited(node: NodeContainer, what: str) -> BackendError:
     return BackendError(f"{node.spec.node} (container {node.spec.name}) exited while {what} "
                         f"(exit code {node.exit_code()}); its log ends with:\n{node.tail()}")
+
+
+def start_toxiproxy(node: NodeContainer, brokers: int, deadline: float) -> tuple[ToxiproxyClient, str, dict[int, int]]:
+    """Start the toxiproxy container and wait until its API answers: (its API client, the version it reports,
+    broker j -> the host-mapped port of its `client->j` proxy)."""
+    node.start()
+    url = f"http://{node.host_ip()}:{node.mapped_port(TOXIPROXY_API_PORT)}"
+    version = wait_toxiproxy(node, url, deadline)
+    return ToxiproxyClient(url), version, {j: node.mapped_port(proxy_port(CLIENT, NodeId.broker(j)))
+                                           for j in range(1, brokers + 1)}
+
+
+def create_proxies(client: ToxiproxyClient, proxies: Sequence[ProxyRoute]) -> None:
+    """Every link's proxy on the toxiproxy container, before any node starts."""
+    created = client.populate([ProxySpec(p.name, str(p.upstream), listen=str(p.listen)) for p in proxies])
+    missing = sorted({p.name for p in proxies} - {c.name for c in created})
+    if missing:
+        raise BackendError(f"toxiproxy at {client.url} did not create proxies {missing}")
 
 
 def wait_toxiproxy(node: NodeContainer, url: str, deadline: float) -> str:
@@ -212,3 +265,41 @@ def wait_zookeeper(node: NodeContainer, host: str, port: int, deadline: float, *
                 last_seen=f"{last}; log ends with:\n{node.tail()}",
                 hint="check the member's log; an ensemble needs a majority of members running")
         time.sleep(0.1)
+
+
+_API_VERSIONS_V0 = struct.pack(">ihhih", 2 + 2 + 4 + 2 + 5, 18, 0, 1, 5) + b"ready"
+"""A framed ApiVersions v0 request (api key 18, correlation id 1, client id `ready`): every Kafka answers it."""
+
+
+def answers_api_versions(host: str, port: int, timeout_s: float = 2.0) -> bool:
+    """Whether a Kafka listener at host:port answers ApiVersions (its reply carries correlation id 1)."""
+    with socket.create_connection((host, port), timeout=timeout_s) as sock:
+        sock.sendall(_API_VERSIONS_V0)
+        head = b""
+        while len(head) < 8:
+            chunk = sock.recv(8 - len(head))
+            if not chunk:
+                return False
+            head += chunk
+    size, correlation = struct.unpack(">ii", head)
+    return size >= 4 and correlation == 1
+
+
+def wait_kafka_api(node: NodeContainer, host: str, port: int, deadline: float, *, hint: str) -> None:
+    """Wait until the node's listener published at host:port answers ApiVersions."""
+    timeout = max(0.0, deadline - time.monotonic())
+    last: object = "no answer yet"
+    while True:
+        if not node.is_running():
+            raise _exited(node, "starting")
+        try:
+            if answers_api_versions(host, port):
+                return
+            last = "the connection closed before an ApiVersions answer"
+        except OSError as exc:
+            last = exc
+        if time.monotonic() >= deadline:
+            raise HarnessTimeout(f"{node.spec.node} (container {node.spec.name}) to answer ApiVersions on "
+                                 f"{host}:{port}", timeout, last_seen=f"{last}; log ends with:\n{node.tail()}",
+                                 hint=hint)
+        time.sleep(0.2)

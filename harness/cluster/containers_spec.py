@@ -23,7 +23,7 @@ Roles and images (`ClusterSpec.images`, keys `zookeeper`, `kafka`, `toxiproxy`):
 
 Names inside the network: `zk<i>`, `broker<j>`, `toxiproxy`. Broker j listens on `FROMk` = 9100+k and
 `EXTERNAL` = 9092; proxies listen on the toxiproxy container at `client->j` 19000+j (published to the
-host), `k->j` 20000+100k+j and `k->zkI` 21000+100k+I.
+host), `k->j` 20000+100k+j and `k->zkI` 21000+100k+I (KRaft nodes and their ports: `containers_kraft`).
 """
 
 from __future__ import annotations
@@ -179,7 +179,7 @@ def broker_launcher(kafka: RoleImage, spec: ClusterSpec, environ: Mapping[str, s
         return None
     launcher = select_launcher(environ, broker=spec.broker, kafka=spec.kafka_version,
                                reference_bugs=tuple(spec.reference_bugs),
-                               java=os.path.realpath(java) if java else "java", progress=progress)
+                               java=os.path.realpath(java) if java else "java", progress=progress, mode=spec.mode)
     if launcher.kafka is not None and not java:
         raise ConfigError("the local Apache Kafka image needs host Java: no `java` on PATH or in JAVA_HOME")
     return launcher
@@ -240,6 +240,7 @@ class ContainerSpec:
     command: tuple[str, ...] | None = None
     env: Mapping[str, str] = field(default_factory=dict)
     exposed: tuple[int, ...] = ()
+    """Container ports published on ephemeral host ports (Docker may pick new ones at each `docker start`)."""
     mounts: tuple[Mount, ...] = ()
     labels: Mapping[str, str] = field(default_factory=dict)
     files: Mapping[str, str] = field(default_factory=dict)
@@ -249,6 +250,8 @@ class ContainerSpec:
     logs_mount: bool = False
     """Mount the node's `logs/` read-write at /conf/logs (Kafka's `kafka.logs.dir`: its log files land in the
     run's cluster/ directory as on the process backend)."""
+    published: Mapping[int, int] = field(default_factory=dict)
+    """Container port -> a fixed host port, the same after every `docker start` (KRaft's direct addresses)."""
 
 
 def project_root() -> Path:
