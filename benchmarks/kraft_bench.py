@@ -98,6 +98,7 @@ def failover(kills: int, kafka: str, fetch_ms: int, election_ms: int) -> None:
     with tempfile.TemporaryDirectory(prefix="kraft-bench-") as tmp, \
             ProcessBackend().up(_spec(True, kafka, quorum), Path(tmp)) as cluster:
         sink = _Sink()
+        observing_since = time.time() * 1000.0  # leader changes before this are not the observer's latency
         with QuorumObserver(cluster.quorum_voters, sink) as observer:
             leader, epoch = observer.wait_leader(60.0)
             for _ in range(kills):
@@ -113,7 +114,7 @@ def failover(kills: int, kafka: str, fetch_ms: int, election_ms: int) -> None:
         logged = _transitions(cluster)
         for event in sink.controllers:
             at = logged.get(int(event["epoch"]))
-            if at is not None:
+            if at is not None and at >= observing_since:
                 lags.append(float(event["wall"]) - at)
     goal, bound = (election_ms + 1000) / 1000, (fetch_ms + election_ms + 1000) / 1000
     print(f"2. quorum leader failover after kill -9 ({kills} kills; election timeout {election_ms} ms, "
