@@ -61,13 +61,13 @@ def _interrupt_on_sigterm() -> dict[int, Any]:
     """SIGTERM, SIGINT and SIGHUP (closed terminal, cancelled CI job) all stop a run the same way:
     the first one heals, tears down and records `interrupted`; a later one never cuts teardown short.
     Returns the previous handlers (`cmd_run` puts them back: `main` may run in a longer-lived process)."""
-    from harness.engine.runner import INTERRUPTS
+    from harness.engine.interrupts import INTERRUPTS
 
     return INTERRUPTS.install()
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from harness.engine.runner import Interrupts
+    from harness.engine.interrupts import Interrupts
 
     previous = _interrupt_on_sigterm()
     try:
@@ -121,7 +121,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _interrupted() -> bool:
-    from harness.engine.runner import INTERRUPTS
+    from harness.engine.interrupts import INTERRUPTS
 
     return INTERRUPTS.interrupted
 

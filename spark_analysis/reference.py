@@ -4,21 +4,48 @@ It exists for two reasons: the benchmark compares Spark against it on the same f
 tests cross-check that both reach the same statuses on the fixtures. Same semantics as the Spark
 checks (see their modules); the group checks that already run in Python on collected rows are
 reused as they are, fed from this module's parse instead of Spark.
+
+Same damaged-line policy as `spark_analysis.load` too: a line that is not a complete JSON object
+(torn), has no `type` (untyped), or has a field of the wrong JSON type for `HISTORY_SCHEMA`
+(ill-typed: `"value": "not-a-number"`, a float offset, a scalar `isr`, a non-integer `leader` outside
+`group.state`) is skipped and counted, never read as a half-event; the delivery and consumer checks
+then answer under `checks.delivery_damage`'s rule. The types follow what Spark's JSON reader accepts
+(a double also takes the strings `NaN`/`Infinity`, a string column any JSON value, an array column
+nulls; blank lines are not lines; text after a complete object is ignored; the columns no check reads
+are not checked). Known differences: a key given twice counts once here (the last value; Spark checks
+both), and a bulk event's field outside Arrow's columns is not checked by Spark when Arrow parses its
+chunk (`arrow_split`), while it is here.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import re
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from pyspark.sql.types import ArrayType, BooleanType, DataType, DoubleType, LongType, StringType
+
+from spark_analysis import load
 from spark_analysis.checks.common import plural, tp_label
+from spark_analysis.checks.delivery_damage import apply_damage_rule
 from spark_analysis.checks.group import AssignmentConforms, CoordinatorConforms, ExclusiveOwnership, GenerationMonotonic
 from spark_analysis.context import CheckContext, Row
 from spark_analysis.faults import build_fault_index
-from spark_analysis.load import BULK_TYPES
+from spark_analysis.load import (
+    BULK_TYPES,
+    CORRUPT,
+    HISTORY_SCHEMA,
+    LOOSE_LEADER_TYPES,
+    MAX_LISTED_DAMAGE,
+    UNUSED_COLUMNS,
+    DamagedLine,
+    HistoryDamage,
+)
 from spark_analysis.result import CheckResult, failed, passed, run_check, unknown
 from spark_analysis.runinfo import RunInfo, load_run_info
 
@@ -28,6 +55,129 @@ REFERENCE_CHECKS = (
     "group.exclusive_ownership", "group.assignment_conforms", "group.coordinator_conforms",
     "group.commit_monotonic",
 )
+
+
+_DOUBLE_WORDS = frozenset({"NaN", "+INF", "+Infinity", "Infinity", "-INF", "-Infinity"})
+"""Strings Spark's JSON reader takes as a double."""
+_LEADER_TEXT = re.compile(r"-?[0-9]{1,18}")
+_TYPE_IN_TEXT = re.compile(load._TYPE_IN_TEXT)  # what Spark's conversion reads from a damaged line's text
+_T_IN_TEXT = re.compile(load._T_IN_TEXT)
+Check = Callable[[Any], bool]
+
+
+def _is_long(v: Any) -> bool:
+    return type(v) is int and -(2**63) <= v < 2**63
+
+
+def _is_double(v: Any) -> bool:
+    return type(v) is float or type(v) is int or (type(v) is str and v in _DOUBLE_WORDS)
+
+
+def _is_bool(v: Any) -> bool:
+    return type(v) is bool
+
+
+def _anything(v: Any) -> bool:
+    return True
+
+
+def _type_check(dt: DataType) -> Check:
+    """Whether a (non-null) JSON value fits a column of type `dt` as Spark's JSON reader reads it."""
+    if isinstance(dt, LongType):
+        return _is_long
+    if isinstance(dt, DoubleType):
+        return _is_double
+    if isinstance(dt, BooleanType):
+        return _is_bool
+    if isinstance(dt, StringType):
+        return _anything  # Spark keeps the JSON text of numbers, objects and arrays
+    if isinstance(dt, ArrayType):
+        element = _type_check(dt.elementType)
+        return lambda v: type(v) is list and all(x is None or element(x) for x in v)
+    raise TypeError(f"no JSON type check for {dt}")
+
+
+_FIELD_CHECKS: dict[str, Check] = {
+    f.name: _type_check(f.dataType) for f in HISTORY_SCHEMA.fields
+    if f.name not in (CORRUPT, "leader", *UNUSED_COLUMNS) and not isinstance(f.dataType, StringType)
+}
+"""The typed columns (a string column takes any JSON value; `leader` is checked on its own)."""
+
+
+def _leader_ok(value: Any, kind: object) -> bool:
+    """`leader` is a broker id (an integer, or its digits as a string) except in LOOSE_LEADER_TYPES."""
+    if value is None or kind in LOOSE_LEADER_TYPES:
+        return True
+    if type(value) is int:
+        return _LEADER_TEXT.fullmatch(str(value)) is not None
+    return type(value) is str and _LEADER_TEXT.fullmatch(value) is not None
+
+
+def _damage_kind(ev: dict[str, Any]) -> str | None:
+    """How a parsed line is damaged (DAMAGE_KINDS), or None for an event (`spark_analysis.load.with_damage`)."""
+    corrupt = False
+    for name, value in ev.items():
+        if value is not None:
+            check = _FIELD_CHECKS.get(name)
+            if check is not None and not check(value):
+                corrupt = True
+                break
+    kind = ev.get("type")
+    if corrupt:
+        return "torn" if kind is None else "ill-typed"
+    if not _leader_ok(ev.get("leader"), kind):
+        return "ill-typed"
+    return "untyped" if kind is None else None
+
+
+def _json_text(value: Any) -> str:
+    """A JSON value as Spark's string column holds it: a string as is, any other value as its JSON text."""
+    return value if type(value) is str else json.dumps(value, separators=(",", ":"))
+
+
+def _type_text(value: Any) -> str | None:
+    return None if value is None else _json_text(value)
+
+
+def _json_object(text: str) -> Any:
+    """The JSON value a line holds; like Spark's reader, text after a complete value is ignored."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        if exc.msg != "Extra data":
+            raise
+        return json.JSONDecoder().raw_decode(text.lstrip())[0]
+
+
+def _text_time(text: str) -> float | None:
+    m = _T_IN_TEXT.search(text)
+    try:
+        return float(m.group(1)) if m else None
+    except ValueError:
+        return None
+
+
+@dataclass
+class _Damage:
+    """The damaged lines of one parse, as `spark_analysis.load.read_damage` reports them."""
+
+    by_kind: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    by_type: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    listed: list[DamagedLine] = field(default_factory=list)
+
+    def add(self, seq: int, text: str, kind: str, event_type: str | None, t: float | None) -> None:
+        if event_type is None:
+            m = _TYPE_IN_TEXT.search(text)
+            event_type = m.group(1) if m else "?"
+        self.by_kind[kind] += 1
+        self.by_type[event_type] += 1
+        if len(self.listed) < MAX_LISTED_DAMAGE:
+            self.listed.append(DamagedLine(seq + 1, t if t is not None else _text_time(text), kind, event_type,
+                                           text.rstrip("\r\n")[:120]))
+
+    def history_damage(self, total_lines: int) -> HistoryDamage:
+        skipped = sum(self.by_kind.values())
+        return HistoryDamage(total_lines, skipped, dict(self.by_kind), dict(self.by_type), tuple(self.listed))
 
 
 @dataclass
@@ -57,23 +207,39 @@ class _State:
     small: list[Row] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     end_t: float = 0.0
-    skipped: int = 0
+    lines: int = 0
+    damage: _Damage = field(default_factory=_Damage)
+
+    @property
+    def skipped(self) -> int:
+        return sum(self.damage.by_kind.values())
 
 
 def _parse(path: Path) -> _State:
     st = _State()
     with open(path, "rb") as fh:
         for seq, raw in enumerate(fh):
+            text = raw.decode("utf-8", "replace")
+            if not text.strip():
+                continue  # a blank line is no line (Spark's reader skips it too)
+            st.lines += 1
             try:
-                ev = json.loads(raw)
+                ev = _json_object(text)
             except ValueError:
-                st.skipped += 1
+                st.damage.add(seq, text, "torn", None, None)
                 continue
-            if not isinstance(ev, dict) or "type" not in ev:
-                st.skipped += 1
+            if not isinstance(ev, dict):
+                st.damage.add(seq, text, "torn", None, None)
+                continue
+            damaged = _damage_kind(ev)
+            if damaged is not None:
+                t = ev.get("t")
+                st.damage.add(seq, text, damaged, _type_text(ev.get("type")),
+                              float(t) if t is not None and _is_double(t) else None)
                 continue
             ev["seq"] = seq
-            kind = ev["type"]
+            kind: str = ev["type"] if type(ev["type"]) is str else _json_text(ev["type"])
+            ev["type"] = kind
             st.counts[kind] += 1
             t = float(ev.get("t") or 0.0)
             st.end_t = max(st.end_t, t)
@@ -81,7 +247,8 @@ def _parse(path: Path) -> _State:
                 st.small.append(ev)
                 if kind in ("assign", "revoke"):
                     for tp in ev.get("partitions") or ():
-                        st.last_poll.pop((str(ev.get("src")), str(tp[0]), int(tp[1])), None)
+                        if tp and len(tp) >= 2 and str(tp[1]).lstrip("-").isdigit():  # [topic, partition]
+                            st.last_poll.pop((str(ev.get("src")), str(tp[0]), int(tp[1])), None)
                 continue
             if kind == "commit":
                 key = (str(ev.get("group")), str(ev.get("topic")), int(ev.get("partition", -1)),
@@ -201,10 +368,18 @@ def _key_order(st: _State) -> CheckResult:
                   {"reordered": bad})
 
 
+def reference_damage(history: Path) -> HistoryDamage:
+    """What the reference skips in `history`, counted as `spark_analysis.load.load_history` counts it."""
+    st = _parse(Path(history))
+    return st.damage.history_damage(st.lines)
+
+
 def reference_checks(run_dir: Path, history: Path | None = None) -> list[CheckResult]:
-    """Run REFERENCE_CHECKS on `run_dir/history.jsonl` in this process, without Spark."""
+    """Run REFERENCE_CHECKS on `run_dir/history.jsonl` in this process, without Spark; the delivery and
+    consumer checks answer under the damaged-history rule, as `verify_run` has them."""
     run_dir = Path(run_dir)
     st = _parse(history or run_dir / "history.jsonl")
+    damage = st.damage.history_damage(st.lines)
     run: RunInfo = load_run_info(run_dir)
     small_by_type: dict[str, list[Row]] = defaultdict(list)
     for ev in st.small:
@@ -214,7 +389,7 @@ def reference_checks(run_dir: Path, history: Path | None = None) -> list[CheckRe
         return sorted((e for t in types for e in small_by_type.get(t, ())), key=lambda e: e["seq"])
 
     ctx = CheckContext(run=run, type_counts=dict(st.counts), end_t=st.end_t, rows_provider=provide,
-                       skipped_lines=st.skipped)
+                       skipped_lines=st.skipped, damage=damage)
     ctx._faults = build_fault_index(provide(("fault.start", "fault.end")))
     out = [_lost(st, ctx)]
     dup = [(val, v) for val, v in st.values.items() if len(v.locs) > 1]
@@ -240,4 +415,4 @@ def reference_checks(run_dir: Path, history: Path | None = None) -> list[CheckRe
         out.append(run_check(check, ctx))
     out.append(unknown("group.commit_monotonic", "no commit events") if not st.counts["commit"] else
                _pairs_result("group.commit_monotonic", st.commit_back, "commit regression", st.counts["commit"]))
-    return out
+    return apply_damage_rule(out, damage, ctx.faults)

@@ -5,17 +5,31 @@ shuffle-partition count for the embedded case, a capped driver heap (the whole d
 under 2 GiB), quiet logs.
 The same code path serves `local[*]`, a standalone/YARN/k8s master and `spark-submit`
 (where a session already exists and `getOrCreate` returns it unchanged).
+
+Also owns the lifetime of the driver JVM pyspark launches for this process (the py4j gateway,
+`SparkContext._gateway.proc`): it gets a leftover record (`harness.cluster.leftovers`, what
+`DRIVER_WHAT` names) while it runs, so the next `kafka-chaos run` kills it if a SIGKILLed verify
+left it; `stop_session` (and interpreter exit) stop it gracefully and drop the record. It dies
+with its own Python process too (it exits when its stdin closes); the record covers the cases where
+it does not (a hung or stopped JVM).
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import hashlib
 import os
 import re
+import subprocess
+import threading
+from dataclasses import dataclass
 from pathlib import Path
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
+from harness.cluster.leftovers import LeftoverRegistry
 from harness.install.cache import cache_root
 
 DEFAULT_MASTER = "local[*]"
@@ -28,6 +42,11 @@ NATIVE_MEMORY_OPTIONS = (
 )
 """Bounds on the driver JVM's memory outside the heap (the whole driver must stay under 2 GiB)."""
 APP_NAME = "kafka-chaos-verify"
+DRIVER_WHAT = "spark:driver"
+"""What the driver JVM's leftover record (and `clean_leftovers`' line for it) calls it."""
+DRIVER_STOP_S = 30.0
+"""How long stopping the driver waits for it to exit after its stdin closed (it runs Spark's shutdown
+hooks, which delete its temporary directories), before it is killed."""
 
 
 def _local_cores(master: str) -> int | None:
@@ -120,5 +139,67 @@ def get_session(master: str | None = None) -> SparkSession:
     for key, value in session_config(chosen).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
+    _record_driver()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def stop_session(spark: SparkSession) -> None:
+    """Stop `spark` and, if pyspark launched its driver JVM for this process, that JVM too (the next
+    `get_session` launches a new one); its leftover record goes with it."""
+    spark.stop()
+    _stop_driver()
+
+
+@dataclass(frozen=True, slots=True)
+class _Driver:
+    """The driver JVM this process launched, and the registry holding its record (on disk only: this
+    module stops the JVM gracefully; `clean_leftovers` kills it if this process dies first)."""
+
+    proc: subprocess.Popen[bytes]
+    registry: LeftoverRegistry
+
+
+_DRIVER: _Driver | None = None
+_DRIVER_LOCK = threading.Lock()
+_AT_EXIT = False
+
+
+def _record_driver() -> None:
+    """Give the driver JVM pyspark launched (the py4j gateway) a leftover record, once per JVM; none
+    when pyspark did not launch one (spark-submit, `PYSPARK_GATEWAY_PORT`)."""
+    global _DRIVER, _AT_EXIT
+    proc = getattr(SparkContext._gateway, "proc", None)
+    if not isinstance(proc, subprocess.Popen) or proc.poll() is not None:
+        return
+    with _DRIVER_LOCK:
+        if _DRIVER is not None and _DRIVER.proc is proc:
+            return
+        registry = LeftoverRegistry(fallbacks=False)
+        registry.register(proc.pid, DRIVER_WHAT)
+        _DRIVER = _Driver(proc, registry)
+        if not _AT_EXIT:
+            atexit.register(_stop_driver)
+            _AT_EXIT = True
+
+
+def _stop_driver(timeout_s: float = DRIVER_STOP_S) -> None:
+    """Stop the recorded driver JVM: close the py4j gateway and the JVM's stdin, on which it exits
+    (running its shutdown hooks); kill it if it has not after `timeout_s`; drop its record."""
+    global _DRIVER
+    with _DRIVER_LOCK:
+        driver, _DRIVER = _DRIVER, None
+    if driver is None:
+        return
+    gateway = SparkContext._gateway
+    if gateway is not None and getattr(gateway, "proc", None) is driver.proc:
+        with contextlib.suppress(Exception):  # the JVM may be gone already
+            gateway.shutdown()
+        SparkContext._gateway = None  # the next session launches a new driver
+        SparkContext._jvm = None
+    if driver.proc.stdin is not None:
+        with contextlib.suppress(OSError):
+            driver.proc.stdin.close()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        driver.proc.wait(timeout_s)
+    driver.registry.close()  # kills it (and what it started) if it is still there; drops the record

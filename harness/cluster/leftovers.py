@@ -8,6 +8,12 @@ Each started process gets a record file `<owner-pid>-<pid>.json` in a per-user d
 command line) and its owner (the harness's pid and start time). `clean_leftovers()` only touches
 records whose owner is dead, and only kills a process whose start time and command line still
 match the record (so a reused pid is never killed).
+
+A recorded process that leads its own process group (the backend's children run in sessions of their
+own) is killed with its whole group; one that does not (the Spark driver JVM pyspark starts shares the
+harness's group) is killed with its descendants only, never its group. A registry made with
+`fallbacks=False` only keeps the records on disk: its owner stops those processes itself (gracefully)
+when it exits, and `clean_leftovers()` kills them if the owner dies first.
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ import psutil
 from harness.errors import BackendError
 
 _TIME_SLACK_S = 0.05
+_EXEC_SETTLE_S = 10.0
+"""How long `register` waits for a just-started process's command line to appear (see `_settled_cmdline`)."""
 
 
 def leftovers_dir() -> Path:
@@ -83,11 +91,13 @@ class CleanedLeftover:
     owner_pid: int
 
     def __str__(self) -> str:
-        """One line: what it was, its pid and group, the dead harness that left it, its command."""
+        """One line: what it was, its pid (and group, when it led one), the dead harness that left it,
+        its command."""
         command = " ".join(self.cmdline)
         if len(command) > 160:
             command = command[:157] + "..."
-        return f"{self.what} (pid {self.pid}, group {self.pgid}, left by harness {self.owner_pid}): {command}"
+        group = f", group {self.pgid}" if self.pgid == self.pid else ""
+        return f"{self.what} (pid {self.pid}{group}, left by harness {self.owner_pid}): {command}"
 
 
 def _same_process(
@@ -100,11 +110,54 @@ def _same_process(
             return None
         if proc.status() == psutil.STATUS_ZOMBIE:
             return None
-        if cmdline is not None and tuple(proc.cmdline()) != tuple(cmdline):
+        if cmdline and tuple(proc.cmdline()) != tuple(cmdline):  # () : never learned, the start time decides
             return None
         return proc
     except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
         return None
+
+
+def _settled_cmdline(proc: psutil.Process, timeout_s: float = _EXEC_SETTLE_S) -> tuple[str, ...]:
+    """The command line of a process that was just started.
+
+    `subprocess.Popen` returns once exec closed its close-on-exec pipe, a moment before the kernel
+    sets up the new program's arguments: until then /proc/<pid>/cmdline is empty (seen in 10 of 2,000
+    starts on a loaded 2-core machine). A record made then held no command line, so `clean_leftovers`
+    took the process for another one and spared it. Wait until the arguments are there (bounded: an
+    empty command line after `timeout_s` is recorded as such and the start time alone identifies it).
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        cmdline = tuple(proc.cmdline())
+        if cmdline or time.monotonic() >= deadline:
+            return cmdline
+        time.sleep(0.001)
+
+
+def _kill_tree(proc: psutil.Process) -> list[psutil.Process]:
+    """SIGKILL `proc`, then its descendants (all listed before the first kill, so none escapes by
+    being re-parented; the parent first, so it cannot react to its children's deaths). Returns them
+    all, for waiting."""
+    try:
+        family = [proc, *proc.children(recursive=True)]
+    except psutil.Error:
+        family = [proc]
+    for member in family:
+        with contextlib.suppress(psutil.Error):
+            member.kill()
+    return family
+
+
+def _kill_recorded(record: ProcessRecord, proc: psutil.Process) -> list[psutil.Process]:
+    """SIGKILL what `record` names: its process group if it leads one, else the process and its
+    descendants (its group is someone else's: the harness's, the shell's). Returns what to wait for."""
+    if record.pgid == record.pid:
+        with contextlib.suppress(OSError):
+            os.killpg(record.pgid, signal.SIGKILL)
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+        return [proc]
+    return _kill_tree(proc)
 
 
 def _own_create_time() -> float:
@@ -113,26 +166,31 @@ def _own_create_time() -> float:
 
 class LeftoverRegistry:
     """The processes one harness (one cluster) started; kills them all on `kill_all()`, at exit
-    and on SIGTERM, and leaves a record of each for `clean_leftovers()` should the harness die."""
+    and on SIGTERM (unless made with `fallbacks=False`), and leaves a record of each for
+    `clean_leftovers()` should the harness die."""
 
-    def __init__(self, directory: Path | None = None) -> None:
+    def __init__(self, directory: Path | None = None, *, fallbacks: bool = True) -> None:
         self.directory = directory or leftovers_dir()
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._records: dict[int, ProcessRecord] = {}
         self._lock = threading.Lock()
         self._owner_pid = os.getpid()
         self._owner_create_time = _own_create_time()
-        _ACTIVE.add(self)
-        _install_fallbacks()
+        if fallbacks:
+            _ACTIVE.add(self)
+            _install_fallbacks()
 
     def _path(self, pid: int) -> Path:
         return self.directory / f"{self._owner_pid}-{pid}.json"
 
     def register(self, pid: int, what: str) -> None:
-        """Record a just-started process (leader of its own process group). No-op if it already died."""
+        """Record a just-started process (killed with its whole group if it leads one, else with its
+        descendants). Returns once the record is on disk with the process's command line; no-op if the
+        process already died."""
         try:
             proc = psutil.Process(pid)
-            record = ProcessRecord(pid, os.getpgid(pid), proc.create_time(), tuple(proc.cmdline()), what,
+            cmdline = _settled_cmdline(proc)
+            record = ProcessRecord(pid, os.getpgid(pid), proc.create_time(), cmdline, what,
                                    self._owner_pid, self._owner_create_time)
         except (psutil.NoSuchProcess, psutil.ZombieProcess, ProcessLookupError):
             return
@@ -157,11 +215,11 @@ class LeftoverRegistry:
             return list(self._records.values())
 
     def kill_all(self) -> None:
-        """SIGKILL every recorded process group that is still ours, and drop all records. Never raises."""
+        """SIGKILL every recorded process (group) that is still ours, and drop all records. Never raises."""
         for record in self.registered():
-            if _same_process(record.pid, record.create_time) is not None:
-                with contextlib.suppress(OSError):
-                    os.killpg(record.pgid, signal.SIGKILL)
+            proc = _same_process(record.pid, record.create_time)
+            if proc is not None:
+                _kill_recorded(record, proc)
             self.unregister(record.pid)
 
     def close(self) -> None:
@@ -221,11 +279,7 @@ def clean_leftovers(directory: Path | None = None, wait_s: float = 5.0) -> list[
             continue
         proc = _same_process(record.pid, record.create_time, record.cmdline)
         if proc is not None:
-            with contextlib.suppress(OSError):
-                os.killpg(record.pgid, signal.SIGKILL)
-            with contextlib.suppress(psutil.Error):
-                proc.kill()
-            victims.append(proc)
+            victims += _kill_recorded(record, proc)
             cleaned.append(CleanedLeftover(record.what, record.pid, record.pgid, record.cmdline,
                                            record.owner_pid))
         with contextlib.suppress(OSError):

@@ -27,7 +27,11 @@ from kazoo.handlers.threading import KazooTimeoutError
 from harness.errors import BackendError, HarnessTimeout
 
 _QUIET = logging.getLogger("harness.cluster.readiness.clients")
+"""Where the readiness probes' kazoo and librdkafka clients log: nowhere (a broker that is still starting
+refuses connections; the timeout message says what was seen last). Never stderr, not even the root logger."""
 _QUIET.setLevel(logging.CRITICAL)
+_QUIET.propagate = False
+_QUIET.addHandler(logging.NullHandler())
 
 
 class BrokerReadiness:
@@ -117,6 +121,9 @@ class BrokerReadiness:
                     admin = None
                 except KafkaException as exc:
                     last = f"registered; Metadata via {proxy} failed: {exc}"
+                finally:
+                    if admin is not None:
+                        admin.poll(0)  # serves librdkafka's log queue (to _QUIET): it does not grow while we wait
             if time.monotonic() >= deadline:
                 registration = "be unfenced" if kraft else "register in /brokers/ids"
                 raise HarnessTimeout(

@@ -1,12 +1,14 @@
 """The real parts a run is made of: observers (ZooKeeper, Admin, per-broker Metadata; in KRaft the quorum, KRaft
 metadata and Admin observers), workloads (confluent-kafka
 producers and consumer groups) built from the experiment's specs, and topic creation. The runner
-takes them through `RunParts`, so its phase logic is testable without a cluster."""
+takes them through `RunParts`, so its phase logic is testable without a cluster. Every librdkafka
+client made here logs to `LIBRDKAFKA_LOGGER` (the run's `clients.log`), never to stderr."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, cast
 
 from harness.cluster.base import Cluster
 from harness.engine.history import EventSink
@@ -14,6 +16,7 @@ from harness.errors import HarnessError, HarnessTimeout
 from harness.experiment.schema import Experiment
 from harness.observe.base import Observer
 from harness.workload.base import Workload
+from harness.workload.common import LIBRDKAFKA_LOGGER
 
 VALUE_STRIDE = 1_000_000_000
 """Producer i writes the unique values i*VALUE_STRIDE + n (n = 0, 1, ...)."""
@@ -70,27 +73,33 @@ def real_consumers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[W
 
 
 def create_topics(exp: Experiment, cluster: Cluster, timeout_s: float = 60.0) -> None:
-    """Create the experiment's topics through AdminClient (an existing topic is fine)."""
+    """Create the experiment's topics through AdminClient (an existing topic is fine). librdkafka's
+    log lines go to the workloads' logger (`clients.log` during a run), never to stderr."""
     if not exp.topics:
         return
     from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
-    new = [NewTopic(t.name, num_partitions=t.partitions, replication_factor=t.replication_factor,
-                    config=dict(t.config)) for t in exp.topics]
-    futures = admin.create_topics(new, operation_timeout=timeout_s, request_timeout=timeout_s)
-    for name, future in futures.items():
-        try:
-            future.result(timeout=timeout_s)
-        except KafkaException as exc:
-            err = exc.args[0]
-            if isinstance(err, KafkaError) and err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
-                continue
-            raise HarnessError(f"creating topic {name!r} on {cluster.bootstrap_servers} failed: {err}") from exc
-        except TimeoutError as exc:
-            raise HarnessTimeout(f"topic {name!r} to be created", timeout_s, None,
-                                 "check that the brokers answer Metadata and CreateTopics") from exc
+    admin = AdminClient(cast(dict[str, Any], {"bootstrap.servers": cluster.bootstrap_servers,
+                                              "logger": LIBRDKAFKA_LOGGER}))
+    try:
+        new = [NewTopic(t.name, num_partitions=t.partitions, replication_factor=t.replication_factor,
+                        config=dict(t.config)) for t in exp.topics]
+        futures = admin.create_topics(new, operation_timeout=timeout_s, request_timeout=timeout_s)
+        for name, future in futures.items():
+            try:
+                future.result(timeout=timeout_s)
+            except KafkaException as exc:
+                err = exc.args[0]
+                if isinstance(err, KafkaError) and err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                    continue
+                raise HarnessError(f"creating topic {name!r} on {cluster.bootstrap_servers} failed: {err}") from exc
+            except TimeoutError as exc:
+                raise HarnessTimeout(f"topic {name!r} to be created", timeout_s, None,
+                                     "check that the brokers answer Metadata and CreateTopics") from exc
+    finally:
+        admin.poll(0)  # hands the queued log lines to the logger
+        del admin  # the handle goes now, not with the traceback of an error
 
 
 REAL_PARTS = RunParts(real_observers, real_producers, real_consumers, create_topics)

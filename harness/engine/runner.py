@@ -9,21 +9,19 @@ the chaos phase; the chaos phase lasts the experiment's `duration`.
 from __future__ import annotations
 
 import logging
-import os
-import signal
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import Any, Protocol
 
 from harness.cluster.base import Cluster, ClusterBackend, ClusterSpec, voter_ids
 from harness.cluster.render_kraft import kraft_cluster_id
 from harness.engine.bundle import RunBundle
 from harness.engine.history import Event, HistoryWriter
+from harness.engine.interrupts import INTERRUPTS, Interrupts
 from harness.engine.parts import REAL_PARTS, RunParts
 from harness.engine.probes import PROBES
 from harness.engine.schedule import actions, plan
@@ -64,89 +62,6 @@ class RunResult:
     status: str
     """completed | aborted (steady state never reached) | crashed | interrupted"""
     error: str | None = None
-
-
-INTERRUPT_SIGNALS: tuple[str, ...] = ("SIGTERM", "SIGINT", "SIGHUP")
-
-
-class Interrupts:
-    """SIGTERM, SIGINT and SIGHUP stop a run: the first one (outside teardown) raises
-    KeyboardInterrupt in the main thread, so the run heals, tears down and records `interrupted`;
-    any later one, and any one that arrives while teardown is shielded, is only noted (teardown is
-    never cut short). `received` lists every signal seen, in order, for the history."""
-
-    def __init__(self) -> None:
-        self.received: list[str] = []
-        self._raised = False
-        self._shield = 0
-
-    def install(self, names: Sequence[str] = INTERRUPT_SIGNALS) -> dict[int, Any]:
-        """Forget earlier signals and handle these (main thread only; names the platform lacks are
-        skipped). Returns the previous handlers, for `restore`."""
-        self.reset()
-        previous: dict[int, Any] = {}
-        for name in names:
-            sig = getattr(signal, name, None)
-            if sig is not None:
-                previous[sig] = signal.signal(sig, self.handle)
-        return previous
-
-    @staticmethod
-    def restore(previous: dict[int, Any]) -> None:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
-
-    def handle(self, signum: int, frame: FrameType | None) -> None:
-        try:
-            name = signal.Signals(signum).name
-        except ValueError:
-            name = f"signal {signum}"
-        self.received.append(name)
-        if self._raised or self._shield:
-            self._say(f"{name} received: finishing teardown first (the run is recorded as interrupted)")
-            return
-        self._raised = True
-        self._say(f"{name} received: healing faults and stopping the cluster")
-        raise KeyboardInterrupt(name)
-
-    @staticmethod
-    def _say(text: str) -> None:
-        """os.write, not print: a signal handler must not re-enter a buffered stream (and the
-        terminal may be gone after SIGHUP)."""
-        with suppress(OSError):
-            os.write(2, f"\n{text}\n".encode())
-
-    @property
-    def interrupted(self) -> bool:
-        return bool(self.received)
-
-    @contextmanager
-    def shielded(self) -> Iterator[None]:
-        """Signals inside this block are only noted, never raised."""
-        self._shield += 1
-        try:
-            yield
-        finally:
-            self._shield -= 1
-
-    @contextmanager
-    def deferred(self) -> Iterator[None]:
-        """A signal inside this block is held until the block ends (a fault is never half injected
-        or half healed, so teardown knows what to heal), then raised as the first signal would be."""
-        before = len(self.received)
-        with self.shielded():
-            yield
-        if len(self.received) > before and not self._raised and not self._shield:
-            self._raised = True
-            raise KeyboardInterrupt(self.received[before])
-
-    def reset(self) -> None:
-        self.received.clear()
-        self._raised = False
-
-
-INTERRUPTS = Interrupts()
-"""The process's one signal state: `kafka-chaos run` installs it, every Run shields its teardown with it."""
 
 
 class _Delivery:
@@ -279,7 +194,7 @@ class Run:
 
     def _setup_and_steady(self) -> bool:
         self._phase("setup")
-        self.cluster = self.backend.up(cluster_spec(self.exp), self.bundle.dir / "cluster")
+        self.cluster = self._bring_up()
         flavour = self.cluster.flavour
         info = dict(self.cluster.describe())
         self.bundle.update(broker={"flavour": flavour.name, "version": flavour.version, "bugs": list(flavour.bugs),
@@ -303,6 +218,15 @@ class Run:
                             voter_ids(c.controllers, c.combined) if c.mode == "kraft" else (), c.combined)
         self.injector = FaultInjector(self.cluster, self.state, topology, self.sink, members)
         return self._await_probes("steady", self.exp.steady_timeout)
+
+    def _bring_up(self) -> Cluster:
+        """`backend.up()`, stopped by the first signal: the backend tears down what it started (the
+        process backend's `start_or_teardown`) and the run records `interrupted`. A signal that lands
+        just as `up()` returns is held until the cluster is the run's, so teardown stops it (it was left
+        running until the interpreter's atexit fallback)."""
+        with self.interrupts.deferred():
+            self.cluster = self.interrupts.call(self.backend.up, cluster_spec(self.exp), self.bundle.dir / "cluster")
+        return self.cluster
 
     def _await_probes(self, when: str, timeout_s: float) -> bool:
         deadline = time.monotonic() + timeout_s
@@ -398,5 +322,4 @@ def run_experiment(exp: Experiment, backend: ClusterBackend, *, backend_reason: 
     return Run(exp, backend, bundle, progress=progress, parts=parts).execute()
 
 
-__all__: Sequence[str] = ("INTERRUPTS", "INTERRUPT_SIGNALS", "Interrupts", "Progress", "Run",
-                           "RunResult", "cluster_spec", "run_experiment")
+__all__: Sequence[str] = ("Progress", "Run", "RunResult", "cluster_spec", "run_experiment")

@@ -125,7 +125,8 @@ def _run_one_with(result_status: str, error: str, tmp_path: Path,
 
     import harness.engine.runner
     from harness.cli import _run_one
-    from harness.engine.runner import INTERRUPTS, RunResult
+    from harness.engine.interrupts import INTERRUPTS
+    from harness.engine.runner import RunResult
 
     INTERRUPTS.reset()
     run_dir = tmp_path / "fixture-run"

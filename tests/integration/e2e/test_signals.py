@@ -2,7 +2,8 @@
 fault, stop the cluster, record `interrupted` and exit promptly without verifying; no process of
 the run outlives the harness. The harness runs as a subprocess (its own session) and the signal is
 sent once the history shows the fault started. `terminal-closed` runs it on a pseudo-terminal and
-closes that: the kernel sends the SIGHUP, and every later write to the terminal fails."""
+closes that: the kernel sends the SIGHUP, and every later write to the terminal fails. A SIGTERM while
+the cluster is still coming up tears the started processes down before `kafka-chaos run` returns."""
 
 from __future__ import annotations
 
@@ -155,6 +156,85 @@ def test_a_signalled_run_heals_stops_records_interrupted_and_exits_without_verif
             harness.kill()
             harness.wait(10)
         for pid in children:
+            if _alive(pid):
+                with contextlib.suppress(OSError):
+                    os.killpg(pid, signal.SIGKILL)
+
+
+HELD_IN_SETUP = "setup held: brokers started, not ready"
+SETUP_HARNESS = f"""
+import json, sys, time
+import psutil
+from harness.cli import main
+from harness.cluster import readiness
+
+def hold(self, broker_id, *args, **kwargs):
+    # Inside backend.up(): every process started, the brokers' readiness never comes.
+    print({HELD_IN_SETUP!r}, flush=True)
+    while True:
+        time.sleep(0.05)
+
+readiness.BrokerReadiness.wait_ready = hold
+code = main(sys.argv[1:])
+# What is left once `kafka-chaos run` returned, before the interpreter's atexit fallbacks run:
+alive = [p.pid for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE]
+print("left before exit: " + json.dumps(alive), flush=True)
+sys.exit(code)
+"""
+SETUP_EXIT_BOUND_S = 20.0
+"""Signal -> exit while the cluster comes up (measured 0.2-0.8 s; generous for a loaded 2-core machine)."""
+
+
+def test_a_sigterm_while_the_cluster_comes_up_tears_it_down_and_exits_2_leaving_nothing(tmp_path: Path) -> None:
+    """SIGTERM inside `backend.up()` (ZooKeeper, Toxiproxy and the broker started; the broker never
+    ready, held there on purpose): the bring-up is torn down before `kafka-chaos run` returns, not by
+    the atexit fallback; exit 2, run.json `interrupted`, an empty leftover registry, no process left."""
+    exp = tmp_path / "signal-setup.yaml"
+    exp.write_text(EXPERIMENT.replace("name: signal-test", "name: signal-setup-test"))
+    runs, leftovers = tmp_path / "runs", tmp_path / "leftovers"
+    out = tmp_path / "harness.out"
+    env = {**os.environ, "KAFKA_CHAOS_LEFTOVERS_DIR": str(leftovers), "PYTHONUNBUFFERED": "1"}
+    argv = [sys.executable, "-c", SETUP_HARNESS, "run", str(exp), "--backend", "process", "--broker", "reference",
+            "--runs-dir", str(runs)]
+    with open(out, "wb") as sink:
+        harness = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                   start_new_session=True)
+    started: list[int] = []
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while (time.monotonic() < deadline and harness.poll() is None
+               and HELD_IN_SETUP not in out.read_text(errors="replace")):
+            time.sleep(0.1)
+        text = out.read_text(errors="replace")
+        assert harness.poll() is None and HELD_IN_SETUP in text, f"setup never got to the brokers:\n{text[-4000:]}"
+        records = {r["what"]: r["pid"] for r in (json.loads(p.read_text()) for p in leftovers.glob("*.json"))}
+        assert {"toxiproxy", "zookeeper:1", "broker:1"} <= set(records), records
+        started = [c.pid for c in psutil.Process(harness.pid).children(recursive=True)]
+        assert set(records.values()) <= set(started)
+
+        sent = time.monotonic()
+        harness.send_signal(signal.SIGTERM)
+        code = harness.wait(SETUP_EXIT_BOUND_S)
+        latency = time.monotonic() - sent
+        print(f"SIGTERM during setup: exit {code} {latency:.2f}s after the signal")
+        text = out.read_text(errors="replace")
+        assert code == 2, text[-4000:]
+        assert "left before exit: []" in text, text[-4000:]  # torn down by the run, not by atexit
+        assert "cluster up" not in text and "not verified (interrupted)" in text
+        run_dir = next(runs.iterdir())
+        assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
+        events = _events(run_dir)
+        assert [e["name"] for e in events if e["type"] == "phase"] == ["setup", "teardown"]
+        assert [e["signal"] for e in events if e["type"] == "signal"] == ["SIGTERM"]
+        assert events[-1]["type"] == "run.end" and events[-1]["status"] == "interrupted"
+        assert list(leftovers.glob("*.json")) == []
+        assert not [p for p in started if _alive(p)]
+        assert not _run_processes(run_dir)
+    finally:
+        if harness.poll() is None:
+            harness.kill()
+            harness.wait(10)
+        for pid in started:
             if _alive(pid):
                 with contextlib.suppress(OSError):
                     os.killpg(pid, signal.SIGKILL)

@@ -54,11 +54,11 @@ def test_sigterm_mid_chaos_is_unknown_and_a_violation_in_the_partial_history_sti
         spark: Any, make_run: Any) -> None:
     """`interrupted` is unknown (heal and drain never ran); a second controller seen before the
     interruption is a real violation and fails the run (fail > unknown)."""
-    run = run_json(status="interrupted", error="interrupted (Ctrl-C or SIGTERM)")
+    run = run_json(status="interrupted", error="interrupted by SIGTERM")
     verdict = verify_run(make_run("sigterm", interrupted_mid_chaos(), run=run), spark=spark, write=False)
     assert verdict.status == "unknown"
     assert verdict.incomplete is not None and verdict.incomplete["missing_phases"] == ["heal", "drain"]
-    assert verdict.incomplete["reason"].startswith("run interrupted (Ctrl-C or SIGTERM)")
+    assert verdict.incomplete["reason"].startswith("run interrupted by SIGTERM")
     assert verdict.by_id("controller.unique").status == "pass", "checks that can decide keep their status"
     bad = verify_run(make_run("sigterm-bug", interrupted_mid_chaos(second_controller=True), run=run), spark=spark,
                      write=False)

@@ -1,22 +1,27 @@
 """Signals stop a run the same way (issue 22): SIGTERM, SIGINT and SIGHUP raise one
 KeyboardInterrupt, the run heals and tears down, a later signal never cuts teardown short, and
-the history records each signal. Fakes only; the signals are sent to this test process."""
+the history records each signal; a signal during the cluster's bring-up stops it and never loses the
+cluster. Fakes only; the signals are sent to this test process."""
 
 from __future__ import annotations
 
 import json
 import os
 import signal
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from harness.cluster.base import ClusterSpec
+from harness.cluster.lifecycle import start_or_teardown
 from harness.engine import runner
 from harness.engine.bundle import RunBundle
 from harness.engine.history import read_history
-from harness.engine.runner import INTERRUPT_SIGNALS, Interrupts, QuietProgress, Run
+from harness.engine.interrupts import INTERRUPT_SIGNALS, Interrupts
+from harness.engine.runner import QuietProgress, Run
 from harness.experiment import load_experiment_text
 from tests.unit.engine.fakes import FakeBackend, FakeCluster, fake_parts
 from tests.unit.engine.test_runner import EXP
@@ -172,3 +177,110 @@ def test_install_forgets_earlier_signals_and_restore_puts_the_previous_handlers_
     finally:
         Interrupts.restore(previous)
     assert {name: signal.getsignal(getattr(signal, name)) for name in INTERRUPT_SIGNALS} == before
+
+
+# -- a signal while the backend brings the cluster up ------------------------------------------------
+
+def test_a_signal_inside_a_call_stops_it_at_once_even_within_a_deferred_block(interrupts: Interrupts) -> None:
+    reached: list[str] = []
+
+    def bring_up() -> str:
+        os.kill(os.getpid(), signal.SIGTERM)
+        reached.append("after the signal")
+        return "cluster"
+
+    with pytest.raises(KeyboardInterrupt, match="SIGTERM"), interrupts.deferred():
+        interrupts.call(bring_up)
+    assert reached == [] and interrupts.received == ["SIGTERM"]
+
+
+def _lands_as_it_returns(interrupts: Interrupts, signum: int) -> None:
+    """Called by a function about to return: what CPython does when a signal arrives just then. The
+    handler runs in that function's caller's frame (here: `Interrupts.call`'s, two frames up) before
+    the caller has stored the result."""
+    interrupts.handle(signum, sys._getframe(2))
+
+
+def test_a_signal_landing_as_a_call_returns_is_held_until_its_result_is_stored(interrupts: Interrupts) -> None:
+    stored: list[str] = []
+
+    def bring_up() -> str:
+        _lands_as_it_returns(interrupts, signal.SIGTERM)  # must not raise: the result would be lost
+        return "cluster"
+
+    with pytest.raises(KeyboardInterrupt, match="SIGTERM"), interrupts.deferred():
+        stored.append(interrupts.call(bring_up))
+        interrupts.handle(signal.SIGHUP, sys._getframe(0))  # in the caller's own frame: held too, only noted
+        stored.append("rest of the block")
+    assert stored == ["cluster", "rest of the block"] and interrupts.received == ["SIGTERM", "SIGHUP"]
+
+
+class _SignalAsUpReturns(FakeBackend):
+    """A backend whose `up()` gets a SIGTERM just as it returns the running cluster."""
+
+    def __init__(self, interrupts: Interrupts) -> None:
+        super().__init__()
+        self.interrupts = interrupts
+
+    def up(self, spec: ClusterSpec, workdir: Path) -> FakeCluster:
+        cluster = super().up(spec, workdir)
+        _lands_as_it_returns(self.interrupts, signal.SIGTERM)
+        return cluster
+
+
+class _HalfStarted:
+    """Two nodes of which the second is still starting when the signal comes (the process backend's
+    bring-up: `start_or_teardown` tears down what started)."""
+
+    def __init__(self, calls: list[str]) -> None:
+        self.calls = calls
+
+    def _start_all(self) -> None:
+        self.calls.append("start zookeeper:1")
+        self.calls.append("start broker:1")
+        os.kill(os.getpid(), signal.SIGTERM)
+        self.calls.append("broker:1 ready")
+
+    def down(self) -> None:
+        self.calls.append("down")
+
+
+class _SignalInsideUp(FakeBackend):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[str] = []
+
+    def up(self, spec: ClusterSpec, workdir: Path) -> FakeCluster:
+        start_or_teardown(_HalfStarted(self.calls))
+        raise AssertionError("the signal should have stopped the bring-up")
+
+
+def _run_with(backend: FakeBackend, tmp_path: Path, interrupts: Interrupts) -> runner.RunResult:
+    runner.TICK_S = 0.02
+    exp = load_experiment_text(EXP, "engine.yaml")
+    bundle = RunBundle.create(tmp_path, exp, backend="fake", backend_reason="test")
+    return Run(exp, backend, bundle, parts=fake_parts([]), interrupts=interrupts).execute()
+
+
+def test_a_sigterm_as_the_backend_returns_the_cluster_still_tears_it_down_before_the_run_returns(
+    tmp_path: Path, interrupts: Interrupts,
+) -> None:
+    backend = _SignalAsUpReturns(interrupts)
+    result = _run_with(backend, tmp_path, interrupts)
+    assert result.status == "interrupted" and result.error == "interrupted by SIGTERM"
+    assert backend.cluster is not None and backend.cluster.calls == ["down"]
+    events = read_history(result.run_dir / "history.jsonl").events
+    assert [e["name"] for e in events if e["type"] == "phase"] == ["setup", "teardown"]
+    assert [e["signal"] for e in events if e["type"] == "signal"] == ["SIGTERM"]
+
+
+def test_a_sigterm_inside_the_backends_up_stops_the_bring_up_which_tears_down_what_started(
+    tmp_path: Path, interrupts: Interrupts,
+) -> None:
+    backend = _SignalInsideUp()
+    result = _run_with(backend, tmp_path, interrupts)
+    assert result.status == "interrupted" and result.error == "interrupted by SIGTERM"
+    assert backend.calls == ["start zookeeper:1", "start broker:1", "down"]
+    events = read_history(result.run_dir / "history.jsonl").events
+    assert [e["name"] for e in events if e["type"] == "phase"] == ["setup", "teardown"]
+    assert events[-1]["type"] == "run.end" and events[-1]["status"] == "interrupted"

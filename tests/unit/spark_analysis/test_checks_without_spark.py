@@ -9,10 +9,19 @@ from pathlib import Path
 import pytest
 
 from spark_analysis.checks import ALL_CHECKS, BY_ID, CHECK_IDS
-from spark_analysis.reference import REFERENCE_CHECKS, reference_checks
+from spark_analysis.reference import REFERENCE_CHECKS, reference_checks, reference_damage
 from spark_analysis.result import Check, run_check
 from spark_analysis.runinfo import RunInfo
-from tests.fixtures.histories import EXPECTED_FAILURES, python_context, scenario, write_run
+from tests.fixtures.histories import (
+    EXPECTED_FAILURES,
+    history_lines,
+    ill_typed,
+    python_context,
+    scenario,
+    tear_middle,
+    write_lines,
+    write_run,
+)
 
 FIXED_IDS = (
     "controller.unique", "controller.epoch_monotonic", "quorum.no_split_brain", "partition.leader_in_isr",
@@ -95,6 +104,63 @@ def test_reference_on_a_torn_history_of_a_crash_counts_unfinished_writes_as_unkn
     run_dir = write_run(tmp_path / "torn", events, run=dict(RUN_JSON, status="crashed"), torn=True)
     lost = reference_checks(run_dir)[0]
     assert lost.status != "fail" and lost.metrics["lost"] == 0 and lost.metrics["unfinished"] >= 1
+
+
+def test_reference_skips_a_wrong_typed_value_and_answers_unknown_instead_of_blaming_the_fault(tmp_path: Path) -> None:
+    """`"value": "not-a-number"` on a poll during fault #1 is a skipped line (as on the Spark path,
+    tests/integration/spark_analysis), not a poll without a value: the checks it would make fail are unknown."""
+    events, line = ill_typed(scenario(), "poll", "value", "not-a-number", nth=10)
+    run_dir = write_run(tmp_path / "ill-typed", events)
+    damage = reference_damage(run_dir / "history.jsonl")
+    assert (damage.total_lines, damage.skipped) == (len(events), 1)
+    assert [(d.line, d.kind, d.type) for d in damage.listed] == [(line, "ill-typed", "poll")]
+    by_id = {r.check_id: r for r in reference_checks(run_dir)}
+    lost, skip = by_id["delivery.lost_write"], by_id["consumer.poll_skip"]
+    assert lost.status == "unknown" and lost.metrics["status_without_damage_rule"] == "fail" and lost.fault is None
+    assert skip.status == "unknown" and "1 inside fault windows" in skip.summary
+    assert by_id["delivery.key_order"].status == "pass", "no send or ack line was damaged"
+
+
+def test_reference_counts_torn_lines_in_the_middle_and_no_delivery_check_fails(tmp_path: Path) -> None:
+    lines, torn = tear_middle(history_lines(scenario()), 37)
+    run_dir = write_lines(tmp_path / "torn37", lines)
+    damage = reference_damage(run_dir / "history.jsonl")
+    assert damage.skipped == 37 and dict(damage.by_kind) == {"torn": 37}
+    assert [d.line for d in damage.listed] == torn
+    results = reference_checks(run_dir)
+    assert not [r.check_id for r in results if r.status == "fail"]
+    delivery = [r for r in results if r.check_id.startswith("delivery.")]
+    assert all(r.status == "unknown" and "damaged history line" in r.summary for r in delivery), delivery
+
+
+@pytest.mark.parametrize(("line", "damage"), [
+    ('{"t":1.0,"src":"c","type":"poll","value":7.0,"offset":1,"partition":0,"topic":"o"}', ("ill-typed", "poll")),
+    ('{"t":1.0,"src":"c","type":"poll","value":1,"offset":"1","partition":0,"topic":"o"}', ("ill-typed", "poll")),
+    ('{"t":true,"src":"c","type":"poll","value":1}', ("ill-typed", "poll")),
+    ('{"t":1.0,"src":"p","type":"send.error","value":1,"definite":1}', ("ill-typed", "send.error")),
+    ('{"t":1.0,"src":"zk","type":"partition.state","leader":2.0}', ("ill-typed", "partition.state")),
+    ('{"t":1.0,"src":"zk","type":"partition.state","isr":[1,"a"]}', ("ill-typed", "partition.state")),
+    ('{"t":1.0,"src":"c","type":"assign","partitions":["o",0]}', ("ill-typed", "assign")),
+    ('{"t":1.0,"src":"c","value":"x"}', ("torn", "?")),
+    ('{"t":1.0,"src":"c"}', ("untyped", "?")),
+    ('{"t":2.5,"src":"c","type":"poll","val', ("torn", "poll")),
+    ("[1,2]", ("torn", "?")),
+    ('{"t":"NaN","src":"a","type":"probe"}', None),
+    ('{"t":1.0,"src":"zk","type":"partition.state","leader":"2","isr":[2,null]}', None),
+    ('{"t":1.0,"src":"a","type":"group.state","leader":"m1","members":[{"id":1}]}', None),
+    ('{"t":1.0,"src":"p","type":"send","value":1,"key":{"k":1}}', None),
+    ('{"t":1.0,"wall":"noon","src":"e","type":"probe"}', None),
+    ('{"t":1.0,"src":"e","type":"probe"} trailing text', None),
+])
+def test_reference_takes_the_json_types_sparks_reader_takes(
+        tmp_path: Path, line: str, damage: tuple[str, str] | None) -> None:
+    """A field of the wrong JSON type for the history schema skips the line; what Spark's reader accepts
+    (a number's digits as a string leader, "NaN" as a double, any JSON in a string column, nulls in arrays,
+    a column no check reads, text after the object) does not."""
+    run_dir = write_lines(tmp_path / "run", ['{"t":0.0,"src":"engine","type":"run.start"}', line, "", "  "])
+    found = reference_damage(run_dir / "history.jsonl")
+    assert found.total_lines == 2, "blank lines are no lines"
+    assert [(d.kind, d.type) for d in found.listed] == ([damage] if damage else [])
 
 
 def _failover_history(no_leader_isr: list[int]) -> list[dict[str, object]]:

@@ -65,7 +65,7 @@ def test_kill_9_mid_chaos_running_without_run_end_is_incomplete_naming_the_phase
 def test_sigterm_interrupted_is_incomplete_with_the_error() -> None:
     inc = incompleteness(_info(status="interrupted"), _ending(interrupted_mid_chaos()))
     assert inc is not None and inc.status == "interrupted" and inc.missing_phases == ("heal", "drain")
-    assert inc.reason == "run interrupted (Ctrl-C or SIGTERM); phases never reached: heal, drain"
+    assert inc.reason == "run interrupted by SIGTERM; phases never reached: heal, drain"
     assert inc.to_json() == {"status": "interrupted", "missing_phases": ["heal", "drain"], "reason": inc.reason,
                              "run_json_status": "interrupted", "run_end_status": "interrupted"}
 
