@@ -7,13 +7,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import json
-import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError, ValidationError
+from harness.experiment.reproduce import reproduce_line as reproduce
 from harness.install.kafka import BROKERS, DEFAULT_LINE
 
 if TYPE_CHECKING:
@@ -159,24 +158,8 @@ def _run_one(exp: Experiment, backend: ClusterBackend, reason: str, args: argpar
 
 def reproduce_line(exp: Experiment, backend: str, run_dir: Path) -> str:
     """The command that runs this exact experiment again (variant, seed, backend) and what it ran on."""
-    variant = f" --variant {shlex.quote(exp.variant)}" if exp.variant else ""
-    broker = "" if exp.cluster.broker == "auto" else f" --broker {exp.cluster.broker}"
-    return (f"reproduce: kafka-chaos run {shlex.quote(exp.source)}{variant} --seed {exp.seed} --backend {backend}"
-            f"{broker}  # {_tested_versions(run_dir)}")
-
-
-def _tested_versions(run_dir: Path) -> str:
-    """Broker, harness, client and JVM versions from run.json (all of them are in that file)."""
-    where = f"all versions in {run_dir / 'run.json'}"
-    try:
-        info = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return where
-    v = info.get("versions") or {}
-    parts = [(info.get("broker") or {}).get("describe"),
-             v.get("harness") and f"kafka-chaos {v['harness']}",
-             v.get("librdkafka") and f"librdkafka {v['librdkafka']}", v.get("java")]
-    return ", ".join(str(p) for p in parts if p) + f"; {where}"
+    return reproduce(exp.source, seed=exp.seed, backend=backend, run_dir=run_dir, variant=exp.variant,
+                     broker=exp.cluster.broker)
 
 
 def _verify(run_dir: Path, spark_master: str | None) -> int:

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from harness.cluster.base import Cluster
-from harness.engine.history import EventSink
 from harness.errors import HarnessError, HarnessTimeout
 from harness.experiment.schema import Experiment
+from harness.history.jsonl import EventSink
 from harness.observe.base import Observer
 from harness.workload.base import Workload
 from harness.workload.common import LIBRDKAFKA_LOGGER

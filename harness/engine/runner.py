@@ -20,16 +20,16 @@ from typing import Any, Protocol
 from harness.cluster.base import Cluster, ClusterBackend, ClusterSpec, voter_ids
 from harness.cluster.render_kraft import kraft_cluster_id
 from harness.engine.bundle import RunBundle
-from harness.engine.history import Event, HistoryWriter
 from harness.engine.interrupts import INTERRUPTS, Interrupts
 from harness.engine.parts import REAL_PARTS, RunParts
-from harness.engine.probes import PROBES
-from harness.engine.schedule import actions, plan
-from harness.engine.state import ClusterState
 from harness.errors import HarnessError
 from harness.experiment.schema import Experiment
 from harness.faults.inject import FaultInjector, MemberControl
 from harness.faults.resolve import Topology
+from harness.faults.schedule import actions, plan
+from harness.history.jsonl import Event, HistoryWriter
+from harness.history.probes import PROBES
+from harness.history.state import ClusterState
 from harness.observe.base import Observer
 from harness.workload.base import Workload
 from harness.workload.common import LIBRDKAFKA_LOGGER

@@ -16,7 +16,6 @@ import os
 import re
 from typing import Any
 
-from harness.engine.probes import PROBES
 from harness.errors import Problem, ValidationError
 from harness.experiment.cluster_fields import read_cluster
 from harness.experiment.fields import MISSING, Fields, did_you_mean
@@ -51,6 +50,7 @@ from harness.experiment.schema import (
     frozen_map,
 )
 from harness.experiment.yamlsource import Path, parse_located
+from harness.history.probes import PROBES
 
 TOP_KEYS = ("name", "description", "seed", "cluster", "topics", "workload", "steady_state",
             "steady_timeout", "schedule", "duration", "drain", "verify")

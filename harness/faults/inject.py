@@ -11,9 +11,6 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from harness.cluster.base import Cluster, LinkSource, NodeId, link_name
-from harness.engine.history import EventSink
-from harness.engine.schedule import PlannedFault
-from harness.engine.state import ClusterState
 from harness.errors import HarnessError
 from harness.faults.catalog import CATALOG, TOXIC_ATTRIBUTES
 from harness.faults.resolve import (
@@ -25,6 +22,9 @@ from harness.faults.resolve import (
     resolve_link,
     resolve_node,
 )
+from harness.faults.schedule import PlannedFault
+from harness.history.jsonl import EventSink
+from harness.history.state import ClusterState
 
 
 class MemberControl(Protocol):

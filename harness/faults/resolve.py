@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.cluster.base import CLIENT, LinkSource, NodeId
-from harness.engine.state import ClusterState
 from harness.errors import HarnessError
 from harness.faults.targets import LinkTarget, Target
+from harness.history.state import ClusterState
 
 
 class ResolutionError(HarnessError):

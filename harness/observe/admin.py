@@ -33,8 +33,8 @@ from typing import Any
 import confluent_kafka
 from confluent_kafka.admin import AdminClient
 
-from harness.engine.history import Event, EventSink
 from harness.errors import HarnessError, TeardownError
+from harness.history.jsonl import Event, EventSink
 from harness.workload.common import LIBRDKAFKA_LOGGER
 
 _STATE_NAMES = {

@@ -26,8 +26,8 @@ import time
 from collections.abc import Sequence
 
 from harness.cluster.leftovers import LeftoverRegistry
-from harness.engine.history import Event, EventSink
 from harness.errors import TeardownError
+from harness.history.jsonl import Event, EventSink
 from harness.observe.base import StartedByWith
 
 RESTART_BACKOFF_S = 1.0

@@ -42,8 +42,8 @@ from typing import Any, TypeVar
 from kafka.protocol.admin import DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse
 from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeClusterResponse
 
-from harness.engine.history import Event, EventSink
 from harness.errors import HarnessError, TeardownError
+from harness.history.jsonl import Event, EventSink
 from harness.observe.base import StartedByWith
 from harness.observe.kafka_wire import NodeConnection, Unanswered, error_name
 

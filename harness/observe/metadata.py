@@ -27,8 +27,8 @@ from typing import Any
 
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
-from harness.engine.history import EventSink
 from harness.errors import HarnessError, TeardownError
+from harness.history.jsonl import EventSink
 from harness.observe.base import StartedByWith
 
 log = logging.getLogger(__name__)

@@ -43,8 +43,8 @@ from typing import Any
 
 from kafka.protocol.admin.cluster import DescribeQuorumRequest, DescribeQuorumResponse
 
-from harness.engine.history import Event, EventSink
 from harness.errors import HarnessError, HarnessTimeout, TeardownError
+from harness.history.jsonl import Event, EventSink
 from harness.observe.base import StartedByWith
 from harness.observe.kafka_wire import NodeConnection, Unanswered, error_name
 

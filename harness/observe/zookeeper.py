@@ -37,8 +37,8 @@ from kazoo.exceptions import KazooException, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import EventType, WatchedEvent, ZnodeStat
 
-from harness.engine.history import EventSink
 from harness.errors import HarnessTimeout
+from harness.history.jsonl import EventSink
 from harness.observe.base import StartedByWith
 from harness.zk import znodes as z
 from harness.zk.workqueue import CoalescingWorker

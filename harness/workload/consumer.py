@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
-from harness.engine.history import EventSink
 from harness.errors import TeardownError
+from harness.history.jsonl import EventSink
 from harness.workload.common import LIBRDKAFKA_LOGGER, WorkloadConfigError, WorkloadError
 from harness.workload.member import COMMIT_MODES, Member
 

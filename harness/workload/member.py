@@ -34,7 +34,7 @@ from typing import Any
 
 import confluent_kafka
 
-from harness.engine.history import Event, EventSink
+from harness.history.jsonl import Event, EventSink
 from harness.workload.common import WorkloadError, decode_key, decode_value, parse_group_metadata, wall_ms
 
 TopicPartitionKey = tuple[str, int]

@@ -28,8 +28,8 @@ from typing import Any
 
 import confluent_kafka
 
-from harness.engine.history import Event, EventSink
 from harness.errors import TeardownError
+from harness.history.jsonl import Event, EventSink
 from harness.workload.common import (
     LIBRDKAFKA_LOGGER,
     WorkloadConfigError,

@@ -97,8 +97,7 @@ def trend_document(runs_dir: Path, entries: list[RunEntry], agg: Aggregates, pag
                       "tested": run.get("title")})
         if run["status"] == "pass":
             continue
-        reproduce = reproduce_for(entry, experiment=run.get("experiment"), seed=run.get("seed"),
-                                  backend=run.get("backend"))
+        reproduce = reproduce_for(entry, seed=run.get("seed"), backend=run.get("backend"))
         failed.append({
             "run": run["run_id"],
             "night": run["night"],

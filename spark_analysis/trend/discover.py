@@ -5,7 +5,7 @@ Owns the discovery rule: a run directory is a directory holding `run.json`, `ver
 hidden directories are skipped. Each found run becomes a `RunEntry` (its id is the path relative
 to RUNS_DIR) with the tolerant `RunInfo` of its run.json (a missing or unreadable run.json is
 noted, never fatal) and whether its verdict.json exists. Also owns the reproduce line of a run,
-built by the CLI's own `reproduce_line` from what run.json recorded.
+built by `harness.experiment.reproduce` (the CLI's own line) from what run.json recorded.
 """
 
 from __future__ import annotations
@@ -101,14 +101,11 @@ def discover_runs(runs_dir: Path) -> list[RunEntry]:
     return [_entry(runs_dir, path) for path in found]
 
 
-def reproduce_for(entry: RunEntry, *, experiment: str | None, seed: int | None, backend: str | None) -> str | None:
+def reproduce_for(entry: RunEntry, *, seed: int | None, backend: str | None) -> str | None:
     """The CLI's reproduce line for this run, or None when run.json/verdict lack source, seed or backend."""
-    from harness.cli import reproduce_line
-    from harness.experiment.schema import Experiment
+    from harness.experiment.reproduce import reproduce_line
 
     source = entry.source
     if source is None or seed is None or not backend:
         return None
-    spec = Experiment(name=experiment or entry.path.name, duration=0.0, seed=seed, source=source,
-                      variant=entry.variant)
-    return reproduce_line(spec, backend, entry.path)
+    return reproduce_line(source, seed=seed, backend=backend, run_dir=entry.path, variant=entry.variant or "")

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.cli import main
-from harness.engine.history import read_history
+from harness.history.jsonl import read_history
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness.engine.history import read_history
+from harness.history.jsonl import read_history
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.engine.history import read_history
 from harness.experiment.schema import CHECK_IDS
+from harness.history.jsonl import read_history
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 ROOT = Path(__file__).resolve().parents[3]

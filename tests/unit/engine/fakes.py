@@ -11,8 +11,8 @@ from types import TracebackType
 from typing import Any
 
 from harness.cluster.base import BrokerFlavour, ClusterSpec, LinkSource, NodeId, link_name
-from harness.engine.history import EventSink
 from harness.experiment.schema import Experiment
+from harness.history.jsonl import EventSink
 
 
 class FakeLink:

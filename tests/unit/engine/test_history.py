@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.engine.history import HistoryWriter, read_history
+from harness.history.jsonl import HistoryWriter, read_history
 
 CHILD = r"""
 import sys, itertools
-from harness.engine.history import HistoryWriter
+from harness.history.jsonl import HistoryWriter
 w = HistoryWriter(sys.argv[1])
 pad = "x" * 300
 print("ready", flush=True)

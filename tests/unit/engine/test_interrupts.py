@@ -19,10 +19,10 @@ from harness.cluster.base import ClusterSpec
 from harness.cluster.lifecycle import start_or_teardown
 from harness.engine import runner
 from harness.engine.bundle import RunBundle
-from harness.engine.history import read_history
 from harness.engine.interrupts import INTERRUPT_SIGNALS, Interrupts
 from harness.engine.runner import QuietProgress, Run
 from harness.experiment import load_experiment_text
+from harness.history.jsonl import read_history
 from tests.unit.engine.fakes import FakeBackend, FakeCluster, fake_parts
 from tests.unit.engine.test_runner import EXP
 

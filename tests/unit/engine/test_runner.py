@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 from harness.engine import runner
-from harness.engine.history import read_history
 from harness.engine.runner import run_experiment
 from harness.experiment import load_experiment_text
+from harness.history.jsonl import read_history
 from tests.unit.engine.fakes import FakeBackend, fake_parts
 
 EXP = """

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from harness.engine.schedule import actions, plan
 from harness.experiment import load_experiment_text
 from harness.experiment.dump import dump_experiment
+from harness.faults.schedule import actions, plan
 
 TEXT = """
 name: sched

@@ -31,11 +31,11 @@ from harness.cluster.render import (
     render_server_properties,
 )
 from harness.engine.runner import cluster_spec
-from harness.engine.schedule import actions, plan
 from harness.errors import ValidationError
 from harness.experiment import load_experiment_text, load_experiments, load_experiments_text
 from harness.experiment.dump import dump_experiment
 from harness.experiment.schema import Experiment
+from harness.faults.schedule import actions, plan
 
 CASE_BOUND_S = 2.0
 """Generous on purpose: a loaded 2-core CI machine must not flake; a regression to a stall is far above."""

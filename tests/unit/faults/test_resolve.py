@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from harness.cluster.base import CLIENT, NodeId, link_name
-from harness.engine.state import ClusterState
 from harness.faults.resolve import (
     MemberRef,
     ResolutionError,
@@ -16,6 +15,7 @@ from harness.faults.resolve import (
     resolve_node,
 )
 from harness.faults.targets import TargetSyntaxError, parse_link, parse_target
+from harness.history.state import ClusterState
 
 TOPO = Topology((1, 2, 3), (1, 2, 3))
 

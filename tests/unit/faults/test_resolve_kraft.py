@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from harness.cluster.base import CLIENT, NodeId
-from harness.engine.state import ClusterState
 from harness.faults.resolve import ResolutionError, Topology, isolate_links, partition_links, resolve_link, resolve_node
 from harness.faults.targets import Target, parse_link, parse_target
+from harness.history.state import ClusterState
 
 DEDICATED = Topology((1, 2, 3), (), (101, 102, 103))
 COMBINED = Topology((1, 2, 3), (), (1, 2, 3), combined=True)

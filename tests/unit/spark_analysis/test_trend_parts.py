@@ -64,11 +64,11 @@ def test_reproduce_line_comes_from_the_cli_and_needs_source_seed_and_backend(tmp
     _run(tmp_path / "s", {"experiment": "e", "seed": 9})
     (tmp_path / "s" / "experiment.yaml").write_text("name: e\n")
     r, s = discover_runs(tmp_path)
-    line = reproduce_for(r, experiment="e", seed=9, backend="process")
+    line = reproduce_for(r, seed=9, backend="process")
     assert line is not None and "kafka-chaos run experiments/e.yaml --variant acks=1 --seed 9 --backend process" in line
-    line = reproduce_for(s, experiment="e", seed=9, backend="process")
+    line = reproduce_for(s, seed=9, backend="process")
     assert line is not None and f"kafka-chaos run {tmp_path / 's' / 'experiment.yaml'} --seed 9" in line
-    assert reproduce_for(r, experiment="e", seed=None, backend="process") is None
+    assert reproduce_for(r, seed=None, backend="process") is None
 
 
 def test_slo_checks_keep_sorted_samples_thinned_evenly_above_the_cap() -> None:

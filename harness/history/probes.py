@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
-from harness.engine.state import ClusterState
+from harness.history.state import ClusterState
 
 Probe = Callable[[ClusterState], tuple[bool, str]]
 

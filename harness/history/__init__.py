@@ -1,0 +1,11 @@
+"""The ground floor: what a run records and how it is read back and folded.
+
+- `jsonl`: the event type (`Event`), the `EventSink` every observer, workload and fault injector writes to,
+  the crash-safe append-only writer of `history.jsonl`, and the tolerant reader (torn last line, unknown
+  fields);
+- `state`: `ClusterState`, the fold of observed events the probes and dynamic fault targets read;
+- `probes`: the named steady-state probes over that state.
+
+It imports nothing of the project but `harness.errors`; every other layer may import it
+(tests/unit/test_layers.py enforces both).
+"""
