@@ -241,30 +241,38 @@ def wait_toxiproxy(node: NodeContainer, url: str, deadline: float) -> str:
         time.sleep(0.1)
 
 
-def wait_zookeeper(node: NodeContainer, host: str, port: int, deadline: float, *, quorum: bool) -> None:
-    """With `quorum`: until `srvr` reports a mode; otherwise until the client port accepts connections."""
+def _wait_until(node: NodeContainer, probe: Callable[[], str | None], deadline: float, *, what: str, hint: str,
+                poll_s: float) -> None:
+    """Poll `probe` (None: done; else what it saw) until it succeeds, the node's container exits (BackendError)
+    or `deadline` passes (HarnessTimeout naming `what`, the last thing seen and the end of the log)."""
     timeout = max(0.0, deadline - time.monotonic())
     last: object = "no answer yet"
     while True:
         if not node.is_running():
             raise _exited(node, "starting")
         try:
-            if quorum:
-                mode = server_mode(host, port, timeout_s=1.0)
-                if mode:
-                    return
-                last = "srvr answered without a mode (no quorum yet?)"
-            else:
-                with socket.create_connection((host, port), timeout=1.0):
-                    return
+            seen = probe()
+            if seen is None:
+                return
+            last = seen
         except OSError as exc:
             last = exc
         if time.monotonic() >= deadline:
-            raise HarnessTimeout(
-                f"{node.spec.node} (container {node.spec.name}) to serve on {host}:{port}", timeout,
-                last_seen=f"{last}; log ends with:\n{node.tail()}",
+            raise HarnessTimeout(f"{node.spec.node} (container {node.spec.name}) to {what}", timeout,
+                                 last_seen=f"{last}; log ends with:\n{node.tail()}", hint=hint)
+        time.sleep(poll_s)
+
+
+def wait_zookeeper(node: NodeContainer, host: str, port: int, deadline: float, *, quorum: bool) -> None:
+    """With `quorum`: until `srvr` reports a mode; otherwise until the client port accepts connections."""
+    def probe() -> str | None:
+        if quorum:
+            return None if server_mode(host, port, timeout_s=1.0) else "srvr answered without a mode (no quorum yet?)"
+        with socket.create_connection((host, port), timeout=1.0):
+            return None
+
+    _wait_until(node, probe, deadline, what=f"serve on {host}:{port}", poll_s=0.1,
                 hint="check the member's log; an ensemble needs a majority of members running")
-        time.sleep(0.1)
 
 
 _API_VERSIONS_V0 = struct.pack(">ihhih", 2 + 2 + 4 + 2 + 5, 18, 0, 1, 5) + b"ready"
@@ -287,19 +295,7 @@ def answers_api_versions(host: str, port: int, timeout_s: float = 2.0) -> bool:
 
 def wait_kafka_api(node: NodeContainer, host: str, port: int, deadline: float, *, hint: str) -> None:
     """Wait until the node's listener published at host:port answers ApiVersions."""
-    timeout = max(0.0, deadline - time.monotonic())
-    last: object = "no answer yet"
-    while True:
-        if not node.is_running():
-            raise _exited(node, "starting")
-        try:
-            if answers_api_versions(host, port):
-                return
-            last = "the connection closed before an ApiVersions answer"
-        except OSError as exc:
-            last = exc
-        if time.monotonic() >= deadline:
-            raise HarnessTimeout(f"{node.spec.node} (container {node.spec.name}) to answer ApiVersions on "
-                                 f"{host}:{port}", timeout, last_seen=f"{last}; log ends with:\n{node.tail()}",
-                                 hint=hint)
-        time.sleep(0.2)
+    def probe() -> str | None:
+        return None if answers_api_versions(host, port) else "the connection closed before an ApiVersions answer"
+
+    _wait_until(node, probe, deadline, what=f"answer ApiVersions on {host}:{port}", hint=hint, poll_s=0.2)

@@ -1,9 +1,15 @@
-"""The `Observer` extension point: something that watches the cluster and emits events to a sink."""
+"""The `Observer` extension point (something that watches the cluster and emits events to a sink), the
+start/stop context-manager pair, and `OrderedEmitter`, which stamps an observer's events in order."""
 
 from __future__ import annotations
 
+import logging
 from types import TracebackType
-from typing import Protocol, Self, runtime_checkable
+from typing import Any, Protocol, Self, runtime_checkable
+
+from harness.history.jsonl import Event, EventSink
+
+log = logging.getLogger(__name__)
 
 
 @runtime_checkable
@@ -37,3 +43,26 @@ class StartedByWith:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+
+
+class OrderedEmitter:
+    """Hands one observer's events to its sink with `src` = the observer's name and `wall` stamps that never go
+    back (a later answer stamped earlier by a lagging clock read keeps the last stamp). A sink that raises is
+    counted in `sink_errors` and logged; the observer goes on. Callers serialise their calls (one thread, or
+    under the observer's lock)."""
+
+    def __init__(self, sink: EventSink, src: str) -> None:
+        self._sink = sink
+        self.src = src
+        self._last_wall = 0.0
+        self.sink_errors = 0
+
+    def __call__(self, type_: str, wall: float, **fields: Any) -> None:
+        wall = max(wall, self._last_wall)
+        self._last_wall = wall
+        event: Event = {"type": type_, "src": self.src, "wall": round(wall, 3), **fields}
+        try:
+            self._sink(event)
+        except Exception:
+            self.sink_errors += 1
+            log.exception("observer %s: sink rejected %r", self.src, event)

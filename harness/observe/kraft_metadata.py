@@ -43,8 +43,8 @@ from kafka.protocol.admin import DescribeTopicPartitionsRequest, DescribeTopicPa
 from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeClusterResponse
 
 from harness.errors import HarnessError, TeardownError
-from harness.history.jsonl import Event, EventSink
-from harness.observe.base import StartedByWith
+from harness.history.jsonl import EventSink
+from harness.observe.base import OrderedEmitter, StartedByWith
 from harness.observe.kafka_wire import NodeConnection, Unanswered, error_name
 
 log = logging.getLogger(__name__)
@@ -143,7 +143,7 @@ class KraftMetadataObserver(StartedByWith):
                                      f"timeout_s={timeout_s!r} must be > 0")
         self.name = name
         self.interval_s, self.timeout_s = interval_s, timeout_s
-        self._sink = sink
+        self._emit = OrderedEmitter(sink, name)
         self._conns = {b: NodeConnection(b, a, timeout_s=timeout_s, client_id=f"observer-{name}")
                        for b, a in sorted(brokers.items())}
         self._preferred: int | None = None
@@ -151,7 +151,6 @@ class KraftMetadataObserver(StartedByWith):
         self._stop = threading.Event()
         self._failure: BaseException | None = None
         self._errors_seen: set[tuple[int, str, str]] = set()
-        self._last_wall = 0.0
         self._brokers: dict[int, BrokerState] = {}
         self._partitions: dict[tuple[str, str, int], PartitionState] = {}
         self._topic_ids: dict[str, str] = {}
@@ -159,7 +158,6 @@ class KraftMetadataObserver(StartedByWith):
         self.answered_by: int | None = None
         self.cycles = 0
         self.stale_skipped = 0
-        self.sink_errors = 0
 
     def start(self) -> None:
         if self._thread is not None:
@@ -303,12 +301,7 @@ class KraftMetadataObserver(StartedByWith):
                    error=f"{call}: {exc.kind}", detail=f"broker {broker} at {self._conns[broker].address}: "
                    f"{exc.detail}", node=broker)
 
-    def _emit(self, type_: str, wall: float, **fields: Any) -> None:
-        wall = max(wall, self._last_wall)  # one thread emits: walls never go back across this observer
-        self._last_wall = wall
-        event: Event = {"type": type_, "src": self.name, "wall": round(wall, 3), **fields}
-        try:
-            self._sink(event)
-        except Exception:
-            self.sink_errors += 1
-            log.exception("observer %s: sink rejected %r", self.name, event)
+    @property
+    def sink_errors(self) -> int:
+        """Events the sink refused (each logged)."""
+        return self._emit.sink_errors

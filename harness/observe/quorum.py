@@ -44,8 +44,8 @@ from typing import Any
 from kafka.protocol.admin.cluster import DescribeQuorumRequest, DescribeQuorumResponse
 
 from harness.errors import HarnessError, HarnessTimeout, TeardownError
-from harness.history.jsonl import Event, EventSink
-from harness.observe.base import StartedByWith
+from harness.history.jsonl import EventSink
+from harness.observe.base import OrderedEmitter, StartedByWith
 from harness.observe.kafka_wire import NodeConnection, Unanswered, error_name
 
 log = logging.getLogger(__name__)
@@ -146,17 +146,15 @@ class QuorumObserver(StartedByWith):
                                       f"timeout_s={timeout_s!r} and sample_s={sample_s!r} must be > 0")
         self.name = name
         self.interval_s, self.timeout_s, self.sample_s = interval_s, timeout_s, sample_s
-        self._sink = sink
+        self._emit = OrderedEmitter(sink, name)
         self._voters = [_Voter(NodeConnection(v, a, timeout_s=timeout_s, client_id=f"observer-{name}-{v}"))
                         for v, a in sorted(voters.items())]
         self._threads: list[tuple[threading.Thread, _Voter]] = []
         self._stop = threading.Event()
         self._cond = threading.Condition()  # guards the fields below and orders every emit
-        self._last_wall = 0.0
         self._leader: tuple[int, int] | None = None
         self._emitted: set[tuple[int, int]] = set()
         self._failures: list[tuple[str, BaseException]] = []
-        self.sink_errors = 0
 
     @property
     def answers(self) -> dict[int, int]:
@@ -273,13 +271,7 @@ class QuorumObserver(StartedByWith):
                        error=f"describe_quorum: {exc.kind}",
                        detail=f"voter {voter.conn.node} at {voter.conn.address}: {exc.detail}", node=voter.conn.node)
 
-    def _emit(self, type_: str, wall: float, **fields: Any) -> None:
-        """Hand one event to the sink (caller holds the lock: walls never go back across this observer)."""
-        wall = max(wall, self._last_wall)
-        self._last_wall = wall
-        event: Event = {"type": type_, "src": self.name, "wall": round(wall, 3), **fields}
-        try:
-            self._sink(event)
-        except Exception:
-            self.sink_errors += 1
-            log.exception("observer %s: sink rejected %r", self.name, event)
+    @property
+    def sink_errors(self) -> int:
+        """Events the sink refused (each logged)."""
+        return self._emit.sink_errors
