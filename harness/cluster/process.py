@@ -5,8 +5,8 @@ from `KAFKA_HOME` or the cache, or the reference broker, `process_flavour`). KRa
 (dedicated controllers or combined brokers) and N brokers of Apache Kafka (`process_kraft`). Both with
 one Toxiproxy (`TOXIPROXY_BIN` or the embedded server, `process_toxiproxy`), wired as DESIGN.md
 "Link-level faults: one listener per source" (`render`, `process_topology`). Faults are signals to
-process groups and proxy operations. Every child runs in its own
-process group, is recorded for `clean_leftovers()`, and is killed on every exit path.
+process groups and proxy operations. Every child runs in its own process group, is recorded for
+`clean_leftovers()`, and is killed on every exit path.
 
 Layout under `workdir/`: `broker-<k>/{server.properties,data/,broker.log,logs/}`,
 `controller-<id>/{server.properties,data/,controller.log,logs/}` (KRaft), `zookeeper/zk<i>/`,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from harness.cluster.base import CLIENT, ClusterSpec, NodeId
@@ -59,11 +59,11 @@ class KraftNodes:
             self._add(NodeId.broker(b.broker_id), workdir / f"broker-{b.broker_id}", render_kraft_broker,
                       spec.broker_config)
 
-    def _add(self, node: NodeId, node_dir: Path, render: object, overrides: Mapping[str, str]) -> None:
+    def _add(self, node: NodeId, node_dir: Path, render: Callable[..., str], overrides: Mapping[str, str]) -> None:
         (node_dir / "data").mkdir(parents=True, exist_ok=True)
         (node_dir / "logs").mkdir(parents=True, exist_ok=True)
         props = node_dir / "server.properties"
-        text = render(self.topology, node.id, log_dirs=str(node_dir / "data"), overrides=overrides)  # type: ignore[operator]
+        text = render(self.topology, node.id, log_dirs=str(node_dir / "data"), overrides=overrides)
         props.write_text(text, encoding="utf-8")
         self.properties[node] = props
         log = node_dir / ("controller.log" if node.role == "controller" else "broker.log")
@@ -86,14 +86,15 @@ class KraftNodes:
         """`StorageTool format -t <cluster id> -c <properties>` for every node at once; an error names the
         node and shows the end of the tool's output."""
         tools: list[tuple[NodeId, ManagedProcess]] = []
-        for node, props in self.properties.items():
-            argv = self.launcher.tool_argv(props.parent / "logs", *storage_format_args(self.cluster_id, str(props)))
-            tool = ManagedProcess(f"format {node}", argv, cwd=props.parent, log_path=props.parent / "format.log",
-                                  registry=self._registry, env=self.launcher.env(props.parent, self._environ))
-            tool.start()
-            tools.append((node, tool))
         failed: list[str] = []
         try:
+            for node, props in self.properties.items():
+                argv = self.launcher.tool_argv(props.parent / "logs",
+                                               *storage_format_args(self.cluster_id, str(props)))
+                tool = ManagedProcess(f"format {node}", argv, cwd=props.parent, log_path=props.parent / "format.log",
+                                      registry=self._registry, env=self.launcher.env(props.parent, self._environ))
+                tools.append((node, tool))
+                tool.start()
             for node, tool in tools:
                 code = tool.wait(max(1.0, min(FORMAT_TIMEOUT_S, deadline - time.monotonic())))
                 if code != 0:
