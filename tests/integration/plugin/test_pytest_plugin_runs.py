@@ -19,7 +19,8 @@ import pytest
 from harness.experiment.schema import CHECK_IDS
 from harness.history.jsonl import read_history
 
-pytestmark = [pytest.mark.integration, pytest.mark.spark]
+pytestmark = [pytest.mark.integration, pytest.mark.spark,
+              pytest.mark.timeout(600)]  # the first test carries the session: 4 experiment runs, 226-300 s
 ROOT = Path(__file__).resolve().parents[3]
 CONFIG = {"zookeeper.session.timeout.ms": 3000, "min.insync.replicas": 2, "offsets.topic.num.partitions": 3,
           "group.initial.rebalance.delay.ms": 0}

@@ -248,7 +248,7 @@ def test_a_dead_and_a_paused_voter_do_not_slow_the_leaders_polling_against_a_fak
         before, started = observer.answers[101], time.monotonic()
         time.sleep(1.5)
         rate = (observer.answers[101] - before) / (time.monotonic() - started)
-        assert rate > 10, (rate, observer.answers)  # 20/s at interval 0.05 s; one blocked voter would give < 2
+        assert rate > 4, (rate, observer.answers)  # 20/s at interval 0.05 s; one blocked voter would give < 2
         assert observer.answers[102] == 0 and observer.answers[103] == 0
         assert paused.requests >= 2  # it was asked (ApiVersions), timed out, reconnected, asked again
     errors = {(e["node"], e["error"]) for e in events.of("observer.error")}
@@ -268,7 +268,7 @@ def test_a_leaders_high_watermark_is_sampled_once_a_second_against_a_fake_contro
         time.sleep(3.3)
     states = events.of("quorum.state", voter=101)
     hws = [e["high_watermark"] for e in states]
-    assert 3 <= len(states) <= 5, hws  # at t=0 and about every second, while ~160 answers came in
+    assert 2 <= len(states) <= 5, hws  # at t=0 and about every second (never more often), of ~160 answers
     assert hws == sorted(hws) and len(set(hws)) == len(hws)
     assert observer.answers[101] > 40
     assert all(e["observers"][0]["lag"] == 5 for e in states)
@@ -283,13 +283,13 @@ def test_stop_joins_every_thread_and_closes_every_socket_against_a_fake_controll
     paused = FakeNode(103, silent=True)
     fakes.append(paused)
     voters[103] = paused.address
-    observer = QuorumObserver(voters, Events(), interval_s=0.02, timeout_s=2.0, name="stopper")
+    observer = QuorumObserver(voters, Events(), interval_s=0.02, timeout_s=30.0, name="stopper")
     observer.start()
     observer.wait_leader(5.0)
     wait_for(lambda: all(f.open_connections == 1 for f in fakes), 5.0, "one connection to each fake")
     started = time.monotonic()
     observer.stop()
-    assert time.monotonic() - started < 1.0  # not the 2 s the paused voter's answer could take
+    assert time.monotonic() - started < 15.0  # woken: not the 30 s the paused voter's answer could take
     assert not [t for t in threading.enumerate() if t.name.startswith("observer-stopper")]
     wait_for(lambda: all(f.open_connections == 0 for f in fakes), 5.0, "every connection closed")
     observer.stop()  # idempotent
