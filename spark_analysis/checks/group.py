@@ -157,6 +157,12 @@ def _stable_protocols(ctx: CheckContext) -> dict[str, list[tuple[float, str]]]:
     return out
 
 
+STABLE_BEFORE_ASSIGN_S = 2.0
+"""The coordinator turns a group Stable when SyncGroup completes, a moment before the members' assignment
+callbacks run, so the Admin observer (polling every 0.5 s) may see Stable between two members' `assign`
+events, or just before the first (seen: 0.2 s before the last)."""
+
+
 def _protocol_between(timeline: list[tuple[float, str]], after: float, before: float) -> str | None:
     """The protocol of the first Stable state seen in [after, before): where the Admin API reports no
     generation, the generation whose assignments were just delivered is the one that became Stable."""
@@ -188,9 +194,11 @@ class AssignmentConforms:
             previous[group] = current
             protocol = protocols.get((group, gen))
             if protocol is None:
-                t_done = max(float(h.event.get("t") or 0.0) for h in members.values())
+                t_prev = max((float(h.event.get("t") or 0.0) for (g, n), ms in held.items() if g == group and n < gen
+                              for h in ms.values()), default=float("-inf"))
+                t_from = max(t_prev, first_assign[(group, gen)] - STABLE_BEFORE_ASSIGN_S)
                 t_next = min((t for (g, n), t in first_assign.items() if g == group and n > gen), default=float("inf"))
-                protocol = _protocol_between(by_time.get(group, []), t_done, t_next)
+                protocol = _protocol_between(by_time.get(group, []), t_from, t_next)
             if protocol is None or ((group, gen) in stable and sorted(stable[(group, gen)]) != sorted(members)):
                 continue
             topics = sorted({t for ps in current.values() for t, _ in ps})
