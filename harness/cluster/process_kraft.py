@@ -70,10 +70,6 @@ class KraftNodes:
         self._procs[node] = ManagedProcess(str(node), self.launcher.argv(props), cwd=node_dir, log_path=log,
                                            registry=self._registry, env=self.launcher.env(node_dir, self._environ))
 
-    @property
-    def nodes(self) -> tuple[NodeId, ...]:
-        return tuple(self._procs)
-
     def process(self, node: NodeId) -> ManagedProcess:
         try:
             return self._procs[node]

@@ -248,10 +248,6 @@ class Topology:
                  if p is not None]
         return tuple(dict.fromkeys(found)) or (self.proxy(src, dst),)
 
-    def has_link(self, src: LinkSource, dst: NodeId) -> bool:
-        """Whether `src` ever dials `dst` (so a proxy exists for the pair)."""
-        return link_name(src, dst) in self._by_name or quorum_link_name(src, dst) in self._by_name
-
     def voter_addresses(self, src: NodeId) -> dict[int, HostPort]:
         """Voter node id -> the address `src` dials it at: its own proxy to it, or itself directly."""
         return {voter.node.id: self.controller_advertised(voter)[src] for voter in self.controllers}

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from harness.cluster.base import Cluster, ClusterBackend, ClusterSpec, voter_ids
+from harness.cluster.base import Cluster, ClusterBackend, ClusterSpec
 from harness.cluster.render_kraft import kraft_cluster_id
 from harness.engine.bundle import RunBundle
 from harness.engine.interrupts import INTERRUPTS, Interrupts
@@ -215,7 +215,7 @@ class Run:
         }
         c = self.exp.cluster
         topology = Topology(tuple(range(1, c.brokers + 1)), tuple(range(1, c.zookeepers + 1)),
-                            voter_ids(c.controllers, c.combined) if c.mode == "kraft" else (), c.combined)
+                            c.voters(), c.combined)
         self.injector = FaultInjector(self.cluster, self.state, topology, self.sink, members)
         return self._await_probes("steady", self.exp.steady_timeout)
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 
-from harness.cluster.base import voter_ids
 from harness.experiment.durations import format_duration
 from harness.experiment.fields import Fields
 from harness.experiment.limits import MAX_VALUES_PER_PRODUCER
@@ -79,7 +78,7 @@ def _check_target(f: Fields, exp: Experiment, path: Path, t: Target) -> None:
         f.error(path, "controller nodes exist in KRaft clusters only (in ZooKeeper mode the controller is a "
                 "broker: target: controller)", str(t), "cluster.mode: kraft, or target: controller")
     elif t.kind == "controller" and t.id is not None:
-        voters = voter_ids(exp.cluster.controllers, exp.cluster.combined)
+        voters = exp.cluster.voters()
         if t.id not in voters:
             f.error(path, f"the quorum's voters are {', '.join(f'controller:{v}' for v in voters)}", str(t),
                     "dedicated controllers are 101..100+controllers; combined voters are brokers 1..controllers")

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
+from harness.cluster.base import voter_ids
 from harness.faults.targets import LinkTarget, Target
 
 Acks = Literal["0", "1", "all"]
@@ -46,6 +47,10 @@ class ClusterConfig:
     broker_config: Mapping[str, str] = field(default_factory=frozen_map)  # type: ignore[arg-type]
     images: Mapping[str, str] = field(default_factory=frozen_map)  # type: ignore[arg-type]
     reference_bugs: tuple[str, ...] = ()
+
+    def voters(self) -> tuple[int, ...]:
+        """The KRaft quorum's node ids (`harness.cluster.base.voter_ids`); empty in ZooKeeper mode."""
+        return voter_ids(self.controllers, self.combined) if self.mode == "kraft" else ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,6 @@ import random
 from dataclasses import dataclass
 from typing import Literal
 
-from harness.cluster.base import voter_ids
 from harness.experiment.schema import Experiment, FaultSpec
 from harness.faults.targets import LinkTarget, Target
 
@@ -58,7 +57,7 @@ def plan(exp: Experiment) -> tuple[PlannedFault, ...]:
     """Every fault with its drawn start time and concrete random targets, in firing order."""
     rng = _rng(exp.seed)
     c = exp.cluster
-    voters = voter_ids(c.controllers, c.combined) if c.mode == "kraft" else ()
+    voters = c.voters()
     out: list[PlannedFault] = []
     for spec in sorted(exp.schedule, key=lambda s: s.index):
         start = spec.at + (rng.uniform(0.0, spec.jitter) if spec.jitter > 0 else 0.0)
