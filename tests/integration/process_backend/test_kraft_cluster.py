@@ -73,8 +73,11 @@ def test_every_connection_between_nodes_passes_its_own_proxy(kraft: ProcessClust
     """Kafka 4 dials the quorum leader at the endpoint it advertises for the dialer's controller listener
     (KIP-853), not at controller.quorum.voters: without one controller listener per dialer, brokers and
     followers would bypass the proxies and a cut quorum link would cut nothing."""
-    time.sleep(3.0)  # brokers' fetchers and heartbeats settle
+    deadline = time.monotonic() + 60.0  # until the brokers' fetchers and heartbeats are connected
     proxied, direct = _node_to_node_connections(kraft)
+    while proxied < 6 and not direct and time.monotonic() < deadline:
+        time.sleep(0.5)
+        proxied, direct = _node_to_node_connections(kraft)
     assert not direct, direct
     assert proxied >= 6, proxied
 
