@@ -27,13 +27,28 @@ shown to catch the bug it exists for. A broker with any flag logs a loud warning
 - ``generation_reuse``: the group coordinator reports the group's first generation id again at
   every rebalance (JoinGroup responses and the stored group metadata; requests carrying it are
   mapped back to the real generation), so the generation never increases.
+- ``keep_dead_in_isr``: when a broker's registration vanishes, the controller elects new leaders for
+  the partitions it led (as Kafka's onBrokerFailure) but leaves it in the ISR of the partitions it only
+  followed (no write for those; Kafka's ReplicaStateMachine moves it to OfflineReplica and
+  removeReplicasFromIsr writes the ISR without it); a new controller's failover likewise skips removing
+  unregistered brokers from the ISRs of partitions with a live leader. Only the leaders' own shrink
+  (replica.lag.time.max.ms) removes it later. Breaks `partition.offline_replica_leaves_isr`.
+- ``unclean_election``: the controller's offline election, when no ISR member is live, elects the
+  first live replica in AR order (ISR = [that replica]) even though unclean.leader.election.enable is
+  false; Kafka's OfflinePartitionLeaderElectionStrategy leaves the partition leaderless (leader -1, the
+  last ISR member kept). Breaks `partition.unclean_only_when_enabled` and `partition.election_conforms`.
+- ``shutdown_without_moving_leaders``: a broker stopped gracefully (SIGTERM) skips its controlled
+  shutdown (no ControlledShutdown request) and deregisters at once, so its partitions get offline
+  elections after its registration vanishes instead of controlled-shutdown elections before.
+  Breaks `partition.controlled_shutdown_moves_leaders`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
+from dataclasses import replace
 
-from harness.model.controller import StateChange
+from harness.model.controller import ClusterView, ControllerPlan, StateChange
 from harness.model.election import elect_leader
 
 ELECT_OUTSIDE_ISR = "elect_outside_isr"
@@ -43,10 +58,13 @@ ACK_BEFORE_REPLICATION = "ack_before_replication"
 IGNORE_IDEMPOTENCE = "ignore_idempotence"
 DOUBLE_ASSIGNMENT = "double_assignment"
 GENERATION_REUSE = "generation_reuse"
+KEEP_DEAD_IN_ISR = "keep_dead_in_isr"
+UNCLEAN_ELECTION = "unclean_election"
+SHUTDOWN_WITHOUT_MOVING_LEADERS = "shutdown_without_moving_leaders"
 
 KNOWN_BUGS: frozenset[str] = frozenset({
     ELECT_OUTSIDE_ISR, SKIP_EPOCH_BUMP, ZOMBIE_CONTROLLER, ACK_BEFORE_REPLICATION, IGNORE_IDEMPOTENCE,
-    DOUBLE_ASSIGNMENT, GENERATION_REUSE,
+    DOUBLE_ASSIGNMENT, GENERATION_REUSE, KEEP_DEAD_IN_ISR, UNCLEAN_ELECTION, SHUTDOWN_WITHOUT_MOVING_LEADERS,
 })
 
 
@@ -77,3 +95,31 @@ def elect_outside_isr(changes: Iterable[StateChange], assignments: Mapping[tuple
             out[i] = StateChange(ch.partition, ch.reason + " [bug elect_outside_isr]", ch.before,
                                  ch.before.with_leader(pick, isr, controller_epoch), ch.strategy, True)
     return out
+
+
+def keep_dead_in_isr(plan: ControllerPlan, view: ClusterView) -> ControllerPlan:
+    """The `keep_dead_in_isr` bug applied to a plan the model made from `view` (`view.live` without the
+    dead brokers): `on_broker_failure`, or `on_controller_failover`'s removal of offline replicas.
+
+    Every change of a partition whose leader is not live (the dead broker led it, or it had no leader)
+    and every election or creation stays; the ISR removals of partitions whose leader is live (the dead
+    broker only followed them) are dropped, so the dead broker stays in their ISR. Nothing is chained on
+    a dropped change: the model elects only partitions without a live leader.
+    """
+    leaderless = {tp for tp, st in view.states.items() if st.leader not in view.live}
+    kept = tuple(ch for ch in plan.changes
+                 if ch.strategy is not None or ch.before is None or ch.partition in leaderless)
+    return replace(plan, changes=kept)
+
+
+def unclean_election(view: ClusterView) -> ClusterView:
+    """The `unclean_election` bug: the view the controller decides from says unclean leader election is
+    enabled for every topic (only the ``offline`` strategy reads it: with no live ISR member it takes the
+    first live AR replica and writes the ISR [leader])."""
+    return replace(view, unclean=True, unclean_topics=dict.fromkeys(view.unclean_topics, True))
+
+
+def mark_unclean(changes: Iterable[StateChange], honest: ClusterView) -> list[StateChange]:
+    """Tag the unclean elections the honest view would not have allowed (for the broker's log)."""
+    return [replace(ch, reason=ch.reason + f" [bug {UNCLEAN_ELECTION}]")
+            if ch.unclean and not honest.unclean_for(ch.partition[0]) else ch for ch in changes]

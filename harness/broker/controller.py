@@ -295,11 +295,16 @@ class Controller:
         return out
 
     # ---- decisions and writes --------------------------------------------------------------
-    def view(self) -> ClusterView:
+    def honest_view(self) -> ClusterView:
         unclean = {t: c["unclean.leader.election.enable"].lower() == "true"
                    for t, c in self.topic_configs.items() if "unclean.leader.election.enable" in c}
         return ClusterView(frozenset(self.live), dict(self.assignments), dict(self.states),
                            frozenset(self.shutting_down), self.b.config.unclean_leader_election_enable, unclean)
+
+    def view(self) -> ClusterView:
+        """What the model decides from (with `unclean_election`: unclean election enabled everywhere)."""
+        honest = self.honest_view()
+        return bugs.unclean_election(honest) if bugs.UNCLEAN_ELECTION in self.b.config.reference_bugs else honest
 
     def _write(self, change: StateChange) -> ZkCode:
         if change.before is None:
@@ -317,7 +322,7 @@ class Controller:
         written: list[StateChange] = []
         plan = plan_of(self.view())
         for _round in range(3):
-            changes = self._bug_elect_outside_isr(plan.changes)
+            changes = self._bugged(plan.changes)
             stale: list[TP] = []
             for ch in changes:
                 if ch.partition in stale:
@@ -336,10 +341,14 @@ class Controller:
             plan = plan_of(self.view())
         return written, plan
 
-    def _bug_elect_outside_isr(self, changes: Iterable[StateChange]) -> list[StateChange]:
-        if bugs.ELECT_OUTSIDE_ISR not in self.b.config.reference_bugs:
-            return list(changes)
-        return bugs.elect_outside_isr(changes, self.assignments, set(self.live) - self.shutting_down, self.epoch)
+    def _bugged(self, changes: Iterable[StateChange]) -> list[StateChange]:
+        flags = self.b.config.reference_bugs
+        out = list(changes)
+        if bugs.ELECT_OUTSIDE_ISR in flags:
+            out = bugs.elect_outside_isr(out, self.assignments, set(self.live) - self.shutting_down, self.epoch)
+        if bugs.UNCLEAN_ELECTION in flags:
+            out = bugs.mark_unclean(out, self.honest_view())
+        return out
 
     def propagate(self, changes: Iterable[StateChange], extra_replicas: Iterable[int] = ()) -> None:
         """LeaderAndIsr for the changed partitions to their live replicas, then UpdateMetadata to all."""
@@ -360,7 +369,10 @@ class Controller:
             await self._load_topic(topic)
         # Kafka's onControllerFailover: ReplicaStateMachine.startup takes every replica of a broker that is not
         # registered out of every ISR (led or followed), then PartitionStateMachine.startup elects.
-        written, _ = await self.decide(lambda v: on_controller_failover(v, self.epoch))
+        if bugs.KEEP_DEAD_IN_ISR in self.b.config.reference_bugs:
+            written, _ = await self.decide(lambda v: bugs.keep_dead_in_isr(on_controller_failover(v, self.epoch), v))
+        else:
+            written, _ = await self.decide(lambda v: on_controller_failover(v, self.epoch))
         self.channels.update_metadata(self.live_ids(), full=True)
         for broker in self.live_ids():
             self.channels.leader_and_isr(sorted(self.assignments), only=broker)

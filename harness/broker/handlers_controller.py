@@ -7,7 +7,8 @@ highest this broker accepted is answered STALE_CONTROLLER_EPOCH and logged (unle
 ControlledShutdown is answered by the active controller (NOT_CONTROLLER elsewhere).
 `controlled_shutdown(broker)` is what SIGTERM runs before the clean stop: ask the controller to
 move this broker's leaderships (retrying `controlled.shutdown.max.retries` times), then wait
-(bounded) until this broker leads no partition with more than one replica.
+(bounded) until this broker leads no partition with more than one replica (skipped altogether with the
+`shutdown_without_moving_leaders` bug flag).
 """
 
 from __future__ import annotations
@@ -130,6 +131,10 @@ async def controlled_shutdown(b: Broker) -> bool:
     """Ask the controller to move this broker's leaderships; True once it leads nothing replicated."""
     cfg = b.config
     if b.zk is None or b.zk.client is None or not cfg.controlled_shutdown_enable:
+        return False
+    if bugs.SHUTDOWN_WITHOUT_MOVING_LEADERS in cfg.reference_bugs:
+        log.warning("broker %d skips its controlled shutdown and deregisters still leading its partitions "
+                    "[bug %s]", b.broker_id, bugs.SHUTDOWN_WITHOUT_MOVING_LEADERS)
         return False
     t0 = asyncio.get_running_loop().time()
     for attempt in range(cfg.controlled_shutdown_max_retries + 1):

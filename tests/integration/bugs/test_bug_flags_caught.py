@@ -54,6 +54,12 @@ BUG_CASES: dict[str, BugCase] = {
                                  "held by"),
     "generation_reuse": BugCase("group.yaml", ("group.generation_monotonic", "group.exclusive_ownership"),
                                 "assigned again in generation 1"),
+    "keep_dead_in_isr": BugCase("broker-loss.yaml", ("partition.offline_replica_leaves_isr",),
+                                "is still in the ISR"),
+    "unclean_election": BugCase("unclean.yaml", ("partition.unclean_only_when_enabled",
+                                                 "partition.election_conforms"), "unclean election of broker"),
+    "shutdown_without_moving_leaders": BugCase("broker-loss.yaml", ("partition.controlled_shutdown_moves_leaders",),
+                                               "still led it when its registration vanished"),
 }
 CLEAN_EXPERIMENTS = sorted({c.experiment for c in BUG_CASES.values()})
 
