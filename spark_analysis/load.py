@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -46,7 +47,7 @@ _STAMP = "_source.json"
 PARQUET_BLOCK_BYTES = 8 * 1024 * 1024
 PARQUET_CODEC = "none"
 CONVERSION_SPLIT_BYTES = 64 * 1024 * 1024
-PARQUET_FORMAT = 8
+PARQUET_FORMAT = 9
 """Bumped whenever the Parquet layout changes, so older conversions are redone, not misread."""
 BULK_TYPES = frozenset({"send", "ack", "send.error", "poll", "commit"})
 """Event types that can number millions; every other type is small."""
@@ -138,6 +139,7 @@ HISTORY_SCHEMA = StructType(
         _f("value", _L),
         _f("key", _S),
         _f("offset", _L),
+        _f("latency_ms", _D),  # ack and send.error (from a delivery report): produce() to delivery, in ms
         _f("acks", _S),
         _f("error", _S),
         _f("definite", _B),
@@ -157,6 +159,19 @@ PARQUET_SCHEMA = StructType(
 )
 """The Parquet copy: the history columns minus the unused ones, plus `_damage` and `seq`; `tier`
 partitions it."""
+
+
+BULK_EXTRA_COLUMNS: Mapping[str, pa.DataType] = {"latency_ms": pa.float64()}
+"""Bulk-event columns Arrow parses besides `arrow_split.ARROW_COLUMNS` (Arrow drops a column it is not
+given), with their Arrow types (those of their HISTORY_SCHEMA types)."""
+
+
+def bulk_arrow_schema() -> pa.Schema:
+    """The columns Arrow parses the bulk events with: `ARROW_COLUMNS` plus `BULK_EXTRA_COLUMNS`."""
+    schema = arrow_schema(PARQUET_SCHEMA)
+    for name, kind in BULK_EXTRA_COLUMNS.items():
+        schema = schema.append(pa.field(name, kind))
+    return schema
 
 
 def tiers_of(types: tuple[str, ...] | list[str]) -> list[str]:
@@ -251,7 +266,7 @@ def convert_to_parquet(spark: SparkSession, history: Path, target: Path, *, use_
     target.mkdir(parents=True)
     side = target.with_name(target.name + ".spark-lines.jsonl")
     try:
-        stats = split_history(history, target, side, schema=arrow_schema(PARQUET_SCHEMA), bulk_types=BULK_TYPES,
+        stats = split_history(history, target, side, schema=bulk_arrow_schema(), bulk_types=BULK_TYPES,
                               use_arrow=use_arrow, chunk_bytes=chunk_bytes)
         if stats.side_lines:
             _spark_convert(spark, side, target)

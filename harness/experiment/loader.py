@@ -310,7 +310,8 @@ def _verify(f: Fields, raw: object) -> VerifySpec | None:
     checks = f.strings(m, path, "checks", default=["all"], choices=("all", *CHECK_FAMILIES, *CHECK_IDS))
     allow = f.strings(m, path, "allow", default=[], choices=(*CHECK_IDS, *short, *CHECK_FAMILIES))
     slo_path: Path = (*path, "slo")
-    s = f.mapping(slo_path, m.get("slo"), ("controller_failover", "partition_unavailable", "rebalance"), "slo")
+    s = f.mapping(slo_path, m.get("slo"), ("controller_failover", "partition_unavailable", "rebalance",
+                                           "write_unavailable", "read_unavailable"), "slo")
     if s is None or MISSING in (checks, allow):
         return None
     d = SloSpec()
@@ -318,8 +319,12 @@ def _verify(f: Fields, raw: object) -> VerifySpec | None:
         controller_failover=f.duration(s, slo_path, "controller_failover", default=d.controller_failover),
         partition_unavailable=f.duration(s, slo_path, "partition_unavailable", default=d.partition_unavailable),
         rebalance=f.duration(s, slo_path, "rebalance", default=d.rebalance),
+        # Optional: None (absent or null) means not declared, and the check reports without judging.
+        write_unavailable=f.duration(s, slo_path, "write_unavailable", default=None),
+        read_unavailable=f.duration(s, slo_path, "read_unavailable", default=None),
     )
-    if MISSING in (slo.controller_failover, slo.partition_unavailable, slo.rebalance):
+    if MISSING in (slo.controller_failover, slo.partition_unavailable, slo.rebalance, slo.write_unavailable,
+                   slo.read_unavailable):
         return None
     return VerifySpec(checks=checks, allow=allow, slo=slo)
 

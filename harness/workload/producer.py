@@ -4,8 +4,10 @@ unique integer values at a target rate and recording every send, ack and error a
 Events (src `producer:<id>`): `send` {producer, value, key, topic, acks}; `ack` adds partition,
 offset (None when the broker returns none, e.g. acks=0) and latency_ms (librdkafka's own
 produce()-to-delivery-report latency); `send.error` adds error (librdkafka error name),
-error_detail, retriable, fatal and definite; `client.error` {client, error, error_detail, fatal}
-for librdkafka's global errors (all brokers down, idempotence fatal errors).
+error_detail, retriable, fatal and definite, and, when it comes from a delivery report, the partition
+(if the report names one) and latency_ms (so the failed write's send time is known);
+`client.error` {client, error, error_detail, fatal} for librdkafka's global errors (all brokers
+down, idempotence fatal errors).
 
 `definite` (the write certainly did not happen): librdkafka tracks a per-message persistence
 status (NOT_PERSISTED / POSSIBLY_PERSISTED / PERSISTED, `rd_kafka_message_status()`), but
@@ -283,7 +285,9 @@ class ProducerWorkload:
                 self._acked += 1
             return
         partition = msg.partition()
-        extra = {"partition": partition} if partition is not None and partition >= 0 else {}
+        extra: Event = {"partition": partition} if partition is not None and partition >= 0 else {}
+        if latency is not None:
+            extra["latency_ms"] = round(latency * 1000.0, 3)
         self._record_error(
             {**base, **extra},
             err.name(),

@@ -32,7 +32,8 @@ from pyspark.sql import types as T
 
 from spark_analysis.trend.discover import RunEntry
 
-SLO_CHECKS = ("slo.controller_failover", "slo.partition_unavailable", "slo.rebalance")
+SLO_CHECKS = ("slo.controller_failover", "slo.partition_unavailable", "slo.write_unavailable", "slo.read_unavailable",
+              "slo.rebalance")
 STATUSES = ("pass", "fail", "unknown")
 NO_VERDICT = "no verdict"
 UNKNOWN_NIGHT = "unknown"

@@ -28,6 +28,8 @@ ul.checks{margin:0;padding-left:16px}
 SLO_TITLES = {
     "slo.controller_failover": "Controller failover",
     "slo.partition_unavailable": "Partition unavailability",
+    "slo.write_unavailable": "Write unavailability (worst stall per partition)",
+    "slo.read_unavailable": "Read unavailability (worst stall per group and partition)",
     "slo.rebalance": "Consumer group rebalance",
 }
 
