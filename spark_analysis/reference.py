@@ -1,9 +1,13 @@
-"""A single-process, pure-Python implementation of the delivery, consumer and group checks.
+"""A single-process, pure-Python implementation of every check: its own for the checks that read the bulk
+events in Spark (delivery, consumer, commit order, and the client-side stall SLOs `slo.write_unavailable` and
+`slo.read_unavailable`: `spark_analysis.reference_stall`), and the checks that already run in Python on
+collected rows (controller, quorum, partition, group, the other SLOs) reused as they are, fed from this
+module's parse instead of Spark. Like `verify_run`, it answers the checks that apply to the run's cluster
+mode (`RunInfo.applies`).
 
 It exists for two reasons: the benchmark compares Spark against it on the same file, and the
 tests cross-check that both reach the same statuses on the fixtures. Same semantics as the Spark
-checks (see their modules); the group checks that already run in Python on collected rows are
-reused as they are, fed from this module's parse instead of Spark.
+checks (see their modules).
 
 Same damaged-line policy as `spark_analysis.load` too: a line that is not a complete JSON object
 (torn), has no `type` (untyped), or has a field of the wrong JSON type for `HISTORY_SCHEMA`
@@ -31,10 +35,12 @@ from typing import Any
 from pyspark.sql.types import ArrayType, BooleanType, DataType, DoubleType, LongType, StringType
 
 from spark_analysis import load
+from spark_analysis.checks import ALL_CHECKS
 from spark_analysis.checks.common import plural, tp_label
 from spark_analysis.checks.delivery_damage import apply_damage_rule
-from spark_analysis.checks.group import AssignmentConforms, CoordinatorConforms, ExclusiveOwnership, GenerationMonotonic
+from spark_analysis.checks.slo_stall import ReadUnavailable, WriteUnavailable, python_read, python_write
 from spark_analysis.context import CheckContext, Row
+from spark_analysis.context import _decode as decode_row
 from spark_analysis.faults import build_fault_index
 from spark_analysis.load import (
     BULK_TYPES,
@@ -46,15 +52,13 @@ from spark_analysis.load import (
     DamagedLine,
     HistoryDamage,
 )
+from spark_analysis.reference_stall import Outcome, Poll, outcome_of, poll_of
+from spark_analysis.result import Check as CheckProtocol
 from spark_analysis.result import CheckResult, failed, passed, run_check, unknown
 from spark_analysis.runinfo import RunInfo, load_run_info
 
-REFERENCE_CHECKS = (
-    "delivery.lost_write", "delivery.duplicate", "delivery.inconsistent_offsets", "delivery.key_order",
-    "consumer.nonmonotonic_poll", "consumer.poll_skip", "group.generation_monotonic",
-    "group.exclusive_ownership", "group.assignment_conforms", "group.coordinator_conforms",
-    "group.commit_monotonic",
-)
+REFERENCE_CHECKS: tuple[str, ...] = tuple(c.id for c in ALL_CHECKS)
+"""Every check, in registry order (`reference_checks` leaves out those not applying to the run's mode)."""
 
 
 _DOUBLE_WORDS = frozenset({"NaN", "+INF", "+Infinity", "Infinity", "-INF", "-Infinity"})
@@ -149,6 +153,37 @@ def _json_object(text: str) -> Any:
         return json.JSONDecoder().raw_decode(text.lstrip())[0]
 
 
+_READ_TYPES: dict[str, DataType] = {f.name: f.dataType for f in HISTORY_SCHEMA.fields
+                                    if f.name not in (CORRUPT, *UNUSED_COLUMNS)}
+
+
+def _as_read(value: Any, dt: DataType) -> Any:
+    """A (well-typed) JSON value as Spark's JSON reader stores it in a column of type `dt`."""
+    if value is None:
+        return None
+    if isinstance(dt, StringType):
+        return _json_text(value)
+    if isinstance(dt, DoubleType):
+        return float(value)
+    if isinstance(dt, LongType):
+        return int(value)
+    if isinstance(dt, ArrayType):
+        return [_as_read(x, dt.elementType) for x in value]
+    return value
+
+
+def _spark_row(ev: Row) -> Row:
+    """A small event as Spark's rows provider hands it to a check (`context.spark_rows_provider`): the
+    schema's columns only, typed as Spark read them, without nulls, JSON-valued fields decoded."""
+    row = {k: _as_read(v, _READ_TYPES[k]) for k, v in ev.items()
+           if k in _READ_TYPES and v is not None and k != "leader"}
+    leader = ev.get("leader")
+    if leader is not None and _LEADER_TEXT.fullmatch(str(leader)):  # else a member id (group.state): null
+        row["leader"] = int(leader)
+    row["seq"] = ev["seq"]
+    return decode_row(row)
+
+
 def _text_time(text: str) -> float | None:
     m = _T_IN_TEXT.search(text)
     try:
@@ -191,6 +226,8 @@ class _Value:
     definite: bool = False
     polled: bool = False
     locs: set[tuple[str, int, int]] = field(default_factory=set)
+    send_t: float | None = None
+    outcome: bool = False
 
 
 @dataclass
@@ -205,6 +242,10 @@ class _State:
     last_commit: dict[tuple[str, str, int, int], Row] = field(default_factory=dict)
     commit_back: list[tuple[Row, Row]] = field(default_factory=list)
     small: list[Row] = field(default_factory=list)
+    outcomes: list[Outcome] = field(default_factory=list)
+    """Acks and send.errors that name a partition (the stall checks)."""
+    polls: list[Poll] = field(default_factory=list)
+    """Polls with a partition and an offset (the stall checks)."""
     counts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     end_t: float = 0.0
     lines: int = 0
@@ -258,14 +299,23 @@ def _parse(path: Path) -> _State:
                     st.commit_back.append((prev, ev))
                 st.last_commit[key] = ev
                 continue
+            if kind in ("ack", "send.error"):
+                if ev.get("partition") is not None:
+                    st.outcomes.append(outcome_of(ev, t, seq))
+            elif kind == "poll" and ev.get("offset") is not None and ev.get("partition") is not None:
+                st.polls.append(poll_of(ev, t, seq))
             value = ev.get("value")
             if value is None:
                 continue
             v = st.values.get(value)
             if v is None:
                 v = st.values[value] = _Value()
+            if kind in ("ack", "send.error"):
+                v.outcome = True
             if kind == "send":
                 v.sent = True
+                if v.send_t is None or t < v.send_t:
+                    v.send_t = t
                 if v.send_seq < 0:
                     v.send_seq = seq
                 v.strong = str(ev.get("acks", "all")).lower() in ("all", "-1")
@@ -368,22 +418,65 @@ def _key_order(st: _State) -> CheckResult:
                   {"reordered": bad})
 
 
+@dataclass
+class _Computed:
+    """A check whose answer the reference computes itself, run through `run_check` (same `needs` rule)."""
+
+    id: str
+    family: str
+    needs: frozenset[str]
+    compute: Callable[[CheckContext], CheckResult]
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        return self.compute(ctx)
+
+
+def _stall_checks(st: _State, ctx: CheckContext) -> list[CheckResult]:
+    """`slo.write_unavailable` and `slo.read_unavailable` from the parse's outcome and poll tuples."""
+    send_min: dict[int, float] = {}
+    for o in st.outcomes:
+        if o.latency_ms is None and o.value is not None:
+            v = st.values.get(o.value)
+            if v is not None and v.send_t is not None:
+                send_min[o.value] = v.send_t
+    pending = sum(1 for v in st.values.values() if v.sent and not v.outcome)
+    acks = [o for o in st.outcomes if o.is_ack]
+    checks: list[CheckProtocol] = [
+        _Computed(WriteUnavailable.id, WriteUnavailable.family, WriteUnavailable.needs,
+                  lambda c: python_write(c, st.outcomes, send_min, pending)),
+        _Computed(ReadUnavailable.id, ReadUnavailable.family, ReadUnavailable.needs,
+                  lambda c: python_read(c, acks, st.polls)),
+    ]
+    return [run_check(check, ctx) for check in checks]
+
+
 def reference_damage(history: Path) -> HistoryDamage:
     """What the reference skips in `history`, counted as `spark_analysis.load.load_history` counts it."""
     st = _parse(Path(history))
     return st.damage.history_damage(st.lines)
 
 
+def _own_or_run(check: CheckProtocol, own: dict[str, CheckResult], ctx: CheckContext) -> CheckResult:
+    """This module's result for `check`, under `run_check`'s missing-events rule; else `run_check` itself."""
+    if check.id not in own:
+        return run_check(check, ctx)
+    missing = sorted(t for t in check.needs if ctx.count(t) == 0)
+    if missing:
+        return unknown(check.id, f"cannot conclude: no {', '.join(missing)} events in the history")
+    return own[check.id]
+
+
 def reference_checks(run_dir: Path, history: Path | None = None) -> list[CheckResult]:
-    """Run REFERENCE_CHECKS on `run_dir/history.jsonl` in this process, without Spark; the delivery and
-    consumer checks answer under the damaged-history rule, as `verify_run` has them."""
+    """Run REFERENCE_CHECKS (those that apply to the run's cluster mode, in registry order) on
+    `run_dir/history.jsonl` in this process, without Spark; the delivery and consumer checks answer under the
+    damaged-history rule, as `verify_run` has them."""
     run_dir = Path(run_dir)
     st = _parse(history or run_dir / "history.jsonl")
     damage = st.damage.history_damage(st.lines)
     run: RunInfo = load_run_info(run_dir)
     small_by_type: dict[str, list[Row]] = defaultdict(list)
     for ev in st.small:
-        small_by_type[ev["type"]].append(ev)
+        small_by_type[ev["type"]].append(_spark_row(ev))
 
     def provide(types: tuple[str, ...]) -> list[Row]:
         return sorted((e for t in types for e in small_by_type.get(t, ())), key=lambda e: e["seq"])
@@ -411,8 +504,11 @@ def reference_checks(run_dir: Path, history: Path | None = None) -> list[CheckRe
         if any(o in known for o in range(int(a["offset"]) + 1, int(b["offset"]))):
             skips.append((a, b))
     out.append(_pairs_result("consumer.poll_skip", skips, "poll skip", st.counts["poll"]))
-    for check in (GenerationMonotonic(), ExclusiveOwnership(), AssignmentConforms(), CoordinatorConforms()):
-        out.append(run_check(check, ctx))
     out.append(unknown("group.commit_monotonic", "no commit events") if not st.counts["commit"] else
                _pairs_result("group.commit_monotonic", st.commit_back, "commit regression", st.counts["commit"]))
-    return apply_damage_rule(out, damage, ctx.faults)
+    out.extend(_stall_checks(st, ctx))
+    own = {r.check_id: r for r in out}
+    # The other checks read only small events: they run as they are on this parse's rows. Missing inputs
+    # answer as `run_check` has every check answer them (unknown), this module's own checks included.
+    results = [_own_or_run(c, own, ctx) for c in ALL_CHECKS if run.applies(c.id)]
+    return apply_damage_rule(results, damage, ctx.faults)

@@ -104,14 +104,19 @@ class RunBundle:
                         "mode": exp.cluster.mode, "controllers": exp.cluster.controllers,
                         "combined": exp.cluster.combined,
                         "offsets_topic_partitions": int(exp.cluster.broker_config.get(
-                            "offsets.topic.num.partitions", 50))},
+                            "offsets.topic.num.partitions", 50)),
+                        # the verifiers read broker settings from here (unclean.leader.election.enable)
+                        "broker_config": {k: str(v) for k, v in exp.cluster.broker_config.items()}},
             "versions": versions(),
             "started": datetime.now(UTC).isoformat(),
             "ended": None,
             "status": "running",
             "verify": {"checks": list(exp.verify.checks), "allow": list(exp.verify.allow),
                        "slo": {"controller_failover": slo.controller_failover,
-                               "partition_unavailable": slo.partition_unavailable, "rebalance": slo.rebalance}},
+                               "partition_unavailable": slo.partition_unavailable, "rebalance": slo.rebalance,
+                               # the optional SLOs only when declared (absent: the check reports, never judges)
+                               **{k: v for k, v in (("write_unavailable", slo.write_unavailable),
+                                                    ("read_unavailable", slo.read_unavailable)) if v is not None}}},
             "argv": sys.argv,
         })
         bundle.save()

@@ -112,6 +112,10 @@ class SloSpec:
     controller_failover: float = 30.0
     partition_unavailable: float = 40.0
     rebalance: float = 60.0
+    write_unavailable: float | None = None
+    """Longest time producers may go without an acknowledged write to a partition; None: not declared."""
+    read_unavailable: float | None = None
+    """Longest time a group may receive nothing from a partition while records wait; None: not declared."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,11 +158,14 @@ class Experiment:
 CHECK_IDS: tuple[str, ...] = (
     "controller.unique", "controller.epoch_monotonic", "quorum.no_split_brain",
     "partition.leader_in_isr", "partition.election_conforms", "partition.leader_epoch_monotonic",
+    "partition.offline_replica_leaves_isr", "partition.unclean_only_when_enabled",
+    "partition.controlled_shutdown_moves_leaders",
     "delivery.lost_write", "delivery.duplicate", "delivery.inconsistent_offsets", "delivery.key_order",
     "consumer.nonmonotonic_poll", "consumer.poll_skip",
     "group.generation_monotonic", "group.exclusive_ownership", "group.assignment_conforms",
     "group.coordinator_conforms", "group.commit_monotonic",
-    "slo.controller_failover", "slo.partition_unavailable", "slo.rebalance",
+    "slo.controller_failover", "slo.partition_unavailable", "slo.write_unavailable", "slo.read_unavailable",
+    "slo.rebalance",
 )
 """The verifiers' check ids (fixed: verdict.json, report.html and junit.xml use them)."""
 
@@ -166,6 +173,7 @@ CHECK_FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(c.split(".")[0] for c in C
 
 REFERENCE_BUGS: tuple[str, ...] = (
     "elect_outside_isr", "skip_epoch_bump", "zombie_controller", "ack_before_replication",
-    "ignore_idempotence", "double_assignment", "generation_reuse",
+    "ignore_idempotence", "double_assignment", "generation_reuse", "keep_dead_in_isr", "unclean_election",
+    "shutdown_without_moving_leaders",
 )
 """Bug flags the reference broker accepts (`reference.bugs=`), each breaking one guarantee on purpose."""

@@ -1,11 +1,14 @@
 """Turns planned faults into backend operations and heals them: node signals, consumer-member
 actions and Toxiproxy link operations. Records `fault.start` / `fault.end` (or `fault.skipped` when
-a target names nothing at firing time). Link cuts are reference-counted, so overlapping faults
-that cut the same link (isolate + partition) heal it only when the last one ends."""
+a target names nothing at firing time); `fault.start` carries the time the action began (a graceful
+stop returns only after the broker's controlled shutdown, which the history must show inside the
+fault). Link cuts are reference-counted, so overlapping faults that cut the same link (isolate +
+partition) heal it only when the last one ends."""
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -66,6 +69,7 @@ class FaultInjector:
         """Apply `fault`; True if it took effect, False if its target named nothing (recorded as skipped)."""
         kind = CATALOG[fault.spec.kind]
         active = _Active(fault, [])
+        began_wall_ms = int(time.time() * 1000)  # fault.start is stamped when the action began, not when it returned
         try:
             self._apply(fault, active)
         except ResolutionError as exc:
@@ -76,7 +80,7 @@ class FaultInjector:
             raise
         with self._lock:
             self._active[fault.index] = active
-        self._emit("fault.start", fault, targets=active.targets, heal=kind.heal)
+        self._emit("fault.start", fault, targets=active.targets, heal=kind.heal, wall=began_wall_ms)
         return True
 
     def heal(self, fault: PlannedFault) -> None:

@@ -77,6 +77,12 @@ def resolve_node(t: Target, state: ClusterState, topo: Topology | None = None) -
         if leader is None:
             raise ResolutionError(f"{t}: the partition has no leader right now")
         return NodeId.broker(leader)
+    if t.kind == "idle-broker":
+        idle = state.idle_brokers()
+        if not idle:
+            raise ResolutionError(f"{t}: every live broker leads a partition right now "
+                                  f"(live {sorted(state.live_brokers)})")
+        return NodeId.broker(idle[0])
     if t.kind == "coordinator":
         coord = state.coordinators.get(t.group or "")
         if coord is None:

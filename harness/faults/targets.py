@@ -2,8 +2,10 @@
 
 Node targets: `broker:2`, `zookeeper:1`, `controller`, `leader:<topic>/<p>`, `coordinator:<group>`,
 `consumer:<group>/<n>` (n is 0-based), `random-broker` (drawn from the seed when the schedule is
-built). KRaft adds `controller:<id>` (a voter: `controller:101`, or `controller:1` for combined broker 1)
-and `controller:any` (a voter drawn from the seed); there `controller` is the active quorum leader.
+built), `idle-broker` (the lowest-id live broker that leads no partition when the fault fires: a pure
+follower, whose loss only the ISRs show). KRaft adds `controller:<id>` (a voter: `controller:101`, or
+`controller:1` for combined broker 1) and `controller:any` (a voter drawn from the seed); there
+`controller` is the active quorum leader.
 Links: `<src>-><dst>` with src `client`, a broker or a controller target and dst a broker or controller
 target, `zookeeper` (every member) or `zookeeper:<n>`.
 """
@@ -15,10 +17,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 TargetKind = Literal["broker", "zookeeper", "controller", "leader", "coordinator", "consumer", "random-broker",
-                     "any-controller"]
+                     "any-controller", "idle-broker"]
 Role = Literal["broker", "zookeeper", "consumer", "controller"]
 
-_BROKER_LIKE = ("broker", "controller", "leader", "coordinator", "random-broker")
+_BROKER_LIKE = ("broker", "controller", "leader", "coordinator", "random-broker", "idle-broker")
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,13 +82,13 @@ class TargetSyntaxError(ValueError):
 
 
 _FORMS = ("broker:<id>, zookeeper:<id>, controller, controller:<id>, controller:any, leader:<topic>/<partition>, "
-          "coordinator:<group>, consumer:<group>/<member index>, random-broker")
+          "coordinator:<group>, consumer:<group>/<member index>, random-broker, idle-broker")
 _NAME = r"[A-Za-z0-9._-]+"
 
 
 def parse_target(text: str) -> Target:
     s = text.strip()
-    if s in ("controller", "random-broker"):
+    if s in ("controller", "random-broker", "idle-broker"):
         return Target(s)  # type: ignore[arg-type]
     kind, sep, rest = s.partition(":")
     if not sep:

@@ -49,6 +49,12 @@ class ClusterState:
         view = self.partitions.get((topic, partition))
         return None if view is None or view.leader is None or view.leader < 0 else view.leader
 
+    def idle_brokers(self) -> list[int]:
+        """Live brokers that lead no partition, ascending (pure followers)."""
+        with self._lock:
+            leading = {v.leader for v in self.partitions.values() if v.leader is not None}
+            return sorted(b for b in self.live_brokers if b not in leading)
+
     @property
     def controller_live(self) -> bool:
         """A controller is known and alive: in ZooKeeper mode a live broker; in KRaft a voter whose last

@@ -1,6 +1,7 @@
 """The check registry: every check of the verdict, in report order, with its fixed id.
 
-One module per family (controller, quorum, partition, delivery, consumer, group, slo); `ALL_CHECKS`
+One module per family (controller, quorum, partition, delivery, consumer, group, slo), or more
+where a family outgrows one (`partition_isr`, `slo_stall`); `ALL_CHECKS`
 lists one instance of each `Check`. Ids are fixed: verdict.json, report.html and junit.xml use them.
 The quorum family applies to KRaft runs only (`spark_analysis.runinfo.MODE_FAMILIES`): a ZooKeeper
 run does not select it, and the verdict lists it under `not_selected`.
@@ -19,8 +20,14 @@ from spark_analysis.checks.group import (
     GenerationMonotonic,
 )
 from spark_analysis.checks.partition import ElectionConforms, LeaderEpochMonotonic, LeaderInIsr
+from spark_analysis.checks.partition_isr import (
+    ControlledShutdownMovesLeaders,
+    OfflineReplicaLeavesIsr,
+    UncleanOnlyWhenEnabled,
+)
 from spark_analysis.checks.quorum import NoSplitBrain
 from spark_analysis.checks.slo import ControllerFailover, PartitionUnavailable, Rebalance
+from spark_analysis.checks.slo_stall import ReadUnavailable, WriteUnavailable
 from spark_analysis.result import Check
 
 ALL_CHECKS: tuple[Check, ...] = (
@@ -30,6 +37,9 @@ ALL_CHECKS: tuple[Check, ...] = (
     LeaderInIsr(),
     ElectionConforms(),
     LeaderEpochMonotonic(),
+    OfflineReplicaLeavesIsr(),
+    UncleanOnlyWhenEnabled(),
+    ControlledShutdownMovesLeaders(),
     LostWrite(),
     Duplicate(),
     InconsistentOffsets(),
@@ -43,6 +53,8 @@ ALL_CHECKS: tuple[Check, ...] = (
     CommitMonotonic(),
     ControllerFailover(),
     PartitionUnavailable(),
+    WriteUnavailable(),
+    ReadUnavailable(),
     Rebalance(),
 )
 

@@ -1,7 +1,9 @@
 """Controller checks (KAFKA-BEHAVIOUR.md §7.1, §7.2), in Python over the few controller events.
 
-- `controller.unique`: at most one controller broker per controller epoch, and every controller
-  is a registered live broker at the time it is seen (within the liveness grace). In KRaft the
+- `controller.unique`: at most one controller broker per controller epoch, every controller
+  is a registered live broker at the time it is seen (within the liveness grace), and no broker
+  names itself controller after ZooKeeper elected another unless a fault cut it off
+  (`controller_zombie`: the zombie that names itself, which Apache Kafka allows only while cut off). In KRaft the
   controller events come from the quorum observer (src `quorum`: the quorum leader's node id and
   its Raft epoch), and the controller is a Raft voter, which need not be a broker (dedicated
   controllers have ids 101..): for those events "live" means a live voter instead
@@ -31,6 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from spark_analysis.checks.common import evidence, plural
+from spark_analysis.checks.controller_zombie import zombie_self_views
 from spark_analysis.checks.liveness import LIVENESS_TYPES, build_liveness, build_voter_liveness
 from spark_analysis.context import CheckContext
 from spark_analysis.result import CheckResult, failed, passed, unknown
@@ -130,21 +133,24 @@ class ControllerUnique:
                                                          f"({down.label}, no quorum answer from it)"))
             elif live.known and not live.ever_up_near(int(broker), t):
                 not_live.append(evidence(ev, problem=f"controller {broker} is not a registered live broker"))
+        zombies, zombie_metrics = zombie_self_views(events, ctx.rows("controller.view"), ctx.faults, ctx.end_t)
         metrics = {"controller_events": len(events), "epochs": len(by_epoch), "shared_epochs": len(bad) // 2,
-                   "controllers_not_live": len(not_live)}
+                   "controllers_not_live": len(not_live), **zombie_metrics}
         if voter_events:
             metrics.update(quorum_controller_events=voter_events, voters_unconfirmed=unconfirmed)
-        if bad or not_live:
+        if bad or not_live or zombies:
             parts = []
             if bad:
                 parts.append(f"{plural(len(bad) // 2, 'epoch')} held by two controllers")
             if not_live:
                 what = "a node not live" if voter_events else "a broker not registered"
                 parts.append(f"{plural(len(not_live), 'controller event')} naming {what}")
-            t = float((bad or not_live)[0].get("t") or 0.0)
+            if zombies:
+                parts.append(f"{plural(len(zombies) // 2, 'zombie controller view')}: {zombies[1]['problem']}")
+            t = float((bad or not_live or zombies[1:])[0].get("t") or 0.0)
             fault = ctx.faults.active_at(t)
             summary = "; ".join(parts) + (f" during {fault.label}" if fault else "")
-            return failed(self.id, summary, bad + not_live, metrics, fault.label if fault else None)
+            return failed(self.id, summary, bad + not_live + zombies, metrics, fault.label if fault else None)
         if not by_epoch and not live.known:
             return unknown(self.id, "no controller event carries an epoch and no broker registrations seen",
                            metrics)

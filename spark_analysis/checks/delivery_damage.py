@@ -47,6 +47,9 @@ DEPENDS: Mapping[str, Depends] = {
     "consumer.poll_skip": Depends(frozenset({"poll", "ack", "assign", "revoke"}),
                                   frozenset({"poll", "assign", "revoke"})),
     "consumer.nonmonotonic_poll": Depends(frozenset({"poll", "assign", "revoke"}), frozenset({"assign", "revoke"})),
+    # a lost ack line makes a write look stalled until the next one; a lost poll, a read look stalled
+    "slo.write_unavailable": Depends(frozenset({"send", "ack", "send.error"}), frozenset({"ack"})),
+    "slo.read_unavailable": Depends(frozenset({"ack", "poll"}), frozenset({"poll"})),
 }
 
 

@@ -2,7 +2,8 @@
 
 Owns the page: a title naming what was tested (Apache Kafka <version>, or the reference broker
 and its bug flags), the run status, a banner for a run that did not complete (why, the phases
-never reached) and one for a damaged history (the skipped lines), the timeline, the checks table
+never reached) and one for a damaged history (the skipped lines), the timeline, the faults and
+their impact (`report.impact`: stalls, rebalances, elections, ISR changes under each), the checks table
 (status, summary, the fault a failure is tied to, metrics, evidence rows in a collapsible block)
 and the run's metadata.
 `render_index` lists several runs' verdicts on one page.
@@ -16,6 +17,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from spark_analysis.report.impact import Change, FaultImpact, Stall, fault_impacts, stall_bands
 from spark_analysis.report.svg import render_timeline_svg
 from spark_analysis.result import CheckResult
 from spark_analysis.verdict import Verdict, damage_note
@@ -112,6 +114,40 @@ def _banners(verdict: Verdict) -> str:
     return out
 
 
+MAX_LISTED = 8
+
+
+def _listed(items: Sequence[str]) -> str:
+    shown = ", ".join(escape(i) for i in items[:MAX_LISTED])
+    more = f" (+{len(items) - MAX_LISTED} more)" if len(items) > MAX_LISTED else ""
+    return (shown + more) if items else "none"
+
+
+def _stall_text(s: Stall) -> str:
+    return f"{s.key} {s.duration:.2f}s" + (" (open at the end)" if s.end is None else "")
+
+
+def _change_text(c: Change, what: str) -> str:
+    return f"{c.what} {what} {c.before}→{c.after} at {c.t:.1f}s"
+
+
+def _impact_section(impacts: Sequence[FaultImpact]) -> str:
+    """Under each fault: what the clients went through, and what the cluster did."""
+    if not impacts:
+        return ""
+    rows = []
+    for i in impacts:
+        clients = (f"<b>write stall</b> (per partition): {_listed([_stall_text(s) for s in i.write_stalls])}<br>"
+                   f"<b>read stall</b> (per group and partition): {_listed([_stall_text(s) for s in i.read_stalls])}"
+                   f"<br><b>rebalances started</b>: {_listed([f'{c.what} at {c.t:.1f}s' for c in i.rebalances])}")
+        cluster = (f"<b>elections</b>: {_listed([_change_text(c, 'leader') for c in i.elections])}<br>"
+                   f"<b>ISR changes</b>: {_listed([_change_text(c, 'ISR size') for c in i.isr_changes])}")
+        rows.append(f'<tr id="impact-{escape(str(i.fault.get("id")))}"><td class="mono">{escape(i.label)}</td>'
+                    f"<td>{clients}</td><td>{cluster}</td></tr>")
+    return ("<h2>Impact per fault</h2><table><tr><th>fault</th><th>what clients went through</th>"
+            f"<th>what the cluster did</th></tr>{''.join(rows)}</table>")
+
+
 def render_html(verdict: Verdict, experiment_yaml: str | None = None) -> str:
     title = f"kafka-chaos: {verdict.run.get('experiment') or 'run'} on {verdict.title}"
     counts = verdict.counts()
@@ -123,7 +159,8 @@ def render_html(verdict: Verdict, experiment_yaml: str | None = None) -> str:
     )
     fault_table = (f"<h2>Faults</h2><table><tr><th>id</th><th>kind</th><th>target</th><th>start</th><th>end</th>"
                    f"</tr>{faults}</table>") if faults else ""
-    timeline = render_timeline_svg(verdict.timeline) if verdict.timeline else "<p>No timeline data.</p>"
+    timeline = (render_timeline_svg(verdict.timeline, stall_bands(verdict)) if verdict.timeline
+                else "<p>No timeline data.</p>")
     yaml_block = (f"<details><summary>experiment.yaml</summary><pre>{escape(experiment_yaml)}</pre></details>"
                   if experiment_yaml else "")
     return f"""<!DOCTYPE html>
@@ -136,6 +173,7 @@ def render_html(verdict: Verdict, experiment_yaml: str | None = None) -> str:
 <h2>Timeline</h2>
 <div>{timeline}</div>
 {fault_table}
+{_impact_section(fault_impacts(verdict))}
 <h2>Checks</h2>
 <table><tr><th>check</th><th>status</th><th>summary / evidence</th><th>time</th></tr>
 {''.join(_check_row(r) for r in verdict.checks)}</table>

@@ -5,7 +5,8 @@ Mapping: pass -> a plain testcase; fail -> `<failure>`; unknown -> `<error type=
 status is not pass -> `<skipped>` with its real status in the message, so CI agrees with the
 run status. A run that did not complete gets one more testcase, `run.complete` (classname
 `kafka_chaos.run`), that errors with the reason and the phases never reached, so CI never shows an
-interrupted run green. The suite name is the experiment; classname is `kafka_chaos.<family>`.
+interrupted run green. The suite name is the experiment; classname is `kafka_chaos.<family>`. The
+suite's properties carry the worst write and read stall (`worst_write_stall_s`, `worst_write_stall`, ...).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from spark_analysis.report.impact import worst_stalls
 from spark_analysis.verdict import Verdict, damage_note
 
 JUNIT_FILE = "junit.xml"
@@ -41,6 +43,8 @@ def render_junit(verdict: Verdict) -> str:
     ET.SubElement(props, "property", name="run_status", value=verdict.status)
     ET.SubElement(props, "property", name="skipped_history_lines",
                   value=str(int(verdict.history.get("skipped_lines") or 0)))
+    for name, value in worst_stalls(verdict).items():
+        ET.SubElement(props, "property", name=name, value=value)
     if incomplete:
         case = ET.SubElement(suite, "testcase", classname="kafka_chaos.run", name=RUN_COMPLETE_CASE, time="0.000")
         el = ET.SubElement(case, "error", message=f"incomplete run: {incomplete.get('reason')}", type="incomplete")

@@ -1,7 +1,8 @@
 """The report's timeline as one inline SVG (no external assets, opens offline).
 
 Owns the drawing: shaded fault windows across every lane; controller (broker and epoch); leader
-per partition (a colour per broker, grey hatching when there is none); ISR size per partition;
+per partition (a colour per broker, grey hatching when there is none) with its write stalls as a
+red band under it; ISR size per partition;
 group state and generation; produce/consume rate; ack latency (p50 and max). Input is the
 `timeline` mapping `spark_analysis.timeline.build_timeline` produced.
 """
@@ -94,8 +95,18 @@ class _Canvas:
         self.y += h + 6
 
 
-def render_timeline_svg(timeline: Mapping[str, Any]) -> str:
-    """The whole timeline as an `<svg>` element string."""
+def _stall_band(c: _Canvas, stalls: Sequence[tuple[float, float | None, float]]) -> None:
+    """A thin band under a partition's leader lane: its write stalls (`report.impact.stall_bands`)."""
+    for start, end, duration in stalls:
+        c.rect(c.x(start), c.y - 1, c.x(end if end is not None else c.end_t), 4, "#d62728",
+               f"write stall {duration:.2f}s from {start:.2f}s" + (" (open at the end)" if end is None else ""))
+    c.y += 4
+
+
+def render_timeline_svg(timeline: Mapping[str, Any],
+                        stalls: Mapping[str, Sequence[tuple[float, float | None, float]]] | None = None) -> str:
+    """The whole timeline as an `<svg>` element string; `stalls` adds a write-stall band (red) under each
+    partition's leader lane, next to its leaderless windows (hatched)."""
     end_t = float(timeline.get("end_t") or 1.0)
     c = _Canvas(end_t)
     ctrl = timeline.get("controller") or []
@@ -105,10 +116,12 @@ def render_timeline_svg(timeline: Mapping[str, Any]) -> str:
                    lambda p: f"b{p[1]} e{p[2]}" if p[1] is not None and p[1] >= 0 else "none")
     parts: Mapping[str, Sequence[Sequence[Any]]] = timeline.get("partitions") or {}
     if parts:
-        c.heading("Leader per partition")
+        c.heading("Leader per partition" + (" (red band: write stall)" if stalls else ""))
         for name, pts in parts.items():
             c.segments(name, pts, lambda p: broker_colour(p[1]),
                        lambda p: f"b{p[1]}" if p[1] is not None and p[1] >= 0 else "none", h=10)
+            if stalls and stalls.get(name):
+                _stall_band(c, stalls[name])
         if timeline.get("partitions_omitted"):
             c.text(LEFT, c.y + 10, f"(+{timeline['partitions_omitted']} partitions not drawn)", 9, fill="#666")
             c.y += 14

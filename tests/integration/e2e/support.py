@@ -33,3 +33,9 @@ def failing_checks(run_dir: Path) -> dict[str, str]:
     """Every check that did not pass, with its status and summary."""
     verdict = json.loads((run_dir / "verdict.json").read_text())
     return {c["id"]: f"{c['status']}: {c['summary']}" for c in verdict["checks"] if c["status"] != "pass"}
+
+
+def check_results(run_dir: Path) -> dict[str, dict[str, Any]]:
+    """verdict.json's check results by id (status, summary, metrics, evidence)."""
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    return {c["id"]: c for c in verdict["checks"]}

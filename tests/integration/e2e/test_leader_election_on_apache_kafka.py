@@ -1,6 +1,7 @@
 """experiments/leader-election.yaml, variant mode=zookeeper, on Apache Kafka 3.9 (process backend): every check
 passes, and the graceful stop of a partition's leader moves its leadership before the broker's registration
-vanishes (controlled shutdown, KAFKA-BEHAVIOUR.md), as observed in ZooKeeper. (The KRaft variant:
+vanishes (controlled shutdown, KAFKA-BEHAVIOUR.md), as observed in ZooKeeper; the kill of a broker that leads
+nothing takes it out of the ISRs it was in, which `partition.offline_replica_leaves_isr` judged. (The KRaft variant:
 test_kraft_leader_election_on_apache_kafka.py.)"""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.process_cluster import apache_kafka
-from tests.integration.e2e.support import events, failing_checks, run_info, run_shipped
+from tests.integration.e2e.support import check_results, events, failing_checks, run_info, run_shipped
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 
@@ -26,9 +27,14 @@ def test_leader_election_passes_on_apache_kafka_and_a_stop_moves_leadership_firs
     victim = stop["brokers"][0]
     zk = [e for e in evs if e["src"] == "zk"]
     gone = next(e["t"] for e in zk if e["type"] == "broker.down" and e["broker"] == victim
-                and e["t"] >= stop["t"] - 30)
+                and e["t"] >= stop["t"])
     led = {(e["topic"], e["partition"]) for e in zk if e["type"] == "partition.state" and e["t"] < gone
            and e["leader"] == victim}
     moved = {(e["topic"], e["partition"]) for e in zk if e["type"] == "partition.state"
              and gone - 30 <= e["t"] <= gone and e["leader"] not in (victim, -1)}
     assert led and led <= moved, f"led by {victim}: {sorted(led)}, moved before it deregistered: {sorted(moved)}"
+    results = check_results(run_dir)
+    assert results["partition.controlled_shutdown_moves_leaders"]["metrics"]["leaders_moved"] >= len(led)
+    idle_kill = [e for e in evs if e["type"] in ("fault.start", "fault.skipped") and e["kind"] == "kill"][-1]
+    assert idle_kill["type"] == "fault.start", idle_kill  # a pure follower existed and was killed
+    assert results["partition.offline_replica_leaves_isr"]["metrics"]["replicas_judged"] > 0

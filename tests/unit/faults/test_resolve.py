@@ -79,3 +79,18 @@ def test_malformed_targets_say_what_is_expected(text: str) -> None:
 def test_malformed_links_are_rejected(text: str) -> None:
     with pytest.raises(TargetSyntaxError):
         parse_link(text)
+
+
+def test_idle_broker_is_the_lowest_live_broker_that_leads_nothing() -> None:
+    """`idle-broker` names a pure follower (its loss shows only in the ISRs), else nothing."""
+    s = _state()
+    for b in (1, 2, 3):
+        s.apply({"type": "broker.up", "broker": b})
+    assert str(parse_target("idle-broker")) == "idle-broker"
+    assert resolve_node(parse_target("idle-broker"), s) == NodeId.broker(1)
+    s.apply({"type": "broker.down", "broker": 1})
+    assert resolve_node(parse_target("idle-broker"), s) == NodeId.broker(2)
+    s.apply({"type": "partition.state", "topic": "t", "partition": 1, "leader": 2, "leader_epoch": 3,
+             "isr": [2], "replicas": [2]})
+    with pytest.raises(ResolutionError, match="every live broker leads a partition"):
+        resolve_node(parse_target("idle-broker"), s)

@@ -74,3 +74,27 @@ def test_without_views_the_rule_is_not_applied_and_the_result_is_unchanged() -> 
 def test_views_of_controllers_no_epoch_event_names_are_skipped() -> None:
     rows, metrics = stale_views([], [view(1.0, 1, 1), view(2.0, 1, 2), view(3.0, 1, 1)])
     assert rows == [] and metrics == {"controller_views": 3, "views_with_epoch": 0, "stale_views": 0}
+
+
+def _unique(events: list[Event]) -> CheckResult:
+    from spark_analysis.checks.controller import ControllerUnique
+
+    return run_check(ControllerUnique(), python_context(sorted(events, key=lambda e: e["t"])))
+
+
+def test_a_former_controller_naming_itself_with_nothing_cutting_it_off_is_a_zombie() -> None:
+    """Broker 1 (controller of epoch 1) still names itself at 21.5 s, 12.2 s after ZooKeeper elected broker 2
+    and 10.5 s after fault #2 (its kill) healed: two brokers act as controller."""
+    result = _unique(scenario() + HONEST + [view(21.5, 1, 1)])
+    assert result.status == "fail"
+    assert "1 zombie controller view: broker 1 named itself controller 12.2s after ZooKeeper elected broker 2 " \
+           "(epoch 2), and no fault cut it off" in result.summary
+    assert result.metrics["self_named_after_failover"] == 1
+
+
+def test_a_former_controller_naming_itself_while_cut_off_is_what_kafka_does() -> None:
+    """While a fault on it is in force (or healed less than ZOMBIE_GRACE_S ago) a cut-off controller cannot
+    know it was replaced (it learns of its session expiry only on reconnecting)."""
+    result = _unique(scenario() + HONEST + [view(12.5, 1, 1)])
+    assert result.status == "pass", result.summary
+    assert result.metrics["zombie_views_allowed"] == 1

@@ -15,74 +15,16 @@ from spark_analysis.checks.slo import ControllerFailover, PartitionUnavailable, 
 from spark_analysis.load import HISTORY_SCHEMA
 from spark_analysis.result import CheckResult, run_check
 from spark_analysis.runinfo import RunInfo, run_info_from_mapping
-from tests.fixtures.histories import WALL0, python_context, run_json, scenario
-
-Event = dict[str, Any]
-
-KRAFT_RUN = run_json(cluster={"offsets_topic_partitions": 3, "mode": "kraft"},
-                     verify={"checks": ["all"], "allow": [], "slo": {"controller_failover": 5.0,
-                                                                    "partition_unavailable": 5.0}})
-
-
-def ev(t: float, type_: str, src: str, **fields: Any) -> Event:
-    return {"t": t, "wall": WALL0 + int(t * 1000), "src": src, "type": type_, **fields}
-
-
-NOT_LEADER = "NOT_LEADER_OR_FOLLOWER"
-
-
-def answer(t: float, voter: int, role: str, leader: int, epoch: int | None, hw: int | None = None,
-           error: str | None = None) -> Event:
-    """A quorum observer event: `voter`'s view of the quorum (high watermark only when it leads)."""
-    return ev(t, "quorum.state", "quorum", voter=voter, leader=leader, epoch=epoch, role=role,
-              high_watermark=hw if role == "leader" else None,
-              voters=[{"id": v, "log_end_offset": hw or 0, "lag": 0} for v in (101, 102, 103)], observers=[],
-              error=error)
-
-
-def failure(at: float = 5.0) -> list[Event]:
-    """The kill of quorum leader 101 (dedicated controllers 101..103) at `at`, healed at 12 s."""
-    target = ["controller:101"]
-    return [ev(at, "fault.start", "engine", fault_id=1, kind="kill", target=target),
-            ev(12.0, "fault.end", "engine", fault_id=1, kind="kill", target=target)]
-
-
-def quorum_history(*, split_brain: bool = False) -> list[Event]:
-    """Voter 101 leads epoch 1 (reporting its high watermark every second) until it is killed at 5 s;
-    voter 102 leads epoch 2 from 7 s; 101 comes back as a follower at 13 s. Followers answer as Kafka 4.1's
-    do (NOT_LEADER_OR_FOLLOWER without a leader hint), except 103 at 7 s, which names its leader."""
-    events = [ev(0.0, "run.start", "engine", experiment="kraft", backend="process", seed=1)]
-    events += [ev(0.1, "broker.up", "kraft", broker=b) for b in (1, 2, 3)]
-    events += [answer(0.2, 101, "leader", 101, 1, 10), answer(0.2, 102, "follower", -1, None, error=NOT_LEADER),
-               answer(0.2, 103, "follower", -1, None, error=NOT_LEADER),
-               ev(0.2, "controller", "quorum", broker=101, epoch=1, source="describe_quorum")]
-    events += [answer(1.2 + i, 101, "leader", 101, 1, 20 + 10 * i) for i in range(4)]
-    events += failure()
-    events += [answer(5.5, 101, "unknown", -1, 1, error="timed out"),
-               answer(6.5, 102, "follower", -1, 2), answer(7.0, 102, "leader", 102, 2, 60),
-               answer(7.0, 103, "follower", 102, 2),
-               ev(7.0, "controller", "quorum", broker=102, epoch=2, source="describe_quorum")]
-    events += [answer(8.0 + i, 102, "leader", 102, 2, 70 + 10 * i) for i in range(5)]
-    if split_brain:
-        events.append(answer(7.5, 103, "leader", 103, 2, 61))
-    events += [answer(13.0, 101, "follower", -1, None, error=NOT_LEADER),
-               ev(20.0, "run.end", "engine", status="completed")]
-    return sorted(events, key=lambda e: e["t"])
-
-
-def isolated_leader_history(*, late_advance: bool) -> list[Event]:
-    """Voter 101 is cut off at 5 s but keeps answering as leader of epoch 1; 102 is seen leading epoch 2 at
-    7 s. 101's reports after that: 55 at 8.0 s (inside the grace), and with `late_advance` 58 at 9.5 s."""
-    events = [answer(0.2, 101, "leader", 101, 1, 10), answer(0.2, 102, "follower", 101, 1),
-              answer(0.2, 103, "follower", 101, 1)]
-    events += [answer(1.0 + i, 101, "leader", 101, 1, 20 + 10 * i) for i in range(4)]  # 20..50
-    events += [ev(5.0, "fault.start", "engine", fault_id=1, kind="isolate", target=["controller:101"]),
-               answer(6.0, 101, "leader", 101, 1, 50), answer(7.0, 102, "leader", 102, 2, 60),
-               answer(7.5, 101, "leader", 101, 1, 50), answer(8.0, 101, "leader", 101, 1, 55)]
-    if late_advance:
-        events.append(answer(9.5, 101, "leader", 101, 1, 58))
-    events.append(answer(10.0, 101, "follower", 102, 2))
-    return sorted(events, key=lambda e: e["t"])
+from tests.fixtures.histories import python_context, run_json, scenario
+from tests.fixtures.kraft_histories import (
+    KRAFT_RUN,
+    Event,
+    answer,
+    ev,
+    failure,
+    isolated_leader_history,
+    quorum_history,
+)
 
 
 def check(check_id: str, events: list[Event], run: dict[str, Any] | None = None) -> CheckResult:

@@ -1,0 +1,299 @@
+"""What the controller must do when a broker goes (KAFKA-BEHAVIOUR.md §7.3, §7.4, §7.6), in Python over
+the authoritative `partition.state` events (`partition.authoritative`) and the registrations.
+
+- `partition.offline_replica_leaves_isr`: once the controller has seen a broker go (its registration
+  vanished: `broker.down`; in KRaft also `broker.fenced`), the broker leaves the ISR of every
+  partition it was in, the ones it led and the ones it followed. Apache Kafka's ZooKeeper controller
+  does it in one pass (`KafkaController.onBrokerFailure` -> `onReplicasBecomeOffline`: the led
+  partitions get an election without it, then `ReplicaStateMachine` moves every replica of it to
+  OfflineReplica, `removeReplicasFromIsr`); KRaft's does it when it fences the broker
+  (`ReplicationControlManager.handleBrokerFenced`). The only exception is a partition where it was
+  the last ISR member (the ISR never becomes empty). Fails when a controller write for such a
+  partition after the broker went (a state with a higher leader epoch) still lists it, or when no
+  state without it appears while the broker stays down longer than `OFFLINE_GRACE_S`.
+- `partition.unclean_only_when_enabled`: a leader from outside the last ISR (in KRaft also outside
+  the ELR and not the last known leader, which Kafka may elect cleanly) only when
+  `unclean.leader.election.enable` is true; then each such election is recorded as unclean in the
+  metrics and evidence (`unclean_elections`).
+- `partition.controlled_shutdown_moves_leaders`: on a graceful stop (the `stop` fault: SIGTERM, the
+  broker's controlled shutdown), every partition the broker led has a new leader before its
+  registration vanishes, wherever another ISR member was alive and not shutting down itself (Kafka's
+  `KafkaController.doControlledShutdown`, `ControlledShutdownPartitionLeaderElectionStrategy`; the
+  broker retries until it leads nothing, then deregisters).
+
+Event order: the states and the registrations come from the same observer (ZooKeeper watches, or the
+KRaft metadata observer), so "before" is file order (`seq`) there and the history clock otherwise.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from spark_analysis.checks.common import evidence, plural, tp_label
+from spark_analysis.checks.liveness import DOWN_TYPES, LIVENESS_TYPES, UP_TYPES, build_liveness
+from spark_analysis.checks.partition import _eligibility, _summary_with_fault, authoritative
+from spark_analysis.context import CheckContext, Row
+from spark_analysis.faults import FaultWindow, broker_ids
+from spark_analysis.result import CheckResult, failed, passed, unknown
+
+OFFLINE_GRACE_S = 10.0
+"""How long a broker may stay in an ISR after its registration vanished with no controller write at all
+(the controller's reaction takes milliseconds; the observers' polls and a loaded machine take seconds)."""
+GRACEFUL_STOP_KINDS = frozenset({"stop"})
+"""Fault kinds that stop a broker gracefully (controlled shutdown)."""
+
+Partition = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class _Timeline:
+    """The authoritative partition states per partition and the registrations, in the observer's order."""
+
+    states: dict[Partition, list[Row]]
+    downs: list[Row]
+    ups: list[Row]
+    same_source: bool
+
+    def order(self, ev: Row) -> tuple[float, int]:
+        return (0.0, int(ev.get("seq") or 0)) if self.same_source else (float(ev.get("t") or 0.0),
+                                                                          int(ev.get("seq") or 0))
+
+    def before(self, ev: Row, states: list[Row]) -> Row | None:
+        """The last state of `states` before `ev`."""
+        last = None
+        for st in states:
+            if self.order(st) >= self.order(ev):
+                break
+            last = st
+        return last
+
+    def after(self, ev: Row, states: list[Row], until: Row | None) -> list[Row]:
+        """The states after `ev` and before `until` (None: to the end)."""
+        return [st for st in states if self.order(st) > self.order(ev)
+                and (until is None or self.order(st) < self.order(until))]
+
+    def next_up(self, down: Row) -> Row | None:
+        for up in self.ups:
+            if up.get("broker") == down.get("broker") and self.order(up) > self.order(down):
+                return up
+        return None
+
+
+def _timeline(ctx: CheckContext) -> _Timeline:
+    states = authoritative(ctx.rows("partition.state"))
+    sources = {e.get("src") for e in states}
+    registrations = ctx.rows(*LIVENESS_TYPES)
+    mine = [e for e in registrations if e.get("src") in sources]
+    same = bool(mine) and len(sources) == 1
+    chosen = mine if same else registrations
+    by_tp: dict[Partition, list[Row]] = defaultdict(list)
+    for st in states:
+        if st.get("topic") is not None and st.get("partition") is not None and st.get("isr") is not None:
+            by_tp[(str(st["topic"]), int(st["partition"]))].append(st)
+    tl = _Timeline(dict(by_tp), [], [], same)
+    for group in by_tp.values():
+        group.sort(key=tl.order)
+    downs = sorted((e for e in chosen if e.get("type") in DOWN_TYPES and e.get("broker") is not None), key=tl.order)
+    ups = sorted((e for e in chosen if e.get("type") in UP_TYPES and e.get("broker") is not None), key=tl.order)
+    return _Timeline(tl.states, _first_downs(downs, ups, tl), ups, same)
+
+
+def _first_downs(downs: list[Row], ups: list[Row], tl: _Timeline) -> list[Row]:
+    """Each broker's going-away events, without repeats (fenced then unregistered count once)."""
+    out: list[Row] = []
+    events = sorted([*downs, *ups], key=tl.order)
+    down_now: set[int] = set()
+    for ev in events:
+        broker = int(ev["broker"])
+        if ev.get("type") in DOWN_TYPES:
+            if broker not in down_now:
+                out.append(ev)
+            down_now.add(broker)
+        else:
+            down_now.discard(broker)
+    return out
+
+
+def _isr(st: Row) -> list[int]:
+    return [int(b) for b in st.get("isr") or []]
+
+
+def _epoch(st: Row) -> int:
+    value = st.get("leader_epoch")
+    return int(value) if value is not None else -1
+
+
+def _result(check_id: str, ctx: CheckContext, bad: list[dict[str, Any]], metrics: dict[str, Any],
+            noun: str, ok_text: str, none_text: str | None) -> CheckResult:
+    if bad:
+        first = next(e for e in bad if "problem" in e)
+        summary, fault = _summary_with_fault(ctx, f"{plural(metrics['violations'], noun)}: {first['problem']}",
+                                             float(first.get("t") or 0.0))
+        return failed(check_id, summary, bad, metrics, fault)
+    if none_text is not None:
+        return unknown(check_id, none_text, metrics)
+    return passed(check_id, ok_text, metrics)
+
+
+class OfflineReplicaLeavesIsr:
+    id = "partition.offline_replica_leaves_isr"
+    family = "partition"
+    needs = frozenset({"partition.state"})
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        tl = _timeline(ctx)
+        if not tl.states:
+            return unknown(self.id, "no partition.state event carries an ISR")
+        judged = last_member = not_judged = 0
+        bad: list[dict[str, Any]] = []
+        for down in tl.downs:
+            broker, t_down = int(down["broker"]), float(down.get("t") or 0.0)
+            back = tl.next_up(down)
+            horizon = float(back.get("t") or 0.0) if back is not None else ctx.end_t
+            for (topic, part), states in tl.states.items():
+                prev = tl.before(down, states)
+                if prev is None or broker not in _isr(prev):
+                    continue
+                if len(_isr(prev)) == 1:
+                    last_member += 1
+                    continue
+                later = tl.after(down, states, back)
+                kept = [st for st in later if broker in _isr(st) and _epoch(st) > _epoch(prev)]
+                left = [st for st in later if broker not in _isr(st)]
+                role = "led" if prev.get("leader") == broker else "followed"
+                label = tp_label(topic, part)
+                if kept and (not left or tl.order(kept[0]) < tl.order(left[0])):
+                    judged += 1
+                    bad += [evidence(down), evidence(prev), evidence(
+                        kept[0], problem=f"{label}: broker {broker} (which {role} it) is still in the ISR "
+                                         f"{_isr(kept[0])} written in leader epoch {_epoch(kept[0])} after its "
+                                         f"registration vanished at {t_down:.3f}s")]
+                elif left:
+                    judged += 1
+                elif horizon - t_down > OFFLINE_GRACE_S:
+                    judged += 1
+                    bad += [evidence(down), evidence(
+                        prev, problem=f"{label}: broker {broker} (which {role} it) is still in the ISR "
+                                      f"{_isr(prev)} {horizon - t_down:.1f}s after its registration vanished "
+                                      f"at {t_down:.3f}s: the controller wrote nothing for the partition",
+                        t=t_down)]
+                else:
+                    not_judged += 1
+        violations = sum(1 for e in bad if "problem" in e)
+        metrics = {"brokers_gone": len(tl.downs), "replicas_judged": judged, "last_isr_member": last_member,
+                   "not_judged_short": not_judged, "violations": violations}
+        if not tl.downs:
+            return passed(self.id, "no broker went away during the run (nothing to judge)", metrics)
+        none = None if judged else (f"no replica of a gone broker could be judged ({plural(len(tl.downs), 'broker')} "
+                                    f"went, {not_judged} not down for {OFFLINE_GRACE_S:g}s before the end)")
+        return _result(self.id, ctx, bad, metrics, "replica", f"every gone broker left the ISR of all "
+                       f"{plural(judged, 'partition')} it was in", none)
+
+
+class UncleanOnlyWhenEnabled:
+    id = "partition.unclean_only_when_enabled"
+    family = "partition"
+    needs = frozenset({"partition.state"})
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        tl = _timeline(ctx)
+        if not tl.states:
+            return unknown(self.id, "no partition.state event carries an ISR")
+        elections = 0
+        unclean: list[dict[str, Any]] = []
+        for (topic, part), states in tl.states.items():
+            for prev, ev in itertools.pairwise(states):
+                leader = ev.get("leader")
+                if leader is None or leader < 0 or leader == prev.get("leader"):
+                    continue
+                elections += 1
+                if _eligibility(prev, int(leader)) != "outside":
+                    continue
+                unclean += [evidence(prev), evidence(
+                    ev, unclean=True, problem=f"{tp_label(topic, part)}: unclean election of broker {leader}, "
+                                              f"outside the ISR {_isr(prev)}" + (
+                                                  f" and the ELR {list(prev['elr'])}" if prev.get("elr") else ""))]
+        count = sum(1 for e in unclean if "problem" in e)
+        enabled = ctx.run.unclean_election
+        metrics = {"elections": elections, "unclean_elections": count, "unclean_enabled": enabled,
+                   "violations": 0 if enabled else count}
+        if unclean and enabled:
+            result = passed(self.id, f"{plural(count, 'unclean election')} recorded, allowed by "
+                                     f"unclean.leader.election.enable=true, e.g. {unclean[1]['problem']}", metrics)
+            return replace(result, evidence=tuple(unclean))
+        if unclean:
+            return _result(self.id, ctx, unclean, metrics, "unclean election", "", None)
+        if not elections:
+            return passed(self.id, "no leader was elected after the first state (nothing unclean)", metrics)
+        return passed(self.id, f"all {plural(elections, 'election')} chose from the ISR"
+                      + (" or the ELR" if any(st.get("elr") is not None for s in tl.states.values() for st in s)
+                         else ""), metrics)
+
+
+class ControlledShutdownMovesLeaders:
+    id = "partition.controlled_shutdown_moves_leaders"
+    family = "partition"
+    needs = frozenset({"partition.state"})
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        tl = _timeline(ctx)
+        stops = [w for w in ctx.faults.windows if w.kind in GRACEFUL_STOP_KINDS]
+        if not stops:
+            return passed(self.id, "no graceful stop in the run (nothing to move)", {"graceful_stops": 0})
+        if not tl.states:
+            return unknown(self.id, "no partition.state event carries an ISR")
+        live = build_liveness(ctx.rows(*LIVENESS_TYPES))
+        moved = no_alternative = unseen = 0
+        bad: list[dict[str, Any]] = []
+        for window in stops:
+            for broker in sorted(broker_ids(window.target)):
+                down = next((d for d in tl.downs if d.get("broker") == broker
+                             and float(d.get("t") or 0.0) >= window.start), None)
+                if down is None:
+                    unseen += 1
+                    continue
+                others_stopping = ctx.faults.targets_at(window.start, GRACEFUL_STOP_KINDS) - {broker}
+                usable = live.live_at(window.start) - others_stopping - {broker}
+                for (topic, part), states in tl.states.items():
+                    led = _led_at(states, window.start)
+                    if led is None or led.get("leader") != broker:
+                        continue
+                    if not any(b in usable for b in _isr(led)):
+                        no_alternative += 1
+                        continue
+                    between = [st for st in states if float(st.get("t") or 0.0) >= window.start
+                               and tl.order(st) < tl.order(down)]
+                    if any(st.get("leader") not in (None, broker) and int(st["leader"]) >= 0 for st in between):
+                        moved += 1
+                        continue
+                    bad += [evidence(_fault_row(window)), evidence(led), evidence(
+                        down, problem=f"{tp_label(topic, part)}: broker {broker} still led it when its "
+                                      f"registration vanished during its graceful stop (live ISR members "
+                                      f"{sorted(b for b in _isr(led) if b in usable)} could have taken over "
+                                      f"before its registration went)")]
+        violations = sum(1 for e in bad if "problem" in e)
+        metrics = {"graceful_stops": len(stops), "leaders_moved": moved, "no_live_alternative": no_alternative,
+                   "stops_without_deregistration": unseen, "violations": violations}
+        none = None if moved or bad else (
+            f"no led partition with a live alternative to judge across {plural(len(stops), 'graceful stop')}")
+        return _result(self.id, ctx, bad, metrics, "partition",
+                       f"every graceful stop moved its {plural(moved, 'led partition')} before deregistering", none)
+
+
+def _led_at(states: Iterable[Row], t: float) -> Row | None:
+    """The last state at or before t."""
+    last = None
+    for st in states:
+        if float(st.get("t") or 0.0) > t:
+            break
+        last = st
+    return last
+
+
+def _fault_row(window: FaultWindow) -> Row:
+    return {"type": "fault.start", "t": window.start, "fault_id": window.fault_id, "kind": window.kind,
+            "target": window.target}

@@ -1,0 +1,139 @@
+"""The ISR and controlled-shutdown checks (`spark_analysis.checks.partition_isr`) on tiny hand-written
+histories: each rule's must-pass and must-fail cases and the exceptions Apache Kafka makes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from spark_analysis.checks.partition_isr import (
+    OFFLINE_GRACE_S,
+    ControlledShutdownMovesLeaders,
+    OfflineReplicaLeavesIsr,
+    UncleanOnlyWhenEnabled,
+)
+from spark_analysis.result import CheckResult, run_check
+from tests.fixtures.histories import RUN_JSON, python_context, run_json
+
+Event = dict[str, Any]
+
+
+def _ev(t: float, type_: str, src: str = "zk", **fields: Any) -> Event:
+    return {"t": t, "src": src, "type": type_, **fields}
+
+
+def _ps(t: float, p: int, leader: int, epoch: int, isr: list[int], src: str = "zk", **extra: Any) -> Event:
+    return _ev(t, "partition.state", src, topic="t", partition=p, leader=leader, leader_epoch=epoch, isr=isr,
+               replicas=[1, 2, 3], **extra)
+
+
+def _start() -> list[Event]:
+    return [*(_ev(0.1, "broker.up", broker=b) for b in (1, 2, 3)),
+            _ps(0.2, 0, 1, 0, [1, 2, 3]), _ps(0.2, 1, 2, 0, [2, 3, 1])]
+
+
+def _run(check: Any, events: list[Event], run: dict[str, Any] | None = None) -> CheckResult:
+    return run_check(check, python_context(sorted(events, key=lambda e: e["t"]), run))
+
+
+def test_dead_follower_leaving_every_isr_passes() -> None:
+    events = [*_start(), _ev(5.0, "broker.down", broker=3),
+              _ps(5.1, 0, 1, 1, [1, 2]), _ps(5.1, 1, 2, 1, [2, 1]), _ev(30.0, "run.end", "engine")]
+    result = _run(OfflineReplicaLeavesIsr(), events)
+    assert result.status == "pass", result.summary
+    assert result.metrics["replicas_judged"] == 2
+
+
+def test_dead_follower_kept_in_a_controller_write_fails() -> None:
+    events = [*_start(), _ev(5.0, "broker.down", broker=3),
+              _ps(5.1, 0, 1, 1, [1, 2]), _ps(5.1, 1, 2, 1, [2, 3, 1]), _ev(30.0, "run.end", "engine")]
+    result = _run(OfflineReplicaLeavesIsr(), events)
+    assert result.status == "fail"
+    assert "t/1: broker 3 (which followed it) is still in the ISR [2, 3, 1]" in result.summary
+
+
+def test_no_write_at_all_for_a_followed_partition_fails_after_the_grace() -> None:
+    """keep_dead_in_isr: the controller elects for what the broker led and never touches what it followed."""
+    events = [*_start(), _ev(5.0, "broker.down", broker=3), _ps(5.1, 0, 1, 1, [1, 2]),
+              _ev(5.0 + OFFLINE_GRACE_S + 1, "run.end", "engine")]
+    result = _run(OfflineReplicaLeavesIsr(), events)
+    assert result.status == "fail"
+    assert "the controller wrote nothing for the partition" in result.summary
+
+
+def test_a_broker_back_before_the_grace_is_not_judged() -> None:
+    events = [*_start(), _ev(5.0, "broker.down", broker=3), _ev(6.0, "broker.up", broker=3),
+              _ev(30.0, "run.end", "engine")]
+    result = _run(OfflineReplicaLeavesIsr(), events)
+    assert result.status == "unknown"
+    assert result.metrics["not_judged_short"] == 2
+
+
+def test_the_last_isr_member_stays_in_the_isr() -> None:
+    """Kafka never empties an ISR: the last member stays, with leader -1."""
+    events = [*_ev_list_single_isr(), _ev(5.0, "broker.down", broker=1), _ps(5.1, 0, -1, 1, [1]),
+              _ev(30.0, "run.end", "engine")]
+    result = _run(OfflineReplicaLeavesIsr(), events)
+    assert result.metrics["last_isr_member"] == 1
+    assert result.metrics["violations"] == 0
+
+
+def _ev_list_single_isr() -> list[Event]:
+    return [*(_ev(0.1, "broker.up", broker=b) for b in (1, 2, 3)), _ps(0.2, 0, 1, 0, [1])]
+
+
+def test_kraft_fencing_counts_as_the_registration_going() -> None:
+    events = [*(_ev(0.1, "broker.up", "kraft", broker=b) for b in (1, 2, 3)),
+              _ps(0.2, 0, 1, 0, [1, 2, 3], "kraft", elr=[]), _ev(5.0, "broker.fenced", "kraft", broker=3),
+              _ev(5.5, "broker.down", "kraft", broker=3),
+              _ps(5.2, 0, 1, 0, [1, 2, 3], "kraft", elr=[]), _ev(30.0, "run.end", "engine")]
+    result = _run(OfflineReplicaLeavesIsr(), events)
+    assert result.status == "fail", result.summary
+    assert result.metrics["brokers_gone"] == 1
+
+
+def test_unclean_election_fails_when_disabled_and_is_recorded_when_enabled() -> None:
+    events = [*_start(), _ps(3.0, 0, 1, 0, [1]), _ev(4.0, "broker.down", broker=1), _ps(4.1, 0, 2, 1, [2])]
+    disabled = _run(UncleanOnlyWhenEnabled(), events)
+    assert disabled.status == "fail"
+    assert "t/0: unclean election of broker 2, outside the ISR [1]" in disabled.summary
+    enabled_run = run_json(cluster={**RUN_JSON["cluster"], "broker_config": {"unclean.leader.election.enable": "true"}})
+    enabled = _run(UncleanOnlyWhenEnabled(), events, enabled_run)
+    assert enabled.status == "pass"
+    assert enabled.metrics["unclean_elections"] == 1
+    assert any(e.get("unclean") for e in enabled.evidence)
+
+
+def test_kraft_election_from_the_elr_is_clean() -> None:
+    events = [_ps(0.2, 0, 1, 3, [1], "kraft", elr=[2]), _ps(4.1, 0, 2, 4, [2], "kraft", elr=[])]
+    assert _run(UncleanOnlyWhenEnabled(), events).status == "pass"
+
+
+def _stop(t0: float, broker: int, t1: float) -> list[Event]:
+    return [_ev(t0, "fault.start", "engine", fault_id=1, kind="stop", target=[f"broker:{broker}"]),
+            _ev(t1, "fault.end", "engine", fault_id=1, kind="stop", target=[f"broker:{broker}"])]
+
+
+def test_controlled_shutdown_that_moves_leaders_first_passes() -> None:
+    events = [*_start(), *_stop(5.0, 1, 9.0), _ps(5.5, 0, 2, 1, [2, 3, 1]), _ps(5.6, 0, 2, 2, [2, 3]),
+              _ev(6.0, "broker.down", broker=1), _ev(9.5, "broker.up", broker=1)]
+    result = _run(ControlledShutdownMovesLeaders(), events)
+    assert result.status == "pass", result.summary
+    assert result.metrics["leaders_moved"] == 1
+
+
+def test_deregistering_while_still_leading_fails() -> None:
+    events = [*_start(), *_stop(5.0, 1, 9.0), _ev(6.0, "broker.down", broker=1), _ps(6.1, 0, 2, 1, [2, 3])]
+    result = _run(ControlledShutdownMovesLeaders(), events)
+    assert result.status == "fail"
+    assert "t/0: broker 2" not in result.summary and "t/0: broker 1 still led it" in result.summary
+
+
+def test_a_leader_without_a_live_alternative_is_not_judged() -> None:
+    events = [*_ev_list_single_isr(), *_stop(5.0, 1, 9.0), _ev(6.0, "broker.down", broker=1)]
+    result = _run(ControlledShutdownMovesLeaders(), events)
+    assert result.status == "unknown"
+    assert result.metrics["no_live_alternative"] == 1
+
+
+def test_without_a_graceful_stop_there_is_nothing_to_move() -> None:
+    assert _run(ControlledShutdownMovesLeaders(), _start()).status == "pass"
