@@ -175,7 +175,9 @@ async def fetch(b: Broker, ctx: Ctx, req: Any) -> Any:
         for ft in req.topics:
             for fp in ft.partitions:
                 part = b.replicas.leading(ft.topic, fp.partition)
-                if part is not None:
+                requested = getattr(fp, "current_leader_epoch", -1)
+                # a fetch of an older leader epoch is fenced (FENCED_LEADER_EPOCH) and moves no follower state
+                if part is not None and (requested is None or requested < 0 or requested == part.leader_epoch):
                     b.replicas.on_replica_fetch(part, req.replica_id, fp.fetch_offset)
     while True:
         responses, total, errors = _collect(b, req)

@@ -175,8 +175,11 @@ class ReplicaManager:
         now = self.b.now_ms()
         st = part.followers.get(replica) or FollowerState(replica, 0, 0, 0, 0)
         part.followers[replica] = on_follower_fetch(st, fetch_offset, plog.log_end_offset, now)
+        # Only the replica that fetched can join (Kafka's Partition.updateFollowerFetchState -> maybeExpandIsr
+        # of that follower): another follower's state may be stale, e.g. a dead broker's, kept across a new
+        # leader epoch until its registration's loss reaches this broker's metadata.
         add = isr_to_expand(part.replicas, part.isr, part.followers, self.b.metadata.live_not_stopping(),
-                            plog.high_watermark)
+                            plog.high_watermark) & {replica}
         if add and not part.isr_busy:
             isr = tuple(r for r in part.replicas if r in set(part.isr) | add)
             self._spawn(self._write_isr(part, isr, "expand"))
