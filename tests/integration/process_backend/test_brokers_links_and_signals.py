@@ -180,9 +180,18 @@ def test_cutting_a_brokers_zookeeper_proxy_expires_only_its_registration(
     assert time.monotonic() - t0 < 30
 
 
-def _isr(bootstrap: str, topic: str) -> dict[int, list[int]]:
-    md = _metadata(bootstrap, timeout_s=10.0)
-    return {p: sorted(meta.isrs) for p, meta in md.topics[topic].partitions.items()}
+def _isr(bootstrap: str, topic: str, timeout_s: float = 30.0) -> dict[int, list[int]]:
+    """The ISR per partition of `topic`, waiting until the answering broker's metadata lists the topic
+    (CreateTopics returns once the controller wrote it; a broker learns it a moment later)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        md = _metadata(bootstrap, timeout_s=10.0)
+        if topic in md.topics and md.topics[topic].error is None:
+            return {p: sorted(meta.isrs) for p, meta in md.topics[topic].partitions.items()}
+        if time.monotonic() > deadline:
+            raise AssertionError(f"metadata listing topic {topic!r} not within {timeout_s}s; last seen topics "
+                                 f"{sorted(md.topics)}, error {getattr(md.topics.get(topic), 'error', None)}")
+        time.sleep(0.1)
 
 
 def test_cutting_a_broker_to_broker_link_stops_only_that_followers_fetches(
