@@ -70,13 +70,18 @@ class NodeConnection:
         self.versions: dict[int, tuple[int, int]] = {}
         self.rtt_s: float | None = None
         self._corr = itertools.count(1)
+        self._woken = False  # set by close(wake=True): calls fail at once until rearm()
 
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
 
     def close(self, *, wake: bool = False) -> None:
-        """Close the socket (never raises); `wake` shuts it down first, which unblocks a thread in recv()."""
+        """Close the socket (never raises). `wake` shuts it down first, which unblocks a thread in recv(), and
+        makes every later call fail at once until `rearm()`: a thread that was still connecting when the
+        socket was closed does not go on to wait a whole timeout on a paused node."""
+        if wake:
+            self._woken = True  # set before reading self.sock: either we see its socket, or it sees the flag
         sock, self.sock = self.sock, None
         if sock is not None:
             with contextlib.suppress(OSError):
@@ -85,9 +90,15 @@ class NodeConnection:
             with contextlib.suppress(OSError):
                 sock.close()
 
+    def rearm(self) -> None:
+        """Allow calls again after close(wake=True)."""
+        self._woken = False
+
     def call(self, request_cls: Any, response_cls: Any, newest: int, build: Callable[[int], Any]) -> Any:
         """The decoded answer to `build(version)`, version <= `newest`; raises `Unanswered` (and closes)."""
         try:
+            if self._woken:
+                raise Unanswered(self.node, "ConnectionClosed", f"{self.address}: closed (stopping)")
             if self.sock is None:
                 self._connect()
             version = self._pick(request_cls, newest)
@@ -103,6 +114,8 @@ class NodeConnection:
         sock = socket.create_connection((self.host, self.port), timeout=self.timeout_s)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.sock = sock
+        if self._woken:  # close(wake=True) ran while we were connecting
+            raise Unanswered(self.node, "ConnectionClosed", f"{self.address}: closed while connecting")
         answer = self._round_trip(ApiVersionsRequest(version=0), ApiVersionsResponse, 0)
         if answer.error_code:
             raise Unanswered(self.node, f"ApiVersions {error_name(answer.error_code)}", self.address)

@@ -163,6 +163,8 @@ class KraftMetadataObserver(StartedByWith):
         if self._thread is not None:
             raise KraftObserverError(f"KraftMetadataObserver({self.name!r}): start() called twice")
         self._stop.clear()
+        for conn in self._conns.values():
+            conn.rearm()
         self._thread = threading.Thread(target=self._run, name=f"observer-{self.name}", daemon=True)
         self._thread.start()
 

@@ -191,6 +191,8 @@ class QuorumObserver(StartedByWith):
             raise QuorumObserverError(f"QuorumObserver({self.name!r}): start() called twice")
         self._stop.clear()
         for voter in self._voters:
+            voter.conn.rearm()
+        for voter in self._voters:
             thread = threading.Thread(target=self._run, args=(voter,), daemon=True,
                                       name=f"observer-{self.name}-{voter.conn.node}")
             self._threads.append((thread, voter))

@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 from kafka.protocol.admin import DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse
 from kafka.protocol.admin.cluster import DescribeClusterResponse, DescribeQuorumResponse
-from kafka.protocol.metadata import ApiVersionsResponse
+from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 
 from harness.errors import HarnessTimeout
+from harness.observe.kafka_wire import NodeConnection, Unanswered
 from harness.observe.kraft_metadata import KraftMetadataObserver
 from harness.observe.quorum import QUORUM_TOPIC, QuorumObserver, decode_quorum
 
@@ -293,6 +294,36 @@ def test_stop_joins_every_thread_and_closes_every_socket_against_a_fake_controll
     assert not [t for t in threading.enumerate() if t.name.startswith("observer-stopper")]
     wait_for(lambda: all(f.open_connections == 0 for f in fakes), 5.0, "every connection closed")
     observer.stop()  # idempotent
+
+
+def test_a_wake_while_connecting_makes_the_call_fail_at_once_instead_of_waiting_on_a_paused_node(
+        fakes: list[FakeNode]) -> None:
+    """close(wake=True) that lands before the connecting thread stored its socket (nothing to shut down yet)
+    still stops that thread: it gives up right after connecting, not after its 30 s read timeout; rearm()
+    allows calls again."""
+    paused = FakeNode(104, silent=True)
+    fakes.append(paused)
+    conn = NodeConnection(104, paused.address, timeout_s=30.0, client_id="wake-test")
+    real_connect = socket.create_connection
+
+    def connect_then_get_woken(*args: Any, **kwargs: Any) -> socket.socket:
+        sock = real_connect(*args, **kwargs)
+        conn.close(wake=True)  # the stopper runs here: conn.sock is still None
+        return sock
+
+    started = time.monotonic()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(socket, "create_connection", connect_then_get_woken)
+        with pytest.raises(Unanswered, match="closed while connecting"):
+            conn.call(ApiVersionsRequest, ApiVersionsResponse, 0, lambda v: ApiVersionsRequest(version=v))
+    assert time.monotonic() - started < 10.0
+    assert conn.sock is None
+    with pytest.raises(Unanswered, match="stopping"):
+        conn.call(ApiVersionsRequest, ApiVersionsResponse, 0, lambda v: ApiVersionsRequest(version=v))
+    conn.rearm()
+    conn.timeout_s = 0.3
+    with pytest.raises(Unanswered, match="timed out"):  # rearmed: it connects and waits for the answer again
+        conn.call(ApiVersionsRequest, ApiVersionsResponse, 0, lambda v: ApiVersionsRequest(version=v))
 
 
 def broker_answer(brokers: dict[int, bool], partitions: dict[int, tuple[int, int, list[int]]],
