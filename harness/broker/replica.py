@@ -4,7 +4,8 @@ Owns `ReplicaManager`: applying LeaderAndIsr (become leader: follower states res
 idempotence state rebuilt from the log; stay leader at a new epoch: ISR taken, followers re-timed,
 waiting acks kept; become follower of a new leader: truncate to the high watermark, as Kafka did
 before KIP-101 -- no leader-epoch truncation, so the known divergence after two quick leader
-changes remains possible -- and fetch from it; same leader at a new epoch: no truncation),
+changes remains possible -- and fetch from it; same leader at a new epoch: no truncation; no leader (-1):
+no fetch and no truncation, as Kafka),
 StopReplica, the leader's tracking of follower LEOs from their Fetch requests
 (`harness.model.isr.on_follower_fetch`), the HW (`high_watermark` over the ISR), waiting produce
 requests with acks=all (released when the HW passes their last offset, `acks_all_status`), ISR
@@ -123,7 +124,15 @@ class ReplicaManager:
             changed = old is None or old.leader != new.leader or old.leader_epoch != new.leader_epoch
             self.partitions[tp] = new
             self._fail_acks(old)
-            if changed:
+            if changed and new.leader < 0:
+                # No leader (an offline partition, unclean election disabled): nothing to fetch from and
+                # nothing to truncate against. Kafka logs "cannot become follower since the new leader -1 is
+                # unavailable" and keeps the log whole; a restarted last-ISR member must come back with every
+                # record it had, not cut back to a checkpointed HW that may be seconds old.
+                b.fetchers.remove(tp)
+                log.info("%s-%d: no leader at epoch %d: log kept whole (LEO %d, HW %d)", tp[0], tp[1],
+                         new.leader_epoch, plog.log_end_offset, plog.high_watermark)
+            elif changed:
                 if (old is None or old.leader != new.leader) and plog.log_end_offset > plog.high_watermark:
                     log.info("%s-%d: follower of %d at epoch %d: truncating %d -> HW %d", tp[0], tp[1],
                              new.leader, new.leader_epoch, plog.log_end_offset, plog.high_watermark)
