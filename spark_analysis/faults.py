@@ -63,6 +63,11 @@ class FaultWindow:
         end = self.end if self.end is not None else horizon
         return self.start <= t <= end + grace
 
+    def start_event(self) -> dict[str, Any]:
+        """The window's start as a `fault.start` evidence row (what a check cites as the cause)."""
+        return {"type": "fault.start", "t": self.start, "fault_id": self.fault_id, "kind": self.kind,
+                "target": self.target}
+
     def to_json(self) -> dict[str, Any]:
         return {"id": self.fault_id, "kind": self.kind, "target": self.target, "start": self.start,
                 "end": self.end, "label": self.label}

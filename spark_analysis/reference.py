@@ -1,9 +1,9 @@
-"""A single-process, pure-Python implementation of every check: its own for the checks that read the bulk
-events in Spark (delivery, consumer, commit order, and the client-side stall SLOs `slo.write_unavailable` and
+"""A single-process, pure-Python implementation of every check: its own for the checks that read the bulk events in
+Spark (delivery, consumer, commit order, and the client-side stall SLOs `slo.write_unavailable` and
 `slo.read_unavailable`: `spark_analysis.reference_stall`), and the checks that already run in Python on
-collected rows (controller, quorum, partition, group, the other SLOs) reused as they are, fed from this
-module's parse instead of Spark. Like `verify_run`, it answers the checks that apply to the run's cluster
-mode (`RunInfo.applies`).
+collected rows (controller, quorum, partition, group, the other SLOs) reused as they are, fed from this module's
+parse instead of Spark (a line is read as Spark reads it: `spark_analysis.reference_lines`). Like `verify_run`,
+it answers the checks that apply to the run's cluster mode (`RunInfo.applies`).
 
 It exists for two reasons: the benchmark compares Spark against it on the same file, and the
 tests cross-check that both reach the same statuses on the fixtures. Same semantics as the Spark
@@ -24,33 +24,26 @@ chunk (`arrow_split`), while it is here.
 from __future__ import annotations
 
 import itertools
-import json
-import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from pyspark.sql.types import ArrayType, BooleanType, DataType, DoubleType, LongType, StringType
-
-from spark_analysis import load
 from spark_analysis.checks import ALL_CHECKS
 from spark_analysis.checks.common import plural, tp_label
 from spark_analysis.checks.delivery_damage import apply_damage_rule
 from spark_analysis.checks.slo_stall import ReadUnavailable, WriteUnavailable, python_read, python_write
 from spark_analysis.context import CheckContext, Row
-from spark_analysis.context import _decode as decode_row
 from spark_analysis.faults import build_fault_index
-from spark_analysis.load import (
-    BULK_TYPES,
-    CORRUPT,
-    HISTORY_SCHEMA,
-    LOOSE_LEADER_TYPES,
-    MAX_LISTED_DAMAGE,
-    UNUSED_COLUMNS,
-    DamagedLine,
-    HistoryDamage,
+from spark_analysis.load import BULK_TYPES, HistoryDamage
+from spark_analysis.reference_lines import (
+    Damage,
+    damage_kind,
+    is_double,
+    json_object,
+    json_text,
+    spark_row,
+    type_text,
 )
 from spark_analysis.reference_stall import Outcome, Poll, outcome_of, poll_of
 from spark_analysis.result import Check as CheckProtocol
@@ -59,160 +52,6 @@ from spark_analysis.runinfo import RunInfo, load_run_info
 
 REFERENCE_CHECKS: tuple[str, ...] = tuple(c.id for c in ALL_CHECKS)
 """Every check, in registry order (`reference_checks` leaves out those not applying to the run's mode)."""
-
-
-_DOUBLE_WORDS = frozenset({"NaN", "+INF", "+Infinity", "Infinity", "-INF", "-Infinity"})
-"""Strings Spark's JSON reader takes as a double."""
-_LEADER_TEXT = re.compile(r"-?[0-9]{1,18}")
-_TYPE_IN_TEXT = re.compile(load._TYPE_IN_TEXT)  # what Spark's conversion reads from a damaged line's text
-_T_IN_TEXT = re.compile(load._T_IN_TEXT)
-Check = Callable[[Any], bool]
-
-
-def _is_long(v: Any) -> bool:
-    return type(v) is int and -(2**63) <= v < 2**63
-
-
-def _is_double(v: Any) -> bool:
-    return type(v) is float or type(v) is int or (type(v) is str and v in _DOUBLE_WORDS)
-
-
-def _is_bool(v: Any) -> bool:
-    return type(v) is bool
-
-
-def _anything(v: Any) -> bool:
-    return True
-
-
-def _type_check(dt: DataType) -> Check:
-    """Whether a (non-null) JSON value fits a column of type `dt` as Spark's JSON reader reads it."""
-    if isinstance(dt, LongType):
-        return _is_long
-    if isinstance(dt, DoubleType):
-        return _is_double
-    if isinstance(dt, BooleanType):
-        return _is_bool
-    if isinstance(dt, StringType):
-        return _anything  # Spark keeps the JSON text of numbers, objects and arrays
-    if isinstance(dt, ArrayType):
-        element = _type_check(dt.elementType)
-        return lambda v: type(v) is list and all(x is None or element(x) for x in v)
-    raise TypeError(f"no JSON type check for {dt}")
-
-
-_FIELD_CHECKS: dict[str, Check] = {
-    f.name: _type_check(f.dataType) for f in HISTORY_SCHEMA.fields
-    if f.name not in (CORRUPT, "leader", *UNUSED_COLUMNS) and not isinstance(f.dataType, StringType)
-}
-"""The typed columns (a string column takes any JSON value; `leader` is checked on its own)."""
-
-
-def _leader_ok(value: Any, kind: object) -> bool:
-    """`leader` is a broker id (an integer, or its digits as a string) except in LOOSE_LEADER_TYPES."""
-    if value is None or kind in LOOSE_LEADER_TYPES:
-        return True
-    if type(value) is int:
-        return _LEADER_TEXT.fullmatch(str(value)) is not None
-    return type(value) is str and _LEADER_TEXT.fullmatch(value) is not None
-
-
-def _damage_kind(ev: dict[str, Any]) -> str | None:
-    """How a parsed line is damaged (DAMAGE_KINDS), or None for an event (`spark_analysis.load.with_damage`)."""
-    corrupt = False
-    for name, value in ev.items():
-        if value is not None:
-            check = _FIELD_CHECKS.get(name)
-            if check is not None and not check(value):
-                corrupt = True
-                break
-    kind = ev.get("type")
-    if corrupt:
-        return "torn" if kind is None else "ill-typed"
-    if not _leader_ok(ev.get("leader"), kind):
-        return "ill-typed"
-    return "untyped" if kind is None else None
-
-
-def _json_text(value: Any) -> str:
-    """A JSON value as Spark's string column holds it: a string as is, any other value as its JSON text."""
-    return value if type(value) is str else json.dumps(value, separators=(",", ":"))
-
-
-def _type_text(value: Any) -> str | None:
-    return None if value is None else _json_text(value)
-
-
-def _json_object(text: str) -> Any:
-    """The JSON value a line holds; like Spark's reader, text after a complete value is ignored."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        if exc.msg != "Extra data":
-            raise
-        return json.JSONDecoder().raw_decode(text.lstrip())[0]
-
-
-_READ_TYPES: dict[str, DataType] = {f.name: f.dataType for f in HISTORY_SCHEMA.fields
-                                    if f.name not in (CORRUPT, *UNUSED_COLUMNS)}
-
-
-def _as_read(value: Any, dt: DataType) -> Any:
-    """A (well-typed) JSON value as Spark's JSON reader stores it in a column of type `dt`."""
-    if value is None:
-        return None
-    if isinstance(dt, StringType):
-        return _json_text(value)
-    if isinstance(dt, DoubleType):
-        return float(value)
-    if isinstance(dt, LongType):
-        return int(value)
-    if isinstance(dt, ArrayType):
-        return [_as_read(x, dt.elementType) for x in value]
-    return value
-
-
-def _spark_row(ev: Row) -> Row:
-    """A small event as Spark's rows provider hands it to a check (`context.spark_rows_provider`): the
-    schema's columns only, typed as Spark read them, without nulls, JSON-valued fields decoded."""
-    row = {k: _as_read(v, _READ_TYPES[k]) for k, v in ev.items()
-           if k in _READ_TYPES and v is not None and k != "leader"}
-    leader = ev.get("leader")
-    if leader is not None and _LEADER_TEXT.fullmatch(str(leader)):  # else a member id (group.state): null
-        row["leader"] = int(leader)
-    row["seq"] = ev["seq"]
-    return decode_row(row)
-
-
-def _text_time(text: str) -> float | None:
-    m = _T_IN_TEXT.search(text)
-    try:
-        return float(m.group(1)) if m else None
-    except ValueError:
-        return None
-
-
-@dataclass
-class _Damage:
-    """The damaged lines of one parse, as `spark_analysis.load.read_damage` reports them."""
-
-    by_kind: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-    by_type: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-    listed: list[DamagedLine] = field(default_factory=list)
-
-    def add(self, seq: int, text: str, kind: str, event_type: str | None, t: float | None) -> None:
-        if event_type is None:
-            m = _TYPE_IN_TEXT.search(text)
-            event_type = m.group(1) if m else "?"
-        self.by_kind[kind] += 1
-        self.by_type[event_type] += 1
-        if len(self.listed) < MAX_LISTED_DAMAGE:
-            self.listed.append(DamagedLine(seq + 1, t if t is not None else _text_time(text), kind, event_type,
-                                           text.rstrip("\r\n")[:120]))
-
-    def history_damage(self, total_lines: int) -> HistoryDamage:
-        skipped = sum(self.by_kind.values())
-        return HistoryDamage(total_lines, skipped, dict(self.by_kind), dict(self.by_type), tuple(self.listed))
 
 
 @dataclass
@@ -249,7 +88,7 @@ class _State:
     counts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     end_t: float = 0.0
     lines: int = 0
-    damage: _Damage = field(default_factory=_Damage)
+    damage: Damage = field(default_factory=Damage)
 
     @property
     def skipped(self) -> int:
@@ -265,21 +104,21 @@ def _parse(path: Path) -> _State:
                 continue  # a blank line is no line (Spark's reader skips it too)
             st.lines += 1
             try:
-                ev = _json_object(text)
+                ev = json_object(text)
             except ValueError:
                 st.damage.add(seq, text, "torn", None, None)
                 continue
             if not isinstance(ev, dict):
                 st.damage.add(seq, text, "torn", None, None)
                 continue
-            damaged = _damage_kind(ev)
+            damaged = damage_kind(ev)
             if damaged is not None:
                 t = ev.get("t")
-                st.damage.add(seq, text, damaged, _type_text(ev.get("type")),
-                              float(t) if t is not None and _is_double(t) else None)
+                st.damage.add(seq, text, damaged, type_text(ev.get("type")),
+                              float(t) if t is not None and is_double(t) else None)
                 continue
             ev["seq"] = seq
-            kind: str = ev["type"] if type(ev["type"]) is str else _json_text(ev["type"])
+            kind: str = ev["type"] if type(ev["type"]) is str else json_text(ev["type"])
             ev["type"] = kind
             st.counts[kind] += 1
             t = float(ev.get("t") or 0.0)
@@ -476,7 +315,7 @@ def reference_checks(run_dir: Path, history: Path | None = None) -> list[CheckRe
     run: RunInfo = load_run_info(run_dir)
     small_by_type: dict[str, list[Row]] = defaultdict(list)
     for ev in st.small:
-        small_by_type[ev["type"]].append(_spark_row(ev))
+        small_by_type[ev["type"]].append(spark_row(ev))
 
     def provide(types: tuple[str, ...]) -> list[Row]:
         return sorted((e for t in types for e in small_by_type.get(t, ())), key=lambda e: e["seq"])

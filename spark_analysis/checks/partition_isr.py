@@ -37,7 +37,7 @@ from spark_analysis.checks.common import evidence, plural, tp_label
 from spark_analysis.checks.liveness import DOWN_TYPES, LIVENESS_TYPES, UP_TYPES, build_liveness
 from spark_analysis.checks.partition import _eligibility, _summary_with_fault, authoritative
 from spark_analysis.context import CheckContext, Row
-from spark_analysis.faults import FaultWindow, broker_ids
+from spark_analysis.faults import broker_ids
 from spark_analysis.result import CheckResult, failed, passed, unknown
 
 OFFLINE_GRACE_S = 10.0
@@ -270,7 +270,7 @@ class ControlledShutdownMovesLeaders:
                     if any(st.get("leader") not in (None, broker) and int(st["leader"]) >= 0 for st in between):
                         moved += 1
                         continue
-                    bad += [evidence(_fault_row(window)), evidence(led), evidence(
+                    bad += [evidence(window.start_event()), evidence(led), evidence(
                         down, problem=f"{tp_label(topic, part)}: broker {broker} still led it when its "
                                       f"registration vanished during its graceful stop (live ISR members "
                                       f"{sorted(b for b in _isr(led) if b in usable)} could have taken over "
@@ -292,8 +292,3 @@ def _led_at(states: Iterable[Row], t: float) -> Row | None:
             break
         last = st
     return last
-
-
-def _fault_row(window: FaultWindow) -> Row:
-    return {"type": "fault.start", "t": window.start, "fault_id": window.fault_id, "kind": window.kind,
-            "target": window.target}

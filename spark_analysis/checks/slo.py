@@ -40,7 +40,6 @@ from spark_analysis.checks.common import distribution, evidence, plural, tp_labe
 from spark_analysis.checks.liveness import DOWN_TYPES, LIVENESS_TYPES, build_liveness, node_hit
 from spark_analysis.checks.partition import authoritative
 from spark_analysis.context import CheckContext, Row
-from spark_analysis.faults import FaultWindow
 from spark_analysis.result import CheckResult, failed, passed
 
 REBALANCING = frozenset({"PreparingRebalance", "CompletingRebalance", "AwaitingSync"})
@@ -57,10 +56,6 @@ def samples(values: list[float], cap: int = MAX_SAMPLES) -> list[float]:
     last = len(data) - 1
     return [data[round(i * last / (cap - 1))] for i in range(cap)]
 
-
-def _fault_start(window: FaultWindow) -> Row:
-    return {"type": "fault.start", "t": window.start, "fault_id": window.fault_id, "kind": window.kind,
-            "target": window.target}
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +141,7 @@ class ControllerFailover:
                 hit = node_hit(ctx.faults, int(current["broker"]), float(current.get("t") or 0.0), t, CONTROLLER_LOSS)
             if broker is None or broker < 0:
                 if current is not None and gone is None:
-                    gone = _fault_start(hit) if hit else ev
+                    gone = hit.start_event() if hit else ev
                 continue
             if gone is not None:
                 intervals.append(Interval(f"failover from {current['broker'] if current else '?'} to {broker}",
@@ -154,7 +149,7 @@ class ControllerFailover:
                 gone = None
             elif hit is not None and current is not None:
                 intervals.append(Interval(f"failover from {current['broker']} to {broker}", hit.start, t,
-                                          _fault_start(hit), ev))
+                                          hit.start_event(), ev))
             current = ev
         if gone is not None:
             intervals.append(Interval("no controller", float(gone.get("t") or 0.0), None, gone, None))
@@ -192,16 +187,16 @@ class PartitionUnavailable:
                     hit = ctx.faults.hit(leader, led_since, t, LEADER_LOSS)
                 if ev["type"] in DOWN_TYPES:
                     if leader is not None and leader >= 0 and ev.get("broker") == leader and since is None:
-                        since = _fault_start(hit) if hit else ev
+                        since = hit.start_event() if hit else ev
                     continue
                 previous, leader = leader, ev.get("leader")
                 ok = leader is not None and leader >= 0 and live.state_at(leader, t) is not False
                 if ok and leader != previous:
                     led_since = t
                 if not ok and since is None:
-                    since = _fault_start(hit) if hit else ev
+                    since = hit.start_event() if hit else ev
                 elif ok and since is None and hit is not None and leader != previous:
-                    intervals.append(Interval(f"{tp_label(*tp)} without a leader", hit.start, t, _fault_start(hit), ev))
+                    intervals.append(Interval(f"{tp_label(*tp)} without a leader", hit.start, t, hit.start_event(), ev))
                 elif ok and since is not None:
                     intervals.append(Interval(f"{tp_label(*tp)} without a leader", float(since.get("t") or 0.0), t,
                                               since, ev))
