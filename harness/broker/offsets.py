@@ -6,8 +6,9 @@ version, offset, leader epoch, metadata, commit timestamp; GroupMetadataValue v3
 protocol type, generation, protocol, leader, state timestamp, members), writing them to the
 group's partition `coordinator_partition(group, offsets.topic.num.partitions)` on its leader
 (commits wait until replicated), and replaying one partition when this broker becomes its leader:
-offsets come back exactly; each group comes back Empty with its last generation (members must
-re-join, as after a coordinator move in Kafka). Losing the leadership unloads the partition.
+offsets come back exactly; each group comes back Empty with its last generation, so its members must
+re-join (Kafka restores the members too and the group stays Stable: difference 10 of docs/apache-kafka.md).
+Losing the leadership unloads the partition.
 """
 
 from __future__ import annotations

@@ -21,6 +21,8 @@ Property checks for verifiers (pure, return data rather than raising):
 - `retained_count(previous, current)`, `max_retention(...)`: how many partitions kept their
   previous owner, and the most any balanced assignment could keep (equal subscriptions).
 - `sticky_violations(previous, current, subscriptions)`: moves a sticky assignor must not make.
+- `cooperative_revoking(previous, current)`: the partitions a cooperative rebalance's first round takes
+  from members that stay (KIP-429: left unassigned until the follow-up rebalance).
 """
 
 from __future__ import annotations
@@ -241,12 +243,24 @@ def _subs_of(
     return {m: frozenset(subscriptions.get(m, topics)) for m in assignment}
 
 
+def cooperative_revoking(previous: Ownership, current: Ownership) -> frozenset[TopicPartition]:
+    """Partitions that a member of `current` owned in `previous` and no member of `current` owns now: in
+    the first round of a cooperative rebalance (KIP-429) the assignor takes them from their owner and
+    leaves them unassigned; the follow-up rebalance, once the owner has revoked them, assigns them.
+    (A departed member's partitions are not among them: nobody must revoke those first.)"""
+    owned_now = {(tp[0], int(tp[1])) for tps in current.values() for tp in tps}
+    return frozenset((tp[0], int(tp[1])) for m, tps in previous.items() if m in current for tp in tps
+                     if (tp[0], int(tp[1])) not in owned_now)
+
+
 def assignment_problems(
     assignment: Ownership,
     partitions: Mapping[str, int],
     subscriptions: Subscriptions | None = None,
+    may_be_unassigned: frozenset[TopicPartition] = frozenset(),
 ) -> list[str]:
-    """Everything that makes `assignment` invalid (complete + exclusive + within subscriptions)."""
+    """Everything that makes `assignment` invalid (complete + exclusive + within subscriptions);
+    `may_be_unassigned` (a cooperative first round's `cooperative_revoking`) need not be owned."""
     problems: list[str] = []
     subs = _subs_of(assignment, partitions, subscriptions)
     owners = _owners(assignment)
@@ -261,7 +275,7 @@ def assignment_problems(
     for topic in sorted(partitions):
         if any(topic in s for s in subs.values()):
             for p in range(partitions[topic]):
-                if (topic, p) not in owners:
+                if (topic, p) not in owners and (topic, p) not in may_be_unassigned:
                     problems.append(f"{topic}/{p} is subscribed but unassigned")
     return problems
 
