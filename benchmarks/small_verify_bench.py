@@ -1,0 +1,133 @@
+"""Benchmark: verifying a small run (issue 23), and where its time goes.
+
+Measured alternately, ROUNDS times each, in fresh processes (cold) on the same machine:
+- bare: a `SparkSession` start (the verifiers' configuration, `get_session`) plus one trivial job;
+- cold verify: the same session start plus `verify_run` of the history (Parquet conversion included).
+Then, in one process with a warm session: `verify_run` again with a fresh conversion (warm), with the
+breakdown: Parquet conversion, each check, timeline, reports; and how many Spark jobs ran.
+
+    .venv/bin/python benchmarks/small_verify_bench.py [--events 18000] [--rounds 3] [--workdir DIR]
+
+Goals (issue 23): cold <= 1.3x bare; warm <= 3 s.
+
+Last measured (2026-11-23, session 9, 2 shared cores, load ~3, 18k events as the demo's run, 3 rounds):
+bare 9.4-13.6 s (median 10.1 s); cold verify 25.8-33.6 s (median 31.7 s) = 3.15x bare; warm verify
+6.4 s = conversion 0.7 s + checks 5.2 s (39 Spark jobs; the two stall SLOs 1.3 s each, the five bulk
+delivery/consumer checks 0.5 s each) + timeline 0.7 s + reports. Neither goal is met yet: cold, ~21 s
+above bare goes to first-time work in the JVM (class loading, code generation, JIT of each new query
+shape), which a warm session no longer pays; warm, to the per-job cost (~130 ms a job).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.spark_checks_bench import generate  # noqa: E402
+
+BARE = """
+import time, sys
+t0 = time.perf_counter()
+from spark_analysis.session import get_session
+spark = get_session("local[2]")
+spark.range(1).count()
+print(time.perf_counter() - t0)
+"""
+COLD = """
+import time, sys, shutil
+from pathlib import Path
+t0 = time.perf_counter()
+from spark_analysis.session import get_session
+from spark_analysis.verify import verify_run
+spark = get_session("local[2]")
+run = Path(sys.argv[1])
+shutil.rmtree(run / ".analysis", ignore_errors=True)
+verify_run(run, spark=spark)
+print(time.perf_counter() - t0)
+"""
+WARM = """
+import json, sys, shutil, time
+from pathlib import Path
+from spark_analysis.session import get_session
+from spark_analysis import verify as V, load as L, context as C
+from spark_analysis.checks import ALL_CHECKS
+from spark_analysis.result import run_check
+from spark_analysis.report import write_reports
+spark = get_session("local[2]")
+run = Path(sys.argv[1])
+tracker = spark.sparkContext.statusTracker()
+for _ in range(2):  # the first pass warms the JVM (JIT, class loading)
+    shutil.rmtree(run / ".analysis", ignore_errors=True)
+    jobs0 = len(tracker.getJobIdsForGroup(None))
+    t0 = time.perf_counter()
+    info = V.load_run_info(run)
+    loaded = L.load_history(spark, run / "history.jsonl")
+    t_load = time.perf_counter()
+    ctx = C.spark_context(info, spark, loaded.events, loaded.type_counts, loaded.end_t, loaded.skipped_lines,
+                          loaded.damage)
+    per = {}
+    for c in ALL_CHECKS:
+        if info.is_selected(c.id):
+            s = time.perf_counter(); run_check(c, ctx); per[c.id] = time.perf_counter() - s
+    t_checks = time.perf_counter()
+    V.build_timeline(ctx)
+    t_timeline = time.perf_counter()
+    ctx.close()
+    jobs = len(tracker.getJobIdsForGroup(None)) - jobs0
+    shutil.rmtree(run / ".analysis", ignore_errors=True)
+    t1 = time.perf_counter()
+    V.verify_run(run, spark=spark)
+    whole = time.perf_counter() - t1
+print(json.dumps({"load": t_load - t0, "checks": t_checks - t_load, "timeline": t_timeline - t_checks,
+                  "per_check": per, "jobs": jobs, "warm_verify": whole}))
+"""
+
+
+def _python(script: str, *args: str) -> str:
+    proc = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=900)
+    if proc.returncode != 0:
+        raise SystemExit(f"benchmark step failed:\n{proc.stderr[-3000:]}")
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--events", type=int, default=18_000)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--workdir", type=Path, default=None)
+    args = p.parse_args()
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="small-verify-bench-"))
+    run = work / f"run{args.events}"
+    generate(run, args.events)
+    with open(run / "history.jsonl", "rb") as fh:
+        lines = sum(1 for _ in fh)
+    print(f"history: {lines} events ({(run / 'history.jsonl').stat().st_size / 1e6:.1f} MB), Spark local[2]")
+    bare: list[float] = []
+    cold: list[float] = []
+    for i in range(args.rounds):
+        bare.append(float(_python(BARE)))
+        cold.append(float(_python(COLD, str(run))))
+        print(f"  round {i + 1}: bare session + trivial job {bare[-1]:.2f} s, cold verify {cold[-1]:.2f} s")
+    b, c = statistics.median(bare), statistics.median(cold)
+    warm = json.loads(_python(WARM, str(run)))
+    print(f"bare (median) {b:.2f} s; cold verify (median) {c:.2f} s = {c / b:.2f}x bare (goal <= 1.3x)")
+    print(f"warm verify {warm['warm_verify']:.2f} s (goal <= 3 s) = conversion {warm['load']:.2f} s + checks "
+          f"{warm['checks']:.2f} s + timeline {warm['timeline']:.2f} s + reports; {warm['jobs']} Spark jobs")
+    for cid, s in sorted(warm["per_check"].items(), key=lambda x: -x[1])[:10]:
+        print(f"  {s:6.2f} s  {cid}")
+    if args.workdir is None:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
