@@ -57,7 +57,6 @@ def samples(values: list[float], cap: int = MAX_SAMPLES) -> list[float]:
     return [data[round(i * last / (cap - 1))] for i in range(cap)]
 
 
-
 @dataclass(frozen=True, slots=True)
 class Interval:
     what: str
