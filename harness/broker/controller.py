@@ -341,6 +341,14 @@ class Controller:
             plan = plan_of(self.view())
         return written, plan
 
+    def removing_dead(self, plan_of: Callable[[ClusterView], ControllerPlan]
+                      ) -> Callable[[ClusterView], ControllerPlan]:
+        """`plan_of` for a plan that takes unregistered brokers out of the ISRs (broker failure, failover),
+        as this controller runs it: with `keep_dead_in_isr`, minus the removals the bug skips."""
+        if bugs.KEEP_DEAD_IN_ISR not in self.b.config.reference_bugs:
+            return plan_of
+        return lambda v: bugs.keep_dead_in_isr(plan_of(v), v)
+
     def _bugged(self, changes: Iterable[StateChange]) -> list[StateChange]:
         flags = self.b.config.reference_bugs
         out = list(changes)
@@ -369,10 +377,7 @@ class Controller:
             await self._load_topic(topic)
         # Kafka's onControllerFailover: ReplicaStateMachine.startup takes every replica of a broker that is not
         # registered out of every ISR (led or followed), then PartitionStateMachine.startup elects.
-        if bugs.KEEP_DEAD_IN_ISR in self.b.config.reference_bugs:
-            written, _ = await self.decide(lambda v: bugs.keep_dead_in_isr(on_controller_failover(v, self.epoch), v))
-        else:
-            written, _ = await self.decide(lambda v: on_controller_failover(v, self.epoch))
+        written, _ = await self.decide(self.removing_dead(lambda v: on_controller_failover(v, self.epoch)))
         self.channels.update_metadata(self.live_ids(), full=True)
         for broker in self.live_ids():
             self.channels.leader_and_isr(sorted(self.assignments), only=broker)

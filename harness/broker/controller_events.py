@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from kazoo.exceptions import NoNodeError
 
-from harness.broker import bugs
 from harness.model.controller import (
     StateChange,
     auto_rebalance_targets,
@@ -58,10 +57,7 @@ async def on_brokers(c: Controller) -> None:
         # doRemoveReplicasFromIsr): a leader's ISR change not yet notified must not hide a dead ISR member.
         hosted = sorted(tp for tp, ar in c.assignments.items() if dead & set(ar))
         c.states.update(await c.zk(c.refresh_states, hosted))
-        if bugs.KEEP_DEAD_IN_ISR in c.b.config.reference_bugs:
-            written, _ = await c.decide(lambda v: bugs.keep_dead_in_isr(on_broker_failure(v, dead, c.epoch), v))
-        else:
-            written, _ = await c.decide(lambda v: on_broker_failure(v, dead, c.epoch))
+        written, _ = await c.decide(c.removing_dead(lambda v: on_broker_failure(v, dead, c.epoch)))
         changes += written
     for i in born:
         c.live[i] = brokers[i][0]
