@@ -114,9 +114,7 @@ class RunBundle:
             "verify": {"checks": list(exp.verify.checks), "allow": list(exp.verify.allow),
                        "slo": {"controller_failover": slo.controller_failover,
                                "partition_unavailable": slo.partition_unavailable, "rebalance": slo.rebalance,
-                               # the optional SLOs only when declared (absent: the check reports, never judges)
-                               **{k: v for k, v in (("write_unavailable", slo.write_unavailable),
-                                                    ("read_unavailable", slo.read_unavailable)) if v is not None}}},
+                               **slo.declared_optional()}},
             "argv": sys.argv,
         })
         bundle.save()

@@ -55,15 +55,8 @@ def experiment_to_dict(exp: Experiment) -> dict[str, Any]:
                    "slo": {"controller_failover": format_duration(exp.verify.slo.controller_failover),
                            "partition_unavailable": format_duration(exp.verify.slo.partition_unavailable),
                            "rebalance": format_duration(exp.verify.slo.rebalance),
-                           **{k: format_duration(v) for k, v in _optional_slo(exp).items()}}},
+                           **{k: format_duration(v) for k, v in exp.verify.slo.declared_optional().items()}}},
     }
-
-
-def _optional_slo(exp: Experiment) -> dict[str, float]:
-    """The optional SLOs the experiment declares (an undeclared one is left out, as it was written)."""
-    slo = exp.verify.slo
-    return {k: v for k, v in (("write_unavailable", slo.write_unavailable),
-                              ("read_unavailable", slo.read_unavailable)) if v is not None}
 
 
 def dump_experiment(exp: Experiment) -> str:

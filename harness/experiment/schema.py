@@ -117,6 +117,11 @@ class SloSpec:
     read_unavailable: float | None = None
     """Longest time a group may receive nothing from a partition while records wait; None: not declared."""
 
+    def declared_optional(self) -> dict[str, float]:
+        """The optional SLOs that are declared, by key (an undeclared one is left out: reported, never judged)."""
+        return {k: v for k, v in (("write_unavailable", self.write_unavailable),
+                                  ("read_unavailable", self.read_unavailable)) if v is not None}
+
 
 @dataclass(frozen=True, slots=True)
 class VerifySpec:
