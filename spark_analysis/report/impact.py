@@ -17,12 +17,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from spark_analysis.checks.slo import REBALANCING
 from spark_analysis.faults import FaultIndex, FaultWindow
 from spark_analysis.verdict import Verdict
 
 WRITE_CHECK = "slo.write_unavailable"
 READ_CHECK = "slo.read_unavailable"
-REBALANCING = frozenset({"PreparingRebalance", "CompletingRebalance", "AwaitingSync"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,12 +66,16 @@ def _index(verdict: Verdict) -> FaultIndex:
         for f in verdict.faults))
 
 
-def _stalls(verdict: Verdict, check_id: str) -> Mapping[str, Sequence[Mapping[str, Any]]]:
+def _metrics(verdict: Verdict, check_id: str) -> Mapping[str, Any]:
+    """The metrics of `check_id` in the verdict (empty when the verdict has no such check)."""
     try:
-        metrics = verdict.by_id(check_id).metrics
+        return verdict.by_id(check_id).metrics
     except KeyError:
         return {}
-    by_fault = metrics.get("by_fault") or {}
+
+
+def _stalls(verdict: Verdict, check_id: str) -> Mapping[str, Sequence[Mapping[str, Any]]]:
+    by_fault = _metrics(verdict, check_id).get("by_fault") or {}
     return by_fault if isinstance(by_fault, Mapping) else {}
 
 
@@ -128,10 +132,7 @@ def fault_impacts(verdict: Verdict) -> list[FaultImpact]:
 def stall_bands(verdict: Verdict) -> dict[str, list[tuple[float, float | None, float]]]:
     """Per partition (`topic/p`), the write stalls the check reported (worst per partition, and per fault):
     (start, end or None when open, duration), for the timeline band next to the leaderless windows."""
-    try:
-        metrics = verdict.by_id(WRITE_CHECK).metrics
-    except KeyError:
-        return {}
+    metrics = _metrics(verdict, WRITE_CHECK)
     rows = [*(metrics.get("worst") or ()), *(r for rs in (metrics.get("by_fault") or {}).values() for r in rs)]
     bands: dict[str, set[tuple[float, float | None, float]]] = {}
     for row in rows:
@@ -144,10 +145,7 @@ def worst_stalls(verdict: Verdict) -> dict[str, str]:
     """JUnit properties: the worst write and read stall (seconds) and where, with the fault tied to it."""
     out: dict[str, str] = {}
     for name, check_id in (("write", WRITE_CHECK), ("read", READ_CHECK)):
-        try:
-            worst = verdict.by_id(check_id).metrics.get("worst") or []
-        except KeyError:
-            continue
+        worst = _metrics(verdict, check_id).get("worst") or []
         if worst:
             top = max(worst, key=lambda r: float(r.get("duration") or 0.0))
             out[f"worst_{name}_stall_s"] = f"{float(top.get('duration') or 0.0):.3f}"
