@@ -31,8 +31,7 @@ def run_info(run_dir: Path) -> dict[str, Any]:
 
 def failing_checks(run_dir: Path) -> dict[str, str]:
     """Every check that did not pass, with its status and summary."""
-    verdict = json.loads((run_dir / "verdict.json").read_text())
-    return {c["id"]: f"{c['status']}: {c['summary']}" for c in verdict["checks"] if c["status"] != "pass"}
+    return {cid: f"{c['status']}: {c['summary']}" for cid, c in check_results(run_dir).items() if c["status"] != "pass"}
 
 
 def check_results(run_dir: Path) -> dict[str, dict[str, Any]]:
