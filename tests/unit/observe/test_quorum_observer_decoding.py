@@ -296,11 +296,12 @@ def test_stop_joins_every_thread_and_closes_every_socket_against_a_fake_controll
     observer.stop()  # idempotent
 
 
-def test_a_wake_while_connecting_makes_the_call_fail_at_once_instead_of_waiting_on_a_paused_node(
+def test_a_wake_while_connecting_makes_the_call_fail_at_once_against_a_fake_paused_node_socket(
         fakes: list[FakeNode]) -> None:
     """close(wake=True) that lands before the connecting thread stored its socket (nothing to shut down yet)
     still stops that thread: it gives up right after connecting, not after its 30 s read timeout; rearm()
-    allows calls again."""
+    allows calls again. The paused node is a fake: a real TCP socket that reads and never answers, as a
+    SIGSTOPped broker would (the race is in our client, and needs its interleaving forced)."""
     paused = FakeNode(104, silent=True)
     fakes.append(paused)
     conn = NodeConnection(104, paused.address, timeout_s=30.0, client_id="wake-test")
