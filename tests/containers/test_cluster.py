@@ -24,7 +24,7 @@ from harness.install.kafka import KafkaInstall
 from tests.containers.helpers import local_kafka, metadata, run_leftovers, wait_for
 from tests.fixtures.podman import DockerEngine
 
-pytestmark = pytest.mark.containers
+pytestmark = [pytest.mark.containers, pytest.mark.slow]
 EXPERIMENT = Path(__file__).resolve().parents[2] / "experiments" / "controller-failover.yaml"
 SESSION_S = 6.0  # zookeeper.session.timeout.ms of the experiment
 

@@ -23,7 +23,7 @@ from tests.containers.helpers import run_leftovers, wait_for
 from tests.fixtures.podman import DockerEngine
 from tests.fixtures.process_cluster import apache_kafka
 
-pytestmark = pytest.mark.containers
+pytestmark = [pytest.mark.containers, pytest.mark.slow]
 SPEC = ClusterSpec(brokers=3, zookeepers=0, mode="kraft", controllers=3, kafka_version="4", broker="apache-kafka",
                    broker_config={"min.insync.replicas": "2"}, ready_timeout_s=300.0)
 ELECTION_S = 60.0  # a few election timeouts; generous for a loaded 2-core host

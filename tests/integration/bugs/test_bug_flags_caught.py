@@ -23,7 +23,7 @@ from harness.experiment import load_experiment
 from harness.experiment.schema import REFERENCE_BUGS
 from tests.fixtures.process_cluster import reference_process_backend
 
-pytestmark = [pytest.mark.integration, pytest.mark.spark]
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "data" / "bug_experiments"
 

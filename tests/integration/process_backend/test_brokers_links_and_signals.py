@@ -23,7 +23,7 @@ from harness.errors import BackendError
 from tests.fixtures.broker import metadata_ok
 from tests.fixtures.process_cluster import APACHE_KAFKA, apache_kafka, reference_process_backend
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 SESSION_MS = 3000
 LAG_MS = 3000

@@ -19,7 +19,7 @@ from spark_analysis.runinfo import RunInfo, load_run_info
 from spark_analysis.verify import verify_run
 from tests.fixtures.histories import EXPECTED_FAILURES, RUN_JSON, scenario
 
-pytestmark = [pytest.mark.integration, pytest.mark.spark]
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 
 
 def run_one(spark: Any, run_dir: Path, check_id: str) -> CheckResult:

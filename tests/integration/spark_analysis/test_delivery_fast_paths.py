@@ -20,7 +20,7 @@ from spark_analysis.result import run_check
 from spark_analysis.runinfo import load_run_info
 from tests.fixtures.histories import scenario
 
-pytestmark = [pytest.mark.integration, pytest.mark.spark]
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 
 COMPARED = (*LOST_COUNTERS, "values_seen")
 

@@ -18,7 +18,7 @@ from spark_analysis.reference import REFERENCE_CHECKS, reference_checks, referen
 from spark_analysis.verify import verify_run
 from tests.fixtures.histories import history_lines, ill_typed, scenario, tear_middle, write_lines
 
-pytestmark = [pytest.mark.integration, pytest.mark.spark]
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 
 EVERY_KIND = [
     '{"t":1.0,"src":"consumer:c9","type":"poll","value":7.0,"offset":1,"partition":0,"topic":"orders"}',
