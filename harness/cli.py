@@ -43,7 +43,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
             shape = (f"{c.brokers} brokers" if c.mode == "zookeeper" else
                      f"KRaft, {c.brokers} brokers, {c.controllers} {'combined' if c.combined else 'dedicated'} "
                      "controllers")
-            print(f"{file}: valid ({exp.name}: {shape}, {len(exp.schedule)} faults, {exp.duration:g}s)")
+            ops = f", {len(exp.operations)} actions" if exp.operations else ""
+            print(f"{file}: valid ({exp.name}: {shape}, {len(exp.schedule)} faults{ops}, {exp.duration:g}s)")
             if exp.variant:
                 print(f"  {len(exps)} matrix variants: {', '.join(e.variant for e in exps)}")
     return worst
@@ -314,7 +315,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="DIR", default=None, help="default: compare-<A>-vs-<B>/ next to RUN_B")
     p.add_argument("--spark-master", default=None)
     p.set_defaults(func=cmd_compare)
-    p = sub.add_parser("faults", help="list every fault kind, its parameters and what each backend does")
+    p = sub.add_parser("faults", help="list every fault kind and operation (reassign, elect_preferred), their "
+                       "parameters and what each backend does", aliases=["actions"])
     p.set_defaults(func=cmd_faults)
     p = sub.add_parser("broker", help="run a reference broker: --config server.properties [--override k=v]",
                        add_help=False)

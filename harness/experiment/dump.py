@@ -7,7 +7,7 @@ from typing import Any
 import yaml
 
 from harness.experiment.durations import format_duration
-from harness.experiment.schema import Experiment, FaultSpec
+from harness.experiment.schema import Experiment, FaultSpec, OperationSpec
 
 
 def _fault(f: FaultSpec) -> dict[str, Any]:
@@ -27,13 +27,36 @@ def _fault(f: FaultSpec) -> dict[str, Any]:
     return out
 
 
+def _operation(op: OperationSpec) -> dict[str, Any]:
+    out: dict[str, Any] = {"at": format_duration(op.at), "action": op.action}
+    if op.topic is not None:
+        out["topic"] = op.topic
+    if op.partitions:
+        out["partitions"] = list(op.partitions)
+    if op.replicas:
+        out["replicas"] = {p: list(r) for p, r in op.replicas}
+    if op.shuffle:
+        out["shuffle"] = True
+    out["timeout"] = format_duration(op.timeout)
+    return out
+
+
+def _schedule(exp: Experiment) -> list[dict[str, Any]]:
+    """Faults and operations in their schedule order (their indices interleave)."""
+    entries = [(f.index, _fault(f)) for f in exp.schedule] + [(o.index, _operation(o)) for o in exp.operations]
+    return [e for _, e in sorted(entries, key=lambda x: x[0])]
+
+
 def experiment_to_dict(exp: Experiment) -> dict[str, Any]:
     c = exp.cluster
     return {
         "name": exp.name,
         "description": exp.description,
         "seed": exp.seed,
-        "cluster": {"brokers": c.brokers, "zookeepers": c.zookeepers, "kafka": c.kafka, "broker": c.broker,
+        "cluster": {"brokers": c.brokers, "mode": c.mode,
+                    **({"controllers": c.controllers, "combined": c.combined} if c.mode == "kraft"
+                       else {"zookeepers": c.zookeepers}),
+                    "kafka": c.kafka, "broker": c.broker,
                     "broker_config": dict(c.broker_config), "images": dict(c.images),
                     "reference_bugs": list(c.reference_bugs)},
         "topics": [{"name": t.name, "partitions": t.partitions, "replication_factor": t.replication_factor,
@@ -48,7 +71,7 @@ def experiment_to_dict(exp: Experiment) -> dict[str, Any]:
         },
         "steady_state": list(exp.steady_state),
         "steady_timeout": format_duration(exp.steady_timeout),
-        "schedule": [_fault(f) for f in exp.schedule],
+        "schedule": _schedule(exp),
         "duration": format_duration(exp.duration),
         "drain": format_duration(exp.drain),
         "verify": {"checks": list(exp.verify.checks), "allow": list(exp.verify.allow),

@@ -192,7 +192,7 @@ def _build(f: Fields, top: dict[str, Any], file: str) -> Experiment | None:
                        choices=PROBES.keys())
     steady_timeout = f.duration(top, (), "steady_timeout", default=60.0)
     drain = f.duration(top, (), "drain", default=10.0, positive=False)
-    schedule = read_schedule(f, top.get("schedule"))
+    schedule, operations = read_schedule(f, top.get("schedule"))
     verify = _verify(f, top.get("verify"))
     values = (name, duration, seed, description, cluster, topics, workload, steady, steady_timeout, drain,
               schedule, verify)
@@ -201,7 +201,7 @@ def _build(f: Fields, top: dict[str, Any], file: str) -> Experiment | None:
     assert cluster is not None and topics is not None and workload is not None and verify is not None
     return Experiment(name=name, duration=duration, description=description, seed=seed, cluster=cluster,
                       topics=topics, workload=workload, steady_state=steady, steady_timeout=steady_timeout,
-                      schedule=schedule, drain=drain, verify=verify, source=file)
+                      schedule=schedule, operations=operations, drain=drain, verify=verify, source=file)
 
 
 def _topics(f: Fields, raw: object) -> tuple[TopicSpec, ...] | None:

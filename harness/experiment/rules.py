@@ -10,7 +10,7 @@ import math
 from harness.experiment.durations import format_duration
 from harness.experiment.fields import Fields
 from harness.experiment.limits import MAX_VALUES_PER_PRODUCER
-from harness.experiment.schema import Experiment, FaultSpec
+from harness.experiment.schema import Experiment, FaultSpec, OperationSpec
 from harness.experiment.yamlsource import Path
 from harness.faults.catalog import CATALOG
 from harness.faults.targets import Target
@@ -39,6 +39,8 @@ def check_rules(f: Fields, exp: Experiment) -> None:
                         _declared("topics", [t.name for t in exp.topics]))
     for fault in exp.schedule:
         _check_fault(f, exp, fault)
+    for op in exp.operations:
+        _check_operation(f, exp, op)
     _check_overlaps(f, exp)
 
 
@@ -70,6 +72,38 @@ def _check_fault(f: Fields, exp: Experiment, fault: FaultSpec) -> None:
     for gi, group in enumerate(fault.groups):
         for ni, node in enumerate(group):
             _check_target(f, exp, (*path, "groups", gi, ni), node)
+
+
+def _check_operation(f: Fields, exp: Experiment, op: OperationSpec) -> None:
+    """An operation starts inside the experiment's duration and names declared topics, their partitions
+    and existing brokers."""
+    path: Path = ("schedule", op.index)
+    if op.at >= exp.duration:
+        f.error((*path, "at"), f"action is scheduled at or after the experiment's duration "
+                f"({format_duration(exp.duration)})", format_duration(op.at))
+    if op.topic is None:
+        return
+    topic = exp.topic(op.topic)
+    if topic is None:
+        f.error((*path, "topic"), "topic is not declared under `topics`", op.topic,
+                _declared("topics", [t.name for t in exp.topics]))
+        return
+    for p in op.partitions:
+        if p >= topic.partitions:
+            f.error((*path, "partitions"), f"topic {topic.name!r} has {topic.partitions} partitions "
+                    f"(0..{topic.partitions - 1})", p)
+    for p, replicas in op.replicas:
+        if p >= topic.partitions:
+            f.error((*path, "replicas", str(p)), f"topic {topic.name!r} has {topic.partitions} partitions "
+                    f"(0..{topic.partitions - 1})", p)
+        for b in replicas:
+            if b > exp.cluster.brokers:
+                f.error((*path, "replicas", str(p)), f"broker {b} does not exist (brokers 1..{exp.cluster.brokers})",
+                        list(replicas))
+                break
+    if op.shuffle and topic.replication_factor > exp.cluster.brokers:
+        f.error((*path, "shuffle"), "a shuffle draws replication_factor distinct brokers, more than there are",
+                topic.replication_factor)
 
 
 def _check_target(f: Fields, exp: Experiment, path: Path, t: Target) -> None:

@@ -10,7 +10,8 @@ from typing import Any, TypeVar
 
 from harness.experiment.fields import MISSING, Fields, did_you_mean
 from harness.experiment.limits import MAX_FAULTS, MAX_PARAM_INT, PARAM_MAXIMA
-from harness.experiment.schema import FaultSpec, ParamValue, frozen_map
+from harness.experiment.operation_spec import read_operation
+from harness.experiment.schema import FaultSpec, OperationSpec, ParamValue, frozen_map
 from harness.experiment.yamlsource import Path
 from harness.faults.catalog import CATALOG, FaultKind, ParamSpec
 from harness.faults.targets import LinkTarget, Target, parse_link, parse_target
@@ -20,17 +21,27 @@ FAULT_KEYS = ("at", "fault", "target", "link", "groups", "params", "duration", "
 _MAX_TARGET_CHARS = 300
 
 
-def read_schedule(f: Fields, raw: object) -> tuple[FaultSpec, ...]:
-    out: list[FaultSpec] = []
+def read_schedule(f: Fields, raw: object) -> tuple[tuple[FaultSpec, ...], tuple[OperationSpec, ...]]:
+    """The schedule's faults (`fault:` entries) and operations (`action:` entries)."""
+    faults: list[FaultSpec] = []
+    operations: list[OperationSpec] = []
     items = f.sequence(("schedule",), raw, "schedule")
     if len(items) > MAX_FAULTS:
-        f.error(("schedule",), f"at most {MAX_FAULTS} faults are allowed, got {len(items)}", None,
+        f.error(("schedule",), f"at most {MAX_FAULTS} faults and actions are allowed, got {len(items)}", None,
                 "docs/design.md 'Input limits'")
     for i, item in enumerate(items):
+        if isinstance(item, dict) and "action" in item:
+            if "fault" in item:
+                f.error(("schedule", i), "an entry is either a `fault:` or an `action:`, not both", None)
+                continue
+            op = read_operation(f, ("schedule", i), i, item)
+            if op is not None:
+                operations.append(op)
+            continue
         spec = _fault(f, ("schedule", i), i, item)
         if spec is not None:
-            out.append(spec)
-    return tuple(out)
+            faults.append(spec)
+    return tuple(faults), tuple(operations)
 
 
 def _fault(f: Fields, path: Path, index: int, item: object) -> FaultSpec | None:

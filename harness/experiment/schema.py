@@ -108,6 +108,34 @@ class FaultSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class OperationSpec:
+    """One scheduled operation as written (`action:`; `harness.faults.catalog.OPERATIONS`). `index` is its
+    place in the schedule list, numbered with the faults."""
+
+    index: int
+    at: float
+    action: str
+    topic: str | None = None
+    """None (elect_preferred only): every topic."""
+    partitions: tuple[int, ...] = ()
+    """Empty: every partition of the topic."""
+    replicas: tuple[tuple[int, tuple[int, ...]], ...] = ()
+    """reassign: (partition, new replica list) pairs, in partition order; empty with `shuffle`."""
+    shuffle: bool = False
+    timeout: float = 60.0
+
+    def describe(self) -> str:
+        what = self.topic or "every topic"
+        if self.partitions:
+            what += "/" + ",".join(map(str, self.partitions))
+        if self.replicas:
+            what += " -> " + " ".join(f"{p}:{list(r)}" for p, r in self.replicas)
+        elif self.shuffle:
+            what += " (shuffled)"
+        return f"#{self.index} {self.action} {what}"
+
+
+@dataclass(frozen=True, slots=True)
 class SloSpec:
     controller_failover: float = 30.0
     partition_unavailable: float = 40.0
@@ -142,6 +170,8 @@ class Experiment:
     steady_state: tuple[str, ...] = ("controller_present", "all_partitions_led")
     steady_timeout: float = 60.0
     schedule: tuple[FaultSpec, ...] = ()
+    operations: tuple[OperationSpec, ...] = ()
+    """The schedule's `action:` entries (their indices interleave with the faults')."""
     drain: float = 10.0
     verify: VerifySpec = VerifySpec()
     source: str = "<memory>"
@@ -168,7 +198,7 @@ CHECK_IDS: tuple[str, ...] = (
     "delivery.lost_write", "delivery.duplicate", "delivery.inconsistent_offsets", "delivery.key_order",
     "consumer.nonmonotonic_poll", "consumer.poll_skip",
     "group.generation_monotonic", "group.exclusive_ownership", "group.assignment_conforms",
-    "group.coordinator_conforms", "group.commit_monotonic",
+    "group.coordinator_conforms", "group.commit_monotonic", "operation.completes",
     "slo.controller_failover", "slo.partition_unavailable", "slo.write_unavailable", "slo.read_unavailable",
     "slo.rebalance",
 )

@@ -1,7 +1,10 @@
-"""The fault catalogue: the single source of fault kinds, their parameters, valid targets, duration
-rules, which kinds may overlap on one target, and what each backend does for each kind.
+"""The catalogue of schedule actions: the single source of fault kinds (their parameters, valid targets,
+duration rules, which kinds may overlap on one target, and what each backend does for each kind) and of
+operations (what an operator does to a healthy cluster: reassignment, preferred election; their keys and
+how each broker kind carries them out).
 
-Validation of experiment files, `kafka-chaos faults`, the schedule and every backend read it.
+Validation of experiment files, `kafka-chaos faults` / `kafka-chaos actions`, the schedule and every backend
+read it.
 """
 
 from __future__ import annotations
@@ -126,9 +129,59 @@ TOXIC_ATTRIBUTES: Mapping[str, Mapping[str, str]] = MappingProxyType({
 """Experiment parameter name -> Toxiproxy attribute name, per toxic kind."""
 
 
+@dataclass(frozen=True, slots=True)
+class OperationKey:
+    """One key of an operation's schedule entry (besides `at` and `action`)."""
+
+    name: str
+    help: str
+    required: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class OperationKind:
+    """One kind of operation (`action:` in the schedule). It starts at `at` and runs in the background
+    until it is done or its `timeout` passes (faults keep firing meanwhile); `op.start` and `op.end`
+    record it, `op.end` with its outcome."""
+
+    name: str
+    help: str
+    keys: tuple[OperationKey, ...]
+    default_timeout: float
+    how: Mapping[str, str]
+    """How it is carried out, per broker kind."""
+
+
+_TOPIC = OperationKey("topic", "the topic (declared under `topics`)", required=True)
+_PARTITIONS = OperationKey("partitions", "partition numbers, e.g. [0, 2] (default: every partition of the topic)")
+_TIMEOUT = OperationKey("timeout", "how long to wait for it to finish before recording `timeout`")
+
+OPERATIONS: Mapping[str, OperationKind] = MappingProxyType({k.name: k for k in (
+    OperationKind("reassign", "Move partitions to new replica lists (reassignment: new replicas catch up, the "
+                  "leader moves if it is not in the new list, replicas leaving are dropped), and wait until done.",
+                  (_TOPIC, _PARTITIONS,
+                   OperationKey("replicas", "new replica list per partition, e.g. {0: [2, 3, 1]} (first = "
+                                "preferred leader); or"),
+                   OperationKey("shuffle", "true: each partition gets replication_factor distinct brokers drawn "
+                                "from the seed"), _TIMEOUT), 60.0,
+                  MappingProxyType({"apache-kafka": "AlterPartitionReassignments, then ListPartitionReassignments "
+                                    "until none of them is pending and Metadata lists the new replicas",
+                                    "reference": "writes /admin/reassign_partitions, waits until the controller "
+                                    "deletes it and Metadata lists the new replicas"})),
+    OperationKind("elect_preferred", "Preferred replica election: each partition whose first replica (AR[0]) "
+                  "is alive and in the ISR gets it as leader; the others keep theirs.",
+                  (OperationKey("topic", "the topic (default: every partition of every topic)"), _PARTITIONS,
+                   _TIMEOUT), 30.0,
+                  MappingProxyType({"apache-kafka": "ElectLeaders (type PREFERRED)",
+                                    "reference": "ElectLeaders (type PREFERRED)"})),
+)})
+"""Every operation kind by name."""
+
+
 def describe_catalog() -> str:
-    """The text `kafka-chaos faults` prints: every kind, its targets, parameters and backend actions."""
-    lines: list[str] = []
+    """The text `kafka-chaos faults` prints: every fault kind, its targets, parameters and backend actions;
+    then every operation, its keys and how it is carried out."""
+    lines: list[str] = ["Faults (`fault:` in the schedule):", ""]
     for kind in _KINDS:
         lines.append(f"{kind.name}: {kind.help}")
         lines.append(f"    targets: {', '.join(sorted(kind.targets))}; duration: {kind.duration}; "
@@ -139,4 +192,13 @@ def describe_catalog() -> str:
             lines.append(f"    {p.name} ({p.type}, {need}){extra}: {p.help}")
         for backend, action in kind.backends.items():
             lines.append(f"    {backend}: {action}")
+    lines += ["", "Operations (`action:` in the schedule; they run until done or `timeout`):", ""]
+    for op in OPERATIONS.values():
+        lines.append(f"{op.name}: {op.help}")
+        for key in op.keys:
+            need = "required" if key.required else ("default " + f"{op.default_timeout:g}s"
+                                                    if key.name == "timeout" else "optional")
+            lines.append(f"    {key.name} ({need}): {key.help}")
+        for broker, how in op.how.items():
+            lines.append(f"    {broker}: {how}")
     return "\n".join(lines)

@@ -1,9 +1,12 @@
-"""The fault schedule: pure and deterministic given the experiment and its seed.
+"""The schedule: pure and deterministic given the experiment and its seed.
 
 `plan(exp)` draws each fault's jitter and resolves `random-broker` (and KRaft's `controller:any`) from a RNG seeded by
 experiment's seed (and nothing else), and returns the faults in firing order. Times are seconds
 from the start of the chaos phase. Targets that depend on the cluster's state (`controller`,
 `leader:…`, `coordinator:…`) stay symbolic: they resolve when the fault fires.
+`plan_operations(exp)` gives the operations (`action:` entries) in starting order, a shuffled
+reassignment drawn from its own RNG (seed and entry index), so adding an operation never changes
+the faults' draws.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import random
 from dataclasses import dataclass
 from typing import Literal
 
-from harness.experiment.schema import Experiment, FaultSpec
+from harness.experiment.schema import Experiment, FaultSpec, OperationSpec
 from harness.faults.targets import LinkTarget, Target
 
 
@@ -78,3 +81,43 @@ def actions(faults: tuple[PlannedFault, ...]) -> tuple[Action, ...]:
     items = [Action(f.start, "inject", f) for f in faults]
     items += [Action(f.end, "heal", f) for f in faults if f.end is not None]
     return tuple(sorted(items, key=lambda a: (a.at, a.what != "heal", a.fault.index)))
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedOperation:
+    spec: OperationSpec
+    start: float
+    partitions: tuple[int, ...]
+    """The partitions it acts on (every partition of the topic when the entry names none); empty: every
+    partition of every topic (elect_preferred without a topic)."""
+    replicas: tuple[tuple[int, tuple[int, ...]], ...]
+    """reassign: the new replica list per partition (as written, or drawn for `shuffle`)."""
+
+    @property
+    def index(self) -> int:
+        return self.spec.index
+
+    def describe(self) -> str:
+        what = self.spec.topic or "every topic"
+        if self.replicas:
+            what += " " + " ".join(f"{p}->{list(r)}" for p, r in self.replicas)
+        elif self.partitions:
+            what += "/" + ",".join(map(str, self.partitions))
+        return f"#{self.index} {self.spec.action} {what}"
+
+
+def plan_operations(exp: Experiment) -> tuple[PlannedOperation, ...]:
+    """Every operation with its partitions and (reassign) new replica lists, in starting order."""
+    out: list[PlannedOperation] = []
+    for spec in exp.operations:
+        topic = exp.topic(spec.topic) if spec.topic is not None else None
+        parts = spec.partitions or (tuple(range(topic.partitions)) if topic is not None else ())
+        replicas = spec.replicas
+        if spec.shuffle and topic is not None:
+            rng = random.Random(f"kafka-chaos/operations/{exp.seed}/{spec.index}")
+            brokers = list(range(1, exp.cluster.brokers + 1))
+            replicas = tuple((p, tuple(rng.sample(brokers, topic.replication_factor))) for p in parts)
+        if replicas:
+            parts = tuple(p for p, _ in replicas)
+        out.append(PlannedOperation(spec, spec.at, parts, replicas))
+    return tuple(sorted(out, key=lambda o: (o.start, o.index)))

@@ -171,7 +171,8 @@ def test_counts_names_and_seeds_the_run_refuses(text: str, line: int, field: str
 
 def test_lists_have_a_length_limit() -> None:
     faults = "".join(f"  - {{at: {i}s, fault: kill, target: controller}}\n" for i in range(201))
-    one(f"name: x\nduration: 300s\nschedule:\n{faults}", 3, "schedule", "at most 200 faults are allowed, got 201")
+    one(f"name: x\nduration: 300s\nschedule:\n{faults}", 3, "schedule",
+        "at most 200 faults and actions are allowed, got 201")
     topics = "".join(f"  - {{name: t{i}}}\n" for i in range(51))
     one(f"{HEAD}topics:\n{topics}", 3, "topics", "at most 50 topics")
 

@@ -1,0 +1,94 @@
+"""Reads the `action:` entries of an experiment's `schedule:` list into `OperationSpec`s, checked against
+the operation catalogue (`harness.faults.catalog.OPERATIONS`): the keys each action takes, partition
+numbers, replica lists (distinct broker ids, at least one), `replicas` or `shuffle` for a reassignment.
+References to the experiment's topics and brokers are checked with the other cross-field rules
+(`harness.experiment.rules`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.experiment.fields import MISSING, Fields, did_you_mean
+from harness.experiment.limits import MAX_PARTITIONS
+from harness.experiment.schema import OperationSpec
+from harness.experiment.yamlsource import Path
+from harness.faults.catalog import OPERATIONS
+
+_MAX_BROKER_ID = 1000
+
+
+def read_operation(f: Fields, path: Path, index: int, item: dict[str, Any]) -> OperationSpec | None:
+    """The operation at `path` (a mapping with an `action` key), or None after recording its problems."""
+    name = item.get("action")
+    kind = OPERATIONS.get(name) if isinstance(name, str) else None
+    if kind is None:
+        f.error((*path, "action"), "unknown action", name,
+                (did_you_mean(name, OPERATIONS) + "; " if isinstance(name, str) else "")
+                + "`kafka-chaos actions` lists them")
+        return None
+    m = f.mapping(path, item, ("at", "action", *(k.name for k in kind.keys)), f"a scheduled {kind.name!r}")
+    if m is None:
+        return None
+    at = f.duration(m, path, "at", positive=False)
+    topic = f.string(m, path, "topic") if kind.keys[0].required or m.get("topic") is not None else None
+    partitions = _partitions(f, m, path)
+    timeout = f.duration(m, path, "timeout", default=kind.default_timeout)
+    replicas: Any = ()
+    shuffle: Any = False
+    if kind.name == "reassign":
+        replicas, shuffle = _reassignment(f, m, path)
+    if MISSING in (at, topic, partitions, timeout, replicas, shuffle):
+        return None
+    if replicas and partitions and sorted(p for p, _ in replicas) != sorted(partitions):
+        f.error((*path, "partitions"), "with `replicas`, the partitions are its keys: leave `partitions` out",
+                list(partitions))
+        return None
+    return OperationSpec(index=index, at=at, action=kind.name, topic=topic, partitions=partitions,
+                         replicas=replicas, shuffle=shuffle, timeout=timeout)
+
+
+def _partitions(f: Fields, m: dict[str, Any], path: Path) -> Any:
+    raw = m.get("partitions")
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not raw or not all(_is_partition(p) for p in raw) or len(set(raw)) != len(raw):
+        f.error((*path, "partitions"), f"partitions must be a non-empty list of distinct partition numbers "
+                f"(0..{MAX_PARTITIONS - 1})", raw, "e.g. partitions: [0, 2]")
+        return MISSING
+    return tuple(sorted(raw))
+
+
+def _is_partition(p: object) -> bool:
+    return isinstance(p, int) and not isinstance(p, bool) and 0 <= p < MAX_PARTITIONS
+
+
+def _reassignment(f: Fields, m: dict[str, Any], path: Path) -> tuple[Any, Any]:
+    shuffle = f.boolean(m, path, "shuffle", default=False)
+    raw = m.get("replicas")
+    if shuffle is MISSING:
+        return MISSING, MISSING
+    if (raw is None) == (not shuffle):
+        f.error((*path, "replicas"), "a reassignment takes either `replicas` (the new list per partition) or "
+                "`shuffle: true`" + (", not both" if shuffle else ""), raw,
+                "e.g. replicas: {0: [2, 3, 1]}, or shuffle: true")
+        return MISSING, MISSING
+    if raw is None:
+        return (), True
+    if not isinstance(raw, dict) or not raw:
+        f.error((*path, "replicas"), "replicas must map partition numbers to broker lists", raw,
+                "e.g. replicas: {0: [2, 3, 1], 1: [3, 1, 2]}")
+        return MISSING, MISSING
+    out: list[tuple[int, tuple[int, ...]]] = []
+    for key, brokers in raw.items():
+        part = int(key) if isinstance(key, str) and key.isdigit() else key
+        where = (*path, "replicas", key)
+        if not _is_partition(part):
+            f.error(where, f"a partition number (0..{MAX_PARTITIONS - 1})", key)
+            return MISSING, MISSING
+        if (not isinstance(brokers, list) or not brokers or len(set(brokers)) != len(brokers)
+                or not all(isinstance(b, int) and not isinstance(b, bool) and 0 < b <= _MAX_BROKER_ID
+                           for b in brokers)):
+            f.error(where, "a non-empty list of distinct broker ids", brokers, "e.g. [2, 3, 1]")
+            return MISSING, MISSING
+        out.append((part, tuple(brokers)))
+    return tuple(sorted(out)), False

@@ -1,0 +1,115 @@
+"""Schedule operations (`action:` entries): what loads, what is refused with file:line:field, the plan
+(shuffles drawn from the seed without touching the faults' draws), and the resolved YAML reading back
+into the same spec (KRaft clusters too)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.errors import Problem, ValidationError
+from harness.experiment import load_experiment_text, load_experiments_text
+from harness.experiment.dump import dump_experiment
+from harness.experiment.schema import OperationSpec
+from harness.faults.schedule import plan, plan_operations
+
+ROOT = Path(__file__).resolve().parents[3]
+HEAD = """name: ops
+duration: 60s
+seed: 3
+cluster: {brokers: 4}
+topics: [{name: t, partitions: 3, replication_factor: 2}]
+schedule:
+  - {at: 5s, fault: kill, target: random-broker, duration: 5s}
+"""
+
+
+def problems_of(text: str) -> list[Problem]:
+    with pytest.raises(ValidationError) as info:
+        load_experiments_text(text, "m.yaml")
+    return info.value.problems
+
+
+def only(text: str, line: int, field: str, fragment: str) -> None:
+    """Loading `text` fails with a problem at m.yaml:`line` on `field` that says `fragment`."""
+    rendered = [p.render() for p in problems_of(text)]
+    assert any(r.startswith(f"m.yaml:{line}:") and f": {field}: " in r and fragment in r for r in rendered), rendered
+
+
+def test_reassign_and_elect_preferred_load_as_typed_operations_numbered_with_the_faults() -> None:
+    exp = load_experiment_text(HEAD + """  - {at: 10s, action: reassign, topic: t, replicas: {0: [3, 4], "2": [4, 1]}}
+  - {at: 20s, action: elect_preferred}
+  - {at: 30s, action: elect_preferred, topic: t, partitions: [2, 0], timeout: 5s}
+""", "m.yaml")
+    assert [f.index for f in exp.schedule] == [0]
+    assert exp.operations == (
+        OperationSpec(1, 10.0, "reassign", "t", (), ((0, (3, 4)), (2, (4, 1))), False, 60.0),
+        OperationSpec(2, 20.0, "elect_preferred", None, (), (), False, 30.0),
+        OperationSpec(3, 30.0, "elect_preferred", "t", (0, 2), (), False, 5.0))
+
+
+@pytest.mark.parametrize(("entry", "field", "fragment"), [
+    ("{at: 1s, action: reasign, topic: t, shuffle: true}", "schedule[1].action", "did you mean 'reassign'"),
+    ("{at: 1s, action: reassign, topic: t}", "schedule[1].replicas", "either `replicas`"),
+    ("{at: 1s, action: reassign, topic: t, shuffle: true, replicas: {0: [1]}}", "schedule[1].replicas", "not both"),
+    ("{at: 1s, action: reassign, shuffle: true}", "schedule[1].topic", "required field is missing"),
+    ("{at: 1s, action: reassign, topic: nope, shuffle: true}", "schedule[1].topic", "not declared under `topics`"),
+    ("{at: 1s, action: reassign, topic: t, replicas: {0: [1, 1]}}", "schedule[1].replicas.0", "distinct broker"),
+    ("{at: 1s, action: reassign, topic: t, replicas: {0: []}}", "schedule[1].replicas.0", "non-empty list"),
+    ("{at: 1s, action: reassign, topic: t, replicas: {0: [1, 5]}}", "schedule[1].replicas.0",
+     "broker 5 does not exist (brokers 1..4)"),
+    ("{at: 1s, action: reassign, topic: t, replicas: {3: [1]}}", "schedule[1].replicas.3", "has 3 partitions"),
+    ("{at: 1s, action: reassign, topic: t, replicas: {x: [1]}}", "schedule[1].replicas.x", "a partition number"),
+    ("{at: 1s, action: reassign, topic: t, replicas: [1, 2]}", "schedule[1].replicas", "map partition numbers"),
+    ("{at: 1s, action: elect_preferred, topic: t, partitions: [0, 0]}", "schedule[1].partitions", "distinct"),
+    ("{at: 1s, action: elect_preferred, topic: t, partitions: [7]}", "schedule[1].partitions", "has 3 partitions"),
+    ("{at: 1s, action: elect_preferred, target: broker:1}", "schedule[1].target", "unknown"),
+    ("{at: 70s, action: elect_preferred}", "schedule[1].at", "at or after the experiment's duration"),
+    ("{at: 1s, action: elect_preferred, fault: kill}", "schedule[1]", "either a `fault:` or an `action:`"),
+])
+def test_a_bad_operation_is_refused_naming_its_line_and_field(entry: str, field: str, fragment: str) -> None:
+    only(HEAD + f"  - {entry}\n", 8, field, fragment)
+
+
+def test_shuffle_is_drawn_from_the_seed_and_leaves_the_faults_draws_alone() -> None:
+    base = load_experiment_text(HEAD, "m.yaml")
+    text = HEAD + "  - {at: 10s, action: reassign, topic: t, shuffle: true}\n"
+    first, again = load_experiment_text(text, "m.yaml"), load_experiment_text(text, "m.yaml")
+    (op,) = plan_operations(first)
+    assert op == plan_operations(again)[0]
+    assert [p for p, _ in op.replicas] == [0, 1, 2] and op.partitions == (0, 1, 2)
+    assert all(len(r) == 2 and len(set(r)) == 2 and set(r) <= {1, 2, 3, 4} for _, r in op.replicas)
+    assert plan(first) == plan(base)
+    other = load_experiment_text(text.replace("seed: 3", "seed: 4"), "m.yaml")
+    draws = {plan_operations(load_experiment_text(text.replace("seed: 3", f"seed: {s}"), "m.yaml"))[0].replicas
+             for s in range(8)}
+    assert len(draws) > 1 and plan_operations(other)[0].start == 10.0
+
+
+def test_operations_start_in_time_order_with_every_partition_when_none_is_named() -> None:
+    exp = load_experiment_text(HEAD + """  - {at: 30s, action: elect_preferred, topic: t}
+  - {at: 10s, action: reassign, topic: t, replicas: {1: [2, 3]}}
+""", "m.yaml")
+    ops = plan_operations(exp)
+    assert [(o.index, o.start, o.partitions) for o in ops] == [(2, 10.0, (1,)), (1, 30.0, (0, 1, 2))]
+
+
+def test_the_resolved_yaml_reads_back_into_the_same_spec_for_operations_and_every_shipped_variant() -> None:
+    exp = load_experiment_text(HEAD + """  - {at: 10s, action: reassign, topic: t, replicas: {0: [3, 4]}, timeout: 20s}
+  - {at: 20s, action: elect_preferred, topic: t, partitions: [1]}
+""", "m.yaml")
+    assert dataclasses.replace(load_experiment_text(dump_experiment(exp), "m.yaml")) == exp
+    for path in sorted((ROOT / "experiments").glob("*.yaml")):
+        for variant in load_experiments_text(path.read_text(), str(path)):
+            again = load_experiment_text(dump_experiment(variant), str(path))
+            assert dataclasses.replace(again, variant=variant.variant) == variant, (path, variant.variant)
+
+
+def test_actions_lists_the_operations_after_the_faults(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["actions"]) == 0
+    out = capsys.readouterr().out
+    assert out.index("Faults (`fault:`") < out.index("Operations (`action:`") < out.index("reassign: ")
+    assert "elect_preferred: " in out and "AlterPartitionReassignments" in out
