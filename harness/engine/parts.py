@@ -1,7 +1,8 @@
 """The real parts a run is made of: observers (ZooKeeper, Admin, per-broker Metadata; in KRaft the quorum, KRaft
 metadata and Admin observers), workloads (confluent-kafka
 producers and consumer groups) built from the experiment's specs, and topic creation. The runner
-takes them through `RunParts`, so its phase logic is testable without a cluster. Every librdkafka
+takes them through `RunParts`, so its phase logic is testable without a cluster; so is the operator that
+carries out the schedule's operations. Every librdkafka
 client made here logs to `LIBRDKAFKA_LOGGER` (the run's `clients.log`), never to stderr."""
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any, cast
 from harness.cluster.base import Cluster
 from harness.errors import HarnessError, HarnessTimeout
 from harness.experiment.schema import Experiment
+from harness.faults.operations import Operator
 from harness.history.jsonl import EventSink
 from harness.observe.base import Observer
 from harness.workload.base import Workload
@@ -28,6 +30,14 @@ class RunParts:
     producers: Callable[[Experiment, Cluster, EventSink], Sequence[Workload]]
     consumers: Callable[[Experiment, Cluster, EventSink], Sequence[Workload]]
     create_topics: Callable[[Experiment, Cluster], None]
+    operator: Callable[[Cluster], Operator] = lambda cluster: real_operator(cluster)
+    """What carries out the schedule's operations (reassign, elect_preferred)."""
+
+
+def real_operator(cluster: Cluster) -> Operator:
+    from harness.faults.kafka_operator import KafkaOperator
+
+    return KafkaOperator(cluster.bootstrap_servers, cluster.zookeeper_connect)
 
 
 def real_observers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[Observer]:
@@ -102,4 +112,4 @@ def create_topics(exp: Experiment, cluster: Cluster, timeout_s: float = 60.0) ->
         del admin  # the handle goes now, not with the traceback of an error
 
 
-REAL_PARTS = RunParts(real_observers, real_producers, real_consumers, create_topics)
+REAL_PARTS = RunParts(real_observers, real_producers, real_consumers, create_topics, real_operator)

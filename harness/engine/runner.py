@@ -25,8 +25,9 @@ from harness.engine.parts import REAL_PARTS, RunParts
 from harness.errors import HarnessError
 from harness.experiment.schema import Experiment
 from harness.faults.inject import FaultInjector, MemberControl
+from harness.faults.operations import OperationRunner
 from harness.faults.resolve import Topology
-from harness.faults.schedule import actions, plan
+from harness.faults.schedule import actions, plan, plan_operations
 from harness.history.jsonl import Event, HistoryWriter
 from harness.history.probes import PROBES
 from harness.history.state import ClusterState
@@ -35,6 +36,10 @@ from harness.workload.base import Workload
 from harness.workload.common import LIBRDKAFKA_LOGGER
 
 TICK_S = 0.2
+KAFKA_PYTHON_LOGGER = logging.getLogger("kafka")
+OPERATION_SLACK_S = 10.0
+"""How long past the longest operation timeout the heal phase waits for operations to end."""
+TEARDOWN_OPERATION_WAIT_S = 2.0
 
 
 class Progress(Protocol):
@@ -112,6 +117,7 @@ class Run:
         self.producers: list[Workload] = []
         self.consumers: list[Workload] = []
         self.injector: FaultInjector | None = None
+        self.operations: OperationRunner | None = None
 
     # -- event plumbing ------------------------------------------------------------------------
 
@@ -136,10 +142,12 @@ class Run:
         clients_log.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
         LIBRDKAFKA_LOGGER.addHandler(clients_log)
         LIBRDKAFKA_LOGGER.setLevel(logging.INFO)
+        KAFKA_PYTHON_LOGGER.addHandler(clients_log)  # the operator's reassignment client
         try:
             return self._execute(status, error)
         finally:
             LIBRDKAFKA_LOGGER.removeHandler(clients_log)
+            KAFKA_PYTHON_LOGGER.removeHandler(clients_log)
             clients_log.close()
 
     def _execute(self, status: str, error: str | None) -> RunResult:
@@ -217,6 +225,8 @@ class Run:
         topology = Topology(tuple(range(1, c.brokers + 1)), tuple(range(1, c.zookeepers + 1)),
                             c.voters(), c.combined)
         self.injector = FaultInjector(self.cluster, self.state, topology, self.sink, members)
+        if self.exp.operations:
+            self.operations = OperationRunner(self.parts.operator(self.cluster), self.sink)
         return self._await_probes("steady", self.exp.steady_timeout)
 
     def _bring_up(self) -> Cluster:
@@ -247,17 +257,25 @@ class Run:
         self._phase("chaos")
         start = time.monotonic()
         todo = list(actions(plan(self.exp)))
+        ops = list(plan_operations(self.exp))
         while True:
             elapsed = time.monotonic() - start
+            while ops and ops[0].start <= elapsed:
+                op = ops.pop(0)
+                assert self.operations is not None
+                self.progress.note(f"start {op.describe()}")
+                self.operations.start(op)
             while todo and todo[0].at <= elapsed:
                 action = todo.pop(0)
                 self._act(action.what, action.fault)
             if elapsed >= self.exp.duration:
                 break
-            nxt = next((f"{a.what} {a.fault.describe()} at {a.at:.0f}s" for a in todo), None)
+            upcoming = sorted([(a.at, f"{a.what} {a.fault.describe()}") for a in todo[:1]]
+                              + [(o.start, f"start {o.describe()}") for o in ops[:1]])
+            nxt = next((f"{what} at {at:.0f}s" for at, what in upcoming), None)
             assert self.history is not None
             self.progress.tick(elapsed=elapsed, total=self.exp.duration, next_fault=nxt, events=self.history.count)
-            wait = min(TICK_S, (todo[0].at - elapsed) if todo else TICK_S, self.exp.duration - elapsed)
+            wait = min([TICK_S, self.exp.duration - elapsed] + [at - elapsed for at, _ in upcoming])
             time.sleep(max(wait, 0.0))
 
     def _act(self, what: str, fault: Any) -> None:
@@ -278,6 +296,10 @@ class Run:
         self._phase("heal")
         for step, exc in self.injector.heal_all():
             self._engine("fault.error", action="heal", error=f"{step}: {exc}")
+        if self.operations is not None:  # each ends by its own timeout; the slack covers the last poll
+            if self.operations.running:
+                self.progress.note(f"waiting for {', '.join(self.operations.running)} to end")
+            self.operations.join(max(o.timeout for o in self.exp.operations) + OPERATION_SLACK_S)
         self._await_probes("after heal", self.exp.steady_timeout)
 
     def _drain(self) -> None:
@@ -307,6 +329,9 @@ class Run:
 
         if self.injector is not None:
             failures += self.injector.heal_all()
+        operations = self.operations
+        if operations is not None:
+            attempt("end operations", lambda: self._abandon_operations(operations))
         for w in (*self.producers, *self.consumers):
             attempt(f"close workload {w.name}", w.close)
         for o in self.observers:
@@ -314,6 +339,14 @@ class Run:
         if self.cluster is not None:
             attempt("cluster down", self.cluster.down)
         return failures
+
+
+    @staticmethod
+    def _abandon_operations(operations: OperationRunner) -> None:
+        """Operations still running at teardown (a crash or a signal cut the run short) get their `op.end`
+        now, as errors; the threads record nothing after this."""
+        operations.join(TEARDOWN_OPERATION_WAIT_S)
+        operations.abandon("still running when the run was torn down")
 
 
 def run_experiment(exp: Experiment, backend: ClusterBackend, *, backend_reason: str, runs_dir: Path,

@@ -1,4 +1,4 @@
-"""Every implementation of an extension point (backend, cluster, link, observer, workload) has the
+"""Every implementation of an extension point (backend, cluster, link, observer, workload, operator) has the
 members its Protocol declares, with compatible call signatures."""
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ import pytest
 from harness.cluster.base import Cluster, ClusterBackend, Link
 from harness.cluster.process import ProcessBackend, ProcessCluster
 from harness.cluster.process_toxiproxy import ProcessLink
+from harness.faults.kafka_operator import KafkaOperator
+from harness.faults.operations import Operator
 from harness.observe.admin import AdminObserver
 from harness.observe.base import Observer
 from harness.observe.isolated import IsolatedAdminObserver
@@ -56,6 +58,7 @@ CASES: list[tuple[type, Any]] = [
     (IsolatedAdminObserver, Observer),
     (ProducerWorkload, Workload),
     (ConsumerGroupWorkload, Workload),
+    (KafkaOperator, Operator),
 ]
 
 

@@ -1,0 +1,220 @@
+"""The real `Operator`: operations on a running cluster through Kafka's admin APIs.
+
+- reassign: AlterPartitionReassignments (KIP-455) when the broker advertises it in ApiVersions, else the
+  legacy `/admin/reassign_partitions` znode (the reference broker). confluent-kafka has no binding for
+  the reassignment APIs, so this uses kafka-python's `KafkaAdminClient` (already a dependency: the
+  reference broker speaks the protocol through its classes). Done means: no reassignment of those
+  partitions pending (ListPartitionReassignments, or the znode deleted) and Metadata lists the new
+  replicas in their order.
+- elect_preferred: ElectLeaders (type PREFERRED) through confluent-kafka's AdminClient. Per-partition
+  answers (`ELECTION_NOT_NEEDED`, `PREFERRED_LEADER_NOT_AVAILABLE`) are results, not failures.
+
+Errors while waiting (a broker killed in the middle) are retried until the timeout; the outcome then
+says what was awaited and what was seen last."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+from harness.faults.operations import OperationOutcome, PartitionOutcome
+from harness.workload.common import LIBRDKAFKA_LOGGER
+from harness.zk.notifications import ReassignPartitions
+from harness.zk.paths import REASSIGN_PARTITIONS_PATH
+
+ALTER_PARTITION_REASSIGNMENTS = 45
+POLL_S = 0.5
+ELECT_ATTEMPT_S = 10.0
+"""One ElectLeaders attempt's socket timeout; attempts repeat until the operation's timeout."""
+_LOG = logging.getLogger(__name__)
+
+
+class KafkaOperator:
+    """Operations through `bootstrap_servers` (and, for a reassignment on a broker without KIP-455,
+    `zookeeper_connect`). Each operation makes its own clients and closes them when it ends, so
+    operations may run side by side."""
+
+    def __init__(self, bootstrap_servers: str, zookeeper_connect: str = "") -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self.zookeeper_connect = zookeeper_connect
+
+    # -- reassign --------------------------------------------------------------------------------
+
+    def reassign(self, topic: str, replicas: Mapping[int, Sequence[int]], timeout_s: float) -> OperationOutcome:
+        admin = _FreshClient(self.bootstrap_servers)
+        metadata = self._admin()
+        try:
+            return self._reassign(admin, metadata, topic, replicas, timeout_s)
+        finally:
+            admin.reset()
+            metadata.poll(0)
+
+    def _reassign(self, admin: _FreshClient, metadata: Any, topic: str, replicas: Mapping[int, Sequence[int]],
+                  timeout_s: float) -> OperationOutcome:
+        from kazoo.exceptions import NodeExistsError
+
+        deadline = time.monotonic() + timeout_s
+        api: bool | None = None
+        submitted = False
+        last = "nothing yet"
+        while True:
+            try:
+                if api is None:
+                    api = ALTER_PARTITION_REASSIGNMENTS in {int(k) for k in admin.get().api_versions()}
+                if not submitted:
+                    rejected = (self._submit_api(admin.get(), topic, replicas, timeout_s) if api
+                                else self._submit_zk(topic, replicas))
+                    if rejected:
+                        return OperationOutcome("error", _via(api), "the broker refused the reassignment of "
+                                                + ", ".join(f"{topic}/{p}" for p in sorted(rejected)),
+                                                tuple(PartitionOutcome(topic, p, rejected.get(p))
+                                                      for p in sorted(replicas)))
+                    submitted = True
+                pending = self._pending_api(admin.get(), topic, replicas) if api else self._pending_zk()
+                listed = self._replicas(metadata, topic)
+                off = {p: listed.get(p) for p, want in replicas.items() if listed.get(p) != tuple(want)}
+                if not pending and not off:
+                    return OperationOutcome("done", _via(api), "", tuple(
+                        PartitionOutcome(topic, p, None, listed.get(p)) for p in sorted(replicas)))
+                last = (f"pending: {sorted(pending)}; " if pending else "") + "; ".join(
+                    f"{topic}/{p} lists {list(r) if r is not None else 'nothing'}, want {list(replicas[p])}"
+                    for p, r in sorted(off.items()))
+            except NodeExistsError:
+                return OperationOutcome("error", _via(False), f"{REASSIGN_PARTITIONS_PATH} exists: another "
+                                        "reassignment is in progress (the legacy path takes one at a time)")
+            except Exception as exc:  # a broker, the controller or ZooKeeper briefly away: retried until the deadline
+                last = ("" if submitted else "not submitted yet: ") + f"{type(exc).__name__}: {exc}"
+                admin.reset()  # kafka-python keeps the controller id it found first: a new client looks again
+            if time.monotonic() >= deadline:
+                return OperationOutcome("timeout", _via(api), f"awaited the reassignment of {topic} to finish "
+                                        f"within {timeout_s:g}s; last seen: {last}", ())
+            time.sleep(POLL_S)
+
+    def _submit_api(self, admin: Any, topic: str, replicas: Mapping[int, Sequence[int]],
+                    timeout_s: float) -> dict[int, str]:
+        from kafka import TopicPartition
+
+        answers = admin.alter_partition_reassignments(
+            {TopicPartition(topic, p): list(r) for p, r in replicas.items()}, timeout_ms=int(timeout_s * 1000))
+        return {tp.partition: getattr(err, "__name__", str(err)) for tp, err in answers.items() if err is not None}
+
+    def _submit_zk(self, topic: str, replicas: Mapping[int, Sequence[int]]) -> dict[int, str]:
+        data = ReassignPartitions(tuple((topic, p, tuple(r)) for p, r in sorted(replicas.items()))).encode()
+        with _zookeeper(self.zookeeper_connect) as zk:
+            zk.create(REASSIGN_PARTITIONS_PATH, data)  # NodeExistsError: one is already in progress
+        return {}
+
+    def _pending_api(self, admin: Any, topic: str, replicas: Mapping[int, Sequence[int]]) -> set[int]:
+        listed = admin.list_partition_reassignments({topic: sorted(replicas)})
+        return {tp.partition for tp in listed}
+
+    def _pending_zk(self) -> set[int]:
+        with _zookeeper(self.zookeeper_connect) as zk:
+            return {-1} if zk.exists(REASSIGN_PARTITIONS_PATH) is not None else set()
+
+    @staticmethod
+    def _replicas(metadata: Any, topic: str) -> dict[int, tuple[int, ...]]:
+        """The replica list per partition of `topic`, as Metadata lists it."""
+        listed = metadata.list_topics(topic, timeout=10.0).topics[topic]
+        if listed.error is not None:
+            raise RuntimeError(f"Metadata for {topic}: {listed.error}")
+        return {p: tuple(meta.replicas) for p, meta in listed.partitions.items()}
+
+    def _admin(self, socket_timeout_s: float = 10.0) -> Any:
+        from confluent_kafka.admin import AdminClient
+
+        return AdminClient(cast(dict[str, Any], {"bootstrap.servers": self.bootstrap_servers,
+                                                 "socket.timeout.ms": int(socket_timeout_s * 1000),
+                                                 "logger": LIBRDKAFKA_LOGGER}))
+
+    # -- elect_preferred ---------------------------------------------------------------------------
+
+    def elect_preferred(self, topic: str | None, partitions: Sequence[int], timeout_s: float) -> OperationOutcome:
+        from confluent_kafka import ElectionType, KafkaException, TopicPartition
+
+        via = "ElectLeaders"
+        wanted = [TopicPartition(topic, p) for p in partitions] if topic is not None else None
+
+        deadline = time.monotonic() + timeout_s
+        last = "nothing yet"
+        while True:
+            left = max(1.0, deadline - time.monotonic())
+            # A new client per attempt: librdkafka keeps waiting for a controller it knew, gone in a failover.
+            # The timeouts come from socket.timeout.ms: confluent-kafka 2.16's binding of elect_leaders fails
+            # on its request_timeout / operation_timeout keywords (SystemError in argument parsing).
+            admin = self._admin(socket_timeout_s=min(left, ELECT_ATTEMPT_S))
+            try:
+                answers = admin.elect_leaders(ElectionType.PREFERRED, wanted).result(timeout=left + 1.0)
+                results = tuple(sorted(
+                    (PartitionOutcome(tp.topic, tp.partition, None if err is None else _error_name(err))
+                     for tp, err in answers.items()), key=lambda r: (r.topic, r.partition)))
+                return OperationOutcome("done", via, "", results)
+            except KafkaException as exc:
+                err = exc.args[0] if exc.args else None
+                last = str(err or exc)
+                local = getattr(err, "code", lambda: 0)() < 0  # _TIMED_OUT, _TRANSPORT, ...: no answer came
+                if not local and not getattr(err, "retriable", lambda: False)():
+                    return OperationOutcome("error", via, f"ElectLeaders failed: {last}")
+            except TimeoutError:
+                last = "no answer"
+            finally:
+                admin.poll(0)
+            if time.monotonic() >= deadline:
+                return OperationOutcome("timeout", via, f"awaited the answer to ElectLeaders within "
+                                        f"{timeout_s:g}s; last seen: {last}")
+            time.sleep(POLL_S)
+
+
+def _via(api: bool | None) -> str:
+    return {True: "AlterPartitionReassignments", False: REASSIGN_PARTITIONS_PATH, None: ""}[api]
+
+
+def _error_name(err: object) -> str:
+    """A per-partition answer's error as Kafka names it (`ELECTION_NOT_NEEDED`)."""
+    inner = err.args[0] if isinstance(err, Exception) and err.args else err
+    name = getattr(inner, "name", None)
+    return str(name()) if callable(name) else str(inner)
+
+
+class _FreshClient:
+    """kafka-python's `KafkaAdminClient`, made on first use and made anew after `reset`."""
+
+    def __init__(self, bootstrap_servers: str) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self._client: Any = None
+
+    def get(self) -> Any:
+        if self._client is None:
+            from kafka.admin import KafkaAdminClient
+
+            self._client = KafkaAdminClient(bootstrap_servers=self.bootstrap_servers.split(","),
+                                            client_id="kafka-chaos-operator", request_timeout_ms=10000)
+        return self._client
+
+    def reset(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.close()
+
+
+class _zookeeper:
+    """A kazoo client for one step, stopped and closed however the step ends."""
+
+    def __init__(self, hosts: str) -> None:
+        from kazoo.client import KazooClient
+
+        self.client = KazooClient(hosts=hosts, timeout=10.0, logger=_LOG)
+
+    def __enter__(self) -> Any:
+        self.client.start(timeout=10.0)
+        return self.client
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.client.stop()
+        finally:
+            self.client.close()

@@ -1,0 +1,121 @@
+"""Runs scheduled operations (`action:` entries: reassign, elect_preferred) in the background and records
+them: `op.start` when one begins, `op.end` with its outcome (`done`, `timeout` or `error`), how it was
+carried out and what each partition answered. Faults keep firing while an operation runs (a broker
+killed in the middle of a reassignment is the point). The work itself is an `Operator`'s: the runner
+receives one and nothing else of the cluster."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from harness.faults.schedule import PlannedOperation
+from harness.history.jsonl import EventSink
+
+Outcome = Literal["done", "timeout", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionOutcome:
+    """What one partition answered: its error name (None: accepted / elected), and for a reassignment the
+    replica list Metadata showed last."""
+
+    topic: str
+    partition: int
+    error: str | None = None
+    replicas: tuple[int, ...] | None = None
+
+    def as_event(self) -> dict[str, object]:
+        out: dict[str, object] = {"topic": self.topic, "partition": self.partition, "error": self.error}
+        if self.replicas is not None:
+            out["replicas"] = list(self.replicas)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class OperationOutcome:
+    outcome: Outcome
+    via: str
+    """How it was carried out: `AlterPartitionReassignments`, `/admin/reassign_partitions`, `ElectLeaders`."""
+    detail: str = ""
+    """For a timeout or an error: what was awaited or what failed, and what was seen last."""
+    partitions: tuple[PartitionOutcome, ...] = ()
+
+
+class Operator(Protocol):
+    """Carries out operations on a running cluster; each call returns when the operation is done, has
+    failed, or `timeout_s` has passed (never raises for those: the outcome says so)."""
+
+    def reassign(self, topic: str, replicas: Mapping[int, Sequence[int]], timeout_s: float) -> OperationOutcome: ...
+
+    def elect_preferred(self, topic: str | None, partitions: Sequence[int], timeout_s: float) -> OperationOutcome: ...
+
+
+class OperationRunner:
+    """Starts each operation in a thread of its own; `join` waits for all of them (the heal phase)."""
+
+    def __init__(self, operator: Operator, sink: EventSink) -> None:
+        self.operator = operator
+        self.sink = sink
+        self._threads: list[threading.Thread] = []
+        self._open: dict[int, tuple[PlannedOperation, float]] = {}
+        """Started and not yet ended: the operation and its start (monotonic)."""
+        self._closed = False
+        self._lock = threading.Lock()
+
+    def start(self, op: PlannedOperation) -> None:
+        topic = op.spec.topic
+        self.sink({"src": "engine", "type": "op.start", "op_id": op.index, "action": op.spec.action, "topic": topic,
+                   "partitions": [[topic, str(p)] for p in op.partitions] if topic is not None else [],
+                   "reassignment": [{"partition": p, "replicas": list(r)} for p, r in op.replicas],
+                   "timeout_s": op.spec.timeout, "description": op.describe()})
+        with self._lock:
+            self._open[op.index] = (op, time.monotonic())
+        thread = threading.Thread(target=self._run, args=(op,), name=f"op-{op.index}-{op.spec.action}", daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def _run(self, op: PlannedOperation) -> None:
+        try:
+            if op.spec.action == "reassign":
+                assert op.spec.topic is not None
+                result = self.operator.reassign(op.spec.topic, dict(op.replicas), op.spec.timeout)
+            else:
+                result = self.operator.elect_preferred(op.spec.topic, op.partitions, op.spec.timeout)
+        except Exception as exc:  # an operator bug or an unexpected client error: recorded, never lost
+            result = OperationOutcome("error", "", f"{type(exc).__name__}: {exc}")
+        self._end(op.index, result)
+
+    def _end(self, index: int, result: OperationOutcome) -> None:
+        """Records `op.end` once per operation, and never after `abandon`."""
+        with self._lock:
+            if self._closed or index not in self._open:
+                return
+            op, t0 = self._open.pop(index)
+            self.sink({"src": "engine", "type": "op.end", "op_id": op.index, "action": op.spec.action,
+                       "topic": op.spec.topic, "outcome": result.outcome, "via": result.via, "detail": result.detail,
+                       "elapsed_s": round(time.monotonic() - t0, 3),
+                       "results": [p.as_event() for p in result.partitions], "description": op.describe()})
+
+    def abandon(self, reason: str) -> None:
+        """Every operation still running ends now as an error naming `reason`; nothing is recorded after."""
+        with self._lock:
+            pending = sorted(self._open)
+        for index in pending:
+            self._end(index, OperationOutcome("error", "", reason))
+        with self._lock:
+            self._closed = True
+
+    @property
+    def running(self) -> list[str]:
+        return [t.name for t in self._threads if t.is_alive()]
+
+    def join(self, timeout_s: float) -> list[str]:
+        """Wait up to `timeout_s` in all for every operation to end; the names of those still running."""
+        deadline = time.monotonic() + timeout_s
+        for t in self._threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        return self.running

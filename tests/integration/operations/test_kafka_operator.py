@@ -1,0 +1,127 @@
+"""The operator's reassignment and preferred election on a running cluster: 3 brokers + 1 real ZooKeeper
+through the process backend, once with Apache Kafka 3.9 (AlterPartitionReassignments, ElectLeaders) and
+once with the reference broker (`/admin/reassign_partitions`, ElectLeaders)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any, cast
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from harness.cluster.base import ClusterSpec, NodeId
+from harness.cluster.process import ProcessBackend, ProcessCluster
+from harness.faults.kafka_operator import KafkaOperator
+from harness.workload.common import LIBRDKAFKA_LOGGER
+from tests.fixtures.process_cluster import APACHE_KAFKA, apache_kafka, reference_process_backend
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+TOPIC = "moves"
+FLAVOURS = [APACHE_KAFKA, "reference"]
+
+
+def _backend(flavour: str) -> ProcessBackend:
+    """The process backend running `flavour`, or a skip with the reason it cannot run here."""
+    if flavour == "reference":
+        return reference_process_backend()
+    apache_kafka()
+    return ProcessBackend(broker=APACHE_KAFKA)
+
+
+@pytest.fixture(scope="module", params=FLAVOURS)
+def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
+    spec = ClusterSpec(brokers=3, zookeepers=1, ready_timeout_s=120, broker_config={
+        "zookeeper.session.timeout.ms": "6000", "replica.lag.time.max.ms": "3000",
+        "auto.leader.rebalance.enable": "false"})
+    with _backend(request.param).up(spec, tmp_path_factory.mktemp(request.param)) as c:
+        admin = _admin(c)
+        admin.create_topics([NewTopic(TOPIC, num_partitions=3, replication_factor=2)])[TOPIC].result(60)
+        _wait(lambda: all(m.leader >= 0 for m in _partitions(c).values()), 60, "every partition led")
+        yield c
+
+
+def _admin(cluster: ProcessCluster) -> AdminClient:
+    return AdminClient(cast(dict[str, Any], {"bootstrap.servers": cluster.bootstrap_servers,
+                                             "logger": LIBRDKAFKA_LOGGER}))
+
+
+def _partitions(cluster: ProcessCluster) -> dict[int, Any]:
+    md = _admin(cluster).list_topics(TOPIC, timeout=10)
+    return dict(md.topics[TOPIC].partitions)
+
+
+def _wait(predicate: Any, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not within {timeout_s}s")
+        time.sleep(0.2)
+
+
+def _via(cluster: ProcessCluster) -> str:
+    return "/admin/reassign_partitions" if cluster.flavour.name == "reference" else "AlterPartitionReassignments"
+
+
+def test_a_reassignment_that_adds_and_drops_replicas_ends_done_with_metadata_listing_the_new_lists(
+    cluster: ProcessCluster,
+) -> None:
+    op = KafkaOperator(cluster.bootstrap_servers, cluster.zookeeper_connect)
+    result = op.reassign(TOPIC, {0: [1, 2], 1: [2, 3], 2: [3, 1]}, timeout_s=60)
+    assert (result.outcome, result.via) == ("done", _via(cluster)), result.detail
+    again = op.reassign(TOPIC, {0: [3, 1], 1: [1]}, timeout_s=60)  # p0 gains 3, drops 2; p1 shrinks to one
+    assert again.outcome == "done", again.detail
+    assert {r.partition: r.replicas for r in again.partitions} == {0: (3, 1), 1: (1,)}
+    parts = _partitions(cluster)
+    assert parts[0].replicas == [3, 1] and parts[1].replicas == [1] and parts[1].leader == 1
+
+
+def test_a_reassignment_onto_a_dead_broker_times_out_naming_what_it_saw_and_ends_once_it_is_back(
+    cluster: ProcessCluster,
+) -> None:
+    op = KafkaOperator(cluster.bootstrap_servers, cluster.zookeeper_connect)
+    assert op.reassign(TOPIC, {2: [1, 2]}, timeout_s=60).outcome == "done"
+    cluster.kill(NodeId.broker(3))
+    try:
+        result = op.reassign(TOPIC, {2: [3, 1]}, timeout_s=4)
+        assert result.outcome == "timeout", result
+        assert "within 4s" in result.detail and "last seen" in result.detail, result.detail
+    finally:
+        cluster.start(NodeId.broker(3))
+    _wait(lambda: _partitions(cluster)[2].replicas == [3, 1], 60, "the pending move of partition 2 finished")
+
+
+def test_a_preferred_election_moves_leadership_to_ar0_and_answers_for_each_partition(
+    cluster: ProcessCluster,
+) -> None:
+    op = KafkaOperator(cluster.bootstrap_servers, cluster.zookeeper_connect)
+    assert op.reassign(TOPIC, {0: [1, 2]}, timeout_s=60).outcome == "done"
+    _wait(lambda: set(_partitions(cluster)[0].isrs) == {1, 2}, 30, "both replicas of partition 0 in the ISR")
+    leader = _partitions(cluster)[0].leader
+    other = 2 if leader == 1 else 1
+    assert op.reassign(TOPIC, {0: [other, leader]}, timeout_s=60).outcome == "done"  # the leader stays
+    assert _partitions(cluster)[0].leader == leader
+    result = op.elect_preferred(TOPIC, [0, 1], timeout_s=30)
+    assert (result.outcome, result.via) == ("done", "ElectLeaders"), result.detail
+    answers = {r.partition: r.error for r in result.partitions}
+    assert answers[0] is None and answers[1] == "ELECTION_NOT_NEEDED", answers
+    _wait(lambda: _partitions(cluster)[0].leader == other, 30, f"broker {other} leading partition 0")
+
+
+def test_a_preferred_election_whose_ar0_is_outside_the_isr_keeps_the_leader(cluster: ProcessCluster) -> None:
+    op = KafkaOperator(cluster.bootstrap_servers, cluster.zookeeper_connect)
+    assert op.reassign(TOPIC, {1: [3, 2]}, timeout_s=60).outcome == "done"
+    _wait(lambda: set(_partitions(cluster)[1].isrs) == {2, 3}, 30, "both replicas of partition 1 in the ISR")
+    assert op.elect_preferred(TOPIC, [1], timeout_s=30).outcome == "done"
+    _wait(lambda: _partitions(cluster)[1].leader == 3, 30, "broker 3 leading partition 1")
+    cluster.kill(NodeId.broker(3))
+    try:
+        _wait(lambda: _partitions(cluster)[1].leader == 2, 30, "broker 2 leading partition 1 after 3 died")
+        result = op.elect_preferred(TOPIC, [1], timeout_s=30)
+        assert result.outcome == "done", result.detail
+        assert [r.error for r in result.partitions] == ["PREFERRED_LEADER_NOT_AVAILABLE"], result.partitions
+        assert _partitions(cluster)[1].leader == 2
+    finally:
+        cluster.start(NodeId.broker(3))
