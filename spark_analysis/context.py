@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 
 from spark_analysis.faults import FaultIndex, build_fault_index
 from spark_analysis.load import BULK_TYPES, SMALL_TIER, HistoryDamage, tiers_of
+from spark_analysis.operations import OperationIndex, build_operation_index
 from spark_analysis.runinfo import RunInfo
 from spark_analysis.verdict import ENDING_TYPES, incompleteness
 
@@ -91,6 +92,7 @@ class CheckContext:
     """Intermediate results several checks reuse (e.g. cached per-value DataFrames)."""
     _cache: dict[tuple[str, ...], list[Row]] = field(default_factory=dict)
     _faults: FaultIndex | None = None
+    _operations: OperationIndex | None = None
 
     def close(self) -> None:
         """Release cached DataFrames."""
@@ -121,6 +123,12 @@ class CheckContext:
         if self._faults is None:
             self._faults = build_fault_index(self.rows("fault.start", "fault.end"))
         return self._faults
+
+    @property
+    def operations(self) -> OperationIndex:
+        if self._operations is None:
+            self._operations = build_operation_index(self.rows("op.start", "op.end"))
+        return self._operations
 
     @property
     def completed(self) -> bool:

@@ -47,14 +47,14 @@ _STAMP = "_source.json"
 PARQUET_BLOCK_BYTES = 8 * 1024 * 1024
 PARQUET_CODEC = "none"
 CONVERSION_SPLIT_BYTES = 64 * 1024 * 1024
-PARQUET_FORMAT = 9
+PARQUET_FORMAT = 10
 """Bumped whenever the Parquet layout changes, so older conversions are redone, not misread."""
 BULK_TYPES = frozenset({"send", "ack", "send.error", "poll", "commit"})
 """Event types that can number millions; every other type is small."""
 SMALL_TIER = "small"
 CONCURRENT_WRITERS = len(BULK_TYPES) + 1
 """One open Parquet file per tier and task: no sort by the partition column."""
-UNUSED_COLUMNS = ("wall", "experiment", "backend", "seed", "detail", "observer")
+UNUSED_COLUMNS = ("wall", "experiment", "backend", "seed", "observer")
 """Parsed (they are in the schema) but not kept in the Parquet copy: no check reads them."""
 DAMAGE = "_damage"
 """Parquet column: null for an event; `<kind>:<type>` for a skipped line. Kinds: `torn` (not a
@@ -104,6 +104,13 @@ HISTORY_SCHEMA = StructType(
         _f("kind", _S),
         _f("target", _S),
         _f("params", _S),
+        # operations (op.start / op.end): reassignment and op.end's results are lists of objects, kept as JSON text
+        _f("op_id", _L),
+        _f("action", _S),
+        _f("outcome", _S),
+        _f("reassignment", _S),
+        _f("results", _S),
+        _f("description", _S),
         # brokers, controller, partitions
         _f("broker", _L),
         _f("controller", _L),

@@ -37,6 +37,9 @@ def _num(x: Any) -> float | None:
 def build_timeline(ctx: CheckContext) -> dict[str, Any]:
     out: dict[str, Any] = {"end_t": round(ctx.end_t, 3)}
     out["faults"] = [w.to_json() for w in ctx.faults.windows]
+    operations = [w.to_json() for w in ctx.operations.windows]
+    if operations:
+        out["operations"] = operations
     zk = [e for e in ctx.rows("controller") if e.get("src") == "zk"] or ctx.rows("controller")
     out["controller"] = [[round(float(e.get("t") or 0), 3), e.get("broker"), e.get("epoch")] for e in zk]
     states = [e for e in ctx.rows("partition.state") if e.get("src") == "zk"] or ctx.rows("partition.state")

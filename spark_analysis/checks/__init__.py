@@ -1,6 +1,6 @@
 """The check registry: every check of the verdict, in report order, with its fixed id.
 
-One module per family (controller, quorum, partition, delivery, consumer, group, slo), or more
+One module per family (controller, quorum, partition, delivery, consumer, group, operation, slo), or more
 where a family outgrows one (`partition_isr`, `slo_stall`); `ALL_CHECKS`
 lists one instance of each `Check`. Ids are fixed: verdict.json, report.html and junit.xml use them.
 The quorum family applies to KRaft runs only (`spark_analysis.runinfo.MODE_FAMILIES`): a ZooKeeper
@@ -19,6 +19,7 @@ from spark_analysis.checks.group import (
     ExclusiveOwnership,
     GenerationMonotonic,
 )
+from spark_analysis.checks.operation import OperationCompletes
 from spark_analysis.checks.partition import ElectionConforms, LeaderEpochMonotonic, LeaderInIsr
 from spark_analysis.checks.partition_isr import (
     ControlledShutdownMovesLeaders,
@@ -51,6 +52,7 @@ ALL_CHECKS: tuple[Check, ...] = (
     AssignmentConforms(),
     CoordinatorConforms(),
     CommitMonotonic(),
+    OperationCompletes(),
     ControllerFailover(),
     PartitionUnavailable(),
     WriteUnavailable(),

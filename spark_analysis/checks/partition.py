@@ -7,7 +7,9 @@
   (from broker.up/down, with a grace for observer skew: every plausible live set is tried),
   and the brokers shutting down (graceful stop faults). The strategy is inferred: AR changed ->
   reassign; previous leader gone or none -> offline; previous leader stopping -> controlled
-  shutdown; new leader is AR[0] -> preferred. A change none of these explains is counted, not judged.
+  shutdown; a scheduled reassignment of the partition in progress whose new list leaves the old leader
+  out -> reassign, from that new list (`spark_analysis.operations`); a scheduled preferred election in
+  progress, or new leader is AR[0] -> preferred. A change none of these explains is counted, not judged.
   A write of leader -1 that only takes the dead leader out of a larger ISR is the controller's
   OfflineReplica step (Apache Kafka does it on controller failover, before electing), not an election.
   KRaft (Kafka's `metadata/.../controller/PartitionChangeBuilder.java`, `electLeader`,
@@ -32,6 +34,7 @@ from typing import Any
 from spark_analysis.checks.common import evidence, plural, tp_label
 from spark_analysis.checks.liveness import LIVENESS_GRACE_S, LIVENESS_TYPES, Liveness, build_liveness
 from spark_analysis.context import CheckContext, Row
+from spark_analysis.operations import OperationIndex
 from spark_analysis.result import CheckResult, failed, passed, unknown
 
 SHUTDOWN_FAULT_KINDS = frozenset({"stop", "shutdown", "controlled_shutdown", "graceful_stop", "restart"})
@@ -131,21 +134,28 @@ class LeaderEpochMonotonic:
         return passed(self.id, f"leader_epoch increased at all {plural(changes, 'leader change')}", metrics)
 
 
-def _strategy(prev: Row, ev: Row, live: Liveness, shutting: set[int], t: float) -> str | None:
+def _strategy(prev: Row, ev: Row, live: Liveness, shutting: set[int], t: float,
+              ops: OperationIndex) -> tuple[str | None, list[int] | None]:
+    """The election strategy of a leader change, and the replica list it elects from when that is not
+    the partition's AR as observed (a reassignment in progress: the operation's new list)."""
     old_ar, new_ar = prev.get("replicas") or [], ev.get("replicas") or []
     if old_ar and new_ar and list(old_ar) != list(new_ar):
-        return "reassign"
+        return "reassign", None
     old = prev.get("leader")
     if old is None or old < 0:
-        return "offline"
+        return "offline", None
     if live.state_at(old, t) is False or live.goes_down_within(old, t - LIVENESS_GRACE_S, t + LIVENESS_GRACE_S):
-        return "offline"
+        return "offline", None
     if old in shutting:
-        return "controlled_shutdown"
+        return "controlled_shutdown", None
+    topic, part = str(ev.get("topic")), int(ev.get("partition") or 0)
+    moving = ops.covering(topic, part, t, "reassign")
+    if moving is not None and part in moving.targets and old not in moving.targets[part]:
+        return "reassign", list(moving.targets[part])  # the leader leaves: the first live ISR member of the new list
     ar = new_ar or old_ar
-    if ar and ev.get("leader") == ar[0]:
-        return "preferred"
-    return None
+    if ops.covering(topic, part, t, "elect_preferred") is not None or (ar and ev.get("leader") == ar[0]):
+        return "preferred", None
+    return None, None
 
 
 def _dead_leader_left_isr(prev: Row, ev: Row) -> bool:
@@ -227,7 +237,7 @@ class ElectionConforms:
                 elif prev is not None and ev.get("leader") != prev.get("leader") and ev.get("leader") is not None:
                     t = float(ev.get("t") or 0.0)
                     shutting = ctx.faults.targets_at(t, SHUTDOWN_FAULT_KINDS)
-                    strategy = _strategy(prev, ev, live, shutting, t)
+                    strategy, elect_from = _strategy(prev, ev, live, shutting, t, ctx.operations)
                     if strategy is None or prev.get("isr") is None:
                         unexplained += 1
                     else:
@@ -238,7 +248,7 @@ class ElectionConforms:
                         if strategy == "controlled_shutdown" and old is not None:
                             shut.add(old)
                         exclude = {old} if strategy == "offline" and old is not None and old >= 0 else set()
-                        assigned = list(ev.get("replicas") or prev.get("replicas") or [])
+                        assigned = elect_from or list(ev.get("replicas") or prev.get("replicas") or [])
                         expected = {elect_leader(strategy, assigned, _eligible(prev, frozenset(lv) - shut), lv,
                                                  frozenset(shut), ctx.run.unclean_election)
                                     for lv in _plausible_live_sets(live, t, exclude)}

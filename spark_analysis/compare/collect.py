@@ -94,7 +94,7 @@ def partition_changes(ctx: CheckContext) -> tuple[list[Election], list[IsrChange
                     elections.append(Election(
                         partition=label, t=t, old_leader=_broker(prev.get("leader")),
                         new_leader=_broker(ev.get("leader")), leader_epoch=ev.get("leader_epoch"),
-                        rule=_strategy(prev, ev, live, shutting, t),
+                        rule=_strategy(prev, ev, live, shutting, t, ctx.operations)[0],
                         isr_before=None if isr is None else tuple(int(b) for b in isr)))
                 before, after = prev.get("isr"), ev.get("isr")
                 if before is not None and after is not None and set(before) != set(after):

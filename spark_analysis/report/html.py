@@ -148,6 +148,23 @@ def _impact_section(impacts: Sequence[FaultImpact]) -> str:
             f"<th>what the cluster did</th></tr>{''.join(rows)}</table>")
 
 
+def _operations_table(timeline: Mapping[str, Any]) -> str:
+    """The schedule's operations (the thin bands under the timeline): when, how they ended, what the
+    partitions answered."""
+    def said(op: Mapping[str, Any]) -> str:
+        answers = "; ".join(f"{p}: {e}" for p, e in (op.get("answers") or {}).items())
+        return answers or str(op.get("detail") or "")
+
+    rows = "".join(
+        f"<tr><td>#{escape(str(op.get('id')))}</td><td class=\"mono\">{escape(str(op.get('label')))}</td>"
+        f"<td>{float(op.get('start') or 0):.2f}s</td>"
+        f"<td>{'' if op.get('end') is None else format(float(op['end']), '.2f') + 's'}</td>"
+        f"<td>{escape(str(op.get('outcome') or 'unfinished'))}</td><td>{escape(said(op))}</td></tr>"
+        for op in timeline.get("operations") or [])
+    return (f"<h2>Operations</h2><table><tr><th>id</th><th>operation</th><th>start</th><th>end</th><th>outcome</th>"
+            f"<th>answers / detail</th></tr>{rows}</table>") if rows else ""
+
+
 def render_html(verdict: Verdict, experiment_yaml: str | None = None) -> str:
     title = f"kafka-chaos: {verdict.run.get('experiment') or 'run'} on {verdict.title}"
     counts = verdict.counts()
@@ -159,6 +176,7 @@ def render_html(verdict: Verdict, experiment_yaml: str | None = None) -> str:
     )
     fault_table = (f"<h2>Faults</h2><table><tr><th>id</th><th>kind</th><th>target</th><th>start</th><th>end</th>"
                    f"</tr>{faults}</table>") if faults else ""
+    fault_table += _operations_table(verdict.timeline or {})
     timeline = (render_timeline_svg(verdict.timeline, stall_bands(verdict)) if verdict.timeline
                 else "<p>No timeline data.</p>")
     yaml_block = (f"<details><summary>experiment.yaml</summary><pre>{escape(experiment_yaml)}</pre></details>"

@@ -159,6 +159,13 @@ def render_timeline_svg(timeline: Mapping[str, Any],
                      f'<title>{escape(str(f.get("label")))}</title></rect>')
         shade.append(f'<text x="{x0 + 2:.1f}" y="12" font-size="9" fill="#d62728">#{escape(str(f["id"]))} '
                      f'{escape(str(f.get("kind")))}</text>')
+    for op in timeline.get("operations") or []:
+        x0 = c.x(float(op["start"]))
+        x1 = c.x(float(op["end"]) if op.get("end") is not None else end_t)
+        colour = "#1f77b4" if op.get("outcome") == "done" else "#ff7f0e"
+        shade.append(f'<rect x="{x0:.1f}" y="{height - 26}" width="{max(x1 - x0, 1.5):.1f}" height="6" '
+                     f'fill="{colour}" fill-opacity="0.5"><title>{escape(str(op.get("label")))}: '
+                     f'{escape(str(op.get("outcome") or "unfinished"))}</title></rect>')
     axis: list[str] = []
     ticks = 10
     for i in range(ticks + 1):

@@ -31,7 +31,7 @@ FIXED_IDS = (
     "delivery.duplicate",
     "delivery.inconsistent_offsets", "delivery.key_order", "consumer.nonmonotonic_poll", "consumer.poll_skip",
     "group.generation_monotonic", "group.exclusive_ownership", "group.assignment_conforms",
-    "group.coordinator_conforms", "group.commit_monotonic", "slo.controller_failover",
+    "group.coordinator_conforms", "group.commit_monotonic", "operation.completes", "slo.controller_failover",
     "slo.partition_unavailable", "slo.write_unavailable", "slo.read_unavailable", "slo.rebalance",
 )
 SPARK_ONLY = {"delivery.lost_write", "delivery.duplicate", "delivery.inconsistent_offsets", "delivery.key_order",

@@ -1,0 +1,131 @@
+"""Operations in a run, against a recording fake operator (no processes: these tests check the engine's
+orchestration of operations, not Kafka): `op.start` at the scheduled time, faults firing while an operation
+runs, `op.end` with the outcome once, the heal phase waiting for operations, teardown ending the ones still
+running as errors, and the verifiers' reading of it (`operation.completes`, the election strategy)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from harness.engine import runner
+from harness.engine.runner import run_experiment
+from harness.experiment import load_experiment_text
+from harness.faults.operations import OperationOutcome, OperationRunner, PartitionOutcome
+from harness.faults.schedule import plan_operations
+from harness.history.jsonl import read_history
+from spark_analysis.checks.operation import OperationCompletes
+from spark_analysis.operations import build_operation_index
+from tests.unit.engine.fakes import FakeBackend, fake_parts
+
+EXP = """
+name: ops-engine
+cluster: {brokers: 3}
+topics: [{name: t, partitions: 2, replication_factor: 2}]
+workload:
+  producers: [{topic: t}]
+steady_timeout: 2s
+schedule:
+  - {at: 50ms, action: reassign, topic: t, replicas: {0: [3, 1]}, timeout: 5s}
+  - {at: 100ms, fault: kill, target: broker:3, duration: 100ms}
+  - {at: 150ms, action: elect_preferred, topic: t}
+duration: 400ms
+drain: 100ms
+"""
+
+
+class FakeOperator:
+    """Records the calls. The reassignment ends when `until()` holds (polled), or times out when it has none;
+    the preferred election fails as an operator bug would."""
+
+    def __init__(self, until: Callable[[], bool] | None = None) -> None:
+        self.calls: list[str] = []
+        self.until = until
+
+    def reassign(self, topic: str, replicas: Mapping[int, Sequence[int]], timeout_s: float) -> OperationOutcome:
+        self.calls.append(f"reassign {topic} {dict(replicas)}")
+        deadline = time.monotonic() + timeout_s
+        while self.until is None or not self.until():
+            if time.monotonic() > deadline:
+                return OperationOutcome("timeout", "fake", f"awaited the fake move within {timeout_s:g}s")
+            time.sleep(0.01)
+        return OperationOutcome("done", "fake", "", (PartitionOutcome(topic, 0, None, (3, 1)),))
+
+    def elect_preferred(self, topic: str | None, partitions: Sequence[int], timeout_s: float) -> OperationOutcome:
+        self.calls.append(f"elect_preferred {topic} {list(partitions)}")
+        raise RuntimeError("fake operator: no controller")
+
+
+def _run(tmp_path: Path, operator: FakeOperator, text: str = EXP) -> runner.RunResult:
+    runner.TICK_S = 0.02
+    parts = fake_parts([])
+    parts = type(parts)(parts.observers, parts.producers, parts.consumers, parts.create_topics,
+                        lambda cluster: operator)
+    exp = load_experiment_text(text, "ops.yaml")
+    return run_experiment(exp, FakeBackend(None), backend_reason="test", runs_dir=tmp_path, parts=parts)
+
+
+def test_operations_start_on_time_faults_fire_meanwhile_and_each_ends_once_with_its_outcome(tmp_path: Path) -> None:
+    def heal_begun() -> bool:
+        """The run reached its heal phase: the fault fired, and the chaos phase is over."""
+        return any('"name":"heal"' in p.read_text() for p in tmp_path.glob("*/history.jsonl"))
+
+    operator = FakeOperator(until=heal_begun)
+    result = _run(tmp_path, operator)
+    assert result.status == "completed", result.error
+    events = read_history(result.run_dir / "history.jsonl").events
+    kinds = [(e["type"], e.get("op_id", e.get("fault_id"))) for e in events
+             if e["type"] in ("op.start", "op.end", "fault.start", "fault.end")]
+    assert kinds.index(("op.start", 0)) < kinds.index(("fault.start", 1)) < kinds.index(("op.end", 0))
+    assert kinds.index(("fault.end", 1)) < kinds.index(("op.end", 0))
+    ends = {e["op_id"]: e for e in events if e["type"] == "op.end"}
+    assert sorted(ends) == [0, 2] and [e["op_id"] for e in events if e["type"] == "op.start"] == [0, 2]
+    assert (ends[0]["outcome"], ends[0]["via"]) == ("done", "fake")
+    assert ends[0]["results"] == [{"topic": "t", "partition": 0, "error": None, "replicas": [3, 1]}]
+    assert ends[2]["outcome"] == "error" and "RuntimeError: fake operator: no controller" in ends[2]["detail"]
+    start = next(e for e in events if e["type"] == "op.start" and e["op_id"] == 0)
+    assert start["partitions"] == [["t", "0"]] and start["reassignment"] == [{"partition": 0, "replicas": [3, 1]}]
+    assert operator.calls == ["reassign t {0: (3, 1)}", "elect_preferred t [0, 1]"]
+    drain = next(e["t"] for e in events if e["type"] == "phase" and e["name"] == "drain")
+    assert all(e["t"] <= drain for e in ends.values())  # the heal phase waited for them
+
+
+def test_a_timeout_is_recorded_and_fails_operation_completes_naming_what_was_awaited(tmp_path: Path) -> None:
+    text = EXP.replace("timeout: 5s", "timeout: 300ms")
+    result = _run(tmp_path, FakeOperator(), text)
+    events = read_history(result.run_dir / "history.jsonl").events
+    (end,) = [e for e in events if e["type"] == "op.end" and e["op_id"] == 0]
+    assert end["outcome"] == "timeout" and "awaited the fake move within 0.3s" in end["detail"]
+    index = build_operation_index([e for e in events if e["type"] in ("op.start", "op.end")])
+    assert [w.outcome for w in index.windows] == ["timeout", "error"]
+    assert index.covering("t", 0, index.windows[0].start + 0.1, "reassign") is index.windows[0]
+    assert index.covering("t", 1, index.windows[0].start + 0.1, "reassign") is None
+
+
+def test_teardown_ends_an_operation_still_running_as_an_error_and_nothing_is_recorded_after(tmp_path: Path) -> None:
+    exp = load_experiment_text(EXP, "ops.yaml")
+    written: list[dict[str, object]] = []
+    released = False
+    operator = FakeOperator(until=lambda: released)
+    ops = OperationRunner(operator, written.append)
+    (reassign, _) = plan_operations(exp)
+    ops.start(reassign)
+    ops.abandon("still running when the run was torn down")
+    released = True
+    assert ops.join(10.0) == []
+    ends = [e for e in written if e["type"] == "op.end"]
+    assert len(ends) == 1 and ends[0]["outcome"] == "error" and "torn down" in str(ends[0]["detail"])
+
+
+def test_operation_completes_passes_with_no_operations_and_is_unknown_for_an_error() -> None:
+    from tests.fixtures.histories import python_context
+
+    empty = OperationCompletes().run(python_context([]))
+    assert (empty.status, empty.summary) == ("pass", "no operation in the run (nothing to judge)")
+    rows = [{"type": "op.start", "t": 1.0, "op_id": 0, "action": "elect_preferred", "topic": None,
+             "partitions": [], "reassignment": [], "description": "#0 elect_preferred every topic"},
+            {"type": "op.end", "t": 2.0, "op_id": 0, "action": "elect_preferred", "outcome": "error",
+             "detail": "ElectLeaders failed: CLUSTER_AUTHORIZATION_FAILED", "results": []}]
+    broken = OperationCompletes().run(python_context(rows))
+    assert broken.status == "unknown" and "CLUSTER_AUTHORIZATION_FAILED" in broken.summary
