@@ -147,8 +147,22 @@ def get_session(master: str | None = None) -> SparkSession:
 def stop_session(spark: SparkSession) -> None:
     """Stop `spark` and, if pyspark launched its driver JVM for this process, that JVM too (the next
     `get_session` launches a new one); its leftover record goes with it."""
+    _stop_accumulator_server()
     spark.stop()
     _stop_driver()
+
+
+def _stop_accumulator_server() -> None:
+    """Shut pyspark's accumulator server down before the JVM goes. pyspark stops the JVM side first
+    (`SparkContext.stop`: `_jsc.stop()`, then the server), and a JVM exiting at interpreter exit closes the
+    connection under the server's handler, which then printed an `EOFError` traceback to stderr at the
+    end of every `kafka-chaos run` and `verify` (socketserver's `handle_error`). No check uses accumulators."""
+    sc = SparkContext._active_spark_context
+    server = getattr(sc, "_accumulatorServer", None) if sc is not None else None
+    if server is not None:
+        with contextlib.suppress(Exception):
+            server.shutdown()
+        sc._accumulatorServer = None  # type: ignore[union-attr]
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +205,7 @@ def _stop_driver(timeout_s: float = DRIVER_STOP_S) -> None:
         driver, _DRIVER = _DRIVER, None
     if driver is None:
         return
+    _stop_accumulator_server()
     gateway = SparkContext._gateway
     if gateway is not None and getattr(gateway, "proc", None) is driver.proc:
         with contextlib.suppress(Exception):  # the JVM may be gone already
