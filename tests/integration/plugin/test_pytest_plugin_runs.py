@@ -1,5 +1,7 @@
 """The pytest plugin end to end on the process backend (real ZooKeeper, embedded Toxiproxy, real
-librdkafka, Spark): one `pytest` subprocess runs a shipped experiment and a Python test that runs two
+librdkafka, Spark): one `pytest` subprocess runs a shipped experiment (experiments/reassignment.yaml on
+Apache Kafka 3.9: reassignments and preferred elections under load, a broker killed in the middle; this is
+that experiment's end-to-end test) and a Python test that runs two
 experiments on one `chaos_cluster` on Apache Kafka 3.9 (`broker: auto`), and a two-variant matrix
 experiment (clean on Apache Kafka, and with the reference broker's skip_epoch_bump bug flag, which
 only the reference broker has); the tests below read its JUnit XML, output and run directories."""
@@ -19,8 +21,8 @@ import pytest
 from harness.experiment.schema import CHECK_IDS
 from harness.history.jsonl import read_history
 
-pytestmark = [pytest.mark.integration, pytest.mark.spark,
-              pytest.mark.timeout(600)]  # the first test carries the session: 4 experiment runs, 226-300 s
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow,
+              pytest.mark.timeout(600)]  # the first test carries the session: 5 experiment runs, 200-300 s
 ROOT = Path(__file__).resolve().parents[3]
 CONFIG = {"zookeeper.session.timeout.ms": 3000, "min.insync.replicas": 2, "offsets.topic.num.partitions": 3,
           "group.initial.rebalance.delay.ms": 0}
@@ -73,7 +75,7 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Session:
     (work / "test_shared_cluster.py").write_text(textwrap.dedent(SHARED_TEST))
     junit, runs = work / "junit.xml", work / "runs"
     args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", "--timeout", "600",
-            str(ROOT / "experiments/controller-failover.yaml"),
+            str(ROOT / "experiments/reassignment.yaml"),
             str(ROOT / "tests/data/plugin/controller-kill-short.yaml"),
             "test_shared_cluster.py", "--chaos-backend", "process", "--chaos-runs-dir", str(runs),
             "--spark-master", "local[2]", f"--junitxml={junit}"]
@@ -88,23 +90,43 @@ def _failed(case: ET.Element) -> bool:
 
 
 def test_shipped_experiment_passes_and_junit_carries_seed_backend_run_dir_and_checks(session: Session) -> None:
-    case = session.cases["controller-failover"]
+    case = session.cases["reassignment"]
     assert not _failed(case), session.output[-4000:]
-    props = session.props("controller-failover")
-    assert props["seed"] == "42" and props["backend"] == "process" and props["verdict"] == "pass"
+    props = session.props("reassignment")
+    assert props["seed"] == "7" and props["backend"] == "process" and props["verdict"] == "pass"
     assert props["broker"].startswith("Apache Kafka 3.9."), props["broker"]
     assert {k for k in props if k.startswith("check.")} == {f"check.{c}" for c in CHECK_IDS
                                                             if not c.startswith("quorum.")}  # KRaft only
     run_dir = Path(props["run_dir"])
     info = json.loads((run_dir / "run.json").read_text())
     assert info["status"] == "completed" and info["broker"]["flavour"] == "apache-kafka"
-    events = read_history(run_dir / "history.jsonl").events
-    assert len([e for e in events if e["type"] == "fault.start" and e["kind"] == "kill"]) == 2
-    verdict = json.loads((run_dir / "verdict.json").read_text())
-    failover = next(c for c in verdict["checks"] if c["id"] == "slo.controller_failover")
-    print(f"controller failover times: {failover['metrics']['distribution']}")
-    assert failover["metrics"]["distribution"]["count"] == 2
     assert (run_dir / "report.html").stat().st_size > 0
+
+
+def test_the_reassignment_experiment_moves_replicas_through_a_broker_loss_and_its_elections_are_judged(
+    session: Session,
+) -> None:
+    """Both reassignments finish (the second one only after the killed broker is back), through
+    AlterPartitionReassignments, and the leader moves they cause are judged by the reassignment rule
+    (three partitions on three brokers: one of them is led by broker 3, which the first move drops)."""
+    run_dir = Path(session.props("reassignment")["run_dir"])
+    events = read_history(run_dir / "history.jsonl").events
+    ends = {e["op_id"]: e for e in events if e["type"] == "op.end"}
+    starts = {e["op_id"]: e for e in events if e["type"] == "op.start"}
+    assert sorted(starts) == sorted(ends) == [0, 2, 4, 5]
+    assert {e["outcome"] for e in ends.values()} == {"done"}, ends
+    assert {ends[i]["via"] for i in (0, 2)} == {"AlterPartitionReassignments"}
+    killed = next(e for e in events if e["type"] == "fault.start" and e["kind"] == "kill")
+    restarted = next(e for e in events if e["type"] == "fault.end" and e["fault_id"] == killed["fault_id"])
+    assert starts[2]["t"] < killed["t"] and ends[2]["t"] > restarted["t"]  # the broker died in the middle
+    assert {(r["partition"], tuple(r["replicas"])) for r in ends[2]["results"]} == {(0, (3, 1)), (1, (2, 3))}
+    # What the preferred elections answered depends on when broker 3 caught up (the answers themselves are
+    # pinned down in tests/integration/operations/test_kafka_operator.py).
+    print("preferred elections answered:", [ends[i]["results"] for i in (4, 5)])
+    checks = {c["id"]: c for c in json.loads((run_dir / "verdict.json").read_text())["checks"]}
+    assert checks["operation.completes"]["metrics"]["by_outcome"] == {"done": 4}
+    print(f"elections: {checks['partition.election_conforms']['metrics']}")
+    assert checks["partition.election_conforms"]["metrics"]["by_strategy"].get("reassign", 0) >= 1
 
 
 def test_matrix_variants_are_separate_cases_and_the_clean_one_passes(session: Session) -> None:
