@@ -41,6 +41,16 @@ shown to catch the bug it exists for. A broker with any flag logs a loud warning
   shutdown (no ControlledShutdown request) and deregisters at once, so its partitions get offline
   elections after its registration vanishes instead of controlled-shutdown elections before.
   Breaks `partition.controlled_shutdown_moves_leaders`.
+- ``reassign_ignores_isr``: when a reassignment starts, the controller makes the first live replica of
+  the NEW replica list leader at once, in the ISR or not (the ISR is left as it is); Kafka moves the
+  leader only once every new replica is in the ISR, and only if the leader is leaving, to the first
+  live ISR member of the new list. A replica just added, still empty, leads. Breaks
+  `partition.election_conforms` (strategy reassign) and `partition.leader_in_isr`.
+- ``preferred_outside_isr``: a preferred replica election (ElectLeaders, the znode, auto rebalance)
+  makes AR[0] leader whenever it is live, in the ISR or not; Kafka's
+  PreferredReplicaPartitionLeaderElectionStrategy needs it in the ISR and answers
+  PREFERRED_LEADER_NOT_AVAILABLE otherwise, keeping the leader. Breaks `partition.election_conforms`
+  (strategy preferred) and `partition.leader_in_isr`.
 """
 
 from __future__ import annotations
@@ -61,10 +71,13 @@ GENERATION_REUSE = "generation_reuse"
 KEEP_DEAD_IN_ISR = "keep_dead_in_isr"
 UNCLEAN_ELECTION = "unclean_election"
 SHUTDOWN_WITHOUT_MOVING_LEADERS = "shutdown_without_moving_leaders"
+REASSIGN_IGNORES_ISR = "reassign_ignores_isr"
+PREFERRED_OUTSIDE_ISR = "preferred_outside_isr"
 
 KNOWN_BUGS: frozenset[str] = frozenset({
     ELECT_OUTSIDE_ISR, SKIP_EPOCH_BUMP, ZOMBIE_CONTROLLER, ACK_BEFORE_REPLICATION, IGNORE_IDEMPOTENCE,
     DOUBLE_ASSIGNMENT, GENERATION_REUSE, KEEP_DEAD_IN_ISR, UNCLEAN_ELECTION, SHUTDOWN_WITHOUT_MOVING_LEADERS,
+    REASSIGN_IGNORES_ISR, PREFERRED_OUTSIDE_ISR,
 })
 
 
@@ -123,3 +136,29 @@ def mark_unclean(changes: Iterable[StateChange], honest: ClusterView) -> list[St
     """Tag the unclean elections the honest view would not have allowed (for the broker's log)."""
     return [replace(ch, reason=ch.reason + f" [bug {UNCLEAN_ELECTION}]")
             if ch.unclean and not honest.unclean_for(ch.partition[0]) else ch for ch in changes]
+
+
+def reassign_ignores_isr(view: ClusterView, tp: tuple[str, int], target: tuple[int, ...],
+                         controller_epoch: int) -> ControllerPlan:
+    """The `reassign_ignores_isr` bug at the start of a reassignment: the first live replica of `target`
+    leads at once, whatever the ISR says (the ISR is written unchanged); no change when it leads already."""
+    st = view.states.get(tp)
+    pick = next((r for r in target if r in view.live), None)
+    if st is None or pick is None or st.leader == pick:
+        return ControllerPlan()
+    return ControllerPlan((StateChange(tp, f"partition reassignment [bug {REASSIGN_IGNORES_ISR}]", st,
+                                       st.with_leader(pick, st.isr, controller_epoch), "reassign"),))
+
+
+def preferred_outside_isr(view: ClusterView, controller_epoch: int, plan: ControllerPlan) -> ControllerPlan:
+    """The `preferred_outside_isr` bug applied to a preferred-election plan: every partition the honest
+    election left alone (`plan.offline`) whose AR[0] is live gets AR[0] as leader, the ISR unchanged."""
+    extra: list[StateChange] = []
+    for tp in plan.offline:
+        st, ar = view.states.get(tp), view.assignments.get(tp)
+        if st is None or not ar or ar[0] not in view.live or st.leader == ar[0]:
+            continue
+        extra.append(StateChange(tp, f"preferred replica election [bug {PREFERRED_OUTSIDE_ISR}]", st,
+                                 st.with_leader(ar[0], st.isr, controller_epoch), "preferred"))
+    done = {ch.partition for ch in extra}
+    return replace(plan, changes=(*plan.changes, *extra), offline=tuple(tp for tp in plan.offline if tp not in done))

@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kazoo.exceptions import NoNodeError
 
+from harness.broker import bugs
 from harness.model.controller import (
+    ClusterView,
+    ControllerPlan,
     StateChange,
     auto_rebalance_targets,
     elect_offline_partitions,
@@ -138,7 +142,7 @@ async def on_elect_leaders(c: Controller, partitions: list[TP] | None) -> dict[s
         elif st is not None and st.leader == ar[0]:
             results[tp] = ELECTION_NOT_NEEDED
     todo = [tp for tp in targets if tp not in results]
-    written, _ = await c.decide(lambda v: preferred_elections(v, c.epoch, todo))
+    written, _ = await c.decide(_preferred(c, todo))
     c.propagate(written)
     done = {ch.partition for ch in written}
     for tp in todo:
@@ -169,5 +173,12 @@ async def on_rebalance(c: Controller) -> None:
     targets = auto_rebalance_targets(c.view(), c.b.config.leader_imbalance_per_broker_percentage)
     if targets:
         log.info("controller %d: auto leader rebalance moves %s", c.b.broker_id, list(targets))
-        written, _ = await c.decide(lambda v: preferred_elections(v, c.epoch, targets))
+        written, _ = await c.decide(_preferred(c, targets))
         c.propagate(written)
+
+
+def _preferred(c: Controller, targets: Sequence[TP]) -> Callable[[ClusterView], ControllerPlan]:
+    """The model's preferred-replica election of `targets`, with the `preferred_outside_isr` bug when set."""
+    if bugs.PREFERRED_OUTSIDE_ISR not in c.b.config.reference_bugs:
+        return lambda v: preferred_elections(v, c.epoch, targets)
+    return lambda v: bugs.preferred_outside_isr(v, c.epoch, preferred_elections(v, c.epoch, targets))

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from kazoo.exceptions import NoNodeError
 
+from harness.broker import bugs
 from harness.model.controller import ClusterView, ControllerPlan, StateChange, reassignment_election
 from harness.zk.notifications import ReassignPartitions
 from harness.zk.paths import REASSIGN_PARTITIONS_PATH, topic_path
@@ -95,6 +96,8 @@ class Reassignments:
             self.pending[tp], self.original[tp] = tuple(target), orig
             if tp in c.states:
                 await c.decide(_bump(tp, f"reassignment {list(orig)} -> {list(target)}: start", c.epoch, None))
+                if bugs.REASSIGN_IGNORES_ISR in c.b.config.reference_bugs:
+                    await c.decide(_lead_at_once(tp, tuple(target), c.epoch))
             log.warning("controller %d: reassigning %s-%d %s -> %s (RS %s)", c.b.broker_id, topic, partition,
                         list(orig), list(target), list(rs))
             c.channels.leader_and_isr([tp])
@@ -142,6 +145,11 @@ def _elect(tp: TP, target: tuple[int, ...], epoch: int) -> Callable[[ClusterView
         ch = reassignment_election(v, tp, target, epoch)
         return ControllerPlan((ch,) if ch is not None else ())
     return plan
+
+
+def _lead_at_once(tp: TP, target: tuple[int, ...], epoch: int) -> Callable[[ClusterView], ControllerPlan]:
+    """The `reassign_ignores_isr` bug's write at the start of a reassignment."""
+    return lambda v: bugs.reassign_ignores_isr(v, tp, target, epoch)
 
 
 def _bump(tp: TP, reason: str, epoch: int, keep: tuple[int, ...] | None) -> Callable[[ClusterView], ControllerPlan]:

@@ -209,6 +209,6 @@ CHECK_FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(c.split(".")[0] for c in C
 REFERENCE_BUGS: tuple[str, ...] = (
     "elect_outside_isr", "skip_epoch_bump", "zombie_controller", "ack_before_replication",
     "ignore_idempotence", "double_assignment", "generation_reuse", "keep_dead_in_isr", "unclean_election",
-    "shutdown_without_moving_leaders",
+    "shutdown_without_moving_leaders", "reassign_ignores_isr", "preferred_outside_isr",
 )
 """Bug flags the reference broker accepts (`reference.bugs=`), each breaking one guarantee on purpose."""

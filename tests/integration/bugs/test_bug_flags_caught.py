@@ -60,6 +60,10 @@ BUG_CASES: dict[str, BugCase] = {
                                                  "partition.election_conforms"), "unclean election of broker"),
     "shutdown_without_moving_leaders": BugCase("broker-loss.yaml", ("partition.controlled_shutdown_moves_leaders",),
                                                "still led it when its registration vanished"),
+    "reassign_ignores_isr": BugCase("reassign.yaml", ("partition.leader_in_isr", "partition.election_conforms"),
+                                    "not in ISR"),
+    "preferred_outside_isr": BugCase("reassign.yaml", ("partition.leader_in_isr", "partition.election_conforms"),
+                                     "not in ISR"),
 }
 CLEAN_EXPERIMENTS = sorted({c.experiment for c in BUG_CASES.values()})
 

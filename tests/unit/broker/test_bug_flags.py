@@ -16,6 +16,8 @@ from harness.model.controller import (
     elect_offline_partitions,
     on_broker_failure,
     on_controller_failover,
+    preferred_elections,
+    reassignment_election,
 )
 from harness.model.partition_state import NO_LEADER, PartitionState
 
@@ -144,3 +146,29 @@ def test_shutdown_without_moving_leaders_skips_the_controlled_shutdown_request(
     broker = SimpleNamespace(config=config, broker_id=1, zk=SimpleNamespace(client=object()))
     assert asyncio.run(handlers_controller.controlled_shutdown(broker)) is False  # type: ignore[arg-type]
     assert asked == ([] if flags else [1])
+
+
+def _moving_view() -> ClusterView:
+    """mv/0 led by broker 1 with ISR [1] (broker 3 out of it), AR [3, 1]: all three brokers live."""
+    tp = ("mv", 0)
+    return ClusterView(frozenset({1, 2, 3}), {tp: (3, 1)}, {tp: PartitionState(1, 4, (1,), 2, 7)})
+
+
+def test_reassign_ignores_isr_makes_the_new_lists_first_live_replica_leader_outside_the_isr() -> None:
+    view = _moving_view()
+    (ch,) = bugs.reassign_ignores_isr(view, ("mv", 0), (3, 1), controller_epoch=2).changes
+    assert (ch.after.leader, ch.after.isr, ch.after.leader_epoch, ch.strategy) == (3, (1,), 5, "reassign")
+    honest = reassignment_election(view, ("mv", 0), (3, 1), 2)
+    assert honest is None  # Kafka: the leader is in the new list, nothing moves
+    assert bugs.reassign_ignores_isr(view, ("mv", 0), (1, 3), controller_epoch=2).changes == ()
+
+
+def test_preferred_outside_isr_elects_a_live_ar0_the_honest_election_left_alone() -> None:
+    view = _moving_view()
+    honest = preferred_elections(view, 2, [("mv", 0)])
+    assert honest.changes == () and honest.offline == (("mv", 0),)
+    bugged = bugs.preferred_outside_isr(view, 2, honest)
+    assert [(c.partition, c.after.leader, c.after.isr) for c in bugged.changes] == [(("mv", 0), 3, (1,))]
+    assert bugged.offline == ()
+    dead = ClusterView(frozenset({1, 2}), view.assignments, view.states)
+    assert bugs.preferred_outside_isr(dead, 2, preferred_elections(dead, 2, [("mv", 0)])).changes == ()
