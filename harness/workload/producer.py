@@ -109,6 +109,8 @@ class ProducerWorkload:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._failure: BaseException | None = None
+        self.fatal_error: str | None = None
+        """A fatal client error that ended sending (the cluster's doing, not the harness's), if any."""
         self._next_n = 0
         self._sent = 0
         self._acked = 0
@@ -168,7 +170,12 @@ class ProducerWorkload:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return
-            producer.flush(min(remaining, 0.5))
+            try:
+                producer.flush(min(remaining, 0.5))
+            except confluent_kafka.KafkaException as exc:
+                if not _fatal(exc):
+                    raise
+                return  # a fatal client error: nothing more will be delivered (close() purges the rest)
 
     def close(self) -> None:
         """Stop, purge whatever is unresolved (recorded as definite=false errors), free the client."""
@@ -186,7 +193,8 @@ class ProducerWorkload:
                     producer.purge(in_queue=True, in_flight=True, blocking=False)
                     producer.flush(2.0)
             except Exception as exc:  # every teardown step is attempted
-                failures.append((f"{self.name}: purge outstanding messages", exc))
+                if not _fatal(exc):  # after a fatal client error the purge reports it again: already recorded
+                    failures.append((f"{self.name}: purge outstanding messages", exc))
             self._producer = None
             del producer  # the last reference: librdkafka's handle and threads are destroyed here
         if self._failure is not None:
@@ -220,6 +228,15 @@ class ProducerWorkload:
                 if time.monotonic() - next_at > _MAX_LAG_S:
                     next_at = time.monotonic()  # after a stall, resume the rate instead of bursting
                 producer.poll(0)
+        except confluent_kafka.KafkaException as exc:
+            if not _fatal(exc):
+                traceback.clear_frames(exc.__traceback__)
+                self._failure = exc
+                return
+            # A fatal client error (e.g. an idempotent producer's OUT_OF_ORDER_SEQUENCE_NUMBER when a broker
+            # lost what it had acknowledged): the client can send no more. That is the cluster's doing, recorded
+            # by `error_cb` as `client.error` {fatal: true}; the producer stops sending, the run goes on.
+            self.fatal_error = str(exc.args[0])
         except BaseException as exc:
             traceback.clear_frames(exc.__traceback__)  # keep the trace, not the clients in its frames
             self._failure = exc
@@ -327,3 +344,9 @@ class ProducerWorkload:
                 "fatal": err.fatal(),
             }
         )
+
+
+def _fatal(exc: BaseException) -> bool:
+    """A librdkafka error that leaves the client unusable (`KafkaError.fatal()`)."""
+    kerr = exc.args[0] if exc.args and isinstance(exc.args[0], confluent_kafka.KafkaError) else None
+    return isinstance(exc, confluent_kafka.KafkaException) and kerr is not None and kerr.fatal()
