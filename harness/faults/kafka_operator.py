@@ -5,7 +5,8 @@
   the reassignment APIs, so this uses kafka-python's `KafkaAdminClient` (already a dependency: the
   reference broker speaks the protocol through its classes). Done means: no reassignment of those
   partitions pending (ListPartitionReassignments, or the znode deleted) and Metadata lists the new
-  replicas in their order.
+  replicas in their order. On the legacy path a reassignment waits for the one in progress (the znode
+  holds one batch at a time), within its own timeout.
 - elect_preferred: ElectLeaders (type PREFERRED) through confluent-kafka's AdminClient. Per-partition
   answers (`ELECTION_NOT_NEEDED`, `PREFERRED_LEADER_NOT_AVAILABLE`) are results, not failures.
 
@@ -82,9 +83,9 @@ class KafkaOperator:
                 last = (f"pending: {sorted(pending)}; " if pending else "") + "; ".join(
                     f"{topic}/{p} lists {list(r) if r is not None else 'nothing'}, want {list(replicas[p])}"
                     for p, r in sorted(off.items()))
-            except NodeExistsError:
-                return OperationOutcome("error", _via(False), f"{REASSIGN_PARTITIONS_PATH} exists: another "
-                                        "reassignment is in progress (the legacy path takes one at a time)")
+            except NodeExistsError:  # the legacy path takes one batch at a time: wait for the one in progress
+                last = (f"not submitted yet: {REASSIGN_PARTITIONS_PATH} exists (another reassignment is in "
+                        "progress; the legacy path takes one at a time)")
             except Exception as exc:  # a broker, the controller or ZooKeeper briefly away: retried until the deadline
                 last = ("" if submitted else "not submitted yet: ") + f"{type(exc).__name__}: {exc}"
                 admin.reset()  # kafka-python keeps the controller id it found first: a new client looks again
