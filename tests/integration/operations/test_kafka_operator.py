@@ -12,23 +12,14 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from harness.cluster.base import ClusterSpec, NodeId
-from harness.cluster.process import ProcessBackend, ProcessCluster
+from harness.cluster.process import ProcessCluster
 from harness.faults.kafka_operator import KafkaOperator
 from harness.workload.common import LIBRDKAFKA_LOGGER
-from tests.fixtures.process_cluster import APACHE_KAFKA, apache_kafka, reference_process_backend
+from tests.fixtures.process_cluster import FLAVOURS, flavour_backend
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 TOPIC = "moves"
-FLAVOURS = [APACHE_KAFKA, "reference"]
-
-
-def _backend(flavour: str) -> ProcessBackend:
-    """The process backend running `flavour`, or a skip with the reason it cannot run here."""
-    if flavour == "reference":
-        return reference_process_backend()
-    apache_kafka()
-    return ProcessBackend(broker=APACHE_KAFKA)
 
 
 @pytest.fixture(scope="module", params=FLAVOURS)
@@ -36,7 +27,7 @@ def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     spec = ClusterSpec(brokers=3, zookeepers=1, ready_timeout_s=120, broker_config={
         "zookeeper.session.timeout.ms": "6000", "replica.lag.time.max.ms": "3000",
         "auto.leader.rebalance.enable": "false"})
-    with _backend(request.param).up(spec, tmp_path_factory.mktemp(request.param)) as c:
+    with flavour_backend(request.param).up(spec, tmp_path_factory.mktemp(request.param)) as c:
         admin = _admin(c)
         admin.create_topics([NewTopic(TOPIC, num_partitions=3, replication_factor=2)])[TOPIC].result(60)
         _wait(lambda: all(m.leader >= 0 for m in _partitions(c).values()), 60, "every partition led")

@@ -18,29 +18,20 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
 from harness.cluster.base import CLIENT, ClusterSpec, NodeId
-from harness.cluster.process import ProcessBackend, ProcessCluster
+from harness.cluster.process import ProcessCluster
 from harness.errors import BackendError
 from tests.fixtures.broker import metadata_ok
-from tests.fixtures.process_cluster import APACHE_KAFKA, apache_kafka, reference_process_backend
+from tests.fixtures.process_cluster import FLAVOURS, flavour_backend, reference_process_backend
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 SESSION_MS = 3000
 LAG_MS = 3000
-FLAVOURS = [APACHE_KAFKA, "reference"]
-
-
-def _backend(flavour: str) -> ProcessBackend:
-    """The process backend running `flavour`, or a skip with the reason it cannot run here."""
-    if flavour == "reference":
-        return reference_process_backend()
-    apache_kafka()
-    return ProcessBackend(broker=APACHE_KAFKA)
 
 
 @pytest.fixture(scope="module", params=FLAVOURS)
 def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
-    backend = _backend(request.param)
+    backend = flavour_backend(request.param)
     spec = ClusterSpec(brokers=3, zookeepers=1, ready_timeout_s=120, broker_config={
         "zookeeper.session.timeout.ms": str(SESSION_MS), "replica.lag.time.max.ms": str(LAG_MS)})
     t0 = time.monotonic()
@@ -253,7 +244,7 @@ def test_teardown_leaves_no_process_behind(tmp_path: Path) -> None:
 def test_a_broker_that_cannot_start_fails_up_naming_it_with_its_log_and_leaves_nothing_running(
     tmp_path: Path, flavour: str,
 ) -> None:
-    backend = _backend(flavour)
+    backend = flavour_backend(flavour)
     me = psutil.Process()
     before = {p.pid for p in me.children(recursive=True)}
     spec = ClusterSpec(brokers=2, zookeepers=1, ready_timeout_s=30, broker_config={"num.partitions": "abc"})
