@@ -340,7 +340,6 @@ class Run:
             attempt("cluster down", self.cluster.down)
         return failures
 
-
     @staticmethod
     def _abandon_operations(operations: OperationRunner) -> None:
         """Operations still running at teardown (a crash or a signal cut the run short) get their `op.end`
