@@ -10,6 +10,8 @@
   shutdown; a scheduled reassignment of the partition in progress whose new list leaves the old leader
   out -> reassign, from that new list (`spark_analysis.operations`); a scheduled preferred election in
   progress, or new leader is AR[0] -> preferred. A change none of these explains is counted, not judged.
+  A broker that came back between two observed states and is in the new ISR (with a member of the old
+  one) may have rejoined the ISR unobserved in between; the election is judged with and without it.
   A write of leader -1 that only takes the dead leader out of a larger ISR is the controller's
   OfflineReplica step (Apache Kafka does it on controller failover, before electing), not an election.
   KRaft (Kafka's `metadata/.../controller/PartitionChangeBuilder.java`, `electLeader`,
@@ -169,6 +171,19 @@ def _dead_leader_left_isr(prev: Row, ev: Row) -> bool:
             and new_isr == [b for b in isr if b != old])
 
 
+def _rejoined(prev: Row, ev: Row, live: Liveness) -> list[int]:
+    """Members of the new ISR that came back (up / unfenced) after the state before it was observed: their
+    rejoining the ISR may have been written and superseded between two observations (a KRaft metadata poll
+    under load saw leader 2 with ISR [2, 3], then leader 1 with ISR [1, 3] after broker 2's controlled
+    shutdown, never the [1, 2, 3] in between). Only when the new ISR keeps a member of the old one: an
+    unclean election writes the new leader alone, and that stays judged against the observed ISR."""
+    old, new = set(prev.get("isr") or []), [int(b) for b in ev.get("isr") or []]
+    if not old & set(new):
+        return []
+    t0, t1 = float(prev.get("t") or 0.0), float(ev.get("t") or 0.0)
+    return [b for b in new if b not in old and any(up and t0 < tt <= t1 for tt, up in live.transitions.get(b, ()))]
+
+
 def _plausible_live_sets(live: Liveness, t: float, exclude: set[int]) -> list[frozenset[int]]:
     base = live.live_at(t)
     near = [b for b in live.transitions if live.goes_down_within(b, t - LIVENESS_GRACE_S, t + LIVENESS_GRACE_S)]
@@ -249,9 +264,11 @@ class ElectionConforms:
                             shut.add(old)
                         exclude = {old} if strategy == "offline" and old is not None and old >= 0 else set()
                         assigned = elect_from or list(ev.get("replicas") or prev.get("replicas") or [])
-                        expected = {elect_leader(strategy, assigned, _eligible(prev, frozenset(lv) - shut), lv,
+                        rejoined = _rejoined(prev, ev, live)
+                        views = [prev, {**prev, "isr": [*prev["isr"], *rejoined]}] if rejoined else [prev]
+                        expected = {elect_leader(strategy, assigned, _eligible(p, frozenset(lv) - shut), lv,
                                                  frozenset(shut), ctx.run.unclean_election)
-                                    for lv in _plausible_live_sets(live, t, exclude)}
+                                    for p in views for lv in _plausible_live_sets(live, t, exclude)}
                         last_known = _last_known_leader(prev)
                         if last_known is not None:
                             expected.add(last_known)
