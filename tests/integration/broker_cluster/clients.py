@@ -6,7 +6,7 @@ import threading
 import time
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from harness.errors import HarnessTimeout
@@ -73,7 +73,7 @@ def read_all(bootstrap: str, topic: str, partitions: int, timeout_s: float = 30.
                   "enable.auto.commit": False, "auto.offset.reset": "earliest"})
     try:
         tps = [TopicPartition(topic, p, 0) for p in range(partitions)]
-        ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)}
+        ends = {p: _high_watermark(c, topic, p, timeout_s) for p in range(partitions)}
         c.assign(tps)
         seen: list[int] = []
         pos = {p: 0 for p in range(partitions)}
@@ -87,3 +87,16 @@ def read_all(bootstrap: str, topic: str, partitions: int, timeout_s: float = 30.
         return seen
     finally:
         c.close()
+
+
+def _high_watermark(c: Consumer, topic: str, partition: int, timeout_s: float) -> int:
+    """The partition's high watermark, asked again while the client's metadata still names a broker that no
+    longer leads it (NOT_LEADER_FOR_PARTITION right after a leader move, until librdkafka refreshes)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return int(c.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)[1])
+        except KafkaException:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
