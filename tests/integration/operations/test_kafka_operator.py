@@ -1,6 +1,7 @@
-"""The operator's reassignment and preferred election on a running cluster: 3 brokers + 1 real ZooKeeper
-through the process backend, once with Apache Kafka 3.9 (AlterPartitionReassignments, ElectLeaders) and
-once with the reference broker (`/admin/reassign_partitions`, ElectLeaders)."""
+"""The operator's reassignment and preferred election on a running cluster: 3 Apache Kafka 3.9 brokers + 1
+real ZooKeeper through the process backend (AlterPartitionReassignments, ElectLeaders). The reference
+broker's path (`/admin/reassign_partitions`) runs end to end in tests/data/bug_experiments/reassign.yaml
+(tests/integration/bugs/), whose clean run needs both reassignments done."""
 
 from __future__ import annotations
 
@@ -15,14 +16,14 @@ from harness.cluster.base import ClusterSpec, NodeId
 from harness.cluster.process import ProcessCluster
 from harness.faults.kafka_operator import KafkaOperator
 from harness.workload.common import LIBRDKAFKA_LOGGER
-from tests.fixtures.process_cluster import FLAVOURS, flavour_backend
+from tests.fixtures.process_cluster import APACHE_KAFKA, flavour_backend
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 TOPIC = "moves"
 
 
-@pytest.fixture(scope="module", params=FLAVOURS)
+@pytest.fixture(scope="module", params=[APACHE_KAFKA])
 def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
     spec = ClusterSpec(brokers=3, zookeepers=1, ready_timeout_s=120, broker_config={
         "zookeeper.session.timeout.ms": "6000", "replica.lag.time.max.ms": "3000",
@@ -52,16 +53,12 @@ def _wait(predicate: Any, timeout_s: float, what: str) -> None:
         time.sleep(0.2)
 
 
-def _via(cluster: ProcessCluster) -> str:
-    return "/admin/reassign_partitions" if cluster.flavour.name == "reference" else "AlterPartitionReassignments"
-
-
 def test_a_reassignment_that_adds_and_drops_replicas_ends_done_with_metadata_listing_the_new_lists(
     cluster: ProcessCluster,
 ) -> None:
     op = KafkaOperator(cluster.bootstrap_servers, cluster.zookeeper_connect)
     result = op.reassign(TOPIC, {0: [1, 2], 1: [2, 3], 2: [3, 1]}, timeout_s=60)
-    assert (result.outcome, result.via) == ("done", _via(cluster)), result.detail
+    assert (result.outcome, result.via) == ("done", "AlterPartitionReassignments"), result.detail
     again = op.reassign(TOPIC, {0: [3, 1], 1: [1]}, timeout_s=60)  # p0 gains 3, drops 2; p1 shrinks to one
     assert again.outcome == "done", again.detail
     assert {r.partition: r.replicas for r in again.partitions} == {0: (3, 1), 1: (1,)}
