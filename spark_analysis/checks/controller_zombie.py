@@ -25,7 +25,9 @@ from spark_analysis.faults import FaultIndex, broker_ids
 ZOMBIE_GRACE_S = 10.0
 """How long after the cut heals a former controller may still name itself."""
 NOTICE_S = 3.0
-"""How long after ZooKeeper names a new controller a broker's own answer may still lag (observer skew)."""
+"""How long one observer may lag the other (skew): a broker's own answer after ZooKeeper names a new
+controller, or ZooKeeper's `/controller` event after the new controller already names itself (seen: the
+Metadata observer 1 ms ahead of the ZooKeeper observer's record of the same election)."""
 
 
 def _controller_view(view: dict[str, Any]) -> int | None:
@@ -51,9 +53,9 @@ def zombie_self_views(controllers: Sequence[dict[str, Any]], views: Sequence[dic
         if not before or int(before[-1]["broker"]) == named:
             continue
         newest = before[-1]
-        if any(int(e["broker"]) == named and float(newest.get("t") or 0.0) < float(e.get("t") or 0.0) <= t
+        if any(int(e["broker"]) == named and float(newest.get("t") or 0.0) < float(e.get("t") or 0.0) <= t + NOTICE_S
                for e in elections):
-            continue  # re-elected since
+            continue  # elected since, or just after: the ZooKeeper observer may record it after the broker says so
         contradicted += 1
         if _cut_off(faults, named, t, horizon):
             allowed += 1

@@ -98,3 +98,11 @@ def test_a_former_controller_naming_itself_while_cut_off_is_what_kafka_does() ->
     result = _unique(scenario() + HONEST + [view(12.5, 1, 1)])
     assert result.status == "pass", result.summary
     assert result.metrics["zombie_views_allowed"] == 1
+
+
+def test_a_new_controller_naming_itself_just_before_zookeepers_record_of_its_election_is_no_zombie() -> None:
+    """The Metadata observer may be ahead of the ZooKeeper observer (seen: 1 ms): broker 2 names itself at
+    9.25 s, ZooKeeper's `/controller` event for its election comes right after."""
+    result = _unique(scenario() + HONEST + [view(9.25, 2, 2)])
+    assert result.status == "pass", result.summary
+    assert result.metrics["self_named_after_failover"] == 0
