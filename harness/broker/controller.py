@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from kazoo.client import KazooState
-from kazoo.exceptions import NoNodeError
+from kazoo.exceptions import BadVersionError, NoNodeError
 from kazoo.protocol.states import EventType
 
 from harness.broker import bugs
@@ -155,6 +155,8 @@ class Controller:
                 log.warning("controller %d (epoch %d) was fenced: a newer controller exists", self.b.broker_id,
                             self.epoch)
                 self._resign()
+                with contextlib.suppress(Exception):  # the election below looks at /controller either way
+                    await self.zk(self._release_own_registration)
                 self.post("controller")
             except asyncio.CancelledError:
                 raise
@@ -216,6 +218,22 @@ class Controller:
         self.elected_at = time.monotonic()
         log.warning("broker %d is now the controller with epoch %d", self.b.broker_id, self.epoch)
         await self._failover()
+
+    def _release_own_registration(self) -> None:
+        """After being fenced, delete `/controller` if this broker's own session still holds it (Kafka's
+        `triggerControllerMove`). Otherwise the znode keeps naming a broker that no longer acts as controller,
+        and no election runs again: seen once, a fenced controller resigned and then read "controller is 3"
+        (itself) with nobody active, so a restarted broker never got metadata."""
+        try:
+            data, stat = self.client.get(CONTROLLER_PATH)
+        except NoNodeError:
+            return
+        mine = stat.ephemeralOwner == self.client.client_id[0]
+        if mine and ControllerRegistration.decode(data).broker_id == self.b.broker_id:
+            log.warning("broker %d: deleting its own /controller after being fenced, so that an election runs",
+                        self.b.broker_id)
+            with contextlib.suppress(NoNodeError, BadVersionError):
+                self.client.delete(CONTROLLER_PATH, version=stat.version)
 
     def _holder(self) -> int:
         try:
