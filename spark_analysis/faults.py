@@ -17,7 +17,9 @@ from typing import Any
 ATTRIBUTION_GRACE_S = 5.0
 
 
-def _parse(value: object) -> object:
+def parse_json_text(value: object) -> object:
+    """A field Spark keeps as JSON text (a list, an object, a number), parsed; anything else as it is (the
+    single-process reference hands the parsed value already)."""
     if isinstance(value, str):
         text = value.strip()
         if text[:1] in "[{\"" or text.lstrip("-").isdigit():
@@ -30,7 +32,7 @@ def _parse(value: object) -> object:
 
 def describe_target(value: object) -> str:
     """A fault target for humans: 1 -> "broker 1", "broker:2" -> "broker 2", lists joined."""
-    value = _parse(value)
+    value = parse_json_text(value)
     if value is None:
         return ""
     if isinstance(value, bool):

@@ -9,22 +9,20 @@ ISR member of the new replica list; preferred election: AR[0]).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from spark_analysis.faults import parse_json_text
 
 OPERATION_GRACE_S = 2.0
 """A leader change this long after an operation's end is still its doing (observers see it late)."""
 
 
-def _json(value: object) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return None
-    return value
+def _listed(value: object) -> list[Any]:
+    """A list field of an op event (JSON text from Spark, a list from the reference); [] for anything else."""
+    parsed = parse_json_text(value)
+    return parsed if isinstance(parsed, list) else []
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,12 +94,12 @@ def build_operation_index(events: Sequence[Mapping[str, Any]]) -> OperationIndex
     out: list[OperationWindow] = []
     for op_id, s in starts.items():
         e = ends.get(op_id, {})
-        parts = tuple(sorted(int(p[1]) for p in (_json(s.get("partitions")) or []) if isinstance(p, (list, tuple))))
+        parts = tuple(sorted(int(p[1]) for p in _listed(s.get("partitions")) if isinstance(p, (list, tuple))))
         targets = {int(r["partition"]): tuple(int(b) for b in r["replicas"])
-                   for r in (_json(s.get("reassignment")) or []) if isinstance(r, Mapping)}
+                   for r in _listed(s.get("reassignment")) if isinstance(r, Mapping)}
         answers = tuple(PartitionAnswer(str(a.get("topic")), int(a.get("partition", -1)), a.get("error"),
                                         tuple(a["replicas"]) if a.get("replicas") is not None else None)
-                        for a in (_json(e.get("results")) or []) if isinstance(a, Mapping))
+                        for a in _listed(e.get("results")) if isinstance(a, Mapping))
         out.append(OperationWindow(op_id, str(s.get("action")), s.get("topic"), parts, targets,
                                    float(s.get("t") or 0.0), float(e["t"]) if e.get("t") is not None else None,
                                    e.get("outcome"), str(e.get("detail") or ""), answers,
