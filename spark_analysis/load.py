@@ -40,6 +40,7 @@ from pyspark.sql.types import (
 
 from harness.errors import HarnessError
 from spark_analysis.arrow_split import CHUNK_BYTES, SEQ_FIELD, SplitStats, arrow_schema, split_history
+from spark_analysis.session import scoped_conf
 
 CORRUPT = "_corrupt_record"
 PARQUET_DIR = ".analysis/history.parquet"
@@ -318,20 +319,11 @@ def _spark_convert(spark: SparkSession, lines: Path, target: Path) -> None:
         # Large JSON splits: few tasks, so few (larger) Parquet files per tier.
         "spark.sql.files.maxPartitionBytes": str(CONVERSION_SPLIT_BYTES),
     }
-    before = {key: spark.conf.get(key, None) for key in overrides}
-    for key, value in overrides.items():
-        spark.conf.set(key, value)
-    try:
+    with scoped_conf(spark, overrides):
         # Small row groups keep the writers' buffers (and the driver's GC) small; no compression
         # codec: no per-column compressor buffers, and reading needs no decompression.
         (df.write.option("parquet.block.size", PARQUET_BLOCK_BYTES).option("compression", PARQUET_CODEC)
          .partitionBy("tier").mode("append").parquet(str(target)))
-    finally:
-        for key, old in before.items():
-            if old is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, old)
 
 
 def _parquet_current(history: Path, target: Path) -> bool:

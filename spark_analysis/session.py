@@ -23,6 +23,7 @@ import os
 import re
 import subprocess
 import threading
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -122,6 +123,38 @@ def session_config(master: str) -> dict[str, str]:
             }
         )
     return conf
+
+
+SMALL_RUN_BYTES = 32 * 1024 * 1024
+"""A history up to this size (about 200k events) verifies in the small-run mode (`SMALL_RUN_CONF`, the
+events cached in memory as one partition): its time goes to per-query overhead, not to the data."""
+SMALL_RUN_CONF = {
+    # Interpreted expressions and no whole-stage code generation: compiling each new query shape
+    # (Janino) cost more than running it over a few thousand rows (cold verify of 18k events:
+    # 23.6 s -> 15-17 s).
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+    # Without AQE a query with shuffles is one job, not one job per stage (39 jobs -> 19).
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.shuffle.partitions": "1",
+}
+"""SQL settings a small run's verification applies for its duration (`scoped_conf`); none changes a result."""
+
+
+@contextlib.contextmanager
+def scoped_conf(spark: SparkSession, conf: Mapping[str, str]) -> Iterator[None]:
+    """Apply the runtime SQL settings `conf` to `spark` and restore the previous values (or unset) after."""
+    before = {key: spark.conf.get(key, None) for key in conf}
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, old in before.items():
+            if old is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, old)
 
 
 def get_session(master: str | None = None) -> SparkSession:

@@ -1,6 +1,7 @@
 """`verify_run`: the one entry point from a run directory to its verdict and reports.
 
-Owns the pipeline: read run.json -> load history.jsonl (Parquet once) -> run the selected checks
+Owns the pipeline: read run.json -> load history.jsonl (Parquet once; a small history is then
+cached in memory, under the small-run settings: `session.SMALL_RUN_CONF`) -> run the selected checks
 (each crash-proof: a crash is `unknown`) -> the damaged-history rule -> apply `verify.allow` ->
 whether the run completed (an incomplete run is never `pass`) -> timeline -> write verdict.json,
 report.html and junit.xml into the run directory. The same code runs embedded
@@ -20,8 +21,8 @@ from spark_analysis.context import spark_context
 from spark_analysis.load import load_history
 from spark_analysis.report import write_reports
 from spark_analysis.result import Check, CheckResult, run_check
-from spark_analysis.runinfo import load_run_info
-from spark_analysis.session import get_session
+from spark_analysis.runinfo import RunInfo, load_run_info
+from spark_analysis.session import SMALL_RUN_BYTES, SMALL_RUN_CONF, get_session, scoped_conf
 from spark_analysis.timeline import build_timeline
 from spark_analysis.verdict import ENDING_TYPES, Verdict, apply_allow, incompleteness, run_metadata, run_status
 
@@ -35,15 +36,32 @@ def verify_run(
     spark: SparkSession | None = None,
     checks: tuple[Check, ...] = ALL_CHECKS,
     write: bool = True,
+    small_run_bytes: int = SMALL_RUN_BYTES,
 ) -> Verdict:
-    """Verify the run in `run_dir`; writes verdict.json, report.html, junit.xml unless `write=False`."""
+    """Verify the run in `run_dir`; writes verdict.json, report.html, junit.xml unless `write=False`.
+
+    A history of at most `small_run_bytes` verifies in the small-run mode: `SMALL_RUN_CONF` for the
+    duration, and the events cached in memory as one partition (same results, less per-query overhead).
+    """
     run_dir = Path(run_dir)
-    started = time.perf_counter()
     run = load_run_info(run_dir)
     session = spark or get_session(spark_master)
+    history = run_dir / HISTORY_FILE
+    small = history.is_file() and history.stat().st_size <= small_run_bytes
+    with scoped_conf(session, SMALL_RUN_CONF if small else {}):
+        verdict = _verify(run_dir, run, session, checks, small)
+    if write:
+        verdict.write(run_dir)
+        write_reports(verdict, run_dir)
+    return verdict
+
+
+def _verify(run_dir: Path, run: RunInfo, session: SparkSession, checks: tuple[Check, ...], small: bool) -> Verdict:
+    started = time.perf_counter()
     loaded = load_history(session, run_dir / HISTORY_FILE)
+    events = loaded.events.coalesce(1).cache() if small else loaded.events
     load_s = time.perf_counter() - started
-    ctx = spark_context(run, session, loaded.events, loaded.type_counts, loaded.end_t, loaded.skipped_lines,
+    ctx = spark_context(run, session, events, loaded.type_counts, loaded.end_t, loaded.skipped_lines,
                         loaded.damage)
     try:
         selected = [c for c in checks if run.is_selected(c.id)]
@@ -58,8 +76,10 @@ def verify_run(
         faults = tuple(w.to_json() for w in ctx.faults.windows)
     finally:
         ctx.close()
+        if small:
+            events.unpersist()
     results = apply_allow(results, run)
-    verdict = Verdict(
+    return Verdict(
         status=run_status(results, incomplete),
         checks=tuple(results),
         run=run_metadata(run),
@@ -84,7 +104,3 @@ def verify_run(
         timeline=timeline,
         incomplete=incomplete.to_json() if incomplete else None,
     )
-    if write:
-        verdict.write(run_dir)
-        write_reports(verdict, run_dir)
-    return verdict
