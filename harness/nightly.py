@@ -1,8 +1,9 @@
 """`python -m harness.nightly`: the nightly suite (what `make nightly` runs).
 
-Runs every experiment (through the pytest plugin, one pytest session per seed so that Spark
-starts once per seed) into `<out>/<UTC date>/`, with a JUnit file per seed, then builds the trend
-page over every night under `<out>` (`kafka-chaos report --trend`). Exits with the worst result:
+Runs every experiment with every seed in one pytest session (through the pytest plugin, so that
+one Spark session verifies every run) into `<out>/<UTC date>/`, with one JUnit file for the night
+(`junit-seed-1-2-3.xml`), then builds the trend page over every night under `<out>`
+(`kafka-chaos report --trend`). Exits with the worst result:
 0 when every run passed, 1 when one failed, 2 when the suite itself could not run.
 """
 
@@ -27,11 +28,13 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def pytest_command(args: argparse.Namespace, seed: int, night_dir: Path) -> list[str]:
-    """The pytest run for one seed: every experiment, JUnit XML next to the runs."""
+def pytest_command(args: argparse.Namespace, night_dir: Path) -> list[str]:
+    """The one pytest run of the night: every experiment with every seed, JUnit XML next to the runs."""
+    seeds = list(dict.fromkeys(args.seeds))
+    junit = night_dir / f"junit-seed-{'-'.join(map(str, seeds))}.xml"
     cmd = [sys.executable, "-m", "pytest", *args.experiments, "-p", "no:cacheprovider", "-q", "-rfE",
-           "--chaos-backend", args.backend, "--chaos-seed", str(seed), "--chaos-runs-dir", str(night_dir),
-           f"--junitxml={night_dir / f'junit-seed-{seed}.xml'}", "-o", "timeout=900"]
+           "--chaos-backend", args.backend, "--chaos-seed", ",".join(map(str, seeds)),
+           "--chaos-runs-dir", str(night_dir), f"--junitxml={junit}", "-o", "timeout=900"]
     if args.spark_master:
         cmd += ["--spark-master", args.spark_master]
     return cmd
@@ -42,11 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     night_dir = out / (args.night or datetime.now(UTC).strftime("%Y-%m-%d"))
     night_dir.mkdir(parents=True, exist_ok=True)
-    worst = 0
-    for seed in args.seeds:
-        print(f"nightly: seed {seed} -> {night_dir}", flush=True)
-        code = subprocess.call(pytest_command(args, seed, night_dir))
-        worst = max(worst, 1 if code == 1 else (0 if code == 0 else 2))
+    print(f"nightly: seeds {', '.join(map(str, args.seeds))} -> {night_dir}", flush=True)
+    code = subprocess.call(pytest_command(args, night_dir))
+    worst = 1 if code == 1 else (0 if code == 0 else 2)
     from harness.cli import main as cli_main
 
     trend_args = ["report", "--trend", str(out)]

@@ -24,7 +24,7 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.testing.items import SESSION_KEY, ExperimentFile, is_experiment_file
-from harness.testing.session import ChaosOptions, ChaosSession, Outcome
+from harness.testing.session import ChaosOptions, ChaosSession, Outcome, parse_seeds
 
 if TYPE_CHECKING:
     from harness.experiment.schema import Experiment
@@ -38,7 +38,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("kafka-chaos", "kafka-chaos experiments")
     group.addoption("--chaos-backend", default="auto", choices=("auto", "containers", "process"),
                     help="cluster backend for experiments (default: auto: containers where a Docker API answers)")
-    group.addoption("--chaos-seed", type=int, default=None, help="override every experiment's seed")
+    group.addoption("--chaos-seed", type=parse_seeds, default=None,
+                    help="override every experiment's seed; a comma list (1,2,3) runs each experiment once per "
+                         "seed in this one session (one Spark session verifies them all)")
     group.addoption("--chaos-runs-dir", default="runs", help="where run directories go (default: runs)")
     group.addoption("--spark-master", default=None, help="Spark master for the verifiers (default: local[*])")
     parser.addini("chaos_experiments", "globs (rootdir-relative) of experiment files to collect",
@@ -52,7 +54,7 @@ def pytest_configure(config: pytest.Config) -> None:
                                        "(brokers, zookeepers, broker_config, reference_bugs, or experiment=PATH)")
     options = ChaosOptions(
         backend=config.getoption("chaos_backend"),
-        seed=config.getoption("chaos_seed"),
+        seeds=config.getoption("chaos_seed") or (),
         runs_dir=Path(config.getoption("chaos_runs_dir")).absolute(),
         spark_master=config.getoption("spark_master"),
     )
@@ -68,8 +70,9 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 
 def pytest_report_header(config: pytest.Config) -> str | None:
     options = config.stash[SESSION_KEY].options
-    seed = "from each experiment" if options.seed is None else str(options.seed)
-    return f"kafka-chaos: backend {options.backend}, seed {seed}, runs in {options.runs_dir}"
+    seed = ", ".join(map(str, options.seeds)) or "from each experiment"
+    plural = "s" if len(options.seeds) > 1 else ""
+    return f"kafka-chaos: backend {options.backend}, seed{plural} {seed}, runs in {options.runs_dir}"
 
 
 @pytest.fixture(scope="session")

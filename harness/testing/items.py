@@ -1,7 +1,8 @@
-"""Experiment YAML files as pytest items: one item per experiment (per `matrix:` variant).
+"""Experiment YAML files as pytest items: one item per experiment (per `matrix:` variant, per `--chaos-seed` seed).
 
 Owns collection (which YAML files are experiments: those under the `chaos_experiments` globs, or
-named on the command line), items named `name` or `name[variant]`, their markers, the run through
+named on the command line), items named `name`, `name[variant]` or, with several seeds, `name[seed=N]` /
+`name[variant,seed=N]`, their markers, the run through
 `ChaosSession`, JUnit properties, and the failure report pytest prints.
 """
 
@@ -55,8 +56,19 @@ class ExperimentFile(pytest.File):
             exps = load_experiments(self.path)
         except ValidationError as exc:
             raise self.CollectError(f"invalid experiment {self.path}:\n{exc}") from exc
+        session = self.config.stash[SESSION_KEY]
         for exp in exps:
-            yield ExperimentItem.from_parent(self, name=exp.label, exp=exp)
+            runs = session.seeded(exp)
+            for run in runs:
+                name = exp.label if len(runs) == 1 else with_seed(exp.label, run.seed)
+                yield ExperimentItem.from_parent(self, name=name, exp=run)
+
+
+def with_seed(label: str, seed: int) -> str:
+    """An item's name when several seeds run: `name[seed=2]`, `name[variant,seed=2]`."""
+    if label.endswith("]"):
+        return f"{label[:-1]},seed={seed}]"
+    return f"{label}[seed={seed}]"
 
 
 class ExperimentItem(pytest.Item):
@@ -71,7 +83,7 @@ class ExperimentItem(pytest.Item):
 
     def runtest(self) -> None:
         session = self.config.stash[SESSION_KEY]
-        exp = session.prepare(self.exp)
+        exp = self.exp
         self.user_properties.append(("seed", str(exp.seed)))
         try:
             outcome = session.run(exp)

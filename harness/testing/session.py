@@ -8,6 +8,7 @@ the report path and the exact reproduce line.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 from dataclasses import dataclass
@@ -25,10 +26,20 @@ if TYPE_CHECKING:
 EVIDENCE_ROWS = 3
 
 
+def parse_seeds(text: str) -> tuple[int, ...]:
+    """`--chaos-seed`'s value: one seed or a comma list of them (`1,2,3`), in order, without repeats."""
+    try:
+        seeds = tuple(dict.fromkeys(int(part) for part in text.split(",")))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a seed or a comma list of seeds (e.g. 7 or 1,2,3)") from exc
+    return seeds
+
+
 @dataclass(frozen=True, slots=True)
 class ChaosOptions:
     backend: str = "auto"
-    seed: int | None = None
+    seeds: tuple[int, ...] = ()
+    """`--chaos-seed`: every experiment runs once per seed (none given: with its file's seed)."""
     runs_dir: Path = Path("runs")
     spark_master: str | None = None
 
@@ -115,9 +126,14 @@ class ChaosSession:
             self._backend = choose_backend(self.options.backend)
         return self._backend
 
+    def seeded(self, exp: Experiment) -> list[Experiment]:
+        """The experiment once per `--chaos-seed` seed, or as its file has it when none was given."""
+        return [dataclasses.replace(exp, seed=seed) for seed in self.options.seeds] or [exp]
+
     def prepare(self, exp: Experiment) -> Experiment:
-        """The experiment as it will run: `--chaos-seed` overrides the file's seed."""
-        return exp if self.options.seed is None else dataclasses.replace(exp, seed=self.options.seed)
+        """The experiment as the `run_experiment` fixture runs it: `--chaos-seed`'s first seed overrides the
+        file's seed."""
+        return self.seeded(exp)[0]
 
     def run(self, exp: Experiment, *, backend: tuple[ClusterBackend, str] | None = None) -> Outcome:
         """Run `exp` (after `prepare`) and verify it; a harness error becomes an unknown outcome."""

@@ -1,4 +1,4 @@
-"""`python -m harness.nightly`: one pytest session per seed into the night's directory, then the trend."""
+"""`python -m harness.nightly`: one pytest session for every seed into the night's directory, then the trend."""
 
 from __future__ import annotations
 
@@ -8,14 +8,15 @@ from pathlib import Path
 from harness.nightly import build_parser, pytest_command
 
 
-def test_each_seed_runs_every_experiment_through_the_plugin_with_its_own_junit(tmp_path: Path) -> None:
+def test_one_pytest_session_runs_every_experiment_with_every_seed_into_one_junit_file(tmp_path: Path) -> None:
+    """All seeds go to one pytest session (one Spark session verifies every run of the night)."""
     args = build_parser().parse_args(["experiments/", "--seeds", "4", "5", "--backend", "process",
                                       "--spark-master", "local[2]"])
-    cmd = pytest_command(args, 5, tmp_path)
+    cmd = pytest_command(args, tmp_path)
     assert cmd[:4] == [sys.executable, "-m", "pytest", "experiments/"]
     joined = " ".join(cmd)
-    assert "--chaos-backend process --chaos-seed 5" in joined
-    assert f"--chaos-runs-dir {tmp_path}" in joined and f"--junitxml={tmp_path / 'junit-seed-5.xml'}" in joined
+    assert "--chaos-backend process --chaos-seed 4,5" in joined
+    assert f"--chaos-runs-dir {tmp_path}" in joined and f"--junitxml={tmp_path / 'junit-seed-4-5.xml'}" in joined
     assert "--spark-master local[2]" in joined
     assert args.seeds == [4, 5]
 

@@ -82,3 +82,20 @@ def test_options_appear_in_help_and_in_the_report_header(pytester: pytest.Pytest
     _project(pytester)
     header = pytester.runpytest("--co", "-q", "--chaos-backend", "process", "--chaos-seed", "9", "-v")
     header.stdout.fnmatch_lines(["kafka-chaos: backend process, seed 9, runs in *runs"])
+
+
+def test_several_seeds_make_one_item_per_experiment_and_seed_in_one_session(pytester: pytest.Pytester) -> None:
+    """`--chaos-seed 3,5` collects every experiment (and variant) once per seed; the header names both."""
+    exp_dir = _project(pytester)
+    for path in exp_dir.glob("*.yaml"):
+        if path.name not in {"controller-failover.yaml", "nested.yaml"}:
+            path.unlink()
+    header = pytester.runpytest("--co", "-q", "--chaos-seed", "3,5", "-v")
+    header.stdout.fnmatch_lines(["kafka-chaos: backend auto, seeds 3, 5, runs in *runs"])
+    out = pytester.runpytest("--co", "-q", "--chaos-seed", "3,5").stdout.str()
+    for seed in (3, 5):
+        assert f"controller-failover.yaml::controller-failover[seed={seed}]" in out
+        assert f"nested.yaml::controller-kill-short[reference_bugs=skip_epoch_bump,seed={seed}]" in out
+    bad = pytester.runpytest("--co", "-q", "--chaos-seed", "3,x")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    assert "'3,x' is not a seed or a comma list of seeds" in bad.stderr.str()
