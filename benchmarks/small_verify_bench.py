@@ -11,12 +11,14 @@ the reports, and how many Spark jobs it ran.
 
 Goals (issue 23): cold <= 1.3x bare; warm <= 3 s.
 
-Last measured (2026-11-23, session 9, 2 shared cores, load ~3, 18k events as the demo's run, 3 rounds):
-bare 9.4-13.6 s (median 10.1 s); cold verify 25.8-33.6 s (median 31.7 s) = 3.15x bare; warm verify
-6.4 s = conversion 0.7 s + checks 5.2 s (39 Spark jobs; the two stall SLOs 1.3 s each, the five bulk
-delivery/consumer checks 0.5 s each) + timeline 0.7 s + reports. Neither goal is met yet: cold, ~21 s
-above bare goes to first-time work in the JVM (class loading, code generation, JIT of each new query
-shape), which a warm session no longer pays; warm, to the per-job cost (~130 ms a job).
+Last measured (2026-11-23, session 11, 2 shared cores, quiet, 18k events as the demo's run, 3 rounds), with
+the small-run mode (`session.SMALL_RUN_CONF`, events cached as one partition): bare 7.8-7.9 s; cold verify
+19.6-19.9 s = 2.51x bare (session 9, before the mode: 3.15x); warm verify 3.85 s = conversion 0.58 s +
+checks 2.97 s (19 Spark jobs, was 39; the two stall SLOs 0.94 s and 0.68 s) + timeline 0.29 s + reports
+(session 9: 6.4 s). Neither goal is met yet. Cold, ~12 s above bare is the JVM's first time through each
+query shape (class loading, Catalyst in the interpreter before the JIT): measured by hand, a dynamic
+class-data-sharing archive of a verify's classes (`-XX:ArchiveClassesAtExit`, 190 MB) plus
+`-XX:TieredStopAtLevel=1` brought bare to 3.5 s and cold to 13 s, which helps users but not the ratio.
 """
 
 from __future__ import annotations
