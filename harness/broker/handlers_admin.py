@@ -5,7 +5,8 @@ Metadata and DescribeCluster answer from the metadata cache (what the controller
 live brokers, the controller id, each partition's leader, leader epoch, ISR, replicas and offline
 replicas), with each broker's address advertised for the listener the request came in on.
 CreateTopics and auto-creation write the topic to ZooKeeper for the controller (`topic_admin`)
-with Kafka's replica assignment; unknown topics are auto-created when both the request
+with Kafka's replica assignment, after Kafka's checks (configs: INVALID_CONFIG as
+`harness.model.topic_configs` words it); unknown topics are auto-created when both the request
 (`allow_auto_topic_creation`, v4+) and `auto.create.topics.enable` allow it.
 """
 
@@ -26,6 +27,7 @@ from kafka.protocol.metadata import MetadataResponse
 from harness.broker.protocol import api_versions_response, build_response
 from harness.broker.topic_admin import TopicExists, create_topic, delete_topic, wait_for_leaders
 from harness.broker.topics import OFFSETS_TOPIC, TopicError, topic_name_problem
+from harness.model.topic_configs import config_problem
 
 if TYPE_CHECKING:
     from harness.broker.server import Broker, Ctx
@@ -38,6 +40,7 @@ TOPIC_ALREADY_EXISTS = 36
 INVALID_PARTITIONS = 37
 INVALID_REPLICATION_FACTOR = 38
 INVALID_REPLICA_ASSIGNMENT = 39
+INVALID_CONFIG = 40
 INVALID_REQUEST = 42
 TOPIC_DELETION_DISABLED = 73
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
@@ -163,6 +166,17 @@ async def create_topics(b: Broker, ctx: Ctx, req: Any) -> Any:
 
 
 def _check_create(b: Broker, t: Any) -> tuple[int, str | None]:
+    """Kafka's checks of one CreateTopics entry, in its order: the name, the partitions and replicas, then
+    the configs (`topic_configs`)."""
+    err, msg = _check_shape(b, t)
+    if err == NONE:
+        problem = config_problem({c.name: c.value for c in t.configs if c.value is not None})
+        if problem:
+            return INVALID_CONFIG, problem
+    return err, msg
+
+
+def _check_shape(b: Broker, t: Any) -> tuple[int, str | None]:
     problem = topic_name_problem(t.name)
     if problem:
         return INVALID_TOPIC_EXCEPTION, problem

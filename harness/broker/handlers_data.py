@@ -8,7 +8,8 @@ with NOT_ENOUGH_REPLICAS when the ISR is smaller than `min.insync.replicas` and 
 answered once the high watermark passed the batch (REQUEST_TIMED_OUT after the request's timeout).
 Fetch returns whole batches below the high watermark to consumers and below the log end to
 followers (`replica_id` >= 0, whose fetch offset is their LEO: it moves the HW and the ISR), and
-long-polls up to `max_wait_ms` for `min_bytes`. Transactions are not implemented (InitProducerId with a
+long-polls up to `max_wait_ms` for `min_bytes`. A batch holding a record without a key, for a compacted
+topic, is refused with INVALID_RECORD and Kafka's record error. Transactions are not implemented (InitProducerId with a
 transactional id is refused with INVALID_REQUEST, transactional batches with
 INVALID_RECORD).
 """
@@ -24,8 +25,10 @@ from kafka.protocol.producer import ProduceResponse
 
 from harness.broker import bugs
 from harness.broker.protocol import build_response
-from harness.broker.records import TRANSACTIONAL_FLAG, crc_ok, read_header
+from harness.broker.records import TRANSACTIONAL_FLAG, crc_ok, decode_records, read_header
+from harness.broker.topics import OFFSETS_TOPIC
 from harness.errors import ProtocolError
+from harness.model.topic_configs import is_compacted
 
 if TYPE_CHECKING:
     from harness.broker.server import Broker, Ctx
@@ -71,6 +74,8 @@ def append(b: Broker, topic: str, partition: int, records: bytes | None, acks: i
         return INVALID_RECORD, -1
     if not crc_ok(records, h):
         return CORRUPT_MESSAGE, -1
+    if keyless_index(b, topic, records) is not None:
+        return INVALID_RECORD, -1
     if acks == -1 and len(part.isr) < min_isr(b, topic):
         return NOT_ENOUGH_REPLICAS, -1
     state = b.producer_state(topic, partition)
@@ -85,6 +90,32 @@ def append(b: Broker, topic: str, partition: int, records: bytes | None, acks: i
     b.topics.notify(topic, partition)
     b.replicas.maybe_advance_hw(part)
     return NONE, base
+
+
+def keyless_index(b: Broker, topic: str, records: bytes) -> int | None:
+    """The index of the first record without a key in a batch for a compacted topic (Kafka's LogValidator
+    refuses the batch with INVALID_RECORD), or None."""
+    policy = b.topics.topic_config(topic, "cleanup.policy", "compact" if topic == OFFSETS_TOPIC else "delete")
+    if not is_compacted(policy):
+        return None
+    try:
+        keys = [key for _offset, _ts, key, _value in decode_records(records)]
+    except Exception:  # a codec kafka-python lacks: the batch is stored as it came, as before
+        log.warning("cannot decode a batch for compacted topic %s to check its keys", topic, exc_info=True)
+        return None
+    return next((i for i, key in enumerate(keys) if key is None), None)
+
+
+def _record_errors(b: Broker, topic: str, partition: int, records: bytes | None) -> tuple[list[Any], str | None]:
+    """ProduceResponse's record errors and message for an INVALID_RECORD answer, as Kafka words them."""
+    index = keyless_index(b, topic, records) if records else None
+    if index is None:
+        return [], None
+    first = f"Compacted topic cannot accept message without key in topic partition {topic}-{partition}"
+    E = ProduceResponse.TopicProduceResponse.PartitionProduceResponse.BatchIndexAndErrorMessage
+    message = ("One or more records have been rejected due to 1 record errors in total, and only showing the "
+               f"first three errors at most: [RecordError(batchIndex={index}, message='{first}')]")
+    return [E(batch_index=index, batch_index_error_message=first)], message
 
 
 def min_isr(b: Broker, topic: str) -> int:
@@ -109,8 +140,10 @@ async def produce(b: Broker, ctx: Ctx, req: Any) -> Any:
         for pd in td.partition_data:
             err, base = append(b, td.name, pd.index, pd.records, req.acks)
             plog = b.topics.partition(td.name, pd.index)
+            errors, message = _record_errors(b, td.name, pd.index, pd.records) if err == INVALID_RECORD else ([], None)
             r = PR(index=pd.index, error_code=err, base_offset=base, log_append_time_ms=-1,
-                   log_start_offset=plog.log_start_offset if plog else -1, record_errors=[], error_message=None)
+                   log_start_offset=plog.log_start_offset if plog else -1, record_errors=errors,
+                   error_message=message)
             if wait_all and err == NONE and plog is not None:
                 required = base + max(read_header(pd.records).last_offset_delta, 0) + 1
                 waits.append((r, _replicated(b, td.name, pd.index, required, max(req.timeout_ms, 0) / 1000)))

@@ -51,6 +51,7 @@ from harness.experiment.schema import (
 )
 from harness.experiment.yamlsource import Path, parse_located
 from harness.history.probes import PROBES
+from harness.model.topic_configs import config_problem
 
 TOP_KEYS = ("name", "description", "seed", "cluster", "topics", "workload", "steady_state",
             "steady_timeout", "schedule", "duration", "drain", "verify")
@@ -219,6 +220,10 @@ def _topics(f: Fields, raw: object) -> tuple[TopicSpec, ...] | None:
                                why="the observers poll, and the verifiers judge, every partition")
         rf = f.integer(m, path, "replication_factor", default=1, minimum=1)
         config = f.properties(m, path, "config")
+        for key, value in config.items():
+            problem = config_problem({key: value})
+            if problem:
+                f.error((*path, "config", key), f"Apache Kafka refuses this topic config ({problem})", value)
         if name is not MISSING and not _NAME.match(name):
             f.error((*path, "name"), "a topic name is letters, digits, '.', '_' or '-'", name)
             continue

@@ -154,6 +154,11 @@ def test_targets_the_parser_chokes_on_are_problems(target: str, fragment: str) -
     ("topics: [{name: t, partitions: 100000000000000000000}]\n", 3, "topics[0].partitions", "at most 1000"),
     ("topics: [{name: __consumer_offsets}]\n", 3, "topics[0].name", "Kafka reserves this topic name"),
     ("topics: [{name: ..}]\n", 3, "topics[0].name", "Kafka reserves"),
+    ("topics: [{name: t, config: {retention.ms: abc}}]\n", 3, "topics[0].config['retention.ms']",
+     "Apache Kafka refuses this topic config (Invalid value abc for configuration retention.ms: Not a number of "
+     "type LONG)"),
+    ("topics: [{name: t, config: {dummy.doesntexist: 1}}]\n", 3, "topics[0].config['dummy.doesntexist']",
+     "Unknown topic config name: dummy.doesntexist"),
     (TOPIC + "workload: {producers: [{topic: t, keys: 1000001}]}\n", 4, "workload.producers[0].keys",
      "at most 1000000"),
     (TOPIC + "workload: {producers: [{topic: t, id: ''}]}\n", 4, "workload.producers[0].id", "1 to 249 printable"),
