@@ -95,6 +95,7 @@ class Controller:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._periodic: list[asyncio.Task[None]] = []
+        self._topic_watches: dict[str, Callable[[Any], None]] = {}
         self.elected_at: float | None = None
 
     # ---- plumbing --------------------------------------------------------------------------
@@ -116,6 +117,8 @@ class Controller:
                  PREFERRED_REPLICA_ELECTION_PATH: "preferred"}.get(path)
         if event is not None:
             self.post(event)
+        elif path.startswith(TOPICS_PATH + "/"):
+            self.post("partitions", path[len(TOPICS_PATH) + 1:])
 
     def watcher(self, path: str) -> Callable[[Any], None]:
         """A one-shot kazoo watch for `path`; kazoo's session-expiry wake-ups (type NONE) are ignored."""
@@ -168,7 +171,7 @@ class Controller:
         """A failed ZooKeeper-driven event (e.g. connection loss mid-way) runs again shortly: its one-shot
         watch was consumed, so without a retry the change would go unnoticed."""
         kind = event[0]
-        if kind in ("controller", "brokers", "topics", "isr", "reassign", "preferred") and self._loop is not None:
+        if kind in ("controller", "brokers", "topics", "partitions", "isr", "reassign", "preferred") and self._loop:
             self._loop.call_later(RETRY_S, self.post, *event)
         elif kind in ("shutdown", "elect_leaders") and not event[-1].done():
             event[-1].set_result({"error_code": UNKNOWN_SERVER_ERROR})
@@ -187,6 +190,8 @@ class Controller:
             await ev.on_brokers(self)
         elif kind == "topics":
             await ev.on_topics(self)
+        elif kind == "partitions":
+            await ev.on_partitions(self, event[1])
         elif kind == "isr":
             await ev.on_isr(self)
         elif kind == "shutdown":
@@ -291,7 +296,10 @@ class Controller:
 
     def _read_topic(self, topic: str) -> tuple[dict[TP, tuple[int, ...]], dict[TP, PartitionState], dict[str, str]]:
         import json
-        data, _ = self.client.get(topic_path(topic))
+        # Kafka's PartitionModificationsHandler: a data watch on the topic (one function per topic, so
+        # kazoo keeps one watch however often the topic is read), for partitions added later.
+        watch = self._topic_watches.setdefault(topic, self.watcher(topic_path(topic)))
+        data, _ = self.client.get(topic_path(topic), watch=watch)
         assignment = TopicAssignment.decode(topic, data)
         ar = {(topic, p): tuple(r) for p, r in assignment.partitions.items()}
         states = self.refresh_states(ar)

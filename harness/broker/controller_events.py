@@ -97,6 +97,26 @@ async def on_topics(c: Controller) -> None:
         c.propagate(written)
 
 
+async def on_partitions(c: Controller, topic: str) -> None:
+    """Kafka's PartitionModificationsHandler (`processPartitionModifications`): partitions that the topic's
+    znode lists and the controller does not know are new; they go online like a new topic's (first live
+    replica leads). Known partitions are left alone (a reassignment rewrites the znode too)."""
+    if not any(t == topic for t, _ in c.assignments):
+        return  # a topic not loaded yet, or deleted: on_topics owns it
+    try:
+        ar, states, _configs = await c.zk(c._read_topic, topic)
+    except NoNodeError:
+        return
+    added = {tp: r for tp, r in ar.items() if tp not in c.assignments}
+    if not added:
+        return
+    log.info("controller: topic %s gains partitions %s", topic, {p: list(r) for (_t, p), r in sorted(added.items())})
+    c.assignments.update(added)
+    c.states.update({tp: s for tp, s in states.items() if tp in added})
+    written, _ = await c.decide(lambda v: elect_offline_partitions(v, c.epoch))
+    c.propagate(written)
+
+
 def take_isr_notifications(c: Controller) -> set[TP]:
     tps: set[TP] = set()
     for child in c.client.get_children(ISR_CHANGE_NOTIFICATION_PATH,

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka.protocol.admin import (
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
     CreateTopicsRequest,
     CreateTopicsResponse,
     DeleteGroupsRequest,
@@ -101,6 +103,7 @@ APIS: dict[int, Api] = {a.key: a for a in (
     Api(22, "InitProducerId", InitProducerIdRequest, InitProducerIdResponse, 0, 1),
     Api(23, "OffsetForLeaderEpoch", OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, 2, 3),
     Api(32, "DescribeConfigs", DescribeConfigsRequest, DescribeConfigsResponse, 1, 3),
+    Api(37, "CreatePartitions", CreatePartitionsRequest, CreatePartitionsResponse, 0, 1),
     Api(42, "DeleteGroups", DeleteGroupsRequest, DeleteGroupsResponse, 0, 1),
     Api(43, "ElectLeaders", ElectLeadersRequest, ElectLeadersResponse, 0, 1),
     # DescribeCluster has no non-flexible version: v0 is flexible (request header v2, response header v1).

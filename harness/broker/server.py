@@ -24,7 +24,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.broker import bugs, handlers_admin, handlers_controller, handlers_data, handlers_group
+from harness.broker import (
+    bugs,
+    handlers_admin,
+    handlers_controller,
+    handlers_data,
+    handlers_group,
+    handlers_partitions,
+)
 from harness.broker.config import BrokerConfig, Listener
 from harness.broker.controller import Controller
 from harness.broker.fetcher import FetcherManager
@@ -64,6 +71,7 @@ HANDLERS: dict[int, Handler] = {
     **handlers_admin.HANDLERS,
     **handlers_data.HANDLERS,
     **handlers_group.HANDLERS,
+    **handlers_partitions.HANDLERS,
     43: handlers_controller.elect_leaders,
 }
 

@@ -2,7 +2,9 @@
 
 Owns `create_topic` (Kafka's AdminZkClient.createTopic: `/config/topics/<t>` with the overrides,
 then `/brokers/topics/<t>` with the assignment and a fresh topic id; the controller sees the new
-child of `/brokers/topics` and creates the partition states), `delete_topic` (removes both; the
+child of `/brokers/topics` and creates the partition states), `add_partitions` (Kafka's
+AdminZkClient.addPartitions: the topic's assignment written again with the new partitions, which the
+controller's watch on the topic sees), `delete_topic` (removes both; the
 controller stops and deletes the replicas -- Kafka goes through `/admin/delete_topics`, this broker
 deletes directly), and `wait_for_leaders` (CreateTopics answers once this broker's metadata cache
 shows a leader for every partition, or the request's timeout passes). In standalone mode the
@@ -16,6 +18,7 @@ import base64
 import contextlib
 import json
 import logging
+import random
 import uuid
 from typing import TYPE_CHECKING
 
@@ -71,6 +74,38 @@ async def create_topic(b: Broker, name: str, partitions: int, rf: int, configs: 
     await asyncio.to_thread(write)
     log.info("topic %s written to ZooKeeper: %d partitions, replicas %s, configs %s", name, len(assignment),
              {p: list(r) for p, r in sorted(assignment.items())}, configs)
+
+
+def new_partition_replicas(brokers: list[int], existing: dict[int, tuple[int, ...]], count: int,
+                           rng: random.Random | None = None) -> dict[int, tuple[int, ...]]:
+    """Replicas for partitions len(existing)..count-1, at the topic's replication factor, continuing Kafka's
+    round robin from where partition 0's first replica puts it (AdminZkClient.createPartitions: start index
+    = partition 0's first replica, start partition id = the current count)."""
+    ids = sorted(brokers)
+    current = len(existing)
+    first = existing[0][0] if existing.get(0) else ids[0]
+    start = (ids.index(first) if first in ids else 0) + current
+    added = assign_replicas(ids, count - current, len(existing[0]), start_index=start % len(ids), rng=rng)
+    return {current + p: r for p, r in added.items()}
+
+
+async def add_partitions(b: Broker, name: str, count: int, replicas: dict[int, tuple[int, ...]] | None) -> None:
+    """Write `/brokers/topics/<name>` again with partitions up to `count` (given `replicas`, or Kafka's round
+    robin); raises NoNodeError when the topic is gone, BadVersionError when it changed meanwhile."""
+    assert b.zk is not None and b.zk.client is not None
+    client = b.zk.client
+    live = b.metadata.live()
+
+    def write() -> None:
+        data, stat = client.get(topic_path(name))
+        current = TopicAssignment.decode(name, data)
+        existing = {p: tuple(r) for p, r in current.partitions.items()}
+        added = replicas or new_partition_replicas(live, existing, count)
+        merged = TopicAssignment(name, {**existing, **added}, current.adding_replicas, current.removing_replicas,
+                                 current.topic_id, current.version)
+        client.set(topic_path(name), merged.encode(), version=stat.version)
+        log.info("topic %s: partitions %s added in ZooKeeper", name, {p: list(r) for p, r in sorted(added.items())})
+    await asyncio.to_thread(write)
 
 
 async def delete_topic(b: Broker, name: str) -> None:

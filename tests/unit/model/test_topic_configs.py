@@ -1,5 +1,5 @@
 """Topic config validation (the reference broker's and the loader's) words every refusal as Apache Kafka 3.9 does (the
-messages below were read from Kafka's own answers; tests/integration/broker/test_topic_configs_as_kafka.py
+messages below were read from Kafka's own answers; tests/integration/broker/test_topic_admin_as_kafka.py
 compares both brokers live)."""
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""Topic configs and keyless records on compacted topics, on Apache Kafka 3.9 and on the reference broker
-alike (one broker and a real ZooKeeper each, librdkafka clients): CreateTopics refuses an unknown config
-name or a bad value with INVALID_CONFIG and Kafka's message; a compacted topic refuses a record without
-a key with INVALID_RECORD, and takes keyed records and tombstones."""
+"""Topic administration on Apache Kafka 3.9 and on the reference broker alike (one broker and a real
+ZooKeeper each, librdkafka clients): CreateTopics refuses an unknown config name or a bad value with
+INVALID_CONFIG and Kafka's message; a compacted topic refuses a record without a key with INVALID_RECORD,
+and takes keyed records and tombstones; CreatePartitions refuses what Kafka refuses, with Kafka's codes and
+messages, and adds partitions that get a leader (given assignments or Kafka's round robin)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any, cast
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from harness.cluster.base import ClusterSpec
 from harness.cluster.process import ProcessCluster
@@ -72,3 +73,39 @@ def test_a_compacted_topic_refuses_a_record_without_a_key_and_takes_keyed_ones_a
         assert producer.flush(60) == 0, name
     assert {n: (e.code() if e else None) for n, e in outcomes.items()} == {
         "keyed": None, "keyless": KafkaError.INVALID_RECORD, "tombstone": None, "keyed again": None}
+
+
+GROWN = "t-grown"
+REFUSED_GROWTH = {
+    "unknown topic": (NewPartitions("t-none", 3), KafkaError.UNKNOWN_TOPIC_OR_PART,
+                      "The topic 't-none' does not exist."),
+    "fewer": (NewPartitions(GROWN, 1), KafkaError.INVALID_PARTITIONS,
+              "Topic currently has 2 partitions, which is higher than the requested 1."),
+    "as many": (NewPartitions(GROWN, 2), KafkaError.INVALID_PARTITIONS, "Topic already has 2 partitions."),
+    "too few assignments": (NewPartitions(GROWN, 4, [[1]]), KafkaError.INVALID_REPLICA_ASSIGNMENT,
+                            "Increasing the number of partitions by 2 but 1 assignments provided."),
+    "unknown broker": (NewPartitions(GROWN, 3, [[9]]), KafkaError.INVALID_REPLICA_ASSIGNMENT,
+                       "Unknown broker(s) in replica assignment: 9."),
+}
+
+
+def _grow(admin: AdminClient, partitions: NewPartitions, **kwargs: Any) -> None:
+    (future,) = admin.create_partitions([partitions], operation_timeout=20, **kwargs).values()
+    future.result(60)
+
+
+def test_create_partitions_refuses_what_kafka_refuses_and_adds_partitions_that_get_a_leader(
+    cluster: ProcessCluster,
+) -> None:
+    admin = AdminClient(cast(dict[str, Any], _config(cluster)))
+    admin.create_topics([NewTopic(GROWN, 2, 1)], operation_timeout=20)[GROWN].result(60)
+    for case, (partitions, code, message) in REFUSED_GROWTH.items():
+        with pytest.raises(KafkaException) as info:
+            _grow(admin, partitions)
+        assert (info.value.args[0].code(), info.value.args[0].str()) == (code, message), case
+    _grow(admin, NewPartitions(GROWN, 3), validate_only=True)
+    assert len(admin.list_topics(GROWN, timeout=10).topics[GROWN].partitions) == 2
+    _grow(admin, NewPartitions(GROWN, 4))
+    _grow(admin, NewPartitions(GROWN, 5, [[1]]))
+    parts = admin.list_topics(GROWN, timeout=10).topics[GROWN].partitions
+    assert {p: (m.leader, m.replicas) for p, m in parts.items()} == {p: (1, [1]) for p in range(5)}
