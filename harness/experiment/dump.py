@@ -37,6 +37,8 @@ def _operation(op: OperationSpec) -> dict[str, Any]:
         out["replicas"] = {p: list(r) for p, r in op.replicas}
     if op.shuffle:
         out["shuffle"] = True
+    if op.count is not None:
+        out["count"] = op.count
     out["timeout"] = format_duration(op.timeout)
     return out
 

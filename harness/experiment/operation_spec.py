@@ -1,6 +1,7 @@
 """Reads the `action:` entries of an experiment's `schedule:` list into `OperationSpec`s, checked against
 the operation catalogue (`harness.faults.catalog.OPERATIONS`): the keys each action takes, partition
-numbers, replica lists (distinct broker ids, at least one), `replicas` or `shuffle` for a reassignment.
+numbers, replica lists (distinct broker ids, at least one), `replicas` or `shuffle` for a reassignment, the
+new partition count of `add_partitions`.
 References to the experiment's topics and brokers are checked with the other cross-field rules
 (`harness.experiment.rules`)."""
 
@@ -35,16 +36,20 @@ def read_operation(f: Fields, path: Path, index: int, item: dict[str, Any]) -> O
     timeout = f.duration(m, path, "timeout", default=kind.default_timeout)
     replicas: Any = ()
     shuffle: Any = False
+    count: Any = None
     if kind.name == "reassign":
         replicas, shuffle = _reassignment(f, m, path)
-    if MISSING in (at, topic, partitions, timeout, replicas, shuffle):
+    elif kind.name == "add_partitions":
+        count = f.integer(m, path, "count", minimum=2, maximum=MAX_PARTITIONS,
+                          why="the observers poll, and the verifiers judge, every partition")
+    if MISSING in (at, topic, partitions, timeout, replicas, shuffle, count):
         return None
     if replicas and partitions and sorted(p for p, _ in replicas) != sorted(partitions):
         f.error((*path, "partitions"), "with `replicas`, the partitions are its keys: leave `partitions` out",
                 list(partitions))
         return None
     return OperationSpec(index=index, at=at, action=kind.name, topic=topic, partitions=partitions,
-                         replicas=replicas, shuffle=shuffle, timeout=timeout)
+                         replicas=replicas, shuffle=shuffle, timeout=timeout, count=count)
 
 
 def _partitions(f: Fields, m: dict[str, Any], path: Path) -> Any:

@@ -101,6 +101,9 @@ def _check_operation(f: Fields, exp: Experiment, op: OperationSpec) -> None:
                 f.error((*path, "replicas", str(p)), f"broker {b} does not exist (brokers 1..{exp.cluster.brokers})",
                         list(replicas))
                 break
+    if op.count is not None and op.count <= topic.partitions:
+        f.error((*path, "count"), f"topic {topic.name!r} already has {topic.partitions} partitions; the count is "
+                "the number afterwards and must be more", op.count)
     if op.shuffle and topic.replication_factor > exp.cluster.brokers:
         f.error((*path, "shuffle"), "a shuffle draws replication_factor distinct brokers, more than there are",
                 topic.replication_factor)

@@ -123,9 +123,13 @@ class OperationSpec:
     """reassign: (partition, new replica list) pairs, in partition order; empty with `shuffle`."""
     shuffle: bool = False
     timeout: float = 60.0
+    count: int | None = None
+    """add_partitions: the topic's partition count afterwards."""
 
     def describe(self) -> str:
         what = self.topic or "every topic"
+        if self.count is not None:
+            return f"#{self.index} {self.action} {what} -> {self.count} partitions"
         if self.partitions:
             what += "/" + ",".join(map(str, self.partitions))
         if self.replicas:

@@ -174,6 +174,15 @@ OPERATIONS: Mapping[str, OperationKind] = MappingProxyType({k.name: k for k in (
                    _TIMEOUT), 30.0,
                   MappingProxyType({"apache-kafka": "ElectLeaders (type PREFERRED)",
                                     "reference": "ElectLeaders (type PREFERRED)"})),
+    OperationKind("add_partitions", "More partitions for a topic (CreatePartitions): the new ones get replicas "
+                  "by Kafka's round robin and their first live replica as leader; keyed producers may now map a "
+                  "key elsewhere, and consumer groups rebalance to take them.",
+                  (_TOPIC, OperationKey("count", "the topic's partition count afterwards (more than it has)",
+                                        required=True), _TIMEOUT), 30.0,
+                  MappingProxyType({"apache-kafka": "CreatePartitions, then Metadata until every new partition "
+                                    "has a leader",
+                                    "reference": "CreatePartitions, then Metadata until every new partition "
+                                    "has a leader"})),
 )})
 """Every operation kind by name."""
 

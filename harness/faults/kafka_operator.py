@@ -9,6 +9,9 @@
   holds one batch at a time), within its own timeout.
 - elect_preferred: ElectLeaders (type PREFERRED) through confluent-kafka's AdminClient. Per-partition
   answers (`ELECTION_NOT_NEEDED`, `PREFERRED_LEADER_NOT_AVAILABLE`) are results, not failures.
+- add_partitions: CreatePartitions through confluent-kafka's AdminClient; done when Metadata shows the new
+  count with a leader for every partition. An INVALID_PARTITIONS answer to a retry after a lost answer
+  means the first request went through.
 
 Errors while waiting (a broker killed in the middle) are retried until the timeout; the outcome then
 says what was awaited and what was seen last."""
@@ -166,6 +169,54 @@ class KafkaOperator:
             if time.monotonic() >= deadline:
                 return OperationOutcome("timeout", via, f"awaited the answer to ElectLeaders within "
                                         f"{timeout_s:g}s; last seen: {last}")
+            time.sleep(POLL_S)
+
+    # -- add_partitions ---------------------------------------------------------------------------
+
+    def add_partitions(self, topic: str, count: int, timeout_s: float) -> OperationOutcome:
+        from confluent_kafka import KafkaError, KafkaException
+        from confluent_kafka.admin import NewPartitions
+
+        via = "CreatePartitions"
+        deadline = time.monotonic() + timeout_s
+        before: int | None = None
+        submitted = False
+        last = "nothing yet"
+        while True:
+            left = max(1.0, deadline - time.monotonic())
+            admin = self._admin(socket_timeout_s=min(left, ELECT_ATTEMPT_S))
+            try:
+                parts = admin.list_topics(topic, timeout=min(left, 10.0)).topics[topic].partitions
+                before = len(parts) if before is None else before
+                if not submitted:
+                    if before >= count:
+                        return OperationOutcome("error", via, f"{topic} already has {before} partitions (asked: "
+                                                f"{count})")
+                    future = admin.create_partitions([NewPartitions(topic, count)],
+                                                     operation_timeout=min(left, 30.0))[topic]
+                    future.result(timeout=left + 1.0)
+                    submitted = True
+                    parts = admin.list_topics(topic, timeout=min(left, 10.0)).topics[topic].partitions
+                led = {p: m for p, m in parts.items() if m.leader >= 0}
+                if len(parts) >= count and all(p in led for p in range(count)):
+                    return OperationOutcome("done", via, "", tuple(
+                        PartitionOutcome(topic, p, None, tuple(parts[p].replicas)) for p in range(before, count)))
+                last = f"{len(parts)} partitions, {len(led)} with a leader"
+            except KafkaException as exc:
+                err = exc.args[0] if exc.args else None
+                last = str(err or exc)
+                code = getattr(err, "code", lambda: 0)()
+                if code == KafkaError.INVALID_PARTITIONS and before is not None and before < count:
+                    submitted = True  # an earlier attempt's request went through; its answer was lost
+                elif code >= 0 and not getattr(err, "retriable", lambda: False)():
+                    return OperationOutcome("error", via, f"CreatePartitions failed: {last}")
+            except TimeoutError:
+                last = "no answer"
+            finally:
+                admin.poll(0)
+            if time.monotonic() >= deadline:
+                what = "every new partition with a leader" if submitted else "the answer to CreatePartitions"
+                return OperationOutcome("timeout", via, f"awaited {what} within {timeout_s:g}s; last seen: {last}")
             time.sleep(POLL_S)
 
 

@@ -1,5 +1,5 @@
-"""Runs scheduled operations (`action:` entries: reassign, elect_preferred) in the background and records
-them: `op.start` when one begins, `op.end` with its outcome (`done`, `timeout` or `error`), how it was
+"""Runs scheduled operations (`action:` entries: reassign, elect_preferred, add_partitions) in the background
+and records them: `op.start` when one begins, `op.end` with its outcome (`done`, `timeout` or `error`), how it was
 carried out and what each partition answered. Faults keep firing while an operation runs (a broker
 killed in the middle of a reassignment is the point). The work itself is an `Operator`'s: the runner
 receives one and nothing else of the cluster."""
@@ -39,7 +39,8 @@ class PartitionOutcome:
 class OperationOutcome:
     outcome: Outcome
     via: str
-    """How it was carried out: `AlterPartitionReassignments`, `/admin/reassign_partitions`, `ElectLeaders`."""
+    """How it was carried out: `AlterPartitionReassignments`, `/admin/reassign_partitions`, `ElectLeaders`,
+    `CreatePartitions`."""
     detail: str = ""
     """For a timeout or an error: what was awaited or what failed, and what was seen last."""
     partitions: tuple[PartitionOutcome, ...] = ()
@@ -52,6 +53,8 @@ class Operator(Protocol):
     def reassign(self, topic: str, replicas: Mapping[int, Sequence[int]], timeout_s: float) -> OperationOutcome: ...
 
     def elect_preferred(self, topic: str | None, partitions: Sequence[int], timeout_s: float) -> OperationOutcome: ...
+
+    def add_partitions(self, topic: str, count: int, timeout_s: float) -> OperationOutcome: ...
 
 
 class OperationRunner:
@@ -83,6 +86,9 @@ class OperationRunner:
             if op.spec.action == "reassign":
                 assert op.spec.topic is not None
                 result = self.operator.reassign(op.spec.topic, dict(op.replicas), op.spec.timeout)
+            elif op.spec.action == "add_partitions":
+                assert op.spec.topic is not None and op.spec.count is not None
+                result = self.operator.add_partitions(op.spec.topic, op.spec.count, op.spec.timeout)
             else:
                 result = self.operator.elect_preferred(op.spec.topic, op.partitions, op.spec.timeout)
         except Exception as exc:  # an operator bug or an unexpected client error: recorded, never lost

@@ -89,7 +89,8 @@ class PlannedOperation:
     start: float
     partitions: tuple[int, ...]
     """The partitions it acts on (every partition of the topic when the entry names none); empty: every
-    partition of every topic (elect_preferred without a topic)."""
+    partition of every topic (elect_preferred without a topic). add_partitions: the partitions it creates
+    (from the count the topic has by then, as declared and grown by earlier add_partitions)."""
     replicas: tuple[tuple[int, tuple[int, ...]], ...]
     """reassign: the new replica list per partition (as written, or drawn for `shuffle`)."""
 
@@ -99,7 +100,9 @@ class PlannedOperation:
 
     def describe(self) -> str:
         what = self.spec.topic or "every topic"
-        if self.replicas:
+        if self.spec.count is not None:
+            what += f" -> {self.spec.count} partitions"
+        elif self.replicas:
             what += " " + " ".join(f"{p}->{list(r)}" for p, r in self.replicas)
         elif self.partitions:
             what += "/" + ",".join(map(str, self.partitions))
@@ -109,8 +112,14 @@ class PlannedOperation:
 def plan_operations(exp: Experiment) -> tuple[PlannedOperation, ...]:
     """Every operation with its partitions and (reassign) new replica lists, in starting order."""
     out: list[PlannedOperation] = []
-    for spec in exp.operations:
+    counts = {t.name: t.partitions for t in exp.topics}
+    for spec in sorted(exp.operations, key=lambda s: (s.at, s.index)):
         topic = exp.topic(spec.topic) if spec.topic is not None else None
+        if spec.count is not None and spec.topic is not None:  # add_partitions: the partitions it creates
+            before = counts.get(spec.topic, 0)
+            counts[spec.topic] = max(before, spec.count)
+            out.append(PlannedOperation(spec, spec.at, tuple(range(before, spec.count)), ()))
+            continue
         parts = spec.partitions or (tuple(range(topic.partitions)) if topic is not None else ())
         replicas = spec.replicas
         if spec.shuffle and topic is not None:

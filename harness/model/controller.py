@@ -266,10 +266,10 @@ def elect_offline_partitions(view: ClusterView, controller_epoch: int) -> Contro
         ar = view.assignments[tp]
         state = view.states.get(tp)
         if state is None:
-            live_ar = [r for r in ar if r in view.live]
-            if live_ar:
+            first = elect("new", ar, (), view.live)
+            if first.leader is not None:
                 changes.append(StateChange(tp, "new partition", None,
-                                           PartitionState.initial(live_ar[0], live_ar, controller_epoch)))
+                                           PartitionState.initial(first.leader, list(first.isr), controller_epoch)))
             else:
                 offline.append(tp)
         elif state.leader == NO_LEADER or state.leader not in view.live:

@@ -13,6 +13,8 @@ The rules, as in Kafka's `PartitionLeaderElectionAlgorithms`:
 - ``reassign``: first replica of the NEW AR that is live and in the current ISR (never unclean).
 - ``preferred``: AR[0] if it is live and in the ISR, else no leader (the current leader stays).
 - ``controlled_shutdown``: first replica in AR order that is live, in the ISR and not shutting down.
+- ``new``: a partition's first leader (a new topic, or partitions added to one): the first live replica
+  in AR order; the ISR is every live AR replica (`PartitionStateMachine.initializeLeaderAndIsrForPartitions`).
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from typing import Literal, cast, get_args
 
 from harness.errors import HarnessError
 
-Strategy = Literal["offline", "reassign", "preferred", "controlled_shutdown"]
-"""The four election strategies of §2."""
+Strategy = Literal["offline", "reassign", "preferred", "controlled_shutdown", "new"]
+"""The election strategies of §2, and a new partition's first leader."""
 
 STRATEGIES: tuple[Strategy, ...] = get_args(Strategy)
 
@@ -69,6 +71,8 @@ def elect_leader(
         if assigned and assigned[0] in live_set and assigned[0] in isr_set:
             return assigned[0]
         return None
+    if strat == "new":
+        return next((r for r in assigned if r in live_set), None)
     down = frozenset(shutting_down) if strat == "controlled_shutdown" else frozenset()
     for replica in assigned:
         if replica in live_set and replica in isr_set and replica not in down:
@@ -106,6 +110,7 @@ def elect(
     - ``offline``: clean → the old ISR restricted to live brokers; unclean → ``[leader]``.
     - ``reassign`` and ``preferred``: the ISR is unchanged.
     - ``controlled_shutdown``: the ISR without the brokers that are shutting down.
+    - ``new``: every live AR replica.
     When no leader qualifies the ISR is returned unchanged (the controller writes nothing).
     """
     strat = _check_strategy(strategy)
@@ -121,6 +126,9 @@ def elect(
     if strat == "controlled_shutdown":
         down = frozenset(shutting_down)
         return ElectionResult(strat, leader, tuple(r for r in old_isr if r not in down), False)
+    if strat == "new":
+        live_set = frozenset(live)
+        return ElectionResult(strat, leader, tuple(r for r in assigned if r in live_set), False)
     return ElectionResult(strat, leader, old_isr, False)
 
 

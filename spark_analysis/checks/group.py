@@ -10,6 +10,8 @@
 - `group.assignment_conforms`: the holdings of a generation equal `harness.model.assignors`'s
   range/roundrobin result for the protocol the group elected (`group.state.protocol`), or, for
   sticky/cooperative-sticky, are valid, balanced and break no stickiness rule of the model.
+  Both judge a generation against the topic's partitions before an `add_partitions` grew it, until the
+  generation holds one of the new partitions (`holdings.generation_counts`).
 - `group.coordinator_conforms`: the coordinator in `group.state` is the leader of the group's
   `__consumer_offsets` partition (`harness.model.coordinator.coordinator_partition`) at that time,
   within a grace for observer skew.
@@ -27,7 +29,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
 from spark_analysis.checks.common import as_members, evidence, plural, tp_label
-from spark_analysis.checks.holdings import Holding, holdings, topic_partition_counts
+from spark_analysis.checks.holdings import Holding, base_partition_counts, generation_counts, holdings
 from spark_analysis.context import CheckContext, Row
 from spark_analysis.result import CheckResult, failed, passed, unknown
 
@@ -100,6 +102,15 @@ def _stable_members(ctx: CheckContext) -> dict[tuple[str, int], list[str]]:
     return out
 
 
+def _grown_at(ctx: CheckContext) -> dict[str, float]:
+    """When each topic was first grown by an `add_partitions` operation."""
+    out: dict[str, float] = {}
+    for w in ctx.operations.windows:
+        if w.action == "add_partitions" and w.topic is not None:
+            out[w.topic] = min(out.get(w.topic, w.start), w.start)
+    return out
+
+
 class ExclusiveOwnership:
     id = "group.exclusive_ownership"
     family = "group"
@@ -107,11 +118,12 @@ class ExclusiveOwnership:
 
     def run(self, ctx: CheckContext) -> CheckResult:
         held = holdings(ctx.rows("assign", "revoke"))
-        counts = topic_partition_counts(ctx.rows("partition.state"), [h for g in held.values() for h in g.values()])
+        base = base_partition_counts(ctx.rows("partition.state"), _grown_at(ctx))
         stable = _stable_members(ctx)
         bad: list[dict[str, Any]] = []
         covered = 0
         for (group, gen), members in sorted(held.items()):
+            counts = generation_counts(base, members.values())
             owners: dict[tuple[str, int], list[Holding]] = defaultdict(list)
             for h in members.values():
                 for tp in h.partitions:
@@ -178,7 +190,7 @@ class AssignmentConforms:
         from harness.model import assignors
 
         held = holdings(ctx.rows("assign", "revoke"))
-        counts = topic_partition_counts(ctx.rows("partition.state"), [h for g in held.values() for h in g.values()])
+        base = base_partition_counts(ctx.rows("partition.state"), _grown_at(ctx))
         protocols = _protocols(ctx)
         by_time = _stable_protocols(ctx)
         first_assign: dict[tuple[str, int], float] = {}
@@ -202,6 +214,7 @@ class AssignmentConforms:
             if protocol is None or ((group, gen) in stable and sorted(stable[(group, gen)]) != sorted(members)):
                 continue
             topics = sorted({t for ps in current.values() for t, _ in ps})
+            counts = generation_counts(base, members.values())
             parts = {t: counts[t] for t in topics if t in counts}
             last = max(members.values(), key=lambda h: int(h.event.get("seq") or 0)).event
             problem = None

@@ -7,7 +7,8 @@ partitions it held right after each
 `assign` (union of assigns minus revokes, which is right for both the eager protocol — revoke
 everything, assign the full set — and the cooperative one — incremental assign/revoke), keyed
 by (group, generation). Also the partition count of every topic, from `partition.state` events
-(highest partition + 1), else from what assignments mention.
+(highest partition + 1), else from what assignments mention; and the count one generation is judged
+against when `add_partitions` grew a topic during the run (`generation_counts`).
 """
 
 from __future__ import annotations
@@ -64,3 +65,22 @@ def topic_partition_counts(
             if topic not in counts or counts[topic] <= part:
                 counts[topic] = max(counts.get(topic, 0), part + 1)
     return counts
+
+
+def base_partition_counts(partition_states: Iterable[Mapping[str, Any]],
+                          grown_at: Mapping[str, float]) -> dict[str, int]:
+    """Partitions per topic from `partition.state` events; for a topic that an `add_partitions` grew (its
+    first start in `grown_at`), only the events before that count: its partitions before the growth."""
+    return topic_partition_counts(ev for ev in partition_states
+                                  if float(ev.get("t") or 0.0) < grown_at.get(str(ev.get("topic")), float("inf")))
+
+
+def generation_counts(base: Mapping[str, int], members: Iterable[Holding]) -> dict[str, int]:
+    """The partition count a generation is judged against, per topic: the count before any growth, raised to
+    cover the partitions its members hold (added partitions count once the group has taken one of them: a
+    group cannot be faulted for partitions its leader's metadata did not show yet)."""
+    out = dict(base)
+    for h in members:
+        for topic, part in h.partitions:
+            out[topic] = max(out.get(topic, 0), part + 1)
+    return out

@@ -10,6 +10,8 @@
   shutdown; a scheduled reassignment of the partition in progress whose new list leaves the old leader
   out -> reassign, from that new list (`spark_analysis.operations`); a scheduled preferred election in
   progress, or new leader is AR[0] -> preferred. A change none of these explains is counted, not judged.
+  A partition's first observed state while an `add_partitions` creating it runs is judged as `new`: the
+  first live replica in AR order leads.
   A broker that came back between two observed states and is in the new ISR (with a member of the old
   one) may have rejoined the ISR unobserved in between; the election is judged with and without it.
   A write of leader -1 that only takes the dead leader out of a larger ISR is the controller's
@@ -160,6 +162,21 @@ def _strategy(prev: Row, ev: Row, live: Liveness, shutting: set[int], t: float,
     return None, None
 
 
+def _first_leader(ev: Row, live: Liveness, ops: OperationIndex) -> tuple[set[int | None], int | None] | None:
+    """A partition's first observed state while an `add_partitions` creating it runs: the leaders the `new`
+    strategy allows (the first live replica, for each plausible live set) and the one observed; None when no
+    such operation covers it (a topic's first states at setup are not judged)."""
+    from harness.model.election import elect_leader
+
+    t = float(ev.get("t") or 0.0)
+    if ev.get("leader") is None or ops.covering(str(ev.get("topic")), int(ev.get("partition") or 0), t,
+                                                "add_partitions") is None:
+        return None
+    assigned = [int(b) for b in ev.get("replicas") or []]
+    expected = {elect_leader("new", assigned, (), lv) for lv in _plausible_live_sets(live, t, set())}
+    return expected, None if ev["leader"] < 0 else int(ev["leader"])
+
+
 def _dead_leader_left_isr(prev: Row, ev: Row) -> bool:
     """The controller's OfflineReplica step for the leader's replica, which is no election: it writes
     NoLeader (-1) and the ISR without the old leader, and the election follows in a later write.
@@ -247,7 +264,19 @@ class ElectionConforms:
         for (_src, topic, part), evs in _by_partition(_states(ctx)).items():
             prev = None
             for ev in evs:
-                if prev is not None and _dead_leader_left_isr(prev, ev):
+                first = _first_leader(ev, live, ctx.operations) if prev is None else None
+                if first is not None:
+                    judged += 1
+                    per_strategy["new"] += 1
+                    expected, got = first
+                    if got not in expected:
+                        want = sorted(-1 if x is None else x for x in expected)
+                        problem = (f"{tp_label(topic, part)} new partition's first leader is {ev['leader']}, model "
+                                   f"prescribes {' or '.join(map(str, want))} (the first live of replicas "
+                                   f"{list(ev.get('replicas') or [])})")
+                        bad += [evidence(ev, strategy="new", expected=want),
+                                evidence(ev, strategy="new", expected=want, problem=problem)]
+                elif prev is not None and _dead_leader_left_isr(prev, ev):
                     offline_replica_steps += 1
                 elif prev is not None and ev.get("leader") != prev.get("leader") and ev.get("leader") is not None:
                     t = float(ev.get("t") or 0.0)

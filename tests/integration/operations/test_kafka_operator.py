@@ -1,5 +1,6 @@
-"""The operator's reassignment and preferred election on a running cluster: 3 Apache Kafka 3.9 brokers + 1
-real ZooKeeper through the process backend (AlterPartitionReassignments, ElectLeaders). The reference
+"""The operator's reassignment, preferred election and partition addition on a running cluster: 3 Apache Kafka
+3.9 brokers + 1 real ZooKeeper through the process backend (AlterPartitionReassignments, ElectLeaders,
+CreatePartitions). The reference
 broker's path (`/admin/reassign_partitions`) runs end to end in tests/data/bug_experiments/reassign.yaml
 (tests/integration/bugs/), whose clean run needs both reassignments done."""
 
@@ -127,3 +128,17 @@ def test_a_preferred_election_whose_ar0_is_outside_the_isr_keeps_the_leader(clus
         assert _partitions(cluster)[1].leader == 2
     finally:
         cluster.start(NodeId.broker(3))
+
+
+def test_adding_partitions_ends_done_once_each_new_one_has_a_leader_and_asking_for_fewer_is_an_error(
+    cluster: ProcessCluster,
+) -> None:
+    op = KafkaOperator(cluster.bootstrap_servers, cluster.zookeeper_connect)
+    result = op.add_partitions(TOPIC, 5, timeout_s=60)
+    assert (result.outcome, result.via) == ("done", "CreatePartitions"), result.detail
+    assert [r.partition for r in result.partitions] == [3, 4]
+    assert all(len(r.replicas or ()) == 2 for r in result.partitions), result.partitions
+    parts = _partitions(cluster)
+    assert len(parts) == 5 and all(parts[p].leader == parts[p].replicas[0] for p in (3, 4))
+    again = op.add_partitions(TOPIC, 4, timeout_s=10)
+    assert again.outcome == "error" and "already has 5 partitions" in again.detail, again

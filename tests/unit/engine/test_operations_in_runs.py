@@ -56,6 +56,11 @@ class FakeOperator:
         self.calls.append(f"elect_preferred {topic} {list(partitions)}")
         raise RuntimeError("fake operator: no controller")
 
+    def add_partitions(self, topic: str, count: int, timeout_s: float) -> OperationOutcome:
+        self.calls.append(f"add_partitions {topic} {count}")
+        return OperationOutcome("done", "fake", "", tuple(PartitionOutcome(topic, p, None, (1, 2))
+                                                          for p in range(2, count)))
+
 
 def _run(tmp_path: Path, operator: FakeOperator, text: str = EXP) -> runner.RunResult:
     runner.TICK_S = 0.02

@@ -69,6 +69,10 @@ def test_reassign_and_elect_preferred_load_as_typed_operations_numbered_with_the
     ("{at: 1s, action: elect_preferred, target: broker:1}", "schedule[1].target", "unknown"),
     ("{at: 70s, action: elect_preferred}", "schedule[1].at", "at or after the experiment's duration"),
     ("{at: 1s, action: elect_preferred, fault: kill}", "schedule[1]", "either a `fault:` or an `action:`"),
+    ("{at: 1s, action: add_partitions, topic: t}", "schedule[1].count", "required field is missing"),
+    ("{at: 1s, action: add_partitions, topic: t, count: 3}", "schedule[1].count", "already has 3 partitions"),
+    ("{at: 1s, action: add_partitions, topic: t, count: 5000}", "schedule[1].count", "at most 1000"),
+    ("{at: 1s, action: add_partitions, topic: t, count: 4, partitions: [0]}", "schedule[1].partitions", "unknown"),
 ])
 def test_a_bad_operation_is_refused_naming_its_line_and_field(entry: str, field: str, fragment: str) -> None:
     only(HEAD + f"  - {entry}\n", 8, field, fragment)
@@ -97,9 +101,21 @@ def test_operations_start_in_time_order_with_every_partition_when_none_is_named(
     assert [(o.index, o.start, o.partitions) for o in ops] == [(2, 10.0, (1,)), (1, 30.0, (0, 1, 2))]
 
 
+def test_add_partitions_plans_the_partitions_it_creates_from_the_count_the_topic_has_by_then() -> None:
+    """A second add_partitions of a topic starts from the first one's count; partitions named later may be new."""
+    exp = load_experiment_text(HEAD + """  - {at: 20s, action: add_partitions, topic: t, count: 6, timeout: 10s}
+  - {at: 10s, action: add_partitions, topic: t, count: 4}
+""", "m.yaml")
+    assert exp.operations[1] == OperationSpec(2, 10.0, "add_partitions", "t", timeout=30.0, count=4)
+    ops = plan_operations(exp)
+    assert [(o.index, o.partitions) for o in ops] == [(2, (3,)), (1, (4, 5))]
+    assert ops[1].describe() == "#1 add_partitions t -> 6 partitions"
+
+
 def test_the_resolved_yaml_reads_back_into_the_same_spec_for_operations_and_every_shipped_variant() -> None:
     exp = load_experiment_text(HEAD + """  - {at: 10s, action: reassign, topic: t, replicas: {0: [3, 4]}, timeout: 20s}
   - {at: 20s, action: elect_preferred, topic: t, partitions: [1]}
+  - {at: 30s, action: add_partitions, topic: t, count: 5}
 """, "m.yaml")
     assert dataclasses.replace(load_experiment_text(dump_experiment(exp), "m.yaml")) == exp
     for path in sorted((ROOT / "experiments").glob("*.yaml")):

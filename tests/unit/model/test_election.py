@@ -100,3 +100,11 @@ def test_check_election_flags_a_leader_outside_the_prescription() -> None:
     assert none.ok and none.expected is None
     moved = check_election(4, 1, [1, 2], [1, 4], [1, 2, 4], new_assigned=[4, 2])
     assert moved.ok and moved.strategy == "reassign"
+
+
+def test_new_partitions_are_led_by_their_first_live_replica_with_every_live_replica_in_the_isr() -> None:
+    """A new partition's first leader: the first live replica in AR order (the ISR plays no part)."""
+    assert elect_leader("new", [2, 3, 1], isr=(), live={1, 3}) == 3
+    assert elect_leader("new", [2, 3, 1], isr=(), live=set()) is None
+    result = elect("new", [2, 3, 1], (), live={1, 3})
+    assert (result.leader, result.isr, result.unclean) == (3, (3, 1), False)
