@@ -39,8 +39,9 @@ def check_rules(f: Fields, exp: Experiment) -> None:
                         _declared("topics", [t.name for t in exp.topics]))
     for fault in exp.schedule:
         _check_fault(f, exp, fault)
-    for op in exp.operations:
-        _check_operation(f, exp, op)
+    counts = {t.name: t.partitions for t in exp.topics}
+    for op in sorted(exp.operations, key=lambda o: (o.at, o.index)):
+        _check_operation(f, exp, op, counts)
     _check_overlaps(f, exp)
 
 
@@ -74,9 +75,10 @@ def _check_fault(f: Fields, exp: Experiment, fault: FaultSpec) -> None:
             _check_target(f, exp, (*path, "groups", gi, ni), node)
 
 
-def _check_operation(f: Fields, exp: Experiment, op: OperationSpec) -> None:
+def _check_operation(f: Fields, exp: Experiment, op: OperationSpec, counts: dict[str, int]) -> None:
     """An operation starts inside the experiment's duration and names declared topics, their partitions
-    and existing brokers."""
+    (as many as `counts` says the topic has by then: declared, grown by earlier `add_partitions`, which
+    this updates) and existing brokers."""
     path: Path = ("schedule", op.index)
     if op.at >= exp.duration:
         f.error((*path, "at"), f"action is scheduled at or after the experiment's duration "
@@ -88,22 +90,23 @@ def _check_operation(f: Fields, exp: Experiment, op: OperationSpec) -> None:
         f.error((*path, "topic"), "topic is not declared under `topics`", op.topic,
                 _declared("topics", [t.name for t in exp.topics]))
         return
+    have = counts.get(topic.name, topic.partitions)
     for p in op.partitions:
-        if p >= topic.partitions:
-            f.error((*path, "partitions"), f"topic {topic.name!r} has {topic.partitions} partitions "
-                    f"(0..{topic.partitions - 1})", p)
+        if p >= have:
+            f.error((*path, "partitions"), f"topic {topic.name!r} has {have} partitions (0..{have - 1})", p)
     for p, replicas in op.replicas:
-        if p >= topic.partitions:
-            f.error((*path, "replicas", str(p)), f"topic {topic.name!r} has {topic.partitions} partitions "
-                    f"(0..{topic.partitions - 1})", p)
+        if p >= have:
+            f.error((*path, "replicas", str(p)), f"topic {topic.name!r} has {have} partitions (0..{have - 1})", p)
         for b in replicas:
             if b > exp.cluster.brokers:
                 f.error((*path, "replicas", str(p)), f"broker {b} does not exist (brokers 1..{exp.cluster.brokers})",
                         list(replicas))
                 break
-    if op.count is not None and op.count <= topic.partitions:
-        f.error((*path, "count"), f"topic {topic.name!r} already has {topic.partitions} partitions; the count is "
-                "the number afterwards and must be more", op.count)
+    if op.count is not None:
+        if op.count <= have:
+            f.error((*path, "count"), f"topic {topic.name!r} already has {have} partitions by then; the count is "
+                    "the number afterwards and must be more", op.count)
+        counts[topic.name] = max(have, op.count)
     if op.shuffle and topic.replication_factor > exp.cluster.brokers:
         f.error((*path, "shuffle"), "a shuffle draws replication_factor distinct brokers, more than there are",
                 topic.replication_factor)

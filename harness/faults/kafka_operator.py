@@ -30,6 +30,7 @@ from harness.zk.notifications import ReassignPartitions
 from harness.zk.paths import REASSIGN_PARTITIONS_PATH
 
 ALTER_PARTITION_REASSIGNMENTS = 45
+NOT_CONTROLLER = 41
 POLL_S = 0.5
 ELECT_ATTEMPT_S = 10.0
 """One ElectLeaders attempt's socket timeout; attempts repeat until the operation's timeout."""
@@ -159,8 +160,7 @@ class KafkaOperator:
             except KafkaException as exc:
                 err = exc.args[0] if exc.args else None
                 last = str(err or exc)
-                local = getattr(err, "code", lambda: 0)() < 0  # _TIMED_OUT, _TRANSPORT, ...: no answer came
-                if not local and not getattr(err, "retriable", lambda: False)():
+                if not _worth_retrying(err):
                     return OperationOutcome("error", via, f"ElectLeaders failed: {last}")
             except TimeoutError:
                 last = "no answer"
@@ -208,7 +208,7 @@ class KafkaOperator:
                 code = getattr(err, "code", lambda: 0)()
                 if code == KafkaError.INVALID_PARTITIONS and before is not None and before < count:
                     submitted = True  # an earlier attempt's request went through; its answer was lost
-                elif code >= 0 and not getattr(err, "retriable", lambda: False)():
+                elif not _worth_retrying(err):
                     return OperationOutcome("error", via, f"CreatePartitions failed: {last}")
             except TimeoutError:
                 last = "no answer"
@@ -218,6 +218,15 @@ class KafkaOperator:
                 what = "every new partition with a leader" if submitted else "the answer to CreatePartitions"
                 return OperationOutcome("timeout", via, f"awaited {what} within {timeout_s:g}s; last seen: {last}")
             time.sleep(POLL_S)
+
+
+def _worth_retrying(err: object) -> bool:
+    """Whether an admin request's error may go away with a new client: no answer came (librdkafka's local
+    codes: _TIMED_OUT, _TRANSPORT, ...), the error is retriable, or the request reached a broker that is no
+    longer the controller (NOT_CONTROLLER: librdkafka does not retry it, and a fresh client finds the new
+    one; seen during a controller failover on the reference broker)."""
+    code = getattr(err, "code", lambda: 0)()
+    return bool(code < 0 or code == NOT_CONTROLLER or getattr(err, "retriable", lambda: False)())
 
 
 def _via(api: bool | None) -> str:

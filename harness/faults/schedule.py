@@ -110,7 +110,8 @@ class PlannedOperation:
 
 
 def plan_operations(exp: Experiment) -> tuple[PlannedOperation, ...]:
-    """Every operation with its partitions and (reassign) new replica lists, in starting order."""
+    """Every operation with its partitions and (reassign) new replica lists, in starting order. A topic's
+    partitions are those it has by then: declared, and grown by earlier `add_partitions`."""
     out: list[PlannedOperation] = []
     counts = {t.name: t.partitions for t in exp.topics}
     for spec in sorted(exp.operations, key=lambda s: (s.at, s.index)):
@@ -120,7 +121,7 @@ def plan_operations(exp: Experiment) -> tuple[PlannedOperation, ...]:
             counts[spec.topic] = max(before, spec.count)
             out.append(PlannedOperation(spec, spec.at, tuple(range(before, spec.count)), ()))
             continue
-        parts = spec.partitions or (tuple(range(topic.partitions)) if topic is not None else ())
+        parts = spec.partitions or (tuple(range(counts[topic.name])) if topic is not None else ())
         replicas = spec.replicas
         if spec.shuffle and topic is not None:
             rng = random.Random(f"kafka-chaos/operations/{exp.seed}/{spec.index}")

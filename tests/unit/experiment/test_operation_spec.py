@@ -110,6 +110,18 @@ def test_add_partitions_plans_the_partitions_it_creates_from_the_count_the_topic
     ops = plan_operations(exp)
     assert [(o.index, o.partitions) for o in ops] == [(2, (3,)), (1, (4, 5))]
     assert ops[1].describe() == "#1 add_partitions t -> 6 partitions"
+    later = load_experiment_text(HEAD + """  - {at: 10s, action: add_partitions, topic: t, count: 5}
+  - {at: 20s, action: elect_preferred, topic: t}
+  - {at: 30s, action: reassign, topic: t, replicas: {4: [1, 2]}}
+""", "m.yaml")
+    assert [o.partitions for o in plan_operations(later)] == [(3, 4), (0, 1, 2, 3, 4), (4,)]
+    only(HEAD + """  - {at: 10s, action: add_partitions, topic: t, count: 5}
+  - {at: 20s, action: add_partitions, topic: t, count: 5}
+  - {at: 5s, action: elect_preferred, topic: t, partitions: [4]}
+""", 9, "schedule[2].count", "already has 5 partitions by then")
+    only(HEAD + """  - {at: 10s, action: add_partitions, topic: t, count: 5}
+  - {at: 5s, action: elect_preferred, topic: t, partitions: [4]}
+""", 9, "schedule[2].partitions", "has 3 partitions (0..2)")
 
 
 def test_the_resolved_yaml_reads_back_into_the_same_spec_for_operations_and_every_shipped_variant() -> None:
