@@ -25,7 +25,7 @@ from harness.engine.parts import REAL_PARTS, RunParts
 from harness.errors import HarnessError
 from harness.experiment.schema import Experiment
 from harness.faults.inject import FaultInjector, MemberControl
-from harness.faults.operations import OperationRunner
+from harness.faults.operations import GroupScaler, OperationRunner
 from harness.faults.resolve import Topology
 from harness.faults.schedule import actions, plan, plan_operations
 from harness.history.jsonl import Event, HistoryWriter
@@ -226,7 +226,10 @@ class Run:
                             c.voters(), c.combined)
         self.injector = FaultInjector(self.cluster, self.state, topology, self.sink, members)
         if self.exp.operations:
-            self.operations = OperationRunner(self.parts.operator(self.cluster), self.sink)
+            scalers: dict[str, GroupScaler] = {
+                getattr(w, "group", w.name): w for w in self.consumers if hasattr(w, "scale_to")  # type: ignore[misc]
+            }
+            self.operations = OperationRunner(self.parts.operator(self.cluster), self.sink, scalers)
         return self._await_probes("steady", self.exp.steady_timeout)
 
     def _bring_up(self) -> Cluster:

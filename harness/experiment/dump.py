@@ -39,6 +39,11 @@ def _operation(op: OperationSpec) -> dict[str, Any]:
         out["shuffle"] = True
     if op.count is not None:
         out["count"] = op.count
+    if op.group is not None:
+        out["group"] = op.group
+        out["members"] = op.members
+        if op.abrupt:
+            out["abrupt"] = True
     out["timeout"] = format_duration(op.timeout)
     return out
 

@@ -1,7 +1,7 @@
 """Reads the `action:` entries of an experiment's `schedule:` list into `OperationSpec`s, checked against
 the operation catalogue (`harness.faults.catalog.OPERATIONS`): the keys each action takes, partition
 numbers, replica lists (distinct broker ids, at least one), `replicas` or `shuffle` for a reassignment, the
-new partition count of `add_partitions`.
+new partition count of `add_partitions`, the group and member count of `scale_consumers`.
 References to the experiment's topics and brokers are checked with the other cross-field rules
 (`harness.experiment.rules`)."""
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.experiment.fields import MISSING, Fields, did_you_mean
-from harness.experiment.limits import MAX_PARTITIONS
+from harness.experiment.limits import MAX_MEMBERS, MAX_PARTITIONS
 from harness.experiment.schema import OperationSpec
 from harness.experiment.yamlsource import Path
 from harness.faults.catalog import OPERATIONS
@@ -31,7 +31,9 @@ def read_operation(f: Fields, path: Path, index: int, item: dict[str, Any]) -> O
     if m is None:
         return None
     at = f.duration(m, path, "at", positive=False)
-    topic = f.string(m, path, "topic") if kind.keys[0].required or m.get("topic") is not None else None
+    topic_key = next((k for k in kind.keys if k.name == "topic"), None)
+    topic = (f.string(m, path, "topic")
+             if topic_key is not None and (topic_key.required or m.get("topic") is not None) else None)
     partitions = _partitions(f, m, path)
     timeout = f.duration(m, path, "timeout", default=kind.default_timeout)
     replicas: Any = ()
@@ -42,14 +44,22 @@ def read_operation(f: Fields, path: Path, index: int, item: dict[str, Any]) -> O
     elif kind.name == "add_partitions":
         count = f.integer(m, path, "count", minimum=2, maximum=MAX_PARTITIONS,
                           why="the observers poll, and the verifiers judge, every partition")
-    if MISSING in (at, topic, partitions, timeout, replicas, shuffle, count):
+    group: Any = None
+    members: Any = None
+    abrupt: Any = False
+    if kind.name == "scale_consumers":
+        group = f.string(m, path, "group")
+        members = f.integer(m, path, "members", minimum=1, maximum=MAX_MEMBERS)
+        abrupt = f.boolean(m, path, "abrupt", default=False)
+    if MISSING in (at, topic, partitions, timeout, replicas, shuffle, count, group, members, abrupt):
         return None
     if replicas and partitions and sorted(p for p, _ in replicas) != sorted(partitions):
         f.error((*path, "partitions"), "with `replicas`, the partitions are its keys: leave `partitions` out",
                 list(partitions))
         return None
     return OperationSpec(index=index, at=at, action=kind.name, topic=topic, partitions=partitions,
-                         replicas=replicas, shuffle=shuffle, timeout=timeout, count=count)
+                         replicas=replicas, shuffle=shuffle, timeout=timeout, count=count, group=group,
+                         members=members, abrupt=abrupt)
 
 
 def _partitions(f: Fields, m: dict[str, Any], path: Path) -> Any:

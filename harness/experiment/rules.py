@@ -83,6 +83,11 @@ def _check_operation(f: Fields, exp: Experiment, op: OperationSpec, counts: dict
     if op.at >= exp.duration:
         f.error((*path, "at"), f"action is scheduled at or after the experiment's duration "
                 f"({format_duration(exp.duration)})", format_duration(op.at))
+    if op.group is not None:
+        groups = [c.group for c in exp.workload.consumers]
+        if op.group not in groups:
+            f.error((*path, "group"), "group is not declared under `workload.consumers`", op.group,
+                    _declared("groups", groups))
     if op.topic is None:
         return
     topic = exp.topic(op.topic)

@@ -125,8 +125,17 @@ class OperationSpec:
     timeout: float = 60.0
     count: int | None = None
     """add_partitions: the topic's partition count afterwards."""
+    group: str | None = None
+    """scale_consumers: the consumer group (declared under `workload.consumers`)."""
+    members: int | None = None
+    """scale_consumers: the group's live member count afterwards."""
+    abrupt: bool = False
+    """scale_consumers: leaving members end as SIGKILL would (no LeaveGroup), not cleanly."""
 
     def describe(self) -> str:
+        if self.group is not None:
+            how = " (abrupt)" if self.abrupt else ""
+            return f"#{self.index} {self.action} {self.group} -> {self.members} members{how}"
         what = self.topic or "every topic"
         if self.count is not None:
             return f"#{self.index} {self.action} {what} -> {self.count} partitions"

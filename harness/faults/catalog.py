@@ -183,6 +183,16 @@ OPERATIONS: Mapping[str, OperationKind] = MappingProxyType({k.name: k for k in (
                                     "has a leader",
                                     "reference": "CreatePartitions, then Metadata until every new partition "
                                     "has a leader"})),
+    OperationKind("scale_consumers", "A consumer group grows or shrinks to `members` live members: new members "
+                  "join with new clients; leaving ones (the highest-numbered) close cleanly (LeaveGroup), or "
+                  "abruptly with `abrupt: true` (the group notices after session.timeout.ms). Done once the "
+                  "clients have started or ended; the rebalance that follows is judged by the group checks.",
+                  (OperationKey("group", "the consumer group (declared under `workload.consumers`)", required=True),
+                   OperationKey("members", "the live member count afterwards (1..32)", required=True),
+                   OperationKey("abrupt", "true: leaving members end without LeaveGroup (default false)"),
+                   _TIMEOUT), 30.0,
+                  MappingProxyType({"apache-kafka": "the harness's own librdkafka consumers",
+                                    "reference": "the harness's own librdkafka consumers"})),
 )})
 """Every operation kind by name."""
 

@@ -1,8 +1,9 @@
-"""Runs scheduled operations (`action:` entries: reassign, elect_preferred, add_partitions) in the background
-and records them: `op.start` when one begins, `op.end` with its outcome (`done`, `timeout` or `error`), how it was
-carried out and what each partition answered. Faults keep firing while an operation runs (a broker
-killed in the middle of a reassignment is the point). The work itself is an `Operator`'s: the runner
-receives one and nothing else of the cluster."""
+"""Runs scheduled operations (`action:` entries: reassign, elect_preferred, add_partitions, scale_consumers) in
+the background and records them: `op.start` when one begins, `op.end` with its outcome (`done`, `timeout`
+or `error`), how it was carried out and what each partition answered. Faults keep firing while an
+operation runs (a broker killed in the middle of a reassignment is the point). The work itself is an
+`Operator`'s (and, for `scale_consumers`, the group workload's, a `GroupScaler`): the runner receives
+those and nothing else."""
 
 from __future__ import annotations
 
@@ -57,12 +58,21 @@ class Operator(Protocol):
     def add_partitions(self, topic: str, count: int, timeout_s: float) -> OperationOutcome: ...
 
 
+class GroupScaler(Protocol):
+    """What a consumer-group workload offers to `scale_consumers`."""
+
+    def scale_to(self, members: int, *, abrupt: bool = False) -> str:
+        """Grow or shrink to `members` live members; what changed, in words."""
+        ...
+
+
 class OperationRunner:
     """Starts each operation in a thread of its own; `join` waits for all of them (the heal phase)."""
 
-    def __init__(self, operator: Operator, sink: EventSink) -> None:
+    def __init__(self, operator: Operator, sink: EventSink, groups: Mapping[str, GroupScaler] | None = None) -> None:
         self.operator = operator
         self.sink = sink
+        self.groups = dict(groups or {})
         self._threads: list[threading.Thread] = []
         self._open: dict[int, tuple[PlannedOperation, float]] = {}
         """Started and not yet ended: the operation and its start (monotonic)."""
@@ -72,6 +82,7 @@ class OperationRunner:
     def start(self, op: PlannedOperation) -> None:
         topic = op.spec.topic
         self.sink({"src": "engine", "type": "op.start", "op_id": op.index, "action": op.spec.action, "topic": topic,
+                   **({"group": op.spec.group} if op.spec.group is not None else {}),
                    "partitions": [[topic, str(p)] for p in op.partitions] if topic is not None else [],
                    "reassignment": [{"partition": p, "replicas": list(r)} for p, r in op.replicas],
                    "timeout_s": op.spec.timeout, "description": op.describe()})
@@ -89,11 +100,20 @@ class OperationRunner:
             elif op.spec.action == "add_partitions":
                 assert op.spec.topic is not None and op.spec.count is not None
                 result = self.operator.add_partitions(op.spec.topic, op.spec.count, op.spec.timeout)
+            elif op.spec.action == "scale_consumers":
+                result = self._scale(op)
             else:
                 result = self.operator.elect_preferred(op.spec.topic, op.partitions, op.spec.timeout)
         except Exception as exc:  # an operator bug or an unexpected client error: recorded, never lost
             result = OperationOutcome("error", "", f"{type(exc).__name__}: {exc}")
         self._end(op.index, result)
+
+    def _scale(self, op: PlannedOperation) -> OperationOutcome:
+        via = "consumer clients"
+        scaler = self.groups.get(str(op.spec.group))
+        if scaler is None or op.spec.members is None:
+            return OperationOutcome("error", via, f"no consumer group {op.spec.group!r} runs in this experiment")
+        return OperationOutcome("done", via, scaler.scale_to(op.spec.members, abrupt=op.spec.abrupt))
 
     def _end(self, index: int, result: OperationOutcome) -> None:
         """Records `op.end` once per operation, and never after `abandon`."""
@@ -102,7 +122,8 @@ class OperationRunner:
                 return
             op, t0 = self._open.pop(index)
             self.sink({"src": "engine", "type": "op.end", "op_id": op.index, "action": op.spec.action,
-                       "topic": op.spec.topic, "outcome": result.outcome, "via": result.via, "detail": result.detail,
+                       "topic": op.spec.topic, **({"group": op.spec.group} if op.spec.group is not None else {}),
+                       "outcome": result.outcome, "via": result.via, "detail": result.detail,
                        "elapsed_s": round(time.monotonic() - t0, 3),
                        "results": [p.as_event() for p in result.partitions], "description": op.describe()})
 

@@ -99,6 +99,8 @@ class PlannedOperation:
         return self.spec.index
 
     def describe(self) -> str:
+        if self.spec.group is not None:
+            return self.spec.describe()
         what = self.spec.topic or "every topic"
         if self.spec.count is not None:
             what += f" -> {self.spec.count} partitions"

@@ -261,6 +261,28 @@ class ConsumerGroupWorkload:
     def resume_member(self, n: int) -> None:
         self.member(n).resume()
 
+    def scale_to(self, members: int, *, abrupt: bool = False) -> str:
+        """Grow or shrink the group to `members` live members: new slots (numbered after the last) start new
+        clients; the highest-numbered live members end, cleanly (LeaveGroup) or, with `abrupt`, as SIGKILL
+        would. Returns what changed, in words."""
+        if members < 1:
+            raise WorkloadError(f"{self.name}: cannot scale to {members} members (at least 1)")
+        live = [n for n, m in enumerate(self._slots) if m is not None and m.alive]
+        if members > len(live):
+            added = list(range(len(self._slots), len(self._slots) + members - len(live)))
+            self._incarnations.extend([0] * len(added))
+            self._slots.extend([None] * len(added))  # one step (the GIL): a fault addressing a slot sees it or not
+            self.members = len(self._slots)
+            for n in added:
+                self._start_slot(n)
+            return f"{len(live)} -> {members} members: started {', '.join(f'{self.group}/{n}' for n in added)}"
+        leaving = live[members:]
+        for n in reversed(leaving):
+            self._end_member(n, "kill" if abrupt else "close")
+        how = "killed" if abrupt else "closed"
+        return (f"{len(live)} -> {members} members: {how} {', '.join(f'{self.group}/{n}' for n in reversed(leaving))}"
+                if leaving else f"{len(live)} members already")
+
     def restart_member(self, n: int, *, graceful: bool = False) -> None:
         """Start a new client (new member id) in slot n, ending the current one first if alive
         (abruptly unless `graceful`)."""

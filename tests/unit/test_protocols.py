@@ -12,7 +12,7 @@ from harness.cluster.base import Cluster, ClusterBackend, Link
 from harness.cluster.process import ProcessBackend, ProcessCluster
 from harness.cluster.process_toxiproxy import ProcessLink
 from harness.faults.kafka_operator import KafkaOperator
-from harness.faults.operations import Operator
+from harness.faults.operations import GroupScaler, Operator
 from harness.observe.admin import AdminObserver
 from harness.observe.base import Observer
 from harness.observe.isolated import IsolatedAdminObserver
@@ -59,6 +59,7 @@ CASES: list[tuple[type, Any]] = [
     (ProducerWorkload, Workload),
     (ConsumerGroupWorkload, Workload),
     (KafkaOperator, Operator),
+    (ConsumerGroupWorkload, GroupScaler),
 ]
 
 

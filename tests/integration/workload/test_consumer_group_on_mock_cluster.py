@@ -160,3 +160,25 @@ def test_paused_member_stops_polling_until_resumed_on_mock_cluster(mock: MockClu
         assert len(events.of("poll")) == frozen
         group.resume_member(0)
         wait_until(lambda: len(events.of("poll")) >= frozen + 10, 10.0, "polls after resume")
+
+
+def test_scaling_the_group_starts_new_members_and_ends_the_highest_numbered_on_mock_cluster(mock: MockCluster) -> None:
+    """scale_to grows the group with new slots (new clients that get partitions) and shrinks it from the
+    highest-numbered live member: cleanly (a revoke, then LeaveGroup) or abruptly (no revoke)."""
+    events = Events()
+    threads = ThreadCheck()
+    with ConsumerGroupWorkload(
+        mock.bootstrap_servers, events, group="g5", topics=["t"], members=1, extra_config=KIP848
+    ) as group:
+        group.start()
+        wait_until(lambda: stable(group, 1), 15.0, "1 member owning all partitions", group.assignments)
+        assert group.scale_to(3) == "1 -> 3 members: started g5/1, g5/2"
+        wait_until(lambda: stable(group, 3), 15.0, "3 members owning all partitions", group.assignments)
+        assert group.scale_to(2) == "3 -> 2 members: closed g5/2"
+        assert events.of("revoke", consumer="g5/2")
+        revokes = len(events.of("revoke", consumer="g5/1"))
+        assert group.scale_to(1, abrupt=True) == "2 -> 1 members: killed g5/1"
+        assert len(events.of("revoke", consumer="g5/1")) == revokes
+        wait_until(lambda: group.assignments() == {0: frozenset(ALL)}, 15.0, "g5/0 owning all", group.assignments)
+        assert group.scale_to(1) == "1 members already"
+    threads.assert_back()

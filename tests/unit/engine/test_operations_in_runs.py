@@ -134,3 +134,37 @@ def test_operation_completes_passes_with_no_operations_and_is_unknown_for_an_err
              "detail": "ElectLeaders failed: CLUSTER_AUTHORIZATION_FAILED", "results": []}]
     broken = OperationCompletes().run(python_context(rows))
     assert broken.status == "unknown" and "CLUSTER_AUTHORIZATION_FAILED" in broken.summary
+
+
+class FakeScaler:
+    """A consumer group that records the member counts it is asked for."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[int, bool]] = []
+
+    def scale_to(self, members: int, *, abrupt: bool = False) -> str:
+        self.asked.append((members, abrupt))
+        return f"2 -> {members} members"
+
+
+def test_scale_consumers_goes_to_the_named_groups_workload_and_an_unknown_group_is_an_error() -> None:
+    exp = load_experiment_text("""name: scale
+topics: [{name: t}]
+workload: {consumers: [{group: g, topics: [t]}]}
+schedule:
+  - {at: 0s, action: scale_consumers, group: g, members: 3, abrupt: true}
+duration: 1s
+""", "scale.yaml")
+    written: list[dict[str, object]] = []
+    scaler = FakeScaler()
+    (op,) = plan_operations(exp)
+    ops = OperationRunner(FakeOperator(), written.append, {"g": scaler})
+    ops.start(op)
+    assert ops.join(5) == []
+    start, end = written
+    assert (start["type"], start["group"], end["outcome"], end["detail"]) == ("op.start", "g", "done", "2 -> 3 members")
+    assert scaler.asked == [(3, True)]
+    lonely = OperationRunner(FakeOperator(), written.append)
+    lonely.start(op)
+    lonely.join(5)
+    assert written[-1]["outcome"] == "error" and "no consumer group 'g'" in str(written[-1]["detail"])

@@ -22,6 +22,7 @@ duration: 60s
 seed: 3
 cluster: {brokers: 4}
 topics: [{name: t, partitions: 3, replication_factor: 2}]
+workload: {consumers: [{group: g, topics: [t], members: 2}]}
 schedule:
   - {at: 5s, fault: kill, target: random-broker, duration: 5s}
 """
@@ -73,9 +74,15 @@ def test_reassign_and_elect_preferred_load_as_typed_operations_numbered_with_the
     ("{at: 1s, action: add_partitions, topic: t, count: 3}", "schedule[1].count", "already has 3 partitions"),
     ("{at: 1s, action: add_partitions, topic: t, count: 5000}", "schedule[1].count", "at most 1000"),
     ("{at: 1s, action: add_partitions, topic: t, count: 4, partitions: [0]}", "schedule[1].partitions", "unknown"),
+    ("{at: 1s, action: scale_consumers, group: nope, members: 2}", "schedule[1].group",
+     "not declared under `workload.consumers` (got 'nope'); declared groups: g"),
+    ("{at: 1s, action: scale_consumers, group: g, members: 0}", "schedule[1].members", "must be positive"),
+    ("{at: 1s, action: scale_consumers, group: g, members: 33}", "schedule[1].members", "at most 32"),
+    ("{at: 1s, action: scale_consumers, members: 2}", "schedule[1].group", "required field is missing"),
+    ("{at: 1s, action: scale_consumers, group: g, members: 2, topic: t}", "schedule[1].topic", "unknown"),
 ])
 def test_a_bad_operation_is_refused_naming_its_line_and_field(entry: str, field: str, fragment: str) -> None:
-    only(HEAD + f"  - {entry}\n", 8, field, fragment)
+    only(HEAD + f"  - {entry}\n", 9, field, fragment)
 
 
 def test_shuffle_is_drawn_from_the_seed_and_leaves_the_faults_draws_alone() -> None:
@@ -118,16 +125,28 @@ def test_add_partitions_plans_the_partitions_it_creates_from_the_count_the_topic
     only(HEAD + """  - {at: 10s, action: add_partitions, topic: t, count: 5}
   - {at: 20s, action: add_partitions, topic: t, count: 5}
   - {at: 5s, action: elect_preferred, topic: t, partitions: [4]}
-""", 9, "schedule[2].count", "already has 5 partitions by then")
+""", 10, "schedule[2].count", "already has 5 partitions by then")
     only(HEAD + """  - {at: 10s, action: add_partitions, topic: t, count: 5}
   - {at: 5s, action: elect_preferred, topic: t, partitions: [4]}
-""", 9, "schedule[2].partitions", "has 3 partitions (0..2)")
+""", 10, "schedule[2].partitions", "has 3 partitions (0..2)")
+
+
+def test_scale_consumers_loads_with_its_group_count_and_manner() -> None:
+    exp = load_experiment_text(HEAD + """  - {at: 10s, action: scale_consumers, group: g, members: 4}
+  - {at: 20s, action: scale_consumers, group: g, members: 1, abrupt: true, timeout: 5s}
+""", "m.yaml")
+    assert exp.operations == (
+        OperationSpec(1, 10.0, "scale_consumers", timeout=30.0, group="g", members=4),
+        OperationSpec(2, 20.0, "scale_consumers", timeout=5.0, group="g", members=1, abrupt=True))
+    assert [o.describe() for o in plan_operations(exp)] == ["#1 scale_consumers g -> 4 members",
+                                                            "#2 scale_consumers g -> 1 members (abrupt)"]
 
 
 def test_the_resolved_yaml_reads_back_into_the_same_spec_for_operations_and_every_shipped_variant() -> None:
     exp = load_experiment_text(HEAD + """  - {at: 10s, action: reassign, topic: t, replicas: {0: [3, 4]}, timeout: 20s}
   - {at: 20s, action: elect_preferred, topic: t, partitions: [1]}
   - {at: 30s, action: add_partitions, topic: t, count: 5}
+  - {at: 40s, action: scale_consumers, group: g, members: 1, abrupt: true}
 """, "m.yaml")
     assert dataclasses.replace(load_experiment_text(dump_experiment(exp), "m.yaml")) == exp
     for path in sorted((ROOT / "experiments").glob("*.yaml")):
