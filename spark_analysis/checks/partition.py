@@ -13,7 +13,9 @@
   A partition's first observed state while an `add_partitions` creating it runs is judged as `new`: the
   first live replica in AR order leads.
   A broker that came back between two observed states and is in the new ISR (with a member of the old
-  one) may have rejoined the ISR unobserved in between; the election is judged with and without it.
+  one) may have rejoined the ISR unobserved in between; so may a replica outside the old ISR when the
+  leader epoch skipped a value (a reassignment's new replica caught up); the election is judged with and
+  without them.
   A write of leader -1 that only takes the dead leader out of a larger ISR is the controller's
   OfflineReplica step (Apache Kafka does it on controller failover, before electing), not an election.
   KRaft (Kafka's `metadata/.../controller/PartitionChangeBuilder.java`, `electLeader`,
@@ -201,6 +203,20 @@ def _rejoined(prev: Row, ev: Row, live: Liveness) -> list[int]:
     return [b for b in new if b not in old and any(up and t0 < tt <= t1 for tt, up in live.transitions.get(b, ()))]
 
 
+def _caught_up(prev: Row, ev: Row) -> list[int]:
+    """Replicas outside the old ISR that are in the new one, when states were missed in between (the leader
+    epoch rose by more than one): a replica a reassignment added may have caught up and joined the ISR
+    before the election, unobserved (the ZooKeeper observer's one-shot watch saw epoch 1 with ISR [3, 2],
+    then epoch 3 with leader 1, ISR [1, 2], for a move of [3, 2] to [1, 2] on the reference broker). Only
+    replicas of the partition, and only when the new ISR keeps a member of the old one, as `_rejoined`."""
+    old, new = set(prev.get("isr") or []), [int(b) for b in ev.get("isr") or []]
+    e0, e1 = prev.get("leader_epoch"), ev.get("leader_epoch")
+    if not old & set(new) or e0 is None or e1 is None or int(e1) - int(e0) < 2:
+        return []
+    replicas = {int(b) for b in (prev.get("replicas") or [])}
+    return [b for b in new if b not in old and b in replicas]
+
+
 def _plausible_live_sets(live: Liveness, t: float, exclude: set[int]) -> list[frozenset[int]]:
     base = live.live_at(t)
     near = [b for b in live.transitions if live.goes_down_within(b, t - LIVENESS_GRACE_S, t + LIVENESS_GRACE_S)]
@@ -293,7 +309,7 @@ class ElectionConforms:
                             shut.add(old)
                         exclude = {old} if strategy == "offline" and old is not None and old >= 0 else set()
                         assigned = elect_from or list(ev.get("replicas") or prev.get("replicas") or [])
-                        rejoined = _rejoined(prev, ev, live)
+                        rejoined = sorted({*_rejoined(prev, ev, live), *_caught_up(prev, ev)})
                         views = [prev, {**prev, "isr": [*prev["isr"], *rejoined]}] if rejoined else [prev]
                         expected = {elect_leader(strategy, assigned, _eligible(p, frozenset(lv) - shut), lv,
                                                  frozenset(shut), ctx.run.unclean_election)

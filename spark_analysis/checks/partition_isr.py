@@ -14,7 +14,8 @@ the authoritative `partition.state` events (`partition.authoritative`) and the r
 - `partition.unclean_only_when_enabled`: a leader from outside the last ISR (in KRaft also outside
   the ELR and not the last known leader, which Kafka may elect cleanly) only when
   `unclean.leader.election.enable` is true; then each such election is recorded as unclean in the
-  metrics and evidence (`unclean_elections`).
+  metrics and evidence (`unclean_elections`). A replica that joined the ISR between two observed states
+  (the leader epoch skipped one) is not outside it (`partition._caught_up`).
 - `partition.controlled_shutdown_moves_leaders`: on a graceful stop (the `stop` fault: SIGTERM, the
   broker's controlled shutdown), every partition the broker led has a new leader before its
   registration vanishes, wherever another ISR member was alive and not shutting down itself (Kafka's
@@ -35,7 +36,7 @@ from typing import Any
 
 from spark_analysis.checks.common import evidence, plural, tp_label
 from spark_analysis.checks.liveness import DOWN_TYPES, LIVENESS_TYPES, UP_TYPES, build_liveness
-from spark_analysis.checks.partition import _eligibility, _summary_with_fault, authoritative
+from spark_analysis.checks.partition import _caught_up, _eligibility, _summary_with_fault, authoritative
 from spark_analysis.context import CheckContext, Row
 from spark_analysis.faults import broker_ids
 from spark_analysis.result import CheckResult, failed, passed, unknown
@@ -211,7 +212,7 @@ class UncleanOnlyWhenEnabled:
                 if leader is None or leader < 0 or leader == prev.get("leader"):
                     continue
                 elections += 1
-                if _eligibility(prev, int(leader)) != "outside":
+                if _eligibility(prev, int(leader)) != "outside" or int(leader) in _caught_up(prev, ev):
                     continue
                 unclean += [evidence(prev), evidence(
                     ev, unclean=True, problem=f"{tp_label(topic, part)}: unclean election of broker {leader}, "

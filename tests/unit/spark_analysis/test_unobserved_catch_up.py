@@ -1,0 +1,31 @@
+"""A replica that a reassignment added may catch up and join the ISR between two observed states: when the
+leader epoch skipped a value, `partition.election_conforms` and `partition.unclean_only_when_enabled` judge
+the election with it in the ISR too (seen on the reference broker: epoch 1 with ISR [3, 2], then epoch 3
+with leader 1, ISR [1, 2], for a move of [3, 2] to [1, 2]); with no skipped epoch it stays outside."""
+
+from __future__ import annotations
+
+from spark_analysis.checks.partition import _caught_up
+from spark_analysis.checks.partition_isr import UncleanOnlyWhenEnabled
+from tests.fixtures.histories import Event, python_context, scenario
+
+BEFORE = {"leader": 3, "leader_epoch": 1, "isr": [3, 2], "replicas": [1, 2, 3]}
+
+
+def test_a_replica_in_the_new_isr_may_have_caught_up_only_when_states_were_missed() -> None:
+    assert _caught_up(BEFORE, {"leader": 1, "leader_epoch": 3, "isr": [1, 2], "replicas": [1, 2]}) == [1]
+    assert _caught_up(BEFORE, {"leader": 1, "leader_epoch": 2, "isr": [1, 2], "replicas": [1, 2]}) == []
+    assert _caught_up(BEFORE, {"leader": 1, "leader_epoch": 3, "isr": [1], "replicas": [1, 2]}) == []
+
+
+def _moved(epoch: int) -> list[Event]:
+    states = [{"t": 3.0 + i * 0.1, "wall": 0, "src": "zk", "type": "partition.state", "topic": "mv", "partition": 2,
+               "controller_epoch": 1, **s}
+              for i, s in enumerate([BEFORE, {"leader": 1, "leader_epoch": epoch, "isr": [1, 2], "replicas": [1, 2]}])]
+    return sorted([*scenario(), *states], key=lambda e: e["t"])
+
+
+def test_the_unclean_check_takes_a_caught_up_replica_as_clean_and_a_plain_jump_as_unclean() -> None:
+    assert UncleanOnlyWhenEnabled().run(python_context(_moved(3))).status == "pass"
+    result = UncleanOnlyWhenEnabled().run(python_context(_moved(2)))
+    assert result.status == "fail" and "mv/2: unclean election of broker 1, outside the ISR [3, 2]" in result.summary
