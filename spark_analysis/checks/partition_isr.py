@@ -10,7 +10,9 @@ the authoritative `partition.state` events (`partition.authoritative`) and the r
   (`ReplicationControlManager.handleBrokerFenced`). The only exception is a partition where it was
   the last ISR member (the ISR never becomes empty). Fails when a controller write for such a
   partition after the broker went (a state with a higher leader epoch) still lists it, or when no
-  state without it appears while the broker stays down longer than `OFFLINE_GRACE_S`.
+  state without it appears while the broker stays down longer than `OFFLINE_GRACE_S`. A replica already
+  out of the ISR when its broker went (a controlled shutdown took it out) holds the rule; a run whose
+  only gone broker did that passes, saying so (it was unknown, as if nothing could be judged).
 - `partition.unclean_only_when_enabled`: a leader from outside the last ISR (in KRaft also outside
   the ELR and not the last known leader, which Kafka may elect cleanly) only when
   `unclean.leader.election.enable` is true; then each such election is recorded as unclean in the
@@ -149,7 +151,7 @@ class OfflineReplicaLeavesIsr:
         tl = _timeline(ctx)
         if not tl.states:
             return unknown(self.id, "no partition.state event carries an ISR")
-        judged = last_member = not_judged = 0
+        judged = last_member = not_judged = already_out = 0
         bad: list[dict[str, Any]] = []
         for down in tl.downs:
             broker, t_down = int(down["broker"]), float(down.get("t") or 0.0)
@@ -157,7 +159,10 @@ class OfflineReplicaLeavesIsr:
             horizon = float(back.get("t") or 0.0) if back is not None else ctx.end_t
             for (topic, part), states in tl.states.items():
                 prev = tl.before(down, states)
-                if prev is None or broker not in _isr(prev):
+                if prev is None:
+                    continue
+                if broker not in _isr(prev):
+                    already_out += broker in (prev.get("replicas") or [])  # a controlled shutdown took it out
                     continue
                 if len(_isr(prev)) == 1:
                     last_member += 1
@@ -186,13 +191,20 @@ class OfflineReplicaLeavesIsr:
                     not_judged += 1
         violations = sum(1 for e in bad if "problem" in e)
         metrics = {"brokers_gone": len(tl.downs), "replicas_judged": judged, "last_isr_member": last_member,
-                   "not_judged_short": not_judged, "violations": violations}
+                   "not_judged_short": not_judged, "out_before_going": already_out, "violations": violations}
         if not tl.downs:
             return passed(self.id, "no broker went away during the run (nothing to judge)", metrics)
-        none = None if judged else (f"no replica of a gone broker could be judged ({plural(len(tl.downs), 'broker')} "
-                                    f"went, {not_judged} not down for {OFFLINE_GRACE_S:g}s before the end)")
-        return _result(self.id, ctx, bad, metrics, "replica", f"every gone broker left the ISR of all "
-                       f"{plural(judged, 'partition')} it was in", none)
+        none = None if judged or already_out else (
+            f"no replica of a gone broker could be judged ({plural(len(tl.downs), 'broker')} went, {not_judged} "
+            f"not down for {OFFLINE_GRACE_S:g}s before the end)")
+        text = f"every gone broker left the ISR of all {plural(judged, 'partition')} it was in"
+        if not judged:
+            text = f"every gone broker had left the ISR before it went ({plural(already_out, 'replica')}: " \
+                   "controlled shutdown)"
+        elif already_out:
+            text += (f"; {plural(already_out, 'replica')} had left the ISR before its broker went (controlled "
+                     f"shutdown)")
+        return _result(self.id, ctx, bad, metrics, "replica", text, none)
 
 
 class UncleanOnlyWhenEnabled:

@@ -27,6 +27,7 @@ def test_experiments_dir_collects_one_item_per_experiment_and_matrix_variant(pyt
     lines = [line for line in result.outlines if "::" in line]
     assert sorted(lines) == sorted([
         "experiments/consumer-rebalance.yaml::consumer-rebalance",
+        "experiments/consumer-scaling.yaml::consumer-scaling",
         "experiments/controller-failover.yaml::controller-failover",
         "experiments/kraft-controller-failover.yaml::kraft-controller-failover",
         "experiments/kraft-quorum-partition.yaml::kraft-quorum-partition",
