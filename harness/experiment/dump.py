@@ -8,6 +8,7 @@ import yaml
 
 from harness.experiment.durations import format_duration
 from harness.experiment.schema import Experiment, FaultSpec, OperationSpec
+from harness.faults.catalog import OPERATIONS
 
 
 def _fault(f: FaultSpec) -> dict[str, Any]:
@@ -44,7 +45,8 @@ def _operation(op: OperationSpec) -> dict[str, Any]:
         out["members"] = op.members
         if op.abrupt:
             out["abrupt"] = True
-    out["timeout"] = format_duration(op.timeout)
+    if any(k.name == "timeout" for k in OPERATIONS[op.action].keys):  # scale_consumers has none
+        out["timeout"] = format_duration(op.timeout)
     return out
 
 

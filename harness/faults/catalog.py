@@ -189,8 +189,7 @@ OPERATIONS: Mapping[str, OperationKind] = MappingProxyType({k.name: k for k in (
                   "clients have started or ended; the rebalance that follows is judged by the group checks.",
                   (OperationKey("group", "the consumer group (declared under `workload.consumers`)", required=True),
                    OperationKey("members", "the live member count afterwards (1..32)", required=True),
-                   OperationKey("abrupt", "true: leaving members end without LeaveGroup (default false)"),
-                   _TIMEOUT), 30.0,
+                   OperationKey("abrupt", "true: leaving members end without LeaveGroup (default false)")), 30.0,
                   MappingProxyType({"apache-kafka": "the harness's own librdkafka consumers",
                                     "reference": "the harness's own librdkafka consumers"})),
 )})

@@ -80,6 +80,7 @@ def test_reassign_and_elect_preferred_load_as_typed_operations_numbered_with_the
     ("{at: 1s, action: scale_consumers, group: g, members: 33}", "schedule[1].members", "at most 32"),
     ("{at: 1s, action: scale_consumers, members: 2}", "schedule[1].group", "required field is missing"),
     ("{at: 1s, action: scale_consumers, group: g, members: 2, topic: t}", "schedule[1].topic", "unknown"),
+    ("{at: 1s, action: scale_consumers, group: g, members: 2, timeout: 5s}", "schedule[1].timeout", "unknown"),
 ])
 def test_a_bad_operation_is_refused_naming_its_line_and_field(entry: str, field: str, fragment: str) -> None:
     only(HEAD + f"  - {entry}\n", 9, field, fragment)
@@ -133,11 +134,11 @@ def test_add_partitions_plans_the_partitions_it_creates_from_the_count_the_topic
 
 def test_scale_consumers_loads_with_its_group_count_and_manner() -> None:
     exp = load_experiment_text(HEAD + """  - {at: 10s, action: scale_consumers, group: g, members: 4}
-  - {at: 20s, action: scale_consumers, group: g, members: 1, abrupt: true, timeout: 5s}
+  - {at: 20s, action: scale_consumers, group: g, members: 1, abrupt: true}
 """, "m.yaml")
     assert exp.operations == (
         OperationSpec(1, 10.0, "scale_consumers", timeout=30.0, group="g", members=4),
-        OperationSpec(2, 20.0, "scale_consumers", timeout=5.0, group="g", members=1, abrupt=True))
+        OperationSpec(2, 20.0, "scale_consumers", timeout=30.0, group="g", members=1, abrupt=True))
     assert [o.describe() for o in plan_operations(exp)] == ["#1 scale_consumers g -> 4 members",
                                                             "#2 scale_consumers g -> 1 members (abrupt)"]
 
