@@ -10,8 +10,9 @@
 - elect_preferred: ElectLeaders (type PREFERRED) through confluent-kafka's AdminClient. Per-partition
   answers (`ELECTION_NOT_NEEDED`, `PREFERRED_LEADER_NOT_AVAILABLE`) are results, not failures.
 - add_partitions: CreatePartitions through confluent-kafka's AdminClient; done when Metadata shows the new
-  count with a leader for every partition. An INVALID_PARTITIONS answer to a retry after a lost answer
-  means the first request went through.
+  count with a leader for every partition. Kafka's "Topic already has <count> partitions." to a retry after
+  a lost answer means the first request went through; any other INVALID_PARTITIONS (more partitions than
+  asked, which a broker's stale Metadata may have hidden) is an error.
 
 Errors while waiting (a broker killed in the middle) are retried until the timeout; the outcome then
 says what was awaited and what was seen last."""
@@ -206,7 +207,7 @@ class KafkaOperator:
                 err = exc.args[0] if exc.args else None
                 last = str(err or exc)
                 code = getattr(err, "code", lambda: 0)()
-                if code == KafkaError.INVALID_PARTITIONS and before is not None and before < count:
+                if code == KafkaError.INVALID_PARTITIONS and f"already has {count} partitions" in last:
                     submitted = True  # an earlier attempt's request went through; its answer was lost
                 elif not _worth_retrying(err):
                     return OperationOutcome("error", via, f"CreatePartitions failed: {last}")

@@ -141,4 +141,5 @@ def test_adding_partitions_ends_done_once_each_new_one_has_a_leader_and_asking_f
     parts = _partitions(cluster)
     assert len(parts) == 5 and all(parts[p].leader == parts[p].replicas[0] for p in (3, 4))
     again = op.add_partitions(TOPIC, 4, timeout_s=10)
-    assert again.outcome == "error" and "already has 5 partitions" in again.detail, again
+    # the harness's own words, or Kafka's when the answering broker's Metadata still showed fewer partitions
+    assert again.outcome == "error" and "has 5 partitions" in again.detail, again

@@ -152,7 +152,9 @@ def test_cutting_a_client_link_isolates_only_that_broker_from_clients(cluster: P
     try:
         with pytest.raises(KafkaException):
             _metadata(proxy3, timeout_s=1.5)
-        assert 1 in _metadata(proxy1).brokers
+        # Broker 1 answers through its own proxy; whether it lists itself depends on its ZooKeeper
+        # registration, which the earlier freeze may make it renew once more (seen in a suite run).
+        _wait(lambda: _lists_broker(proxy1, 1), 60, "broker 1 listed through its own proxy during the cut")
     finally:
         link.enable()
     assert 3 in _metadata(proxy3).brokers

@@ -28,14 +28,13 @@ def _comparable(run_dir: Path, spark: Any, small_run_bytes: int) -> dict[str, An
     return data
 
 
-@pytest.mark.parametrize("bugs", [{}, BROKEN], ids=["healthy", "broken"])
-def test_small_run_mode_gives_the_verdict_of_the_parquet_backed_mode(
-        spark: Any, make_run: Any, bugs: dict[str, bool]) -> None:
-    """Every check's status, summary, metrics and evidence, the faults and the timeline are the same."""
-    run_dir = make_run("small" if not bugs else "small-broken", scenario(**bugs))
+def test_small_run_mode_gives_the_verdict_of_the_parquet_backed_mode(spark: Any, make_run: Any) -> None:
+    """Every check's status, summary, metrics and evidence, the faults and the timeline are the same (on the
+    fixture with every bug on: most checks fail, with evidence, and the passing paths run too)."""
+    run_dir = make_run("small-broken", scenario(**BROKEN))
     small = _comparable(run_dir, spark, small_run_bytes=1 << 40)
     large = _comparable(run_dir, spark, small_run_bytes=0)
-    assert small["status"] == ("pass" if not bugs else "fail")
+    assert small["status"] == "fail"
     assert small == large
 
 
