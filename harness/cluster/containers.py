@@ -120,7 +120,9 @@ class ContainersBackend:
     def clean_leftovers(self) -> list[CleanedContainer]:
         """Remove containers/networks labelled by kafka-chaos runs whose harness process is gone."""
         try:
-            client = docker_client(timeout_s=5)
+            # 30 s, as the rest of the backend: the engine's first answer (the API version) took over 5 s on a
+            # loaded 2-core machine, and the leftovers were silently not looked for (seen in a suite run).
+            client = docker_client(timeout_s=30)
         except BackendError:
             return []
         try:
