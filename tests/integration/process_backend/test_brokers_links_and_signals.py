@@ -225,7 +225,9 @@ def test_cutting_a_broker_to_broker_link_stops_only_that_followers_fetches(
     try:
         took = _wait(lambda: isr_with_writes()[0] == [1], LAG_MS / 1000 + 60, "broker 2 leaving the ISR")
         print(f"broker 2 left the ISR of b2b/0 {took:.2f}s after 2->1 was cut (replica.lag.time.max.ms {LAG_MS})")
-        assert isr_with_writes()[1] == [1, 3]
+        # Broker 3's link still works: it is in b2b/1's ISR while broker 2 is out of b2b/0's. On a loaded
+        # machine a fetch of broker 3 may itself stall past the short lag bound, so it may leave and rejoin.
+        _wait(lambda: isr_with_writes() == {0: [1], 1: [1, 3]}, 60, "broker 3 in the ISR while broker 2 is out")
     finally:
         link.enable()
     _wait(lambda: isr_with_writes()[0] == [1, 2], 60, "broker 2 back in the ISR after the heal")
