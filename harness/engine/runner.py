@@ -229,7 +229,7 @@ class Run:
             scalers: dict[str, GroupScaler] = {
                 getattr(w, "group", w.name): w for w in self.consumers if hasattr(w, "scale_to")  # type: ignore[misc]
             }
-            self.operations = OperationRunner(self.parts.operator(self.cluster), self.sink, scalers)
+            self.operations = OperationRunner(self.parts.operator(self.cluster), self.sink, scalers, self.injector)
         return self._await_probes("steady", self.exp.steady_timeout)
 
     def _bring_up(self) -> Cluster:
@@ -302,7 +302,7 @@ class Run:
         if self.operations is not None:  # each ends by its own timeout; the slack covers the last poll
             if self.operations.running:
                 self.progress.note(f"waiting for {', '.join(self.operations.running)} to end")
-            self.operations.join(max(o.timeout for o in self.exp.operations) + OPERATION_SLACK_S)
+            self.operations.join(max(o.bound_s for o in plan_operations(self.exp)) + OPERATION_SLACK_S)
         self._await_probes("after heal", self.exp.steady_timeout)
 
     def _drain(self) -> None:

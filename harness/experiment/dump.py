@@ -45,6 +45,8 @@ def _operation(op: OperationSpec) -> dict[str, Any]:
         out["members"] = op.members
         if op.abrupt:
             out["abrupt"] = True
+    if op.brokers:
+        out["brokers"] = list(op.brokers)
     if any(k.name == "timeout" for k in OPERATIONS[op.action].keys):  # scale_consumers has none
         out["timeout"] = format_duration(op.timeout)
     return out

@@ -1,7 +1,8 @@
 """Reads the `action:` entries of an experiment's `schedule:` list into `OperationSpec`s, checked against
 the operation catalogue (`harness.faults.catalog.OPERATIONS`): the keys each action takes, partition
 numbers, replica lists (distinct broker ids, at least one), `replicas` or `shuffle` for a reassignment, the
-new partition count of `add_partitions`, the group and member count of `scale_consumers`.
+new partition count of `add_partitions`, the group and member count of `scale_consumers`, the broker order
+of `rolling_restart`.
 References to the experiment's topics and brokers are checked with the other cross-field rules
 (`harness.experiment.rules`)."""
 
@@ -51,7 +52,8 @@ def read_operation(f: Fields, path: Path, index: int, item: dict[str, Any]) -> O
         group = f.string(m, path, "group")
         members = f.integer(m, path, "members", minimum=1, maximum=MAX_MEMBERS)
         abrupt = f.boolean(m, path, "abrupt", default=False)
-    if MISSING in (at, topic, partitions, timeout, replicas, shuffle, count, group, members, abrupt):
+    brokers: Any = _brokers(f, m, path) if kind.name == "rolling_restart" else ()
+    if MISSING in (at, topic, partitions, timeout, replicas, shuffle, count, group, members, abrupt, brokers):
         return None
     if replicas and partitions and sorted(p for p, _ in replicas) != sorted(partitions):
         f.error((*path, "partitions"), "with `replicas`, the partitions are its keys: leave `partitions` out",
@@ -59,7 +61,19 @@ def read_operation(f: Fields, path: Path, index: int, item: dict[str, Any]) -> O
         return None
     return OperationSpec(index=index, at=at, action=kind.name, topic=topic, partitions=partitions,
                          replicas=replicas, shuffle=shuffle, timeout=timeout, count=count, group=group,
-                         members=members, abrupt=abrupt)
+                         members=members, abrupt=abrupt, brokers=brokers)
+
+
+def _brokers(f: Fields, m: dict[str, Any], path: Path) -> Any:
+    raw = m.get("brokers")
+    if raw is None:
+        return ()
+    if (not isinstance(raw, list) or not raw or len(set(raw)) != len(raw)
+            or not all(isinstance(b, int) and not isinstance(b, bool) and 0 < b <= _MAX_BROKER_ID for b in raw)):
+        f.error((*path, "brokers"), "brokers must be a non-empty list of distinct broker ids, in restart order",
+                raw, "e.g. brokers: [3, 1, 2]")
+        return MISSING
+    return tuple(raw)
 
 
 def _partitions(f: Fields, m: dict[str, Any], path: Path) -> Any:

@@ -88,6 +88,9 @@ def _check_operation(f: Fields, exp: Experiment, op: OperationSpec, counts: dict
         if op.group not in groups:
             f.error((*path, "group"), "group is not declared under `workload.consumers`", op.group,
                     _declared("groups", groups))
+    for i, b in enumerate(op.brokers):
+        if b > exp.cluster.brokers:
+            f.error((*path, "brokers", i), f"broker {b} does not exist (brokers 1..{exp.cluster.brokers})", b)
     if op.topic is None:
         return
     topic = exp.topic(op.topic)

@@ -131,8 +131,13 @@ class OperationSpec:
     """scale_consumers: the group's live member count afterwards."""
     abrupt: bool = False
     """scale_consumers: leaving members end as SIGKILL would (no LeaveGroup), not cleanly."""
+    brokers: tuple[int, ...] = ()
+    """rolling_restart: the brokers in restart order (empty: every broker in id order)."""
 
     def describe(self) -> str:
+        if self.action == "rolling_restart":
+            return f"#{self.index} {self.action} " + (
+                "brokers " + ", ".join(map(str, self.brokers)) if self.brokers else "every broker")
         if self.group is not None:
             how = " (abrupt)" if self.abrupt else ""
             return f"#{self.index} {self.action} {self.group} -> {self.members} members{how}"

@@ -1,7 +1,7 @@
 """The catalogue of schedule actions: the single source of fault kinds (their parameters, valid targets,
 duration rules, which kinds may overlap on one target, and what each backend does for each kind) and of
-operations (what an operator does to a healthy cluster: reassignment, preferred election; their keys and
-how each broker kind carries them out).
+operations (what an operator does to a healthy cluster: reassignment, preferred election, new partitions,
+consumer scaling, rolling restarts; their keys and how each broker kind carries them out).
 
 Validation of experiment files, `kafka-chaos faults` / `kafka-chaos actions`, the schedule and every backend
 read it.
@@ -192,6 +192,19 @@ OPERATIONS: Mapping[str, OperationKind] = MappingProxyType({k.name: k for k in (
                    OperationKey("abrupt", "true: leaving members end without LeaveGroup (default false)")), 30.0,
                   MappingProxyType({"apache-kafka": "the harness's own librdkafka consumers",
                                     "reference": "the harness's own librdkafka consumers"})),
+    OperationKind("rolling_restart", "Restart brokers one at a time, the way operators roll a cluster: wait "
+                  "until every partition's ISR holds all its replicas, stop the broker gracefully (controlled "
+                  "shutdown moves its leaderships first), start it, wait for every ISR to be full again, then "
+                  "the next. Each stop is recorded as a `stop` fault `<op>.<k>`; the timeout is per broker, and "
+                  "a broker that does not come back within it ends the operation, named. It may run on into the "
+                  "heal phase, which waits for it.",
+                  (OperationKey("brokers", "the brokers in restart order, e.g. [3, 1, 2] (default: every broker "
+                                "in id order)"),
+                   OperationKey("timeout", "per broker: stop, start and full ISRs again within it")), 120.0,
+                  MappingProxyType({"apache-kafka": "SIGTERM (controlled shutdown) and start, as the `stop` fault; "
+                                    "Metadata until every ISR is full",
+                                    "reference": "SIGTERM (controlled shutdown) and start, as the `stop` fault; "
+                                    "Metadata until every ISR is full"})),
 )})
 """Every operation kind by name."""
 

@@ -57,7 +57,7 @@ class FaultInjector:
         self.topology = topology
         self.sink = sink
         self.members = dict(members or {})
-        self._active: dict[int, _Active] = {}
+        self._active: dict[int | str, _Active] = {}
         self._cuts: dict[str, int] = {}
         self._lock = threading.Lock()
 
@@ -79,13 +79,13 @@ class FaultInjector:
             self._run_heal(active, record=False)
             raise
         with self._lock:
-            self._active[fault.index] = active
+            self._active[fault.fault_id] = active
         self._emit("fault.start", fault, targets=active.targets, heal=kind.heal, wall=began_wall_ms)
         return True
 
     def heal(self, fault: PlannedFault) -> None:
         with self._lock:
-            active = self._active.pop(fault.index, None)
+            active = self._active.pop(fault.fault_id, None)
         if active is not None:
             self._run_heal(active, record=True)
 
@@ -103,7 +103,7 @@ class FaultInjector:
 
     def _emit(self, kind: str, fault: PlannedFault, *, targets: list[str], **extra: object) -> None:
         brokers = sorted({int(t.split(":")[1]) for t in targets if t.startswith("broker:")})
-        self.sink({"src": "engine", "type": kind, "fault_id": fault.index, "kind": fault.spec.kind,
+        self.sink({"src": "engine", "type": kind, "fault_id": fault.fault_id, "kind": fault.spec.kind,
                    "target": targets, "brokers": brokers, "params": dict(fault.spec.params),
                    "description": fault.describe(), **extra})
 

@@ -13,6 +13,8 @@
   count with a leader for every partition. Kafka's "Topic already has <count> partitions." to a retry after
   a lost answer means the first request went through; any other INVALID_PARTITIONS (more partitions than
   asked, which a broker's stale Metadata may have hidden) is an error.
+- rolling_restart (the stops and starts are the fault injector's): `await_in_sync` polls Metadata until the
+  broker is registered and no partition is under-replicated (ISR = replicas).
 
 Errors while waiting (a broker killed in the middle) are retried until the timeout; the outcome then
 says what was awaited and what was seen last."""
@@ -218,6 +220,34 @@ class KafkaOperator:
             if time.monotonic() >= deadline:
                 what = "every new partition with a leader" if submitted else "the answer to CreatePartitions"
                 return OperationOutcome("timeout", via, f"awaited {what} within {timeout_s:g}s; last seen: {last}")
+            time.sleep(POLL_S)
+
+
+    # -- rolling_restart ----------------------------------------------------------------------------
+
+    def await_in_sync(self, broker: int, timeout_s: float) -> str | None:
+        """Metadata (all topics, internal ones included) until `broker` is listed and no partition is
+        under-replicated, the check operators make between the brokers of a rolling restart."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            left = max(1.0, deadline - time.monotonic())
+            admin = self._admin(socket_timeout_s=min(left, ELECT_ATTEMPT_S))
+            try:
+                meta = admin.list_topics(timeout=min(left, 10.0))
+                short = sorted(f"{name}/{p} ISR {sorted(m.isrs)} of {sorted(m.replicas)}"
+                               for name, t in meta.topics.items() for p, m in t.partitions.items()
+                               if set(m.isrs) != set(m.replicas))
+                if broker in meta.brokers and not short:
+                    return None
+                last = (f"broker {broker} not registered; " if broker not in meta.brokers else "") + (
+                    f"{len(short)} partitions under-replicated, e.g. {', '.join(short[:3])}" if short
+                    else "every ISR full")
+            except Exception as exc:  # no answer, or a broker briefly away: retried until the deadline
+                last = f"{type(exc).__name__}: {exc}"
+            finally:
+                admin.poll(0)
+            if time.monotonic() >= deadline:
+                return last
             time.sleep(POLL_S)
 
 

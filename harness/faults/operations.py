@@ -1,9 +1,10 @@
-"""Runs scheduled operations (`action:` entries: reassign, elect_preferred, add_partitions, scale_consumers) in
-the background and records them: `op.start` when one begins, `op.end` with its outcome (`done`, `timeout`
-or `error`), how it was carried out and what each partition answered. Faults keep firing while an
-operation runs (a broker killed in the middle of a reassignment is the point). The work itself is an
-`Operator`'s (and, for `scale_consumers`, the group workload's, a `GroupScaler`): the runner receives
-those and nothing else."""
+"""Runs scheduled operations (`action:` entries: reassign, elect_preferred, add_partitions, scale_consumers,
+rolling_restart) in the background and records them: `op.start` when one begins, `op.end` with its outcome
+(`done`, `timeout` or `error`), how it was carried out and what each partition answered. Faults keep firing
+while an operation runs (a broker killed in the middle of a reassignment is the point). The work itself is
+an `Operator`'s (for `scale_consumers` the group workload's, a `GroupScaler`; for `rolling_restart`'s stops
+and starts a `NodeCycler`, the fault injector, so each stop is a `stop` fault window the verifiers know):
+the runner receives those and nothing else."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from harness.faults.schedule import PlannedOperation
+from harness.faults.schedule import PlannedFault, PlannedOperation
 from harness.history.jsonl import EventSink
 
 Outcome = Literal["done", "timeout", "error"]
@@ -57,6 +58,11 @@ class Operator(Protocol):
 
     def add_partitions(self, topic: str, count: int, timeout_s: float) -> OperationOutcome: ...
 
+    def await_in_sync(self, broker: int, timeout_s: float) -> str | None:
+        """Wait until `broker` is registered and every partition's ISR holds all its replicas: None once so,
+        else (after `timeout_s`) what was seen last."""
+        ...
+
 
 class GroupScaler(Protocol):
     """What a consumer-group workload offers to `scale_consumers`."""
@@ -66,13 +72,26 @@ class GroupScaler(Protocol):
         ...
 
 
+class NodeCycler(Protocol):
+    """What `rolling_restart` needs for each broker: the `stop` fault applied (recorded as a fault window;
+    False if it named nothing) and healed (the broker started again)."""
+
+    def inject(self, fault: PlannedFault) -> bool: ...
+
+    def heal(self, fault: PlannedFault) -> None: ...
+
+
 class OperationRunner:
     """Starts each operation in a thread of its own; `join` waits for all of them (the heal phase)."""
 
-    def __init__(self, operator: Operator, sink: EventSink, groups: Mapping[str, GroupScaler] | None = None) -> None:
+    def __init__(self, operator: Operator, sink: EventSink, groups: Mapping[str, GroupScaler] | None = None,
+                 nodes: NodeCycler | None = None) -> None:
         self.operator = operator
         self.sink = sink
         self.groups = dict(groups or {})
+        self.nodes = nodes
+        self._abandoned = threading.Event()
+        """Set by `abandon`: a rolling restart stops no further broker."""
         self._threads: list[threading.Thread] = []
         self._open: dict[int, tuple[PlannedOperation, float]] = {}
         """Started and not yet ended: the operation and its start (monotonic)."""
@@ -85,6 +104,7 @@ class OperationRunner:
                    **({"group": op.spec.group} if op.spec.group is not None else {}),
                    "partitions": [[topic, str(p)] for p in op.partitions] if topic is not None else [],
                    "reassignment": [{"partition": p, "replicas": list(r)} for p, r in op.replicas],
+                   **({"brokers": list(op.brokers)} if op.brokers else {}),
                    "timeout_s": op.spec.timeout, "description": op.describe()})
         with self._lock:
             self._open[op.index] = (op, time.monotonic())
@@ -102,6 +122,8 @@ class OperationRunner:
                 result = self.operator.add_partitions(op.spec.topic, op.spec.count, op.spec.timeout)
             elif op.spec.action == "scale_consumers":
                 result = self._scale(op)
+            elif op.spec.action == "rolling_restart":
+                result = self._rolling_restart(op)
             else:
                 result = self.operator.elect_preferred(op.spec.topic, op.partitions, op.spec.timeout)
         except Exception as exc:  # an operator bug or an unexpected client error: recorded, never lost
@@ -114,6 +136,35 @@ class OperationRunner:
         if scaler is None or op.spec.members is None:
             return OperationOutcome("error", via, f"no consumer group {op.spec.group!r} runs in this experiment")
         return OperationOutcome("done", via, scaler.scale_to(op.spec.members, abrupt=op.spec.abrupt))
+
+    def _rolling_restart(self, op: PlannedOperation) -> OperationOutcome:
+        """Each broker in turn, within the per-broker timeout: every ISR full, stop (graceful), start, every
+        ISR full again. Ends at the first broker that does not come back, or when the run is torn down
+        (`abandon`) before the next broker. It may go on into the heal phase, which waits for it."""
+        via = "graceful stop and start, one broker at a time"
+        if self.nodes is None:
+            return OperationOutcome("error", via, "no node control in this run")
+        timeout = op.spec.timeout
+        took: list[str] = []
+        for step, broker in enumerate(op.brokers, start=1):
+            if self._abandoned.is_set():
+                return OperationOutcome("error", via, f"abandoned before broker {broker} (restarted: "
+                                        f"{'; '.join(took) or 'none'})")
+            t0 = time.monotonic()
+            seen = self.operator.await_in_sync(broker, timeout)
+            if seen is not None:
+                return OperationOutcome("timeout", via, f"before stopping broker {broker}, awaited every ISR full "
+                                        f"within {timeout:g}s; last seen: {seen}")
+            fault = op.restart_step(step)
+            if not self.nodes.inject(fault):
+                return OperationOutcome("error", via, f"broker {broker} could not be stopped (see fault.skipped)")
+            self.nodes.heal(fault)
+            seen = self.operator.await_in_sync(broker, max(0.0, timeout - (time.monotonic() - t0)))
+            if seen is not None:
+                return OperationOutcome("timeout", via, f"broker {broker} did not come back into every ISR within "
+                                        f"{timeout:g}s of its stop; last seen: {seen}")
+            took.append(f"broker {broker} {time.monotonic() - t0:.1f}s")
+        return OperationOutcome("done", via, "; ".join(took))
 
     def _end(self, index: int, result: OperationOutcome) -> None:
         """Records `op.end` once per operation, and never after `abandon`."""
@@ -128,7 +179,9 @@ class OperationRunner:
                        "results": [p.as_event() for p in result.partitions], "description": op.describe()})
 
     def abandon(self, reason: str) -> None:
-        """Every operation still running ends now as an error naming `reason`; nothing is recorded after."""
+        """Every operation still running ends now as an error naming `reason`; nothing is recorded after, and
+        a rolling restart stops no further broker."""
+        self._abandoned.set()
         with self._lock:
             pending = sorted(self._open)
         for index in pending:

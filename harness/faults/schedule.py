@@ -27,14 +27,21 @@ class PlannedFault:
     """None: the fault lasts until the heal phase."""
     target: Target | None
     link: LinkTarget | None
+    step: int = 0
+    """0 for a scheduled fault; k for the k-th step of the operation `spec.index` (a rolling restart's stops)."""
 
     @property
     def index(self) -> int:
         return self.spec.index
 
+    @property
+    def fault_id(self) -> int | str:
+        """The history's `fault_id`: the schedule index, or `<op index>.<step>` for an operation's step."""
+        return f"{self.spec.index}.{self.step}" if self.step else self.spec.index
+
     def describe(self) -> str:
         what = self.target or self.link or " | ".join(",".join(map(str, g)) for g in self.spec.groups)
-        return f"#{self.index} {self.spec.kind} {what}"
+        return f"#{self.fault_id} {self.spec.kind} {what}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,13 +100,26 @@ class PlannedOperation:
     (from the count the topic has by then, as declared and grown by earlier add_partitions)."""
     replicas: tuple[tuple[int, tuple[int, ...]], ...]
     """reassign: the new replica list per partition (as written, or drawn for `shuffle`)."""
+    brokers: tuple[int, ...] = ()
+    """rolling_restart: the brokers in restart order (as written, or every broker in id order)."""
 
     @property
     def index(self) -> int:
         return self.spec.index
 
+    @property
+    def bound_s(self) -> float:
+        """The longest it may run: its timeout, once per broker for a rolling restart."""
+        return self.spec.timeout * max(1, len(self.brokers))
+
+    def restart_step(self, step: int) -> PlannedFault:
+        """A rolling restart's `step`-th stop (1-based): a graceful stop of its broker, fault `<index>.<step>`."""
+        target = Target("broker", self.brokers[step - 1])
+        return PlannedFault(FaultSpec(index=self.index, at=self.start, kind="stop", target=target), self.start,
+                            None, target, None, step)
+
     def describe(self) -> str:
-        if self.spec.group is not None:
+        if self.spec.group is not None or self.spec.action == "rolling_restart":
             return self.spec.describe()
         what = self.spec.topic or "every topic"
         if self.spec.count is not None:
@@ -117,6 +137,10 @@ def plan_operations(exp: Experiment) -> tuple[PlannedOperation, ...]:
     out: list[PlannedOperation] = []
     counts = {t.name: t.partitions for t in exp.topics}
     for spec in sorted(exp.operations, key=lambda s: (s.at, s.index)):
+        if spec.action == "rolling_restart":
+            every = tuple(range(1, exp.cluster.brokers + 1))
+            out.append(PlannedOperation(spec, spec.at, (), (), spec.brokers or every))
+            continue
         topic = exp.topic(spec.topic) if spec.topic is not None else None
         if spec.count is not None and spec.topic is not None:  # add_partitions: the partitions it creates
             before = counts.get(spec.topic, 0)
@@ -127,8 +151,8 @@ def plan_operations(exp: Experiment) -> tuple[PlannedOperation, ...]:
         replicas = spec.replicas
         if spec.shuffle and topic is not None:
             rng = random.Random(f"kafka-chaos/operations/{exp.seed}/{spec.index}")
-            brokers = list(range(1, exp.cluster.brokers + 1))
-            replicas = tuple((p, tuple(rng.sample(brokers, topic.replication_factor))) for p in parts)
+            ids = list(range(1, exp.cluster.brokers + 1))
+            replicas = tuple((p, tuple(rng.sample(ids, topic.replication_factor))) for p in parts)
         if replicas:
             parts = tuple(p for p, _ in replicas)
         out.append(PlannedOperation(spec, spec.at, parts, replicas))

@@ -27,10 +27,14 @@ FORMAT_VERSION = 1
 SIDES = ("a", "b")
 
 
-def fault_order(fault_id: str) -> tuple[int, int | str]:
-    """Schedule indexes numerically, anything else after them by name."""
+def fault_order(fault_id: str) -> tuple[int, tuple[int, ...], str]:
+    """Schedule indexes numerically (an operation's steps, `<op>.<k>`, by op and step), anything else after
+    them by name."""
     text = fault_id.strip()
-    return (0, int(text)) if text.lstrip("-").isdigit() else (1, text)
+    parts = text.split(".")
+    if 1 <= len(parts) <= 2 and all(p.lstrip("-").isdigit() for p in parts):
+        return 0, tuple(int(p) for p in parts), ""
+    return 1, (), text
 
 
 def mismatch_warnings(a: RunHeader, b: RunHeader) -> list[str]:

@@ -1,5 +1,5 @@
-"""Every implementation of an extension point (backend, cluster, link, observer, workload, operator) has the
-members its Protocol declares, with compatible call signatures."""
+"""Every implementation of an extension point (backend, cluster, link, observer, workload, operator, the
+rolling restart's node cycler) has the members its Protocol declares, with compatible call signatures."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ import pytest
 from harness.cluster.base import Cluster, ClusterBackend, Link
 from harness.cluster.process import ProcessBackend, ProcessCluster
 from harness.cluster.process_toxiproxy import ProcessLink
+from harness.faults.inject import FaultInjector
 from harness.faults.kafka_operator import KafkaOperator
-from harness.faults.operations import GroupScaler, Operator
+from harness.faults.operations import GroupScaler, NodeCycler, Operator
 from harness.observe.admin import AdminObserver
 from harness.observe.base import Observer
 from harness.observe.isolated import IsolatedAdminObserver
@@ -60,6 +61,7 @@ CASES: list[tuple[type, Any]] = [
     (ConsumerGroupWorkload, Workload),
     (KafkaOperator, Operator),
     (ConsumerGroupWorkload, GroupScaler),
+    (FaultInjector, NodeCycler),
 ]
 
 

@@ -235,6 +235,12 @@ def test_schedule_differences_are_warnings() -> None:
     assert [f["fault_id"] for f in doc["faults"]] == ["0", "1", "2"] and fault(doc, "2")["b"] is None
 
 
+def test_a_rolling_restarts_stops_line_up_after_their_operation_by_step() -> None:
+    doc = compare_document(_facts("x", (("10", "kill"), ("2.10", "stop"), ("2.2", "stop"), ("3", "kill"))),
+                           _facts("y", (("2.1", "stop"),)))
+    assert [f["fault_id"] for f in doc["faults"]] == ["2.1", "2.2", "2.10", "3", "10"]
+
+
 def test_a_run_without_history_has_unknown_faults_not_missing_ones() -> None:
     header = dataclasses.replace(_facts("bare", ()).header, verdict_status=NOT_VERIFIED)
     no_history = RunFacts(header, (), Measures(), (), measured=False)

@@ -61,6 +61,10 @@ class FakeOperator:
         return OperationOutcome("done", "fake", "", tuple(PartitionOutcome(topic, p, None, (1, 2))
                                                           for p in range(2, count)))
 
+    def await_in_sync(self, broker: int, timeout_s: float) -> str | None:
+        self.calls.append(f"in sync {broker}")
+        return None
+
 
 def _run(tmp_path: Path, operator: FakeOperator, text: str = EXP) -> runner.RunResult:
     runner.TICK_S = 0.02

@@ -143,11 +143,36 @@ def test_scale_consumers_loads_with_its_group_count_and_manner() -> None:
                                                             "#2 scale_consumers g -> 1 members (abrupt)"]
 
 
+def test_rolling_restart_loads_with_its_broker_order_or_every_broker_and_a_per_broker_timeout() -> None:
+    exp = load_experiment_text(HEAD + """  - {at: 10s, action: rolling_restart}
+  - {at: 20s, action: rolling_restart, brokers: [4, 2], timeout: 90s}
+""", "m.yaml")
+    assert exp.operations == (OperationSpec(1, 10.0, "rolling_restart", timeout=120.0),
+                              OperationSpec(2, 20.0, "rolling_restart", timeout=90.0, brokers=(4, 2)))
+    planned = plan_operations(exp)
+    assert [(o.describe(), o.brokers) for o in planned] == [("#1 rolling_restart every broker", (1, 2, 3, 4)),
+                                                            ("#2 rolling_restart brokers 4, 2", (4, 2))]
+    step = planned[1].restart_step(2)
+    assert (step.fault_id, step.spec.kind, str(step.target), step.describe()) == ("2.2", "stop", "broker:2",
+                                                                                  "#2.2 stop broker:2")
+
+
+@pytest.mark.parametrize(("entry", "field", "fragment"), [
+    ("{at: 1s, action: rolling_restart, brokers: [1, 1]}", "schedule[1].brokers", "distinct broker ids"),
+    ("{at: 1s, action: rolling_restart, brokers: 2}", "schedule[1].brokers", "non-empty list"),
+    ("{at: 1s, action: rolling_restart, brokers: [2, 5]}", "schedule[1].brokers[1]", "broker 5 does not exist"),
+    ("{at: 1s, action: rolling_restart, topic: t}", "schedule[1].topic", "valid: action, at, brokers, timeout"),
+])
+def test_a_bad_rolling_restart_is_refused_naming_the_line_and_field(entry: str, field: str, fragment: str) -> None:
+    only(HEAD + f"  - {entry}\n", 9, field, fragment)
+
+
 def test_the_resolved_yaml_reads_back_into_the_same_spec_for_operations_and_every_shipped_variant() -> None:
     exp = load_experiment_text(HEAD + """  - {at: 10s, action: reassign, topic: t, replicas: {0: [3, 4]}, timeout: 20s}
   - {at: 20s, action: elect_preferred, topic: t, partitions: [1]}
   - {at: 30s, action: add_partitions, topic: t, count: 5}
   - {at: 40s, action: scale_consumers, group: g, members: 1, abrupt: true}
+  - {at: 50s, action: rolling_restart, brokers: [2, 1], timeout: 45s}
 """, "m.yaml")
     assert dataclasses.replace(load_experiment_text(dump_experiment(exp), "m.yaml")) == exp
     for path in sorted((ROOT / "experiments").glob("*.yaml")):

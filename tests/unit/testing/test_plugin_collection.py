@@ -34,6 +34,7 @@ def test_experiments_dir_collects_one_item_per_experiment_and_matrix_variant(pyt
         "experiments/leader-election.yaml::leader-election[mode=zookeeper]",
         "experiments/leader-election.yaml::leader-election[mode=kraft]",
         "experiments/reassignment.yaml::reassignment",
+        "experiments/rolling-restart.yaml::rolling-restart",
         "experiments/zookeeper-partition.yaml::zookeeper-partition",
         "experiments/nested.yaml::controller-kill-short[reference_bugs=none]",
         "experiments/nested.yaml::controller-kill-short[reference_bugs=skip_epoch_bump]",
