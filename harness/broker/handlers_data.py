@@ -262,7 +262,7 @@ async def init_producer_id(b: Broker, ctx: Ctx, req: Any) -> Any:
                     req.transactional_id)
         return build_response(ctx.head, throttle_time_ms=0, error_code=INVALID_REQUEST, producer_id=-1,
                               producer_epoch=-1)
-    return build_response(ctx.head, throttle_time_ms=0, error_code=NONE, producer_id=b.producer_ids.allocate(),
+    return build_response(ctx.head, throttle_time_ms=0, error_code=NONE, producer_id=await b.producer_ids.allocate(),
                           producer_epoch=0)
 
 

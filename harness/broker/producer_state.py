@@ -5,24 +5,27 @@ last five batches of each producer id are remembered per partition; a retried ba
 one of them is a duplicate and is answered with its original offset instead of being appended;
 an older epoch is fenced (INVALID_PRODUCER_EPOCH); a new epoch must start at sequence 0; a gap
 in sequence is OUT_OF_ORDER_SEQUENCE_NUMBER. State is rebuilt from the batch headers of the log
-at start-up, so deduplication holds across a broker restart. Producer ids come in blocks of 1000
-whose high-water mark is persisted before use (`<first log dir>/producer-id-block`).
+at start-up, so deduplication holds across a broker restart. Producer ids come in blocks of 1000 claimed in
+ZooKeeper, as Kafka's brokers claim them (`ProducerIds`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from harness.broker.records import BatchHeader
+from harness.zk.producer_id_block import BLOCK_SIZE, claim_block
 
 NONE = 0
 OUT_OF_ORDER_SEQUENCE_NUMBER = 45
 INVALID_PRODUCER_EPOCH = 47
 CACHED_BATCHES = 5
-_BLOCK = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,22 +79,36 @@ class PartitionProducers:
 
 
 class ProducerIds:
-    """Allocates producer ids that never repeat across restarts of this broker."""
+    """Allocates producer ids unique across the cluster and its restarts: blocks of 1000 claimed in
+    ZooKeeper's `/latest_producer_id_block` (`harness.zk.producer_id_block`), as Kafka's broker does; without
+    ZooKeeper (a broker tested alone), blocks persisted in `<directory>/producer-id-block`, unique across
+    restarts of this broker only. `zk()` gives the broker's ZooKeeper client once it has one."""
 
-    def __init__(self, directory: Path, broker_id: int) -> None:
+    def __init__(self, directory: Path, broker_id: int, zk: Callable[[], Any] | None = None) -> None:
         self.path = directory / "producer-id-block"
         self._next = 0
         self._end = 0
         self._broker_id = broker_id
+        self._zk = zk or (lambda: None)
+        self._lock = asyncio.Lock()
 
-    def allocate(self) -> int:
-        if self._next >= self._end:
-            start = self._read()
-            self._write(start + _BLOCK)
-            self._next, self._end = start, start + _BLOCK
-        pid = self._next
-        self._next += 1
-        return pid
+    async def allocate(self) -> int:
+        async with self._lock:
+            if self._next >= self._end:
+                self._next, self._end = await asyncio.to_thread(self._claim)
+            pid = self._next
+            self._next += 1
+            return pid
+
+    def _claim(self) -> tuple[int, int]:
+        """The next block as [start, end): from ZooKeeper, or the local file."""
+        client = self._zk()
+        if client is not None:
+            block = claim_block(client, self._broker_id)
+            return block.start, block.end + 1
+        start = self._read()
+        self._write(start + BLOCK_SIZE)
+        return start, start + BLOCK_SIZE
 
     def _read(self) -> int:
         try:

@@ -83,7 +83,8 @@ class Broker:
         self.config = config
         self.topics = TopicStore(config)
         self.producers: dict[tuple[str, int], PartitionProducers] = {}
-        self.producer_ids = ProducerIds(self.topics.dirs[0], config.broker_id)
+        self.producer_ids = ProducerIds(self.topics.dirs[0], config.broker_id,
+                                        lambda: self.zk.client if self.zk is not None else None)
         self.offsets = OffsetStore(self, config.offsets_topic_num_partitions)
         self.groups = handlers_group.GroupService(self)
         self.metadata = MetadataCache()

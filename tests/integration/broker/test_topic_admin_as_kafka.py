@@ -2,7 +2,8 @@
 ZooKeeper each, librdkafka clients): CreateTopics refuses an unknown config name or a bad value with
 INVALID_CONFIG and Kafka's message; a compacted topic refuses a record without a key with INVALID_RECORD,
 and takes keyed records and tombstones; CreatePartitions refuses what Kafka refuses, with Kafka's codes and
-messages, and adds partitions that get a leader (given assignments or Kafka's round robin)."""
+messages, and adds partitions that get a leader (given assignments or Kafka's round robin); producer ids come
+from a block claimed in ZooKeeper."""
 
 from __future__ import annotations
 
@@ -109,3 +110,42 @@ def test_create_partitions_refuses_what_kafka_refuses_and_adds_partitions_that_g
     _grow(admin, NewPartitions(GROWN, 5, [[1]]))
     parts = admin.list_topics(GROWN, timeout=10).topics[GROWN].partitions
     assert {p: (m.leader, m.replicas) for p, m in parts.items()} == {p: (1, [1]) for p in range(5)}
+
+
+def _producer_id(cluster: ProcessCluster) -> int:
+    """The producer id InitProducerId gave a new idempotent producer (kafka-python's, which keeps it; librdkafka
+    does not expose it)."""
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers.split(","), enable_idempotence=True,
+                             acks="all")
+    try:
+        producer.send("t-pid", b"x").get(30)
+        return int(producer._transaction_manager.producer_id_and_epoch.producer_id)
+    finally:
+        producer.close()
+
+
+def test_producer_ids_come_from_a_block_claimed_in_zookeeper_as_kafka_claims_it(cluster: ProcessCluster) -> None:
+    """Two producer sessions get distinct ids from the block the broker claimed in `/latest_producer_id_block`,
+    whose JSON is Kafka's (ZkProducerIdManager): the reference broker once handed out per-broker ids, so two
+    sessions through two brokers shared producer id 0 and the second was fenced (OUT_OF_ORDER_SEQUENCE_NUMBER)."""
+    from kazoo.client import KazooClient
+
+    from harness.zk.paths import LATEST_PRODUCER_ID_BLOCK_PATH
+    from harness.zk.producer_id_block import ProducerIdBlock
+
+    admin = AdminClient(cast(dict[str, Any], _config(cluster)))
+    admin.create_topics([NewTopic("t-pid", 1, 1)], operation_timeout=20)["t-pid"].result(60)
+    first, second = _producer_id(cluster), _producer_id(cluster)
+    zk = KazooClient(hosts=cluster.zookeeper_connect, timeout=10.0)
+    zk.start(timeout=10.0)
+    try:
+        data, _stat = zk.get(LATEST_PRODUCER_ID_BLOCK_PATH)
+    finally:
+        zk.stop()
+        zk.close()
+    block = ProducerIdBlock.decode(data)
+    assert data == block.encode()  # Kafka's exact JSON
+    assert (block.broker, block.start, block.end) == (1, 0, 999)
+    assert (first, second) == (0, 1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from harness.broker.producer_state import (
@@ -51,9 +52,10 @@ def test_non_idempotent_batches_are_not_tracked() -> None:
     assert s.check(hdr(-1, -1, -1, 3)) == (NONE, None) and s.entries == {}
 
 
-def test_producer_ids_never_repeat_across_restarts(tmp_path: Path) -> None:
-    """Ids come in persisted blocks: a new allocator (restart) starts after the last block."""
+def test_producer_ids_without_zookeeper_never_repeat_across_restarts(tmp_path: Path) -> None:
+    """Alone (no ZooKeeper), ids come in blocks persisted locally: a new allocator (restart) starts after the
+    last block."""
     a = ProducerIds(tmp_path, 0)
-    first = [a.allocate() for _ in range(3)]
+    first = [asyncio.run(a.allocate()) for _ in range(3)]
     b = ProducerIds(tmp_path, 0)
-    assert b.allocate() > max(first)
+    assert asyncio.run(b.allocate()) > max(first)
