@@ -25,7 +25,7 @@ from harness.engine.parts import REAL_PARTS, RunParts
 from harness.errors import HarnessError
 from harness.experiment.schema import Experiment
 from harness.faults.inject import FaultInjector, MemberControl
-from harness.faults.operations import GroupScaler, OperationRunner
+from harness.faults.operations import GroupScaler, OperationRunner, ProducerRestarter
 from harness.faults.resolve import Topology
 from harness.faults.schedule import actions, plan, plan_operations
 from harness.history.jsonl import Event, HistoryWriter
@@ -229,7 +229,11 @@ class Run:
             scalers: dict[str, GroupScaler] = {
                 getattr(w, "group", w.name): w for w in self.consumers if hasattr(w, "scale_to")  # type: ignore[misc]
             }
-            self.operations = OperationRunner(self.parts.operator(self.cluster), self.sink, scalers, self.injector)
+            restarters: dict[str, ProducerRestarter] = {
+                getattr(w, "producer_id", w.name): w for w in self.producers if hasattr(w, "restart")  # type: ignore[misc]
+            }
+            self.operations = OperationRunner(self.parts.operator(self.cluster), self.sink, scalers, self.injector,
+                                              restarters)
         return self._await_probes("steady", self.exp.steady_timeout)
 
     def _bring_up(self) -> Cluster:

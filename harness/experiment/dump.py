@@ -47,6 +47,10 @@ def _operation(op: OperationSpec) -> dict[str, Any]:
             out["abrupt"] = True
     if op.brokers:
         out["brokers"] = list(op.brokers)
+    if op.producer is not None:
+        out["producer"] = op.producer
+        if op.abrupt:
+            out["abrupt"] = True
     if any(k.name == "timeout" for k in OPERATIONS[op.action].keys):  # scale_consumers has none
         out["timeout"] = format_duration(op.timeout)
     return out

@@ -2,7 +2,7 @@
 the operation catalogue (`harness.faults.catalog.OPERATIONS`): the keys each action takes, partition
 numbers, replica lists (distinct broker ids, at least one), `replicas` or `shuffle` for a reassignment, the
 new partition count of `add_partitions`, the group and member count of `scale_consumers`, the broker order
-of `rolling_restart`.
+of `rolling_restart`, the producer of `restart_producer`.
 References to the experiment's topics and brokers are checked with the other cross-field rules
 (`harness.experiment.rules`)."""
 
@@ -48,12 +48,17 @@ def read_operation(f: Fields, path: Path, index: int, item: dict[str, Any]) -> O
     group: Any = None
     members: Any = None
     abrupt: Any = False
+    producer: Any = None
     if kind.name == "scale_consumers":
         group = f.string(m, path, "group")
         members = f.integer(m, path, "members", minimum=1, maximum=MAX_MEMBERS)
+    if kind.name in ("scale_consumers", "restart_producer"):
         abrupt = f.boolean(m, path, "abrupt", default=False)
+    if kind.name == "restart_producer":
+        producer = f.string(m, path, "producer")
     brokers: Any = _brokers(f, m, path) if kind.name == "rolling_restart" else ()
-    if MISSING in (at, topic, partitions, timeout, replicas, shuffle, count, group, members, abrupt, brokers):
+    if MISSING in (at, topic, partitions, timeout, replicas, shuffle, count, group, members, abrupt, brokers,
+                   producer):
         return None
     if replicas and partitions and sorted(p for p, _ in replicas) != sorted(partitions):
         f.error((*path, "partitions"), "with `replicas`, the partitions are its keys: leave `partitions` out",
@@ -61,7 +66,7 @@ def read_operation(f: Fields, path: Path, index: int, item: dict[str, Any]) -> O
         return None
     return OperationSpec(index=index, at=at, action=kind.name, topic=topic, partitions=partitions,
                          replicas=replicas, shuffle=shuffle, timeout=timeout, count=count, group=group,
-                         members=members, abrupt=abrupt, brokers=brokers)
+                         members=members, abrupt=abrupt, brokers=brokers, producer=producer)
 
 
 def _brokers(f: Fields, m: dict[str, Any], path: Path) -> Any:

@@ -88,6 +88,11 @@ def _check_operation(f: Fields, exp: Experiment, op: OperationSpec, counts: dict
         if op.group not in groups:
             f.error((*path, "group"), "group is not declared under `workload.consumers`", op.group,
                     _declared("groups", groups))
+    if op.producer is not None:
+        producers = [p.id for p in exp.workload.producers]
+        if op.producer not in producers:
+            f.error((*path, "producer"), "producer is not declared under `workload.producers`", op.producer,
+                    _declared("producers", producers))
     for i, b in enumerate(op.brokers):
         if b > exp.cluster.brokers:
             f.error((*path, "brokers", i), f"broker {b} does not exist (brokers 1..{exp.cluster.brokers})", b)

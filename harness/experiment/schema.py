@@ -130,11 +130,16 @@ class OperationSpec:
     members: int | None = None
     """scale_consumers: the group's live member count afterwards."""
     abrupt: bool = False
-    """scale_consumers: leaving members end as SIGKILL would (no LeaveGroup), not cleanly."""
+    """scale_consumers: leaving members end as SIGKILL would (no LeaveGroup), not cleanly. restart_producer: the
+    old client purges what it holds instead of delivering it."""
     brokers: tuple[int, ...] = ()
     """rolling_restart: the brokers in restart order (empty: every broker in id order)."""
+    producer: str | None = None
+    """restart_producer: the producer's id."""
 
     def describe(self) -> str:
+        if self.producer is not None:
+            return f"#{self.index} {self.action} {self.producer}" + (" (abrupt)" if self.abrupt else "")
         if self.action == "rolling_restart":
             return f"#{self.index} {self.action} " + (
                 "brokers " + ", ".join(map(str, self.brokers)) if self.brokers else "every broker")

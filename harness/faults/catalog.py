@@ -1,7 +1,7 @@
 """The catalogue of schedule actions: the single source of fault kinds (their parameters, valid targets,
 duration rules, which kinds may overlap on one target, and what each backend does for each kind) and of
 operations (what an operator does to a healthy cluster: reassignment, preferred election, new partitions,
-consumer scaling, rolling restarts; their keys and how each broker kind carries them out).
+consumer scaling, producer restarts, rolling restarts; their keys and how each broker kind carries them out).
 
 Validation of experiment files, `kafka-chaos faults` / `kafka-chaos actions`, the schedule and every backend
 read it.
@@ -192,6 +192,16 @@ OPERATIONS: Mapping[str, OperationKind] = MappingProxyType({k.name: k for k in (
                    OperationKey("abrupt", "true: leaving members end without LeaveGroup (default false)")), 30.0,
                   MappingProxyType({"apache-kafka": "the harness's own librdkafka consumers",
                                     "reference": "the harness's own librdkafka consumers"})),
+    OperationKind("restart_producer", "Restart a producer's client, as an application redeploy does: sending "
+                  "pauses, the old client delivers what it holds within `timeout` (with `abrupt: true` it purges "
+                  "it at once: those writes' outcome is unknown), and a new client (an idempotent producer gets a "
+                  "new producer id and epoch) sends on from the next value. Done once the new client sends.",
+                  (OperationKey("producer", "the producer's id (declared under `workload.producers`)", required=True),
+                   OperationKey("abrupt", "true: purge what the old client holds instead of delivering it "
+                                "(default false)"),
+                   OperationKey("timeout", "how long the old client may take to deliver what it holds")), 30.0,
+                  MappingProxyType({"apache-kafka": "the harness's own librdkafka producer, closed and made anew",
+                                    "reference": "the harness's own librdkafka producer, closed and made anew"})),
     OperationKind("rolling_restart", "Restart brokers one at a time, the way operators roll a cluster: wait "
                   "until every partition's ISR holds all its replicas, stop the broker gracefully (controlled "
                   "shutdown moves its leaderships first), start it, wait for every ISR to be full again, then "

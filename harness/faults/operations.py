@@ -1,10 +1,10 @@
 """Runs scheduled operations (`action:` entries: reassign, elect_preferred, add_partitions, scale_consumers,
-rolling_restart) in the background and records them: `op.start` when one begins, `op.end` with its outcome
-(`done`, `timeout` or `error`), how it was carried out and what each partition answered. Faults keep firing
-while an operation runs (a broker killed in the middle of a reassignment is the point). The work itself is
-an `Operator`'s (for `scale_consumers` the group workload's, a `GroupScaler`; for `rolling_restart`'s stops
-and starts a `NodeCycler`, the fault injector, so each stop is a `stop` fault window the verifiers know):
-the runner receives those and nothing else."""
+restart_producer, rolling_restart) in the background and records them: `op.start` when one begins, `op.end` with
+its outcome (`done`, `timeout` or `error`), how it was carried out and what each partition answered. Faults keep
+firing while an operation runs (a broker killed in the middle of a reassignment is the point). The work itself
+is an `Operator`'s (for `scale_consumers` the group workload's, a `GroupScaler`; for `restart_producer` the
+producer workload's, a `ProducerRestarter`; for `rolling_restart`'s stops and starts a `NodeCycler`, the fault
+injector, so each stop is a `stop` fault window the verifiers know): the runner receives those and nothing else."""
 
 from __future__ import annotations
 
@@ -72,6 +72,14 @@ class GroupScaler(Protocol):
         ...
 
 
+class ProducerRestarter(Protocol):
+    """What a producer workload offers to `restart_producer`."""
+
+    def restart(self, *, abrupt: bool = False, timeout_s: float = 30.0) -> str:
+        """A new client session; what happened, in words."""
+        ...
+
+
 class NodeCycler(Protocol):
     """What `rolling_restart` needs for each broker: the `stop` fault applied (recorded as a fault window;
     False if it named nothing) and healed (the broker started again)."""
@@ -85,11 +93,12 @@ class OperationRunner:
     """Starts each operation in a thread of its own; `join` waits for all of them (the heal phase)."""
 
     def __init__(self, operator: Operator, sink: EventSink, groups: Mapping[str, GroupScaler] | None = None,
-                 nodes: NodeCycler | None = None) -> None:
+                 nodes: NodeCycler | None = None, producers: Mapping[str, ProducerRestarter] | None = None) -> None:
         self.operator = operator
         self.sink = sink
         self.groups = dict(groups or {})
         self.nodes = nodes
+        self.producers = dict(producers or {})
         self._abandoned = threading.Event()
         """Set by `abandon`: a rolling restart stops no further broker."""
         self._threads: list[threading.Thread] = []
@@ -105,6 +114,7 @@ class OperationRunner:
                    "partitions": [[topic, str(p)] for p in op.partitions] if topic is not None else [],
                    "reassignment": [{"partition": p, "replicas": list(r)} for p, r in op.replicas],
                    **({"brokers": list(op.brokers)} if op.brokers else {}),
+                   **({"producer": op.spec.producer} if op.spec.producer is not None else {}),
                    "timeout_s": op.spec.timeout, "description": op.describe()})
         with self._lock:
             self._open[op.index] = (op, time.monotonic())
@@ -124,6 +134,8 @@ class OperationRunner:
                 result = self._scale(op)
             elif op.spec.action == "rolling_restart":
                 result = self._rolling_restart(op)
+            elif op.spec.action == "restart_producer":
+                result = self._restart_producer(op)
             else:
                 result = self.operator.elect_preferred(op.spec.topic, op.partitions, op.spec.timeout)
         except Exception as exc:  # an operator bug or an unexpected client error: recorded, never lost
@@ -136,6 +148,13 @@ class OperationRunner:
         if scaler is None or op.spec.members is None:
             return OperationOutcome("error", via, f"no consumer group {op.spec.group!r} runs in this experiment")
         return OperationOutcome("done", via, scaler.scale_to(op.spec.members, abrupt=op.spec.abrupt))
+
+    def _restart_producer(self, op: PlannedOperation) -> OperationOutcome:
+        via = "a new librdkafka producer"
+        producer = self.producers.get(str(op.spec.producer))
+        if producer is None:
+            return OperationOutcome("error", via, f"no producer {op.spec.producer!r} runs in this experiment")
+        return OperationOutcome("done", via, producer.restart(abrupt=op.spec.abrupt, timeout_s=op.spec.timeout))
 
     def _rolling_restart(self, op: PlannedOperation) -> OperationOutcome:
         """Each broker in turn, within the per-broker timeout: every ISR full, stop (graceful), start, every

@@ -119,7 +119,7 @@ class PlannedOperation:
                             None, target, None, step)
 
     def describe(self) -> str:
-        if self.spec.group is not None or self.spec.action == "rolling_restart":
+        if self.spec.action in ("scale_consumers", "restart_producer", "rolling_restart"):
             return self.spec.describe()
         what = self.spec.topic or "every topic"
         if self.spec.count is not None:

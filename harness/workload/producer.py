@@ -7,7 +7,8 @@ produce()-to-delivery-report latency); `send.error` adds error (librdkafka error
 error_detail, retriable, fatal and definite, and, when it comes from a delivery report, the partition
 (if the report names one) and latency_ms (so the failed write's send time is known);
 `client.error` {client, error, error_detail, fatal} for librdkafka's global errors (all brokers
-down, idempotence fatal errors).
+down, idempotence fatal errors). `restart()` (the `restart_producer` operation) replaces the client with a new
+session that sends on from the next value, so values stay unique across sessions.
 
 `definite` (the write certainly did not happen): librdkafka tracks a per-message persistence
 status (NOT_PERSISTED / POSSIBLY_PERSISTED / PERSISTED, `rd_kafka_message_status()`), but
@@ -108,6 +109,12 @@ class ProducerWorkload:
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._lock = threading.Lock()
+        self._lifecycle = threading.Lock()
+        """Held by `restart` and `close`: a restart never overlaps the teardown."""
+        self._ended = False
+        """`stop` or `close` was called: a restart under way starts no sending."""
+        self.sessions = 1
+        """Client sessions so far (`restart` adds one)."""
         self._failure: BaseException | None = None
         self.fatal_error: str | None = None
         """A fatal client error that ended sending (the cluster's doing, not the harness's), if any."""
@@ -154,6 +161,7 @@ class ProducerWorkload:
 
     def stop(self) -> None:
         """End sending (idempotent); waits for the sender thread to leave its loop."""
+        self._ended = True
         self._stop.set()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
@@ -177,9 +185,47 @@ class ProducerWorkload:
                     raise
                 return  # a fatal client error: nothing more will be delivered (close() purges the rest)
 
+    def restart(self, *, abrupt: bool = False, timeout_s: float = 30.0) -> str:
+        """A new client session, as an application redeploy makes: sending pauses; the old client delivers
+        what it holds within `timeout_s` (abrupt: purges it at once), and what is left is purged (recorded
+        as definite=false errors: unknown); a new client (an idempotent one gets a new producer id and
+        epoch) sends on from the next value. What happened, in words."""
+        with self._lifecycle:
+            thread, old = self._thread, self._producer
+            if thread is None or old is None or self._ended:
+                raise WorkloadError(f"{self.name}: restart() needs a running producer")
+            self._stop.set()
+            thread.join(_JOIN_TIMEOUT_S)
+            if thread.is_alive():
+                raise WorkloadError(f"{self.name}: the sender thread is alive after {_JOIN_TIMEOUT_S}s")
+            held = len(old)
+            if abrupt:
+                old.purge(in_queue=True, in_flight=True, blocking=False)
+            left = old.flush(0.0 if abrupt else timeout_s)
+            if left:
+                old.purge(in_queue=True, in_flight=True, blocking=False)
+            old.flush(2.0)
+            self._producer = None
+            del old  # librdkafka's handle goes before the new session starts
+            self._producer = confluent_kafka.Producer(self._config)
+            self.sessions += 1
+            self._stop.clear()
+            if self._ended:  # stop() came meanwhile: the new client sends nothing
+                self._stop.set()
+            self._thread = threading.Thread(target=self._run, name=f"workload-{self.name}", daemon=True)
+            self._thread.start()
+        purged = held if abrupt else left
+        return (f"session {self.sessions}: {held} outstanding at the restart, "
+                + (f"{purged} purged (outcome unknown)" if purged else "all delivered"))
+
     def close(self) -> None:
         """Stop, purge whatever is unresolved (recorded as definite=false errors), free the client."""
+        with self._lifecycle:
+            self._close()
+
+    def _close(self) -> None:
         failures: list[tuple[str, BaseException]] = []
+        self._ended = True
         self._stop.set()
         thread = self._thread
         if thread is not None:

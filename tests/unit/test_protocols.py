@@ -1,5 +1,6 @@
 """Every implementation of an extension point (backend, cluster, link, observer, workload, operator, the
-rolling restart's node cycler) has the members its Protocol declares, with compatible call signatures."""
+rolling restart's node cycler, the producer restarter) has the members its Protocol declares, with compatible
+call signatures."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from harness.cluster.process import ProcessBackend, ProcessCluster
 from harness.cluster.process_toxiproxy import ProcessLink
 from harness.faults.inject import FaultInjector
 from harness.faults.kafka_operator import KafkaOperator
-from harness.faults.operations import GroupScaler, NodeCycler, Operator
+from harness.faults.operations import GroupScaler, NodeCycler, Operator, ProducerRestarter
 from harness.observe.admin import AdminObserver
 from harness.observe.base import Observer
 from harness.observe.isolated import IsolatedAdminObserver
@@ -62,6 +63,7 @@ CASES: list[tuple[type, Any]] = [
     (KafkaOperator, Operator),
     (ConsumerGroupWorkload, GroupScaler),
     (FaultInjector, NodeCycler),
+    (ProducerWorkload, ProducerRestarter),
 ]
 
 

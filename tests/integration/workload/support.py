@@ -85,6 +85,16 @@ def read_back(bootstrap: str, topic: str, partitions: int, expected: int) -> dic
         consumer.close()
 
 
+def stored_count(bootstrap: str, topic: str, partitions: int) -> int:
+    """How many records `topic` holds: the sum of its partitions' high watermarks."""
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "verify"})
+    try:
+        return sum(consumer.get_watermark_offsets(confluent_kafka.TopicPartition(topic, p), timeout=10.0)[1]
+                   for p in range(partitions))
+    finally:
+        consumer.close()
+
+
 # Classic-protocol consumer settings short enough for tests (brokers allow sessions >= 1 s).
 CLASSIC = {"session.timeout.ms": "2000", "heartbeat.interval.ms": "300", "max.poll.interval.ms": "5000"}
 

@@ -15,7 +15,15 @@ import pytest
 
 from harness.workload import ConsumerGroupWorkload, ProducerWorkload
 from tests.fixtures.broker import ReferenceBroker
-from tests.integration.workload.support import CLASSIC, Events, ThreadCheck, create_topic, read_back, wait_until
+from tests.integration.workload.support import (
+    CLASSIC,
+    Events,
+    ThreadCheck,
+    create_topic,
+    read_back,
+    stored_count,
+    wait_until,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -85,6 +93,37 @@ def test_producer_records_errors_while_the_broker_is_down_on_reference_broker(br
     assert errors and all(e["definite"] is False for e in errors)
     resolved = sorted(e["value"] for e in events.all if e["type"] in ("ack", "send.error"))
     assert resolved == [e["value"] for e in events.of("send")]
+
+
+def test_producer_restarts_cleanly_and_abruptly_and_every_acked_value_is_stored_once_on_reference_broker(
+    broker: ReferenceBroker,
+) -> None:
+    """Two new client sessions (clean: what the old one held is delivered; abrupt: purged, definite=false):
+    values stay unique and in send order across sessions, every send is resolved, acks resume after each
+    restart, and the topic holds every acked value once at its acked offset."""
+    events = Events()
+    threads = ThreadCheck()
+    with ProducerWorkload(broker.bootstrap_servers, events, producer_id="p3", topic="t", rate=300, keys=9) as producer:
+        producer.start()
+        for abrupt in (False, True):
+            acked = producer.acked
+            wait_until(lambda n=acked: producer.acked >= n + 50, 15.0, "acks before restart", lambda: producer.acked)
+            said = producer.restart(abrupt=abrupt, timeout_s=10.0)
+            assert said.startswith(f"session {2 + abrupt}: ")
+        acked = producer.acked
+        wait_until(lambda: producer.acked >= acked + 50, 15.0, "acks after the restarts", lambda: producer.acked)
+        producer.stop()
+        producer.drain(10.0)
+    threads.assert_back()
+    sent = [e["value"] for e in events.of("send")]
+    assert sent == list(range(len(sent)))
+    errors = events.of("send.error")
+    assert all(e["definite"] is False and e["error"].startswith("_PURGE") for e in errors), errors
+    assert sorted(e["value"] for e in events.all if e["type"] in ("ack", "send.error")) == sent
+    acks = events.of("ack")
+    stored = read_back(broker.bootstrap_servers, "t", 4, stored_count(broker.bootstrap_servers, "t", 4))
+    assert {(a["partition"], a["offset"]): a["value"] for a in acks}.items() <= stored.items()
+    assert len(set(stored.values())) == len(stored)  # no value written twice (purged ones may be stored once)
 
 
 def test_group_records_eager_rebalances_with_generations_and_polls_on_reference_broker(

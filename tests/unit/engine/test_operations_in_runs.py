@@ -172,3 +172,38 @@ duration: 1s
     lonely.start(op)
     lonely.join(5)
     assert written[-1]["outcome"] == "error" and "no consumer group 'g'" in str(written[-1]["detail"])
+
+
+class FakeRestarter:
+    """A producer that records the restarts it is asked for."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[bool, float]] = []
+
+    def restart(self, *, abrupt: bool = False, timeout_s: float = 30.0) -> str:
+        self.asked.append((abrupt, timeout_s))
+        return "session 2: 3 outstanding at the restart, all delivered"
+
+
+def test_restart_producer_goes_to_the_named_producer_and_an_unknown_one_is_an_error() -> None:
+    exp = load_experiment_text("""name: restart
+topics: [{name: t}]
+workload: {producers: [{id: p0, topic: t}]}
+schedule:
+  - {at: 0s, action: restart_producer, producer: p0, timeout: 5s}
+duration: 1s
+""", "restart.yaml")
+    written: list[dict[str, object]] = []
+    restarter = FakeRestarter()
+    (op,) = plan_operations(exp)
+    ops = OperationRunner(FakeOperator(), written.append, producers={"p0": restarter})
+    ops.start(op)
+    assert ops.join(5) == []
+    start, end = written
+    assert (start["producer"], end["outcome"], end["detail"]) == (
+        "p0", "done", "session 2: 3 outstanding at the restart, all delivered")
+    assert restarter.asked == [(False, 5.0)]
+    lonely = OperationRunner(FakeOperator(), written.append)
+    lonely.start(op)
+    lonely.join(5)
+    assert written[-1]["outcome"] == "error" and "no producer 'p0'" in str(written[-1]["detail"])

@@ -167,13 +167,25 @@ def test_a_bad_rolling_restart_is_refused_naming_the_line_and_field(entry: str, 
     only(HEAD + f"  - {entry}\n", 9, field, fragment)
 
 
+def test_restart_producer_loads_naming_a_declared_producer_and_an_unknown_one_is_refused() -> None:
+    head = HEAD.replace("workload: {", "workload: {producers: [{id: ingest, topic: t}], ")
+    exp = load_experiment_text(head + """  - {at: 10s, action: restart_producer, producer: ingest, abrupt: true}
+""", "m.yaml")
+    assert exp.operations == (OperationSpec(1, 10.0, "restart_producer", timeout=30.0, abrupt=True,
+                                            producer="ingest"),)
+    assert [o.describe() for o in plan_operations(exp)] == ["#1 restart_producer ingest (abrupt)"]
+    only(head + "  - {at: 10s, action: restart_producer, producer: p0}\n", 9, "schedule[1].producer",
+         "declared producers: ingest")
+
+
 def test_the_resolved_yaml_reads_back_into_the_same_spec_for_operations_and_every_shipped_variant() -> None:
-    exp = load_experiment_text(HEAD + """  - {at: 10s, action: reassign, topic: t, replicas: {0: [3, 4]}, timeout: 20s}
+    exp = load_experiment_text((HEAD + """  - {at: 10s, action: reassign, topic: t, replicas: {0: [3, 4]}, timeout: 20s}
   - {at: 20s, action: elect_preferred, topic: t, partitions: [1]}
   - {at: 30s, action: add_partitions, topic: t, count: 5}
   - {at: 40s, action: scale_consumers, group: g, members: 1, abrupt: true}
   - {at: 50s, action: rolling_restart, brokers: [2, 1], timeout: 45s}
-""", "m.yaml")
+  - {at: 55s, action: restart_producer, producer: ingest, abrupt: true}
+""").replace("workload: {", "workload: {producers: [{id: ingest, topic: t}], "), "m.yaml")
     assert dataclasses.replace(load_experiment_text(dump_experiment(exp), "m.yaml")) == exp
     for path in sorted((ROOT / "experiments").glob("*.yaml")):
         for variant in load_experiments_text(path.read_text(), str(path)):
