@@ -151,6 +151,8 @@ HISTORY_SCHEMA = StructType(
         _f("acks", _S),
         _f("error", _S),
         _f("definite", _B),
+        _f("fatal", _B),  # send.error and client.error: librdkafka's KafkaError.fatal()
+        _f("error_detail", _S),
         # observer errors
         _f("observer", _S),
         _f(CORRUPT, _S),

@@ -51,6 +51,10 @@ shown to catch the bug it exists for. A broker with any flag logs a loud warning
   PreferredReplicaPartitionLeaderElectionStrategy needs it in the ISR and answers
   PREFERRED_LEADER_NOT_AVAILABLE otherwise, keeping the leader. Breaks `partition.election_conforms`
   (strategy preferred) and `partition.leader_in_isr`.
+- ``reuse_producer_ids``: InitProducerId answers producer id 0, epoch 0, every time (Kafka claims blocks of
+  ids in ZooKeeper, so no id is handed out twice). A producer's second session then meets its first session's
+  sequence numbers at the leaders: OUT_OF_ORDER_SEQUENCE_NUMBER, which librdkafka treats as fatal, and the
+  producer sends no more. Breaks `delivery.fatal_error`.
 """
 
 from __future__ import annotations
@@ -73,11 +77,12 @@ UNCLEAN_ELECTION = "unclean_election"
 SHUTDOWN_WITHOUT_MOVING_LEADERS = "shutdown_without_moving_leaders"
 REASSIGN_IGNORES_ISR = "reassign_ignores_isr"
 PREFERRED_OUTSIDE_ISR = "preferred_outside_isr"
+REUSE_PRODUCER_IDS = "reuse_producer_ids"
 
 KNOWN_BUGS: frozenset[str] = frozenset({
     ELECT_OUTSIDE_ISR, SKIP_EPOCH_BUMP, ZOMBIE_CONTROLLER, ACK_BEFORE_REPLICATION, IGNORE_IDEMPOTENCE,
     DOUBLE_ASSIGNMENT, GENERATION_REUSE, KEEP_DEAD_IN_ISR, UNCLEAN_ELECTION, SHUTDOWN_WITHOUT_MOVING_LEADERS,
-    REASSIGN_IGNORES_ISR, PREFERRED_OUTSIDE_ISR,
+    REASSIGN_IGNORES_ISR, PREFERRED_OUTSIDE_ISR, REUSE_PRODUCER_IDS,
 })
 
 

@@ -84,8 +84,11 @@ class ProducerIds:
     ZooKeeper (a broker tested alone), blocks persisted in `<directory>/producer-id-block`, unique across
     restarts of this broker only. `zk()` gives the broker's ZooKeeper client once it has one."""
 
-    def __init__(self, directory: Path, broker_id: int, zk: Callable[[], Any] | None = None) -> None:
+    def __init__(self, directory: Path, broker_id: int, zk: Callable[[], Any] | None = None, *,
+                 reuse: bool = False) -> None:
         self.path = directory / "producer-id-block"
+        self.reuse = reuse
+        """The `reuse_producer_ids` bug flag: every allocation is id 0."""
         self._next = 0
         self._end = 0
         self._broker_id = broker_id
@@ -93,6 +96,8 @@ class ProducerIds:
         self._lock = asyncio.Lock()
 
     async def allocate(self) -> int:
+        if self.reuse:
+            return 0
         async with self._lock:
             if self._next >= self._end:
                 self._next, self._end = await asyncio.to_thread(self._claim)

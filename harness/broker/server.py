@@ -84,7 +84,8 @@ class Broker:
         self.topics = TopicStore(config)
         self.producers: dict[tuple[str, int], PartitionProducers] = {}
         self.producer_ids = ProducerIds(self.topics.dirs[0], config.broker_id,
-                                        lambda: self.zk.client if self.zk is not None else None)
+                                        lambda: self.zk.client if self.zk is not None else None,
+                                        reuse=bugs.REUSE_PRODUCER_IDS in config.reference_bugs)
         self.offsets = OffsetStore(self, config.offsets_topic_num_partitions)
         self.groups = handlers_group.GroupService(self)
         self.metadata = MetadataCache()

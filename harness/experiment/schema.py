@@ -219,6 +219,7 @@ CHECK_IDS: tuple[str, ...] = (
     "partition.offline_replica_leaves_isr", "partition.unclean_only_when_enabled",
     "partition.controlled_shutdown_moves_leaders",
     "delivery.lost_write", "delivery.duplicate", "delivery.inconsistent_offsets", "delivery.key_order",
+    "delivery.fatal_error",
     "consumer.nonmonotonic_poll", "consumer.poll_skip",
     "group.generation_monotonic", "group.exclusive_ownership", "group.assignment_conforms",
     "group.coordinator_conforms", "group.commit_monotonic", "operation.completes",
@@ -232,6 +233,6 @@ CHECK_FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(c.split(".")[0] for c in C
 REFERENCE_BUGS: tuple[str, ...] = (
     "elect_outside_isr", "skip_epoch_bump", "zombie_controller", "ack_before_replication",
     "ignore_idempotence", "double_assignment", "generation_reuse", "keep_dead_in_isr", "unclean_election",
-    "shutdown_without_moving_leaders", "reassign_ignores_isr", "preferred_outside_isr",
+    "shutdown_without_moving_leaders", "reassign_ignores_isr", "preferred_outside_isr", "reuse_producer_ids",
 )
 """Bug flags the reference broker accepts (`reference.bugs=`), each breaking one guarantee on purpose."""

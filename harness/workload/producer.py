@@ -22,6 +22,7 @@ transmission of the same batch may have been written; the verifiers treat those 
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import traceback
@@ -113,6 +114,8 @@ class ProducerWorkload:
         """Held by `restart` and `close`: a restart never overlaps the teardown."""
         self._ended = False
         """`stop` or `close` was called: a restart under way starts no sending."""
+        self._fatal_recorded = False
+        """A fatal `client.error` is in the history for the current session."""
         self.sessions = 1
         """Client sessions so far (`restart` adds one)."""
         self._failure: BaseException | None = None
@@ -208,6 +211,7 @@ class ProducerWorkload:
             self._producer = None
             del old  # librdkafka's handle goes before the new session starts
             self._producer = confluent_kafka.Producer(self._config)
+            self._fatal_recorded = False
             self.sessions += 1
             self._stop.clear()
             if self._ended:  # stop() came meanwhile: the new client sends nothing
@@ -281,8 +285,13 @@ class ProducerWorkload:
                 return
             # A fatal client error (e.g. an idempotent producer's OUT_OF_ORDER_SEQUENCE_NUMBER when a broker
             # lost what it had acknowledged): the client can send no more. That is the cluster's doing, recorded
-            # by `error_cb` as `client.error` {fatal: true}; the producer stops sending, the run goes on.
+            # as `client.error` {fatal: true}; the producer stops sending, the run goes on. `error_cb` carries
+            # librdkafka's reason, but only from a poll: serve it now, and record the exception if it says nothing.
             self.fatal_error = str(exc.args[0])
+            with contextlib.suppress(Exception):
+                producer.poll(0)
+            if not self._fatal_recorded:
+                self._on_client_error(exc.args[0])
         except BaseException as exc:
             traceback.clear_frames(exc.__traceback__)  # keep the trace, not the clients in its frames
             self._failure = exc
@@ -379,6 +388,8 @@ class ProducerWorkload:
             self._errors += 1
 
     def _on_client_error(self, err: confluent_kafka.KafkaError) -> None:
+        if err.fatal():
+            self._fatal_recorded = True
         self._sink(
             {
                 "type": "client.error",

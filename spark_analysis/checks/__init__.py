@@ -12,6 +12,7 @@ from __future__ import annotations
 from spark_analysis.checks.consumer import NonmonotonicPoll, PollSkip
 from spark_analysis.checks.controller import ControllerEpochMonotonic, ControllerUnique
 from spark_analysis.checks.delivery import Duplicate, InconsistentOffsets, KeyOrder, LostWrite
+from spark_analysis.checks.delivery_fatal import FatalError
 from spark_analysis.checks.group import (
     AssignmentConforms,
     CommitMonotonic,
@@ -45,6 +46,7 @@ ALL_CHECKS: tuple[Check, ...] = (
     Duplicate(),
     InconsistentOffsets(),
     KeyOrder(),
+    FatalError(),
     NonmonotonicPoll(),
     PollSkip(),
     GenerationMonotonic(),

@@ -50,6 +50,7 @@ BUG_CASES: dict[str, BugCase] = {
                                  "stale controller view"),
     "ack_before_replication": BugCase("lost-write.yaml", ("delivery.lost_write",), "lost"),
     "ignore_idempotence": BugCase("duplicate.yaml", ("delivery.duplicate",), "more than one offset"),
+    "reuse_producer_ids": BugCase("duplicate.yaml", ("delivery.fatal_error",), "OUT_OF_ORDER_SEQUENCE_NUMBER"),
     "double_assignment": BugCase("group.yaml", ("group.exclusive_ownership", "group.assignment_conforms"),
                                  "held by"),
     "generation_reuse": BugCase("group.yaml", ("group.generation_monotonic", "group.exclusive_ownership"),

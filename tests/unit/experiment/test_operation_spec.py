@@ -81,6 +81,10 @@ def test_reassign_and_elect_preferred_load_as_typed_operations_numbered_with_the
     ("{at: 1s, action: scale_consumers, members: 2}", "schedule[1].group", "required field is missing"),
     ("{at: 1s, action: scale_consumers, group: g, members: 2, topic: t}", "schedule[1].topic", "unknown"),
     ("{at: 1s, action: scale_consumers, group: g, members: 2, timeout: 5s}", "schedule[1].timeout", "unknown"),
+    ("{at: 1s, action: rolling_restart, brokers: [1, 1]}", "schedule[1].brokers", "distinct broker ids"),
+    ("{at: 1s, action: rolling_restart, brokers: 2}", "schedule[1].brokers", "non-empty list"),
+    ("{at: 1s, action: rolling_restart, brokers: [2, 5]}", "schedule[1].brokers[1]", "broker 5 does not exist"),
+    ("{at: 1s, action: rolling_restart, topic: t}", "schedule[1].topic", "valid: action, at, brokers, timeout"),
 ])
 def test_a_bad_operation_is_refused_naming_its_line_and_field(entry: str, field: str, fragment: str) -> None:
     only(HEAD + f"  - {entry}\n", 9, field, fragment)
@@ -155,16 +159,6 @@ def test_rolling_restart_loads_with_its_broker_order_or_every_broker_and_a_per_b
     step = planned[1].restart_step(2)
     assert (step.fault_id, step.spec.kind, str(step.target), step.describe()) == ("2.2", "stop", "broker:2",
                                                                                   "#2.2 stop broker:2")
-
-
-@pytest.mark.parametrize(("entry", "field", "fragment"), [
-    ("{at: 1s, action: rolling_restart, brokers: [1, 1]}", "schedule[1].brokers", "distinct broker ids"),
-    ("{at: 1s, action: rolling_restart, brokers: 2}", "schedule[1].brokers", "non-empty list"),
-    ("{at: 1s, action: rolling_restart, brokers: [2, 5]}", "schedule[1].brokers[1]", "broker 5 does not exist"),
-    ("{at: 1s, action: rolling_restart, topic: t}", "schedule[1].topic", "valid: action, at, brokers, timeout"),
-])
-def test_a_bad_rolling_restart_is_refused_naming_the_line_and_field(entry: str, field: str, fragment: str) -> None:
-    only(HEAD + f"  - {entry}\n", 9, field, fragment)
 
 
 def test_restart_producer_loads_naming_a_declared_producer_and_an_unknown_one_is_refused() -> None:

@@ -29,8 +29,8 @@ FIXED_IDS = (
     "partition.leader_epoch_monotonic", "partition.offline_replica_leaves_isr",
     "partition.unclean_only_when_enabled", "partition.controlled_shutdown_moves_leaders", "delivery.lost_write",
     "delivery.duplicate",
-    "delivery.inconsistent_offsets", "delivery.key_order", "consumer.nonmonotonic_poll", "consumer.poll_skip",
-    "group.generation_monotonic", "group.exclusive_ownership", "group.assignment_conforms",
+    "delivery.inconsistent_offsets", "delivery.key_order", "delivery.fatal_error", "consumer.nonmonotonic_poll",
+    "consumer.poll_skip", "group.generation_monotonic", "group.exclusive_ownership", "group.assignment_conforms",
     "group.coordinator_conforms", "group.commit_monotonic", "operation.completes", "slo.controller_failover",
     "slo.partition_unavailable", "slo.write_unavailable", "slo.read_unavailable", "slo.rebalance",
 )
