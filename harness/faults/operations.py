@@ -181,7 +181,7 @@ class OperationRunner:
             seen = self.operator.await_in_sync(broker, max(0.0, timeout - (time.monotonic() - t0)))
             if seen is not None:
                 return OperationOutcome("timeout", via, f"broker {broker} did not come back into every ISR within "
-                                        f"{timeout:g}s of its stop; last seen: {seen}")
+                                        f"its {timeout:g}s; last seen: {seen}")
             took.append(f"broker {broker} {time.monotonic() - t0:.1f}s")
         return OperationOutcome("done", via, "; ".join(took))
 

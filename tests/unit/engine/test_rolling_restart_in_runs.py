@@ -115,7 +115,7 @@ def test_a_broker_that_does_not_come_back_ends_it_as_a_timeout_naming_the_broker
     assert ops.join(10) == []
     end = written[-1]
     assert end["outcome"] == "timeout"
-    assert str(end["detail"]).startswith("broker 2 did not come back into every ISR within 5s of its stop; "
+    assert str(end["detail"]).startswith("broker 2 did not come back into every ISR within its 5s; "
                                          "last seen: broker 2 not registered")
     step = (order or [3, 1, 2]).index(2) + 1
     assert nodes.calls[-2:] == [f"stop broker:2 as 0.{step}", "start broker:2"]  # and no broker after it
