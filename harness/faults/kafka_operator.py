@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, cast
 
 from harness.faults.operations import OperationOutcome, PartitionOutcome
@@ -146,14 +146,10 @@ class KafkaOperator:
         via = "ElectLeaders"
         wanted = [TopicPartition(topic, p) for p in partitions] if topic is not None else None
 
-        deadline = time.monotonic() + timeout_s
         last = "nothing yet"
-        while True:
-            left = max(1.0, deadline - time.monotonic())
-            # A new client per attempt: librdkafka keeps waiting for a controller it knew, gone in a failover.
-            # The timeouts come from socket.timeout.ms: confluent-kafka 2.16's binding of elect_leaders fails
-            # on its request_timeout / operation_timeout keywords (SystemError in argument parsing).
-            admin = self._admin(socket_timeout_s=min(left, ELECT_ATTEMPT_S))
+        # The timeouts come from socket.timeout.ms: confluent-kafka 2.16's binding of elect_leaders fails on its
+        # request_timeout / operation_timeout keywords (SystemError in argument parsing).
+        for admin, left in self._attempts(timeout_s):
             try:
                 answers = admin.elect_leaders(ElectionType.PREFERRED, wanted).result(timeout=left + 1.0)
                 results = tuple(sorted(
@@ -167,12 +163,8 @@ class KafkaOperator:
                     return OperationOutcome("error", via, f"ElectLeaders failed: {last}")
             except TimeoutError:
                 last = "no answer"
-            finally:
-                admin.poll(0)
-            if time.monotonic() >= deadline:
-                return OperationOutcome("timeout", via, f"awaited the answer to ElectLeaders within "
-                                        f"{timeout_s:g}s; last seen: {last}")
-            time.sleep(POLL_S)
+        return OperationOutcome("timeout", via, f"awaited the answer to ElectLeaders within {timeout_s:g}s; "
+                                f"last seen: {last}")
 
     # -- add_partitions ---------------------------------------------------------------------------
 
@@ -181,13 +173,10 @@ class KafkaOperator:
         from confluent_kafka.admin import NewPartitions
 
         via = "CreatePartitions"
-        deadline = time.monotonic() + timeout_s
         before: int | None = None
         submitted = False
         last = "nothing yet"
-        while True:
-            left = max(1.0, deadline - time.monotonic())
-            admin = self._admin(socket_timeout_s=min(left, ELECT_ATTEMPT_S))
+        for admin, left in self._attempts(timeout_s):
             try:
                 parts = admin.list_topics(topic, timeout=min(left, 10.0)).topics[topic].partitions
                 before = len(parts) if before is None else before
@@ -215,23 +204,16 @@ class KafkaOperator:
                     return OperationOutcome("error", via, f"CreatePartitions failed: {last}")
             except TimeoutError:
                 last = "no answer"
-            finally:
-                admin.poll(0)
-            if time.monotonic() >= deadline:
-                what = "every new partition with a leader" if submitted else "the answer to CreatePartitions"
-                return OperationOutcome("timeout", via, f"awaited {what} within {timeout_s:g}s; last seen: {last}")
-            time.sleep(POLL_S)
-
+        what = "every new partition with a leader" if submitted else "the answer to CreatePartitions"
+        return OperationOutcome("timeout", via, f"awaited {what} within {timeout_s:g}s; last seen: {last}")
 
     # -- rolling_restart ----------------------------------------------------------------------------
 
     def await_in_sync(self, broker: int, timeout_s: float) -> str | None:
         """Metadata (all topics, internal ones included) until `broker` is listed and no partition is
         under-replicated, the check operators make between the brokers of a rolling restart."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            left = max(1.0, deadline - time.monotonic())
-            admin = self._admin(socket_timeout_s=min(left, ELECT_ATTEMPT_S))
+        last = "nothing yet"
+        for admin, left in self._attempts(timeout_s):
             try:
                 meta = admin.list_topics(timeout=min(left, 10.0))
                 short = sorted(f"{name}/{p} ISR {sorted(m.isrs)} of {sorted(m.replicas)}"
@@ -244,10 +226,23 @@ class KafkaOperator:
                     else "every ISR full")
             except Exception as exc:  # no answer, or a broker briefly away: retried until the deadline
                 last = f"{type(exc).__name__}: {exc}"
+        return last
+
+    def _attempts(self, timeout_s: float) -> Iterator[tuple[Any, float]]:
+        """One attempt after another until `timeout_s` has passed (at least one), POLL_S apart: each with a new
+        admin client (librdkafka keeps waiting for a controller or broker it knew, gone in a failover), whose
+        socket timeout fits the time left, and the time left. The client's queued log lines are handed over
+        when the attempt ends."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            left = max(1.0, deadline - time.monotonic())
+            admin = self._admin(socket_timeout_s=min(left, ELECT_ATTEMPT_S))
+            try:
+                yield admin, left
             finally:
                 admin.poll(0)
             if time.monotonic() >= deadline:
-                return last
+                return
             time.sleep(POLL_S)
 
 

@@ -143,3 +143,22 @@ def test_adding_partitions_ends_done_once_each_new_one_has_a_leader_and_asking_f
     again = op.add_partitions(TOPIC, 4, timeout_s=10)
     # the harness's own words, or Kafka's when the answering broker's Metadata still showed fewer partitions
     assert again.outcome == "error" and "has 5 partitions" in again.detail, again
+
+
+def test_await_in_sync_names_a_stopped_broker_and_the_short_isrs_then_returns_once_it_is_back(
+    cluster: ProcessCluster,
+) -> None:
+    """The rolling restart's wait: while broker 2 is stopped it is not registered and the partitions it
+    replicates are under-replicated (both named after the timeout); once it is back and caught up, None."""
+    admin = _admin(cluster)
+    admin.create_topics([NewTopic("in-sync", num_partitions=1, replication_factor=3)])["in-sync"].result(60)
+    op = KafkaOperator(cluster.bootstrap_servers, cluster.zookeeper_connect)
+    assert op.await_in_sync(2, 60) is None
+    cluster.stop(NodeId.broker(2))
+    try:
+        seen = op.await_in_sync(2, 3)
+        assert seen is not None and seen.startswith("broker 2 not registered; "), seen
+        assert "partitions under-replicated, e.g. " in seen and "in-sync/0 ISR [1, 3] of [1, 2, 3]" in seen, seen
+    finally:
+        cluster.start(NodeId.broker(2))
+    assert op.await_in_sync(2, 60) is None
