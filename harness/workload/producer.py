@@ -201,13 +201,17 @@ class ProducerWorkload:
             thread.join(_JOIN_TIMEOUT_S)
             if thread.is_alive():
                 raise WorkloadError(f"{self.name}: the sender thread is alive after {_JOIN_TIMEOUT_S}s")
-            held = len(old)
-            if abrupt:
-                old.purge(in_queue=True, in_flight=True, blocking=False)
-            left = old.flush(0.0 if abrupt else timeout_s)
-            if left:
-                old.purge(in_queue=True, in_flight=True, blocking=False)
-            old.flush(2.0)
+            held = left = len(old)
+            try:
+                if abrupt:
+                    old.purge(in_queue=True, in_flight=True, blocking=False)
+                left = old.flush(0.0 if abrupt else timeout_s)
+                if left:
+                    old.purge(in_queue=True, in_flight=True, blocking=False)
+                old.flush(2.0)
+            except confluent_kafka.KafkaException as exc:
+                if not _fatal(exc):  # a client a fatal error ended delivers nothing more: already recorded
+                    raise
             self._producer = None
             del old  # librdkafka's handle goes before the new session starts
             self._producer = confluent_kafka.Producer(self._config)
