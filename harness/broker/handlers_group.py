@@ -2,7 +2,9 @@
 
 Owns FindCoordinator (the leader of the group's `__consumer_offsets` partition, from the metadata
 cache; the topic is created on first use, COORDINATOR_NOT_AVAILABLE while
-`offsets.topic.replication.factor` exceeds the live brokers or the partition has no leader),
+`offsets.topic.replication.factor` exceeds the live brokers or the partition has no leader; a transactional
+id is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED and a message naming Apache Kafka, which librdkafka
+treats as fatal, since this broker has no transactions),
 JoinGroup (v0-5: MEMBER_ID_REQUIRED from v4, static members from v5), SyncGroup, Heartbeat,
 LeaveGroup, OffsetCommit (generation fencing by the model; answered once the commit is
 replicated), OffsetFetch, DescribeGroups, ListGroups and DeleteGroups. A broker that does not
@@ -32,6 +34,9 @@ UNKNOWN_TOPIC_OR_PARTITION = 3
 OFFSET_METADATA_TOO_LARGE = 12
 MAX_METADATA = 4096
 NOT_COORDINATOR = 16
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
+NO_TRANSACTIONS = ("the kafka-chaos reference broker does not implement transactions; run transactional workloads on "
+                   "Apache Kafka (broker: apache-kafka)")
 __all__ = ["HANDLERS", "GroupService"]
 
 
@@ -41,8 +46,9 @@ async def find_coordinator(b: Broker, ctx: Ctx, req: Any) -> Any:
     def unavailable(msg: str) -> Any:
         return build_response(ctx.head, throttle_time_ms=0, error_code=Err.COORDINATOR_NOT_AVAILABLE,
                               error_message=msg, node_id=-1, host="", port=-1)
-    if key_type != 0:
-        return unavailable("transactions are not implemented")
+    if key_type != 0:  # transactions: refused at once (librdkafka retries COORDINATOR_NOT_AVAILABLE until timeout)
+        return build_response(ctx.head, throttle_time_ms=0, error_code=TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                              error_message=NO_TRANSACTIONS, node_id=-1, host="", port=-1)
     if await ensure_offsets_topic(b):
         return unavailable("offsets.topic.replication.factor exceeds the live brokers")
     info = b.metadata.partition(OFFSETS_TOPIC, b.offsets.partition_for(req.key))

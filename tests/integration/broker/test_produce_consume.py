@@ -142,3 +142,16 @@ def test_consumers_do_not_auto_create_topics_producers_do(reference_broker: Refe
     p.produce("by-producer", value=b"v")
     assert p.flush(15) == 0
     assert "by-producer" in admin.list_topics(timeout=10).topics
+
+
+def test_a_transactional_producer_fails_at_once_naming_apache_kafka(reference_broker: ReferenceBroker) -> None:
+    """The reference broker has no transactions: FindCoordinator for a transactional id is refused with
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED (as Kafka refuses an unauthorized one), which librdkafka treats as
+    fatal, instead of COORDINATOR_NOT_AVAILABLE, which it retried until its own timeout."""
+    producer = Producer({"bootstrap.servers": reference_broker.bootstrap_servers, "transactional.id": "tx-1"})
+    started = time.monotonic()
+    with pytest.raises(KafkaException) as info:
+        producer.init_transactions(60)
+    error = info.value.args[0]
+    assert error.fatal() and "does not implement transactions" in error.str() and "Apache Kafka" in error.str()
+    assert time.monotonic() - started < 30  # not the client's own 60 s timeout
