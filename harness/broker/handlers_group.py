@@ -43,12 +43,11 @@ __all__ = ["HANDLERS", "GroupService"]
 async def find_coordinator(b: Broker, ctx: Ctx, req: Any) -> Any:
     key_type = getattr(req, "key_type", 0) if ctx.head.api_version >= 1 else 0
 
-    def unavailable(msg: str) -> Any:
-        return build_response(ctx.head, throttle_time_ms=0, error_code=Err.COORDINATOR_NOT_AVAILABLE,
-                              error_message=msg, node_id=-1, host="", port=-1)
+    def unavailable(msg: str, code: int = Err.COORDINATOR_NOT_AVAILABLE) -> Any:
+        return build_response(ctx.head, throttle_time_ms=0, error_code=code, error_message=msg, node_id=-1,
+                              host="", port=-1)
     if key_type != 0:  # transactions: refused at once (librdkafka retries COORDINATOR_NOT_AVAILABLE until timeout)
-        return build_response(ctx.head, throttle_time_ms=0, error_code=TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                              error_message=NO_TRANSACTIONS, node_id=-1, host="", port=-1)
+        return unavailable(NO_TRANSACTIONS, TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     if await ensure_offsets_topic(b):
         return unavailable("offsets.topic.replication.factor exceeds the live brokers")
     info = b.metadata.partition(OFFSETS_TOPIC, b.offsets.partition_for(req.key))

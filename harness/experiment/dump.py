@@ -43,14 +43,12 @@ def _operation(op: OperationSpec) -> dict[str, Any]:
     if op.group is not None:
         out["group"] = op.group
         out["members"] = op.members
-        if op.abrupt:
-            out["abrupt"] = True
     if op.brokers:
         out["brokers"] = list(op.brokers)
     if op.producer is not None:
         out["producer"] = op.producer
-        if op.abrupt:
-            out["abrupt"] = True
+    if op.abrupt:  # scale_consumers, restart_producer
+        out["abrupt"] = True
     if any(k.name == "timeout" for k in OPERATIONS[op.action].keys):  # scale_consumers has none
         out["timeout"] = format_duration(op.timeout)
     return out

@@ -73,8 +73,7 @@ def _brokers(f: Fields, m: dict[str, Any], path: Path) -> Any:
     raw = m.get("brokers")
     if raw is None:
         return ()
-    if (not isinstance(raw, list) or not raw or len(set(raw)) != len(raw)
-            or not all(isinstance(b, int) and not isinstance(b, bool) and 0 < b <= _MAX_BROKER_ID for b in raw)):
+    if not _is_broker_list(raw):
         f.error((*path, "brokers"), "brokers must be a non-empty list of distinct broker ids, in restart order",
                 raw, "e.g. brokers: [3, 1, 2]")
         return MISSING
@@ -90,6 +89,12 @@ def _partitions(f: Fields, m: dict[str, Any], path: Path) -> Any:
                 f"(0..{MAX_PARTITIONS - 1})", raw, "e.g. partitions: [0, 2]")
         return MISSING
     return tuple(sorted(raw))
+
+
+def _is_broker_list(raw: object) -> bool:
+    """A non-empty list of distinct broker ids (a reassignment's replicas, a rolling restart's order)."""
+    return (isinstance(raw, list) and bool(raw) and len(set(raw)) == len(raw)
+            and all(isinstance(b, int) and not isinstance(b, bool) and 0 < b <= _MAX_BROKER_ID for b in raw))
 
 
 def _is_partition(p: object) -> bool:
@@ -119,9 +124,7 @@ def _reassignment(f: Fields, m: dict[str, Any], path: Path) -> tuple[Any, Any]:
         if not _is_partition(part):
             f.error(where, f"a partition number (0..{MAX_PARTITIONS - 1})", key)
             return MISSING, MISSING
-        if (not isinstance(brokers, list) or not brokers or len(set(brokers)) != len(brokers)
-                or not all(isinstance(b, int) and not isinstance(b, bool) and 0 < b <= _MAX_BROKER_ID
-                           for b in brokers)):
+        if not _is_broker_list(brokers):
             f.error(where, "a non-empty list of distinct broker ids", brokers, "e.g. [2, 3, 1]")
             return MISSING, MISSING
         out.append((part, tuple(brokers)))
