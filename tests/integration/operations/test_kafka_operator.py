@@ -63,6 +63,9 @@ def test_a_reassignment_that_adds_and_drops_replicas_ends_done_with_metadata_lis
     again = op.reassign(TOPIC, {0: [3, 1], 1: [1]}, timeout_s=60)  # p0 gains 3, drops 2; p1 shrinks to one
     assert again.outcome == "done", again.detail
     assert {r.partition: r.replicas for r in again.partitions} == {0: (3, 1), 1: (1,)}
+    # other brokers learn of the moves from the controller's UpdateMetadata in their own time
+    _wait(lambda: [_partitions(cluster)[p].replicas for p in (0, 1)] == [[3, 1], [1]], 60,
+          "this admin's Metadata listing the new replica lists")
     parts = _partitions(cluster)
     assert parts[0].replicas == [3, 1] and parts[1].replicas == [1] and parts[1].leader == 1
 
@@ -138,8 +141,11 @@ def test_adding_partitions_ends_done_once_each_new_one_has_a_leader_and_asking_f
     assert (result.outcome, result.via) == ("done", "CreatePartitions"), result.detail
     assert [r.partition for r in result.partitions] == [3, 4]
     assert all(len(r.replicas or ()) == 2 for r in result.partitions), result.partitions
+    # each broker learns of the new partitions from the controller's UpdateMetadata in its own time, and
+    # this admin may ask another broker than the operator's did
+    _wait(lambda: len(_partitions(cluster)) == 5, 60, "this admin's Metadata listing 5 partitions")
     parts = _partitions(cluster)
-    assert len(parts) == 5 and all(parts[p].leader == parts[p].replicas[0] for p in (3, 4))
+    assert all(parts[p].leader == parts[p].replicas[0] for p in (3, 4))
     again = op.add_partitions(TOPIC, 4, timeout_s=10)
     # the harness's own words, or Kafka's when the answering broker's Metadata still showed fewer partitions
     assert again.outcome == "error" and "has 5 partitions" in again.detail, again
