@@ -88,15 +88,18 @@ class ClusterSpec:
     brokers: int
     zookeepers: int = 1
     kafka_version: str = "3.9"
+    """Apache Kafka release (`3.9.2`) or line (`3.9`); a Confluent Platform 7.m version means Kafka 3.m."""
     mode: Literal["zookeeper", "kraft"] = "zookeeper"
     controllers: int = 0
     """KRaft voters: dedicated controllers 101..100+n, or brokers 1..n when `combined`."""
     combined: bool = False
     cluster_id: str = ""
     """KRaft: the id `kafka-storage format` writes (22 characters of base64url); empty = derived from 0."""
-    """Apache Kafka release (`3.9.2`) or line (`3.9`); a Confluent Platform 7.m version means Kafka 3.m."""
     broker: str = "auto"
     """`auto`, `apache-kafka` or `reference` (`harness.cluster.process_flavour`)."""
+    needs_kafka: str = ""
+    """Why only Apache Kafka will do (e.g. a transactional workload; the reference broker has no transactions):
+    `auto` then never falls back to the reference broker, and `reference` is refused with this reason."""
     broker_config: Mapping[str, str] = field(default_factory=_frozen_map)
     images: Mapping[str, str] = field(default_factory=_frozen_map)
     reference_bugs: tuple[str, ...] = ()

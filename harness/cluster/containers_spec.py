@@ -179,7 +179,8 @@ def broker_launcher(kafka: RoleImage, spec: ClusterSpec, environ: Mapping[str, s
         return None
     launcher = select_launcher(environ, broker=spec.broker, kafka=spec.kafka_version,
                                reference_bugs=tuple(spec.reference_bugs),
-                               java=os.path.realpath(java) if java else "java", progress=progress, mode=spec.mode)
+                               java=os.path.realpath(java) if java else "java", progress=progress, mode=spec.mode,
+                               needs_kafka=spec.needs_kafka)
     if launcher.kafka is not None and not java:
         raise ConfigError("the local Apache Kafka image needs host Java: no `java` on PATH or in JAVA_HOME")
     return launcher

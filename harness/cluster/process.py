@@ -105,7 +105,7 @@ class ProcessBackend:
             raise BackendError("process backend: no `java` on PATH or in JAVA_HOME")
         launcher = select_launcher(self.environ, broker=self.broker or spec.broker, kafka=spec.kafka_version,
                                    reference_bugs=spec.reference_bugs, java=java, progress=self.progress,
-                                   mode=spec.mode)
+                                   mode=spec.mode, needs_kafka=spec.needs_kafka)
         cleaned = self.clean_leftovers(self.leftovers_dir)  # groups of harnesses that died without teardown
         cluster = ProcessCluster(spec, Path(workdir), launcher=launcher, java=java, backend=self)
         cluster.cleaned_leftovers = tuple(cleaned)

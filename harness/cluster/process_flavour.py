@@ -159,12 +159,14 @@ def kafka_launcher(kafka: KafkaInstall, java: str, reason: str,
 
 def select_launcher(environ: Mapping[str, str], *, broker: str = "auto", kafka: str = DEFAULT_LINE,
                     reference_bugs: tuple[str, ...] = (), java: str = "java",
-                    progress: Callable[[str], None] | None = None, mode: str = "zookeeper") -> BrokerLauncher:
+                    progress: Callable[[str], None] | None = None, mode: str = "zookeeper",
+                    needs_kafka: str = "") -> BrokerLauncher:
     """The broker to run, installing Apache Kafka into the cache when it is wanted and missing.
 
     `apache-kafka`: Kafka `kafka` (a release or a line), or an error naming every source tried.
     `reference`: the reference broker. `auto`: Apache Kafka when it is installed or can be installed,
     the reference broker when `reference_bugs` are set (they exist only there) or when no source works.
+    `needs_kafka` (why only Apache Kafka will do) refuses the reference broker in every one of those cases.
     """
     if broker not in BROKERS:
         raise ConfigError(f"unknown broker {broker!r}; choose one of {', '.join(BROKERS)}")
@@ -172,6 +174,10 @@ def select_launcher(environ: Mapping[str, str], *, broker: str = "auto", kafka: 
     if mode == "kraft" and (broker == "reference" or reference_bugs):
         raise ConfigError("the reference broker runs ZooKeeper mode only, and reference_bugs exist only there; "
                           "a KRaft cluster runs Apache Kafka (hint: broker: auto or apache-kafka, or mode: zookeeper)")
+    if needs_kafka and (broker == "reference" or reference_bugs):
+        raise ConfigError(f"{needs_kafka}, so this experiment runs on Apache Kafka only, but "
+                          + ("broker: reference was asked for" if broker == "reference" else "reference_bugs are set")
+                          + "; hint: broker: auto or apache-kafka")
     if broker == "reference":
         return reference_launcher("asked for", reference_bugs)
     if reference_bugs:
@@ -183,6 +189,9 @@ def select_launcher(environ: Mapping[str, str], *, broker: str = "auto", kafka: 
     try:
         found = install_kafka(request, environ=environ, progress=progress)
     except InstallError as exc:
+        if needs_kafka:
+            raise ConfigError(f"{needs_kafka}, so this experiment runs on Apache Kafka only, and Apache Kafka "
+                              f"{request} could not be installed: {exc}") from exc
         if broker == "apache-kafka" or mode == "kraft":
             raise
         return reference_launcher(f"auto: Apache Kafka {request} could not be installed: {exc}")

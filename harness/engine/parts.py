@@ -63,13 +63,21 @@ def real_observers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[O
 
 def real_producers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[Workload]:
     from harness.workload.producer import ProducerWorkload
+    from harness.workload.txn_producer import TransactionalProducerWorkload
 
-    return [
-        ProducerWorkload(cluster.bootstrap_servers, sink, producer_id=p.id, topic=p.topic, rate=p.rate,
-                         acks=p.acks, idempotence=p.idempotence, keys=p.keys, value_base=(i + 1) * VALUE_STRIDE,
-                         extra_config=dict(p.config))
-        for i, p in enumerate(exp.workload.producers)
-    ]
+    out: list[Workload] = []
+    for i, p in enumerate(exp.workload.producers):
+        base = (i + 1) * VALUE_STRIDE
+        t = p.transactions
+        out.append(
+            ProducerWorkload(cluster.bootstrap_servers, sink, producer_id=p.id, topic=p.topic, rate=p.rate,
+                             acks=p.acks, idempotence=p.idempotence, keys=p.keys, value_base=base,
+                             extra_config=dict(p.config)) if t is None else
+            TransactionalProducerWorkload(cluster.bootstrap_servers, sink, producer_id=p.id, topic=p.topic,
+                                          rate=p.rate, transactional_id=t.id, records=t.records,
+                                          abort_rate=t.abort_rate, timeout_s=t.timeout, seed=exp.seed, keys=p.keys,
+                                          value_base=base, extra_config=dict(p.config)))
+    return out
 
 
 def real_consumers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[Workload]:
@@ -77,7 +85,8 @@ def real_consumers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[W
 
     return [
         ConsumerGroupWorkload(cluster.bootstrap_servers, sink, group=c.group, topics=list(c.topics),
-                              members=c.members, strategy=c.strategy, commit=c.commit, extra_config=dict(c.config))
+                              members=c.members, strategy=c.strategy, commit=c.commit, extra_config=dict(c.config),
+                              isolation=c.isolation)
         for c in exp.workload.consumers
     ]
 

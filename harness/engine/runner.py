@@ -93,7 +93,7 @@ def cluster_spec(exp: Experiment) -> ClusterSpec:
     return ClusterSpec(brokers=c.brokers, zookeepers=c.zookeepers, kafka_version=c.kafka, mode=c.mode,
                        controllers=c.controllers, combined=c.combined, cluster_id=kraft_cluster_id(exp.seed),
                        broker=c.broker, broker_config=c.broker_config, images=c.images,
-                       reference_bugs=c.reference_bugs)
+                       reference_bugs=c.reference_bugs, needs_kafka=exp.needs_kafka())
 
 
 class Run:

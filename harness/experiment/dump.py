@@ -7,7 +7,7 @@ from typing import Any
 import yaml
 
 from harness.experiment.durations import format_duration
-from harness.experiment.schema import Experiment, FaultSpec, OperationSpec
+from harness.experiment.schema import Experiment, FaultSpec, OperationSpec, TransactionSpec
 from harness.faults.catalog import OPERATIONS
 
 
@@ -76,10 +76,12 @@ def experiment_to_dict(exp: Experiment) -> dict[str, Any]:
                     "config": dict(t.config)} for t in exp.topics],
         "workload": {
             "producers": [{"id": p.id, "topic": p.topic, "rate": p.rate, "acks": p.acks,
-                           "idempotence": p.idempotence, "keys": p.keys, "config": dict(p.config)}
+                           "idempotence": p.idempotence, "keys": p.keys, "config": dict(p.config),
+                           **_transactions(p.transactions)}
                           for p in exp.workload.producers],
             "consumers": [{"group": g.group, "topics": list(g.topics), "members": g.members,
-                           "strategy": g.strategy, "commit": g.commit, "config": dict(g.config)}
+                           "strategy": g.strategy, "commit": g.commit, "isolation": g.isolation,
+                           "config": dict(g.config)}
                           for g in exp.workload.consumers],
         },
         "steady_state": list(exp.steady_state),
@@ -101,3 +103,8 @@ def dump_experiment(exp: Experiment) -> str:
     if exp.variant:
         header += f"# Matrix variant {exp.variant} (the matrix is expanded; this file is that one variant).\n"
     return header + yaml.safe_dump(experiment_to_dict(exp), sort_keys=False, default_flow_style=False)
+
+
+def _transactions(t: TransactionSpec | None) -> dict[str, Any]:
+    return {} if t is None else {"transactions": {"id": t.id, "records": t.records, "abort_rate": t.abort_rate,
+                                                  "timeout": format_duration(t.timeout)}}

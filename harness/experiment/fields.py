@@ -218,3 +218,10 @@ class Fields:
             else:
                 out.append(item)
         return tuple(out)
+
+
+def count_items(f: Fields, path: Path, items: list[Any], maximum: int, what: str) -> None:
+    """An error at `path` when a list holds more than `maximum` items (the input limits)."""
+    if len(items) > maximum:
+        f.error(path, f"at most {maximum} {what} are allowed, got {len(items)}", None,
+                "docs/design.md 'Input limits'")

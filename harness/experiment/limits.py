@@ -97,6 +97,12 @@ steady phase to the drain, so `rate * (duration + 2 * steady_timeout)` must stay
 MAX_KEYS = 1_000_000
 """A producer's key space (`keys`): keys are `k<n % keys>`."""
 
+MAX_TXN_RECORDS = 10_000
+"""Records per transaction of a transactional producer (`transactions.records`)."""
+
+MAX_TXN_TIMEOUT_S = 900.0
+"""`transactions.timeout`: Apache Kafka's `transaction.max.timeout.ms` defaults to 15 minutes."""
+
 MAX_FAULTS = 200
 """Scheduled faults per experiment (the overlap rule compares every pair)."""
 

@@ -18,18 +18,13 @@ from typing import Any
 
 from harness.errors import Problem, ValidationError
 from harness.experiment.cluster_fields import read_cluster
-from harness.experiment.fields import MISSING, Fields, did_you_mean
+from harness.experiment.fields import MISSING, Fields, count_items, did_you_mean
 from harness.experiment.guard import decode
 from harness.experiment.limits import (
-    MAX_CONSUMER_GROUPS,
     MAX_FILE_BYTES,
-    MAX_KEYS,
     MAX_MATRIX_NODES,
-    MAX_MEMBERS,
     MAX_PARTITIONS,
     MAX_PROBLEMS,
-    MAX_PRODUCERS,
-    MAX_RATE,
     MAX_RUN_NAME_CHARS,
     MAX_SEED,
     MAX_TOPICS,
@@ -40,15 +35,13 @@ from harness.experiment.schedule_spec import read_schedule
 from harness.experiment.schema import (
     CHECK_FAMILIES,
     CHECK_IDS,
-    ConsumerSpec,
     Experiment,
-    ProducerSpec,
     SloSpec,
     TopicSpec,
     VerifySpec,
-    WorkloadSpec,
     frozen_map,
 )
+from harness.experiment.workload_spec import read_workload
 from harness.experiment.yamlsource import Path, parse_located
 from harness.history.probes import PROBES
 from harness.model.topic_configs import config_problem
@@ -172,12 +165,6 @@ def _sorted(problems: list[Problem]) -> list[Problem]:
     return out
 
 
-def _count(f: Fields, path: Path, items: list[Any], maximum: int, what: str) -> None:
-    if len(items) > maximum:
-        f.error(path, f"at most {maximum} {what} are allowed, got {len(items)}", None,
-                "docs/design.md 'Input limits'")
-
-
 def _build(f: Fields, top: dict[str, Any], file: str) -> Experiment | None:
     name = f.string(top, (), "name")
     if name is not MISSING and not _NAME.match(name):
@@ -188,7 +175,7 @@ def _build(f: Fields, top: dict[str, Any], file: str) -> Experiment | None:
     description = f.string(top, (), "description", default="")
     cluster = read_cluster(f, top.get("cluster"))
     topics = _topics(f, top.get("topics"))
-    workload = _workload(f, top.get("workload"))
+    workload = read_workload(f, top.get("workload"))
     steady = f.strings(top, (), "steady_state", default=["controller_present", "all_partitions_led"],
                        choices=PROBES.keys())
     steady_timeout = f.duration(top, (), "steady_timeout", default=60.0)
@@ -209,7 +196,7 @@ def _topics(f: Fields, raw: object) -> tuple[TopicSpec, ...] | None:
     out: list[TopicSpec] = []
     seen: dict[str, int] = {}
     items = f.sequence(("topics",), raw, "topics")
-    _count(f, ("topics",), items, MAX_TOPICS, "topics")
+    count_items(f, ("topics",), items, MAX_TOPICS, "topics")
     for i, item in enumerate(items):
         path: Path = ("topics", i)
         m = f.mapping(path, item, ("name", "partitions", "replication_factor", "config"), "a topic")
@@ -237,73 +224,6 @@ def _topics(f: Fields, raw: object) -> tuple[TopicSpec, ...] | None:
             seen[name] = i
             out.append(TopicSpec(name, partitions, rf, frozen_map(config)))  # type: ignore[arg-type]
     return tuple(out)
-
-
-def _workload(f: Fields, raw: object) -> WorkloadSpec | None:
-    m = f.mapping(("workload",), raw, ("producers", "consumers"), "workload")
-    if m is None:
-        return None
-    producers: list[ProducerSpec] = []
-    items = f.sequence(("workload", "producers"), m.get("producers"), "producers")
-    _count(f, ("workload", "producers"), items, MAX_PRODUCERS, "producers")
-    for i, item in enumerate(items):
-        path: Path = ("workload", "producers", i)
-        p = f.mapping(path, item, ("id", "topic", "rate", "acks", "idempotence", "keys", "config"), "a producer")
-        if p is None:
-            continue
-        pid = _client_name(f, p, path, "id", default=f"p{i}")
-        topic = f.string(p, path, "topic")
-        rate = f.number(p, path, "rate", default=100.0, positive=True, maximum=MAX_RATE,
-                        why="messages per second per producer")
-        raw_acks = p.get("acks", "all")
-        acks = {"-1": "all", "all": "all", "0": "0", "1": "1"}.get(str(raw_acks).lower())
-        if acks is None or isinstance(raw_acks, bool):
-            f.error((*path, "acks"), "acks must be 0, 1 or all", raw_acks)
-            acks = MISSING
-        idem = f.boolean(p, path, "idempotence", default=acks == "all")
-        if idem is True and acks not in ("all", MISSING):
-            f.error((*path, "idempotence"), "idempotence needs acks: all (librdkafka enforces it)", idem)
-        keys = f.integer(p, path, "keys", default=0, minimum=0, maximum=MAX_KEYS)
-        config = f.properties(p, path, "config")
-        if MISSING not in (pid, topic, rate, acks, idem, keys):
-            producers.append(ProducerSpec(pid, topic, rate, acks, idem, keys, frozen_map(config)))  # type: ignore[arg-type]
-    consumers: list[ConsumerSpec] = []
-    groups: set[str] = set()
-    items = f.sequence(("workload", "consumers"), m.get("consumers"), "consumers")
-    _count(f, ("workload", "consumers"), items, MAX_CONSUMER_GROUPS, "consumer groups")
-    for i, item in enumerate(items):
-        path = ("workload", "consumers", i)
-        c = f.mapping(path, item, ("group", "topics", "members", "strategy", "commit", "config"),
-                      "a consumer group")
-        if c is None:
-            continue
-        group = _client_name(f, c, path, "group")
-        topics = f.strings(c, path, "topics")
-        if topics == ():
-            f.error((*path, "topics"), "a consumer group subscribes to at least one topic", [])
-            topics = MISSING
-        members = f.integer(c, path, "members", default=1, minimum=1, maximum=MAX_MEMBERS,
-                            why="every member is a librdkafka consumer of its own")
-        strategy = f.string(c, path, "strategy", default="range",
-                            choices=("range", "roundrobin", "cooperative-sticky"))
-        commit = f.string(c, path, "commit", default="auto", choices=("auto", "sync", "async"))
-        config = f.properties(c, path, "config")
-        if group in groups:
-            f.error((*path, "group"), "consumer group declared twice", group)
-            continue
-        if MISSING not in (group, topics, members, strategy, commit):
-            groups.add(group)
-            consumers.append(ConsumerSpec(group, topics, members, strategy, commit, frozen_map(config)))  # type: ignore[arg-type]
-    return WorkloadSpec(tuple(producers), tuple(consumers))
-
-
-def _client_name(f: Fields, m: dict[str, Any], path: Path, key: str, default: Any = MISSING) -> Any:
-    """A producer id or group id: a non-empty printable string of at most 249 characters."""
-    name = f.string(m, path, key, default=default)
-    if name is not MISSING and not (0 < len(name) <= 249 and name.isprintable()):
-        f.error((*path, key), "must be 1 to 249 printable characters", name)
-        return MISSING
-    return name
 
 
 def _verify(f: Fields, raw: object) -> VerifySpec | None:

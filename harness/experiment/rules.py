@@ -1,7 +1,7 @@
 """Cross-field rules of an experiment: references (topics, groups, broker and ZooKeeper ids,
 partitions, consumer members), replication factor vs brokers, faults inside the experiment's
-duration, faults whose kinds forbid overlapping on the same target, and producers that would send
-more values than their share of the value space."""
+duration, faults whose kinds forbid overlapping on the same target, producers that would send
+more values than their share of the value space, and transactions asked of the reference broker."""
 
 from __future__ import annotations
 
@@ -32,6 +32,11 @@ def check_rules(f: Fields, exp: Experiment) -> None:
         if exp.topic(p.topic) is None:
             f.error(("workload", "producers", i, "topic"), "topic is not declared under `topics`", p.topic,
                     _declared("topics", [t.name for t in exp.topics]))
+        if p.transactions is not None and (exp.cluster.broker == "reference" or exp.cluster.reference_bugs):
+            why = "cluster.broker is reference" if exp.cluster.broker == "reference" else "reference_bugs are set"
+            f.error(("workload", "producers", i, "transactions"), f"transactions run on Apache Kafka only (the "
+                    f"reference broker has none), but {why}", p.transactions.id,
+                    "cluster.broker: auto or apache-kafka, and no reference_bugs")
     for i, c in enumerate(exp.workload.consumers):
         for j, name in enumerate(c.topics):
             if exp.topic(name) is None:
@@ -148,6 +153,11 @@ def _check_target(f: Fields, exp: Experiment, path: Path, t: Target) -> None:
                     _declared("topics", [x.name for x in exp.topics]))
         elif (t.partition or 0) >= topic.partitions:
             f.error(path, f"topic {topic.name!r} has partitions 0..{topic.partitions - 1}", str(t))
+    elif t.kind == "txn-coordinator":
+        ids = [p.transactions.id for p in exp.workload.producers if p.transactions is not None]
+        if t.transactional_id not in ids:
+            f.error(path, "no producer declares this transactional id (`transactions.id`)", str(t),
+                    _declared("transactional ids", ids))
     elif t.kind in ("coordinator", "consumer"):
         group = exp.group(t.group or "")
         if group is None:

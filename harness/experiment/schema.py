@@ -17,6 +17,7 @@ from harness.faults.targets import LinkTarget, Target
 Acks = Literal["0", "1", "all"]
 Strategy = Literal["range", "roundrobin", "cooperative-sticky"]
 CommitMode = Literal["auto", "sync", "async"]
+Isolation = Literal["read_committed", "read_uncommitted"]
 ParamValue = int | float | bool | str
 
 
@@ -62,6 +63,18 @@ class TopicSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class TransactionSpec:
+    """A transactional producer (`transactions:` of a producer): librdkafka's `transactional.id`, the records
+    each transaction holds (spread over the topic's partitions in turn), the share of transactions it aborts on
+    purpose (drawn from the seed) and `transaction.timeout.ms`."""
+
+    id: str
+    records: int = 10
+    abort_rate: float = 0.0
+    timeout: float = 60.0
+
+
+@dataclass(frozen=True, slots=True)
 class ProducerSpec:
     id: str
     topic: str
@@ -70,6 +83,7 @@ class ProducerSpec:
     idempotence: bool = True
     keys: int = 0
     config: Mapping[str, str] = field(default_factory=frozen_map)  # type: ignore[arg-type]
+    transactions: TransactionSpec | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +94,8 @@ class ConsumerSpec:
     strategy: Strategy = "range"
     commit: CommitMode = "auto"
     config: Mapping[str, str] = field(default_factory=frozen_map)  # type: ignore[arg-type]
+    isolation: Isolation = "read_committed"
+    """librdkafka's `isolation.level` (its default: read_committed)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,6 +228,12 @@ class Experiment:
     def group(self, name: str) -> ConsumerSpec | None:
         return next((c for c in self.workload.consumers if c.group == name), None)
 
+    def needs_kafka(self) -> str:
+        """Why only Apache Kafka can run this experiment, or "" (the reference broker has no transactions)."""
+        txn = [p.id for p in self.workload.producers if p.transactions is not None]
+        return (f"producer {', '.join(txn)} {'is' if len(txn) == 1 else 'are'} transactional and the reference "
+                "broker has no transactions") if txn else ""
+
 
 CHECK_IDS: tuple[str, ...] = (
     "controller.unique", "controller.epoch_monotonic", "quorum.no_split_brain",
@@ -219,7 +241,7 @@ CHECK_IDS: tuple[str, ...] = (
     "partition.offline_replica_leaves_isr", "partition.unclean_only_when_enabled",
     "partition.controlled_shutdown_moves_leaders",
     "delivery.lost_write", "delivery.duplicate", "delivery.inconsistent_offsets", "delivery.key_order",
-    "delivery.fatal_error",
+    "delivery.fatal_error", "txn.aborted_read", "txn.atomic_visibility", "txn.lost_commit",
     "consumer.nonmonotonic_poll", "consumer.poll_skip",
     "group.generation_monotonic", "group.exclusive_ownership", "group.assignment_conforms",
     "group.coordinator_conforms", "group.commit_monotonic", "operation.completes",

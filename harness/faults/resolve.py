@@ -88,7 +88,36 @@ def resolve_node(t: Target, state: ClusterState, topo: Topology | None = None) -
         if coord is None:
             raise ResolutionError(f"{t}: the group's coordinator has not been observed yet")
         return NodeId.broker(coord)
+    if t.kind == "txn-coordinator":
+        return NodeId.broker(_txn_coordinator(t, state))
     raise ResolutionError(f"{t}: unresolved target kind {t.kind!r} (random-broker resolves in the schedule)")
+
+
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+
+
+def transaction_state_partition(transactional_id: str, partitions: int) -> int:
+    """The `__transaction_state` partition that owns `transactional_id`: Kafka's
+    `TransactionStateManager.partitionFor`, `Utils.abs(transactionalId.hashCode) % partitions`, with Java's
+    `String.hashCode` (31-based over UTF-16 code units, 32-bit overflow) and `Utils.abs` (MIN_VALUE -> 0)."""
+    h = 0
+    units = transactional_id.encode("utf-16-be")
+    for i in range(0, len(units), 2):
+        h = (31 * h + int.from_bytes(units[i:i + 2], "big")) & 0xFFFFFFFF
+    signed = h - (1 << 32) if h >= 1 << 31 else h
+    return (0 if signed == -(1 << 31) else abs(signed)) % partitions
+
+
+def _txn_coordinator(t: Target, state: ClusterState) -> int:
+    seen = [p for (topic, p) in state.partitions if topic == TRANSACTION_STATE_TOPIC]
+    if not seen:
+        raise ResolutionError(f"{t}: {TRANSACTION_STATE_TOPIC} has not been observed yet (Kafka creates it at the "
+                              "first InitProducerId)")
+    partition = transaction_state_partition(t.transactional_id or "", max(seen) + 1)
+    leader = state.leader(TRANSACTION_STATE_TOPIC, partition)
+    if leader is None:
+        raise ResolutionError(f"{t}: {TRANSACTION_STATE_TOPIC}/{partition} has no leader right now")
+    return leader
 
 
 def _node(t: Target, state: ClusterState, topo: Topology) -> NodeId:

@@ -1,6 +1,7 @@
 """Target expressions of faults, parsed into frozen values; resolved to nodes only when a fault fires.
 
 Node targets: `broker:2`, `zookeeper:1`, `controller`, `leader:<topic>/<p>`, `coordinator:<group>`,
+`txn_coordinator:<transactional id>` (the leader of the `__transaction_state` partition that id maps to),
 `consumer:<group>/<n>` (n is 0-based), `random-broker` (drawn from the seed when the schedule is
 built), `idle-broker` (the lowest-id live broker that leads no partition when the fault fires: a pure
 follower, whose loss only the ISRs show). KRaft adds `controller:<id>` (a voter: `controller:101`, or
@@ -16,11 +17,11 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-TargetKind = Literal["broker", "zookeeper", "controller", "leader", "coordinator", "consumer", "random-broker",
-                     "any-controller", "idle-broker"]
+TargetKind = Literal["broker", "zookeeper", "controller", "leader", "coordinator", "txn-coordinator", "consumer",
+                     "random-broker", "any-controller", "idle-broker"]
 Role = Literal["broker", "zookeeper", "consumer", "controller"]
 
-_BROKER_LIKE = ("broker", "controller", "leader", "coordinator", "random-broker", "idle-broker")
+_BROKER_LIKE = ("broker", "controller", "leader", "coordinator", "txn-coordinator", "random-broker", "idle-broker")
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +33,7 @@ class Target:
     topic: str | None = None
     partition: int | None = None
     group: str | None = None
+    transactional_id: str | None = None
 
     @property
     def role(self) -> Role:
@@ -57,6 +59,8 @@ class Target:
             return f"leader:{self.topic}/{self.partition}"
         if self.kind == "coordinator":
             return f"coordinator:{self.group}"
+        if self.kind == "txn-coordinator":
+            return f"txn_coordinator:{self.transactional_id}"
         if self.kind == "consumer":
             return f"consumer:{self.group}/{self.id}"
         return self.kind
@@ -82,7 +86,8 @@ class TargetSyntaxError(ValueError):
 
 
 _FORMS = ("broker:<id>, zookeeper:<id>, controller, controller:<id>, controller:any, leader:<topic>/<partition>, "
-          "coordinator:<group>, consumer:<group>/<member index>, random-broker, idle-broker")
+          "coordinator:<group>, txn_coordinator:<transactional id>, consumer:<group>/<member index>, random-broker, "
+          "idle-broker")
 _NAME = r"[A-Za-z0-9._-]+"
 
 
@@ -108,6 +113,10 @@ def parse_target(text: str) -> Target:
         if not re.fullmatch(_NAME, rest):
             raise TargetSyntaxError("expected coordinator:<group>, as in coordinator:billing")
         return Target("coordinator", group=rest)
+    if kind == "txn_coordinator":
+        if not re.fullmatch(_NAME, rest):
+            raise TargetSyntaxError("expected txn_coordinator:<transactional id>, as in txn_coordinator:payments-tx")
+        return Target("txn-coordinator", transactional_id=rest)
     if kind == "consumer":
         m = re.fullmatch(rf"({_NAME})/(\d+)", rest)
         if not m:

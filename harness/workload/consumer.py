@@ -52,6 +52,7 @@ class ConsumerGroupWorkload:
         commit_interval_s: float = 1.0,
         auto_offset_reset: str = "earliest",
         poll_timeout_s: float = 0.1,
+        isolation: str = "read_committed",
     ) -> None:
         who = f"ConsumerGroupWorkload({group!r})"
         if not group:
@@ -65,6 +66,8 @@ class ConsumerGroupWorkload:
             raise WorkloadConfigError(who, "strategy", strategy, f"one or more of {sorted(_STRATEGIES)}")
         if commit not in COMMIT_MODES:
             raise WorkloadConfigError(who, "commit", commit, f"one of {list(COMMIT_MODES)}")
+        if isolation not in ("read_committed", "read_uncommitted"):
+            raise WorkloadConfigError(who, "isolation", isolation, "read_committed or read_uncommitted")
         if not commit_interval_s > 0:
             raise WorkloadConfigError(who, "commit_interval_s", commit_interval_s, "seconds > 0")
         self.name = f"consumers:{group}"
@@ -82,6 +85,7 @@ class ConsumerGroupWorkload:
             "group.id": group,
             "auto.offset.reset": auto_offset_reset,
             "enable.auto.commit": commit == "auto",
+            "isolation.level": isolation,
             "logger": LIBRDKAFKA_LOGGER,
         }
         if commit == "auto":

@@ -69,6 +69,7 @@ class Member:
         self._config = dict(config)
         self._config["on_commit"] = self._on_commit
         self._config["error_cb"] = self._on_client_error
+        self._isolation = str(self._config.get("isolation.level", "read_committed"))
         self._commit = commit
         self._commit_interval_s = commit_interval_s
         self._incremental = incremental
@@ -251,6 +252,7 @@ class Member:
                 offset=offset,
                 value=decode_value(msg.value()),
                 key=decode_key(msg.key()),
+                isolation=self._isolation,
             )
         )
         self.polled += 1
@@ -369,6 +371,13 @@ class Member:
         self._guarded(lambda: self._sink(event))
 
     # -- drain ---------------------------------------------------------------------------------
+    @staticmethod
+    def _position(consumer: confluent_kafka.Consumer, key: TopicPartitionKey) -> int:
+        """librdkafka's own position (no request): past transaction markers and, read_committed, aborted
+        records, which no poll returns."""
+        (tp,) = consumer.position([confluent_kafka.TopicPartition(*key)])
+        return tp.offset if tp.error is None else -1
+
     def _check_caught_up(self, consumer: confluent_kafka.Consumer) -> bool:
         """True when this member has read up to the high watermark of every partition it owns.
 
@@ -396,7 +405,7 @@ class Member:
                 if high < 0:
                     self.last_check_error = f"{key[0]}/{key[1]}: no high watermark fetched yet"
                     return False
-                read = max(self._positions.get(key, -1), self._committed.get(key, -1))
+                read = max(self._positions.get(key, -1), self._committed.get(key, -1), self._position(consumer, key))
                 if high > low and read < high:
                     self.last_check_error = f"{key[0]}/{key[1]}: read up to {read}, high watermark {high}"
                     return False

@@ -118,6 +118,8 @@ class ProducerWorkload:
         """A fatal `client.error` is in the history for the current session."""
         self.sessions = 1
         """Client sessions so far (`restart` adds one)."""
+        self._join_timeout_s = _JOIN_TIMEOUT_S
+        """How long `stop`/`restart`/`close` wait for the sender thread to leave its loop."""
         self._failure: BaseException | None = None
         self.fatal_error: str | None = None
         """A fatal client error that ended sending (the cluster's doing, not the harness's), if any."""
@@ -168,7 +170,7 @@ class ProducerWorkload:
         self._stop.set()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
-            thread.join(_JOIN_TIMEOUT_S)
+            thread.join(self._join_timeout_s)
 
     def drain(self, timeout_s: float) -> None:
         """Serve delivery reports until none is outstanding or `timeout_s` passes (no raise)."""
@@ -184,7 +186,7 @@ class ProducerWorkload:
             try:
                 producer.flush(min(remaining, 0.5))
             except confluent_kafka.KafkaException as exc:
-                if not _fatal(exc):
+                if not is_fatal(exc):
                     raise
                 return  # a fatal client error: nothing more will be delivered (close() purges the rest)
 
@@ -198,9 +200,9 @@ class ProducerWorkload:
             if thread is None or old is None or self._ended:
                 raise WorkloadError(f"{self.name}: restart() needs a running producer")
             self._stop.set()
-            thread.join(_JOIN_TIMEOUT_S)
+            thread.join(self._join_timeout_s)
             if thread.is_alive():
-                raise WorkloadError(f"{self.name}: the sender thread is alive after {_JOIN_TIMEOUT_S}s")
+                raise WorkloadError(f"{self.name}: the sender thread is alive after {self._join_timeout_s:g}s")
             held = left = len(old)
             try:
                 if abrupt:
@@ -210,7 +212,7 @@ class ProducerWorkload:
                     old.purge(in_queue=True, in_flight=True, blocking=False)
                 old.flush(2.0)
             except confluent_kafka.KafkaException as exc:
-                if not _fatal(exc):  # a client a fatal error ended delivers nothing more: already recorded
+                if not is_fatal(exc):  # a client a fatal error ended delivers nothing more: already recorded
                     raise
             self._producer = None
             del old  # librdkafka's handle goes before the new session starts
@@ -237,9 +239,10 @@ class ProducerWorkload:
         self._stop.set()
         thread = self._thread
         if thread is not None:
-            thread.join(_JOIN_TIMEOUT_S)
+            thread.join(self._join_timeout_s)
             if thread.is_alive():
-                failures.append((f"{self.name}: join sender thread", TimeoutError(f"alive after {_JOIN_TIMEOUT_S}s")))
+                failures.append((f"{self.name}: join sender thread",
+                                 TimeoutError(f"alive after {self._join_timeout_s:g}s")))
         producer = self._producer
         if producer is not None:
             try:
@@ -247,7 +250,7 @@ class ProducerWorkload:
                     producer.purge(in_queue=True, in_flight=True, blocking=False)
                     producer.flush(2.0)
             except Exception as exc:  # every teardown step is attempted
-                if not _fatal(exc):  # after a fatal client error the purge reports it again: already recorded
+                if not is_fatal(exc):  # after a fatal client error the purge reports it again: already recorded
                     failures.append((f"{self.name}: purge outstanding messages", exc))
             self._producer = None
             del producer  # the last reference: librdkafka's handle and threads are destroyed here
@@ -269,36 +272,36 @@ class ProducerWorkload:
     def _run(self) -> None:
         producer = self._producer
         assert producer is not None
-        interval = 1.0 / self.rate
-        next_at = time.monotonic()
         try:
-            while not self._stop.is_set():
-                now = time.monotonic()
-                if now < next_at:
-                    producer.poll(min(next_at - now, 0.05))
-                    continue
-                self._send_one(producer)
-                next_at += interval
-                if time.monotonic() - next_at > _MAX_LAG_S:
-                    next_at = time.monotonic()  # after a stall, resume the rate instead of bursting
-                producer.poll(0)
+            self._send_loop(producer)
         except confluent_kafka.KafkaException as exc:
-            if not _fatal(exc):
+            if not is_fatal(exc):
                 traceback.clear_frames(exc.__traceback__)
                 self._failure = exc
                 return
-            # A fatal client error (e.g. an idempotent producer's OUT_OF_ORDER_SEQUENCE_NUMBER when a broker
-            # lost what it had acknowledged): the client can send no more. That is the cluster's doing, recorded
-            # as `client.error` {fatal: true}; the producer stops sending, the run goes on. `error_cb` carries
-            # librdkafka's reason, but only from a poll: serve it now, and record the exception if it says nothing.
-            self.fatal_error = str(exc.args[0])
-            with contextlib.suppress(Exception):
-                producer.poll(0)
-            if not self._fatal_recorded:
-                self._on_client_error(exc.args[0])
+            self._fatal_end(producer, exc)
         except BaseException as exc:
             traceback.clear_frames(exc.__traceback__)  # keep the trace, not the clients in its frames
             self._failure = exc
+
+    def _send_loop(self, producer: confluent_kafka.Producer) -> None:
+        """Send at `rate` until `stop()`."""
+        pace = Pacer(self.rate)
+        while not self._stop.is_set():
+            if pace.wait(producer):
+                self._send_one(producer)
+                producer.poll(0)
+
+    def _fatal_end(self, producer: confluent_kafka.Producer, exc: confluent_kafka.KafkaException) -> None:
+        """A fatal client error (e.g. an idempotent producer's OUT_OF_ORDER_SEQUENCE_NUMBER when a broker
+        lost what it had acknowledged): the client can send no more. That is the cluster's doing, recorded
+        as `client.error` {fatal: true}; the producer stops sending, the run goes on. `error_cb` carries
+        librdkafka's reason, but only from a poll: serve it now, and record the exception if it says nothing."""
+        self.fatal_error = str(exc.args[0])
+        with contextlib.suppress(Exception):
+            producer.poll(0)
+        if not self._fatal_recorded:
+            self._on_client_error(exc.args[0])
 
     def _base(self, value: int, key: str | None) -> Event:
         return {
@@ -310,7 +313,7 @@ class ProducerWorkload:
             "acks": self.acks,
         }
 
-    def _send_one(self, producer: confluent_kafka.Producer) -> None:
+    def _send_one(self, producer: confluent_kafka.Producer, partition: int | None = None) -> None:
         n = self._next_n
         self._next_n += 1
         value = self.value_base + n
@@ -328,6 +331,7 @@ class ProducerWorkload:
                 self.topic,
                 value=encode_value(value),
                 key=key.encode() if key is not None else None,
+                partition=-1 if partition is None else partition,  # -1: RD_KAFKA_PARTITION_UA, the partitioner's
                 on_delivery=on_delivery,
             )
         except BufferError as exc:
@@ -407,7 +411,26 @@ class ProducerWorkload:
         )
 
 
-def _fatal(exc: BaseException) -> bool:
+class Pacer:
+    """Paces sends at `rate` per second; after a stall it resumes the rate instead of bursting."""
+
+    def __init__(self, rate: float) -> None:
+        self.interval = 1.0 / rate
+        self.next_at = time.monotonic()
+
+    def wait(self, producer: confluent_kafka.Producer) -> bool:
+        """True when the next send is due (and counts it as sent); else serves callbacks for up to 50 ms."""
+        now = time.monotonic()
+        if now < self.next_at:
+            producer.poll(min(self.next_at - now, 0.05))
+            return False
+        self.next_at += self.interval
+        if now - self.next_at > _MAX_LAG_S:
+            self.next_at = now
+        return True
+
+
+def is_fatal(exc: BaseException) -> bool:
     """A librdkafka error that leaves the client unusable (`KafkaError.fatal()`)."""
     kerr = exc.args[0] if exc.args and isinstance(exc.args[0], confluent_kafka.KafkaError) else None
     return isinstance(exc, confluent_kafka.KafkaException) and kerr is not None and kerr.fatal()

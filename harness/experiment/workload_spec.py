@@ -1,0 +1,148 @@
+"""The `workload:` section: producers (plain, idempotent or transactional) and consumer groups, read
+into frozen `ProducerSpec` / `TransactionSpec` / `ConsumerSpec` values; every error names its field path."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.experiment.fields import MISSING, Fields, count_items
+from harness.experiment.limits import (
+    MAX_CONSUMER_GROUPS,
+    MAX_KEYS,
+    MAX_MEMBERS,
+    MAX_PRODUCERS,
+    MAX_RATE,
+    MAX_TXN_RECORDS,
+    MAX_TXN_TIMEOUT_S,
+)
+from harness.experiment.schema import ConsumerSpec, ProducerSpec, TransactionSpec, WorkloadSpec, frozen_map
+from harness.experiment.yamlsource import Path
+
+_OWN_FIELDS = {"transactional.id": "transactions.id", "transaction.timeout.ms": "transactions.timeout",
+               "isolation.level": "isolation"}
+"""librdkafka properties that the workload's own fields set: `config` may not set them too."""
+
+
+def read_workload(f: Fields, raw: object) -> WorkloadSpec | None:
+    """The workload, or None after any error in it (so the cross-field rules, which name producers and groups
+    by their position, never see a list that lost an item)."""
+    before = len(f.problems)
+    m = f.mapping(("workload",), raw, ("producers", "consumers"), "workload")
+    if m is None:
+        return None
+    producers: list[ProducerSpec] = []
+    items = f.sequence(("workload", "producers"), m.get("producers"), "producers")
+    count_items(f, ("workload", "producers"), items, MAX_PRODUCERS, "producers")
+    txn_ids: set[str] = set()
+    for i, item in enumerate(items):
+        path: Path = ("workload", "producers", i)
+        p = f.mapping(path, item, ("id", "topic", "rate", "acks", "idempotence", "keys", "config", "transactions"),
+                      "a producer")
+        if p is None:
+            continue
+        pid = _client_name(f, p, path, "id", default=f"p{i}")
+        topic = f.string(p, path, "topic")
+        rate = f.number(p, path, "rate", default=100.0, positive=True, maximum=MAX_RATE,
+                        why="messages per second per producer")
+        raw_acks = p.get("acks", "all")
+        acks = {"-1": "all", "all": "all", "0": "0", "1": "1"}.get(str(raw_acks).lower())
+        if acks is None or isinstance(raw_acks, bool):
+            f.error((*path, "acks"), "acks must be 0, 1 or all", raw_acks)
+            acks = MISSING
+        idem = f.boolean(p, path, "idempotence", default=acks == "all")
+        if idem is True and acks not in ("all", MISSING):
+            f.error((*path, "idempotence"), "idempotence needs acks: all (librdkafka enforces it)", idem)
+        keys = f.integer(p, path, "keys", default=0, minimum=0, maximum=MAX_KEYS)
+        config = f.properties(p, path, "config")
+        txn = _transactions(f, p, path, pid, acks, idem)
+        if isinstance(txn, TransactionSpec):
+            if txn.id in txn_ids:
+                f.error((*path, "transactions", "id"), "two producers share a transactional id (the second would "
+                        "fence the first)", txn.id)
+            txn_ids.add(txn.id)
+        _no_own_fields(f, path, config)
+        if MISSING not in (pid, topic, rate, acks, idem, keys, txn):
+            producers.append(ProducerSpec(pid, topic, rate, acks, idem, keys, frozen_map(config),  # type: ignore[arg-type]
+                                          txn))
+    consumers: list[ConsumerSpec] = []
+    groups: set[str] = set()
+    items = f.sequence(("workload", "consumers"), m.get("consumers"), "consumers")
+    count_items(f, ("workload", "consumers"), items, MAX_CONSUMER_GROUPS, "consumer groups")
+    for i, item in enumerate(items):
+        path = ("workload", "consumers", i)
+        c = f.mapping(path, item, ("group", "topics", "members", "strategy", "commit", "config", "isolation"),
+                      "a consumer group")
+        if c is None:
+            continue
+        group = _client_name(f, c, path, "group")
+        topics = f.strings(c, path, "topics")
+        if topics == ():
+            f.error((*path, "topics"), "a consumer group subscribes to at least one topic", [])
+            topics = MISSING
+        members = f.integer(c, path, "members", default=1, minimum=1, maximum=MAX_MEMBERS,
+                            why="every member is a librdkafka consumer of its own")
+        strategy = f.string(c, path, "strategy", default="range",
+                            choices=("range", "roundrobin", "cooperative-sticky"))
+        commit = f.string(c, path, "commit", default="auto", choices=("auto", "sync", "async"))
+        isolation = f.string(c, path, "isolation", default="read_committed",
+                             choices=("read_committed", "read_uncommitted"))
+        config = f.properties(c, path, "config")
+        _no_own_fields(f, path, config)
+        if group in groups:
+            f.error((*path, "group"), "consumer group declared twice", group)
+            continue
+        if MISSING not in (group, topics, members, strategy, commit, isolation):
+            groups.add(group)
+            consumers.append(ConsumerSpec(group, topics, members, strategy, commit, frozen_map(config),  # type: ignore[arg-type]
+                                          isolation))
+    return WorkloadSpec(tuple(producers), tuple(consumers)) if len(f.problems) == before else None
+
+
+def _transactions(f: Fields, p: dict[str, Any], path: Path, pid: Any, acks: Any, idem: Any) -> Any:
+    """The producer's `transactions:` mapping (None when absent); MISSING after an error."""
+    if p.get("transactions") is None:
+        return None
+    tpath: Path = (*path, "transactions")
+    t = f.mapping(tpath, p["transactions"], ("id", "records", "abort_rate", "timeout"), "transactions")
+    if t is None:
+        return MISSING
+    default_id = f"kafka-chaos-{pid}" if isinstance(pid, str) else MISSING
+    tid = _client_name(f, t, tpath, "id", default=default_id)
+    records = f.integer(t, tpath, "records", default=10, minimum=1, maximum=MAX_TXN_RECORDS,
+                        why="records per transaction")
+    abort_rate = f.number(t, tpath, "abort_rate", default=0.0)
+    if abort_rate is not MISSING and not 0.0 <= abort_rate <= 1.0:
+        f.error((*tpath, "abort_rate"), "must be between 0 and 1 (the share of transactions aborted on purpose)",
+                t.get("abort_rate"))
+        abort_rate = MISSING
+    timeout = f.duration(t, tpath, "timeout", default=60.0)
+    if timeout is not MISSING and timeout > MAX_TXN_TIMEOUT_S:
+        f.error((*tpath, "timeout"), f"must be at most {MAX_TXN_TIMEOUT_S:g}s", t.get("timeout"),
+                "Kafka's transaction.max.timeout.ms defaults to 15 minutes")
+        timeout = MISSING
+    if acks not in ("all", MISSING):
+        f.error((*path, "acks"), "a transactional producer needs acks: all (librdkafka enforces it)", acks)
+        return MISSING
+    if idem is False:
+        f.error((*path, "idempotence"), "a transactional producer is idempotent (librdkafka enforces it)", idem)
+        return MISSING
+    if MISSING in (tid, records, abort_rate, timeout):
+        return MISSING
+    return TransactionSpec(tid, records, abort_rate, timeout)
+
+
+def _no_own_fields(f: Fields, path: Path, config: Any) -> None:
+    if not isinstance(config, dict):
+        return
+    for prop, own in _OWN_FIELDS.items():
+        if prop in config:
+            f.error((*path, "config", prop), f"set by the workload's own field `{own}`; write it there", config[prop])
+
+
+def _client_name(f: Fields, m: dict[str, Any], path: Path, key: str, default: Any = MISSING) -> Any:
+    """A producer id, group id or transactional id: a non-empty printable string of at most 249 characters."""
+    name = f.string(m, path, key, default=default)
+    if name is not MISSING and not (0 < len(name) <= 249 and name.isprintable()):
+        f.error((*path, key), "must be 1 to 249 printable characters", name)
+        return MISSING
+    return name

@@ -1,0 +1,211 @@
+"""The transactional producer workload: librdkafka's transactional API (through confluent-kafka) on the
+producer workload's sender thread, recording each transaction's begin and end and its outcome.
+
+Each transaction holds `records` records, sent at the producer's rate to the topic's partitions in turn
+(record i of a transaction goes to partition i mod the partition count), so one transaction spans several
+partitions. Whether a transaction is meant to be aborted is drawn from the seed when it begins
+(`abort_rate`). Events (src `producer:<id>`), besides the producer workload's `send`/`ack`/`send.error`,
+which carry `txn` here:
+- `txn.begin` {producer, transactional_id, txn}: `txn` numbers the producer's transactions 0, 1, 2, …
+  across client sessions.
+- `txn.commit` / `txn.abort` {producer, transactional_id, txn, outcome, definite, error, error_detail}: the end
+  of a transaction meant to be committed / aborted. `outcome` is `committed` (commit_transaction returned),
+  `aborted` (abort_transaction returned, after an abort on purpose or a commit that failed with an error that
+  requires an abort, or the next session's init_transactions aborted a transaction an abrupt restart left
+  open), or `unknown` (a fatal error, or the run ended while the end was still being retried: Jepsen's
+  indefinite `info`). `definite` is outcome != unknown.
+
+Retriable errors of commit and abort are retried until they succeed; once `stop()` is called the retries
+end after the transaction timeout. The producer blocks meanwhile, as a transactional application does.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import confluent_kafka
+
+from harness.history.jsonl import Event, EventSink
+from harness.workload.common import WorkloadConfigError, wall_ms
+from harness.workload.producer import Pacer, ProducerWorkload, is_fatal
+
+_CALL_TIMEOUT_S = 10.0
+"""The timeout of each init_transactions/commit_transaction/abort_transaction call (retried after it)."""
+
+
+class TransactionalProducerWorkload(ProducerWorkload):
+    """A `ProducerWorkload` whose records go out in transactions (see the module docstring)."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        sink: EventSink,
+        *,
+        producer_id: str,
+        topic: str,
+        rate: float,
+        transactional_id: str,
+        records: int = 10,
+        abort_rate: float = 0.0,
+        timeout_s: float = 60.0,
+        seed: int = 0,
+        keys: int = 0,
+        value_base: int = 0,
+        extra_config: Mapping[str, str] | None = None,
+    ) -> None:
+        who = f"TransactionalProducerWorkload({producer_id!r})"
+        if not transactional_id:
+            raise WorkloadConfigError(who, "transactional_id", transactional_id, "a non-empty string")
+        if records < 1:
+            raise WorkloadConfigError(who, "records", records, "at least 1 record per transaction")
+        if not 0.0 <= abort_rate <= 1.0:
+            raise WorkloadConfigError(who, "abort_rate", abort_rate, "a share between 0 and 1")
+        if not timeout_s > 0:
+            raise WorkloadConfigError(who, "timeout_s", timeout_s, "seconds > 0")
+        super().__init__(bootstrap_servers, sink, producer_id=producer_id, topic=topic, rate=rate, acks="all",
+                         idempotence=True, keys=keys, value_base=value_base, extra_config=extra_config)
+        self.transactional_id = transactional_id
+        self.records = records
+        self.abort_rate = abort_rate
+        self.timeout_s = timeout_s
+        self._config["transactional.id"] = transactional_id
+        self._config["transaction.timeout.ms"] = str(int(timeout_s * 1000))
+        self._join_timeout_s = timeout_s + 2 * _CALL_TIMEOUT_S
+        self._draws = random.Random(f"{seed}:{producer_id}")
+        self._next_txn = 0
+        self._open: tuple[int, bool] | None = None
+        """The transaction under way: (txn, meant to be aborted)."""
+        self._abandon = False
+        """An abrupt restart is under way: the sender thread leaves the open transaction as it is."""
+        self._abandoned: tuple[int, bool] | None = None
+        """The transaction an abrupt restart left open; the next session's init_transactions aborts it."""
+        self.outcomes: dict[str, int] = {"committed": 0, "aborted": 0, "unknown": 0}
+
+    def restart(self, *, abrupt: bool = False, timeout_s: float = 30.0) -> str:
+        """As `ProducerWorkload.restart`; a clean restart ends the open transaction first, an abrupt one leaves
+        it open for the new session's init_transactions to abort (Kafka bumps the epoch and aborts it)."""
+        self._abandon = abrupt
+        try:
+            return super().restart(abrupt=abrupt, timeout_s=timeout_s)
+        finally:
+            self._abandon = False
+
+    # -- the sender thread ---------------------------------------------------------------------
+    def _base(self, value: int, key: str | None) -> Event:
+        base = super()._base(value, key)
+        if self._open is not None:
+            base["txn"] = self._open[0]
+        return base
+
+    def _send_loop(self, producer: confluent_kafka.Producer) -> None:
+        if not self._init(producer):
+            return
+        partitions = self._partition_count(producer)
+        pace = Pacer(self.rate)
+        while not self._stop.is_set():
+            self._begin(producer)
+            sent = 0
+            while sent < self.records and not self._stop.is_set():
+                if pace.wait(producer):
+                    self._send_one(producer, sent % partitions if partitions else None)
+                    sent += 1
+                    producer.poll(0)
+            if self._stop.is_set() and self._abandon:
+                self._abandoned, self._open = self._open, None
+                return
+            self._end(producer)
+
+    def _init(self, producer: confluent_kafka.Producer) -> bool:
+        """init_transactions, retried while retriable until it succeeds or `stop()`; False when stopped."""
+        while not self._stop.is_set():
+            try:
+                producer.init_transactions(_CALL_TIMEOUT_S)
+                break
+            except confluent_kafka.KafkaException as exc:
+                if is_fatal(exc) or not exc.args[0].retriable():
+                    raise
+        else:
+            return False
+        if self._abandoned is not None:
+            txn, abort = self._abandoned
+            self._abandoned = None
+            self._record_end(txn, abort, "aborted", "_ABANDONED", "left open by an abrupt restart; the new "
+                             "session's init_transactions aborted it")
+        return True
+
+    def _partition_count(self, producer: confluent_kafka.Producer) -> int:
+        """The topic's partitions (from Metadata), or 0 when unknown (the partitioner then chooses)."""
+        try:
+            topic = producer.list_topics(self.topic, timeout=_CALL_TIMEOUT_S).topics.get(self.topic)
+        except confluent_kafka.KafkaException:
+            return 0
+        return len(topic.partitions) if topic is not None and topic.error is None else 0
+
+    def _begin(self, producer: confluent_kafka.Producer) -> None:
+        producer.begin_transaction()
+        txn = self._next_txn
+        self._next_txn += 1
+        self._open = (txn, self._draws.random() < self.abort_rate)
+        self._sink({"type": "txn.begin", "src": self.name, "wall": wall_ms(), "producer": self.producer_id,
+                    "transactional_id": self.transactional_id, "txn": txn})
+
+    def _end(self, producer: confluent_kafka.Producer) -> None:
+        """Commit or abort the open transaction (as drawn at its begin) and record the outcome."""
+        assert self._open is not None
+        txn, abort = self._open
+        if abort:
+            self._deliver_all(producer)
+        outcome, error, detail = self._attempt(producer.abort_transaction if abort else producer.commit_transaction,
+                                               "aborted" if abort else "committed")
+        if outcome == "requires-abort":
+            outcome, abort_error, abort_detail = self._attempt(producer.abort_transaction, "aborted")
+            error, detail = (error, detail) if outcome == "aborted" else (abort_error, f"{detail}; {abort_detail}")
+        self._open = None
+        self._record_end(txn, abort, outcome, error, detail)
+
+    def _deliver_all(self, producer: confluent_kafka.Producer) -> None:
+        """Before an abort on purpose: every record delivered (or failed), so the aborted records are in the log
+        and librdkafka's AddPartitionsToTxn has been answered. Aborting while the first produce is in flight
+        lets EndTxn overtake AddPartitionsToTxn, which the coordinator refuses with a fatal INVALID_TXN_STATE
+        (librdkafka#4849, open; seen here on Apache Kafka 3.9.2). Bounded by the transaction timeout."""
+        deadline = time.monotonic() + self.timeout_s
+        while len(producer) > 0 and time.monotonic() < deadline:
+            producer.flush(min(_CALL_TIMEOUT_S, max(deadline - time.monotonic(), 0.0)))
+
+    def _attempt(self, call: Any, done: str) -> tuple[str, str | None, str | None]:
+        """(outcome, error name, error text): `done` when `call` returns, `requires-abort` when the
+        transaction must be aborted, `unknown` after the retries end; raises a fatal error (`_fatal_end`)."""
+        deadline: float | None = None
+        while True:
+            try:
+                call(_CALL_TIMEOUT_S)
+                return done, None, None
+            except confluent_kafka.KafkaException as exc:
+                err = exc.args[0]
+                if is_fatal(exc):
+                    raise
+                if err.txn_requires_abort():
+                    return "requires-abort", err.name(), err.str()
+                if not err.retriable():
+                    return "unknown", err.name(), err.str()
+                if self._stop.is_set():
+                    deadline = deadline or time.monotonic() + self.timeout_s
+                    if time.monotonic() > deadline:
+                        return "unknown", err.name(), f"{err.str()} (still failing when the run ended)"
+
+    def _fatal_end(self, producer: confluent_kafka.Producer, exc: confluent_kafka.KafkaException) -> None:
+        """The open transaction's outcome is unknown (the client died with it), then as any producer."""
+        if self._open is not None:
+            err = exc.args[0]
+            self._record_end(*self._open, "unknown", err.name(), err.str())
+            self._open = None
+        super()._fatal_end(producer, exc)
+
+    def _record_end(self, txn: int, abort: bool, outcome: str, error: str | None, detail: str | None) -> None:
+        self.outcomes[outcome] += 1
+        self._sink({"type": "txn.abort" if abort else "txn.commit", "src": self.name, "wall": wall_ms(),
+                    "producer": self.producer_id, "transactional_id": self.transactional_id, "txn": txn,
+                    "outcome": outcome, "definite": outcome != "unknown", "error": error, "error_detail": detail})
