@@ -81,13 +81,20 @@ def real_producers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[W
 
 
 def real_consumers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[Workload]:
+    """The consumer groups, and the pipelines (they consume until the drain ends, like the groups)."""
     from harness.workload.consumer import ConsumerGroupWorkload
+    from harness.workload.pipeline import PipelineWorkload
 
+    first = len(exp.workload.producers) + 1
     return [
-        ConsumerGroupWorkload(cluster.bootstrap_servers, sink, group=c.group, topics=list(c.topics),
-                              members=c.members, strategy=c.strategy, commit=c.commit, extra_config=dict(c.config),
-                              isolation=c.isolation)
-        for c in exp.workload.consumers
+        *(ConsumerGroupWorkload(cluster.bootstrap_servers, sink, group=c.group, topics=list(c.topics),
+                                members=c.members, strategy=c.strategy, commit=c.commit, extra_config=dict(c.config),
+                                isolation=c.isolation)
+          for c in exp.workload.consumers),
+        *(PipelineWorkload(cluster.bootstrap_servers, sink, pipeline_id=p.id, group=p.group, input_topic=p.input,
+                           output_topic=p.output, transactional_id=p.transactions.id, records=p.transactions.records,
+                           timeout_s=p.transactions.timeout, value_base=(first + i) * VALUE_STRIDE)
+          for i, p in enumerate(exp.workload.pipelines)),
     ]
 
 

@@ -70,18 +70,30 @@ class RunResult:
 
 
 class _Delivery:
-    """Counts acked values and the ones consumers have polled, so the drain can stop early."""
+    """Counts acked values and the ones consumers (and pipelines) have read, so the drain can stop early. A
+    transactional record counts as acked once its transaction commits (an aborted one is never readable)."""
 
     def __init__(self) -> None:
         self.acked: set[int] = set()
         self.polled: set[int] = set()
+        self._in_txn: dict[tuple[str, int], set[int]] = {}
         self._lock = threading.Lock()
 
     def __call__(self, event: Event) -> None:
         kind = event.get("type")
-        if kind in ("ack", "poll") and isinstance(event.get("value"), int):
-            with self._lock:
-                (self.acked if kind == "ack" else self.polled).add(event["value"])
+        value = event.get("value")
+        with self._lock:
+            if kind == "ack" and isinstance(value, int):
+                if event.get("txn") is None:
+                    self.acked.add(value)
+                else:
+                    self._in_txn.setdefault((str(event.get("producer")), int(event["txn"])), set()).add(value)
+            elif kind in ("poll", "pipe.read") and isinstance(value, int):
+                self.polled.add(value)
+            elif kind in ("txn.commit", "txn.abort") and event.get("txn") is not None:
+                values = self._in_txn.pop((str(event.get("producer")), int(event["txn"])), set())
+                if event.get("outcome") == "committed":
+                    self.acked |= values
 
     def unseen(self) -> int:
         with self._lock:

@@ -83,6 +83,8 @@ def experiment_to_dict(exp: Experiment) -> dict[str, Any]:
                            "strategy": g.strategy, "commit": g.commit, "isolation": g.isolation,
                            "config": dict(g.config)}
                           for g in exp.workload.consumers],
+            "pipelines": [{"id": p.id, "input": p.input, "output": p.output, "group": p.group,
+                           **_transactions(p.transactions)} for p in exp.workload.pipelines],
         },
         "steady_state": list(exp.steady_state),
         "steady_timeout": format_duration(exp.steady_timeout),

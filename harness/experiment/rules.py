@@ -37,6 +37,15 @@ def check_rules(f: Fields, exp: Experiment) -> None:
             f.error(("workload", "producers", i, "transactions"), f"transactions run on Apache Kafka only (the "
                     f"reference broker has none), but {why}", p.transactions.id,
                     "cluster.broker: auto or apache-kafka, and no reference_bugs")
+    for i, pipe in enumerate(exp.workload.pipelines):
+        for key, name in (("input", pipe.input), ("output", pipe.output)):
+            if exp.topic(name) is None:
+                f.error(("workload", "pipelines", i, key), "topic is not declared under `topics`", name,
+                        _declared("topics", [t.name for t in exp.topics]))
+        if exp.cluster.broker == "reference" or exp.cluster.reference_bugs:
+            f.error(("workload", "pipelines", i), "a pipeline is transactional, and transactions run on Apache "
+                    "Kafka only (the reference broker has none)", pipe.id,
+                    "cluster.broker: auto or apache-kafka, and no reference_bugs")
     for i, c in enumerate(exp.workload.consumers):
         for j, name in enumerate(c.topics):
             if exp.topic(name) is None:
@@ -155,6 +164,7 @@ def _check_target(f: Fields, exp: Experiment, path: Path, t: Target) -> None:
             f.error(path, f"topic {topic.name!r} has partitions 0..{topic.partitions - 1}", str(t))
     elif t.kind == "txn-coordinator":
         ids = [p.transactions.id for p in exp.workload.producers if p.transactions is not None]
+        ids += [p.transactions.id for p in exp.workload.pipelines]
         if t.transactional_id not in ids:
             f.error(path, "no producer declares this transactional id (`transactions.id`)", str(t),
                     _declared("transactional ids", ids))

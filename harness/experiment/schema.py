@@ -99,9 +99,22 @@ class ConsumerSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class PipelineSpec:
+    """A read-process-write stage (`workload.pipelines`): consumes `input` as `group` (read_committed) and writes
+    one record per input record to `output`, committing the consumed offsets in the same transaction."""
+
+    id: str
+    input: str
+    output: str
+    group: str
+    transactions: TransactionSpec
+
+
+@dataclass(frozen=True, slots=True)
 class WorkloadSpec:
     producers: tuple[ProducerSpec, ...] = ()
     consumers: tuple[ConsumerSpec, ...] = ()
+    pipelines: tuple[PipelineSpec, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,6 +244,7 @@ class Experiment:
     def needs_kafka(self) -> str:
         """Why only Apache Kafka can run this experiment, or "" (the reference broker has no transactions)."""
         txn = [p.id for p in self.workload.producers if p.transactions is not None]
+        txn += [p.id for p in self.workload.pipelines]
         return (f"producer {', '.join(txn)} {'is' if len(txn) == 1 else 'are'} transactional and the reference "
                 "broker has no transactions") if txn else ""
 

@@ -1,5 +1,6 @@
-"""The `workload:` section: producers (plain, idempotent or transactional) and consumer groups, read
-into frozen `ProducerSpec` / `TransactionSpec` / `ConsumerSpec` values; every error names its field path."""
+"""The `workload:` section: producers (plain, idempotent or transactional), consumer groups and read-process-write
+pipelines, read into frozen `ProducerSpec` / `TransactionSpec` / `ConsumerSpec` / `PipelineSpec` values; every
+error names its field path."""
 
 from __future__ import annotations
 
@@ -15,7 +16,14 @@ from harness.experiment.limits import (
     MAX_TXN_RECORDS,
     MAX_TXN_TIMEOUT_S,
 )
-from harness.experiment.schema import ConsumerSpec, ProducerSpec, TransactionSpec, WorkloadSpec, frozen_map
+from harness.experiment.schema import (
+    ConsumerSpec,
+    PipelineSpec,
+    ProducerSpec,
+    TransactionSpec,
+    WorkloadSpec,
+    frozen_map,
+)
 from harness.experiment.yamlsource import Path
 
 _OWN_FIELDS = {"transactional.id": "transactions.id", "transaction.timeout.ms": "transactions.timeout",
@@ -27,7 +35,7 @@ def read_workload(f: Fields, raw: object) -> WorkloadSpec | None:
     """The workload, or None after any error in it (so the cross-field rules, which name producers and groups
     by their position, never see a list that lost an item)."""
     before = len(f.problems)
-    m = f.mapping(("workload",), raw, ("producers", "consumers"), "workload")
+    m = f.mapping(("workload",), raw, ("producers", "consumers", "pipelines"), "workload")
     if m is None:
         return None
     producers: list[ProducerSpec] = []
@@ -55,11 +63,7 @@ def read_workload(f: Fields, raw: object) -> WorkloadSpec | None:
         keys = f.integer(p, path, "keys", default=0, minimum=0, maximum=MAX_KEYS)
         config = f.properties(p, path, "config")
         txn = _transactions(f, p, path, pid, acks, idem)
-        if isinstance(txn, TransactionSpec):
-            if txn.id in txn_ids:
-                f.error((*path, "transactions", "id"), "two producers share a transactional id (the second would "
-                        "fence the first)", txn.id)
-            txn_ids.add(txn.id)
+        _unique_txn_id(f, path, txn, txn_ids)
         _no_own_fields(f, path, config)
         if MISSING not in (pid, topic, rate, acks, idem, keys, txn):
             producers.append(ProducerSpec(pid, topic, rate, acks, idem, keys, frozen_map(config),  # type: ignore[arg-type]
@@ -95,7 +99,49 @@ def read_workload(f: Fields, raw: object) -> WorkloadSpec | None:
             groups.add(group)
             consumers.append(ConsumerSpec(group, topics, members, strategy, commit, frozen_map(config),  # type: ignore[arg-type]
                                           isolation))
-    return WorkloadSpec(tuple(producers), tuple(consumers)) if len(f.problems) == before else None
+    pipelines = _pipelines(f, m.get("pipelines"), txn_ids, {p.id for p in producers}, groups)
+    return WorkloadSpec(tuple(producers), tuple(consumers), pipelines) if len(f.problems) == before else None
+
+
+def _unique_txn_id(f: Fields, path: Path, txn: Any, seen: set[str]) -> None:
+    if isinstance(txn, TransactionSpec):
+        if txn.id in seen:
+            f.error((*path, "transactions", "id"), "two producers share a transactional id (the second would "
+                    "fence the first)", txn.id)
+        seen.add(txn.id)
+
+
+def _pipelines(f: Fields, raw: object, txn_ids: set[str], producer_ids: set[str],
+               groups: set[str]) -> tuple[PipelineSpec, ...]:
+    out: list[PipelineSpec] = []
+    items = f.sequence(("workload", "pipelines"), raw, "pipelines")
+    count_items(f, ("workload", "pipelines"), items, MAX_PRODUCERS, "pipelines")
+    for i, item in enumerate(items):
+        path: Path = ("workload", "pipelines", i)
+        p = f.mapping(path, item, ("id", "input", "output", "group", "transactions"), "a pipeline")
+        if p is None:
+            continue
+        pid = _client_name(f, p, path, "id", default=f"pipeline{i}")
+        if pid in producer_ids:
+            f.error((*path, "id"), "a producer has this id already", pid)
+        producer_ids.add(pid)
+        source, sink = f.string(p, path, "input"), f.string(p, path, "output")
+        if source is not MISSING and source == sink:
+            f.error((*path, "output"), "a pipeline writes to another topic than it reads", sink)
+        group = _client_name(f, p, path, "group", default=pid)
+        if group in groups:
+            f.error((*path, "group"), "consumer group declared twice (a pipeline's group is its own)", group)
+        groups.add(group)
+        if p.get("transactions") is None:
+            p = {**p, "transactions": {}}
+        txn = _transactions(f, p, path, pid, "all", True)
+        if isinstance(txn, TransactionSpec) and txn.abort_rate:
+            f.error((*path, "transactions", "abort_rate"), "a pipeline aborts only what fails (no abort_rate)",
+                    txn.abort_rate)
+        _unique_txn_id(f, path, txn, txn_ids)
+        if MISSING not in (pid, source, sink, group, txn):
+            out.append(PipelineSpec(pid, source, sink, group, txn))
+    return tuple(out)
 
 
 def _transactions(f: Fields, p: dict[str, Any], path: Path, pid: Any, acks: Any, idem: Any) -> Any:

@@ -32,7 +32,7 @@ from harness.history.jsonl import Event, EventSink
 from harness.workload.common import WorkloadConfigError, wall_ms
 from harness.workload.producer import Pacer, ProducerWorkload, is_fatal
 
-_CALL_TIMEOUT_S = 10.0
+CALL_TIMEOUT_S = 10.0
 """The timeout of each init_transactions/commit_transaction/abort_transaction call (retried after it)."""
 
 
@@ -73,7 +73,7 @@ class TransactionalProducerWorkload(ProducerWorkload):
         self.timeout_s = timeout_s
         self._config["transactional.id"] = transactional_id
         self._config["transaction.timeout.ms"] = str(int(timeout_s * 1000))
-        self._join_timeout_s = timeout_s + 2 * _CALL_TIMEOUT_S
+        self._join_timeout_s = timeout_s + 2 * CALL_TIMEOUT_S
         self._draws = random.Random(f"{seed}:{producer_id}")
         self._next_txn = 0
         self._open: tuple[int, bool] | None = None
@@ -122,7 +122,7 @@ class TransactionalProducerWorkload(ProducerWorkload):
         """init_transactions, retried while retriable until it succeeds or `stop()`; False when stopped."""
         while not self._stop.is_set():
             try:
-                producer.init_transactions(_CALL_TIMEOUT_S)
+                producer.init_transactions(CALL_TIMEOUT_S)
                 break
             except confluent_kafka.KafkaException as exc:
                 if is_fatal(exc) or not exc.args[0].retriable():
@@ -139,7 +139,7 @@ class TransactionalProducerWorkload(ProducerWorkload):
     def _partition_count(self, producer: confluent_kafka.Producer) -> int:
         """The topic's partitions (from Metadata), or 0 when unknown (the partitioner then chooses)."""
         try:
-            topic = producer.list_topics(self.topic, timeout=_CALL_TIMEOUT_S).topics.get(self.topic)
+            topic = producer.list_topics(self.topic, timeout=CALL_TIMEOUT_S).topics.get(self.topic)
         except confluent_kafka.KafkaException:
             return 0
         return len(topic.partitions) if topic is not None and topic.error is None else 0
@@ -152,8 +152,8 @@ class TransactionalProducerWorkload(ProducerWorkload):
         self._sink({"type": "txn.begin", "src": self.name, "wall": wall_ms(), "producer": self.producer_id,
                     "transactional_id": self.transactional_id, "txn": txn})
 
-    def _end(self, producer: confluent_kafka.Producer) -> None:
-        """Commit or abort the open transaction (as drawn at its begin) and record the outcome."""
+    def _end(self, producer: confluent_kafka.Producer) -> str:
+        """Commit or abort the open transaction (as drawn at its begin), record the outcome and return it."""
         assert self._open is not None
         txn, abort = self._open
         if abort:
@@ -165,6 +165,7 @@ class TransactionalProducerWorkload(ProducerWorkload):
             error, detail = (error, detail) if outcome == "aborted" else (abort_error, f"{detail}; {abort_detail}")
         self._open = None
         self._record_end(txn, abort, outcome, error, detail)
+        return outcome
 
     def _deliver_all(self, producer: confluent_kafka.Producer) -> None:
         """Before an abort on purpose: every record delivered (or failed), so the aborted records are in the log
@@ -173,7 +174,7 @@ class TransactionalProducerWorkload(ProducerWorkload):
         (librdkafka#4849, open; seen here on Apache Kafka 3.9.2). Bounded by the transaction timeout."""
         deadline = time.monotonic() + self.timeout_s
         while len(producer) > 0 and time.monotonic() < deadline:
-            producer.flush(min(_CALL_TIMEOUT_S, max(deadline - time.monotonic(), 0.0)))
+            producer.flush(min(CALL_TIMEOUT_S, max(deadline - time.monotonic(), 0.0)))
 
     def _attempt(self, call: Any, done: str) -> tuple[str, str | None, str | None]:
         """(outcome, error name, error text): `done` when `call` returns, `requires-abort` when the
@@ -181,7 +182,7 @@ class TransactionalProducerWorkload(ProducerWorkload):
         deadline: float | None = None
         while True:
             try:
-                call(_CALL_TIMEOUT_S)
+                call(CALL_TIMEOUT_S)
                 return done, None, None
             except confluent_kafka.KafkaException as exc:
                 err = exc.args[0]
@@ -208,4 +209,9 @@ class TransactionalProducerWorkload(ProducerWorkload):
         self.outcomes[outcome] += 1
         self._sink({"type": "txn.abort" if abort else "txn.commit", "src": self.name, "wall": wall_ms(),
                     "producer": self.producer_id, "transactional_id": self.transactional_id, "txn": txn,
-                    "outcome": outcome, "definite": outcome != "unknown", "error": error, "error_detail": detail})
+                    "outcome": outcome, "definite": outcome != "unknown", "error": error, "error_detail": detail,
+                    **self._end_fields()})
+
+    def _end_fields(self) -> dict[str, object]:
+        """What a subclass adds to `txn.commit`/`txn.abort` (the pipeline: the offsets it commits)."""
+        return {}

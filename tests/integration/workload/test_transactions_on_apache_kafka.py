@@ -1,7 +1,8 @@
 """The transactional producer workload on Apache Kafka 3.9 (1 broker + 1 real ZooKeeper, process backend) and
 librdkafka consumers of both isolation levels: what the workload records as committed is exactly what a
 read_committed consumer reads; read_uncommitted also reads the aborted records (they are in the log); every
-transaction begun, including one an abrupt restart left open, ends with a definite outcome."""
+transaction begun, including one an abrupt restart left open, ends with a definite outcome; and the
+read-process-write pipeline writes each input record exactly once."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from harness.cluster.base import ClusterSpec
 from harness.cluster.process import ProcessCluster
 from harness.workload.common import LIBRDKAFKA_LOGGER, decode_value
+from harness.workload.pipeline import PipelineWorkload
 from harness.workload.txn_producer import TransactionalProducerWorkload
 from tests.fixtures.process_cluster import APACHE_KAFKA, flavour_backend
 from tests.integration.workload.support import Events, wait_until
@@ -38,13 +40,13 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster
         yield c
 
 
-def _read_all(cluster: ProcessCluster, isolation: str, timeout_s: float = 60.0) -> list[int]:
+def _read_all(cluster: ProcessCluster, isolation: str, timeout_s: float = 60.0, topic: str = TOPIC) -> list[int]:
     """Every value of the topic at `isolation`, read by assignment until librdkafka's position reaches
     each partition's high watermark (the position passes markers and, read_committed, aborted records)."""
     consumer = confluent_kafka.Consumer(cast(dict[str, Any], {
         "bootstrap.servers": cluster.bootstrap_servers, "group.id": f"check-{isolation}",
         "isolation.level": isolation, "enable.auto.commit": False, "logger": LIBRDKAFKA_LOGGER}))
-    tps = [confluent_kafka.TopicPartition(TOPIC, p, confluent_kafka.OFFSET_BEGINNING) for p in range(3)]
+    tps = [confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING) for p in range(3)]
     consumer.assign(tps)
     values: list[int] = []
     deadline = time.monotonic() + timeout_s
@@ -57,7 +59,7 @@ def _read_all(cluster: ProcessCluster, isolation: str, timeout_s: float = 60.0) 
             ends = [consumer.get_watermark_offsets(tp, timeout=5)[1] for tp in tps]
             if [tp.offset for tp in consumer.position(tps)] == ends:
                 return values
-        raise AssertionError(f"{isolation}: not at the end of {TOPIC} within {timeout_s}s")
+        raise AssertionError(f"{isolation}: not at the end of {topic} within {timeout_s}s")
     finally:
         consumer.close()
 
@@ -91,3 +93,44 @@ def test_committed_records_are_what_read_committed_reads_and_aborted_ones_only_r
     assert set(_read_all(cluster, "read_uncommitted")) >= committed | aborted_acked
     partitions = {e["partition"] for e in events.of("ack") if e["txn"] == next(iter(ends))}
     assert len(partitions) == 3, "a transaction's 6 records go to the 3 partitions in turn"
+
+
+def test_a_pipeline_writes_each_input_record_once_and_commits_the_offsets_it_read_across_a_restart(
+    cluster: ProcessCluster,
+) -> None:
+    """300 input records, read-process-write in transactions of at most 7, the pipeline's client replaced
+    midway: every input value has exactly one committed output, each transaction commits the offset after the
+    last record it read of each partition, and the last committed offsets are the ends."""
+    admin = AdminClient(cast(dict[str, Any], {"bootstrap.servers": cluster.bootstrap_servers,
+                                              "logger": LIBRDKAFKA_LOGGER}))
+    for name in ("pipe-in", "pipe-out"):
+        admin.create_topics([NewTopic(name, num_partitions=3, replication_factor=1)])[name].result(60)
+    source = confluent_kafka.Producer(cast(dict[str, Any], {"bootstrap.servers": cluster.bootstrap_servers,
+                                                            "logger": LIBRDKAFKA_LOGGER}))
+    for v in range(300):
+        source.produce("pipe-in", value=str(v).encode(), partition=v % 3)
+    assert source.flush(30) == 0
+    events = Events()
+    pipeline = PipelineWorkload(cluster.bootstrap_servers, events, pipeline_id="enrich", group="enrich",
+                                input_topic="pipe-in", output_topic="pipe-out", transactional_id="enrich-tx",
+                                records=7, timeout_s=20, value_base=10_000)
+    with pipeline:
+        pipeline.start()
+        wait_until(lambda: len(events.of("pipe.read")) >= 100, 60, "100 records read")
+        pipeline.restart()
+        wait_until(lambda: pipeline.caught_up.is_set() and len({e["value"] for e in events.of("pipe.read")}) == 300,
+                   90, "every input record read", lambda: len(events.of("pipe.read")))
+        pipeline.drain(20)
+    outcome = {e["txn"]: e for e in events.of("txn.commit")}
+    assert {e["outcome"] for e in outcome.values()} == {"committed"}
+    sources = [e["source"] for e in events.of("ack") if outcome[e["txn"]]["outcome"] == "committed"]
+    assert sorted(sources) == list(range(300))
+    committed: dict[int, int] = {}  # a transaction commits the positions it knows (after a restart, only
+    for e in sorted(outcome.values(), key=lambda e: e["txn"]):  # those of partitions it has fetched)
+        for topic, partition, offset in e["offsets"]:
+            assert topic == "pipe-in" and offset >= committed.get(partition, 0)
+            committed[partition] = offset
+        read = {r["partition"]: r["offset"] for r in events.of("pipe.read", txn=e["txn"])}
+        assert all(committed[p] == o + 1 for p, o in read.items()), (e, read)
+    assert committed == {0: 100, 1: 100, 2: 100}
+    assert sorted(v - 10_000 for v in _read_all(cluster, "read_committed", topic="pipe-out")) == list(range(300))

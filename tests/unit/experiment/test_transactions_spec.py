@@ -1,5 +1,6 @@
-"""A transactional producer and consumer isolation in the experiment: defaults, the resolved YAML, and
-the broker they need (the reference broker has no transactions: validation or the launcher say so)."""
+"""A transactional producer, consumer isolation and read-process-write pipelines in the experiment: defaults,
+the resolved YAML, and the broker they need (the reference broker has no transactions: validation or the
+launcher say so)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from harness.experiment.schema import TransactionSpec
 
 TXN = """name: t
 duration: 30s
-topics: [{name: t, partitions: 3}]
+topics: [{name: t, partitions: 3}, {name: out}]
 workload:
   producers:
     - {id: pay, topic: t, transactions: {}}
@@ -23,6 +24,8 @@ workload:
   consumers:
     - {group: g, topics: [t]}
     - {group: raw, topics: [t], isolation: read_uncommitted}
+  pipelines:
+    - {id: enrich, input: t, output: out}
 """
 
 
@@ -32,7 +35,9 @@ def test_a_transactional_producer_gets_kafkas_defaults_and_an_id_named_after_the
     assert pay.transactions == TransactionSpec("kafka-chaos-pay", records=10, abort_rate=0.0, timeout=60.0)
     assert plain.transactions is None
     assert [c.isolation for c in exp.workload.consumers] == ["read_committed", "read_uncommitted"]
-    assert exp.needs_kafka() == "producer pay is transactional and the reference broker has no transactions"
+    assert exp.needs_kafka() == "producer pay, enrich are transactional and the reference broker has no transactions"
+    (pipe,) = exp.workload.pipelines
+    assert (pipe.group, pipe.transactions) == ("enrich", TransactionSpec("kafka-chaos-enrich"))
 
 
 def test_the_resolved_yaml_keeps_transactions_and_isolation() -> None:
@@ -57,4 +62,18 @@ def test_a_transactional_experiment_refuses_the_reference_broker_at_run_time_too
 def test_validation_refuses_transactions_on_the_reference_broker() -> None:
     text = TXN.replace("duration: 30s", "duration: 30s\ncluster: {broker: reference}")
     with pytest.raises(ValidationError, match=r"transactions run on Apache Kafka only"):
+        load_experiment_text(text, "mem.yaml")
+
+
+@pytest.mark.parametrize(("pipeline", "message"), [
+    ("{id: pay, input: t, output: out}", "a producer has this id already"),
+    ("{id: e, input: t, output: t}", "a pipeline writes to another topic than it reads"),
+    ("{id: e, input: t, output: out, group: g}", "consumer group declared twice"),
+    ("{id: e, input: t, output: out, transactions: {abort_rate: 0.5}}", "a pipeline aborts only what fails"),
+    ("{id: e, input: t, output: out, transactions: {id: kafka-chaos-pay}}", "share a transactional id"),
+    ("{id: e, input: t, output: nowhere}", "topic is not declared"),
+])
+def test_a_pipeline_that_clashes_with_the_rest_of_the_workload_is_refused(pipeline: str, message: str) -> None:
+    text = TXN.replace("{id: enrich, input: t, output: out}", pipeline)
+    with pytest.raises(ValidationError, match=message):
         load_experiment_text(text, "mem.yaml")

@@ -1,0 +1,122 @@
+"""The read-process-write workload (exactly-once pipeline): one librdkafka consumer (read_committed, no
+auto-commit) reads an input topic, and a transactional producer writes one output record per input record
+and commits the consumed offsets in the same transaction (`send_offsets_to_transaction`, KIP-98/KIP-447),
+the loop Kafka Streams and every exactly-once application run.
+
+It is a `TransactionalProducerWorkload` whose sender thread consumes instead of pacing: each transaction holds
+the records of one `consume()` batch (at most `records`), written to the output partition of the same number
+(modulo the output's partition count). Events (src `pipeline:<id>`): `pipe.read` {pipeline, group, topic,
+partition, offset, value, txn} per input record; `send`/`ack`/`send.error` of the output records add
+`source` (the input value the record was made from); `txn.begin`, and `txn.commit` adds `offsets` ([[topic,
+partition, next offset], …], what the transaction commits for the group). A transaction that does not commit
+rewinds the consumer to the group's committed offsets, so its input is read again, as an exactly-once
+application must. One member per pipeline (its group has no rebalances of its own).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any, cast
+
+import confluent_kafka
+
+from harness.history.jsonl import Event, EventSink
+from harness.workload.common import LIBRDKAFKA_LOGGER, decode_value, wall_ms
+from harness.workload.txn_producer import CALL_TIMEOUT_S, TransactionalProducerWorkload
+
+
+class PipelineWorkload(TransactionalProducerWorkload):
+    """Consume `input_topic` as `group`, write to `output_topic` and commit offsets in one transaction."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        sink: EventSink,
+        *,
+        pipeline_id: str,
+        group: str,
+        input_topic: str,
+        output_topic: str,
+        transactional_id: str,
+        records: int = 10,
+        timeout_s: float = 60.0,
+        value_base: int = 0,
+        extra_config: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(bootstrap_servers, sink, producer_id=pipeline_id, topic=output_topic, rate=1.0,
+                         transactional_id=transactional_id, records=records, timeout_s=timeout_s,
+                         value_base=value_base, extra_config=extra_config)
+        self.name = f"pipeline:{pipeline_id}"
+        self.group = group
+        self.input_topic = input_topic
+        self._consumer_config: dict[str, Any] = {
+            "bootstrap.servers": bootstrap_servers, "group.id": group, "isolation.level": "read_committed",
+            "enable.auto.commit": False, "auto.offset.reset": "earliest", "logger": LIBRDKAFKA_LOGGER,
+            "client.id": f"{pipeline_id}-in"}
+        self._source: int | None = None
+        self._offsets: list[list[object]] | None = None
+        self.caught_up = threading.Event()
+        """Set while the last consume() found nothing new and every transaction so far ended."""
+
+    def _base(self, value: int, key: str | None) -> Event:
+        base = super()._base(value, key)
+        if self._source is not None:
+            base["source"] = self._source
+        return base
+
+    def _send_loop(self, producer: confluent_kafka.Producer) -> None:
+        consumer = confluent_kafka.Consumer(cast(dict[str, Any], self._consumer_config))
+        try:
+            consumer.subscribe([self.input_topic])
+            if not self._init(producer):
+                return
+            partitions = self._partition_count(producer)
+            while not self._stop.is_set():
+                batch = [m for m in consumer.consume(self.records, 0.2) if m.error() is None]
+                if not batch:
+                    self.caught_up.set()
+                    producer.poll(0)
+                    continue
+                self.caught_up.clear()
+                self._one_transaction(producer, consumer, batch, partitions)
+        finally:
+            consumer.close()
+
+    def _one_transaction(self, producer: confluent_kafka.Producer, consumer: confluent_kafka.Consumer,
+                         batch: list[confluent_kafka.Message], partitions: int) -> None:
+        self._begin(producer)
+        assert self._open is not None
+        txn = self._open[0]
+        for msg in batch:
+            value = decode_value(msg.value())
+            self._sink({"type": "pipe.read", "src": self.name, "wall": wall_ms(), "pipeline": self.producer_id,
+                        "group": self.group, "topic": msg.topic(), "partition": msg.partition(),
+                        "offset": msg.offset(), "value": value, "txn": txn})
+            self._source = value if isinstance(value, int) else None
+            part = msg.partition()
+            self._send_one(producer, part % partitions if partitions and part is not None else None)
+        self._source = None
+        positions = consumer.position(consumer.assignment())
+        self._offsets = [[tp.topic, tp.partition, tp.offset] for tp in positions if tp.offset >= 0]
+        try:
+            producer.send_offsets_to_transaction(positions, consumer.consumer_group_metadata(), CALL_TIMEOUT_S)
+        except confluent_kafka.KafkaException as exc:
+            if not exc.args[0].txn_requires_abort() and not exc.args[0].retriable():
+                raise
+            self._open = (txn, True)  # it cannot commit: abort it, and read the batch again
+        committed = self._end(producer) == "committed"
+        self._offsets = None
+        if not committed:
+            self._rewind(consumer)
+
+    @staticmethod
+    def _rewind(consumer: confluent_kafka.Consumer) -> None:
+        """Seek every assigned partition back to the group's committed offset (the start, if none)."""
+        assigned = consumer.assignment()
+        for tp in consumer.committed(assigned, timeout=CALL_TIMEOUT_S):
+            offset = tp.offset if tp.offset >= 0 else confluent_kafka.OFFSET_BEGINNING
+            consumer.seek(confluent_kafka.TopicPartition(tp.topic, tp.partition, offset))
+
+    def _end_fields(self) -> dict[str, object]:
+        return {} if self._offsets is None else {"offsets": self._offsets}
