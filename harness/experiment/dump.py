@@ -49,6 +49,8 @@ def _operation(op: OperationSpec) -> dict[str, Any]:
         out["producer"] = op.producer
     if op.abrupt:  # scale_consumers, restart_producer
         out["abrupt"] = True
+    if op.zombie:
+        out["zombie"] = True
     if any(k.name == "timeout" for k in OPERATIONS[op.action].keys):  # scale_consumers has none
         out["timeout"] = format_duration(op.timeout)
     return out

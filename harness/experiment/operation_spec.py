@@ -49,6 +49,7 @@ def read_operation(f: Fields, path: Path, index: int, item: dict[str, Any]) -> O
     members: Any = None
     abrupt: Any = False
     producer: Any = None
+    zombie: Any = False
     if kind.name == "scale_consumers":
         group = f.string(m, path, "group")
         members = f.integer(m, path, "members", minimum=1, maximum=MAX_MEMBERS)
@@ -56,9 +57,13 @@ def read_operation(f: Fields, path: Path, index: int, item: dict[str, Any]) -> O
         abrupt = f.boolean(m, path, "abrupt", default=False)
     if kind.name == "restart_producer":
         producer = f.string(m, path, "producer")
+        zombie = f.boolean(m, path, "zombie", default=False)
+        if zombie is True and abrupt is True:
+            f.error((*path, "zombie"), "a zombie keeps the old client alive; abrupt purges it: choose one", zombie)
+            zombie = MISSING
     brokers: Any = _brokers(f, m, path) if kind.name == "rolling_restart" else ()
     if MISSING in (at, topic, partitions, timeout, replicas, shuffle, count, group, members, abrupt, brokers,
-                   producer):
+                   producer, zombie):
         return None
     if replicas and partitions and sorted(p for p, _ in replicas) != sorted(partitions):
         f.error((*path, "partitions"), "with `replicas`, the partitions are its keys: leave `partitions` out",
@@ -66,7 +71,7 @@ def read_operation(f: Fields, path: Path, index: int, item: dict[str, Any]) -> O
         return None
     return OperationSpec(index=index, at=at, action=kind.name, topic=topic, partitions=partitions,
                          replicas=replicas, shuffle=shuffle, timeout=timeout, count=count, group=group,
-                         members=members, abrupt=abrupt, brokers=brokers, producer=producer)
+                         members=members, abrupt=abrupt, brokers=brokers, producer=producer, zombie=zombie)
 
 
 def _brokers(f: Fields, m: dict[str, Any], path: Path) -> Any:

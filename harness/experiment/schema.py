@@ -165,10 +165,14 @@ class OperationSpec:
     """rolling_restart: the brokers in restart order (empty: every broker in id order)."""
     producer: str | None = None
     """restart_producer: the producer's id."""
+    zombie: bool = False
+    """restart_producer of a transactional producer: the old client stays alive with a transaction open, and once
+    the new client has fenced it, writes on and tries to commit (it must be fenced, and none of it seen)."""
 
     def describe(self) -> str:
         if self.producer is not None:
-            return f"#{self.index} {self.action} {self.producer}" + (" (abrupt)" if self.abrupt else "")
+            how = " (abrupt)" if self.abrupt else " (zombie)" if self.zombie else ""
+            return f"#{self.index} {self.action} {self.producer}{how}"
         if self.action == "rolling_restart":
             return f"#{self.index} {self.action} " + (
                 "brokers " + ", ".join(map(str, self.brokers)) if self.brokers else "every broker")

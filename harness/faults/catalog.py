@@ -199,6 +199,9 @@ OPERATIONS: Mapping[str, OperationKind] = MappingProxyType({k.name: k for k in (
                   (OperationKey("producer", "the producer's id (declared under `workload.producers`)", required=True),
                    OperationKey("abrupt", "true: purge what the old client holds instead of delivering it "
                                 "(default false)"),
+                   OperationKey("zombie", "true (transactional producers): the old client is kept alive with a "
+                                "transaction open; once the new client's init_transactions has fenced it, it writes "
+                                "on and tries to commit, which Kafka must refuse (judged by txn.zombie_fenced)"),
                    OperationKey("timeout", "how long the old client may take to deliver what it holds")), 30.0,
                   MappingProxyType({"apache-kafka": "the harness's own librdkafka producer, closed and made anew",
                                     "reference": "the harness's own librdkafka producer, closed and made anew"})),

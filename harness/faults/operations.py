@@ -75,8 +75,8 @@ class GroupScaler(Protocol):
 class ProducerRestarter(Protocol):
     """What a producer workload offers to `restart_producer`."""
 
-    def restart(self, *, abrupt: bool = False, timeout_s: float = 30.0) -> str:
-        """A new client session; what happened, in words."""
+    def restart(self, *, abrupt: bool = False, timeout_s: float = 30.0, zombie: bool = False) -> str:
+        """A new client session (`zombie`: the old one kept alive to write once fenced); what happened, in words."""
         ...
 
 
@@ -154,7 +154,8 @@ class OperationRunner:
         producer = self.producers.get(str(op.spec.producer))
         if producer is None:
             return OperationOutcome("error", via, f"no producer {op.spec.producer!r} runs in this experiment")
-        return OperationOutcome("done", via, producer.restart(abrupt=op.spec.abrupt, timeout_s=op.spec.timeout))
+        return OperationOutcome("done", via, producer.restart(abrupt=op.spec.abrupt, timeout_s=op.spec.timeout,
+                                                              zombie=op.spec.zombie))
 
     def _rolling_restart(self, op: PlannedOperation) -> OperationOutcome:
         """Each broker in turn, within the per-broker timeout: every ISR full, stop (graceful), start, every

@@ -190,11 +190,13 @@ class ProducerWorkload:
                     raise
                 return  # a fatal client error: nothing more will be delivered (close() purges the rest)
 
-    def restart(self, *, abrupt: bool = False, timeout_s: float = 30.0) -> str:
+    def restart(self, *, abrupt: bool = False, timeout_s: float = 30.0, zombie: bool = False) -> str:
         """A new client session, as an application redeploy makes: sending pauses; the old client delivers
         what it holds within `timeout_s` (abrupt: purges it at once), and what is left is purged (recorded
         as definite=false errors: unknown); a new client (an idempotent one gets a new producer id and
         epoch) sends on from the next value. What happened, in words."""
+        if zombie:
+            raise WorkloadError(f"{self.name}: only a transactional producer can be kept as a zombie")
         with self._lifecycle:
             thread, old = self._thread, self._producer
             if thread is None or old is None or self._ended:
@@ -314,8 +316,9 @@ class ProducerWorkload:
         }
 
     def _send_one(self, producer: confluent_kafka.Producer, partition: int | None = None) -> None:
-        n = self._next_n
-        self._next_n += 1
+        with self._lock:  # a zombie client (txn_producer) sends from another thread
+            n = self._next_n
+            self._next_n += 1
         value = self.value_base + n
         key = key_for(n, self.keys)
         base = self._base(value, key)

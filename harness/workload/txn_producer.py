@@ -15,13 +15,20 @@ which carry `txn` here:
   open), or `unknown` (a fatal error, or the run ended while the end was still being retried: Jepsen's
   indefinite `info`). `definite` is outcome != unknown.
 
+A zombie restart (`restart(zombie=True)`) keeps the old client alive with a transaction open; once the new
+session's init_transactions has fenced it (and aborted that transaction), it writes `records` more records into
+it (`send`/`ack`/`send.error` with `zombie: true`) and tries to commit: `txn.zombie` {producer, transactional_id,
+txn, outcome (fenced, refused, committed), error, error_detail} records Kafka's answer.
+
 Retriable errors of commit and abort are retried until they succeed; once `stop()` is called the retries
 end after the transaction timeout. The producer blocks meanwhile, as a transactional application does.
 """
 
 from __future__ import annotations
 
+import contextlib
 import random
+import threading
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -29,7 +36,7 @@ from typing import Any
 import confluent_kafka
 
 from harness.history.jsonl import Event, EventSink
-from harness.workload.common import WorkloadConfigError, wall_ms
+from harness.workload.common import WorkloadConfigError, WorkloadError, wall_ms
 from harness.workload.producer import Pacer, ProducerWorkload, is_fatal
 
 CALL_TIMEOUT_S = 10.0
@@ -82,28 +89,117 @@ class TransactionalProducerWorkload(ProducerWorkload):
         """An abrupt restart is under way: the sender thread leaves the open transaction as it is."""
         self._abandoned: tuple[int, bool] | None = None
         """The transaction an abrupt restart left open; the next session's init_transactions aborts it."""
+        self._partitions = 0
+        self._fenced = threading.Event()
+        """Set once a session's init_transactions has succeeded (it fenced every earlier one)."""
+        self._zombie: tuple[threading.Thread, int] | None = None
+        """(the thread, the transaction) of a zombie client writing after it was fenced."""
+        self._zombie_error: confluent_kafka.KafkaError | None = None
         self.outcomes: dict[str, int] = {"committed": 0, "aborted": 0, "unknown": 0}
 
-    def restart(self, *, abrupt: bool = False, timeout_s: float = 30.0) -> str:
+    def restart(self, *, abrupt: bool = False, timeout_s: float = 30.0, zombie: bool = False) -> str:
         """As `ProducerWorkload.restart`; a clean restart ends the open transaction first, an abrupt one leaves
-        it open for the new session's init_transactions to abort (Kafka bumps the epoch and aborts it)."""
+        it open for the new session's init_transactions to abort (Kafka bumps the epoch and aborts it). With
+        `zombie` the old client stays alive with a transaction open and, once the new session has fenced it,
+        writes `records` more records into that transaction and tries to commit it (`txn.zombie` records what
+        Kafka answered; its writes carry `zombie: true`)."""
+        if zombie:
+            return self._zombie_restart(timeout_s)
         self._abandon = abrupt
         try:
             return super().restart(abrupt=abrupt, timeout_s=timeout_s)
         finally:
             self._abandon = False
 
+    def _zombie_restart(self, timeout_s: float) -> str:
+        with self._lifecycle:
+            thread, old = self._thread, self._producer
+            if thread is None or old is None or self._ended:
+                raise WorkloadError(f"{self.name}: restart() needs a running producer")
+            self._abandon = True
+            self._stop.set()
+            thread.join(self._join_timeout_s)
+            self._abandon = False
+            if thread.is_alive():
+                raise WorkloadError(f"{self.name}: the sender thread is alive after {self._join_timeout_s:g}s")
+            if self._abandoned is None:  # it stopped between transactions: the zombie opens one
+                self._begin(old)
+                self._abandoned, self._open = self._open, None
+            assert self._abandoned is not None
+            txn = self._abandoned[0]
+            self._open = self._abandoned  # one record the coordinator has seen, so the transaction is ongoing
+            self._send_one(old, 0 if self._partitions else None)
+            self._open = None
+            old.flush(timeout_s)
+            self._fenced.clear()
+            self._producer = confluent_kafka.Producer(self._config)
+            self._fatal_recorded = False
+            self.sessions += 1
+            self._stop.clear()
+            if self._ended:
+                self._stop.set()
+            self._thread = threading.Thread(target=self._run, name=f"workload-{self.name}", daemon=True)
+            self._thread.start()
+        try:
+            if not self._fenced.wait(timeout_s):
+                return (f"session {self.sessions}: its init_transactions did not succeed within {timeout_s:g}s, so "
+                        f"the zombie (transaction {txn}) wrote nothing")
+            outcome, n = self._zombie_writes(old, txn)
+        finally:
+            with contextlib.suppress(Exception):
+                old.purge(in_queue=True, in_flight=True, blocking=False)
+                old.flush(1.0)
+            del old
+        return (f"session {self.sessions}: the old client, fenced with transaction {txn} open, wrote {n} more "
+                f"records and its commit was {outcome}")
+
+    def _zombie_writes(self, old: confluent_kafka.Producer, txn: int) -> tuple[str, int]:
+        """The fenced client writes into its open transaction and commits; (what Kafka answered, records)."""
+        self._zombie, self._zombie_error = (threading.current_thread(), txn), None
+        sent = 0
+        try:
+            for i in range(self.records):
+                self._send_one(old, i % self._partitions if self._partitions else None)
+                sent += 1
+            try:
+                old.commit_transaction(CALL_TIMEOUT_S)
+                outcome, err = "committed", None
+            except confluent_kafka.KafkaException as exc:
+                err = exc.args[0]
+                fenced = err.fatal() or err.name() in ("PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH", "_FENCED")
+                outcome = "fenced" if fenced else "refused"
+            old.flush(CALL_TIMEOUT_S)
+            err = err or self._zombie_error
+        finally:
+            self._zombie = None
+        self._sink({"type": "txn.zombie", "src": self.name, "wall": wall_ms(), "producer": self.producer_id,
+                    "transactional_id": self.transactional_id, "txn": txn, "outcome": outcome,
+                    "error": err.name() if err is not None else None,
+                    "error_detail": err.str() if err is not None else None})
+        return outcome, sent
+
+    def _on_client_error(self, err: confluent_kafka.KafkaError) -> None:
+        """A zombie's errors (it is fenced) are its own outcome, not the producer's: `txn.zombie` holds them."""
+        zombie = self._zombie
+        if zombie is not None and threading.current_thread() is zombie[0]:
+            self._zombie_error = self._zombie_error or err
+            return
+        super()._on_client_error(err)
+
     # -- the sender thread ---------------------------------------------------------------------
     def _base(self, value: int, key: str | None) -> Event:
         base = super()._base(value, key)
-        if self._open is not None:
+        zombie = self._zombie
+        if zombie is not None and threading.current_thread() is zombie[0]:
+            base["txn"], base["zombie"] = zombie[1], True
+        elif self._open is not None:
             base["txn"] = self._open[0]
         return base
 
     def _send_loop(self, producer: confluent_kafka.Producer) -> None:
         if not self._init(producer):
             return
-        partitions = self._partition_count(producer)
+        partitions = self._partitions = self._partition_count(producer)
         pace = Pacer(self.rate)
         while not self._stop.is_set():
             self._begin(producer)
@@ -129,11 +225,12 @@ class TransactionalProducerWorkload(ProducerWorkload):
                     raise
         else:
             return False
+        self._fenced.set()
         if self._abandoned is not None:
             txn, abort = self._abandoned
             self._abandoned = None
-            self._record_end(txn, abort, "aborted", "_ABANDONED", "left open by an abrupt restart; the new "
-                             "session's init_transactions aborted it")
+            self._record_end(txn, abort, "aborted", "_ABANDONED", "left open by an abrupt or zombie restart; "
+                             "the new session's init_transactions aborted it")
         return True
 
     def _partition_count(self, producer: confluent_kafka.Producer) -> int:

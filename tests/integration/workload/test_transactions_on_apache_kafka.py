@@ -134,3 +134,30 @@ def test_a_pipeline_writes_each_input_record_once_and_commits_the_offsets_it_rea
         assert all(committed[p] == o + 1 for p, o in read.items()), (e, read)
     assert committed == {0: 100, 1: 100, 2: 100}
     assert sorted(v - 10_000 for v in _read_all(cluster, "read_committed", topic="pipe-out")) == list(range(300))
+
+
+def test_a_zombie_client_is_fenced_and_none_of_its_writes_is_read_committed(cluster: ProcessCluster) -> None:
+    """restart(zombie=True): the old client, its transaction open, writes once the new session has fenced it;
+    its commit is refused as fenced, its records never reach a read_committed reader, and its errors are not
+    the producer's (no client.error)."""
+    events = Events()
+    producer = TransactionalProducerWorkload(cluster.bootstrap_servers, events, producer_id="zombie-api",
+                                             topic=TOPIC, rate=300, transactional_id="zombie-tx", records=6,
+                                             timeout_s=20, seed=3, value_base=500_000)
+    with producer:
+        producer.start()
+        wait_until(lambda: len(events.of("txn.commit")) >= 3, 60, "3 commits", lambda: producer.outcomes)
+        detail = producer.restart(zombie=True, timeout_s=30)
+        wait_until(lambda: len(events.of("txn.commit")) >= 6, 60, "3 commits of the new session")
+        producer.drain(30)
+    (zombie,) = events.of("txn.zombie")
+    assert zombie["outcome"] == "fenced" and "its commit was fenced" in detail, (zombie, detail)
+    zombie_values = {e["value"] for e in events.of("send") if e.get("zombie")}
+    assert len(zombie_values) == 6 and all(events.of("send", value=v)[0]["txn"] == zombie["txn"]
+                                           for v in zombie_values)
+    (end,) = [e for e in events.of("txn.commit") + events.of("txn.abort") if e["txn"] == zombie["txn"]]
+    assert (end["outcome"], end["error"]) == ("aborted", "_ABANDONED")
+    assert not events.of("client.error")
+    read = set(_read_all(cluster, "read_committed"))
+    assert not read & zombie_values
+    assert {e["value"] for e in events.of("ack") if e["txn"] > zombie["txn"]} <= read

@@ -180,7 +180,7 @@ class FakeRestarter:
     def __init__(self) -> None:
         self.asked: list[tuple[bool, float]] = []
 
-    def restart(self, *, abrupt: bool = False, timeout_s: float = 30.0) -> str:
+    def restart(self, *, abrupt: bool = False, timeout_s: float = 30.0, zombie: bool = False) -> str:
         self.asked.append((abrupt, timeout_s))
         return "session 2: 3 outstanding at the restart, all delivered"
 

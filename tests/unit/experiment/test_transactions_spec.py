@@ -77,3 +77,20 @@ def test_a_pipeline_that_clashes_with_the_rest_of_the_workload_is_refused(pipeli
     text = TXN.replace("{id: enrich, input: t, output: out}", pipeline)
     with pytest.raises(ValidationError, match=message):
         load_experiment_text(text, "mem.yaml")
+
+
+@pytest.mark.parametrize(("op", "message"), [
+    ("{at: 5s, action: restart_producer, producer: plain, zombie: true}", "only a transactional producer"),
+    ("{at: 5s, action: restart_producer, producer: pay, zombie: true, abrupt: true}", "choose one"),
+])
+def test_a_zombie_restart_needs_a_transactional_producer_and_excludes_abrupt(op: str, message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        load_experiment_text(TXN + f"schedule:\n  - {op}\n", "mem.yaml")
+
+
+def test_a_zombie_restart_reads_back_from_the_resolved_yaml() -> None:
+    exp = load_experiment_text(TXN + "schedule:\n  - {at: 5s, action: restart_producer, producer: pay, zombie: true}\n",
+                               "mem.yaml")
+    (op,) = exp.operations
+    assert op.zombie and op.describe() == "#0 restart_producer pay (zombie)"
+    assert load_experiment_text(dump_experiment(exp), "resolved.yaml").operations == exp.operations
