@@ -35,7 +35,8 @@ ARROW_COLUMNS = (
     "t", "src", "type", "producer", "consumer", "group", "member", "generation", "topic", "partition",
     "offset", "value", "key", "acks", "error", "definite",
 )
-"""The columns bulk events (send, ack, send.error, poll, commit) carry (DESIGN.md's history table)."""
+"""The columns bulk events (send, ack, send.error, poll, commit) carry (DESIGN.md's history table); the few more
+Arrow parses are `spark_analysis.load.BULK_EXTRA_COLUMNS` (latency_ms, txn, isolation, zombie, source)."""
 
 _ARROW_TYPES: dict[type[DataType], pa.DataType] = {
     StringType: pa.string(), LongType: pa.int64(), DoubleType: pa.float64(), BooleanType: pa.bool_(),

@@ -1,5 +1,5 @@
 """What a check gets to work with: the events (as a Spark DataFrame and as small row lists),
-the run's metadata, the fault windows, how the history ended, and what loading skipped.
+the run's metadata, the fault windows, the transactions, how the history ended, and what loading skipped.
 
 Owns `CheckContext`. Big checks (delivery, consumer, commits) use `df(...)` and stay in Spark;
 small ones (controller, partitions, groups, SLOs) call `rows(...)`, which collects the few
@@ -22,6 +22,7 @@ from spark_analysis.faults import FaultIndex, build_fault_index
 from spark_analysis.load import BULK_TYPES, SMALL_TIER, HistoryDamage, tiers_of
 from spark_analysis.operations import OperationIndex, build_operation_index
 from spark_analysis.runinfo import RunInfo
+from spark_analysis.transactions import TXN_TYPES, TransactionIndex, build_transaction_index
 from spark_analysis.verdict import ENDING_TYPES, incompleteness
 
 Row = dict[str, Any]
@@ -93,6 +94,7 @@ class CheckContext:
     _cache: dict[tuple[str, ...], list[Row]] = field(default_factory=dict)
     _faults: FaultIndex | None = None
     _operations: OperationIndex | None = None
+    _transactions: TransactionIndex | None = None
 
     def close(self) -> None:
         """Release cached DataFrames."""
@@ -129,6 +131,13 @@ class CheckContext:
         if self._operations is None:
             self._operations = build_operation_index(self.rows("op.start", "op.end"))
         return self._operations
+
+    @property
+    def transactions(self) -> TransactionIndex:
+        """The run's transactions and how each ended (`spark_analysis.transactions`); empty without any."""
+        if self._transactions is None:
+            self._transactions = build_transaction_index(self.rows(*TXN_TYPES))
+        return self._transactions
 
     @property
     def completed(self) -> bool:

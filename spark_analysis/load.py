@@ -48,7 +48,7 @@ _STAMP = "_source.json"
 PARQUET_BLOCK_BYTES = 8 * 1024 * 1024
 PARQUET_CODEC = "none"
 CONVERSION_SPLIT_BYTES = 64 * 1024 * 1024
-PARQUET_FORMAT = 10
+PARQUET_FORMAT = 12
 """Bumped whenever the Parquet layout changes, so older conversions are redone, not misread."""
 BULK_TYPES = frozenset({"send", "ack", "send.error", "poll", "commit"})
 """Event types that can number millions; every other type is small."""
@@ -153,13 +153,24 @@ HISTORY_SCHEMA = StructType(
         _f("definite", _B),
         _f("fatal", _B),  # send.error and client.error: librdkafka's KafkaError.fatal()
         _f("error_detail", _S),
+        # transactions: txn.begin / txn.commit / txn.abort / txn.zombie, and the send/ack/send.error of a
+        # transactional producer (`txn`: the producer's transaction number; `zombie`: written by a fenced client);
+        # poll's consumer isolation.level; a read-process-write pipeline's pipe.read (`pipeline`), its output
+        # records' `source` (the input value) and its txn.commit's `offsets` ([[topic, partition, next offset]])
+        _f("txn", _L),
+        _f("transactional_id", _S),
+        _f("isolation", _S),
+        _f("zombie", _B),
+        _f("pipeline", _S),
+        _f("source", _L),
+        _f("offsets", ArrayType(ArrayType(_S))),
         # observer errors
         _f("observer", _S),
         _f(CORRUPT, _S),
     ]
 )
 """Every column a history event may carry; all nullable. Arrays: isr, replicas, elr, last_known_elr, members,
-partitions."""
+partitions, offsets."""
 
 
 PARQUET_SCHEMA = StructType(
@@ -171,9 +182,13 @@ PARQUET_SCHEMA = StructType(
 partitions it."""
 
 
-BULK_EXTRA_COLUMNS: Mapping[str, pa.DataType] = {"latency_ms": pa.float64()}
+BULK_EXTRA_COLUMNS: Mapping[str, pa.DataType] = {
+    "latency_ms": pa.float64(), "txn": pa.int64(), "isolation": pa.string(), "zombie": pa.bool_(),
+    "source": pa.int64()}
 """Bulk-event columns Arrow parses besides `arrow_split.ARROW_COLUMNS` (Arrow drops a column it is not
-given), with their Arrow types (those of their HISTORY_SCHEMA types)."""
+given), with their Arrow types (those of their HISTORY_SCHEMA types): ack and send.error's `latency_ms`, a
+transactional producer's `txn` and `zombie` on send/ack/send.error, a pipeline's output records' `source`, and
+poll's `isolation`."""
 
 
 def bulk_arrow_schema() -> pa.Schema:

@@ -1,9 +1,10 @@
 """A single-process, pure-Python implementation of every check: its own for the checks that read the bulk events in
-Spark (delivery, consumer, commit order, and the client-side stall SLOs `slo.write_unavailable` and
-`slo.read_unavailable`: `spark_analysis.reference_stall`), and the checks that already run in Python on
-collected rows (controller, quorum, partition, group, the other SLOs) reused as they are, fed from this module's
-parse instead of Spark (a line is read as Spark reads it: `spark_analysis.reference_lines`). Like `verify_run`,
-it answers the checks that apply to the run's cluster mode (`RunInfo.applies`).
+Spark (delivery, consumer, commit order, the transaction checks: `spark_analysis.reference_txn`, and the
+client-side stall SLOs `slo.write_unavailable` and `slo.read_unavailable`: `spark_analysis.reference_stall`), and
+the checks that already run in Python on collected rows (controller, quorum, partition, group, the other SLOs)
+reused as they are, fed from this module's parse instead of Spark (a line is read as Spark reads it:
+`spark_analysis.reference_lines`). Like `verify_run`, it answers the checks that apply to the run's cluster mode
+(`RunInfo.applies`).
 
 It exists for two reasons: the benchmark compares Spark against it on the same file, and the
 tests cross-check that both reach the same statuses on the fixtures. Same semantics as the Spark
@@ -46,9 +47,11 @@ from spark_analysis.reference_lines import (
     type_text,
 )
 from spark_analysis.reference_stall import Outcome, Poll, outcome_of, poll_of
+from spark_analysis.reference_txn import TxnRecord, txn_results
 from spark_analysis.result import Check as CheckProtocol
 from spark_analysis.result import CheckResult, failed, passed, run_check, unknown
 from spark_analysis.runinfo import RunInfo, load_run_info
+from spark_analysis.transactions import ABORTED, COMMITTED, UNKNOWN, TransactionIndex, committed_only, producer_name
 
 REFERENCE_CHECKS: tuple[str, ...] = tuple(c.id for c in ALL_CHECKS)
 """Every check, in registry order (`reference_checks` leaves out those not applying to the run's mode)."""
@@ -67,6 +70,8 @@ class _Value:
     locs: set[tuple[str, int, int]] = field(default_factory=set)
     send_t: float | None = None
     outcome: bool = False
+    txn: tuple[str, int] | None = None
+    """(producer, txn) of a transactional record (its first event that names a transaction)."""
 
 
 @dataclass
@@ -151,6 +156,8 @@ def _parse(path: Path) -> _State:
                 v = st.values[value] = _Value()
             if kind in ("ack", "send.error"):
                 v.outcome = True
+            if v.txn is None and kind != "poll" and ev.get("txn") is not None:
+                v.txn = (producer_name(ev.get("producer"), ev.get("src")), int(ev["txn"]))
             if kind == "send":
                 v.sent = True
                 if v.send_t is None or t < v.send_t:
@@ -189,9 +196,16 @@ def _parse(path: Path) -> _State:
     return st
 
 
+def _txn_outcome(v: _Value, index: TransactionIndex) -> str | None:
+    return None if v.txn is None else index.outcome(*v.txn)
+
+
 def _lost(st: _State, ctx: CheckContext) -> CheckResult:
     cid = "delivery.lost_write"
-    acked = [(val, v) for val, v in st.values.items() if v.ack is not None]
+    index = ctx.transactions
+    outcomes = {val: _txn_outcome(v, index) for val, v in st.values.items() if v.txn is not None}
+    # A record of an aborted or unknown transaction is no acknowledged write (`checks.delivery`).
+    acked = [(val, v) for val, v in st.values.items() if v.ack is not None and outcomes.get(val) in (None, COMMITTED)]
     lost: list[tuple[float, int, str, int, int, int]] = []
     unseen = 0
     polled_topics = {topic for (topic, _p) in st.frontier}
@@ -207,7 +221,9 @@ def _lost(st: _State, ctx: CheckContext) -> CheckResult:
         else:
             unseen += 1
     unfinished = sum(1 for v in st.values.values() if v.sent and v.ack is None and not v.errored)
-    metrics = {"acked": len(acked), "lost": len(lost), "unseen": unseen, "unfinished": unfinished}
+    metrics = {"acked": len(acked), "lost": len(lost), "unseen": unseen, "unfinished": unfinished,
+               "txn_aborted_records": sum(1 for o in outcomes.values() if o == ABORTED),
+               "txn_unknown_records": sum(1 for o in outcomes.values() if o == UNKNOWN)}
     if lost:
         lost.sort()
         by_tp: dict[tuple[str, int], int] = defaultdict(int)
@@ -338,14 +354,26 @@ def reference_checks(run_dir: Path, history: Path | None = None) -> list[CheckRe
     out.append(_key_order(st))
     out.append(_pairs_result("consumer.nonmonotonic_poll", st.nonmonotonic, "nonmonotonic poll", st.counts["poll"]))
     skips = []
+    index = ctx.transactions
     for a, b in st.gaps:
-        known = st.known[(str(b.get("topic")), int(b["partition"]))]
-        if any(o in known for o in range(int(a["offset"]) + 1, int(b["offset"]))):
+        topic, part = str(b.get("topic")), int(b["partition"])
+        known = st.known[(topic, part)]
+        between = (o for o in range(int(a["offset"]) + 1, int(b["offset"])) if o in known)
+        if index.any and committed_only(b.get("isolation")):
+            # read_committed: only offsets holding some record outside aborted and unknown transactions count
+            between = (o for o in between if any(_txn_outcome(st.values[val], index) in (None, COMMITTED)
+                                                 for val in st.at_offset.get((topic, part, o), ())))
+        if any(True for _ in between):
             skips.append((a, b))
     out.append(_pairs_result("consumer.poll_skip", skips, "poll skip", st.counts["poll"]))
     out.append(unknown("group.commit_monotonic", "no commit events") if not st.counts["commit"] else
                _pairs_result("group.commit_monotonic", st.commit_back, "commit regression", st.counts["commit"]))
     out.extend(_stall_checks(st, ctx))
+    records = {val: TxnRecord(val, v.txn[0], v.txn[1], v.ack)
+               for val, v in st.values.items() if v.txn is not None}
+    pipe_reads = [poll_of(ev, float(ev.get("t") or 0.0), int(ev["seq"])) for ev in st.small
+                  if ev["type"] == "pipe.read" and ev.get("partition") is not None and ev.get("offset") is not None]
+    out.extend(txn_results(ctx, records, st.polls + pipe_reads))
     own = {r.check_id: r for r in out}
     # The other checks read only small events: they run as they are on this parse's rows. Missing inputs
     # answer as `run_check` has every check answer them (unknown), this module's own checks included.

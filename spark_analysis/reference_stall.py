@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from spark_analysis.faults import ATTRIBUTION_GRACE_S, FaultWindow
+from spark_analysis.transactions import COMMITTED, TransactionIndex, committed_only
 
 
 class Outcome(NamedTuple):
@@ -35,6 +36,8 @@ class Outcome(NamedTuple):
     latency_ms: float | None
     value: int | None
     offset: int | None
+    txn: int | None = None
+    """The transaction the record belongs to (a transactional producer's), else None."""
 
 
 class Poll(NamedTuple):
@@ -47,6 +50,13 @@ class Poll(NamedTuple):
     seq: int
     offset: int
     value: int | None
+    consumer: str = ""
+    committed_only: bool = True
+    """The consumer reads committed records only (`transactions.committed_only`)."""
+
+
+ReadableAt = Callable[[Outcome], float | None]
+"""When an acked record becomes readable to a read_committed group (None: never)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,22 +189,30 @@ def _write_stall(who: str, topic: str, partition: int, prev: tuple[float, int] |
     return Stall(who, topic, partition, start, end, until, start_seq, end_seq, n)
 
 
-def read_stalls(acks: Iterable[Outcome], polls: Iterable[Poll]) -> Iterator[Stall]:
+def read_stalls(acks: Iterable[Outcome], polls: Iterable[Poll], readable_at: ReadableAt | None = None
+                ) -> Iterator[Stall]:
     """Per (group, topic, partition) of the topics the group polls, in (t, seq) order: acks raise the
     high watermark to offset+1, the group's polls its position. A stall ends at each poll P: from the
     previous poll (if records were already waiting then, i.e. high watermark > position) or else from the
     first ack after it above the position, to P.t; before the group's first poll of the partition, from
     the later of the group's first poll of the topic and the partition's first ack. Records still waiting
-    after the group's last poll of the partition: an open stall until the group's last poll of anything."""
+    after the group's last poll of the partition: an open stall until the group's last poll of anything.
+
+    For a read_committed group (some poll of it reads committed records only) and `readable_at`, an ack
+    counts at `readable_at(ack)` instead of its t (a committed transaction's record waits from the commit),
+    or not at all when that is None (a record of an aborted or unknown transaction never waits for it)."""
     by_stream: dict[tuple[str, str, int], list[Poll]] = defaultdict(list)
     first_poll: dict[tuple[str, str], tuple[float, int]] = {}
     last_poll: dict[str, float] = {}
+    committed_groups: set[str] = set()
     for p in polls:
         by_stream[(p.who, p.topic, p.partition)].append(p)
         gt = (p.who, p.topic)
         if gt not in first_poll or (p.t, p.seq) < first_poll[gt]:
             first_poll[gt] = (p.t, p.seq)
         last_poll[p.who] = max(last_poll.get(p.who, p.t), p.t)
+        if p.committed_only:
+            committed_groups.add(p.who)
     readers: dict[str, list[str]] = defaultdict(list)
     for group, topic in first_poll:
         readers[topic].append(group)
@@ -204,8 +222,12 @@ def read_stalls(acks: Iterable[Outcome], polls: Iterable[Poll]) -> Iterator[Stal
             acks_of[(a.topic, a.partition)].append(a)
     streams = set(by_stream) | {(g, topic, p) for (topic, p) in acks_of for g in readers[topic]}
     for group, topic, partition in sorted(streams):
-        merged: list[tuple[float, int, bool, int]] = [(a.t, a.seq, True, int(a.offset or 0))
-                                                      for a in acks_of.get((topic, partition), ())]
+        here = acks_of.get((topic, partition), ())
+        merged: list[tuple[float, int, bool, int]]
+        if readable_at is not None and group in committed_groups:
+            merged = [(at, a.seq, True, int(a.offset or 0)) for a in here if (at := readable_at(a)) is not None]
+        else:
+            merged = [(a.t, a.seq, True, int(a.offset or 0)) for a in here]
         merged.extend((p.t, p.seq, False, p.offset) for p in by_stream.get((group, topic, partition), ()))
         merged.sort(key=lambda e: (e[0], e[1]))
         yield from _read_stream(group, topic, partition, merged, first_poll[(group, topic)], last_poll[group])
@@ -272,13 +294,33 @@ def _name(*values: object) -> str:
 def outcome_of(ev: Mapping[str, Any], t: float, seq: int) -> Outcome:
     """An ack or send.error (with a partition) as an `Outcome`; producer falls back to src."""
     return Outcome(_name(ev.get("producer"), ev.get("src")), _name(ev.get("topic")), int(ev["partition"]), t, seq,
-                   ev.get("type") == "ack", valid_latency(ev.get("latency_ms")), ev.get("value"), ev.get("offset"))
+                   ev.get("type") == "ack", valid_latency(ev.get("latency_ms")), ev.get("value"), ev.get("offset"),
+                   ev.get("txn"))
 
 
 def poll_of(ev: Mapping[str, Any], t: float, seq: int) -> Poll:
-    """A poll (with a partition and an offset) as a `Poll`; group falls back to src."""
+    """A poll (with a partition and an offset) as a `Poll`; group and consumer fall back to src."""
     return Poll(_name(ev.get("group"), ev.get("src")), _name(ev.get("topic")), int(ev["partition"]), t, seq,
-                int(ev["offset"]), ev.get("value"))
+                int(ev["offset"]), ev.get("value"), _name(ev.get("consumer"), ev.get("src")),
+                committed_only(ev.get("isolation")))
+
+
+def readable_to_committed(index: TransactionIndex) -> ReadableAt | None:
+    """When each acked record becomes readable to a read_committed group: at its ack outside transactions,
+    at the later of its ack and its transaction's commit when committed, never otherwise; None (every ack
+    at its t) for a run without transactions."""
+    if not index.any:
+        return None
+
+    def at(o: Outcome) -> float | None:
+        if o.txn is None:
+            return o.t
+        txn = index.get(o.who.removeprefix("producer:"), o.txn)
+        if txn is None or txn.outcome != COMMITTED:
+            return None
+        return o.t if txn.end_t is None else max(o.t, txn.end_t)
+
+    return at
 
 
 def pending_sends(rows: Iterable[Mapping[str, Any]]) -> int:

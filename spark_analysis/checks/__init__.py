@@ -1,6 +1,6 @@
 """The check registry: every check of the verdict, in report order, with its fixed id.
 
-One module per family (controller, quorum, partition, delivery, consumer, group, operation, slo), or more
+One module per family (controller, quorum, partition, delivery, consumer, group, txn, operation, slo), or more
 where a family outgrows one (`partition_isr`, `slo_stall`); `ALL_CHECKS`
 lists one instance of each `Check`. Ids are fixed: verdict.json, report.html and junit.xml use them.
 The quorum family applies to KRaft runs only (`spark_analysis.runinfo.MODE_FAMILIES`): a ZooKeeper
@@ -30,6 +30,7 @@ from spark_analysis.checks.partition_isr import (
 from spark_analysis.checks.quorum import NoSplitBrain
 from spark_analysis.checks.slo import ControllerFailover, PartitionUnavailable, Rebalance
 from spark_analysis.checks.slo_stall import ReadUnavailable, WriteUnavailable
+from spark_analysis.checks.txn import AbortedRead, AtomicVisibility, LostCommit
 from spark_analysis.result import Check
 
 ALL_CHECKS: tuple[Check, ...] = (
@@ -54,6 +55,9 @@ ALL_CHECKS: tuple[Check, ...] = (
     AssignmentConforms(),
     CoordinatorConforms(),
     CommitMonotonic(),
+    AbortedRead(),
+    AtomicVisibility(),
+    LostCommit(),
     OperationCompletes(),
     ControllerFailover(),
     PartitionUnavailable(),

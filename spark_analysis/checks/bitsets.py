@@ -24,7 +24,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from spark_analysis.checks.frames import WRITE_TYPES, topic_hash, write_facts
+from spark_analysis.checks.frames import topic_hash, write_events, write_facts
 from spark_analysis.context import CheckContext
 
 
@@ -50,26 +50,32 @@ def _count(words: Column) -> Column:
 def write_counters(ctx: CheckContext) -> dict[str, Any]:
     """The counters of `frames.per_value_stats` except `duplicated_values` and `polled_topics`.
 
-    `acked_never_polled` (acked, acks=all, never polled) 0 means no write is lost or unseen;
-    `acked_unsent` counts values acked with no send seen."""
+    `acked_never_polled` (an acknowledged write, acks=all, never polled) 0 means no write is lost or unseen;
+    `acked_unsent` counts values acked with no send seen; `ack_seen` values with an ack (whatever their
+    transaction's outcome)."""
     if "write_counters" in ctx.shared:
         return ctx.shared["write_counters"]
     facts = write_facts()
-    ev = ctx.df(*WRITE_TYPES).where(F.col("value").isNotNull()).select(
+    ev = write_events(ctx).select(
         *(cond.alias(name) for name, cond in facts.items()), _word(F.col("value")).alias("word"),
         _bit("value").alias("bit"))
     words = ev.groupBy("word").agg(*(_set(F.col(name)).alias(name) for name in facts))
-    s, w, a, p, e, d, loc = (F.col(n) for n in ("sent", "weak", "acked", "polled", "errored", "definite", "located"))
+    s, w, raw, p, e, d, loc, ab, un = (F.col(n) for n in ("sent", "weak", "acked", "polled", "errored", "definite",
+                                                          "located", "aborted", "undecided"))
     no = F.bitwise_not
+    a = raw.bitwiseAND(no(ab.bitwiseOR(un)))  # acknowledged writes: no record of an aborted or unknown txn
     row = words.agg(
         _count(a).alias("acked"),
         _count(p).alias("polled"),
-        _count(s.bitwiseAND(no(a.bitwiseOR(e)))).alias("unfinished"),
-        _count(e.bitwiseAND(no(d.bitwiseOR(a)))).alias("indefinite_errors"),
+        _count(s.bitwiseAND(no(raw.bitwiseOR(e)))).alias("unfinished"),
+        _count(e.bitwiseAND(no(d.bitwiseOR(raw).bitwiseOR(ab).bitwiseOR(un)))).alias("indefinite_errors"),
         _count(a.bitwiseAND(w).bitwiseAND(no(p))).alias("unpolled_acks_weaker_than_all"),
         _count(a.bitwiseAND(no(w.bitwiseOR(p)))).alias("acked_never_polled"),
+        _count(ab).alias("txn_aborted_records"),
+        _count(un.bitwiseAND(no(ab))).alias("txn_unknown_records"),
         _count(loc).alias("values_seen"),
-        _count(a.bitwiseAND(no(s))).alias("acked_unsent"),
+        _count(raw.bitwiseAND(no(s))).alias("acked_unsent"),
+        _count(raw).alias("ack_seen"),
     ).first()
     counters = {k: int(v) for k, v in row.asDict().items()} if row is not None else {}
     ctx.shared["write_counters"] = counters

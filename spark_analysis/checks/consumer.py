@@ -4,7 +4,10 @@ assignment epoch (an `assign` or `revoke` of the partition by that consumer star
 - `consumer.nonmonotonic_poll`: a consumer polls offset o2 after o1 with o2 <= o1.
 - `consumer.poll_skip`: a consumer polls o2 right after o1 while some offset strictly between them
   is known to hold a record (acked or polled by anyone): the consumer skipped it. Gaps no one
-  ever saw a record in (compaction, transaction markers, unacked writes) are not skips.
+  ever saw a record in (compaction, transaction markers, unacked writes) are not skips. For a
+  read_committed consumer (`isolation` read_committed, or none recorded) a record of an aborted
+  transaction, or of one whose outcome is unknown, is no record it must return: an offset known to
+  hold only such records is no skip for it (`spark_analysis.transactions`).
 """
 
 from __future__ import annotations
@@ -16,11 +19,13 @@ from pyspark.sql.window import Window
 
 from spark_analysis.checks.common import plural, tp_label
 from spark_analysis.checks.frames import events_by_seq, poll_pairs, topic_hash
+from spark_analysis.checks.txn_frames import hidden_values
 from spark_analysis.context import CheckContext
 from spark_analysis.result import CheckResult, failed, passed
 
 EVIDENCE_PAIRS = 10
-_FIELDS = ("seq", "t", "src", "type", "consumer", "group", "member", "topic", "partition", "offset", "value", "key")
+_FIELDS = ("seq", "t", "src", "type", "consumer", "group", "member", "topic", "partition", "offset", "value", "key",
+           "isolation")
 
 
 def _pair_evidence(ctx: CheckContext, sample: list[Any], problem: Any) -> list[dict[str, Any]]:
@@ -77,10 +82,27 @@ class PollSkip:
         for th, part in tps:
             cond = cond | ((topic_h == th) & (F.col("partition") == part))
         known = (ctx.df("ack", "poll").where(F.col("offset").isNotNull() & cond)
-                 .select(topic_h.alias("topic_h"), "partition", "offset").distinct())
-        nxt = known.select("topic_h", "partition", F.col("offset").alias("prev_offset"), F.lead("offset").over(
-            Window.partitionBy("topic_h", "partition").orderBy("offset")).alias("next_known"))
-        skips = gaps.join(nxt, ["topic_h", "partition", "prev_offset"]).where(F.col("next_known") < F.col("offset"))
+                 .select(topic_h.alias("topic_h"), "partition", "offset", "value"))
+        w = Window.partitionBy("topic_h", "partition").orderBy("offset")
+        if ctx.transactions.any:
+            # An offset read_committed consumers must return: one holding some record outside aborted and
+            # unknown transactions.
+            hidden = hidden_values(ctx).distinct().withColumn("hidden", F.lit(1))
+            locs = known.join(hidden, "value", "left").groupBy("topic_h", "partition", "offset").agg(
+                F.min(F.coalesce(F.col("hidden"), F.lit(0))).alias("hidden"))
+            after = w.rowsBetween(1, Window.unboundedFollowing)
+            nxt = locs.select("topic_h", "partition", F.col("offset").alias("prev_offset"),
+                              F.lead("offset").over(w).alias("next_any"),
+                              F.min(F.when(F.col("hidden") == 0, F.col("offset"))).over(after).alias("next_visible"))
+            pairs = gaps.join(nxt, ["topic_h", "partition", "prev_offset"]).withColumn(
+                "next_known", F.when(F.coalesce(F.col("committed_only"), F.lit(True)), F.col("next_visible"))
+                .otherwise(F.col("next_any")))
+        else:
+            nxt = known.select("topic_h", "partition", "offset").distinct().select(
+                "topic_h", "partition", F.col("offset").alias("prev_offset"),
+                F.lead("offset").over(w).alias("next_known"))
+            pairs = gaps.join(nxt, ["topic_h", "partition", "prev_offset"])
+        skips = pairs.where(F.col("next_known") < F.col("offset"))
         n_gaps = gaps.count()
         sample = skips.orderBy("seq").limit(EVIDENCE_PAIRS).collect()
         metrics = {"polls": polls, "gaps": n_gaps}

@@ -11,6 +11,25 @@
 - `delivery.inconsistent_offsets`: one (topic, partition, offset) seen holding two different values.
 - `delivery.key_order`: one producer's sends of a key that landed in the same partition appear at
   offsets in send order (Jepsen's nonmonotonic send, per key).
+
+Transactional records (a `send`/`ack`/`send.error` with `txn`: `spark_analysis.transactions`). A record is
+written to the log when it is acked, but becomes an acknowledged write only when its transaction commits:
+- lost write: an ack counts as an acknowledged write only outside transactions or in a transaction whose
+  outcome is `committed`. A record of an `aborted` transaction is no acknowledged write (it never becomes
+  readable to read_committed consumers), so it is never lost; a record of a transaction whose outcome is
+  `unknown` (indefinite end, or no end: the run was cut short) is an unknown outcome, counted
+  (`txn_aborted_records`, `txn_unknown_records`), never lost. `txn.lost_commit` judges committed
+  transactions record by record.
+- duplicate, inconsistent offsets: a record of an aborted transaction does occupy its offset, and a
+  read_uncommitted consumer may poll it there: its ack and that poll name the same (topic, partition,
+  offset), so it is one value at one location, like any other record. Commit and abort markers occupy
+  offsets too, but no ack or poll names them. Neither check changes.
+- key order: aborted and unknown records are stored at their offsets in the producer's send order like
+  committed ones (one session of a transactional producer writes in order; a new session fences the old
+  one first), so key order judges every ack whatever its transaction's outcome.
+- poll skip (`checks.consumer`): a read_committed consumer legitimately jumps over the offsets of aborted
+  records (and of records whose transaction's outcome is unknown); only a read_uncommitted consumer must
+  return them.
 """
 
 from __future__ import annotations
@@ -40,8 +59,9 @@ from spark_analysis.result import CheckResult, failed, passed, unknown
 EVIDENCE_ROWS = 20
 ATTRIBUTION_ROWS = 2000
 LOST_COUNTERS = ("acked", "polled", "unfinished", "indefinite_errors", "unpolled_acks_weaker_than_all",
-                 "acked_never_polled")
-_EV_FIELDS = ("seq", "t", "src", "type", "producer", "consumer", "value", "key", "topic", "partition", "offset")
+                 "acked_never_polled", "txn_aborted_records", "txn_unknown_records")
+_EV_FIELDS = ("seq", "t", "src", "type", "producer", "consumer", "value", "key", "topic", "partition", "offset",
+              "txn")
 
 
 def _ev(row: dict[str, Any], **extra: Any) -> dict[str, Any]:
@@ -93,7 +113,7 @@ class LostWrite:
             metrics.update({"lost": 0, "unseen": 0, "unverifiable_no_consumer": metrics["acked_never_polled"]})
             return self._nothing_lost(metrics, 0)
         pv = per_value(ctx)
-        acked, polled = F.col("acked") == 1, F.col("polled") == 1
+        acked, polled = F.col("acked_write") == 1, F.col("polled") == 1
         candidate = acked & ~polled & strong_ack()
         stats = per_value_stats(ctx)
         polled_topics = list(stats["polled_topics"])
@@ -145,6 +165,7 @@ class LostWrite:
         if metrics.get("unfinished") or metrics.get("indefinite_errors"):
             info_note = (f"; {metrics.get('unfinished', 0)} unfinished sends and "
                          f"{metrics.get('indefinite_errors', 0)} indefinite errors are unknown outcomes, not lost")
+        info_note += txn_note(metrics)
         if unseen:
             return unknown(self.id, f"{plural(unseen, 'acked write')} not yet polled when the run ended early "
                                     f"(beyond what consumers reached){info_note}", metrics)
@@ -155,6 +176,15 @@ class LostWrite:
         if unverifiable:
             info_note += f"; {unverifiable} acked writes to topics no consumer reads not judged"
         return passed(self.id, f"all {checked} acked writes were polled{info_note}", metrics)
+
+
+def txn_note(metrics: dict[str, Any]) -> str:
+    """'; 4 records of aborted transactions are no acknowledged writes; ...' (empty outside transactions)."""
+    aborted, undecided = int(metrics.get("txn_aborted_records") or 0), int(metrics.get("txn_unknown_records") or 0)
+    note = f"; {plural(aborted, 'record')} of aborted transactions are no acknowledged writes" if aborted else ""
+    if undecided:
+        note += f"; {plural(undecided, 'record')} of transactions with an unknown outcome are unknown outcomes"
+    return note
 
 
 def _rows_for_values(ctx: CheckContext, values: list[int]) -> list[dict[str, Any]]:
@@ -231,7 +261,7 @@ class KeyOrder:
 
     def run(self, ctx: CheckContext) -> CheckResult:
         fast = write_counters(ctx)
-        one_ack_each = ctx.count("ack") == fast.get("acked") and fast.get("acked_unsent") == 0
+        one_ack_each = ctx.count("ack") == fast.get("ack_seen") and fast.get("acked_unsent") == 0
         if one_ack_each and acks_in_value_order(ctx):
             # Value order is send order here, so ordering each key's acks by value is enough.
             return passed(self.id, self.PASS, {"reordered": 0})

@@ -1,4 +1,4 @@
-"""The damaged-history rule of the checks that read the bulk events (delivery, consumer).
+"""The damaged-history rule of the checks that read the bulk events (delivery, consumer, txn).
 
 A skipped line (torn, ill-typed, untyped: `spark_analysis.load.HistoryDamage`) is an event the
 checks never see. Below a threshold that is noise; above it a check's answer is not to be
@@ -25,6 +25,7 @@ from spark_analysis.checks.common import plural
 from spark_analysis.faults import FaultIndex
 from spark_analysis.load import HistoryDamage
 from spark_analysis.result import CheckResult
+from spark_analysis.transactions import TXN_TYPES
 
 DAMAGE_FRACTION = 0.001
 """Damaged lines (of the types a check reads) above this fraction of all lines make it unknown."""
@@ -39,19 +40,30 @@ class Depends:
     fabricated_by: frozenset[str] = frozenset()
 
 
+_TXN = frozenset(TXN_TYPES)
+"""A lost txn.* line leaves its transaction's outcome unknown: its records are then never blamed (a pass
+could be wrong, a failure could not)."""
+_TXN_READS = frozenset({"poll", "pipe.read", "send", "ack", "send.error"}) | _TXN
+"""What the transaction checks read."""
+
 DEPENDS: Mapping[str, Depends] = {
-    "delivery.lost_write": Depends(frozenset({"ack", "poll"}), frozenset({"poll"})),
+    "delivery.lost_write": Depends(frozenset({"ack", "poll"}) | _TXN, frozenset({"poll"})),
     "delivery.duplicate": Depends(frozenset({"ack", "poll"})),
     "delivery.inconsistent_offsets": Depends(frozenset({"ack", "poll"})),
     "delivery.key_order": Depends(frozenset({"send", "ack"})),
     # a lost client.error line hides a producer's fatal error: a pass could be wrong, a failure could not
     "delivery.fatal_error": Depends(frozenset({"client.error"})),
-    "consumer.poll_skip": Depends(frozenset({"poll", "ack", "assign", "revoke"}),
+    "consumer.poll_skip": Depends(frozenset({"poll", "ack", "assign", "revoke"}) | _TXN,
                                   frozenset({"poll", "assign", "revoke"})),
     "consumer.nonmonotonic_poll": Depends(frozenset({"poll", "assign", "revoke"}), frozenset({"assign", "revoke"})),
     # a lost ack line makes a write look stalled until the next one; a lost poll, a read look stalled
     "slo.write_unavailable": Depends(frozenset({"send", "ack", "send.error"}), frozenset({"ack"})),
-    "slo.read_unavailable": Depends(frozenset({"ack", "poll"}), frozenset({"poll"})),
+    "slo.read_unavailable": Depends(frozenset({"ack", "poll"}) | _TXN, frozenset({"poll"})),
+    # a read_committed poll of an aborted record is proven by intact lines: no lost line can produce it
+    "txn.aborted_read": Depends(_TXN_READS),
+    # a lost poll (or pipe.read) line makes a record look missed (a partial view) or never read (a lost commit)
+    "txn.atomic_visibility": Depends(_TXN_READS, frozenset({"poll", "pipe.read"})),
+    "txn.lost_commit": Depends(_TXN_READS, frozenset({"poll", "pipe.read"})),
 }
 
 

@@ -6,6 +6,8 @@ aggregation with map-side partial aggregation; strings (topic, producer, key) en
 
 - `per_value(ctx)`: one row per written value (send/ack/send.error/poll aggregated with one
   shuffle): whether and how it was sent, acknowledged, failed, polled (bit flags OR-ed together);
+  whether it belongs to a transaction that was aborted or whose outcome is unknown (then its ack is
+  no acknowledged write: `acked_write` is 0; see `checks.delivery`);
   where it was acked; the smallest and largest hash of the locations (topic, partition, offset)
   it was seen at (they differ exactly when it was seen at two locations, up to hash collisions).
   Only the aggregated columns are persisted; the 0/1 flags are derived when read. The clean
@@ -28,7 +30,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
+from spark_analysis.checks.txn_frames import committed_only_column, with_txn_outcome
 from spark_analysis.context import CheckContext
+from spark_analysis.transactions import ABORTED, UNKNOWN
 
 WRITE_TYPES = ("send", "ack", "send.error", "poll")
 PER_VALUE_STORAGE = StorageLevel.MEMORY_AND_DISK
@@ -53,18 +57,27 @@ def producer_key_hash() -> F.Column:
     return F.xxhash64("producer", "key")
 
 
-FACT_BITS = {"sent": 1, "acked": 2, "polled": 4, "errored": 8, "definite": 16, "weak": 32}
+FACT_BITS = {"sent": 1, "acked": 2, "polled": 4, "errored": 8, "definite": 16, "weak": 32, "aborted": 64,
+             "undecided": 128}
 """The per-value frame's `bits`: one bit per fact, OR-ed over the value's events."""
 
 
-def write_facts() -> dict[str, F.Column]:
-    """What one write event says about its value: a condition per fact. The per-value frame and the
-    word bit sets (`bitsets.py`) both count these, so the exact and the fast path agree.
+def write_events(ctx: CheckContext) -> DataFrame:
+    """The send/ack/send.error/poll events with a value, with their transaction's outcome (`txn_outcome`:
+    null outside transactions; `txn_frames.with_txn_outcome`), which `write_facts` reads."""
+    return with_txn_outcome(ctx, ctx.df(*WRITE_TYPES).where(F.col("value").isNotNull()))
 
-    sent; acked; polled; errored (send.error); definite (an error saying the write did not happen);
-    weak (sent with acks weaker than all); located (acked or polled at a known offset).
+
+def write_facts() -> dict[str, F.Column]:
+    """What one write event (of `write_events`) says about its value: a condition per fact. The per-value
+    frame and the word bit sets (`bitsets.py`) both count these, so the exact and the fast path agree.
+
+    sent; acked (an ack, whatever its transaction's outcome); polled; errored (send.error); definite (an
+    error saying the write did not happen); weak (sent with acks weaker than all); aborted (a record of an
+    aborted transaction); undecided (a record of a transaction whose outcome is unknown); located (acked or
+    polled at a known offset).
     """
-    kind = F.col("type")
+    kind, outcome = F.col("type"), F.col("txn_outcome")
     return {
         "sent": kind == "send",
         "acked": kind == "ack",
@@ -72,6 +85,8 @@ def write_facts() -> dict[str, F.Column]:
         "errored": kind == "send.error",
         "definite": (kind == "send.error") & F.coalesce(F.col("definite"), F.lit(False)),
         "weak": (kind == "send") & ~acks_all(F.col("acks")),
+        "aborted": F.coalesce(outcome == ABORTED, F.lit(False)),
+        "undecided": F.coalesce(outcome == UNKNOWN, F.lit(False)),
         "located": kind.isin("ack", "poll") & F.col("offset").isNotNull(),
     }
 
@@ -81,7 +96,7 @@ def _per_value_narrow(ctx: CheckContext) -> DataFrame:
     if "per_value_narrow" in ctx.shared:
         return ctx.shared["per_value_narrow"]
     facts = write_facts()
-    ev = ctx.df(*WRITE_TYPES).where(F.col("value").isNotNull()).select(
+    ev = write_events(ctx).select(
         "type", "value", "t", "seq", "partition", "offset",
         topic_hash().alias("topic_h"),
         F.when(F.col("key").isNotNull(), producer_key_hash()).alias("pk_h"),
@@ -109,7 +124,10 @@ def _per_value_narrow(ctx: CheckContext) -> DataFrame:
 
 
 def per_value(ctx: CheckContext) -> DataFrame:
-    """One row per written value (see the module docstring), with its 0/1 flags derived from `bits`."""
+    """One row per written value (see the module docstring), with its 0/1 flags derived from `bits`:
+    sent, acked (an ack was seen), polled, errored, failed_definitely, send_acks_all, txn_aborted (a record
+    of an aborted transaction), txn_unknown (of a transaction with an unknown outcome, not aborted) and
+    acked_write (acked, and no record of an aborted or unknown transaction: an acknowledged write)."""
     def has(fact: str) -> F.Column:
         return F.col("bits").bitwiseAND(FACT_BITS[fact]) != 0
 
@@ -118,6 +136,9 @@ def per_value(ctx: CheckContext) -> DataFrame:
         *(has(fact).cast("int").alias(fact) for fact in ("sent", "acked", "polled", "errored")),
         has("definite").cast("int").alias("failed_definitely"),
         F.when(has("sent"), (~has("weak")).cast("int")).alias("send_acks_all"),
+        has("aborted").cast("int").alias("txn_aborted"),
+        (has("undecided") & ~has("aborted")).cast("int").alias("txn_unknown"),
+        (has("acked") & ~has("aborted") & ~has("undecided")).cast("int").alias("acked_write"),
     )
 
 
@@ -129,22 +150,27 @@ def strong_ack(col_prefix: str = "") -> F.Column:
 def per_value_stats(ctx: CheckContext) -> dict[str, Any]:
     """The counters of the delivery checks over `per_value`, computed in ONE pass and kept.
 
-    Lost-write counters (acked, polled, unfinished, indefinite_errors, unpolled_acks_weaker_than_all,
-    acked_never_polled, polled_topics) and duplicate counters (values_seen: values seen at some
-    location; duplicated_values: values seen at two).
+    Lost-write counters (acked: acknowledged writes, i.e. acks outside aborted and unknown transactions;
+    polled, unfinished, indefinite_errors (outside aborted and unknown transactions: those records are
+    counted as theirs), unpolled_acks_weaker_than_all, acked_never_polled, txn_aborted_records,
+    txn_unknown_records, polled_topics) and duplicate counters (values_seen: values
+    seen at some location; duplicated_values: values seen at two).
     """
     if "per_value_stats" in ctx.shared:
         return ctx.shared["per_value_stats"]
     pv = per_value(ctx)
-    acked, polled, strong = F.col("acked") == 1, F.col("polled") == 1, strong_ack()
+    ack_seen, polled, strong = F.col("acked") == 1, F.col("polled") == 1, strong_ack()
+    acked = F.col("acked_write") == 1
     row = pv.agg(
-        F.sum("acked").alias("acked"),
+        F.sum("acked_write").alias("acked"),
         F.sum("polled").alias("polled"),
-        F.sum(((F.col("sent") == 1) & ~acked & (F.col("errored") == 0)).cast("int")).alias("unfinished"),
-        F.sum(((F.col("errored") == 1) & (F.col("failed_definitely") == 0) & ~acked).cast("int"))
-        .alias("indefinite_errors"),
+        F.sum(((F.col("sent") == 1) & ~ack_seen & (F.col("errored") == 0)).cast("int")).alias("unfinished"),
+        F.sum(((F.col("errored") == 1) & (F.col("failed_definitely") == 0) & ~ack_seen & (F.col("txn_aborted") == 0)
+               & (F.col("txn_unknown") == 0)).cast("int")).alias("indefinite_errors"),
         F.sum((acked & ~polled & ~strong).cast("int")).alias("unpolled_acks_weaker_than_all"),
         F.sum((acked & ~polled & strong).cast("int")).alias("acked_never_polled"),
+        F.sum("txn_aborted").alias("txn_aborted_records"),
+        F.sum("txn_unknown").alias("txn_unknown_records"),
         F.collect_set(F.col("poll_topic_h")).alias("polled_topics"),
         F.count(F.col("loc_min")).alias("values_seen"),
         F.count(F.when(F.col("loc_min") != F.col("loc_max"), 1)).alias("duplicated_values"),
@@ -196,12 +222,13 @@ def poll_frontier(ctx: CheckContext) -> list[tuple[str, int, int, int]]:
 def poll_pairs(ctx: CheckContext) -> DataFrame:
     """Anomalous consecutive polls: `offset`/`seq` and `prev_offset`/`prev_seq` of the same consumer
     (`src_h`, a hash of `src`) on the same partition (`topic_h`, `partition`) with no assign/revoke
-    of it in between."""
+    of it in between; `committed_only`: the later poll's consumer reads committed records only."""
     if "poll_pairs" in ctx.shared:
         return ctx.shared["poll_pairs"]
     # Consumer and topic enter as 64-bit hashes: the sort compares longs, not strings.
     polls = ctx.df("poll").where(F.col("offset").isNotNull()).select(
-        F.xxhash64("src").alias("src_h"), topic_hash().alias("topic_h"), "partition", "offset", "seq")
+        F.xxhash64("src").alias("src_h"), topic_hash().alias("topic_h"), "partition", "offset", "seq",
+        committed_only_column().alias("committed_only"))
     markers = (
         ctx.df("assign", "revoke")
         .select("src", "seq", F.explode("partitions").alias("tp"))
@@ -212,6 +239,7 @@ def poll_pairs(ctx: CheckContext) -> DataFrame:
             F.col("tp")[1].cast("long").alias("partition"),
             F.lit(None).cast("long").alias("offset"),
             "seq",
+            F.lit(None).cast("boolean").alias("committed_only"),
         )
     )
     w = Window.partitionBy("src_h", "topic_h", "partition").orderBy("seq")

@@ -16,7 +16,11 @@
   position (no such ack: no stall), to P.t. Before the group's first poll of the partition the stall
   starts at the later of the group's first poll of the topic and the partition's first ack. Records
   still waiting after the last poll of the partition make a stall open until the group's last poll of
-  anything (a group that stopped consuming is not stalled).
+  anything (a group that stopped consuming is not stalled). Transactions: for a read_committed group
+  (some poll of it has `isolation` read_committed, or none recorded), a record of a committed transaction
+  waits from the later of its ack and the commit (the last stable offset moves at the commit), and a
+  record of an aborted transaction, or of one whose outcome is unknown, never waits (it never becomes
+  readable to it); a read_uncommitted group reads every record from its ack.
 
 Each stall is tied to the fault in force at its start (with `FaultIndex.active_at`'s grace), else to
 the first fault in force at some point of it. Against `verify.slo.write_unavailable` /
@@ -49,6 +53,7 @@ from spark_analysis.reference_stall import (
     from_rows,
     pending_sends,
     read_stalls,
+    readable_to_committed,
     write_stalls,
 )
 from spark_analysis.result import CheckResult, failed, passed, unknown
@@ -189,7 +194,8 @@ def python_write(ctx: CheckContext, outcomes: list[Outcome], send_min: Mapping[i
 
 def python_read(ctx: CheckContext, outcomes: list[Outcome], polls: list[Poll]) -> CheckResult:
     """`slo.read_unavailable` without Spark, from the acks (outcomes) and polls (`reference_stall`)."""
-    cells = cells_of(read_stalls(outcomes, polls), ctx.faults.windows, key_of_read=True)
+    cells = cells_of(read_stalls(outcomes, polls, readable_to_committed(ctx.transactions)), ctx.faults.windows,
+                     key_of_read=True)
     return _read_result(ctx, cells, len({p.who for p in polls}), lambda seqs: events_at(seqs, outcomes, polls))
 
 

@@ -19,9 +19,11 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
+from spark_analysis.checks.txn_frames import committed_only_column, with_txn_outcome
 from spark_analysis.context import CheckContext
 from spark_analysis.faults import ATTRIBUTION_GRACE_S, FaultWindow
 from spark_analysis.reference_stall import Cell, Stall, read_key, write_key
+from spark_analysis.transactions import COMMITTED
 
 _STREAM = ("who", "topic", "partition")
 
@@ -141,24 +143,36 @@ def read_cells(ctx: CheckContext) -> tuple[list[Cell], int]:
     assert spark is not None
     polls = ctx.df("poll").where(F.col("offset").isNotNull() & F.col("partition").isNotNull()).select(
         _name("group", "src").alias("who"), _name("topic").alias("topic"), "partition",
-        F.coalesce(F.col("t"), F.lit(0.0)).alias("t"), "seq", "offset")
-    firsts = polls.groupBy("who", "topic").agg(F.min(F.struct("t", "seq")).alias("g0"), F.max("t").alias("last"))
+        F.coalesce(F.col("t"), F.lit(0.0)).alias("t"), "seq", "offset", committed_only_column().alias("rc"))
+    firsts = polls.groupBy("who", "topic").agg(F.min(F.struct("t", "seq")).alias("g0"), F.max("t").alias("last"),
+                                               F.max(F.col("rc").cast("int")).alias("rc"))
     rows = firsts.collect()
     if not rows:
         return [], 0
     last: dict[str, float] = {}
+    committed: set[str] = set()
     for r in rows:
         last[str(r["who"])] = max(last.get(str(r["who"]), float(r["last"])), float(r["last"]))
+        if r["rc"]:
+            committed.add(str(r["who"]))
     gt = spark.createDataFrame(
-        [(str(r["who"]), str(r["topic"]), float(r["g0"]["t"]), int(r["g0"]["seq"]), last[str(r["who"])])
-         for r in rows], "who string, topic string, g0_t double, g0_seq long, last double")
-    acks = ctx.df("ack").where(F.col("offset").isNotNull() & F.col("partition").isNotNull()).select(
+        [(str(r["who"]), str(r["topic"]), float(r["g0"]["t"]), int(r["g0"]["seq"]), last[str(r["who"])],
+          str(r["who"]) in committed) for r in rows],
+        "who string, topic string, g0_t double, g0_seq long, last double, rc boolean")
+    acks = with_txn_outcome(ctx, ctx.df("ack").where(F.col("offset").isNotNull() & F.col("partition").isNotNull()))
+    acks = acks.select(
         _name("topic").alias("topic"), "partition", F.coalesce(F.col("t"), F.lit(0.0)).alias("t"), "seq", "offset",
-        F.lit(0).alias("kind"))
+        F.lit(0).alias("kind"), "txn_outcome", "txn_end_t")
+    acks = acks.join(F.broadcast(gt), "topic")
+    if ctx.transactions.any:
+        # A read_committed group: a committed record waits from its commit, any other transactional one never.
+        outcome, rc = F.col("txn_outcome"), F.col("rc")
+        acks = acks.where(~rc | outcome.isNull() | (outcome == COMMITTED)).withColumn(
+            "t", F.when(rc & (outcome == COMMITTED), F.greatest(F.col("t"), F.col("txn_end_t"))).otherwise(F.col("t")))
     # kind 0: ack; 1: poll (closes a segment); 2: the same poll opening the next one, so that every
     # poll is followed by a segment (records may already wait at the last poll).
-    ev = acks.join(F.broadcast(gt), "topic").unionByName(
-        polls.join(F.broadcast(gt), ["who", "topic"]).select(
+    ev = acks.drop("txn_outcome", "txn_end_t").unionByName(
+        polls.drop("rc").join(F.broadcast(gt), ["who", "topic"]).select(
             "*", F.explode(F.array(F.lit(1), F.lit(2))).alias("kind")))
     w = Window.partitionBy(*_STREAM).orderBy("t", "seq", "kind")
     before = w.rowsBetween(Window.unboundedPreceding, -1)

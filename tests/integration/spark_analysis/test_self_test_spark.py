@@ -2,10 +2,14 @@
 history and passes on its must-pass history when the history is loaded and verified through Spark, with the
 same statuses as the single-process reference for every check. The `scenario()` bug switches run on Spark in
 test_checks_on_fixtures.py (`test_check_fails_for_its_bug`, which also compares the reference); here: the healthy
-scenario and every case that is not a switch."""
+scenario and every case that is not a switch, each distinct history once (the transaction checks share their
+must-pass history). The transaction checks decide their verdicts in one place for both paths
+(`spark_analysis.checks.txn_judge`), so for them the summary, metrics and evidence must be the reference's too."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,30 +23,49 @@ from tests.fixtures.self_test import SELF_TEST
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
-HISTORIES = sorted({("fail", c) for c in CHECK_IDS if SELF_TEST[c].switch is None}
-                   | {("pass", c) for c in CHECK_IDS if SELF_TEST[c].passing is not scenario}
-                   | {("pass", "scenario")})
-"""The cases not run elsewhere on Spark; the healthy scenario (every switch case's must-pass) runs once."""
+History = tuple[Callable[[], list[dict[str, Any]]], dict[str, Any] | None]
 
 
-def _events(which: str, check_id: str) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
-    if check_id == "scenario":
-        return scenario(), None
-    case = SELF_TEST[check_id]
-    return (case.fail() if which == "fail" else case.passing()), case.run
+def _histories() -> dict[tuple[str, str], tuple[History, list[str]]]:
+    """(which, first check id) -> the history and every check whose `which` history it is (the same builder and
+    run.json); the cases not run elsewhere on Spark, and the healthy scenario (every switch case's must-pass)."""
+    out: dict[tuple[str, str], tuple[History, list[str]]] = {("pass", "scenario"): ((scenario, None), [])}
+    seen: dict[tuple[str, int, str], tuple[str, str]] = {}
+    for check_id in CHECK_IDS:
+        case = SELF_TEST[check_id]
+        for which, build in (("fail", case.fail), ("pass", case.passing)):
+            if (which == "fail" and case.switch is not None) or build is scenario:
+                continue
+            key = (which, id(build), json.dumps(case.run, sort_keys=True))
+            if key not in seen:
+                seen[key] = (which, check_id)
+                out[(which, check_id)] = ((build, case.run), [])
+            out[seen[key]][1].append(check_id)
+    return out
 
 
-@pytest.mark.parametrize(("which", "check_id"), HISTORIES, ids=lambda x: str(x))
+HISTORIES = _histories()
+SAME_WORDS = ("txn.aborted_read", "txn.atomic_visibility", "txn.lost_commit")
+"""Checks whose summary, metrics and evidence are the reference's (one judge for both paths)."""
+
+
+@pytest.mark.parametrize(("which", "check_id"), sorted(HISTORIES), ids=lambda x: str(x))
 def test_spark_path_reaches_the_self_test_status_and_agrees_with_the_reference(
         spark: Any, tmp_path: Path, which: str, check_id: str) -> None:
-    events, run = _events(which, check_id)
-    run_dir = write_run(tmp_path / "run", events, run=run)
+    (build, run), judged = HISTORIES[(which, check_id)]
+    run_dir = write_run(tmp_path / "run", build(), run=run)
     verdict = verify_run(run_dir, spark=spark, write=False)
     got = {r.check_id: r for r in verdict.checks}
-    reference = {r.check_id: r.status for r in reference_checks(run_dir)}
+    reference = {r.check_id: r for r in reference_checks(run_dir)}
     if check_id == "scenario":
         assert all(r.status == "pass" for r in got.values()), {k: r.summary for k, r in got.items()
                                                                if r.status != "pass"}
-    else:
-        assert got[check_id].status == which, got[check_id].summary
-    assert {k: r.status for k, r in got.items()} == {k: s for k, s in reference.items() if k in got}
+    for judged_id in judged:
+        assert got[judged_id].status == which, (judged_id, got[judged_id].summary)
+    assert {k: r.status for k, r in got.items()} == {k: r.status for k, r in reference.items() if k in got}
+    for same in SAME_WORDS:
+        if same in got:
+            mine, theirs = got[same], reference[same]
+            assert (mine.summary, mine.fault, dict(mine.metrics)) == (theirs.summary, theirs.fault,
+                                                                      dict(theirs.metrics)), same
+            assert [dict(e) for e in mine.evidence] == [dict(e) for e in theirs.evidence], same

@@ -18,7 +18,7 @@ from spark_analysis.arrow_split import (
     split_history,
     with_seq,
 )
-from spark_analysis.load import BULK_TYPES, PARQUET_SCHEMA
+from spark_analysis.load import BULK_TYPES, PARQUET_SCHEMA, bulk_arrow_schema
 
 
 def _guard(chunk: bytes, rows: int) -> bool:
@@ -82,3 +82,31 @@ def test_arrow_keeps_bulk_events_and_leaves_small_events_and_refused_chunks_to_s
     assert [(r["seq"], r["value"], r["key"]) for r in sends] == [(1, 1, "k")]
     acks = pq.read_table(target / "tier=ack").to_pylist()
     assert [(r["seq"], r["partition"], r["offset"]) for r in acks] == [(2, 0, 0)]
+
+
+def test_arrow_keeps_the_transaction_of_sends_acks_and_errors_and_the_isolation_of_polls(tmp_path: Path) -> None:
+    """`txn` and `isolation` are among the columns Arrow parses (Arrow drops the others): the bulk tiers keep
+    them, null where an event has none; the small txn.* events go to Spark."""
+    base = {"src": "producer:p", "producer": "p", "key": "k", "topic": "o"}
+    lines = [
+        {"t": 0.1, "type": "txn.begin", "src": "producer:p", "producer": "p", "transactional_id": "p-tid", "txn": 3},
+        {"t": 0.2, "type": "send", **base, "value": 1, "txn": 3},
+        {"t": 0.3, "type": "ack", **base, "value": 1, "partition": 0, "offset": 0, "txn": 3},
+        {"t": 0.4, "type": "send.error", **base, "value": 2, "txn": 3, "error": "_PURGE_QUEUE", "definite": True},
+        {"t": 0.5, "type": "send", **base, "value": 3},
+        {"t": 0.6, "type": "poll", "src": "consumer:c", "consumer": "c", "group": "g", "topic": "o", "partition": 0,
+         "offset": 0, "value": 1, "isolation": "read_committed"},
+        {"t": 0.7, "type": "poll", "src": "consumer:c", "consumer": "c", "group": "g", "topic": "o", "partition": 0,
+         "offset": 1, "value": 3},
+    ]
+    history = tmp_path / "history.jsonl"
+    history.write_text("".join(json.dumps(e) + "\n" for e in lines))
+    stats = split_history(history, tmp_path / "pq", tmp_path / "side.jsonl", schema=bulk_arrow_schema(),
+                          bulk_types=BULK_TYPES)
+    assert (stats.arrow_rows, stats.side_lines, stats.refused_chunks) == (6, 1, 0)
+    rows = {kind: pq.read_table(tmp_path / "pq" / f"tier={kind}").to_pylist() for kind in ("send", "ack",
+                                                                                           "send.error", "poll")}
+    assert [(r["value"], r["txn"]) for r in rows["send"]] == [(1, 3), (3, None)]
+    assert [(r["value"], r["txn"]) for r in rows["ack"] + rows["send.error"]] == [(1, 3), (2, 3)]
+    assert [(r["value"], r["isolation"]) for r in rows["poll"]] == [(1, "read_committed"), (3, None)]
+    assert "txn.begin" in (tmp_path / "side.jsonl").read_text()

@@ -20,7 +20,8 @@ from tests.fixtures.self_test import SELF_TEST, Case
 DOC = Path(__file__).resolve().parents[3] / "docs" / "kafka-behaviour.md"
 SPARK_ONLY = {"delivery.lost_write", "delivery.duplicate", "delivery.inconsistent_offsets", "delivery.key_order",
               "consumer.nonmonotonic_poll", "consumer.poll_skip", "group.commit_monotonic",
-              "slo.write_unavailable", "slo.read_unavailable"}
+              "slo.write_unavailable", "slo.read_unavailable", "txn.aborted_read", "txn.atomic_visibility",
+              "txn.lost_commit"}
 """Checks that read the bulk events through Spark DataFrames: no Python-rows path (the reference has its own)."""
 
 
