@@ -23,10 +23,12 @@ transmission of the same batch may have been written; the verifiers treat those 
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 import time
 import traceback
 from collections.abc import Mapping
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -204,7 +206,8 @@ class ProducerWorkload:
             self._stop.set()
             thread.join(self._join_timeout_s)
             if thread.is_alive():
-                raise WorkloadError(f"{self.name}: the sender thread is alive after {self._join_timeout_s:g}s")
+                raise WorkloadError(f"{self.name}: the sender thread is alive after {self._join_timeout_s:g}s, "
+                                    f"in {where(thread)}")
             held = left = len(old)
             try:
                 if abrupt:
@@ -244,7 +247,7 @@ class ProducerWorkload:
             thread.join(self._join_timeout_s)
             if thread.is_alive():
                 failures.append((f"{self.name}: join sender thread",
-                                 TimeoutError(f"alive after {self._join_timeout_s:g}s")))
+                                 TimeoutError(f"alive after {self._join_timeout_s:g}s, in {where(thread)}")))
         producer = self._producer
         if producer is not None:
             try:
@@ -412,6 +415,15 @@ class ProducerWorkload:
                 "fatal": err.fatal(),
             }
         )
+
+
+def where(thread: threading.Thread) -> str:
+    """Where a thread that would not end is: its innermost frames of this project, or 'unknown'."""
+    frame = sys._current_frames().get(thread.ident or -1)
+    if frame is None:
+        return "unknown"
+    ours = [f for f in traceback.extract_stack(frame) if "/harness/" in f.filename]
+    return " <- ".join(f"{f.name} ({Path(f.filename).name}:{f.lineno})" for f in reversed(ours[-4:])) or "unknown"
 
 
 class Pacer:

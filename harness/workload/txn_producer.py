@@ -37,7 +37,7 @@ import confluent_kafka
 
 from harness.history.jsonl import Event, EventSink
 from harness.workload.common import WorkloadConfigError, WorkloadError, wall_ms
-from harness.workload.producer import Pacer, ProducerWorkload, is_fatal
+from harness.workload.producer import Pacer, ProducerWorkload, is_fatal, where
 
 CALL_TIMEOUT_S = 10.0
 """The timeout of each init_transactions/commit_transaction/abort_transaction call (retried after it)."""
@@ -121,7 +121,8 @@ class TransactionalProducerWorkload(ProducerWorkload):
             thread.join(self._join_timeout_s)
             self._abandon = False
             if thread.is_alive():
-                raise WorkloadError(f"{self.name}: the sender thread is alive after {self._join_timeout_s:g}s")
+                raise WorkloadError(f"{self.name}: the sender thread is alive after {self._join_timeout_s:g}s, "
+                                    f"in {where(thread)}")
             if self._abandoned is None:  # it stopped between transactions: the zombie opens one
                 self._begin(old)
                 self._abandoned, self._open = self._open, None
