@@ -80,7 +80,9 @@ class TransactionalProducerWorkload(ProducerWorkload):
         self.timeout_s = timeout_s
         self._config["transactional.id"] = transactional_id
         self._config["transaction.timeout.ms"] = str(int(timeout_s * 1000))
-        self._join_timeout_s = timeout_s + 2 * CALL_TIMEOUT_S
+        self._join_timeout_s = timeout_s + 3 * CALL_TIMEOUT_S
+        self._give_up_at: float | None = None
+        """When ending the open transaction stops being retried: the transaction timeout after `stop()`."""
         self._draws = random.Random(f"{seed}:{producer_id}")
         self._next_txn = 0
         self._open: tuple[int, bool] | None = None
@@ -254,6 +256,7 @@ class TransactionalProducerWorkload(ProducerWorkload):
         """Commit or abort the open transaction (as drawn at its begin), record the outcome and return it."""
         assert self._open is not None
         txn, abort = self._open
+        self._give_up_at = None
         if abort:
             self._deliver_all(producer)
         outcome, error, detail = self._attempt(producer.abort_transaction if abort else producer.commit_transaction,
@@ -271,13 +274,21 @@ class TransactionalProducerWorkload(ProducerWorkload):
         lets EndTxn overtake AddPartitionsToTxn, which the coordinator refuses with a fatal INVALID_TXN_STATE
         (librdkafka#4849, open; seen here on Apache Kafka 3.9.2). Bounded by the transaction timeout."""
         deadline = time.monotonic() + self.timeout_s
-        while len(producer) > 0 and time.monotonic() < deadline:
+        while len(producer) > 0 and time.monotonic() < deadline and not self._giving_up():
             producer.flush(min(CALL_TIMEOUT_S, max(deadline - time.monotonic(), 0.0)))
+
+    def _giving_up(self) -> bool:
+        """After `stop()`, ending the open transaction may take the transaction timeout, in all (so the sender
+        thread ends within `_join_timeout_s`: that, the call under way and a pipeline's rewind)."""
+        if not self._stop.is_set():
+            return False
+        if self._give_up_at is None:
+            self._give_up_at = time.monotonic() + self.timeout_s
+        return time.monotonic() > self._give_up_at
 
     def _attempt(self, call: Any, done: str) -> tuple[str, str | None, str | None]:
         """(outcome, error name, error text): `done` when `call` returns, `requires-abort` when the
         transaction must be aborted, `unknown` after the retries end; raises a fatal error (`_fatal_end`)."""
-        deadline: float | None = None
         while True:
             try:
                 call(CALL_TIMEOUT_S)
@@ -290,10 +301,8 @@ class TransactionalProducerWorkload(ProducerWorkload):
                     return "requires-abort", err.name(), err.str()
                 if not err.retriable():
                     return "unknown", err.name(), err.str()
-                if self._stop.is_set():
-                    deadline = deadline or time.monotonic() + self.timeout_s
-                    if time.monotonic() > deadline:
-                        return "unknown", err.name(), f"{err.str()} (still failing when the run ended)"
+                if self._giving_up():
+                    return "unknown", err.name(), f"{err.str()} (still failing when the run ended)"
 
     def _fatal_end(self, producer: confluent_kafka.Producer, exc: confluent_kafka.KafkaException) -> None:
         """The open transaction's outcome is unknown (the client died with it), then as any producer."""
