@@ -1,5 +1,6 @@
 """A single-process, pure-Python implementation of every check: its own for the checks that read the bulk events in
-Spark (delivery, consumer, commit order, the transaction checks: `spark_analysis.reference_txn`, and the
+Spark (delivery, consumer, commit order, the transaction checks: `spark_analysis.reference_txn` and
+`spark_analysis.reference_txn_eos`, and the
 client-side stall SLOs `slo.write_unavailable` and `slo.read_unavailable`: `spark_analysis.reference_stall`), and
 the checks that already run in Python on collected rows (controller, quorum, partition, group, the other SLOs)
 reused as they are, fed from this module's parse instead of Spark (a line is read as Spark reads it:
@@ -32,6 +33,7 @@ from pathlib import Path
 
 from spark_analysis.checks import ALL_CHECKS
 from spark_analysis.checks.common import plural, tp_label
+from spark_analysis.checks.delivery import NO_READS, lost_summary
 from spark_analysis.checks.delivery_damage import apply_damage_rule
 from spark_analysis.checks.slo_stall import ReadUnavailable, WriteUnavailable, python_read, python_write
 from spark_analysis.context import CheckContext, Row
@@ -48,10 +50,19 @@ from spark_analysis.reference_lines import (
 )
 from spark_analysis.reference_stall import Outcome, Poll, outcome_of, poll_of
 from spark_analysis.reference_txn import TxnRecord, txn_results
+from spark_analysis.reference_txn_eos import PipeRead, Written, eos_results
 from spark_analysis.result import Check as CheckProtocol
 from spark_analysis.result import CheckResult, failed, passed, run_check, unknown
 from spark_analysis.runinfo import RunInfo, load_run_info
-from spark_analysis.transactions import ABORTED, COMMITTED, UNKNOWN, TransactionIndex, committed_only, producer_name
+from spark_analysis.transactions import (
+    ABORTED,
+    COMMITTED,
+    UNKNOWN,
+    TransactionIndex,
+    committed_only,
+    pipeline_name,
+    producer_name,
+)
 
 REFERENCE_CHECKS: tuple[str, ...] = tuple(c.id for c in ALL_CHECKS)
 """Every check, in registry order (`reference_checks` leaves out those not applying to the run's mode)."""
@@ -72,6 +83,12 @@ class _Value:
     outcome: bool = False
     txn: tuple[str, int] | None = None
     """(producer, txn) of a transactional record (its first event that names a transaction)."""
+    first: tuple[int, float, str, str, str | None] | None = None
+    """(seq, t, type, producer, topic) of its first send/ack/send.error."""
+    source: int | None = None
+    """A pipeline's output record: the input value it was made from (its first write event naming one)."""
+    zombie: bool = False
+    """Written by a fenced (zombie) transactional client: some write event has `zombie: true`."""
 
 
 @dataclass
@@ -130,6 +147,8 @@ def _parse(path: Path) -> _State:
             st.end_t = max(st.end_t, t)
             if kind not in BULK_TYPES:
                 st.small.append(ev)
+                if kind == "pipe.read":
+                    _pipe_read(st, ev)
                 if kind in ("assign", "revoke"):
                     for tp in ev.get("partitions") or ():
                         if tp and len(tp) >= 2 and str(tp[1]).lstrip("-").isdigit():  # [topic, partition]
@@ -156,8 +175,16 @@ def _parse(path: Path) -> _State:
                 v = st.values[value] = _Value()
             if kind in ("ack", "send.error"):
                 v.outcome = True
-            if v.txn is None and kind != "poll" and ev.get("txn") is not None:
-                v.txn = (producer_name(ev.get("producer"), ev.get("src")), int(ev["txn"]))
+            if kind != "poll":
+                if v.txn is None and ev.get("txn") is not None:
+                    v.txn = (producer_name(ev.get("producer"), ev.get("src")), int(ev["txn"]))
+                if v.first is None:
+                    topic = ev.get("topic")
+                    v.first = (seq, t, kind, producer_name(ev.get("producer"), ev.get("src")),
+                               None if topic is None else json_text(topic))
+                if v.source is None and ev.get("source") is not None:
+                    v.source = int(ev["source"])
+                v.zombie = v.zombie or ev.get("zombie") is True
             if kind == "send":
                 v.sent = True
                 if v.send_t is None or t < v.send_t:
@@ -196,12 +223,29 @@ def _parse(path: Path) -> _State:
     return st
 
 
+def _pipe_read(st: _State, ev: Row) -> None:
+    """A pipeline's pipe.read reads its input topic: its value counts as polled, and its offset as read, for
+    `delivery.lost_write` (`checks.frames.write_facts`)."""
+    value = ev.get("value")
+    if value is None:
+        return
+    v = st.values.get(value)
+    if v is None:
+        v = st.values[value] = _Value()
+    v.polled = True
+    if ev.get("offset") is not None and ev.get("partition") is not None:
+        tp = (str(ev.get("topic")), int(ev["partition"]))
+        st.frontier[tp] = max(st.frontier.get(tp, -1), int(ev["offset"]))
+
+
 def _txn_outcome(v: _Value, index: TransactionIndex) -> str | None:
     return None if v.txn is None else index.outcome(*v.txn)
 
 
 def _lost(st: _State, ctx: CheckContext) -> CheckResult:
     cid = "delivery.lost_write"
+    if not st.counts["poll"] and not st.counts["pipe.read"]:
+        return unknown(cid, NO_READS)
     index = ctx.transactions
     outcomes = {val: _txn_outcome(v, index) for val, v in st.values.items() if v.txn is not None}
     # A record of an aborted or unknown transaction is no acknowledged write (`checks.delivery`).
@@ -229,8 +273,6 @@ def _lost(st: _State, ctx: CheckContext) -> CheckResult:
         by_tp: dict[tuple[str, int], int] = defaultdict(int)
         for x in lost:
             by_tp[(x[2], x[3])] += 1
-        from spark_analysis.checks.delivery import lost_summary
-
         sample = [{"t": x[0], "seq": x[1], "topic": x[2], "partition": x[3], "offset": x[4], "value": x[5]}
                   for x in lost[:2000]]
         summary, fault = lost_summary(dict(by_tp), sample, ctx.faults)
@@ -371,9 +413,17 @@ def reference_checks(run_dir: Path, history: Path | None = None) -> list[CheckRe
     out.extend(_stall_checks(st, ctx))
     records = {val: TxnRecord(val, v.txn[0], v.txn[1], v.ack)
                for val, v in st.values.items() if v.txn is not None}
-    pipe_reads = [poll_of(ev, float(ev.get("t") or 0.0), int(ev["seq"])) for ev in st.small
-                  if ev["type"] == "pipe.read" and ev.get("partition") is not None and ev.get("offset") is not None]
+    located = [ev for ev in st.small
+               if ev["type"] == "pipe.read" and ev.get("partition") is not None and ev.get("offset") is not None]
+    pipe_reads = [poll_of(ev, float(ev.get("t") or 0.0), int(ev["seq"])) for ev in located]
     out.extend(txn_results(ctx, records, st.polls + pipe_reads))
+    written = {val: Written(val, v.first, v.txn, v.source, v.ack, v.zombie)
+               for val, v in st.values.items() if v.first is not None}
+    pipelines = [PipeRead(pipeline_name(ev.get("pipeline"), ev.get("src")), int(ev["txn"]), str(ev["topic"]),
+                          int(ev["partition"]), int(ev["offset"]), int(ev["value"]), int(ev["seq"]),
+                          float(ev.get("t") or 0.0))
+                 for ev in located if all(ev.get(k) is not None for k in ("txn", "topic", "value"))]
+    out.extend(eos_results(ctx, written, st.polls, [p for p in pipe_reads if p.value is not None], pipelines))
     own = {r.check_id: r for r in out}
     # The other checks read only small events: they run as they are on this parse's rows. Missing inputs
     # answer as `run_check` has every check answer them (unknown), this module's own checks included.

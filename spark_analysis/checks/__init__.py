@@ -1,7 +1,7 @@
 """The check registry: every check of the verdict, in report order, with its fixed id.
 
 One module per family (controller, quorum, partition, delivery, consumer, group, txn, operation, slo), or more
-where a family outgrows one (`partition_isr`, `slo_stall`); `ALL_CHECKS`
+where a family outgrows one (`partition_isr`, `slo_stall`, `txn_eos`); `ALL_CHECKS`
 lists one instance of each `Check`. Ids are fixed: verdict.json, report.html and junit.xml use them.
 The quorum family applies to KRaft runs only (`spark_analysis.runinfo.MODE_FAMILIES`): a ZooKeeper
 run does not select it, and the verdict lists it under `not_selected`.
@@ -31,6 +31,7 @@ from spark_analysis.checks.quorum import NoSplitBrain
 from spark_analysis.checks.slo import ControllerFailover, PartitionUnavailable, Rebalance
 from spark_analysis.checks.slo_stall import ReadUnavailable, WriteUnavailable
 from spark_analysis.checks.txn import AbortedRead, AtomicVisibility, LostCommit
+from spark_analysis.checks.txn_eos import ExactlyOncePipeline, ZombieFenced
 from spark_analysis.result import Check
 
 ALL_CHECKS: tuple[Check, ...] = (
@@ -58,6 +59,8 @@ ALL_CHECKS: tuple[Check, ...] = (
     AbortedRead(),
     AtomicVisibility(),
     LostCommit(),
+    ZombieFenced(),
+    ExactlyOncePipeline(),
     OperationCompletes(),
     ControllerFailover(),
     PartitionUnavailable(),

@@ -6,7 +6,9 @@
   the run completed (the drain should have read it); otherwise, in a run cut short, it is
   *unseen* and the check is unknown. Writes to topics no consumer ever polled cannot be judged
   (counted as `unverifiable_no_consumer`). Sends with no ack and no error, and errors that are not
-  definite, are unknown outcomes (Jepsen's `info`): counted, never lost.
+  definite, are unknown outcomes (Jepsen's `info`): counted, never lost. A read-process-write
+  pipeline's `pipe.read` of an input record is a poll here (of that value, at that offset): its input
+  topic is a topic some consumer reads. With neither a poll nor a pipe.read the check is unknown.
 - `delivery.duplicate`: a value seen (acked or polled) at more than one (topic, partition, offset).
 - `delivery.inconsistent_offsets`: one (topic, partition, offset) seen holding two different values.
 - `delivery.key_order`: one producer's sends of a key that landed in the same partition appear at
@@ -43,6 +45,7 @@ from pyspark.sql.window import Window
 from spark_analysis.checks.bitsets import per_location, write_counters
 from spark_analysis.checks.common import plural, tp_label
 from spark_analysis.checks.frames import (
+    PIPE_READ,
     events_by_seq,
     keyed_acks,
     per_value,
@@ -58,6 +61,8 @@ from spark_analysis.result import CheckResult, failed, passed, unknown
 
 EVIDENCE_ROWS = 20
 ATTRIBUTION_ROWS = 2000
+NO_READS = "cannot conclude: no poll or pipe.read events in the history"
+"""`delivery.lost_write` without any reader (a consumer's poll, or a pipeline reading its input topic)."""
 LOST_COUNTERS = ("acked", "polled", "unfinished", "indefinite_errors", "unpolled_acks_weaker_than_all",
                  "acked_never_polled", "txn_aborted_records", "txn_unknown_records")
 _EV_FIELDS = ("seq", "t", "src", "type", "producer", "consumer", "value", "key", "topic", "partition", "offset",
@@ -103,9 +108,12 @@ def lost_summary(
 class LostWrite:
     id = "delivery.lost_write"
     family = "delivery"
-    needs = frozenset({"ack", "poll"})
+    needs = frozenset({"ack"})
+    """And a reader: some poll, or a pipeline's pipe.read (`NO_READS`)."""
 
     def run(self, ctx: CheckContext) -> CheckResult:
+        if not ctx.count("poll") and not ctx.count(PIPE_READ):
+            return unknown(self.id, NO_READS)
         fast = write_counters(ctx)
         if fast.get("acked_never_polled") == 0:
             # Every acked (acks=all) write was polled: nothing lost, nothing unseen.

@@ -47,7 +47,8 @@ _TXN_READS = frozenset({"poll", "pipe.read", "send", "ack", "send.error"}) | _TX
 """What the transaction checks read."""
 
 DEPENDS: Mapping[str, Depends] = {
-    "delivery.lost_write": Depends(frozenset({"ack", "poll"}) | _TXN, frozenset({"poll"})),
+    # a pipeline's pipe.read reads its input topic as a poll does
+    "delivery.lost_write": Depends(frozenset({"ack", "poll", "pipe.read"}) | _TXN, frozenset({"poll", "pipe.read"})),
     "delivery.duplicate": Depends(frozenset({"ack", "poll"})),
     "delivery.inconsistent_offsets": Depends(frozenset({"ack", "poll"})),
     "delivery.key_order": Depends(frozenset({"send", "ack"})),
@@ -64,6 +65,12 @@ DEPENDS: Mapping[str, Depends] = {
     # a lost poll (or pipe.read) line makes a record look missed (a partial view) or never read (a lost commit)
     "txn.atomic_visibility": Depends(_TXN_READS, frozenset({"poll", "pipe.read"})),
     "txn.lost_commit": Depends(_TXN_READS, frozenset({"poll", "pipe.read"})),
+    # a zombie's commit and a read of its record are proven by intact lines (txn.zombie; a read and a write with
+    # `zombie: true`): no lost line can produce either
+    "txn.zombie_fenced": Depends(_TXN_READS | {"txn.zombie"}),
+    # a lost pipe.read line makes a committed offset look past what was read; a lost output line (send, ack,
+    # send.error) an input look lost
+    "txn.exactly_once_pipeline": Depends(_TXN_READS - {"poll"}, frozenset({"pipe.read", "send", "ack", "send.error"})),
 }
 
 

@@ -4,8 +4,8 @@ Every aggregate buffer here is fixed-width (ints, longs, doubles) so Spark can u
 aggregation with map-side partial aggregation; strings (topic, producer, key) enter only as
 64-bit hashes, and evidence rows are fetched back by value afterwards.
 
-- `per_value(ctx)`: one row per written value (send/ack/send.error/poll aggregated with one
-  shuffle): whether and how it was sent, acknowledged, failed, polled (bit flags OR-ed together);
+- `per_value(ctx)`: one row per written value (send/ack/send.error/poll, and pipe.read as a poll, aggregated
+  with one shuffle): whether and how it was sent, acknowledged, failed, polled (bit flags OR-ed together);
   whether it belongs to a transaction that was aborted or whose outcome is unknown (then its ack is
   no acknowledged write: `acked_write` is 0; see `checks.delivery`);
   where it was acked; the smallest and largest hash of the locations (topic, partition, offset)
@@ -15,7 +15,7 @@ aggregation with map-side partial aggregation; strings (topic, producer, key) en
 - `per_value_stats(ctx)`: the lost-write and duplicate counters, in one pass over `per_value`.
 - `keyed_acks(ctx)`: each acked value with a key, with the position of its send: key order's exact
   path (its fast path, without that join, is in `slots.py`).
-- `poll_frontier(ctx)`: the highest polled offset per partition (small, collected).
+- `poll_frontier(ctx)`: the highest polled (or pipe.read) offset per partition (small, collected).
 - `poll_pairs(ctx)`: anomalous consecutive polls of one consumer on one partition within one
   assignment epoch (an assign/revoke of that partition by that consumer starts a new epoch):
   offset not increasing, or jumping by more than one.
@@ -35,6 +35,8 @@ from spark_analysis.context import CheckContext
 from spark_analysis.transactions import ABORTED, UNKNOWN
 
 WRITE_TYPES = ("send", "ack", "send.error", "poll")
+PIPE_READ = "pipe.read"
+"""A pipeline's read of an input record: a poll for `delivery.lost_write` (`write_events`, `poll_frontier`)."""
 PER_VALUE_STORAGE = StorageLevel.MEMORY_AND_DISK
 
 
@@ -63,16 +65,23 @@ FACT_BITS = {"sent": 1, "acked": 2, "polled": 4, "errored": 8, "definite": 16, "
 
 
 def write_events(ctx: CheckContext) -> DataFrame:
-    """The send/ack/send.error/poll events with a value, with their transaction's outcome (`txn_outcome`:
-    null outside transactions; `txn_frames.with_txn_outcome`), which `write_facts` reads."""
-    return with_txn_outcome(ctx, ctx.df(*WRITE_TYPES).where(F.col("value").isNotNull()))
+    """The send/ack/send.error/poll events with a value, and the pipe.reads (a pipeline reading its input topic,
+    counted as polls), with their transaction's outcome (`txn_outcome`: null outside transactions;
+    `txn_frames.with_txn_outcome`; a pipe.read's `txn` is the pipeline's, not its record's: left out), which
+    `write_facts` reads."""
+    types = (*WRITE_TYPES, PIPE_READ) if ctx.count(PIPE_READ) else WRITE_TYPES
+    ev = ctx.df(*types).where(F.col("value").isNotNull())
+    if ctx.count(PIPE_READ):
+        ev = ev.withColumn("txn", F.when(F.col("type") != PIPE_READ, F.col("txn")))
+    return with_txn_outcome(ctx, ev)
 
 
 def write_facts() -> dict[str, F.Column]:
     """What one write event (of `write_events`) says about its value: a condition per fact. The per-value
     frame and the word bit sets (`bitsets.py`) both count these, so the exact and the fast path agree.
 
-    sent; acked (an ack, whatever its transaction's outcome); polled; errored (send.error); definite (an
+    sent; acked (an ack, whatever its transaction's outcome); polled (a poll, or a pipeline's pipe.read: the
+    record was read, for `delivery.lost_write`); errored (send.error); definite (an
     error saying the write did not happen); weak (sent with acks weaker than all); aborted (a record of an
     aborted transaction); undecided (a record of a transaction whose outcome is unknown); located (acked or
     polled at a known offset).
@@ -81,7 +90,7 @@ def write_facts() -> dict[str, F.Column]:
     return {
         "sent": kind == "send",
         "acked": kind == "ack",
-        "polled": kind == "poll",
+        "polled": kind.isin("poll", PIPE_READ),
         "errored": kind == "send.error",
         "definite": (kind == "send.error") & F.coalesce(F.col("definite"), F.lit(False)),
         "weak": (kind == "send") & ~acks_all(F.col("acks")),
@@ -114,7 +123,7 @@ def _per_value_narrow(ctx: CheckContext) -> DataFrame:
         F.min(F.when(ack, F.col("topic_h"))).alias("ack_topic_h"),
         F.min(F.when(ack, F.col("partition"))).alias("ack_partition"),
         F.min(F.when(ack, F.col("offset"))).alias("ack_offset"),
-        F.min(F.when(_is("poll"), F.col("topic_h"))).alias("poll_topic_h"),
+        F.min(F.when(_is("poll") | _is(PIPE_READ), F.col("topic_h"))).alias("poll_topic_h"),
         F.min("loc_h").alias("loc_min"),
         F.max("loc_h").alias("loc_max"),
     )
@@ -205,11 +214,12 @@ def keyed_acks(ctx: CheckContext) -> DataFrame:
 
 
 def poll_frontier(ctx: CheckContext) -> list[tuple[str, int, int, int]]:
-    """(topic, topic hash, partition, highest polled offset) for every polled partition."""
+    """(topic, topic hash, partition, highest polled offset) for every polled partition (pipe.reads count as
+    polls)."""
     if "poll_frontier" in ctx.shared:
         return ctx.shared["poll_frontier"]
     rows = (
-        ctx.df("poll").where(F.col("offset").isNotNull())
+        ctx.df("poll", PIPE_READ).where(F.col("offset").isNotNull() & F.col("partition").isNotNull())
         .groupBy("topic", "partition")
         .agg(F.max("offset").alias("max_offset"), F.first(topic_hash()).alias("topic_h"))
         .collect()

@@ -284,7 +284,8 @@ def _pipeline_failure(index: TransactionIndex, f: PipelineFacts, faults: FaultIn
                      for x in f.lost_sample[:PER_KIND * 2]]
     if f.offset_mismatches:
         claim = f.offset_sample[0]
-        kinds.append(f"{plural(f.offset_mismatches, 'committed offset')} disagree with what was read, e.g. "
+        verb = "disagrees" if f.offset_mismatches == 1 else "disagree"
+        kinds.append(f"{plural(f.offset_mismatches, 'committed offset')} {verb} with what it read, e.g. "
                      f"{_claim_text(claim)}")
         txn = index.get(p, claim.txn)
         times.append(txn.end_t if txn is not None else None)

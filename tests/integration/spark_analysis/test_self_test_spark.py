@@ -4,7 +4,8 @@ same statuses as the single-process reference for every check. The `scenario()` 
 test_checks_on_fixtures.py (`test_check_fails_for_its_bug`, which also compares the reference); here: the healthy
 scenario and every case that is not a switch, each distinct history once (the transaction checks share their
 must-pass history). The transaction checks decide their verdicts in one place for both paths
-(`spark_analysis.checks.txn_judge`), so for them the summary, metrics and evidence must be the reference's too."""
+(`spark_analysis.checks.txn_judge`, `txn_eos_judge`), so for them the summary, metrics and evidence must be the
+reference's too."""
 
 from __future__ import annotations
 
@@ -45,7 +46,8 @@ def _histories() -> dict[tuple[str, str], tuple[History, list[str]]]:
 
 
 HISTORIES = _histories()
-SAME_WORDS = ("txn.aborted_read", "txn.atomic_visibility", "txn.lost_commit")
+SAME_WORDS = ("txn.aborted_read", "txn.atomic_visibility", "txn.lost_commit", "txn.zombie_fenced",
+              "txn.exactly_once_pipeline")
 """Checks whose summary, metrics and evidence are the reference's (one judge for both paths)."""
 
 

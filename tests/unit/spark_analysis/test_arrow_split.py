@@ -110,3 +110,29 @@ def test_arrow_keeps_the_transaction_of_sends_acks_and_errors_and_the_isolation_
     assert [(r["value"], r["txn"]) for r in rows["ack"] + rows["send.error"]] == [(1, 3), (2, 3)]
     assert [(r["value"], r["isolation"]) for r in rows["poll"]] == [(1, "read_committed"), (3, None)]
     assert "txn.begin" in (tmp_path / "side.jsonl").read_text()
+
+
+def test_arrow_keeps_a_zombies_flag_and_a_pipeline_outputs_source(tmp_path: Path) -> None:
+    """`zombie` (a fenced client's writes) and `source` (a pipeline's output: its input value) are among the
+    columns Arrow parses on send/ack/send.error; a pipeline's pipe.read and txn.commit (its `offsets`) go to Spark."""
+    zombie = {"src": "producer:p", "producer": "p", "topic": "o", "txn": 1, "zombie": True}
+    out = {"src": "pipeline:e", "producer": "e", "topic": "x", "txn": 0, "source": 1}
+    lines = [
+        {"t": 0.1, "type": "send", **zombie, "value": 1},
+        {"t": 0.2, "type": "send.error", **zombie, "value": 1, "error": "_PURGE_QUEUE", "definite": False},
+        {"t": 0.3, "type": "pipe.read", "src": "pipeline:e", "pipeline": "e", "group": "e", "topic": "o",
+         "partition": 0, "offset": 0, "value": 1, "txn": 0},
+        {"t": 0.4, "type": "send", **out, "value": 2},
+        {"t": 0.5, "type": "ack", **out, "value": 2, "partition": 0, "offset": 0},
+        {"t": 0.6, "type": "txn.commit", "src": "pipeline:e", "producer": "e", "txn": 0, "outcome": "committed",
+         "offsets": [["o", 0, 1]]},
+    ]
+    history = tmp_path / "history.jsonl"
+    history.write_text("".join(json.dumps(e) + "\n" for e in lines))
+    stats = split_history(history, tmp_path / "pq", tmp_path / "side.jsonl", schema=bulk_arrow_schema(),
+                          bulk_types=BULK_TYPES)
+    assert (stats.arrow_rows, stats.side_lines, stats.refused_chunks) == (4, 2, 0)
+    rows = [r for kind in ("send", "ack", "send.error")
+            for r in pq.read_table(tmp_path / "pq" / f"tier={kind}").to_pylist()]
+    assert sorted((r["value"], r["type"], r["zombie"], r["source"]) for r in rows) == [
+        (1, "send", True, None), (1, "send.error", True, None), (2, "ack", None, 1), (2, "send", None, 1)]

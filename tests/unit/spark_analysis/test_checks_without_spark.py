@@ -32,12 +32,13 @@ FIXED_IDS = (
     "delivery.inconsistent_offsets", "delivery.key_order", "delivery.fatal_error", "consumer.nonmonotonic_poll",
     "consumer.poll_skip", "group.generation_monotonic", "group.exclusive_ownership", "group.assignment_conforms",
     "group.coordinator_conforms", "group.commit_monotonic", "txn.aborted_read", "txn.atomic_visibility",
-    "txn.lost_commit", "operation.completes", "slo.controller_failover",
+    "txn.lost_commit", "txn.zombie_fenced", "txn.exactly_once_pipeline", "operation.completes",
+    "slo.controller_failover",
     "slo.partition_unavailable", "slo.write_unavailable", "slo.read_unavailable", "slo.rebalance",
 )
 SPARK_ONLY = {"delivery.lost_write", "delivery.duplicate", "delivery.inconsistent_offsets", "delivery.key_order",
               "consumer.nonmonotonic_poll", "consumer.poll_skip", "group.commit_monotonic", "txn.aborted_read",
-              "txn.atomic_visibility", "txn.lost_commit"}
+              "txn.atomic_visibility", "txn.lost_commit", "txn.zombie_fenced", "txn.exactly_once_pipeline"}
 ROW_CHECKS = [c.id for c in ALL_CHECKS if c.id not in SPARK_ONLY and RunInfo().applies(c.id)]
 """The row checks that apply to the ZooKeeper-mode fixtures (`quorum.*` is KRaft only)."""
 

@@ -21,7 +21,7 @@ DOC = Path(__file__).resolve().parents[3] / "docs" / "kafka-behaviour.md"
 SPARK_ONLY = {"delivery.lost_write", "delivery.duplicate", "delivery.inconsistent_offsets", "delivery.key_order",
               "consumer.nonmonotonic_poll", "consumer.poll_skip", "group.commit_monotonic",
               "slo.write_unavailable", "slo.read_unavailable", "txn.aborted_read", "txn.atomic_visibility",
-              "txn.lost_commit"}
+              "txn.lost_commit", "txn.zombie_fenced", "txn.exactly_once_pipeline"}
 """Checks that read the bulk events through Spark DataFrames: no Python-rows path (the reference has its own)."""
 
 
