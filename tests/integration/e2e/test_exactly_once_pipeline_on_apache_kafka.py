@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.process_cluster import apache_kafka
-from tests.integration.e2e.support import events, failing_checks, run_info, run_shipped
+from tests.integration.e2e.support import check_results, events, failing_checks, run_info, run_shipped
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 
@@ -31,3 +31,5 @@ def test_the_pipeline_writes_every_committed_input_exactly_once_through_coordina
     outputs = Counter(e["source"] for e in evs if e["type"] == "ack" and e["producer"] == "enrich"
                       and outcome.get(("enrich", e["txn"])) == "committed")
     assert committed_inputs and set(outputs) == committed_inputs and set(outputs.values()) == {1}
+    summary = check_results(run_dir)["txn.exactly_once_pipeline"]["summary"]
+    assert summary.startswith(f"pipeline enrich processed each of {len(committed_inputs)} inputs"), summary
