@@ -48,7 +48,7 @@ _STAMP = "_source.json"
 PARQUET_BLOCK_BYTES = 8 * 1024 * 1024
 PARQUET_CODEC = "none"
 CONVERSION_SPLIT_BYTES = 64 * 1024 * 1024
-PARQUET_FORMAT = 12
+PARQUET_FORMAT = 13
 """Bumped whenever the Parquet layout changes, so older conversions are redone, not misread."""
 BULK_TYPES = frozenset({"send", "ack", "send.error", "poll", "commit"})
 """Event types that can number millions; every other type is small."""
@@ -156,13 +156,14 @@ HISTORY_SCHEMA = StructType(
         # transactions: txn.begin / txn.commit / txn.abort / txn.zombie, and the send/ack/send.error of a
         # transactional producer (`txn`: the producer's transaction number; `zombie`: written by a fenced client);
         # poll's consumer isolation.level; a read-process-write pipeline's pipe.read (`pipeline`), its output
-        # records' `source` (the input value) and its txn.commit's `offsets` ([[topic, partition, next offset]])
+        # records' `input_value` and its txn.commit's `offsets` ([[topic, partition, next offset]]); (not `source`:
+        # a controller event's observer is a string there; test_kraft_checks.py keeps it so)
         _f("txn", _L),
         _f("transactional_id", _S),
         _f("isolation", _S),
         _f("zombie", _B),
         _f("pipeline", _S),
-        _f("source", _L),
+        _f("input_value", _L),
         _f("offsets", ArrayType(ArrayType(_S))),
         # observer errors
         _f("observer", _S),
@@ -184,10 +185,10 @@ partitions it."""
 
 BULK_EXTRA_COLUMNS: Mapping[str, pa.DataType] = {
     "latency_ms": pa.float64(), "txn": pa.int64(), "isolation": pa.string(), "zombie": pa.bool_(),
-    "source": pa.int64()}
+    "input_value": pa.int64()}
 """Bulk-event columns Arrow parses besides `arrow_split.ARROW_COLUMNS` (Arrow drops a column it is not
 given), with their Arrow types (those of their HISTORY_SCHEMA types): ack and send.error's `latency_ms`, a
-transactional producer's `txn` and `zombie` on send/ack/send.error, a pipeline's output records' `source`, and
+transactional producer's `txn` and `zombie` on send/ack/send.error, a pipeline's output records' `input_value`, and
 poll's `isolation`."""
 
 

@@ -182,8 +182,8 @@ def _parse(path: Path) -> _State:
                     topic = ev.get("topic")
                     v.first = (seq, t, kind, producer_name(ev.get("producer"), ev.get("src")),
                                None if topic is None else json_text(topic))
-                if v.source is None and ev.get("source") is not None:
-                    v.source = int(ev["source"])
+                if v.source is None and ev.get("input_value") is not None:
+                    v.source = int(ev["input_value"])
                 v.zombie = v.zombie or ev.get("zombie") is True
             if kind == "send":
                 v.sent = True

@@ -126,7 +126,7 @@ def _output(pipeline: str, w: Written, index: TransactionIndex) -> _Output:
         seq, t, kind, _producer, first_topic = w.first
         where = {"type": kind, "seq": seq, "t": t, "topic": first_topic}
     txn = w.txn[1] if w.txn is not None else None
-    row = _clean({**where, "value": w.value, "producer": pipeline, "txn": txn, "source": w.source})
+    row = _clean({**where, "value": w.value, "producer": pipeline, "txn": txn, "input_value": w.source})
     return _Output(w.value, txn, index.outcome(*w.txn) if w.txn is not None else None, w.source, row)
 
 

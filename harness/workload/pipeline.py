@@ -7,7 +7,8 @@ It is a `TransactionalProducerWorkload` whose sender thread consumes instead of 
 the records of one `consume()` batch (at most `records`), written to the output partition of the same number
 (modulo the output's partition count). Events (src `pipeline:<id>`): `pipe.read` {pipeline, group, topic,
 partition, offset, value, txn} per input record; `send`/`ack`/`send.error` of the output records add
-`source` (the input value the record was made from); `txn.begin`, and `txn.commit` adds `offsets` ([[topic,
+`input_value` (the input value the record was made from; not `source`, which `controller` events use for their
+observer); `txn.begin`, and `txn.commit` adds `offsets` ([[topic,
 partition, next offset], …], what the transaction commits for the group). A transaction that does not commit
 rewinds the consumer to the group's committed offsets, so its input is read again, as an exactly-once
 application must. One member per pipeline (its group has no rebalances of its own).
@@ -62,7 +63,7 @@ class PipelineWorkload(TransactionalProducerWorkload):
     def _base(self, value: int, key: str | None) -> Event:
         base = super()._base(value, key)
         if self._source is not None:
-            base["source"] = self._source
+            base["input_value"] = self._source
         return base
 
     def _send_loop(self, producer: confluent_kafka.Producer) -> None:

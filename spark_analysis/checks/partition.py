@@ -208,10 +208,17 @@ def _caught_up(prev: Row, ev: Row) -> list[int]:
     epoch rose by more than one): a replica a reassignment added may have caught up and joined the ISR
     before the election, unobserved (the ZooKeeper observer's one-shot watch saw epoch 1 with ISR [3, 2],
     then epoch 3 with leader 1, ISR [1, 2], for a move of [3, 2] to [1, 2] on the reference broker). Only
-    replicas of the partition, and only when the new ISR keeps a member of the old one, as `_rejoined`."""
+    replicas of the partition, and only when the new ISR keeps a member of the old one, as `_rejoined`.
+    Also when the leader epoch rose by one but the new ISR holds the whole old one and the new leader: an ISR
+    expansion does not bump the leader epoch, so an unobserved one may have come first (seen on Apache Kafka:
+    leader 2, ISR [2, 1], then leader 3, ISR [2, 1, 3] one epoch later, broker 3 back from a kill); an unclean
+    election writes the ISR [new leader] alone."""
     old, new = set(prev.get("isr") or []), [int(b) for b in ev.get("isr") or []]
     e0, e1 = prev.get("leader_epoch"), ev.get("leader_epoch")
-    if not old & set(new) or e0 is None or e1 is None or int(e1) - int(e0) < 2:
+    if not old & set(new) or e0 is None or e1 is None:
+        return []
+    expanded = old <= set(new) and ev.get("leader") in new
+    if int(e1) - int(e0) < 2 and not expanded:
         return []
     replicas = {int(b) for b in (prev.get("replicas") or [])}
     return [b for b in new if b not in old and b in replicas]

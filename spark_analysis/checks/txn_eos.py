@@ -9,7 +9,7 @@
   pipe.read) read a value written with `zombie: true`. Passes otherwise, naming the zombie records, how many
   reached the log (acked) and that none was read committed.
 - `txn.exactly_once_pipeline`: each pipeline P (its `pipe.read`s, src `pipeline:<id>`; its output records are the
-  send/ack/send.error with producer P, `txn` and `source`, the input value each was made from; its transactions'
+  send/ack/send.error with producer P, `txn` and `input_value`, the input value each was made from; its transactions'
   outcomes are `spark_analysis.transactions`'s, and each committed one's `offsets` are what it committed for the
   group) is judged on its own. Its inputs are the records acked in the topics it reads (a pipe.read topic, or
   one its committed offsets name), and the records it read; a record is visible (a read_committed reader must
@@ -70,6 +70,11 @@ _WRITES = ("send", "ack", "send.error")
 
 def _plain(row: Any, fields: tuple[str, ...]) -> dict[str, Any]:
     return {k: row[k] for k in fields if row[k] is not None}
+
+
+def _output_of(row: Any) -> dict[str, Any]:
+    """An output's transaction and the input value it was made from, under the history's field names."""
+    return {k: v for k, v in (("txn", row["txn"]), ("input_value", row["source"])) if v is not None}
 
 
 class ZombieFenced:
@@ -180,7 +185,8 @@ class _Frames:
             F.min(F.struct("seq", "t", "type", producer.alias("producer"), "topic")).alias("first"),
             F.min(F.when(F.col("txn").isNotNull(), F.struct("seq", producer.alias("producer"), "txn", "txn_outcome")))
             .alias("tx"),
-            F.min(F.when(F.col("source").isNotNull(), F.struct("seq", "source"))).alias("src"),
+            F.min(F.when(F.col("input_value").isNotNull(), F.struct("seq", F.col("input_value").alias("source"))))
+            .alias("src"),
             F.min(F.when(acked, F.struct("seq", "t", "topic", "partition", "offset"))).alias("ack"))
         per = _persist(ctx, "per_value", per)
         ack = F.col("ack")
@@ -264,7 +270,7 @@ class _Frames:
 
     def aborted(self, pipeline: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
         rows = self._aborted().where(F.col("pipeline") == pipeline).orderBy("seq").limit(SAMPLE).collect()
-        return [({**_plain(r, _OUTPUT_FIELDS[:-3]), "producer": pipeline, **_plain(r, ("txn", "source"))},
+        return [({**_plain(r, _OUTPUT_FIELDS[:-3]), "producer": pipeline, **_output_of(r)},
                  {k.removeprefix("in_"): r[k] for k in (f"in_{c}" for c in _INPUT_FIELDS) if r[k] is not None})
                 for r in rows]
 
@@ -284,7 +290,7 @@ class _Frames:
         ins = {int(r["value"]): _plain(r, _INPUT_FIELDS) for r in self.inputs.where(
             (F.col("pipeline") == pipeline) & F.col("value").isin(sources)).collect()}
         return [DuplicateInput(source=s, input=ins.get(s), outputs=[
-            {**_plain(o, _OUTPUT_FIELDS[:-3]), "producer": pipeline, **_plain(o, ("txn", "source"))}
+            {**_plain(o, _OUTPUT_FIELDS[:-3]), "producer": pipeline, **_output_of(o)}
             for o in outs if int(o["source"]) == s]) for s in sources]
 
     def skipped(self, spark: SparkSession, claims: list[tuple[str, OffsetClaim]]) -> list[tuple[str, OffsetClaim]]:

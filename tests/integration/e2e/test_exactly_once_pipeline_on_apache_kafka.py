@@ -28,7 +28,7 @@ def test_the_pipeline_writes_every_committed_input_exactly_once_through_coordina
     outcome = {(e["producer"], e["txn"]): e["outcome"] for e in evs if e["type"] in ("txn.commit", "txn.abort")}
     committed_inputs = {e["value"] for e in evs if e["type"] == "ack" and e["producer"] == "payments-api"
                         and outcome.get(("payments-api", e["txn"])) == "committed"}
-    outputs = Counter(e["source"] for e in evs if e["type"] == "ack" and e["producer"] == "enrich"
+    outputs = Counter(e["input_value"] for e in evs if e["type"] == "ack" and e["producer"] == "enrich"
                       and outcome.get(("enrich", e["txn"])) == "committed")
     assert committed_inputs and set(outputs) == committed_inputs and set(outputs.values()) == {1}
     summary = check_results(run_dir)["txn.exactly_once_pipeline"]["summary"]

@@ -123,7 +123,7 @@ def test_a_pipeline_writes_each_input_record_once_and_commits_the_offsets_it_rea
         pipeline.drain(20)
     outcome = {e["txn"]: e for e in events.of("txn.commit")}
     assert {e["outcome"] for e in outcome.values()} == {"committed"}
-    sources = [e["source"] for e in events.of("ack") if outcome[e["txn"]]["outcome"] == "committed"]
+    sources = [e["input_value"] for e in events.of("ack") if outcome[e["txn"]]["outcome"] == "committed"]
     assert sorted(sources) == list(range(300))
     committed: dict[int, int] = {}  # a transaction commits the positions it knows (after a restart, only
     for e in sorted(outcome.values(), key=lambda e: e["txn"]):  # those of partitions it has fetched)

@@ -116,7 +116,7 @@ def test_arrow_keeps_a_zombies_flag_and_a_pipeline_outputs_source(tmp_path: Path
     """`zombie` (a fenced client's writes) and `source` (a pipeline's output: its input value) are among the
     columns Arrow parses on send/ack/send.error; a pipeline's pipe.read and txn.commit (its `offsets`) go to Spark."""
     zombie = {"src": "producer:p", "producer": "p", "topic": "o", "txn": 1, "zombie": True}
-    out = {"src": "pipeline:e", "producer": "e", "topic": "x", "txn": 0, "source": 1}
+    out = {"src": "pipeline:e", "producer": "e", "topic": "x", "txn": 0, "input_value": 1}
     lines = [
         {"t": 0.1, "type": "send", **zombie, "value": 1},
         {"t": 0.2, "type": "send.error", **zombie, "value": 1, "error": "_PURGE_QUEUE", "definite": False},
@@ -134,5 +134,5 @@ def test_arrow_keeps_a_zombies_flag_and_a_pipeline_outputs_source(tmp_path: Path
     assert (stats.arrow_rows, stats.side_lines, stats.refused_chunks) == (4, 2, 0)
     rows = [r for kind in ("send", "ack", "send.error")
             for r in pq.read_table(tmp_path / "pq" / f"tier={kind}").to_pylist()]
-    assert sorted((r["value"], r["type"], r["zombie"], r["source"]) for r in rows) == [
+    assert sorted((r["value"], r["type"], r["zombie"], r["input_value"]) for r in rows) == [
         (1, "send", True, None), (1, "send.error", True, None), (2, "ack", None, 1), (2, "send", None, 1)]

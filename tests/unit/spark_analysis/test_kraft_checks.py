@@ -283,3 +283,10 @@ def test_the_kraft_metadata_observer_is_preferred_over_the_admin_observer() -> N
                                       "slo.partition_unavailable"])
 def test_zookeeper_histories_keep_their_verdicts(check_id: str) -> None:
     assert run_check(BY_ID[check_id], python_context(scenario())).status == "pass"
+
+
+def test_the_controller_events_observer_field_stays_a_string_column() -> None:
+    """`controller` events name their observer in `source` (a string); a long column of that name (once the
+    pipeline's input value) makes every controller event ill-typed, and the controller checks see none."""
+    fields = {f.name: f.dataType.simpleString() for f in HISTORY_SCHEMA.fields}
+    assert fields.get("source", "string") == "string" and fields["input_value"] == "bigint"

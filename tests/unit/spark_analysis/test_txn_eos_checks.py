@@ -80,7 +80,7 @@ def test_each_pipeline_fault_fails_exactly_once_naming_that_pipeline_only(
 
 def test_a_duplicate_shows_the_input_and_its_committed_outputs(tmp_path: Path) -> None:
     result = reference(tmp_path, eos_history("duplicate"))[PIPELINE]
-    first = [(e["type"], e["value"], e.get("txn"), e.get("source")) for e in result.evidence[:3]]
+    first = [(e["type"], e["value"], e.get("txn"), e.get("input_value")) for e in result.evidence[:3]]
     assert first == [("ack", 1008, 0, None), ("ack", 1022, 0, 1008), ("ack", 1024, 1, 1008)]
     assert result.evidence[1]["transactional_id"] == "dup-tid" and result.evidence[1]["topic"] == "dup-out"
     assert result.metrics["processed_twice"] == 2 and result.metrics["by_pipeline"]["enrich"]["processed_twice"] == 0

@@ -29,3 +29,12 @@ def test_the_unclean_check_takes_a_caught_up_replica_as_clean_and_a_plain_jump_a
     assert UncleanOnlyWhenEnabled().run(python_context(_moved(3))).status == "pass"
     result = UncleanOnlyWhenEnabled().run(python_context(_moved(2)))
     assert result.status == "fail" and "mv/2: unclean election of broker 1, outside the ISR [3, 2]" in result.summary
+
+
+def test_one_epoch_up_with_the_whole_old_isr_and_the_new_leader_in_the_new_one_is_an_unseen_expansion() -> None:
+    """An ISR expansion keeps the leader epoch, so leader 2, ISR [2, 1], then leader 3, ISR [2, 1, 3] one epoch
+    later (Apache Kafka, broker 3 back from a kill) is clean; an unclean election writes the ISR [3] alone."""
+    before = {"leader": 2, "leader_epoch": 3, "isr": [2, 1], "replicas": [3, 1, 2]}
+    assert _caught_up(before, {"leader": 3, "leader_epoch": 4, "isr": [2, 1, 3], "replicas": [3, 1, 2]}) == [3]
+    assert _caught_up(before, {"leader": 3, "leader_epoch": 4, "isr": [3], "replicas": [3, 1, 2]}) == []
+    assert _caught_up(before, {"leader": 3, "leader_epoch": 4, "isr": [2, 3], "replicas": [3, 1, 2]}) == []
