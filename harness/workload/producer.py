@@ -200,14 +200,7 @@ class ProducerWorkload:
         if zombie:
             raise WorkloadError(f"{self.name}: only a transactional producer can be kept as a zombie")
         with self._lifecycle:
-            thread, old = self._thread, self._producer
-            if thread is None or old is None or self._ended:
-                raise WorkloadError(f"{self.name}: restart() needs a running producer")
-            self._stop.set()
-            thread.join(self._join_timeout_s)
-            if thread.is_alive():
-                raise WorkloadError(f"{self.name}: the sender thread is alive after {self._join_timeout_s:g}s, "
-                                    f"in {where(thread)}")
+            old = self._halt_sender()
             held = left = len(old)
             try:
                 if abrupt:
@@ -221,17 +214,35 @@ class ProducerWorkload:
                     raise
             self._producer = None
             del old  # librdkafka's handle goes before the new session starts
-            self._producer = confluent_kafka.Producer(self._config)
-            self._fatal_recorded = False
-            self.sessions += 1
-            self._stop.clear()
-            if self._ended:  # stop() came meanwhile: the new client sends nothing
-                self._stop.set()
-            self._thread = threading.Thread(target=self._run, name=f"workload-{self.name}", daemon=True)
-            self._thread.start()
+            self._new_session()
         purged = held if abrupt else left
         return (f"session {self.sessions}: {held} outstanding at the restart, "
                 + (f"{purged} purged (outcome unknown)" if purged else "all delivered"))
+
+    def _halt_sender(self) -> confluent_kafka.Producer:
+        """For a restart (the lifecycle lock held): the running session's sender thread has left its loop; its
+        client, still open."""
+        thread, old = self._thread, self._producer
+        if thread is None or old is None or self._ended:
+            raise WorkloadError(f"{self.name}: restart() needs a running producer")
+        self._stop.set()
+        thread.join(self._join_timeout_s)
+        if thread.is_alive():
+            raise WorkloadError(f"{self.name}: the sender thread is alive after {self._join_timeout_s:g}s, "
+                                f"in {where(thread)}")
+        return old
+
+    def _new_session(self) -> None:
+        """For a restart (the lifecycle lock held): a new client and sender thread; a stop() that came
+        meanwhile leaves the new client sending nothing."""
+        self._producer = confluent_kafka.Producer(self._config)
+        self._fatal_recorded = False
+        self.sessions += 1
+        self._stop.clear()
+        if self._ended:
+            self._stop.set()
+        self._thread = threading.Thread(target=self._run, name=f"workload-{self.name}", daemon=True)
+        self._thread.start()
 
     def close(self) -> None:
         """Stop, purge whatever is unresolved (recorded as definite=false errors), free the client."""

@@ -36,8 +36,8 @@ from typing import Any
 import confluent_kafka
 
 from harness.history.jsonl import Event, EventSink
-from harness.workload.common import WorkloadConfigError, WorkloadError, wall_ms
-from harness.workload.producer import Pacer, ProducerWorkload, is_fatal, where
+from harness.workload.common import WorkloadConfigError, wall_ms
+from harness.workload.producer import Pacer, ProducerWorkload, is_fatal
 
 CALL_TIMEOUT_S = 10.0
 """The timeout of each init_transactions/commit_transaction/abort_transaction call (retried after it)."""
@@ -115,16 +115,11 @@ class TransactionalProducerWorkload(ProducerWorkload):
 
     def _zombie_restart(self, timeout_s: float) -> str:
         with self._lifecycle:
-            thread, old = self._thread, self._producer
-            if thread is None or old is None or self._ended:
-                raise WorkloadError(f"{self.name}: restart() needs a running producer")
             self._abandon = True
-            self._stop.set()
-            thread.join(self._join_timeout_s)
-            self._abandon = False
-            if thread.is_alive():
-                raise WorkloadError(f"{self.name}: the sender thread is alive after {self._join_timeout_s:g}s, "
-                                    f"in {where(thread)}")
+            try:
+                old = self._halt_sender()
+            finally:
+                self._abandon = False
             if self._abandoned is None:  # it stopped between transactions: the zombie opens one
                 self._begin(old)
                 self._abandoned, self._open = self._open, None
@@ -135,14 +130,7 @@ class TransactionalProducerWorkload(ProducerWorkload):
             self._open = None
             old.flush(timeout_s)
             self._fenced.clear()
-            self._producer = confluent_kafka.Producer(self._config)
-            self._fatal_recorded = False
-            self.sessions += 1
-            self._stop.clear()
-            if self._ended:
-                self._stop.set()
-            self._thread = threading.Thread(target=self._run, name=f"workload-{self.name}", daemon=True)
-            self._thread.start()
+            self._new_session()
         try:
             if not self._fenced.wait(timeout_s):
                 return (f"session {self.sessions}: its init_transactions did not succeed within {timeout_s:g}s, so "
