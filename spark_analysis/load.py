@@ -48,7 +48,7 @@ _STAMP = "_source.json"
 PARQUET_BLOCK_BYTES = 8 * 1024 * 1024
 PARQUET_CODEC = "none"
 CONVERSION_SPLIT_BYTES = 64 * 1024 * 1024
-PARQUET_FORMAT = 13
+PARQUET_FORMAT = 14
 """Bumped whenever the Parquet layout changes, so older conversions are redone, not misread."""
 BULK_TYPES = frozenset({"send", "ack", "send.error", "poll", "commit"})
 """Event types that can number millions; every other type is small."""
@@ -153,7 +153,7 @@ HISTORY_SCHEMA = StructType(
         _f("definite", _B),
         _f("fatal", _B),  # send.error and client.error: librdkafka's KafkaError.fatal()
         _f("error_detail", _S),
-        # transactions: txn.begin / txn.commit / txn.abort / txn.zombie, and the send/ack/send.error of a
+        # transactions: txn.begin / txn.commit / txn.abort / txn.zombie / txn.fenced, and the send/ack/send.error of a
         # transactional producer (`txn`: the producer's transaction number; `zombie`: written by a fenced client);
         # poll's consumer isolation.level; a read-process-write pipeline's pipe.read (`pipeline`), its output
         # records' `input_value` and its txn.commit's `offsets` ([[topic, partition, next offset]]); (not `source`:
@@ -165,6 +165,9 @@ HISTORY_SCHEMA = StructType(
         _f("pipeline", _S),
         _f("input_value", _L),
         _f("offsets", ArrayType(ArrayType(_S))),
+        # txn.fenced: how long the fenced transaction had been open, and the producer's transaction.timeout.ms
+        _f("open_ms", _L),
+        _f("timeout_ms", _L),
         # observer errors
         _f("observer", _S),
         _f(CORRUPT, _S),

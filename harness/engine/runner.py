@@ -24,7 +24,7 @@ from harness.engine.interrupts import INTERRUPTS, Interrupts
 from harness.engine.parts import REAL_PARTS, RunParts
 from harness.errors import HarnessError
 from harness.experiment.schema import Experiment
-from harness.faults.inject import FaultInjector, MemberControl
+from harness.faults.inject import FaultInjector, MemberControl, ProducerControl
 from harness.faults.operations import GroupScaler, OperationRunner, ProducerRestarter
 from harness.faults.resolve import Topology
 from harness.faults.schedule import actions, plan, plan_operations
@@ -236,7 +236,10 @@ class Run:
         c = self.exp.cluster
         topology = Topology(tuple(range(1, c.brokers + 1)), tuple(range(1, c.zookeepers + 1)),
                             c.voters(), c.combined)
-        self.injector = FaultInjector(self.cluster, self.state, topology, self.sink, members)
+        producers: dict[str, ProducerControl] = {
+            getattr(w, "producer_id", w.name): w for w in self.producers if hasattr(w, "pause")  # type: ignore[misc]
+        }
+        self.injector = FaultInjector(self.cluster, self.state, topology, self.sink, members, producers)
         if self.exp.operations:
             scalers: dict[str, GroupScaler] = {
                 getattr(w, "group", w.name): w for w in self.consumers if hasattr(w, "scale_to")  # type: ignore[misc]

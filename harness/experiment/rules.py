@@ -178,6 +178,10 @@ def _check_target(f: Fields, exp: Experiment, path: Path, t: Target) -> None:
                     _declared("groups", [c.group for c in exp.workload.consumers]))
         elif t.kind == "consumer" and (t.id or 0) >= group.members:
             f.error(path, f"group {group.group!r} has members 0..{group.members - 1}", str(t))
+    elif t.kind == "producer":
+        ids = [p.id for p in exp.workload.producers]
+        if t.producer not in ids:
+            f.error(path, "producer is not declared under `workload.producers`", str(t), _declared("producers", ids))
 
 
 def _resources(fault: FaultSpec) -> set[str]:

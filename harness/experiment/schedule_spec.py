@@ -128,7 +128,7 @@ def _groups(f: Fields, m: dict[str, Any], path: Path) -> Any:
             t = _parsed(f, (*path, "groups", gi, ni), text, parse_target, "target")
             if t is MISSING:
                 return MISSING
-            if not t.is_static or t.role == "consumer":
+            if not t.is_static or t.role in ("consumer", "producer"):
                 f.error((*path, "groups", gi, ni), "partition groups name brokers, ZooKeeper members or "
                         "KRaft controllers by id (broker:<id>, zookeeper:<id>, controller:<id>)", text)
                 return MISSING

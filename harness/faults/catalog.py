@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import Literal
 
 ParamType = Literal["int", "float", "bool", "choice"]
-TargetSlot = Literal["broker", "zookeeper", "consumer", "controller", "link", "groups"]
+TargetSlot = Literal["broker", "zookeeper", "consumer", "producer", "controller", "link", "groups"]
 DurationRule = Literal["required", "optional", "forbidden"]
 
 
@@ -76,9 +76,13 @@ _KINDS: tuple[FaultKind, ...] = (
           {"broker", "controller"}, (), "optional", "down", "starts the node again",
           "SIGTERM, wait for exit (SIGKILL after the stop timeout)", "docker stop (SIGTERM, then SIGKILL)"),
     _kind("pause", "Freeze a node (SIGSTOP): it holds its sockets but answers nothing; past the session "
-          "timeout ZooKeeper expires it. A consumer target stops polling.",
-          {"broker", "zookeeper", "consumer", "controller"}, (), "required", "down", "resumes the node (SIGCONT)",
-          "SIGSTOP / SIGCONT to the process group", "docker pause / unpause"),
+          "timeout ZooKeeper expires it. A consumer target stops polling. A producer target's application stops "
+          "sending, as in a long GC pause (librdkafka delivers what it was given): a transaction it holds open "
+          "past transaction.timeout.ms is aborted by the coordinator, which fences the producer; the producer "
+          "then starts a new session (`txn.fenced`).",
+          {"broker", "zookeeper", "consumer", "producer", "controller"}, (), "required", "down",
+          "resumes the node (SIGCONT)", "SIGSTOP / SIGCONT to the process group; producers: sending held",
+          "docker pause / unpause; producers: sending held"),
     _kind("kill_zookeeper", "Kill a ZooKeeper member (kill -9).", {"zookeeper"}, (), "optional", "down",
           "starts the member again", "SIGKILL to the member's process group", "docker kill (SIGKILL)"),
     _kind("isolate", "Cut every link of a node. A broker: to and from every other broker, to ZooKeeper or the "

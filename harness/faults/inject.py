@@ -1,5 +1,5 @@
-"""Turns planned faults into backend operations and heals them: node signals, consumer-member
-actions and Toxiproxy link operations. Records `fault.start` / `fault.end` (or `fault.skipped` when
+"""Turns planned faults into backend operations and heals them: node signals, consumer-member and
+producer actions and Toxiproxy link operations. Records `fault.start` / `fault.end` (or `fault.skipped` when
 a target names nothing at firing time); `fault.start` carries the time the action began (a graceful
 stop returns only after the broker's controlled shutdown, which the history must show inside the
 fault). Link cuts are reference-counted, so overlapping faults that cut the same link (isolate +
@@ -18,6 +18,7 @@ from harness.errors import HarnessError
 from harness.faults.catalog import CATALOG, TOXIC_ATTRIBUTES
 from harness.faults.resolve import (
     MemberRef,
+    ProducerRef,
     ResolutionError,
     Topology,
     isolate_links,
@@ -42,6 +43,15 @@ class MemberControl(Protocol):
     def restart_member(self, n: int) -> None: ...
 
 
+class ProducerControl(Protocol):
+    """What a producer workload offers to faults targeting `producer:<id>`: its application's sending held
+    and let go again."""
+
+    def pause(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+
 @dataclass(slots=True)
 class _Active:
     fault: PlannedFault
@@ -51,12 +61,14 @@ class _Active:
 
 class FaultInjector:
     def __init__(self, cluster: Cluster, state: ClusterState, topology: Topology, sink: EventSink,
-                 members: Mapping[str, MemberControl] | None = None) -> None:
+                 members: Mapping[str, MemberControl] | None = None,
+                 producers: Mapping[str, ProducerControl] | None = None) -> None:
         self.cluster = cluster
         self.state = state
         self.topology = topology
         self.sink = sink
         self.members = dict(members or {})
+        self.producers = dict(producers or {})
         self._active: dict[int | str, _Active] = {}
         self._cuts: dict[str, int] = {}
         self._lock = threading.Lock()
@@ -127,6 +139,8 @@ class FaultInjector:
             active.targets.append(str(node))
             if isinstance(node, MemberRef):
                 self._member_fault(kind, node, active)
+            elif isinstance(node, ProducerRef):
+                self._producer_fault(kind, node, active)
             else:
                 self._node_fault(kind, node, active)
         elif kind in ("isolate", "isolate_zookeeper"):
@@ -169,6 +183,15 @@ class FaultInjector:
         else:
             control.kill_member(ref.index)
             active.heal_steps.append((f"restart {ref}", lambda: control.restart_member(ref.index)))
+
+    def _producer_fault(self, kind: str, ref: ProducerRef, active: _Active) -> None:
+        control = self.producers.get(ref.producer_id)
+        if control is None:
+            raise ResolutionError(f"{ref}: no producer {ref.producer_id!r} is running")
+        if kind != "pause":
+            raise HarnessError(f"{ref}: a producer can only be paused, not given {kind!r}")
+        control.pause()
+        active.heal_steps.append((f"resume {ref}", control.resume))
 
     def _cut(self, links: list[tuple[LinkSource, NodeId]], active: _Active) -> None:
         for src, dst in links:

@@ -1,5 +1,5 @@
-"""Resolves a fault's target expression to concrete nodes, links or consumer members at the moment
-the fault fires, from the engine's observed `ClusterState`."""
+"""Resolves a fault's target expression to concrete nodes, links, consumer members or producers at the
+moment the fault fires, from the engine's observed `ClusterState`."""
 
 from __future__ import annotations
 
@@ -24,6 +24,16 @@ class MemberRef:
 
     def __str__(self) -> str:
         return f"consumer:{self.group}/{self.index}"
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerRef:
+    """A producer workload driven by the harness: `producer:<id>`."""
+
+    producer_id: str
+
+    def __str__(self) -> str:
+        return f"producer:{self.producer_id}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +65,9 @@ class Topology:
         return out + ([] if self.combined else [NodeId.controller(v) for v in self.voters])
 
 
-def resolve_node(t: Target, state: ClusterState, topo: Topology | None = None) -> NodeId | MemberRef:
+def resolve_node(t: Target, state: ClusterState, topo: Topology | None = None) -> NodeId | MemberRef | ProducerRef:
+    if t.kind == "producer":
+        return ProducerRef(t.producer or "")
     if t.kind == "broker":
         return NodeId.broker(t.id or 0)
     if t.kind == "zookeeper":

@@ -2,7 +2,8 @@
 
 Node targets: `broker:2`, `zookeeper:1`, `controller`, `leader:<topic>/<p>`, `coordinator:<group>`,
 `txn_coordinator:<transactional id>` (the leader of the `__transaction_state` partition that id maps to),
-`consumer:<group>/<n>` (n is 0-based), `random-broker` (drawn from the seed when the schedule is
+`consumer:<group>/<n>` (n is 0-based), `producer:<id>` (a producer of `workload.producers`: its application
+pauses, see the `pause` fault), `random-broker` (drawn from the seed when the schedule is
 built), `idle-broker` (the lowest-id live broker that leads no partition when the fault fires: a pure
 follower, whose loss only the ISRs show). KRaft adds `controller:<id>` (a voter: `controller:101`, or
 `controller:1` for combined broker 1) and `controller:any` (a voter drawn from the seed); there
@@ -18,15 +19,16 @@ from dataclasses import dataclass
 from typing import Literal
 
 TargetKind = Literal["broker", "zookeeper", "controller", "leader", "coordinator", "txn-coordinator", "consumer",
-                     "random-broker", "any-controller", "idle-broker"]
-Role = Literal["broker", "zookeeper", "consumer", "controller"]
+                     "producer", "random-broker", "any-controller", "idle-broker"]
+Role = Literal["broker", "zookeeper", "consumer", "producer", "controller"]
 
 _BROKER_LIKE = ("broker", "controller", "leader", "coordinator", "txn-coordinator", "random-broker", "idle-broker")
 
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """One node target expression. `id` is set for broker/zookeeper/consumer-member targets."""
+    """One node target expression. `id` is set for broker/zookeeper/consumer-member targets, `producer` for a
+    producer target."""
 
     kind: TargetKind
     id: int | None = None
@@ -34,6 +36,7 @@ class Target:
     partition: int | None = None
     group: str | None = None
     transactional_id: str | None = None
+    producer: str | None = None
 
     @property
     def role(self) -> Role:
@@ -43,12 +46,15 @@ class Target:
             return "controller"
         if self.kind in _BROKER_LIKE:
             return "broker"
+        if self.kind == "producer":
+            return "producer"
         return "zookeeper" if self.kind == "zookeeper" else "consumer"
 
     @property
     def is_static(self) -> bool:
         """True when the expression names the same node whatever the cluster's state."""
-        return self.kind in ("broker", "zookeeper", "consumer") or (self.kind == "controller" and self.id is not None)
+        return (self.kind in ("broker", "zookeeper", "consumer", "producer")
+                or (self.kind == "controller" and self.id is not None))
 
     def __str__(self) -> str:
         if self.kind in ("broker", "zookeeper") or (self.kind == "controller" and self.id is not None):
@@ -63,6 +69,8 @@ class Target:
             return f"txn_coordinator:{self.transactional_id}"
         if self.kind == "consumer":
             return f"consumer:{self.group}/{self.id}"
+        if self.kind == "producer":
+            return f"producer:{self.producer}"
         return self.kind
 
 
@@ -86,8 +94,8 @@ class TargetSyntaxError(ValueError):
 
 
 _FORMS = ("broker:<id>, zookeeper:<id>, controller, controller:<id>, controller:any, leader:<topic>/<partition>, "
-          "coordinator:<group>, txn_coordinator:<transactional id>, consumer:<group>/<member index>, random-broker, "
-          "idle-broker")
+          "coordinator:<group>, txn_coordinator:<transactional id>, consumer:<group>/<member index>, producer:<id>, "
+          "random-broker, idle-broker")
 _NAME = r"[A-Za-z0-9._-]+"
 
 
@@ -122,6 +130,10 @@ def parse_target(text: str) -> Target:
         if not m:
             raise TargetSyntaxError("expected consumer:<group>/<member index>, as in consumer:billing/0")
         return Target("consumer", id=int(m.group(2)), group=m.group(1))
+    if kind == "producer":
+        if not re.fullmatch(_NAME, rest):
+            raise TargetSyntaxError("expected producer:<id>, as in producer:payments-api")
+        return Target("producer", producer=rest)
     raise TargetSyntaxError(f"unknown target kind {kind!r}; expected one of {_FORMS}")
 
 
@@ -135,7 +147,7 @@ def parse_link(text: str) -> LinkTarget:
     if src is not None and src.role not in ("broker", "controller"):
         raise TargetSyntaxError(f"a link starts at client, a broker or a controller, not {src_text!r}")
     dst = ALL_ZOOKEEPERS if dst_text == "zookeeper" else parse_target(dst_text)
-    if dst.role == "consumer":
+    if dst.role in ("consumer", "producer"):
         raise TargetSyntaxError(f"a link ends at a broker, a controller or zookeeper, not {dst_text!r}")
     if src is None and dst.role == "zookeeper":
         raise TargetSyntaxError("clients do not talk to ZooKeeper; use broker:<id>->zookeeper")

@@ -111,6 +111,9 @@ class ProducerWorkload:
         self._producer: confluent_kafka.Producer | None = None
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
+        self._running = threading.Event()
+        """Clear while the application is paused (the `pause` fault on `producer:<id>`)."""
+        self._running.set()
         self._lock = threading.Lock()
         self._lifecycle = threading.Lock()
         """Held by `restart` and `close`: a restart never overlaps the teardown."""
@@ -174,6 +177,21 @@ class ProducerWorkload:
         if thread is not None and thread is not threading.current_thread():
             thread.join(self._join_timeout_s)
 
+    def pause(self) -> None:
+        """Hold the application's sending (the `pause` fault), as a long GC pause or a stalled application
+        thread does: the sender thread waits before its next send (or the end of its open transaction) and
+        serves no callbacks; librdkafka's own threads deliver what they were given meanwhile."""
+        self._running.clear()
+
+    def resume(self) -> None:
+        """Let sending go on after `pause` (at the rate, not in a burst)."""
+        self._running.set()
+
+    def _hold(self) -> None:
+        """On the sender thread: wait while paused, until resumed or stopped."""
+        while not self._running.is_set() and not self._stop.is_set():
+            self._running.wait(0.1)
+
     def drain(self, timeout_s: float) -> None:
         """Serve delivery reports until none is outstanding or `timeout_s` passes (no raise)."""
         self.stop()
@@ -222,14 +240,16 @@ class ProducerWorkload:
     def _halt_sender(self) -> confluent_kafka.Producer:
         """For a restart (the lifecycle lock held): the running session's sender thread has left its loop; its
         client, still open."""
-        thread, old = self._thread, self._producer
-        if thread is None or old is None or self._ended:
+        thread = self._thread
+        if thread is None or self._producer is None or self._ended:
             raise WorkloadError(f"{self.name}: restart() needs a running producer")
         self._stop.set()
         thread.join(self._join_timeout_s)
         if thread.is_alive():
             raise WorkloadError(f"{self.name}: the sender thread is alive after {self._join_timeout_s:g}s, "
                                 f"in {where(thread)}")
+        old = self._producer  # read after the join: a transactional session fenced meanwhile has a new client
+        assert old is not None
         return old
 
     def _new_session(self) -> None:
@@ -304,6 +324,7 @@ class ProducerWorkload:
         """Send at `rate` until `stop()`."""
         pace = Pacer(self.rate)
         while not self._stop.is_set():
+            self._hold()
             if pace.wait(producer):
                 self._send_one(producer)
                 producer.poll(0)

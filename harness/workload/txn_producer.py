@@ -22,6 +22,19 @@ txn, outcome (fenced, refused, committed), error, error_detail} records Kafka's 
 
 Retriable errors of commit and abort are retried until they succeed; once `stop()` is called the retries
 end after the transaction timeout. The producer blocks meanwhile, as a transactional application does.
+
+`pause()` (the `pause` fault on `producer:<id>`) holds the sender thread after its next record, so a transaction
+is always open, with a record the coordinator knows, while the application is paused.
+
+A fence (librdkafka's fatal `_FENCED`: the producer's epoch is stale) is what Kafka does to a producer whose
+transaction stayed open past `transaction.timeout.ms`: the coordinator aborts the transaction and bumps the
+epoch (a paused application meets it when it goes on). It is recorded as `txn.fenced` {producer,
+transactional_id, txn (the open transaction, or None), error, error_detail, open_ms (how long that transaction
+had been open, by the client's clock), timeout_ms}, not as a fatal `client.error`; the open transaction ends
+`aborted` when the fence explains its end (open_ms >= timeout_ms) or its commit was never asked for, else
+`unknown`; and the producer starts a new session (init_transactions), as a transactional application that
+handles ProducerFencedException by making a new producer does. A transaction ends `aborted` after any fatal
+error as long as its commit was never asked for: only EndTxn(COMMIT) commits.
 """
 
 from __future__ import annotations
@@ -41,6 +54,13 @@ from harness.workload.producer import Pacer, ProducerWorkload, is_fatal
 
 CALL_TIMEOUT_S = 10.0
 """The timeout of each init_transactions/commit_transaction/abort_transaction call (retried after it)."""
+FENCE_ERRORS = frozenset({"_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"})
+
+
+def is_fence(err: confluent_kafka.KafkaError) -> bool:
+    """Whether a fatal error fenced the producer: its epoch is stale (librdkafka's `_FENCED`; its error callback
+    reports it as `_FATAL` with the reason in the text)."""
+    return err.name() in FENCE_ERRORS or (err.name() == "_FATAL" and "fenced" in err.str().lower())
 
 
 class TransactionalProducerWorkload(ProducerWorkload):
@@ -97,6 +117,15 @@ class TransactionalProducerWorkload(ProducerWorkload):
         self._zombie: tuple[threading.Thread, int] | None = None
         """(the thread, the transaction) of a zombie client writing after it was fenced."""
         self._zombie_error: confluent_kafka.KafkaError | None = None
+        self._opened_at = 0.0
+        """When the open transaction began (monotonic)."""
+        self._committing = False
+        """The open transaction's commit has been asked for."""
+        self._fence: tuple[confluent_kafka.KafkaError, int | None] | None = None
+        """This session was fenced (`txn.fenced` recorded): the error, and how long the open transaction had been
+        open then (ms)."""
+        self._renew = False
+        """The sender thread goes on with a new session (after a fence)."""
         self.outcomes: dict[str, int] = {"committed": 0, "aborted": 0, "unknown": 0}
 
     def restart(self, *, abrupt: bool = False, timeout_s: float = 30.0, zombie: bool = False) -> str:
@@ -175,9 +204,45 @@ class TransactionalProducerWorkload(ProducerWorkload):
         if zombie is not None and threading.current_thread() is zombie[0]:
             self._zombie_error = self._zombie_error or err
             return
-        super()._on_client_error(err)
+        if not (err.fatal() and is_fence(err)):
+            super()._on_client_error(err)
+            return
+        if self._fatal_recorded:
+            return
+        opened = self._open
+        open_ms = int((time.monotonic() - self._opened_at) * 1000) if opened is not None else None
+        self._fatal_recorded, self._fence = True, (err, open_ms)
+        self._sink({"type": "txn.fenced", "src": self.name, "wall": wall_ms(), "producer": self.producer_id,
+                    "transactional_id": self.transactional_id, "txn": opened[0] if opened is not None else None,
+                    "error": err.name(), "error_detail": err.str(), "open_ms": open_ms,
+                    "timeout_ms": int(self.timeout_s * 1000)})
 
     # -- the sender thread ---------------------------------------------------------------------
+    def _run(self) -> None:
+        """Sessions one after another on this thread: a fenced one is followed by a new one until `stop()`."""
+        while True:
+            self._renew = False
+            super()._run()
+            if not self._renew or self._stop.is_set():
+                return
+            try:
+                self._renew_session()
+            except BaseException as exc:  # the new client could not be made: the sender thread ends with it
+                self._failure = exc
+                return
+
+    def _renew_session(self) -> None:
+        """After a fence: the fenced client gives up what it holds (recorded as unknown) and a new one takes over."""
+        old = self._producer
+        if old is not None:
+            with contextlib.suppress(Exception):
+                old.purge(in_queue=True, in_flight=True, blocking=False)
+                old.flush(1.0)
+        self._producer = confluent_kafka.Producer(self._config)
+        del old
+        self._fatal_recorded, self._fence = False, None
+        self.sessions += 1
+
     def _base(self, value: int, key: str | None) -> Event:
         base = super()._base(value, key)
         zombie = self._zombie
@@ -200,6 +265,7 @@ class TransactionalProducerWorkload(ProducerWorkload):
                     self._send_one(producer, sent % partitions if partitions else None)
                     sent += 1
                     producer.poll(0)
+                    self._hold()  # after a record: a pause always leaves a transaction open that Kafka knows
             if self._stop.is_set() and self._abandon:
                 self._abandoned, self._open = self._open, None
                 return
@@ -237,6 +303,7 @@ class TransactionalProducerWorkload(ProducerWorkload):
         txn = self._next_txn
         self._next_txn += 1
         self._open = (txn, self._draws.random() < self.abort_rate)
+        self._opened_at, self._committing = time.monotonic(), False
         self._sink({"type": "txn.begin", "src": self.name, "wall": wall_ms(), "producer": self.producer_id,
                     "transactional_id": self.transactional_id, "txn": txn})
 
@@ -247,6 +314,7 @@ class TransactionalProducerWorkload(ProducerWorkload):
         self._give_up_at = None
         if abort:
             self._deliver_all(producer)
+        self._committing = not abort
         outcome, error, detail = self._attempt(producer.abort_transaction if abort else producer.commit_transaction,
                                                "aborted" if abort else "committed")
         if outcome == "requires-abort":
@@ -293,12 +361,25 @@ class TransactionalProducerWorkload(ProducerWorkload):
                     return "unknown", err.name(), f"{err.str()} (still failing when the run ended)"
 
     def _fatal_end(self, producer: confluent_kafka.Producer, exc: confluent_kafka.KafkaException) -> None:
-        """The open transaction's outcome is unknown (the client died with it), then as any producer."""
+        """A fatal error ends the open transaction: `aborted` if its commit was never asked for or a fence explains
+        its end, else `unknown`. A fence is `txn.fenced` and a new session follows; any other fatal error ends
+        sending, as in any producer."""
+        err = exc.args[0]
+        with contextlib.suppress(Exception):
+            producer.poll(0)  # serves the error callback: `txn.fenced` (or `client.error`) is recorded first
+        if self._fence is None and is_fence(err) and not self._fatal_recorded:
+            self._on_client_error(err)
+        fence = self._fence
         if self._open is not None:
-            err = exc.args[0]
-            self._record_end(*self._open, "unknown", err.name(), err.str())
+            txn, abort = self._open
+            explained = fence is not None and (fence[1] or 0) >= self.timeout_s * 1000
+            outcome = "aborted" if not self._committing or explained else "unknown"
+            self._record_end(txn, abort, outcome, err.name(), err.str())
             self._open = None
-        super()._fatal_end(producer, exc)
+        if fence is None:
+            super()._fatal_end(producer, exc)
+        elif not self._stop.is_set():
+            self._renew = True
 
     def _record_end(self, txn: int, abort: bool, outcome: str, error: str | None, detail: str | None) -> None:
         self.outcomes[outcome] += 1

@@ -53,7 +53,7 @@ DEPENDS: Mapping[str, Depends] = {
     "delivery.inconsistent_offsets": Depends(frozenset({"ack", "poll"})),
     "delivery.key_order": Depends(frozenset({"send", "ack"})),
     # a lost client.error line hides a producer's fatal error: a pass could be wrong, a failure could not
-    "delivery.fatal_error": Depends(frozenset({"client.error"})),
+    "delivery.fatal_error": Depends(frozenset({"client.error", "txn.fenced"})),
     "consumer.poll_skip": Depends(frozenset({"poll", "ack", "assign", "revoke"}) | _TXN,
                                   frozenset({"poll", "assign", "revoke"})),
     "consumer.nonmonotonic_poll": Depends(frozenset({"poll", "assign", "revoke"}), frozenset({"assign", "revoke"})),

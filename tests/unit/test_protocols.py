@@ -12,7 +12,7 @@ import pytest
 from harness.cluster.base import Cluster, ClusterBackend, Link
 from harness.cluster.process import ProcessBackend, ProcessCluster
 from harness.cluster.process_toxiproxy import ProcessLink
-from harness.faults.inject import FaultInjector
+from harness.faults.inject import FaultInjector, MemberControl, ProducerControl
 from harness.faults.kafka_operator import KafkaOperator
 from harness.faults.operations import GroupScaler, NodeCycler, Operator, ProducerRestarter
 from harness.observe.admin import AdminObserver
@@ -64,6 +64,8 @@ CASES: list[tuple[type, Any]] = [
     (ConsumerGroupWorkload, GroupScaler),
     (FaultInjector, NodeCycler),
     (ProducerWorkload, ProducerRestarter),
+    (ProducerWorkload, ProducerControl),
+    (ConsumerGroupWorkload, MemberControl),
 ]
 
 

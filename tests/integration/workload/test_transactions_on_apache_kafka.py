@@ -1,8 +1,9 @@
 """The transactional producer workload on Apache Kafka 3.9 (1 broker + 1 real ZooKeeper, process backend) and
 librdkafka consumers of both isolation levels: what the workload records as committed is exactly what a
 read_committed consumer reads; read_uncommitted also reads the aborted records (they are in the log); every
-transaction begun, including one an abrupt restart left open, ends with a definite outcome; and the
-read-process-write pipeline writes each input record exactly once."""
+transaction begun, including one an abrupt restart left open, ends with a definite outcome; a producer paused
+past its transaction timeout is fenced and goes on in a new session; and the read-process-write pipeline writes
+each input record exactly once."""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ TOPIC = "orders"
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
     spec = ClusterSpec(brokers=1, zookeepers=1, ready_timeout_s=120, broker_config={
         "offsets.topic.replication.factor": "1", "transaction.state.log.replication.factor": "1",
-        "transaction.state.log.min.isr": "1", "transaction.state.log.num.partitions": "3"})
+        "transaction.state.log.min.isr": "1", "transaction.state.log.num.partitions": "3",
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000"})
     with flavour_backend(APACHE_KAFKA).up(spec, tmp_path_factory.mktemp("txn")) as c:
         admin = AdminClient(cast(dict[str, Any], {"bootstrap.servers": c.bootstrap_servers,
                                                   "logger": LIBRDKAFKA_LOGGER}))
@@ -161,3 +163,50 @@ def test_a_zombie_client_is_fenced_and_none_of_its_writes_is_read_committed(clus
     read = set(_read_all(cluster, "read_committed"))
     assert not read & zombie_values
     assert {e["value"] for e in events.of("ack") if e["txn"] > zombie["txn"]} <= read
+
+
+def _open_transactions(cluster: ProcessCluster) -> bool:
+    """Whether a transaction holds the topic's last stable offset below its high watermark on some partition
+    (read_committed watermark queries answer the last stable offset)."""
+    clients = [confluent_kafka.Consumer(cast(dict[str, Any], {
+        "bootstrap.servers": cluster.bootstrap_servers, "group.id": "lso", "isolation.level": level,
+        "logger": LIBRDKAFKA_LOGGER})) for level in ("read_committed", "read_uncommitted")]
+    try:
+        ends = [[c.get_watermark_offsets(confluent_kafka.TopicPartition(TOPIC, p), timeout=10)[1] for p in range(3)]
+                for c in clients]
+    finally:
+        for c in clients:
+            c.close()
+    return ends[0] != ends[1]
+
+
+def test_a_producer_paused_past_its_transaction_timeout_is_fenced_and_goes_on_in_a_new_session(
+    cluster: ProcessCluster,
+) -> None:
+    """pause() holds a transaction open; once the coordinator has aborted it (the topic's last stable offset is its
+    high watermark again) resume(): the producer is fenced, which it records as txn.fenced (not a fatal
+    client.error), that transaction ends aborted (definite), a new session commits, and no record of the paused
+    transaction is read committed."""
+    events = Events()
+    producer = TransactionalProducerWorkload(cluster.bootstrap_servers, events, producer_id="paused-api",
+                                             topic=TOPIC, rate=200, transactional_id="paused-tx", records=5,
+                                             timeout_s=2, seed=5, value_base=700_000)
+    with producer:
+        producer.start()
+        wait_until(lambda: len(events.of("txn.commit")) >= 3, 60, "3 commits", lambda: producer.outcomes)
+        producer.pause()
+        wait_until(lambda: _open_transactions(cluster), 30, "the paused transaction in the log")
+        wait_until(lambda: not _open_transactions(cluster), 60, "the coordinator's abort of the paused transaction")
+        producer.resume()
+        wait_until(lambda: producer.sessions == 2 and producer.outcomes["committed"] >= 6, 60,
+                   "commits of a new session", lambda: (producer.sessions, producer.outcomes))
+        producer.drain(30)
+    (fenced,) = events.of("txn.fenced")
+    assert fenced["error"] == "_FENCED" and fenced["open_ms"] >= fenced["timeout_ms"] == 2000, fenced
+    (end,) = [e for e in events.of("txn.commit") + events.of("txn.abort") if e["txn"] == fenced["txn"]]
+    assert (end["outcome"], end["definite"]) == ("aborted", True), end
+    assert not events.of("client.error")
+    paused = {e["value"] for e in events.of("send") if e["txn"] == fenced["txn"]}
+    read = set(_read_all(cluster, "read_committed"))
+    assert paused and not paused & read
+    assert {e["value"] for e in events.of("ack") if e["txn"] > fenced["txn"]} <= read

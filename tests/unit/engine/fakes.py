@@ -134,6 +134,7 @@ class FakeWorkload:
     def __init__(self, name: str, log: list[str], group: str | None = None) -> None:
         self.name = name
         self.group = group or name
+        self.producer_id = name.removeprefix("producer:")
         self.log = log
 
     def start(self) -> None:
@@ -159,6 +160,12 @@ class FakeWorkload:
 
     def restart_member(self, n: int) -> None:
         self.log.append(f"restart_member {self.name}/{n}")
+
+    def pause(self) -> None:
+        self.log.append(f"pause {self.name}")
+
+    def resume(self) -> None:
+        self.log.append(f"resume {self.name}")
 
 
 def fake_parts(log: list[str]) -> Any:

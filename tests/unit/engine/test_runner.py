@@ -28,6 +28,7 @@ schedule:
   - {at: 250ms, fault: pause, target: "consumer:g/1", duration: 100ms}
   - {at: 300ms, fault: kill, target: coordinator:g}
   - {at: 300ms, fault: partition, groups: [[broker:1], [broker:3, zookeeper:1]], duration: 100ms}
+  - {at: 350ms, fault: pause, target: "producer:p0", duration: 100ms}
 duration: 600ms
 drain: 100ms
 """
@@ -52,7 +53,7 @@ def test_phases_run_in_order_and_every_fault_is_injected_then_healed_with_fake_c
     assert phases == ["setup", "steady", "chaos", "heal", "drain", "teardown"]
     starts = {e["fault_id"]: e for e in events if e["type"] == "fault.start"}
     ends = {e["fault_id"] for e in events if e["type"] == "fault.end"}
-    assert set(starts) == ends == {0, 1, 2, 3, 4, 5}
+    assert set(starts) == ends == {0, 1, 2, 3, 4, 5, 6}
     assert starts[0]["target"] == ["broker:1"]            # controller resolved from observed state
     assert starts[4]["target"] == ["broker:2"]            # coordinator:g resolved from group.state
     assert starts[2]["target"] == ["client->1"]           # leader:t/1 is broker 1
@@ -62,6 +63,7 @@ def test_phases_run_in_order_and_every_fault_is_injected_then_healed_with_fake_c
     assert "toxic client->1 latency {'latency': 50, 'jitter': 0} downstream" in calls
     assert {"disable 1->3", "disable 3->1", "disable 1->zk1"} <= set(calls)
     assert "pause_member group:g/1" in log and "resume_member group:g/1" in log
+    assert log.index("pause producer:p0") < log.index("resume producer:p0") and starts[6]["target"] == ["producer:p0"]
     assert calls[-1] == "down"
     assert log.index("stop producer:p0") < log.index("stop group:g") < log.index("close producer:p0")
 
