@@ -1,7 +1,7 @@
 """experiments/exactly-once-pipeline.yaml on Apache Kafka 3.9 (process backend): a read-process-write pipeline
 (read_committed input, one output record per input record, offsets committed in the same transaction) through
-kills of its own transaction coordinator and of the upstream producer's. Every check passes, and the history
-shows each committed input in the output exactly once."""
+a kill of its own transaction coordinator and the isolation of the upstream producer's. Every check passes, and
+the history shows each committed input in the output exactly once."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from tests.integration.e2e.support import check_results, events, failing_checks,
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 
 
-def test_the_pipeline_writes_every_committed_input_exactly_once_through_coordinator_kills(tmp_path: Path) -> None:
+def test_the_pipeline_writes_every_committed_input_exactly_once_through_coordinator_failures(tmp_path: Path) -> None:
     apache_kafka()
     code, run_dir = run_shipped("exactly-once-pipeline.yaml", tmp_path)
     assert run_info(run_dir)["broker"]["flavour"] == "apache-kafka"
@@ -24,7 +24,7 @@ def test_the_pipeline_writes_every_committed_input_exactly_once_through_coordina
     assert code == 0
     evs = events(run_dir)
     kills = [e["description"] for e in evs if e["type"] == "fault.start"]
-    assert kills == ["#0 kill txn_coordinator:enrich-tx", "#1 kill txn_coordinator:payments-tx"]
+    assert kills == ["#0 kill txn_coordinator:enrich-tx", "#1 isolate txn_coordinator:payments-tx"]
     outcome = {(e["producer"], e["txn"]): e["outcome"] for e in evs if e["type"] in ("txn.commit", "txn.abort")}
     committed_inputs = {e["value"] for e in evs if e["type"] == "ack" and e["producer"] == "payments-api"
                         and outcome.get(("payments-api", e["txn"])) == "committed"}
