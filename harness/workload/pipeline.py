@@ -11,7 +11,8 @@ partition, offset, value, txn} per input record; `send`/`ack`/`send.error` of th
 observer); `txn.begin`, and `txn.commit` adds `offsets` ([[topic,
 partition, next offset], …], what the transaction commits for the group). A transaction that does not commit
 rewinds the consumer to the group's committed offsets, so its input is read again, as an exactly-once
-application must. One member per pipeline (its group has no rebalances of its own).
+application must; so does a new session after a fence (`txn.fenced`), whose new consumer starts from them. One
+member per pipeline (its group has no rebalances of its own).
 """
 
 from __future__ import annotations
@@ -118,6 +119,10 @@ class PipelineWorkload(TransactionalProducerWorkload):
         for tp in consumer.committed(assigned, timeout=CALL_TIMEOUT_S):
             offset = tp.offset if tp.offset >= 0 else confluent_kafka.OFFSET_BEGINNING
             consumer.seek(confluent_kafka.TopicPartition(tp.topic, tp.partition, offset))
+
+    def _renew_session(self) -> None:
+        self._source, self._offsets = None, None  # what the fenced session was doing is over
+        super()._renew_session()
 
     def _end_fields(self) -> dict[str, object]:
         return {} if self._offsets is None else {"offsets": self._offsets}
