@@ -13,12 +13,20 @@ partition, next offset], …], what the transaction commits for the group). A tr
 rewinds the consumer to the group's committed offsets, so its input is read again, as an exactly-once
 application must; so does a new session after a fence (`txn.fenced`), whose new consumer starts from them. One
 member per pipeline (its group has no rebalances of its own).
+
+librdkafka's send_offsets_to_transaction ignores its timeout while the group coordinator is down, and blocks until
+some broker changes state, which may be never (librdkafka#5456 and #5511, open; seen here when a kill took the
+group coordinator away mid-call: 2.5 minutes, until teardown). The call therefore runs on a helper thread; when it
+has not returned `HUNG_GRACE_S` after its timeout the session is given up, as an application's watchdog would:
+`client.error` {error `_TIMED_OUT`, fatal false} names the hang, the transaction ends `aborted` (its commit was
+never asked for; the next session's init_transactions aborts it) and a new session goes on from the committed
+offsets. The stuck call keeps the old client alive until it returns.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 import confluent_kafka
@@ -26,6 +34,34 @@ import confluent_kafka
 from harness.history.jsonl import Event, EventSink
 from harness.workload.common import LIBRDKAFKA_LOGGER, decode_value, wall_ms
 from harness.workload.txn_producer import CALL_TIMEOUT_S, TransactionalProducerWorkload
+
+HUNG_GRACE_S = 10.0
+"""How long past its own timeout send_offsets_to_transaction may take before the session is given up."""
+
+
+class HungCall(Exception):
+    """A librdkafka call has not returned long after its own timeout."""
+
+
+def call_bounded(call: Callable[[], object], limit_s: float, what: str) -> None:
+    """`call()` on a helper thread, its exception re-raised here; `HungCall` when it has not returned within
+    `limit_s` (the helper thread is left to finish on its own)."""
+    done = threading.Event()
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            call()
+        except BaseException as exc:  # re-raised on the caller's thread
+            failure.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name=f"call-{what}", daemon=True).start()
+    if not done.wait(limit_s):
+        raise HungCall(f"{what} has not returned within {limit_s:g}s")
+    if failure:
+        raise failure[0]
 
 
 class PipelineWorkload(TransactionalProducerWorkload):
@@ -81,12 +117,15 @@ class PipelineWorkload(TransactionalProducerWorkload):
                     producer.poll(0)
                     continue
                 self.caught_up.clear()
-                self._one_transaction(producer, consumer, batch, partitions)
+                if not self._one_transaction(producer, consumer, batch, partitions):
+                    self._renew = True  # the session was given up: `_run` goes on with a new one
+                    return
         finally:
             consumer.close()
 
     def _one_transaction(self, producer: confluent_kafka.Producer, consumer: confluent_kafka.Consumer,
-                         batch: list[confluent_kafka.Message], partitions: int) -> None:
+                         batch: list[confluent_kafka.Message], partitions: int) -> bool:
+        """Read `batch`, write its outputs and commit them with the offsets; False when the session is given up."""
         self._begin(producer)
         assert self._open is not None
         txn = self._open[0]
@@ -101,8 +140,14 @@ class PipelineWorkload(TransactionalProducerWorkload):
         self._source = None
         positions = consumer.position(consumer.assignment())
         self._offsets = [[tp.topic, tp.partition, tp.offset] for tp in positions if tp.offset >= 0]
+        metadata = consumer.consumer_group_metadata()
         try:
-            producer.send_offsets_to_transaction(positions, consumer.consumer_group_metadata(), CALL_TIMEOUT_S)
+            call_bounded(lambda: producer.send_offsets_to_transaction(positions, metadata, CALL_TIMEOUT_S),
+                         CALL_TIMEOUT_S + HUNG_GRACE_S, "send_offsets_to_transaction")
+        except HungCall as exc:
+            self._give_up(txn, f"{exc} (its timeout is {CALL_TIMEOUT_S:g}s): librdkafka#5456/#5511, the call ignores "
+                          "its timeout while the group coordinator is down; the client is given up")
+            return False
         except confluent_kafka.KafkaException as exc:
             if not exc.args[0].txn_requires_abort() and not exc.args[0].retriable():
                 raise
@@ -111,6 +156,17 @@ class PipelineWorkload(TransactionalProducerWorkload):
         self._offsets = None
         if not committed:
             self._rewind(consumer)
+        return True
+
+    def _give_up(self, txn: int, detail: str) -> None:
+        """The session is abandoned with transaction `txn` open (see the module docstring)."""
+        self._sink({"type": "client.error", "src": self.name, "wall": wall_ms(), "client": self.name,
+                    "error": "_TIMED_OUT", "error_detail": detail, "fatal": False})
+        assert self._open is not None
+        self._record_end(txn, self._open[1], "aborted", "_TIMED_OUT",
+                         f"{detail}; its commit was never asked for, and the next session's init_transactions "
+                         "aborts it")
+        self._open, self._offsets = None, None
 
     @staticmethod
     def _rewind(consumer: confluent_kafka.Consumer) -> None:
