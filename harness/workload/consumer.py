@@ -18,6 +18,13 @@ from harness.workload.member import COMMIT_MODES, Member
 
 _STRATEGIES = {"range", "roundrobin", "cooperative-sticky"}
 _JOIN_TIMEOUT_S = 15.0
+CLASSIC_SESSION_TIMEOUT_MS = 10_000
+"""A classic-protocol member's session.timeout.ms unless the experiment sets one (librdkafka's default is 45 s).
+librdkafka#5569 (open): a classic consumer sometimes does the KIP-394 join handshake twice and abandons the first
+member id the broker gave it; the coordinator then holds the rebalance until that pending member's session times
+out, and no member of the group holds a partition meanwhile. With the default that was a 44.6 s rebalance of a
+two-member group at startup here (experiments/transactions.yaml on Apache Kafka 3.9.2, a loaded machine); 10 s
+bounds it, as Kafka's own default did before 3.0."""
 
 
 class ConsumerGroupWorkload:
@@ -92,6 +99,7 @@ class ConsumerGroupWorkload:
             base["auto.commit.interval.ms"] = 1000
         if self.group_protocol != "consumer":
             base["partition.assignment.strategy"] = self.strategy
+            base["session.timeout.ms"] = CLASSIC_SESSION_TIMEOUT_MS
         base.update(extra)
         self._base_config = base
         self._commit_interval_s = commit_interval_s

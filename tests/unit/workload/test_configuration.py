@@ -66,11 +66,21 @@ def test_classic_group_sends_the_strategy_and_commit_mode_to_librdkafka() -> Non
     assert isinstance(group, Workload) and group.member_count == 0
 
 
+def test_a_classic_member_has_a_10s_session_unless_the_experiment_sets_one() -> None:
+    """librdkafka#5569: an abandoned pending member holds a rebalance for the session timeout (45 s by default)."""
+    group = ConsumerGroupWorkload("b:1", sink, group="g", topics=["t"], members=1)
+    assert group.client_config["session.timeout.ms"] == 10_000
+    group = ConsumerGroupWorkload("b:1", sink, group="g", topics=["t"], members=1,
+                                  extra_config={"session.timeout.ms": "6000"})
+    assert group.client_config["session.timeout.ms"] == "6000"
+
+
 def test_kip848_group_leaves_the_assignor_to_the_broker() -> None:
     group = ConsumerGroupWorkload(
         "b:1", sink, group="g", topics=["t"], members=1, extra_config={"group.protocol": "consumer"}
     )
     assert "partition.assignment.strategy" not in group.client_config and group.incremental
+    assert "session.timeout.ms" not in group.client_config  # KIP-848: the broker's group.consumer.session.timeout.ms
 
 
 def test_eager_range_group_is_not_incremental_and_auto_commits() -> None:
