@@ -24,8 +24,8 @@ pytest_plugins = ["pytester", *sorted(
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Files marked `slow` run first. `make test` hands whole files to its two workers in collection order
+    """Files marked `slow` run first. `make test` hands whole files to its workers in collection order
     (`--dist loadfile --no-loadscope-reorder`); xdist's default reorder (most tests first) put the long
-    single-test files last, where one of them could keep a worker busy for minutes while the other sat
+    single-test files last, where one of them could keep a worker busy for minutes while the others sat
     idle. The sort is stable: the order of the files within each class, and of tests within a file, stays."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
