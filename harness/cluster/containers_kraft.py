@@ -59,6 +59,7 @@ from harness.cluster.containers_spec import (
     local_mounts,
     proxy_port,
 )
+from harness.cluster.ports import allocate_ports
 from harness.cluster.process_flavour import BrokerLauncher
 from harness.cluster.readiness import BrokerReadiness
 from harness.cluster.render import (
@@ -67,7 +68,6 @@ from harness.cluster.render import (
     HostPort,
     ProxyRoute,
     Topology,
-    allocate_ports,
     broker_listeners,
     controller_listener_name,
     plan_routes,

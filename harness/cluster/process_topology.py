@@ -10,6 +10,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from harness.cluster.base import ClusterSpec, NodeId
+from harness.cluster.ports import allocate_ports
 from harness.cluster.process_toxiproxy import ToxiproxyProcess
 from harness.cluster.render import (
     ControllerEndpoint,
@@ -17,7 +18,6 @@ from harness.cluster.render import (
     ProxyRoute,
     Topology,
     ZooKeeperEndpoint,
-    allocate_ports,
     broker_listeners,
     plan_routes,
 )

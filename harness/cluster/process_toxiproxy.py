@@ -21,8 +21,8 @@ from pathlib import Path
 
 import harness
 from harness.cluster.leftovers import LeftoverRegistry
+from harness.cluster.ports import allocate_ports
 from harness.cluster.process_node import ManagedProcess
-from harness.cluster.render import allocate_ports
 from harness.errors import BackendError, ConfigError, HarnessTimeout
 from harness.toxiproxy.client import ProxyInfo, ProxySpec, ToxiproxyClient
 

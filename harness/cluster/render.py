@@ -2,8 +2,8 @@
 of the config files both backends start from: `server.properties`, `zoo.cfg` and a Toxiproxy
 proxy list, from the templates in `compose/templates/`.
 
-Pure functions and frozen values: no processes, no sockets (except `allocate_ports`, which only
-asks the kernel for free port numbers). See DESIGN.md "Link-level faults: one listener per source".
+Pure functions and frozen values: no processes, no sockets (ports come from `ports.allocate_ports`). See
+DESIGN.md "Link-level faults: one listener per source".
 
 Self-links: the ZooKeeper-mode controller does send requests to itself over its inter-broker
 listener, but a node can always reach itself, so there is no `k->k` proxy. Broker k advertises
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -291,20 +290,6 @@ class Topology:
                 out[name] = self.proxy(NodeId.broker(src.broker_id), NodeId.broker(broker_id)).advertised
         out[EXTERNAL] = self.proxy(CLIENT, NodeId.broker(broker_id)).advertised
         return out
-
-
-def allocate_ports(count: int, host: str = "127.0.0.1") -> list[int]:
-    """`count` distinct free TCP ports (all bound at once, then released)."""
-    socks: list[socket.socket] = []
-    try:
-        for _ in range(count):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            socks.append(s)
-            s.bind((host, 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def load_template(name: str, templates_dir: Path | None = None) -> str:

@@ -14,7 +14,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
@@ -24,6 +23,7 @@ from pathlib import Path
 from types import TracebackType
 
 from harness.cluster.lifecycle import signal_group, track_group, untrack_group
+from harness.cluster.ports import allocate_ports
 from harness.errors import BackendError, HarnessError, HarnessTimeout, TeardownError
 from harness.zk.fourletter import four_letter_word, server_mode
 
@@ -82,10 +82,8 @@ def zookeeper_classpath() -> str:
 
 
 def free_port(host: str = "127.0.0.1") -> int:
-    """A port that was free on `host` a moment ago (bound to port 0, then released)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
+    """A port that was free on `host` a moment ago (`ports.allocate_ports`)."""
+    return allocate_ports(1, host)[0]
 
 
 def _tail(path: Path, lines: int = 15) -> str:
@@ -335,10 +333,7 @@ class ZooKeeperEnsemble:
 
     @staticmethod
     def _pick_ports(size: int, host: str) -> list[tuple[int, int, int]]:
-        seen: set[int] = set()
-        while len(seen) < 3 * size:
-            seen.add(free_port(host))
-        flat = sorted(seen)
+        flat = sorted(allocate_ports(3 * size, host))
         return [(flat[3 * i], flat[3 * i + 1], flat[3 * i + 2]) for i in range(size)]
 
     def _render_config(

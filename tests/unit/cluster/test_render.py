@@ -8,6 +8,7 @@ from types import MappingProxyType
 import pytest
 
 from harness.cluster.base import CLIENT, NodeId, link_name
+from harness.cluster.ports import allocate_ports
 from harness.cluster.render import (
     EXTERNAL,
     HostPort,
@@ -15,7 +16,6 @@ from harness.cluster.render import (
     Topology,
     ZooKeeperEndpoint,
     ZooKeeperServer,
-    allocate_ports,
     broker_listeners,
     parse_properties,
     plan_routes,
