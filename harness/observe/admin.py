@@ -18,6 +18,13 @@ group_type (classic|consumer)}.
 The Admin API does not report epochs, group generations or the group leader, hence the nulls.
 A failing or unsupported call emits `observer.error` {observer, call, error, detail} once per
 (call, error kind) and the other calls go on. Deleted topics/groups are forgotten silently.
+
+A group whose describe answers NOT_COORDINATOR `STALE_COORDINATOR_CYCLES` cycles in a row gets a new AdminClient:
+librdkafka's admin client kept asking the broker it had found as coordinator while that broker was standing in
+(its own restarted broker led `__consumer_offsets` again), and no `group.state` was recorded for the 65 s left of
+a run, so a finished rebalance looked open at the end (experiments/transactions.yaml on Apache Kafka 3.9.2).
+A new client looks the coordinator up again; `observer.error` {call `describe_consumer_groups`, error
+`stale coordinator`} records the replacement once.
 """
 
 from __future__ import annotations
@@ -36,6 +43,9 @@ from confluent_kafka.admin import AdminClient
 from harness.errors import HarnessError, TeardownError
 from harness.history.jsonl import Event, EventSink
 from harness.workload.common import LIBRDKAFKA_LOGGER
+
+STALE_COORDINATOR_CYCLES = 3
+"""Cycles in a row of NOT_COORDINATOR for one group before the AdminClient is replaced."""
 
 _STATE_NAMES = {
     "UNKNOWN": "Unknown",
@@ -124,6 +134,8 @@ class AdminObserver:
         self._brokers: dict[int, tuple[str, int]] | None = None
         self._partitions: dict[tuple[str, int], tuple[Any, ...]] = {}
         self._groups: dict[str, tuple[Any, ...]] = {}
+        self._not_coordinator: dict[str, int] = {}
+        """Cycles in a row each group's describe answered NOT_COORDINATOR."""
         self.cycles = 0
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -277,13 +289,32 @@ class AdminObserver:
         except Exception as exc:
             self._call_failed("describe_consumer_groups", exc)
             return
+        stale = False
         for group_id in group_ids:
             desc, failed = _outcome(futures[group_id], self.request_timeout_s + 1.0)
             if failed is not None:
                 self._call_failed("describe_consumer_groups", failed)
+                stale_answer = _error_kind(failed)[0] == "NOT_COORDINATOR"
+                misses = self._not_coordinator.get(group_id, 0) + 1 if stale_answer else 0
+                self._not_coordinator[group_id] = misses
+                stale = stale or misses >= STALE_COORDINATOR_CYCLES
             else:
+                self._not_coordinator.pop(group_id, None)
                 self._update_group(desc)
             del failed
+        if stale:
+            self._renew_client()
+
+    def _renew_client(self) -> None:
+        """A new AdminClient, which looks group coordinators up again (see the module docstring)."""
+        if ("describe_consumer_groups", "stale coordinator") not in self._errors_seen:
+            self._errors_seen.add(("describe_consumer_groups", "stale coordinator"))
+            self._emit("observer.error", observer=self.name, call="describe_consumer_groups",
+                       error="describe_consumer_groups: stale coordinator",
+                       detail=f"NOT_COORDINATOR {STALE_COORDINATOR_CYCLES} cycles in a row; the AdminClient is "
+                       "replaced, so that it looks the coordinator up again")
+        self._not_coordinator.clear()
+        self._admin = AdminClient(self._config)
 
     def _update_group(self, desc: Any) -> None:
         key, fields = group_state(desc)

@@ -208,7 +208,20 @@ def test_cutting_a_broker_to_broker_link_stops_only_that_followers_fetches(
     # An earlier cut of a ZooKeeper link may still be expiring: start once all three are registered.
     _wait(lambda: sorted(zk.get_children("/brokers/ids")) == ["1", "2", "3"], 60, "all brokers registered")
     admin = AdminClient(cast(dict[str, Any], {"bootstrap.servers": bootstrap, "logger": _QUIET}))
-    admin.create_topics([NewTopic("b2b", num_partitions=2, replica_assignment=[[1, 2], [1, 3]])])["b2b"].result(60)
+
+    def created() -> bool:
+        """The controller learns of a registration from its ZooKeeper watch, after the znode is there: until then
+        it refuses broker 1 in a replica list (INVALID_REPLICA_ASSIGNMENT), and the creation is asked again."""
+        try:
+            topic = NewTopic("b2b", num_partitions=2, replica_assignment=[[1, 2], [1, 3]])
+            admin.create_topics([topic])["b2b"].result(60)
+        except KafkaException as exc:
+            if exc.args[0].name() != "INVALID_REPLICA_ASSIGNMENT":
+                raise
+            return False
+        return True
+
+    _wait(created, 60, "b2b created on brokers 1, 2 and 3")
     producer = Producer(cast(dict[str, Any], {"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 0,
                                               "logger": _QUIET}))
 
