@@ -28,7 +28,9 @@ is always open, with a record the coordinator knows, while the application is pa
 
 A fence (librdkafka's fatal `_FENCED`: the producer's epoch is stale) is what Kafka does to a producer whose
 transaction stayed open past `transaction.timeout.ms`: the coordinator aborts the transaction and bumps the
-epoch (a paused application meets it when it goes on). It is recorded as `txn.fenced` {producer,
+epoch (a paused application meets it when it goes on; a commit that reaches the coordinator while it aborts the
+transaction is answered INVALID_TXN_STATE, fatal too, and taken the same way when the transaction had outlived
+its timeout). It is recorded as `txn.fenced` {producer,
 transactional_id, txn (the open transaction, or None), error, error_detail, open_ms (how long that transaction
 had been open, by the client's clock), timeout_ms}, not as a fatal `client.error`; the open transaction ends
 `aborted` when the fence explains its end (open_ms >= timeout_ms) or its commit was never asked for, else
@@ -204,7 +206,7 @@ class TransactionalProducerWorkload(ProducerWorkload):
         if zombie is not None and threading.current_thread() is zombie[0]:
             self._zombie_error = self._zombie_error or err
             return
-        if not (err.fatal() and is_fence(err)):
+        if not (err.fatal() and self._ended_by_coordinator(err)):
             super()._on_client_error(err)
             return
         if self._fatal_recorded:
@@ -216,6 +218,14 @@ class TransactionalProducerWorkload(ProducerWorkload):
                     "transactional_id": self.transactional_id, "txn": opened[0] if opened is not None else None,
                     "error": err.name(), "error_detail": err.str(), "open_ms": open_ms,
                     "timeout_ms": int(self.timeout_s * 1000)})
+
+    def _ended_by_coordinator(self, err: confluent_kafka.KafkaError) -> bool:
+        """A fence, or INVALID_TXN_STATE for a transaction open past its timeout: the coordinator was aborting it
+        when the commit came (seen on Apache Kafka 3.9.2 with a 2 s timeout and a commit stalled past it)."""
+        if is_fence(err):
+            return True
+        invalid = err.name() == "INVALID_TXN_STATE" or "invalid state" in err.str()
+        return invalid and self._open is not None and time.monotonic() - self._opened_at >= self.timeout_s
 
     # -- the sender thread ---------------------------------------------------------------------
     def _run(self) -> None:
@@ -367,7 +377,7 @@ class TransactionalProducerWorkload(ProducerWorkload):
         err = exc.args[0]
         with contextlib.suppress(Exception):
             producer.poll(0)  # serves the error callback: `txn.fenced` (or `client.error`) is recorded first
-        if self._fence is None and is_fence(err) and not self._fatal_recorded:
+        if self._fence is None and self._ended_by_coordinator(err) and not self._fatal_recorded:
             self._on_client_error(err)
         fence = self._fence
         if self._open is not None:
