@@ -189,7 +189,10 @@ class AdminObserver:
         self._sink(event)
 
     def _call_failed(self, call: str, exc: BaseException) -> None:
-        kind, detail = _error_kind(exc)
+        self._report(call, *_error_kind(exc))
+
+    def _report(self, call: str, kind: str, detail: str) -> None:
+        """`observer.error`, once per (call, error kind)."""
         if (call, kind) in self._errors_seen:
             return
         self._errors_seen.add((call, kind))
@@ -307,12 +310,9 @@ class AdminObserver:
 
     def _renew_client(self) -> None:
         """A new AdminClient, which looks group coordinators up again (see the module docstring)."""
-        if ("describe_consumer_groups", "stale coordinator") not in self._errors_seen:
-            self._errors_seen.add(("describe_consumer_groups", "stale coordinator"))
-            self._emit("observer.error", observer=self.name, call="describe_consumer_groups",
-                       error="describe_consumer_groups: stale coordinator",
-                       detail=f"NOT_COORDINATOR {STALE_COORDINATOR_CYCLES} cycles in a row; the AdminClient is "
-                       "replaced, so that it looks the coordinator up again")
+        self._report("describe_consumer_groups", "stale coordinator",
+                     f"NOT_COORDINATOR {STALE_COORDINATOR_CYCLES} cycles in a row; the AdminClient is replaced, so "
+                     "that it looks the coordinator up again")
         self._not_coordinator.clear()
         self._admin = AdminClient(self._config)
 

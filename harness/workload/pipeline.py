@@ -160,8 +160,7 @@ class PipelineWorkload(TransactionalProducerWorkload):
 
     def _give_up(self, txn: int, detail: str) -> None:
         """The session is abandoned with transaction `txn` open (see the module docstring)."""
-        self._sink({"type": "client.error", "src": self.name, "wall": wall_ms(), "client": self.name,
-                    "error": "_TIMED_OUT", "error_detail": detail, "fatal": False})
+        self._on_client_error(confluent_kafka.KafkaError(confluent_kafka.KafkaError._TIMED_OUT, detail))
         assert self._open is not None
         self._record_end(txn, self._open[1], "aborted", "_TIMED_OUT",
                          f"{detail}; its commit was never asked for, and the next session's init_transactions "

@@ -255,14 +255,18 @@ class ProducerWorkload:
     def _new_session(self) -> None:
         """For a restart (the lifecycle lock held): a new client and sender thread; a stop() that came
         meanwhile leaves the new client sending nothing."""
-        self._producer = confluent_kafka.Producer(self._config)
-        self._fatal_recorded = False
-        self.sessions += 1
+        self._new_client()
         self._stop.clear()
         if self._ended:
             self._stop.set()
         self._thread = threading.Thread(target=self._run, name=f"workload-{self.name}", daemon=True)
         self._thread.start()
+
+    def _new_client(self) -> None:
+        """The next session's client (the previous one already given up)."""
+        self._producer = confluent_kafka.Producer(self._config)
+        self._fatal_recorded = False
+        self.sessions += 1
 
     def close(self) -> None:
         """Stop, purge whatever is unresolved (recorded as definite=false errors), free the client."""

@@ -248,10 +248,9 @@ class TransactionalProducerWorkload(ProducerWorkload):
             with contextlib.suppress(Exception):
                 old.purge(in_queue=True, in_flight=True, blocking=False)
                 old.flush(1.0)
-        self._producer = confluent_kafka.Producer(self._config)
         del old
-        self._fatal_recorded, self._fence = False, None
-        self.sessions += 1
+        self._new_client()
+        self._fence = None
 
     def _base(self, value: int, key: str | None) -> Event:
         base = super()._base(value, key)
