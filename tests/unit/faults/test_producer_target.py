@@ -59,7 +59,7 @@ def test_validation_refuses_a_producer_target_that_names_nothing_or_a_fault_that
         load_experiment_text(text, "mem.yaml")
 
 
-def test_the_injector_pauses_the_producer_and_the_heal_resumes_it_recording_the_target() -> None:
+def test_the_injector_pauses_a_fake_producer_and_the_heal_resumes_it_recording_the_target() -> None:
     exp = load_experiment_text(EXP, "mem.yaml")
     (fault,) = plan(exp)
     events: list[dict[str, object]] = []

@@ -36,7 +36,7 @@ class FakeAdmin:
         return out
 
 
-def test_a_group_answering_not_coordinator_cycle_after_cycle_gets_a_new_admin_client(
+def test_a_group_answering_not_coordinator_cycle_after_cycle_gets_a_new_fake_admin_client(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(admin_module, "AdminClient", FakeAdmin)

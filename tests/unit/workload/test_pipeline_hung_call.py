@@ -75,7 +75,7 @@ def test_call_bounded_returns_raises_the_calls_error_or_reports_a_hang() -> None
     gate.set()
 
 
-def test_a_hung_send_offsets_gives_the_session_up_with_the_transaction_aborted_and_the_hang_named(
+def test_a_hung_send_offsets_gives_the_session_up_with_the_transaction_aborted_with_fake_clients(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(pipeline, "CALL_TIMEOUT_S", 0.05)
