@@ -46,6 +46,18 @@ def _partitions(cluster: ProcessCluster) -> dict[int, Any]:
     return dict(md.topics[TOPIC].partitions)
 
 
+def _listing(cluster: ProcessCluster, ok: Any, timeout_s: float, what: str) -> dict[int, Any]:
+    """The first Metadata listing of the topic that `ok` accepts: each call's fresh AdminClient may ask another
+    broker, and each learns of changes from the controller's UpdateMetadata in its own time, so a second call could
+    show an older listing than the one that passed."""
+    deadline = time.monotonic() + timeout_s
+    while not ok(parts := _partitions(cluster)):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not within {timeout_s}s; the last listing: {parts}")
+        time.sleep(0.2)
+    return parts
+
+
 def _wait(predicate: Any, timeout_s: float, what: str) -> None:
     deadline = time.monotonic() + timeout_s
     while not predicate():
@@ -64,9 +76,8 @@ def test_a_reassignment_that_adds_and_drops_replicas_ends_done_with_metadata_lis
     assert again.outcome == "done", again.detail
     assert {r.partition: r.replicas for r in again.partitions} == {0: (3, 1), 1: (1,)}
     # other brokers learn of the moves from the controller's UpdateMetadata in their own time
-    _wait(lambda: [_partitions(cluster)[p].replicas for p in (0, 1)] == [[3, 1], [1]], 60,
-          "this admin's Metadata listing the new replica lists")
-    parts = _partitions(cluster)
+    parts = _listing(cluster, lambda ps: [ps[p].replicas for p in (0, 1)] == [[3, 1], [1]], 60,
+                     "this admin's Metadata listing the new replica lists")
     assert parts[0].replicas == [3, 1] and parts[1].replicas == [1] and parts[1].leader == 1
 
 
@@ -143,8 +154,7 @@ def test_adding_partitions_ends_done_once_each_new_one_has_a_leader_and_asking_f
     assert all(len(r.replicas or ()) == 2 for r in result.partitions), result.partitions
     # each broker learns of the new partitions from the controller's UpdateMetadata in its own time, and
     # this admin may ask another broker than the operator's did
-    _wait(lambda: len(_partitions(cluster)) == 5, 60, "this admin's Metadata listing 5 partitions")
-    parts = _partitions(cluster)
+    parts = _listing(cluster, lambda ps: len(ps) == 5, 60, "this admin's Metadata listing 5 partitions")
     assert all(parts[p].leader == parts[p].replicas[0] for p in (3, 4))
     again = op.add_partitions(TOPIC, 4, timeout_s=10)
     # the harness's own words, or Kafka's when the answering broker's Metadata still showed fewer partitions
