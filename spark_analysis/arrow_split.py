@@ -36,7 +36,7 @@ ARROW_COLUMNS = (
     "offset", "value", "key", "acks", "error", "definite",
 )
 """The columns bulk events (send, ack, send.error, poll, commit) carry (DESIGN.md's history table); the few more
-Arrow parses are `spark_analysis.load.BULK_EXTRA_COLUMNS` (latency_ms, txn, isolation, zombie, source)."""
+Arrow parses are `spark_analysis.schema.BULK_EXTRA_COLUMNS` (latency_ms, txn, isolation, zombie, input_value)."""
 
 _ARROW_TYPES: dict[type[DataType], pa.DataType] = {
     StringType: pa.string(), LongType: pa.int64(), DoubleType: pa.float64(), BooleanType: pa.bool_(),

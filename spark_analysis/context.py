@@ -19,9 +19,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from spark_analysis.faults import FaultIndex, build_fault_index
-from spark_analysis.load import BULK_TYPES, SMALL_TIER, HistoryDamage, tiers_of
+from spark_analysis.load import HistoryDamage
 from spark_analysis.operations import OperationIndex, build_operation_index
 from spark_analysis.runinfo import RunInfo
+from spark_analysis.schema import BULK_TYPES, SMALL_TIER, tiers_of
 from spark_analysis.transactions import TXN_TYPES, TransactionIndex, build_transaction_index
 from spark_analysis.verdict import ENDING_TYPES, incompleteness
 

@@ -1,7 +1,6 @@
-"""Loading a run's `history.jsonl` into Spark with one explicit, wide, nullable schema.
+"""Loading a run's `history.jsonl` into Spark with one explicit, wide, nullable schema (`spark_analysis.schema`).
 
-Owns `HISTORY_SCHEMA` (every field DESIGN.md lists for any event type, plus a few optional
-extras such as `acks`), the damaged-line policy (a line that is not a complete JSON object, has
+Owns the damaged-line policy (a line that is not a complete JSON object, has
 no `type`, or has a field of the wrong JSON type is skipped and counted, never fatal: see
 `HistoryDamage`), and the one-time conversion to Parquet that every check then reads with column
 pruning (Arrow parses the bulk events, Spark the rest: see `arrow_split`). `seq` is the event's
@@ -25,13 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
-    ArrayType,
-    BooleanType,
-    DoubleType,
     LongType,
     StringType,
     StructField,
@@ -39,10 +34,23 @@ from pyspark.sql.types import (
 )
 
 from harness.errors import HarnessError
-from spark_analysis.arrow_split import CHUNK_BYTES, SEQ_FIELD, SplitStats, arrow_schema, split_history
+from spark_analysis.arrow_split import CHUNK_BYTES, SEQ_FIELD, SplitStats, split_history
+from spark_analysis.schema import (
+    BULK_TYPES,
+    CORRUPT,
+    DAMAGE,
+    HISTORY_SCHEMA,
+    INTEGER_TEXT,
+    LOOSE_LEADER_TYPES,
+    PARQUET_SCHEMA,
+    SMALL_TIER,
+    T_IN_TEXT,
+    TYPE_IN_TEXT,
+    UNUSED_COLUMNS,
+    bulk_arrow_schema,
+)
 from spark_analysis.session import scoped_conf
 
-CORRUPT = "_corrupt_record"
 PARQUET_DIR = ".analysis/history.parquet"
 _STAMP = "_source.json"
 PARQUET_BLOCK_BYTES = 8 * 1024 * 1024
@@ -50,165 +58,17 @@ PARQUET_CODEC = "none"
 CONVERSION_SPLIT_BYTES = 64 * 1024 * 1024
 PARQUET_FORMAT = 14
 """Bumped whenever the Parquet layout changes, so older conversions are redone, not misread."""
-BULK_TYPES = frozenset({"send", "ack", "send.error", "poll", "commit"})
-"""Event types that can number millions; every other type is small."""
-SMALL_TIER = "small"
 CONCURRENT_WRITERS = len(BULK_TYPES) + 1
 """One open Parquet file per tier and task: no sort by the partition column."""
-UNUSED_COLUMNS = ("wall", "experiment", "backend", "seed", "observer")
-"""Parsed (they are in the schema) but not kept in the Parquet copy: no check reads them."""
-DAMAGE = "_damage"
-"""Parquet column: null for an event; `<kind>:<type>` for a skipped line. Kinds: `torn` (not a
-complete JSON object), `ill-typed` (a field of the wrong JSON type), `untyped` (no `type`); the
-type is the one the line names (also read from the text of a torn line), or `?`."""
-DAMAGE_KINDS = ("torn", "ill-typed", "untyped")
-LOOSE_LEADER_TYPES = ("group.state",)
-"""`leader` is a broker id (an integer) in every event type but these, where it is a member id."""
 MAX_LISTED_DAMAGE = 10_000
 """Damaged lines listed one by one (line, t, kind, type); beyond that only counted."""
 DAMAGE_SAMPLE = 20
 """Damaged lines verdict.json shows."""
-_INTEGER = r"^-?[0-9]{1,18}$"
-_TYPE_IN_TEXT = r'"type"\s*:\s*"([^"\\]{1,80})"'
-_T_IN_TEXT = r'"t"\s*:\s*(-?[0-9][0-9.eE+-]{0,30})'
 _SEQ_IN_TEXT = r'^\{"' + SEQ_FIELD + r'":([0-9]+),'
 
 
 class HistoryLoadError(HarnessError):
     """The history file is missing or unreadable as a whole."""
-
-
-def _f(name: str, kind: object) -> StructField:
-    return StructField(name, kind, True)  # type: ignore[arg-type]
-
-
-_S, _L, _D, _B = StringType(), LongType(), DoubleType(), BooleanType()
-
-# Strings accept any JSON value (Spark keeps the raw JSON text of numbers, objects and arrays),
-# so fields whose shape varies between observers (fault ids, targets, params, members) are strings.
-HISTORY_SCHEMA = StructType(
-    [
-        _f("t", _D),
-        _f("wall", _D),
-        _f("src", _S),
-        _f("type", _S),
-        # run.start / run.end / phase / probe
-        _f("experiment", _S),
-        _f("backend", _S),
-        _f("seed", _L),
-        _f("status", _S),
-        _f("name", _S),
-        _f("ok", _B),
-        _f("detail", _S),
-        # faults
-        _f("fault_id", _S),
-        _f("kind", _S),
-        _f("target", _S),
-        _f("params", _S),
-        # operations (op.start / op.end): reassignment and op.end's results are lists of objects, kept as JSON text
-        _f("op_id", _L),
-        _f("action", _S),
-        _f("outcome", _S),
-        _f("reassignment", _S),
-        _f("results", _S),
-        _f("description", _S),
-        # brokers, controller, partitions
-        _f("broker", _L),
-        _f("controller", _L),
-        _f("epoch", _L),
-        _f("topic", _S),
-        _f("partition", _L),
-        _f("leader", _L),
-        _f("leader_epoch", _L),
-        _f("isr", ArrayType(_L)),
-        _f("replicas", ArrayType(_L)),
-        _f("controller_epoch", _L),
-        # KRaft: eligible leader replicas (KIP-966) of partition.state; the quorum observer's quorum.state
-        # (voters/observers are lists of objects, kept as their JSON text)
-        _f("elr", ArrayType(_L)),
-        _f("last_known_elr", ArrayType(_L)),
-        _f("voter", _L),
-        _f("role", _S),
-        _f("high_watermark", _L),
-        _f("voters", _S),
-        _f("observers", _S),
-        # groups
-        _f("group", _S),
-        _f("state", _S),
-        _f("generation", _L),
-        _f("coordinator", _L),
-        _f("protocol", _S),
-        _f("members", ArrayType(_S)),
-        _f("member", _S),
-        _f("partitions", ArrayType(ArrayType(_S))),
-        # produce / consume
-        _f("producer", _S),
-        _f("consumer", _S),
-        _f("value", _L),
-        _f("key", _S),
-        _f("offset", _L),
-        _f("latency_ms", _D),  # ack and send.error (from a delivery report): produce() to delivery, in ms
-        _f("acks", _S),
-        _f("error", _S),
-        _f("definite", _B),
-        _f("fatal", _B),  # send.error and client.error: librdkafka's KafkaError.fatal()
-        _f("error_detail", _S),
-        # transactions: txn.begin / txn.commit / txn.abort / txn.zombie / txn.fenced, and the send/ack/send.error of a
-        # transactional producer (`txn`: the producer's transaction number; `zombie`: written by a fenced client);
-        # poll's consumer isolation.level; a read-process-write pipeline's pipe.read (`pipeline`), its output
-        # records' `input_value` and its txn.commit's `offsets` ([[topic, partition, next offset]]); (not `source`:
-        # a controller event's observer is a string there; test_kraft_checks.py keeps it so)
-        _f("txn", _L),
-        _f("transactional_id", _S),
-        _f("isolation", _S),
-        _f("zombie", _B),
-        _f("pipeline", _S),
-        _f("input_value", _L),
-        _f("offsets", ArrayType(ArrayType(_S))),
-        # txn.fenced: how long the fenced transaction had been open, and the producer's transaction.timeout.ms
-        _f("open_ms", _L),
-        _f("timeout_ms", _L),
-        # observer errors
-        _f("observer", _S),
-        _f(CORRUPT, _S),
-    ]
-)
-"""Every column a history event may carry; all nullable. Arrays: isr, replicas, elr, last_known_elr, members,
-partitions, offsets."""
-
-
-PARQUET_SCHEMA = StructType(
-    [f for f in HISTORY_SCHEMA.fields if f.name not in UNUSED_COLUMNS]
-    + [StructField(DAMAGE, StringType(), True), StructField("seq", LongType(), False),
-       StructField("tier", StringType(), True)]
-)
-"""The Parquet copy: the history columns minus the unused ones, plus `_damage` and `seq`; `tier`
-partitions it."""
-
-
-BULK_EXTRA_COLUMNS: Mapping[str, pa.DataType] = {
-    "latency_ms": pa.float64(), "txn": pa.int64(), "isolation": pa.string(), "zombie": pa.bool_(),
-    "input_value": pa.int64()}
-"""Bulk-event columns Arrow parses besides `arrow_split.ARROW_COLUMNS` (Arrow drops a column it is not
-given), with their Arrow types (those of their HISTORY_SCHEMA types): ack and send.error's `latency_ms`, a
-transactional producer's `txn` and `zombie` on send/ack/send.error, a pipeline's output records' `input_value`, and
-poll's `isolation`."""
-
-
-def bulk_arrow_schema() -> pa.Schema:
-    """The columns Arrow parses the bulk events with: `ARROW_COLUMNS` plus `BULK_EXTRA_COLUMNS`."""
-    schema = arrow_schema(PARQUET_SCHEMA)
-    for name, kind in BULK_EXTRA_COLUMNS.items():
-        schema = schema.append(pa.field(name, kind))
-    return schema
-
-
-def tiers_of(types: tuple[str, ...] | list[str]) -> list[str]:
-    """The `tier` partitions events of `types` live in (each bulk type has its own; the rest share one)."""
-    tiers = {t for t in types if t in BULK_TYPES}
-    if any(t not in BULK_TYPES for t in types):
-        tiers.add(SMALL_TIER)
-    return sorted(tiers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,16 +175,16 @@ def with_damage(parsed: DataFrame) -> DataFrame:
     reads it), its kind and type in `_damage`, and the line number and `t` read from its text.
     """
     corrupt, kind, leader = F.col(CORRUPT), F.col("type"), F.col("leader")
-    leader_long = F.when(leader.rlike(_INTEGER), leader.try_cast("long"))
+    leader_long = F.when(leader.rlike(INTEGER_TEXT), leader.try_cast("long"))
     loose = F.coalesce(kind.isin(*LOOSE_LEADER_TYPES), F.lit(False))
     leader_bad = leader.isNotNull() & leader_long.isNull() & ~loose
     damage = (F.when(corrupt.isNotNull() & kind.isNull(), F.lit("torn"))
               .when(corrupt.isNotNull() | leader_bad, F.lit("ill-typed"))
               .when(kind.isNull(), F.lit("untyped")))
-    named = F.coalesce(kind, F.nullif(F.regexp_extract(corrupt, _TYPE_IN_TEXT, 1), F.lit("")), F.lit("?"))
+    named = F.coalesce(kind, F.nullif(F.regexp_extract(corrupt, TYPE_IN_TEXT, 1), F.lit("")), F.lit("?"))
     seq = F.coalesce(F.col(SEQ_FIELD), F.regexp_extract(corrupt, _SEQ_IN_TEXT, 1).try_cast("long"),
                      F.lit(-1).cast("long"))
-    t = F.coalesce(F.col("t"), F.when(corrupt.isNotNull(), F.regexp_extract(corrupt, _T_IN_TEXT, 1).try_cast("double")))
+    t = F.coalesce(F.col("t"), F.when(corrupt.isNotNull(), F.regexp_extract(corrupt, T_IN_TEXT, 1).try_cast("double")))
     marked = parsed.withColumns({DAMAGE: F.when(damage.isNotNull(), F.concat(damage, F.lit(":"), named)),
                                  "type": F.when(damage.isNull(), kind), "t": t, "leader": leader_long, "seq": seq})
     tier = F.when(F.col("type").isin(list(BULK_TYPES)), F.col("type")).otherwise(F.lit(SMALL_TIER))

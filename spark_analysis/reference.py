@@ -38,22 +38,16 @@ from spark_analysis.checks.delivery_damage import apply_damage_rule
 from spark_analysis.checks.slo_stall import ReadUnavailable, WriteUnavailable, python_read, python_write
 from spark_analysis.context import CheckContext, Row
 from spark_analysis.faults import build_fault_index
-from spark_analysis.load import BULK_TYPES, HistoryDamage
-from spark_analysis.reference_lines import (
-    Damage,
-    damage_kind,
-    is_double,
-    json_object,
-    json_text,
-    spark_row,
-    type_text,
-)
+from spark_analysis.json_read import damage_kind, is_double, json_object, json_text, type_text
+from spark_analysis.load import HistoryDamage
+from spark_analysis.reference_lines import Damage, spark_row
 from spark_analysis.reference_stall import Outcome, Poll, outcome_of, poll_of
 from spark_analysis.reference_txn import TxnRecord, txn_results
 from spark_analysis.reference_txn_eos import PipeRead, Written, eos_results
 from spark_analysis.result import Check as CheckProtocol
 from spark_analysis.result import CheckResult, failed, passed, run_check, unknown
 from spark_analysis.runinfo import RunInfo, load_run_info
+from spark_analysis.schema import BULK_TYPES
 from spark_analysis.transactions import (
     ABORTED,
     COMMITTED,

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from spark_analysis.load import PARQUET_SCHEMA, convert_to_parquet, load_history
+from spark_analysis.load import convert_to_parquet, load_history
+from spark_analysis.schema import PARQUET_SCHEMA
 from tests.fixtures.histories import scenario
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]

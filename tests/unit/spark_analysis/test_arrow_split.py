@@ -18,7 +18,7 @@ from spark_analysis.arrow_split import (
     split_history,
     with_seq,
 )
-from spark_analysis.load import BULK_TYPES, PARQUET_SCHEMA, bulk_arrow_schema
+from spark_analysis.schema import BULK_TYPES, PARQUET_SCHEMA, bulk_arrow_schema
 
 
 def _guard(chunk: bytes, rows: int) -> bool:
