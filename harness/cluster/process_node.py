@@ -1,6 +1,7 @@
-"""One local child process of the process backend (a broker or the Toxiproxy server): started from
-an argv list (never a shell string) in its own process group, its output appended to a log file,
-recorded for leftover cleanup, and driven by signals sent to the whole group.
+"""One local child process of the process backend (a broker, a KRaft controller, a ZooKeeper member or
+the Toxiproxy server): started from an argv list (never a shell string) in its own process group, its
+output appended to a log file, recorded for leftover cleanup (`leftovers.LeftoverRegistry`) while it
+runs, and driven by signals sent to the whole group. The harness's one process supervisor.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ def tail(path: Path, lines: int = 20) -> str:
 
 def wait_group_stopped(pid: int, timeout_s: float = 5.0) -> bool:
     """After SIGSTOP: wait until every thread of `pid` is in the stopped state (a thread inside an
-    uninterruptible syscall, e.g. fsync, stops only when it returns). False on timeout or exit."""
+    uninterruptible syscall, e.g. fsync, stops only when it returns; a thread that ended but is not yet
+    reaped, state Z or X, counts as stopped). False on timeout or exit."""
     deadline = time.monotonic() + timeout_s
     task_dir = Path(f"/proc/{pid}/task")
     while True:
@@ -45,7 +47,7 @@ def wait_group_stopped(pid: int, timeout_s: float = 5.0) -> bool:
                     states.append(stat[stat.rindex(")") + 2])
         except (FileNotFoundError, ProcessLookupError):
             return False
-        if states and all(s in "tT" for s in states):
+        if states and all(s in "tTZX" for s in states):
             return True
         if time.monotonic() >= deadline:
             return False
@@ -57,8 +59,9 @@ class ManagedProcess:
 
     def __init__(
         self, what: str, argv: Sequence[str], *, cwd: Path, log_path: Path, registry: LeftoverRegistry,
-        env: Mapping[str, str] | None = None,
+        env: Mapping[str, str] | None = None, start_hint: str = "",
     ) -> None:
+        """`start_hint` ends the error raised when the command cannot be executed (what to check)."""
         if not argv or not all(isinstance(a, str) for a in argv):
             raise BackendError(f"{what}: command must be a non-empty list of strings, got {argv!r}")
         self.what = what
@@ -66,6 +69,7 @@ class ManagedProcess:
         self.cwd = cwd
         self.log_path = log_path
         self.env = dict(env) if env is not None else None
+        self.start_hint = start_hint
         self._registry = registry
         self._proc: subprocess.Popen[bytes] | None = None
         self._lock = threading.RLock()
@@ -104,7 +108,8 @@ class ManagedProcess:
                         stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
                     )
                 except OSError as exc:
-                    raise BackendError(f"could not start {self.what}: {self.argv[0]!r}: {exc}") from exc
+                    hint = f"; hint: {self.start_hint}" if self.start_hint else ""
+                    raise BackendError(f"could not start {self.what}: {self.argv[0]!r}: {exc}{hint}") from exc
             self.starts += 1
             try:
                 self._registry.register(self._proc.pid, self.what)
@@ -164,12 +169,14 @@ class ManagedProcess:
                 raise BackendError(f"{self.what} (pid {self.pid}) survived SIGKILL for 10s")
             return False
 
-    def pause(self) -> None:
+    def pause(self, timeout_s: float = 5.0) -> bool:
+        """SIGSTOP the group and wait up to `timeout_s` until every thread of the leader is stopped;
+        whether they all were (`wait_group_stopped`). A BackendError when it is not running."""
         with self._lock:
             if not self._signal(signal.SIGSTOP):
                 raise BackendError(f"cannot pause {self.what}: it is not running")
             assert self._proc is not None
-            wait_group_stopped(self._proc.pid)
+            return wait_group_stopped(self._proc.pid, timeout_s)
 
     def resume(self) -> None:
         with self._lock:
