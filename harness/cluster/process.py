@@ -46,7 +46,7 @@ from harness.cluster.process_flavour import (
     zookeeper_jar_version,
 )
 from harness.cluster.process_kraft import KraftNodes
-from harness.cluster.process_node import ManagedProcess, tail, wait_group_stopped
+from harness.cluster.process_node import ManagedProcess, tail
 from harness.cluster.process_topology import process_topology
 from harness.cluster.process_toxiproxy import ProcessLink, ToxiproxyProcess
 from harness.cluster.render import EXTERNAL, Topology, ZooKeeperEndpoint
@@ -188,16 +188,11 @@ class ProcessCluster:
         self._ensemble = ZooKeeperEnsemble(
             self.spec.zookeepers, self.workdir / "zookeeper", tick_ms=tick, java=self.java,
             classpath=self._classpath, min_session_timeout_ms=2 * tick,
-            max_session_timeout_ms=max(60000, 2 * session_ms), bind_host=HOST)
+            max_session_timeout_ms=max(60000, 2 * session_ms), bind_host=HOST, registry=self._registry)
         for m in self._ensemble.members:
             m.start()
-            self._register_member(m)
         for m in self._ensemble.members:
             m.wait_serving(max(0.5, deadline - time.monotonic()))
-
-    def _register_member(self, member: ZooKeeperMember) -> None:
-        if member.pid is not None:
-            self._registry.register(member.pid, f"zookeeper:{member.id}")
 
     # -- nodes ------------------------------------------------------------------------------------
 
@@ -228,11 +223,7 @@ class ProcessCluster:
         if node.role != "zookeeper":
             self._kafka_process(node).kill()
         else:
-            member = self._member(node)
-            pid = member.pid
-            member.kill()
-            if pid is not None:
-                self._registry.unregister(pid)
+            self._member(node).kill()
 
     def stop(self, node: NodeId) -> None:
         """SIGTERM and wait for exit (a broker's controlled shutdown); SIGKILL after the stop timeout,
@@ -243,11 +234,7 @@ class ProcessCluster:
         elif node.role == "broker":
             self._broker_nodes().stop(node.id)
         else:
-            member = self._member(node)
-            pid = member.pid
-            member.stop(self._backend.stop_timeout_s)
-            if pid is not None:
-                self._registry.unregister(pid)
+            self._member(node).stop(self._backend.stop_timeout_s)
 
     def start(self, node: NodeId) -> None:
         """Restart a stopped/killed node with the same config and data, and wait until it is ready.
@@ -268,7 +255,6 @@ class ProcessCluster:
         if member.is_running:
             raise BackendError(f"{node} is already running (pid {member.pid}); stop or kill it first")
         member.start()
-        self._register_member(member)
         assert self._ensemble is not None
         running = sum(1 for m in self._ensemble.members if m.is_running)
         if 2 * running > len(self._ensemble.members):
@@ -282,10 +268,7 @@ class ProcessCluster:
         if node.role != "zookeeper":
             self._kafka_process(node).pause()
         else:
-            member = self._member(node)
-            member.pause()
-            if member.pid is not None:
-                wait_group_stopped(member.pid)
+            self._member(node).pause()
 
     def resume(self, node: NodeId) -> None:
         """SIGCONT the node's process group."""
@@ -394,16 +377,12 @@ class ProcessCluster:
         if self._kraft is not None:
             failures += self._kraft.close()
         if self._ensemble is not None:
-            pids = [m.pid for m in self._ensemble.members]
             try:
                 self._ensemble.close()
             except TeardownError as exc:
                 failures += exc.failures
             except Exception as exc:
                 failures.append(("close zookeeper ensemble", exc))
-            for pid in pids:
-                if pid is not None:
-                    self._registry.unregister(pid)
         if self._toxiproxy is not None:
             try:
                 self._toxiproxy.close()

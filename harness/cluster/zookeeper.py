@@ -4,8 +4,10 @@ Owns finding ZooKeeper's jars (`ZOOKEEPER_HOME/lib` or the zookeeper-3.9 jars in
 wheel), rendering `zoo.cfg` + `myid` per member, starting each member in its own process group
 (`QuorumPeerMain`, which runs standalone when the config names no peers), the signal-level
 operations faults use (kill -9, graceful stop, SIGSTOP/SIGCONT, restart with the same data), and
-waiting until members serve (the `srvr` four-letter word reports a `Mode:`). Every member left
-running when the interpreter exits is killed by an atexit hook, so nothing outlives the harness.
+waiting until members serve (the `srvr` four-letter word reports a `Mode:`). Each member's process
+is a `process_node.ManagedProcess` with a record in a `leftovers.LeftoverRegistry` (the cluster's, or
+the ensemble's own): one left running when the interpreter exits is killed by the registry's atexit
+hook, and one left by a SIGKILLed harness by the next run's `clean_leftovers()`, like a broker.
 """
 
 from __future__ import annotations
@@ -13,8 +15,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
-import subprocess
 import tempfile
 import threading
 import time
@@ -22,8 +22,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
-from harness.cluster.lifecycle import signal_group, track_group, untrack_group
+from harness.cluster.leftovers import LeftoverRegistry
 from harness.cluster.ports import allocate_ports
+from harness.cluster.process_node import ManagedProcess, tail
 from harness.errors import BackendError, HarnessError, HarnessTimeout, TeardownError
 from harness.zk.fourletter import four_letter_word, server_mode
 
@@ -86,34 +87,9 @@ def free_port(host: str = "127.0.0.1") -> int:
     return allocate_ports(1, host)[0]
 
 
-def _tail(path: Path, lines: int = 15) -> str:
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, fh.tell() - 16384))
-            text = fh.read().decode("utf-8", "replace")
-    except OSError as exc:
-        return f"<log unreadable: {exc}>"
-    return "\n".join(text.splitlines()[-lines:])
-
-
-def _all_threads_stopped(pid: int | None) -> bool | None:
-    """True when every thread of `pid` is stopped (Linux /proc); None when that cannot be told."""
-    tasks = Path(f"/proc/{pid}/task")
-    if pid is None or not tasks.is_dir():
-        return None
-    for task in tasks.iterdir():
-        try:
-            state = (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue  # the thread ended meanwhile
-        if state not in ("T", "t", "Z", "X"):
-            return False
-    return True
-
-
 class ZooKeeperMember:
-    """One ZooKeeper server process with its own directory, config, data and log file."""
+    """One ZooKeeper server with its own directory, config, data and log file; its process is a
+    `ManagedProcess` named `zookeeper:<id>` (a leftover record while it runs)."""
 
     def __init__(
         self,
@@ -124,6 +100,7 @@ class ZooKeeperMember:
         peer_port: int,
         election_port: int,
         command: Sequence[str],
+        registry: LeftoverRegistry,
     ) -> None:
         self.id = member_id
         self.host = host
@@ -132,8 +109,11 @@ class ZooKeeperMember:
         self.election_port = election_port
         self.directory = directory
         self.log_path = directory / "zookeeper.log"
-        self._command = list(command)
-        self._proc: subprocess.Popen[bytes] | None = None
+        self.process = ManagedProcess(
+            f"zookeeper:{member_id}", command, cwd=directory, log_path=self.log_path, registry=registry,
+            env={**os.environ, "KAFKA_CHAOS_ROLE": f"zookeeper:{member_id}"},
+            start_hint="is Java installed and on PATH (or pass java=...)?",
+        )
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -145,89 +125,41 @@ class ZooKeeperMember:
 
     @property
     def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
+        return self.process.pid
 
     @property
     def is_running(self) -> bool:
         """True while the process exists (also when paused with SIGSTOP)."""
-        return self._proc is not None and self._proc.poll() is None
+        return self.process.is_running()
 
     def start(self) -> None:
         """Start (or restart) the server with the same config and data; no-op if already running."""
         with self._lock:
-            if self.is_running:
+            if self.process.is_running():
                 return
-            if self._proc is not None:
-                untrack_group(self._proc.pid)
-            with open(self.log_path, "ab") as log:
-                log.write(f"--- harness: starting member {self.id} at {time.time():.3f} ---\n".encode())
-                log.flush()
-                try:
-                    self._proc = subprocess.Popen(
-                        self._command,
-                        cwd=self.directory,
-                        stdin=subprocess.DEVNULL,
-                        stdout=log,
-                        stderr=subprocess.STDOUT,
-                        start_new_session=True,
-                        env={**os.environ, "KAFKA_CHAOS_ROLE": f"zookeeper:{self.id}"},
-                    )
-                except OSError as exc:
-                    raise BackendError(
-                        f"could not start ZooKeeper member {self.id}: {self._command[0]!r}: {exc}; "
-                        "hint: is Java installed and on PATH (or pass java=...)?"
-                    ) from exc
-            track_group(self._proc.pid, f"zookeeper:{self.id}")
-            (self.directory / "zookeeper.pid").write_text(f"{self._proc.pid}\n", encoding="ascii")
-
-    def _signal(self, sig: signal.Signals) -> bool:
-        return signal_group(self._proc, sig)
-
-    def _reap(self, timeout_s: float) -> bool:
-        proc = self._proc
-        if proc is None:
-            return True
-        try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            return False
-        untrack_group(proc.pid)
-        return True
+            self.process.start()
+            (self.directory / "zookeeper.pid").write_text(f"{self.process.pid}\n", encoding="ascii")
 
     def kill(self) -> None:
         """SIGKILL the member's whole process group and reap it (kill -9: no clean shutdown)."""
-        with self._lock:
-            self._signal(signal.SIGKILL)
-            if not self._reap(10.0):
-                raise BackendError(f"ZooKeeper member {self.id} (pid {self.pid}) survived SIGKILL for 10s")
+        self.process.kill()
 
     def stop(self, grace_s: float = 10.0) -> None:
         """SIGTERM (then SIGCONT in case it is paused), wait `grace_s`, then SIGKILL."""
-        with self._lock:
-            if self._signal(signal.SIGTERM):
-                self._signal(signal.SIGCONT)
-                if self._reap(grace_s):
-                    return
-                self._signal(signal.SIGKILL)
-            if not self._reap(10.0):
-                raise BackendError(f"ZooKeeper member {self.id} (pid {self.pid}) survived SIGKILL for 10s")
+        self.process.terminate(grace_s)
 
     def pause(self, timeout_s: float = 5.0) -> None:
         """SIGSTOP the process group and wait until every thread is stopped (the server is frozen)."""
-        if not self._signal(signal.SIGSTOP):
-            raise BackendError(f"cannot pause ZooKeeper member {self.id}: it is not running")
-        deadline = time.monotonic() + timeout_s
-        while (stopped := _all_threads_stopped(self.pid)) is False:
-            if time.monotonic() >= deadline:
-                raise HarnessTimeout(
-                    f"ZooKeeper member {self.id} (pid {self.pid}) to stop after SIGSTOP", timeout_s, stopped
-                )
-            time.sleep(0.005)
+        if not self.process.pause(timeout_s) and self.process.is_running():
+            raise HarnessTimeout(
+                f"ZooKeeper member {self.id} (pid {self.pid}) to stop after SIGSTOP", timeout_s,
+                last_seen=f"a thread of pid {self.pid} still not in state T (see /proc/{self.pid}/task/*/stat)",
+                hint="a thread inside an uninterruptible system call stops only when the call returns",
+            )
 
     def resume(self) -> None:
         """SIGCONT the process group."""
-        if not self._signal(signal.SIGCONT):
-            raise BackendError(f"cannot resume ZooKeeper member {self.id}: it is not running")
+        self.process.resume()
 
     def mode(self) -> str | None:
         """What `srvr` reports now: standalone / leader / follower, or None when not serving."""
@@ -238,12 +170,10 @@ class ZooKeeperMember:
         deadline = time.monotonic() + timeout_s
         last: object = "no answer yet"
         while True:
-            proc = self._proc
-            if proc is None or proc.poll() is not None:
-                code = None if proc is None else proc.returncode
+            if not self.process.is_running():
                 raise BackendError(
-                    f"ZooKeeper member {self.id} ({self.address}) is not running (exit code {code}); "
-                    f"log {self.log_path} ends with:\n{_tail(self.log_path)}"
+                    f"ZooKeeper member {self.id} ({self.address}) is not running ({self.process.exit_description()}); "
+                    f"log {self.log_path} ends with:\n{tail(self.log_path, 15)}"
                 )
             mode = self.mode()
             if mode is not None:
@@ -256,7 +186,7 @@ class ZooKeeperMember:
                 raise HarnessTimeout(
                     f"ZooKeeper member {self.id} ({self.address}) to serve",
                     timeout_s,
-                    last_seen=f"{last}; log {self.log_path} ends with:\n{_tail(self.log_path)}",
+                    last_seen=f"{last}; log {self.log_path} ends with:\n{tail(self.log_path, 15)}",
                     hint="a quorum needs a majority of members running; check the ports and the log",
                 )
             time.sleep(0.1)
@@ -269,6 +199,8 @@ class ZooKeeperEnsemble:
     called already; leaving it kills every member and removes the base directory when the
     ensemble created it (a given `base_dir` is kept, logs included). `ports` fixes each
     member's (client, peer, election) ports, e.g. when proxies are wired in front of them.
+    `registry` records the members' processes for leftover cleanup (a cluster passes its own); without
+    one the ensemble makes a `LeftoverRegistry()` in the per-user directory and closes it on `close()`.
     """
 
     def __init__(
@@ -285,6 +217,7 @@ class ZooKeeperEnsemble:
         ports: list[tuple[int, int, int]] | None = None,
         jvm_opts: Sequence[str] = DEFAULT_JVM_OPTS,
         extra_config: dict[str, str] | None = None,
+        registry: LeftoverRegistry | None = None,
     ) -> None:
         if size < 1 or size % 2 == 0:
             raise BackendError(f"ZooKeeper ensemble size must be a positive odd number, got {size}")
@@ -306,6 +239,8 @@ class ZooKeeperEnsemble:
         log_cfg.write_text(_LOG4J2, encoding="utf-8")
         if ports is None:
             ports = self._pick_ports(size, bind_host)
+        self._owns_registry = registry is None
+        self.registry = LeftoverRegistry() if registry is None else registry
         self.members: list[ZooKeeperMember] = []
         for i, (client, peer, election) in enumerate(ports, start=1):
             directory = self.base_dir / f"zk{i}"
@@ -328,7 +263,8 @@ class ZooKeeperEnsemble:
                 MAIN_CLASS,
                 str(cfg),
             ]
-            self.members.append(ZooKeeperMember(i, directory, bind_host, client, peer, election, command))
+            self.members.append(
+                ZooKeeperMember(i, directory, bind_host, client, peer, election, command, self.registry))
         self._closed = False
 
     @staticmethod
@@ -399,7 +335,8 @@ class ZooKeeperEnsemble:
             m.wait_serving(max(0.1, deadline - time.monotonic()))
 
     def close(self) -> None:
-        """Kill every member (attempting each), then remove the base dir if the ensemble made it."""
+        """Kill every member (attempting each), remove the base dir if the ensemble made it, and close
+        the leftover registry if it is the ensemble's own."""
         failures: list[tuple[str, BaseException]] = []
         for m in self.members:
             try:
@@ -411,6 +348,11 @@ class ZooKeeperEnsemble:
                 shutil.rmtree(self.base_dir)
             except OSError as exc:
                 failures.append((f"remove {self.base_dir}", exc))
+        if self._owns_registry:
+            try:
+                self.registry.close()
+            except Exception as exc:
+                failures.append(("close the leftover registry", exc))
         self._closed = True
         if failures:
             raise TeardownError(failures)

@@ -1,16 +1,21 @@
-"""The ZooKeeper launcher with real servers: quorum start, kill -9, SIGSTOP, restart, clean teardown."""
+"""The ZooKeeper launcher with real servers: quorum start, kill -9, SIGSTOP, restart, clean teardown,
+and the leftover records of its processes."""
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 from kazoo.client import KazooClient
 
+from harness.cluster.leftovers import LeftoverRegistry, ProcessRecord, clean_leftovers
 from harness.cluster.zookeeper import ZooKeeperEnsemble, four_letter_word, free_port, server_mode
 from harness.errors import BackendError, HarnessTimeout
 from harness.observe.zookeeper import ZooKeeperObserver
@@ -98,8 +103,10 @@ def test_close_kills_every_member_and_removes_its_own_directory() -> None:
         pid = ens.members[0].pid
         base = ens.base_dir
         assert pid is not None and _pid_alive(pid) and base.is_dir()
+        assert [r.pid for r in ens.registry.registered()] == [pid]  # its own registry
     assert not _pid_alive(pid)
     assert not base.exists()
+    assert ens.registry.registered() == []
     ens.close()  # idempotent
     with pytest.raises(BackendError, match="closed"):
         ens.start()
@@ -117,7 +124,7 @@ def test_explicit_ports_and_a_kept_base_dir_with_logs(tmp_path: Path) -> None:
         member.wait_serving(30)
     assert (tmp_path / "zk1" / "zoo.cfg").read_text().count(f"clientPort={ports[0][0]}") == 1
     log = (tmp_path / "zk1" / "zookeeper.log").read_text()
-    assert log.count("harness: starting member 1") == 2
+    assert log.count("kafka-chaos: starting zookeeper:1") == 2
 
 
 def test_a_member_that_cannot_start_fails_fast_with_its_log(tmp_path: Path) -> None:
@@ -170,7 +177,8 @@ def test_observer_rides_through_the_kill_of_the_member_it_is_connected_to(
 
 
 def test_members_left_running_are_killed_when_the_interpreter_exits(tmp_path: Path) -> None:
-    """The atexit fallback: a script that starts a server and exits on an exception, never closing it."""
+    """The leftover registry's atexit fallback: a script that starts a server and exits on an exception,
+    never closing it."""
     script = (
         "import sys\n"
         "from harness.cluster.zookeeper import ZooKeeperEnsemble\n"
@@ -188,3 +196,88 @@ def test_members_left_running_are_killed_when_the_interpreter_exits(tmp_path: Pa
     while _pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _pid_alive(pid)
+
+
+def _alive(pid: int) -> bool:
+    """Running and not a zombie (the orphaned member of a SIGKILLed harness is reaped by whoever adopts it)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _records(directory: Path) -> list[ProcessRecord]:
+    return [ProcessRecord.from_json(p.read_text()) for p in directory.glob("*.json")]
+
+
+def test_a_member_has_a_leftover_record_while_it_runs_and_none_once_stopped_or_killed(tmp_path: Path) -> None:
+    """Like a broker's: the record names the running JVM (pid, its own group, its command line); a
+    graceful stop and a kill -9 each drop it, a restart records the new process, and close drops all."""
+    leftovers = tmp_path / "leftovers"
+    registry = LeftoverRegistry(leftovers)
+    try:
+        with ZooKeeperEnsemble(1, tmp_path / "zk", tick_ms=200, registry=registry) as ens:
+            member = ens.members[0]
+            (first,) = _records(leftovers)
+            assert (first.what, first.pid, first.pgid) == ("zookeeper:1", member.pid, member.pid)
+            assert first.cmdline == tuple(psutil.Process(first.pid).cmdline())
+            assert registry.registered() == [first]
+            member.stop()
+            assert _records(leftovers) == [] and registry.registered() == []
+            member.start()
+            member.wait_serving(30)
+            (second,) = _records(leftovers)
+            assert second.what == "zookeeper:1" and second.pid == member.pid != first.pid
+            member.kill()
+            assert _records(leftovers) == [] and registry.registered() == []
+            member.start()
+            assert [r.pid for r in _records(leftovers)] == [member.pid]
+        assert _records(leftovers) == [] and registry.registered() == []
+    finally:
+        registry.close()
+
+
+SIGKILLED_HARNESS = textwrap.dedent("""
+    import sys, time
+    from harness.cluster.zookeeper import ZooKeeperEnsemble
+    ens = ZooKeeperEnsemble(1, sys.argv[1], tick_ms=200)
+    ens.start()
+    print(ens.members[0].pid, flush=True)
+    time.sleep(600)
+""")
+
+
+def test_the_members_of_a_sigkilled_harness_are_killed_by_the_next_clean_leftovers(tmp_path: Path) -> None:
+    """An ensemble without a given registry records its members in the per-user directory
+    (`KAFKA_CHAOS_LEFTOVERS_DIR` here), so a JVM that outlives a SIGKILLed harness is found and killed."""
+    leftovers = tmp_path / "leftovers"
+    repo = Path(__file__).resolve().parents[3]
+    env = {**os.environ, "KAFKA_CHAOS_LEFTOVERS_DIR": str(leftovers),
+           "PYTHONPATH": os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")])}
+    stderr = tmp_path / "harness.stderr"
+    with open(stderr, "wb") as err:
+        harness = subprocess.Popen([sys.executable, "-c", SIGKILLED_HARNESS, str(tmp_path / "zk")],
+                                   stdout=subprocess.PIPE, stderr=err, text=True, env=env)
+    pid = 0
+    try:
+        line = harness.stdout.readline() if harness.stdout else ""
+        assert line, f"harness subprocess failed:\n{stderr.read_text()[-3000:]}"
+        pid = int(line)
+        assert [(r.what, r.pid) for r in _records(leftovers)] == [("zookeeper:1", pid)]
+        assert clean_leftovers(leftovers) == []  # owner alive: hands off
+        harness.send_signal(signal.SIGKILL)
+        assert harness.wait(10) == -signal.SIGKILL
+        assert _alive(pid), "the member should outlive a SIGKILLed harness (own session)"
+        cleaned = clean_leftovers(leftovers)
+        assert [(c.what, c.pid) for c in cleaned] == [("zookeeper:1", pid)]
+        deadline = time.monotonic() + 5
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(pid)
+        assert _records(leftovers) == []
+    finally:
+        if harness.poll() is None:
+            harness.kill()
+            harness.wait(10)
+        if pid and _alive(pid):
+            os.killpg(pid, signal.SIGKILL)
