@@ -1,32 +1,16 @@
-"""Lifecycle helpers every backend shares: bringing a cluster up so that a failure tears the
-half-started cluster down, and the in-process registry of live child process groups that an
-atexit hook kills, so nothing outlives the interpreter that started it."""
+"""Lifecycle helpers the backends share: bringing a cluster up so that a failure tears the
+half-started cluster down (`start_or_teardown`), and signalling a child's whole process group
+(`signal_group`, for `process_node.ManagedProcess`). What outlives the interpreter is the business of
+`leftovers.LeftoverRegistry` (atexit / SIGTERM fallbacks and the next run's `clean_leftovers()`)."""
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import os
 import signal
 import subprocess
-import threading
 from typing import Protocol, TypeVar
 
 from harness.errors import TeardownError
-
-_LIVE: dict[int, str] = {}
-_LIVE_LOCK = threading.Lock()
-
-
-def track_group(pgid: int, what: str) -> None:
-    """Remember a running child process group (killed at interpreter exit unless untracked)."""
-    with _LIVE_LOCK:
-        _LIVE[pgid] = what
-
-
-def untrack_group(pgid: int) -> None:
-    with _LIVE_LOCK:
-        _LIVE.pop(pgid, None)
 
 
 def signal_group(proc: subprocess.Popen[bytes] | None, sig: signal.Signals) -> bool:
@@ -39,18 +23,6 @@ def signal_group(proc: subprocess.Popen[bytes] | None, sig: signal.Signals) -> b
     except ProcessLookupError:
         return False
     return True
-
-
-def _kill_tracked_groups() -> None:
-    with _LIVE_LOCK:
-        pgids = list(_LIVE)
-        _LIVE.clear()
-    for pgid in pgids:
-        with contextlib.suppress(OSError):
-            os.killpg(pgid, signal.SIGKILL)
-
-
-atexit.register(_kill_tracked_groups)
 
 
 class _Startable(Protocol):
