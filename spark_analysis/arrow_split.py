@@ -51,12 +51,14 @@ def arrow_schema(parquet_schema: StructType) -> pa.Schema:
 
 @dataclass(frozen=True, slots=True)
 class SplitStats:
-    """What the split did: lines seen, rows Arrow wrote, lines left to Spark, chunks Arrow refused."""
+    """What the split did: lines seen, rows Arrow wrote, lines left to the side file, chunks Arrow refused; and
+    how many side lines Python then read instead of Spark (`spark_analysis.side_rows`, set by the conversion)."""
 
     lines: int
     arrow_rows: int
     side_lines: int
     refused_chunks: int
+    python_rows: int = 0
 
 
 def iter_chunks(stream: BinaryIO, size: int) -> Iterator[bytes]:

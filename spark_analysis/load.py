@@ -20,7 +20,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,7 @@ from spark_analysis.schema import (
     bulk_arrow_schema,
 )
 from spark_analysis.session import scoped_conf
+from spark_analysis.side_rows import side_table, write_small_tier
 
 PARQUET_DIR = ".analysis/history.parquet"
 _STAMP = "_source.json"
@@ -140,15 +141,17 @@ def _stamp_of(path: Path) -> dict[str, object]:
 
 
 def convert_to_parquet(spark: SparkSession, history: Path, target: Path, *, use_arrow: bool = True,
-                       chunk_bytes: int = CHUNK_BYTES) -> SplitStats:
+                       chunk_bytes: int = CHUNK_BYTES, use_python: bool = True) -> SplitStats:
     """Parse the JSON once and write it as Parquet with `seq` (the line number), partitioned by `tier`.
 
     `tier` is the event type for the types that can number millions (BULK_TYPES) and "small" for
     the rest, so collecting the small events never decodes the bulk ones and a check reading one
     bulk type (polls, commits) reads only that type's files. Arrow parses and writes the bulk
-    events (`arrow_split`); Spark parses every other line (the small events, and any chunk Arrow
-    refuses, e.g. one holding a torn line), with HISTORY_SCHEMA and the torn-line policy.
-    `use_arrow=False` leaves every line to Spark; `chunk_bytes` is the size of Arrow's chunks.
+    events (`arrow_split`). The other lines (the small events, and any chunk Arrow refuses, e.g. one
+    holding a torn line) Python reads where its reading is exactly Spark's (`side_rows`: every line an
+    undamaged small event, the ordinary case), else Spark parses them, with HISTORY_SCHEMA and the
+    damaged-line policy. `use_arrow=False` leaves every line to Spark, `use_python=False` the side lines;
+    `chunk_bytes` is the size of Arrow's chunks.
     """
     if target.exists():
         shutil.rmtree(target)
@@ -157,7 +160,11 @@ def convert_to_parquet(spark: SparkSession, history: Path, target: Path, *, use_
     try:
         stats = split_history(history, target, side, schema=bulk_arrow_schema(), bulk_types=BULK_TYPES,
                               use_arrow=use_arrow, chunk_bytes=chunk_bytes)
-        if stats.side_lines:
+        table = side_table(side) if stats.side_lines and use_python and not stats.refused_chunks else None
+        if table is not None:
+            write_small_tier(table, target)
+            stats = replace(stats, python_rows=table.num_rows)
+        elif stats.side_lines:
             _spark_convert(spark, side, target)
     finally:
         side.unlink(missing_ok=True)
