@@ -134,6 +134,13 @@ class BrokerConfig:
         return mapping.get(listener, listener if listener in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT",
                                                               "SASL_SSL") else "PLAINTEXT")
 
+    def inter_broker_listener(self) -> str:
+        """The listener name this broker uses to reach its peers (their endpoint of that name)."""
+        if self.inter_broker_listener_name:
+            return self.inter_broker_listener_name
+        names = [lst.name for lst in self.listeners]
+        return "PLAINTEXT" if "PLAINTEXT" in names else names[0]
+
     def flush_every_batch(self) -> bool:
         """The 'flush every batch' policy: `log.flush.interval.messages=1` fsyncs before acking."""
         return self.log_flush_interval_messages <= 1

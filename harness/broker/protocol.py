@@ -1,10 +1,11 @@
 """The Kafka wire protocol as this broker speaks it: supported APIs/versions, request decoding, response encoding.
 
 Owns the table of APIs the broker answers and the (non-flexible) version ranges it advertises,
-the request-header peek (api key, version, correlation id), decoding with kafka-python 3.x's
-generated message classes (`Req.decode(frame, version=v, header=True)`), encoding responses with
-header v0 (`Resp(...).with_header(correlation_id=c)` then `.encode(header=True, framed=True)`),
-and the ApiVersions negotiation (every API is advertised at non-flexible versions only, except
+the request-header peek (api key, version, correlation id), a handler's `Ctx` (that head, the
+listener, the client), decoding with kafka-python 3.x's generated message classes
+(`Req.decode(frame, version=v, header=True)`), encoding responses with header v0
+(`Resp(...).with_header(correlation_id=c)` then `.encode(header=True, framed=True)`), and the
+ApiVersions negotiation (every API is advertised at non-flexible versions only, except
 DescribeCluster, which exists only flexible): a request newer than we advertise (librdkafka opens with v3) is
 answered with UNSUPPORTED_VERSION in a v0 body listing our ranges, and the client retries with v0.
 """
@@ -116,6 +117,16 @@ class RequestHead:
     api_key: int
     api_version: int
     correlation_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class Ctx:
+    """What a handler knows about the request besides its body."""
+
+    head: RequestHead
+    listener: str
+    client_id: str
+    client_host: str
 
 
 def peek_header(frame: bytes) -> RequestHead:
