@@ -43,7 +43,7 @@ class ControllerChannels:
 
     # ---- bodies ----------------------------------------------------------------------------
     def _head(self) -> dict[str, Any]:
-        return {"controller_id": self.c.b.broker_id, "controller_epoch": self.c.epoch}
+        return {"controller_id": self.c.broker_id, "controller_epoch": self.c.epoch}
 
     def _info(self, tp: TP) -> PartitionInfo:
         st = self.c.states.get(tp)
@@ -99,8 +99,8 @@ class ControllerChannels:
 
     async def _sender(self, broker: int, queue: asyncio.Queue[tuple[int, dict[str, Any]]]) -> None:
         conn: PeerConnection | None = None
-        listener = self.c.b.inter_broker_listener()
-        timeout = self.c.b.config.controller_socket_timeout_ms / 1000
+        listener = self.c.config.inter_broker_listener()
+        timeout = self.c.config.controller_socket_timeout_ms / 1000
         try:
             while True:
                 api, body = await queue.get()
@@ -115,7 +115,7 @@ class ControllerChannels:
                     if conn is None or (conn.host, conn.port) != (ep.host, ep.port):
                         if conn is not None:
                             conn.close()
-                        conn = PeerConnection(ep.host, ep.port, f"controller-{self.c.b.broker_id}", timeout)
+                        conn = PeerConnection(ep.host, ep.port, f"controller-{self.c.broker_id}", timeout)
                     try:
                         resp = await conn.private(api, body)
                     except PeerError as exc:

@@ -31,6 +31,7 @@ from kazoo.protocol.states import EventType
 from harness.broker import bugs
 from harness.broker import controller_events as ev
 from harness.broker.channels import ControllerChannels
+from harness.broker.clock import Clock, wall_ms
 from harness.broker.interbroker import NOT_CONTROLLER
 from harness.broker.reassign import Reassignments
 from harness.broker.zkexec import KazooExecutor
@@ -58,7 +59,9 @@ from harness.zk.paths import (
 from harness.zk.znodes import BrokerRegistration, ControllerRegistration, TopicAssignment, decode_controller_epoch
 
 if TYPE_CHECKING:
-    from harness.broker.server import Broker
+    from kazoo.client import KazooClient
+
+    from harness.broker.config import BrokerConfig
 
 log = logging.getLogger(__name__)
 TP = tuple[str, int]
@@ -78,8 +81,13 @@ def topic_config_path(topic: str) -> str:
 class Controller:
     """This broker's controller role (inactive until it wins `/controller`)."""
 
-    def __init__(self, broker: Broker) -> None:
-        self.b = broker
+    def __init__(self, config: BrokerConfig, zk_client: Callable[[], KazooClient | None],
+                 wall: Clock = wall_ms) -> None:
+        """`zk_client()`: this broker's ZooKeeper session (the controller runs only when there is one)."""
+        self.config = config
+        self.broker_id = config.broker_id
+        self._zk_client = zk_client
+        self.wall_ms = wall
         self.active = False
         self.epoch = 0
         self.epoch_zk_version = -1
@@ -101,8 +109,9 @@ class Controller:
     # ---- plumbing --------------------------------------------------------------------------
     @property
     def client(self) -> Any:
-        assert self.b.zk is not None and self.b.zk.client is not None
-        return self.b.zk.client
+        client = self._zk_client()
+        assert client is not None
+        return client
 
     def post(self, *event: Any) -> None:
         """Queue an event from any thread."""
@@ -155,7 +164,7 @@ class Controller:
             try:
                 await self._handle(event)
             except Fenced:
-                log.warning("controller %d (epoch %d) was fenced: a newer controller exists", self.b.broker_id,
+                log.warning("controller %d (epoch %d) was fenced: a newer controller exists", self.broker_id,
                             self.epoch)
                 self._resign()
                 with contextlib.suppress(Exception):  # the election below looks at /controller either way
@@ -209,19 +218,19 @@ class Controller:
     async def _on_controller_change(self) -> None:
         if self.active:
             holder = await self.zk(self._holder)
-            if holder == self.b.broker_id:
+            if holder == self.broker_id:
                 return
             self._resign()
         result: ControllerElection = await self.zk(self._elect)
         if not result.won:
-            log.info("broker %d: controller is %d", self.b.broker_id, result.controller_id)
+            log.info("broker %d: controller is %d", self.broker_id, result.controller_id)
             if result.controller_id == -1:
                 self.post("controller")
             return
         self.active, self.epoch = True, int(result.epoch or 0)
         self.epoch_zk_version = int(result.epoch_zk_version or 0)
         self.elected_at = time.monotonic()
-        log.warning("broker %d is now the controller with epoch %d", self.b.broker_id, self.epoch)
+        log.warning("broker %d is now the controller with epoch %d", self.broker_id, self.epoch)
         await self._failover()
 
     def _release_own_registration(self) -> None:
@@ -234,9 +243,9 @@ class Controller:
         except NoNodeError:
             return
         mine = stat.ephemeralOwner == self.client.client_id[0]
-        if mine and ControllerRegistration.decode(data).broker_id == self.b.broker_id:
+        if mine and ControllerRegistration.decode(data).broker_id == self.broker_id:
             log.warning("broker %d: deleting its own /controller after being fenced, so that an election runs",
-                        self.b.broker_id)
+                        self.broker_id)
             with contextlib.suppress(NoNodeError, BadVersionError):
                 self.client.delete(CONTROLLER_PATH, version=stat.version)
 
@@ -250,20 +259,20 @@ class Controller:
 
     def _elect(self) -> ControllerElection:
         ex = KazooExecutor(self.client, self._on_watch)
-        me = self.b.broker_id
-        bugged = bugs.SKIP_EPOCH_BUMP in self.b.config.reference_bugs
+        me = self.broker_id
+        bugged = bugs.SKIP_EPOCH_BUMP in self.config.reference_bugs
         stat = self.client.exists(CONTROLLER_EPOCH_PATH) if bugged else None
         if stat is None or stat.data_length == 0:
             # Honest election; with skip_epoch_bump also the first one, which creates /controller_epoch (an
             # empty or absent epoch znode is no epoch to keep, and observers could not read it).
-            return elect_controller(ex, me, self.b.wall_ms())
+            return elect_controller(ex, me, self.wall_ms())
         # Bug: claim /controller but keep the current epoch (Check instead of SetData epoch + 1).
         holder = self._holder()
         if holder != -1:
             return ControllerElection(me, False, holder)
         data, stat = self.client.get(CONTROLLER_EPOCH_PATH)
         epoch = decode_controller_epoch(data)
-        res = ex.execute(Multi((Create(CONTROLLER_PATH, ControllerRegistration(me, self.b.wall_ms()).encode(),
+        res = ex.execute(Multi((Create(CONTROLLER_PATH, ControllerRegistration(me, self.wall_ms()).encode(),
                                        ephemeral=True), Check(CONTROLLER_EPOCH_PATH, stat.version))))
         if res.ok:
             return ControllerElection(me, True, me, epoch, stat.version)
@@ -272,7 +281,7 @@ class Controller:
     def _resign(self) -> None:
         if not self.active:
             return
-        log.warning("broker %d resigns as controller (epoch %d)", self.b.broker_id, self.epoch)
+        log.warning("broker %d resigns as controller (epoch %d)", self.broker_id, self.epoch)
         self.active = False
         for t in self._periodic:
             t.cancel()
@@ -325,12 +334,12 @@ class Controller:
         unclean = {t: c["unclean.leader.election.enable"].lower() == "true"
                    for t, c in self.topic_configs.items() if "unclean.leader.election.enable" in c}
         return ClusterView(frozenset(self.live), dict(self.assignments), dict(self.states),
-                           frozenset(self.shutting_down), self.b.config.unclean_leader_election_enable, unclean)
+                           frozenset(self.shutting_down), self.config.unclean_leader_election_enable, unclean)
 
     def view(self) -> ClusterView:
         """What the model decides from (with `unclean_election`: unclean election enabled everywhere)."""
         honest = self.honest_view()
-        return bugs.unclean_election(honest) if bugs.UNCLEAN_ELECTION in self.b.config.reference_bugs else honest
+        return bugs.unclean_election(honest) if bugs.UNCLEAN_ELECTION in self.config.reference_bugs else honest
 
     def _write(self, change: StateChange) -> ZkCode:
         if change.before is None:
@@ -371,12 +380,12 @@ class Controller:
                       ) -> Callable[[ClusterView], ControllerPlan]:
         """`plan_of` for a plan that takes unregistered brokers out of the ISRs (broker failure, failover),
         as this controller runs it: with `keep_dead_in_isr`, minus the removals the bug skips."""
-        if bugs.KEEP_DEAD_IN_ISR not in self.b.config.reference_bugs:
+        if bugs.KEEP_DEAD_IN_ISR not in self.config.reference_bugs:
             return plan_of
         return lambda v: bugs.keep_dead_in_isr(plan_of(v), v)
 
     def _bugged(self, changes: Iterable[StateChange]) -> list[StateChange]:
-        flags = self.b.config.reference_bugs
+        flags = self.config.reference_bugs
         out = list(changes)
         if bugs.ELECT_OUTSIDE_ISR in flags:
             out = bugs.elect_outside_isr(out, self.assignments, set(self.live) - self.shutting_down, self.epoch)
@@ -411,13 +420,13 @@ class Controller:
         await ev.on_isr(self)
         await ev.on_preferred_znode(self)
         await self.reassign.on_znode()
-        cfg = self.b.config
+        cfg = self.config
         if cfg.auto_leader_rebalance_enable:  # first check 5 s after failover, then every interval (as Kafka)
             self._periodic.append(asyncio.create_task(self._every(cfg.leader_imbalance_check_interval_seconds,
                                                                   "rebalance", AUTO_REBALANCE_FIRST_S)))
         if cfg.reference_controller_resend_ms > 0:
             self._periodic.append(asyncio.create_task(self._resend(cfg.reference_controller_resend_ms / 1000)))
-        log.info("controller %d failover done: %d live brokers, %d partitions, %d state writes", self.b.broker_id,
+        log.info("controller %d failover done: %d live brokers, %d partitions, %d state writes", self.broker_id,
                  len(self.live), len(self.assignments), len(written))
 
     async def _resend(self, seconds: float) -> None:

@@ -48,7 +48,7 @@ async def on_brokers(c: Controller) -> None:
     dead, born = (old - new) | bounced, (new - old) | bounced
     if not dead and not born:
         return
-    log.warning("controller %d: brokers died %s, started %s (live now %s)", c.b.broker_id, sorted(dead),
+    log.warning("controller %d: brokers died %s, started %s (live now %s)", c.broker_id, sorted(dead),
                 sorted(born), sorted(new))
     changes: list[StateChange] = []
     if dead:
@@ -147,7 +147,7 @@ async def on_shutdown_request(c: Controller, broker: int) -> dict[str, Any]:
     c.propagate(written)  # LeaderAndIsr skips brokers shutting down; UpdateMetadata names them
     replicated = sorted(tp for tp, ar in c.assignments.items() if broker in ar and len(ar) > 1)
     c.channels.stop_replica([broker], replicated, delete=False)  # it stops fetching (Kafka: StopReplica)
-    log.warning("controller %d: controlled shutdown of %d moved %d partitions, %d still led", c.b.broker_id,
+    log.warning("controller %d: controlled shutdown of %d moved %d partitions, %d still led", c.broker_id,
                 broker, len(written), len(plan.still_led))
     return {"error_code": 0, "remaining": [list(tp) for tp in plan.still_led]}
 
@@ -190,15 +190,15 @@ async def on_preferred_znode(c: Controller) -> None:
 
 
 async def on_rebalance(c: Controller) -> None:
-    targets = auto_rebalance_targets(c.view(), c.b.config.leader_imbalance_per_broker_percentage)
+    targets = auto_rebalance_targets(c.view(), c.config.leader_imbalance_per_broker_percentage)
     if targets:
-        log.info("controller %d: auto leader rebalance moves %s", c.b.broker_id, list(targets))
+        log.info("controller %d: auto leader rebalance moves %s", c.broker_id, list(targets))
         written, _ = await c.decide(_preferred(c, targets))
         c.propagate(written)
 
 
 def _preferred(c: Controller, targets: Sequence[TP]) -> Callable[[ClusterView], ControllerPlan]:
     """The model's preferred-replica election of `targets`, with the `preferred_outside_isr` bug when set."""
-    if bugs.PREFERRED_OUTSIDE_ISR not in c.b.config.reference_bugs:
+    if bugs.PREFERRED_OUTSIDE_ISR not in c.config.reference_bugs:
         return lambda v: preferred_elections(v, c.epoch, targets)
     return lambda v: bugs.preferred_outside_isr(v, c.epoch, preferred_elections(v, c.epoch, targets))

@@ -24,7 +24,9 @@ from harness.broker.records import iter_headers
 from harness.errors import ProtocolError
 
 if TYPE_CHECKING:
-    from harness.broker.server import Broker
+    from harness.broker.config import BrokerConfig
+    from harness.broker.metadata import MetadataCache
+    from harness.broker.topics import TopicStore
 
 log = logging.getLogger(__name__)
 FETCH_VERSION = 11
@@ -36,8 +38,10 @@ TP = tuple[str, int]
 class FetcherManager:
     """Followed partitions grouped by leader, one fetch loop per leader."""
 
-    def __init__(self, broker: Broker) -> None:
-        self.b = broker
+    def __init__(self, config: BrokerConfig, topics: TopicStore, metadata: MetadataCache) -> None:
+        self.config = config
+        self.topics = topics
+        self.metadata = metadata
         self.follow: dict[TP, tuple[int, int]] = {}
         self.parked: dict[TP, float] = {}
         self._tasks: dict[int, asyncio.Task[None]] = {}
@@ -67,7 +71,7 @@ class FetcherManager:
         return [(tp, ep) for tp, (ld, ep) in self.follow.items() if ld == leader and tp not in self.parked]
 
     def _listener(self) -> str:
-        return self.b.inter_broker_listener()
+        return self.config.inter_broker_listener()
 
     async def _run(self, leader: int) -> None:
         conn: PeerConnection | None = None
@@ -83,15 +87,15 @@ class FetcherManager:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(wake.wait(), PARK_S)
                     continue
-                ep = self.b.metadata.endpoint(leader, self._listener())
+                ep = self.metadata.endpoint(leader, self._listener())
                 if ep is None:
                     await asyncio.sleep(0.2)
                     continue
                 if conn is None or (conn.host, conn.port) != (ep.host, ep.port):
                     if conn is not None:
                         conn.close()
-                    conn = PeerConnection(ep.host, ep.port, f"replica-fetcher-{self.b.broker_id}",
-                                          self.b.config.controller_socket_timeout_ms / 1000)
+                    conn = PeerConnection(ep.host, ep.port, f"replica-fetcher-{self.config.broker_id}",
+                                          self.config.controller_socket_timeout_ms / 1000)
                 try:
                     await self._fetch_once(conn, mine)
                     backoff = 0.05
@@ -105,18 +109,18 @@ class FetcherManager:
             self._tasks.pop(leader, None)
 
     async def _fetch_once(self, conn: PeerConnection, mine: list[tuple[TP, int]]) -> None:
-        cfg = self.b.config
+        cfg = self.config
         FT = FetchRequest.FetchTopic
         FP = FT.FetchPartition
         by_topic: dict[str, list[object]] = {}
         for (topic, p), epoch in mine:
-            plog = self.b.topics.partition(topic, p)
+            plog = self.topics.partition(topic, p)
             if plog is None:
                 continue
             by_topic.setdefault(topic, []).append(FP(
                 partition=p, current_leader_epoch=epoch, fetch_offset=plog.log_end_offset,
                 log_start_offset=plog.log_start_offset, partition_max_bytes=cfg.replica_fetch_max_bytes))
-        req = FetchRequest(version=FETCH_VERSION, replica_id=self.b.broker_id,
+        req = FetchRequest(version=FETCH_VERSION, replica_id=self.config.broker_id,
                            max_wait_ms=cfg.replica_fetch_wait_max_ms, min_bytes=1,
                            max_bytes=max(cfg.replica_fetch_max_bytes, 1 << 20) * 4, isolation_level=0,
                            session_id=0, session_epoch=-1,
@@ -132,7 +136,7 @@ class FetcherManager:
         tp = (topic, int(pd.partition_index))  # type: ignore[attr-defined]
         if tp not in self.follow:
             return
-        plog = self.b.topics.partition(*tp)
+        plog = self.topics.partition(*tp)
         if plog is None:
             return
         err = int(pd.error_code)  # type: ignore[attr-defined]
@@ -167,7 +171,7 @@ class FetcherManager:
         new_hw = min(hw, plog.log_end_offset)
         if new_hw > plog.high_watermark:
             plog.high_watermark = new_hw
-        self.b.topics.notify(*tp)
+        self.topics.notify(*tp)
 
     def close(self) -> None:
         for t in self._tasks.values():

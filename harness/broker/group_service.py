@@ -19,12 +19,14 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from harness.broker import bugs
+from harness.broker.clock import Clock, now_ms, wall_ms
 from harness.broker.offsets import NotCoordinator
 from harness.broker.topics import OFFSETS_TOPIC
 from harness.model.group import Err, GroupConfig, GroupCoordinator, JoinResult, Reply, SyncResult
 
 if TYPE_CHECKING:
-    from harness.broker.server import Broker
+    from harness.broker.config import BrokerConfig
+    from harness.broker.offsets import OffsetStore
 
 log = logging.getLogger(__name__)
 NOT_COORDINATOR = 16
@@ -39,9 +41,10 @@ class CoordinatorMoved(Exception):
 class GroupService:
     """Coordinators of the loaded offsets partitions plus the I/O machinery around them."""
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
-        cfg = broker.config
+    def __init__(self, cfg: BrokerConfig, offsets: OffsetStore, clock: Clock = now_ms, wall: Clock = wall_ms) -> None:
+        self.offsets = offsets
+        self.now_ms = clock
+        self.wall_ms = wall
         self.group_config = GroupConfig(cfg.group_initial_rebalance_delay_ms, cfg.group_min_session_timeout_ms,
                                         cfg.group_max_session_timeout_ms)
         self.coordinators: dict[int, GroupCoordinator] = {}
@@ -57,7 +60,7 @@ class GroupService:
 
     # ---- lookup ----------------------------------------------------------------------------
     def partition_for(self, group: str) -> int:
-        return self.broker.offsets.partition_for(group)
+        return self.offsets.partition_for(group)
 
     def lookup(self, group: str) -> tuple[int, GroupCoordinator | None]:
         p = self.partition_for(group)
@@ -81,7 +84,7 @@ class GroupService:
 
     async def _load(self, p: int) -> None:
         try:
-            groups = await self.broker.offsets.load_partition(p)
+            groups = await self.offsets.load_partition(p)
         except Exception:
             log.exception("loading __consumer_offsets-%d failed", p)
             self.loading.discard(p)
@@ -106,7 +109,7 @@ class GroupService:
                     fut.set_exception(CoordinatorMoved())
         for gid in coord.group_ids():
             self._stored.pop(gid, None)
-        self.broker.offsets.unload_partition(p)
+        self.offsets.unload_partition(p)
         log.info("coordinator for __consumer_offsets-%d unloaded (leadership moved)", p)
         self._reschedule()
 
@@ -126,7 +129,7 @@ class GroupService:
         self._reschedule()
 
     def _persist(self) -> None:
-        now = self.broker.wall_ms()
+        now = self.wall_ms()
         for coord in self.coordinators.values():
             for gid in coord.group_ids():
                 d = coord.describe(gid)
@@ -136,7 +139,7 @@ class GroupService:
                         if bugs.GENERATION_REUSE in self._bugs:
                             d = replace(d, generation_id=self.pinned.setdefault(gid, d.generation_id))
                         with contextlib.suppress(NotCoordinator):
-                            self.broker.offsets.store_group(d, now)
+                            self.offsets.store_group(d, now)
 
     def _reschedule(self) -> None:
         deadline = min((d for c in self.coordinators.values() if (d := c.next_deadline()) is not None), default=None)
@@ -147,12 +150,12 @@ class GroupService:
             self._timer = None
         self._timer_at = deadline
         if deadline is not None:
-            delay = max(deadline - self.broker.now_ms() + 1, 0) / 1000
+            delay = max(deadline - self.now_ms() + 1, 0) / 1000
             self._timer = asyncio.get_running_loop().call_later(delay, self._on_timer)
 
     def _on_timer(self) -> None:
         self._timer, self._timer_at = None, None
-        now = self.broker.now_ms()
+        now = self.now_ms()
         replies: list[Reply] = []
         for coord in list(self.coordinators.values()):
             replies += coord.tick(now)

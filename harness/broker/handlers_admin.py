@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kafka.protocol.admin import (
     CreateTopicsResponse,
@@ -25,12 +25,13 @@ from kafka.protocol.admin import (
 from kafka.protocol.metadata import MetadataResponse
 
 from harness.broker.protocol import api_versions_response, build_response
-from harness.broker.topic_admin import TopicExists, create_topic, delete_topic, wait_for_leaders
+from harness.broker.topic_admin import TopicExists, TopicHost, create_topic, delete_topic, wait_for_leaders
 from harness.broker.topics import OFFSETS_TOPIC, TopicError, topic_name_problem
 from harness.model.topic_configs import config_problem
 
 if TYPE_CHECKING:
-    from harness.broker.server import Broker, Ctx
+    from harness.broker.config import BrokerConfig
+    from harness.broker.protocol import Ctx
 
 NONE = 0
 UNKNOWN_TOPIC_OR_PARTITION = 3
@@ -47,15 +48,29 @@ TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
 DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
 
 
-def live_brokers(b: Broker) -> list[int]:
+class AdminHost(TopicHost, Protocol):
+    """What the metadata, topic and config handlers need of the broker."""
+
+    config: BrokerConfig
+    cluster_id: str
+
+    @property
+    def broker_id(self) -> int: ...
+
+    def has_metadata(self) -> bool: ...
+
+    async def wait_first_metadata(self, timeout_s: float | None = None) -> bool: ...
+
+
+def live_brokers(b: AdminHost) -> list[int]:
     return b.metadata.live()
 
 
-async def api_versions(b: Broker, ctx: Ctx, req: Any) -> Any:
+async def api_versions(b: AdminHost, ctx: Ctx, req: Any) -> Any:
     return api_versions_response(ctx.head.api_version)
 
 
-def _partition_meta(b: Broker, topic: str, p: int) -> Any:
+def _partition_meta(b: AdminHost, topic: str, p: int) -> Any:
     P = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
     info = b.metadata.partition(topic, p)
     assert info is not None
@@ -64,14 +79,14 @@ def _partition_meta(b: Broker, topic: str, p: int) -> Any:
              offline_replicas=list(info.offline))
 
 
-def _topic_meta(b: Broker, name: str, error: int = NONE) -> Any:
+def _topic_meta(b: AdminHost, name: str, error: int = NONE) -> Any:
     T = MetadataResponse.MetadataResponseTopic
     parts = sorted(b.metadata.topics.get(name, {})) if not error else []
     return T(error_code=error, name=name, is_internal=name == OFFSETS_TOPIC,
              partitions=[_partition_meta(b, name, p) for p in parts])
 
 
-async def ensure_offsets_topic(b: Broker) -> int:
+async def ensure_offsets_topic(b: AdminHost) -> int:
     """Create `__consumer_offsets` if missing; NONE when it exists (or was just written)."""
     if OFFSETS_TOPIC in b.metadata.topics:
         return NONE
@@ -84,7 +99,7 @@ async def ensure_offsets_topic(b: Broker) -> int:
     return NONE
 
 
-async def auto_create(b: Broker, name: str) -> int:
+async def auto_create(b: AdminHost, name: str) -> int:
     """Create `name` with broker defaults; the Metadata error code for it."""
     cfg = b.config
     if name == OFFSETS_TOPIC:
@@ -103,7 +118,7 @@ async def auto_create(b: Broker, name: str) -> int:
     return NONE if name in b.metadata.topics else LEADER_NOT_AVAILABLE
 
 
-def _brokers(b: Broker, listener: str) -> list[Any]:
+def _brokers(b: AdminHost, listener: str) -> list[Any]:
     out = []
     for bid in b.metadata.live():
         ep = b.metadata.endpoint(bid, listener)
@@ -112,7 +127,7 @@ def _brokers(b: Broker, listener: str) -> list[Any]:
     return out
 
 
-async def metadata(b: Broker, ctx: Ctx, req: Any) -> Any:
+async def metadata(b: AdminHost, ctx: Ctx, req: Any) -> Any:
     v = ctx.head.api_version
     if not b.has_metadata():
         await b.wait_first_metadata()
@@ -138,7 +153,7 @@ async def metadata(b: Broker, ctx: Ctx, req: Any) -> Any:
                           controller_id=b.metadata.controller_id, topics=topics)
 
 
-async def create_topics(b: Broker, ctx: Ctx, req: Any) -> Any:
+async def create_topics(b: AdminHost, ctx: Ctx, req: Any) -> Any:
     R = CreateTopicsResponse.CreatableTopicResult
     results = []
     waits: list[tuple[str, int]] = []
@@ -165,7 +180,7 @@ async def create_topics(b: Broker, ctx: Ctx, req: Any) -> Any:
     return build_response(ctx.head, throttle_time_ms=0, topics=results)
 
 
-def _check_create(b: Broker, t: Any) -> tuple[int, str | None]:
+def _check_create(b: AdminHost, t: Any) -> tuple[int, str | None]:
     """Kafka's checks of one CreateTopics entry, in its order: the name, the partitions and replicas, then
     the configs (`topic_configs`)."""
     err, msg = _check_shape(b, t)
@@ -176,7 +191,7 @@ def _check_create(b: Broker, t: Any) -> tuple[int, str | None]:
     return err, msg
 
 
-def _check_shape(b: Broker, t: Any) -> tuple[int, str | None]:
+def _check_shape(b: AdminHost, t: Any) -> tuple[int, str | None]:
     problem = topic_name_problem(t.name)
     if problem:
         return INVALID_TOPIC_EXCEPTION, problem
@@ -201,7 +216,7 @@ def _check_shape(b: Broker, t: Any) -> tuple[int, str | None]:
     return NONE, None
 
 
-async def delete_topics(b: Broker, ctx: Ctx, req: Any) -> Any:
+async def delete_topics(b: AdminHost, ctx: Ctx, req: Any) -> Any:
     R = DeleteTopicsResponse.DeletableTopicResult
     out = []
     for name in req.topic_names:
@@ -222,7 +237,7 @@ async def delete_topics(b: Broker, ctx: Ctx, req: Any) -> Any:
     return build_response(ctx.head, throttle_time_ms=0, responses=out)
 
 
-def topic_config_values(b: Broker, name: str, overrides: dict[str, str] | None = None) -> dict[str, tuple[str, int]]:
+def topic_config_values(b: AdminHost, name: str, overrides: dict[str, str] | None = None) -> dict[str, tuple[str, int]]:
     """Topic configs as (value, source): explicit overrides are DYNAMIC_TOPIC_CONFIG, the rest defaults."""
     cfg = b.config
     defaults = {
@@ -245,11 +260,11 @@ def topic_config_values(b: Broker, name: str, overrides: dict[str, str] | None =
     return out
 
 
-async def topic_overrides(b: Broker, name: str) -> dict[str, str] | None:
+async def topic_overrides(b: AdminHost, name: str) -> dict[str, str] | None:
     """A topic's overrides: the local copy when this broker hosts it, else `/config/topics/<t>` (None: none)."""
-    if name in b.topics.topics or b.zk is None or b.zk.client is None:
+    client = b.zk_client()
+    if name in b.topics.topics or client is None:
         return None
-    client = b.zk.client
 
     def read() -> dict[str, str] | None:
         import json
@@ -261,7 +276,7 @@ async def topic_overrides(b: Broker, name: str) -> dict[str, str] | None:
     return await asyncio.to_thread(read)
 
 
-async def describe_configs(b: Broker, ctx: Ctx, req: Any) -> Any:
+async def describe_configs(b: AdminHost, ctx: Ctx, req: Any) -> Any:
     Res = DescribeConfigsResponse.DescribeConfigsResult
     Entry = Res.DescribeConfigsResourceResult
     results = []
@@ -291,7 +306,7 @@ async def describe_configs(b: Broker, ctx: Ctx, req: Any) -> Any:
     return build_response(ctx.head, throttle_time_ms=0, results=results)
 
 
-async def describe_cluster(b: Broker, ctx: Ctx, req: Any) -> Any:
+async def describe_cluster(b: AdminHost, ctx: Ctx, req: Any) -> Any:
     if not b.has_metadata():
         await b.wait_first_metadata()
     N = DescribeClusterResponse.DescribeClusterBroker

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kafka.protocol.admin import ElectLeadersResponse
 from kazoo.exceptions import NoNodeError
@@ -40,12 +40,32 @@ from harness.zk.paths import CONTROLLER_PATH, broker_path
 from harness.zk.znodes import BrokerRegistration, ControllerRegistration
 
 if TYPE_CHECKING:
-    from harness.broker.server import Broker, Ctx
+    from kazoo.client import KazooClient
+
+    from harness.broker.config import BrokerConfig
+    from harness.broker.controller import Controller
+    from harness.broker.metadata import MetadataCache
+    from harness.broker.protocol import Ctx
+    from harness.broker.replica import ReplicaManager
 
 log = logging.getLogger(__name__)
 
 
-def _fenced(b: Broker, name: str, body: dict[str, Any]) -> bool:
+class ControllerHost(Protocol):
+    """What the controller-to-broker requests, ElectLeaders and the controlled shutdown need of the broker."""
+
+    config: BrokerConfig
+    controller: Controller | None
+    metadata: MetadataCache
+    replicas: ReplicaManager
+
+    @property
+    def broker_id(self) -> int: ...
+
+    def zk_client(self) -> KazooClient | None: ...
+
+
+def _fenced(b: ControllerHost, name: str, body: dict[str, Any]) -> bool:
     """Whether to reject a controller request (and record the sender as controller otherwise)."""
     epoch, sender = int(body.get("controller_epoch", -1)), int(body.get("controller_id", -1))
     md = b.metadata
@@ -62,7 +82,7 @@ def _fenced(b: Broker, name: str, body: dict[str, Any]) -> bool:
     return False
 
 
-async def handle_private(b: Broker, frame: bytes) -> bytes:
+async def handle_private(b: ControllerHost, frame: bytes) -> bytes:
     api, corr, _client, body = decode_private_request(frame)
     name = PRIVATE_APIS.get(api, str(api))
     if api == CONTROLLED_SHUTDOWN:
@@ -94,7 +114,7 @@ async def handle_private(b: Broker, frame: bytes) -> bytes:
     return encode_private_response(corr, {"error_code": 35})
 
 
-async def elect_leaders(b: Broker, ctx: Ctx, req: Any) -> Any:
+async def elect_leaders(b: ControllerHost, ctx: Ctx, req: Any) -> Any:
     R = ElectLeadersResponse.ReplicaElectionResult
     P = R.PartitionResult
     parts = None if req.topic_partitions is None else [
@@ -114,23 +134,23 @@ async def elect_leaders(b: Broker, ctx: Ctx, req: Any) -> Any:
                           replica_election_results=[R(topic=t, partition_result=ps) for t, ps in by_topic.items()])
 
 
-def _controller_endpoint(b: Broker) -> tuple[int, str, int] | None:
-    assert b.zk is not None and b.zk.client is not None
-    client = b.zk.client
+def _controller_endpoint(b: ControllerHost) -> tuple[int, str, int] | None:
+    client = b.zk_client()
+    assert client is not None
     try:
         data, _ = client.get(CONTROLLER_PATH)
         cid = ControllerRegistration.decode(data).broker_id
         reg = BrokerRegistration.decode(cid, client.get(broker_path(cid))[0])
     except (NoNodeError, ValueError):
         return None
-    ep = reg.endpoint(b.inter_broker_listener()) or (reg.endpoints[0] if reg.endpoints else None)
+    ep = reg.endpoint(b.config.inter_broker_listener()) or (reg.endpoints[0] if reg.endpoints else None)
     return (cid, ep.host, ep.port) if ep else None
 
 
-async def controlled_shutdown(b: Broker) -> bool:
+async def controlled_shutdown(b: ControllerHost) -> bool:
     """Ask the controller to move this broker's leaderships; True once it leads nothing replicated."""
     cfg = b.config
-    if b.zk is None or b.zk.client is None or not cfg.controlled_shutdown_enable:
+    if b.zk_client() is None or not cfg.controlled_shutdown_enable:
         return False
     if bugs.SHUTDOWN_WITHOUT_MOVING_LEADERS in cfg.reference_bugs:
         log.warning("broker %d skips its controlled shutdown and deregisters still leading its partitions "
@@ -158,7 +178,7 @@ async def controlled_shutdown(b: Broker) -> bool:
     return False
 
 
-async def _wait_not_leading(b: Broker, timeout_s: float) -> bool:
+async def _wait_not_leading(b: ControllerHost, timeout_s: float) -> bool:
     deadline = asyncio.get_running_loop().time() + timeout_s
     while True:
         led = [tp for tp, p in b.replicas.partitions.items() if p.leader == b.broker_id and len(p.replicas) > 1]

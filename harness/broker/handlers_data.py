@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kafka.protocol.consumer import FetchResponse, ListOffsetsResponse, OffsetForLeaderEpochResponse
 from kafka.protocol.producer import ProduceResponse
@@ -31,7 +31,12 @@ from harness.errors import ProtocolError
 from harness.model.topic_configs import is_compacted
 
 if TYPE_CHECKING:
-    from harness.broker.server import Broker, Ctx
+    from harness.broker.config import BrokerConfig
+    from harness.broker.metadata import MetadataCache
+    from harness.broker.producer_state import PartitionProducers, ProducerIds
+    from harness.broker.protocol import Ctx
+    from harness.broker.replica import ReplicaManager
+    from harness.broker.topics import TopicStore
 
 log = logging.getLogger(__name__)
 NONE = 0
@@ -49,11 +54,25 @@ INVALID_RECORD = 87
 LATEST, EARLIEST = -1, -2
 
 
-def _not_led(b: Broker, topic: str) -> int:
+class DataHost(Protocol):
+    """What the produce, fetch and offset handlers need of the broker."""
+
+    config: BrokerConfig
+    topics: TopicStore
+    metadata: MetadataCache
+    replicas: ReplicaManager
+    producer_ids: ProducerIds
+
+    def producer_state(self, topic: str, partition: int) -> PartitionProducers: ...
+
+    def leader_epoch(self, topic: str, partition: int) -> int: ...
+
+
+def _not_led(b: DataHost, topic: str) -> int:
     return NOT_LEADER_OR_FOLLOWER if topic in b.metadata.topics else UNKNOWN_TOPIC_OR_PARTITION
 
 
-def append(b: Broker, topic: str, partition: int, records: bytes | None, acks: int) -> tuple[int, int]:
+def append(b: DataHost, topic: str, partition: int, records: bytes | None, acks: int) -> tuple[int, int]:
     """Append one partition's batch on its leader; (error code, base offset or -1)."""
     part = b.replicas.leading(topic, partition)
     plog = b.topics.partition(topic, partition)
@@ -92,7 +111,7 @@ def append(b: Broker, topic: str, partition: int, records: bytes | None, acks: i
     return NONE, base
 
 
-def keyless_index(b: Broker, topic: str, records: bytes) -> int | None:
+def keyless_index(b: DataHost, topic: str, records: bytes) -> int | None:
     """The index of the first record without a key in a batch for a compacted topic (Kafka's LogValidator
     refuses the batch with INVALID_RECORD), or None."""
     policy = b.topics.topic_config(topic, "cleanup.policy", "compact" if topic == OFFSETS_TOPIC else "delete")
@@ -106,7 +125,7 @@ def keyless_index(b: Broker, topic: str, records: bytes) -> int | None:
     return next((i for i, key in enumerate(keys) if key is None), None)
 
 
-def _record_errors(b: Broker, topic: str, partition: int, records: bytes | None) -> tuple[list[Any], str | None]:
+def _record_errors(b: DataHost, topic: str, partition: int, records: bytes | None) -> tuple[list[Any], str | None]:
     """ProduceResponse's record errors and message for an INVALID_RECORD answer, as Kafka words them."""
     index = keyless_index(b, topic, records) if records else None
     if index is None:
@@ -118,18 +137,18 @@ def _record_errors(b: Broker, topic: str, partition: int, records: bytes | None)
     return [E(batch_index=index, batch_index_error_message=first)], message
 
 
-def min_isr(b: Broker, topic: str) -> int:
+def min_isr(b: DataHost, topic: str) -> int:
     return int(b.topics.topic_config(topic, "min.insync.replicas", str(b.config.min_insync_replicas)))
 
 
-async def _replicated(b: Broker, topic: str, partition: int, required: int, timeout_s: float) -> int:
+async def _replicated(b: DataHost, topic: str, partition: int, required: int, timeout_s: float) -> int:
     part = b.replicas.leading(topic, partition)
     if part is None:
         return NOT_LEADER_OR_FOLLOWER
     return await b.replicas.wait_replicated(part, required, timeout_s, min_isr(b, topic))
 
 
-async def produce(b: Broker, ctx: Ctx, req: Any) -> Any:
+async def produce(b: DataHost, ctx: Ctx, req: Any) -> Any:
     TR = ProduceResponse.TopicProduceResponse
     PR = TR.PartitionProduceResponse
     responses = []
@@ -161,7 +180,7 @@ async def produce(b: Broker, ctx: Ctx, req: Any) -> Any:
     return build_response(ctx.head, responses=responses, throttle_time_ms=0)
 
 
-def _read_partition(b: Broker, topic: str, fp: Any, is_follower: bool, budget: int) -> tuple[Any, int]:
+def _read_partition(b: DataHost, topic: str, fp: Any, is_follower: bool, budget: int) -> tuple[Any, int]:
     P = FetchResponse.FetchableTopicResponse.PartitionData
     plog = b.topics.partition(topic, fp.partition)
     if plog is None or b.replicas.leading(topic, fp.partition) is None:
@@ -184,7 +203,7 @@ def _read_partition(b: Broker, topic: str, fp: Any, is_follower: bool, budget: i
              records=records), len(records)
 
 
-def _collect(b: Broker, req: Any) -> tuple[list[Any], int, bool]:
+def _collect(b: DataHost, req: Any) -> tuple[list[Any], int, bool]:
     T = FetchResponse.FetchableTopicResponse
     budget = req.max_bytes if req.max_bytes > 0 else 2**31 - 1
     total, errors = 0, False
@@ -200,7 +219,7 @@ def _collect(b: Broker, req: Any) -> tuple[list[Any], int, bool]:
     return out, total, errors
 
 
-async def fetch(b: Broker, ctx: Ctx, req: Any) -> Any:
+async def fetch(b: DataHost, ctx: Ctx, req: Any) -> Any:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(req.max_wait_ms, 0) / 1000
     keys = [(ft.topic, fp.partition) for ft in req.topics for fp in ft.partitions]
@@ -228,7 +247,7 @@ async def fetch(b: Broker, ctx: Ctx, req: Any) -> Any:
                           node_endpoints=[])
 
 
-async def list_offsets(b: Broker, ctx: Ctx, req: Any) -> Any:
+async def list_offsets(b: DataHost, ctx: Ctx, req: Any) -> Any:
     T = ListOffsetsResponse.ListOffsetsTopicResponse
     P = T.ListOffsetsPartitionResponse
     out = []
@@ -256,7 +275,7 @@ async def list_offsets(b: Broker, ctx: Ctx, req: Any) -> Any:
     return build_response(ctx.head, throttle_time_ms=0, topics=out)
 
 
-async def init_producer_id(b: Broker, ctx: Ctx, req: Any) -> Any:
+async def init_producer_id(b: DataHost, ctx: Ctx, req: Any) -> Any:
     if req.transactional_id is not None:
         log.warning("InitProducerId with transactional.id=%r refused: transactions are not implemented",
                     req.transactional_id)
@@ -266,7 +285,7 @@ async def init_producer_id(b: Broker, ctx: Ctx, req: Any) -> Any:
                           producer_epoch=0)
 
 
-async def offset_for_leader_epoch(b: Broker, ctx: Ctx, req: Any) -> Any:
+async def offset_for_leader_epoch(b: DataHost, ctx: Ctx, req: Any) -> Any:
     T = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
     P = T.EpochEndOffset
     out = []

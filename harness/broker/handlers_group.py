@@ -14,21 +14,22 @@ COORDINATOR_LOAD_IN_PROGRESS.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kafka.protocol.admin import DeleteGroupsResponse, DescribeGroupsResponse, ListGroupsResponse
 from kafka.protocol.consumer import JoinGroupResponse, LeaveGroupResponse, OffsetCommitResponse, OffsetFetchResponse
 
 from harness.broker import bugs
+from harness.broker.clock import now_ms, wall_ms
 from harness.broker.group_service import CoordinatorMoved, GroupService
-from harness.broker.handlers_admin import ensure_offsets_topic
-from harness.broker.offsets import Committed, NotCoordinator
+from harness.broker.handlers_admin import AdminHost, ensure_offsets_topic
+from harness.broker.offsets import Committed, NotCoordinator, OffsetStore
 from harness.broker.protocol import build_response
 from harness.broker.topics import OFFSETS_TOPIC
 from harness.model.group import Err, GroupState, JoinRequest, JoinResult, SyncResult
 
 if TYPE_CHECKING:
-    from harness.broker.server import Broker, Ctx
+    from harness.broker.protocol import Ctx
 
 UNKNOWN_TOPIC_OR_PARTITION = 3
 OFFSET_METADATA_TOO_LARGE = 12
@@ -40,7 +41,14 @@ NO_TRANSACTIONS = ("the kafka-chaos reference broker does not implement transact
 __all__ = ["HANDLERS", "GroupService"]
 
 
-async def find_coordinator(b: Broker, ctx: Ctx, req: Any) -> Any:
+class GroupHost(AdminHost, Protocol):
+    """What the group and offset-commit handlers need of the broker (FindCoordinator may create the offsets topic)."""
+
+    groups: GroupService
+    offsets: OffsetStore
+
+
+async def find_coordinator(b: GroupHost, ctx: Ctx, req: Any) -> Any:
     key_type = getattr(req, "key_type", 0) if ctx.head.api_version >= 1 else 0
 
     def unavailable(msg: str, code: int = Err.COORDINATOR_NOT_AVAILABLE) -> Any:
@@ -58,7 +66,7 @@ async def find_coordinator(b: Broker, ctx: Ctx, req: Any) -> Any:
                           node_id=info.leader, host=ep.host, port=ep.port)
 
 
-async def join_group(b: Broker, ctx: Ctx, req: Any) -> Any:
+async def join_group(b: GroupHost, ctx: Ctx, req: Any) -> Any:
     v = ctx.head.api_version
     svc = b.groups
     err, coord = svc.lookup(req.group_id)
@@ -72,7 +80,7 @@ async def join_group(b: Broker, ctx: Ctx, req: Any) -> Any:
             group_instance_id=req.group_instance_id if v >= 5 else None,
             client_id=ctx.client_id, client_host=ctx.client_host, require_known_member_id=v >= 4)
         ticket, fut = svc.ticket(req.group_id)
-        svc.deliver(coord.join(b.now_ms(), ticket, jr))
+        svc.deliver(coord.join(now_ms(), ticket, jr))
         try:
             result = await fut
         except CoordinatorMoved:
@@ -87,7 +95,7 @@ async def join_group(b: Broker, ctx: Ctx, req: Any) -> Any:
                                      metadata=m.metadata) for m in res.members])
 
 
-async def sync_group(b: Broker, ctx: Ctx, req: Any) -> Any:
+async def sync_group(b: GroupHost, ctx: Ctx, req: Any) -> Any:
     svc = b.groups
     err, coord = svc.lookup(req.group_id)
     if coord is None:
@@ -98,7 +106,7 @@ async def sync_group(b: Broker, ctx: Ctx, req: Any) -> Any:
     if assignments.get(req.member_id):
         svc.leader_assignment[req.group_id] = assignments[req.member_id]
     generation = svc.incoming_generation(coord, req.group_id, req.generation_id)
-    svc.deliver(coord.sync(b.now_ms(), ticket, req.group_id, req.member_id, generation, assignments, instance))
+    svc.deliver(coord.sync(now_ms(), ticket, req.group_id, req.member_id, generation, assignments, instance))
     try:
         res = await fut
     except CoordinatorMoved:
@@ -110,23 +118,23 @@ async def sync_group(b: Broker, ctx: Ctx, req: Any) -> Any:
     return build_response(ctx.head, throttle_time_ms=0, error_code=res.error, assignment=assignment)
 
 
-async def heartbeat(b: Broker, ctx: Ctx, req: Any) -> Any:
+async def heartbeat(b: GroupHost, ctx: Ctx, req: Any) -> Any:
     instance = req.group_instance_id if ctx.head.api_version >= 3 else None
     err, coord = b.groups.lookup(req.group_id)
     if coord is not None:
         gen = b.groups.incoming_generation(coord, req.group_id, req.generation_id)
-        err, replies = coord.heartbeat(b.now_ms(), req.group_id, req.member_id, gen, instance)
+        err, replies = coord.heartbeat(now_ms(), req.group_id, req.member_id, gen, instance)
         b.groups.deliver(replies)
     return build_response(ctx.head, throttle_time_ms=0, error_code=err)
 
 
-async def leave_group(b: Broker, ctx: Ctx, req: Any) -> Any:
+async def leave_group(b: GroupHost, ctx: Ctx, req: Any) -> Any:
     v = ctx.head.api_version
     members = [(m.member_id, m.group_instance_id) for m in req.members] if v >= 3 else [(req.member_id, None)]
     err, coord = b.groups.lookup(req.group_id)
     errors: list[int] = [err] * len(members)
     if coord is not None:
-        err, errors, replies = coord.leave(b.now_ms(), req.group_id, members)
+        err, errors, replies = coord.leave(now_ms(), req.group_id, members)
         b.groups.deliver(replies)
     if v < 3:
         return build_response(ctx.head, throttle_time_ms=0, error_code=err or (errors[0] if errors else 0))
@@ -135,7 +143,7 @@ async def leave_group(b: Broker, ctx: Ctx, req: Any) -> Any:
         R(member_id=m, group_instance_id=i, error_code=e) for (m, i), e in zip(members, errors, strict=False)])
 
 
-async def offset_commit(b: Broker, ctx: Ctx, req: Any) -> Any:
+async def offset_commit(b: GroupHost, ctx: Ctx, req: Any) -> Any:
     T = OffsetCommitResponse.OffsetCommitResponseTopic
     P = T.OffsetCommitResponsePartition
     v = ctx.head.api_version
@@ -143,9 +151,9 @@ async def offset_commit(b: Broker, ctx: Ctx, req: Any) -> Any:
     err, coord = b.groups.lookup(req.group_id)
     if coord is not None:
         gen = b.groups.incoming_generation(coord, req.group_id, req.generation_id_or_member_epoch)
-        err = coord.validate_commit(b.now_ms(), req.group_id, req.member_id, gen, instance)
+        err = coord.validate_commit(now_ms(), req.group_id, req.member_id, gen, instance)
         b.groups.deliver([])
-    now = b.wall_ms()
+    now = wall_ms()
     accepted: list[tuple[str, int, Committed]] = []
     out = []
     for t in req.topics:
@@ -177,7 +185,7 @@ async def offset_commit(b: Broker, ctx: Ctx, req: Any) -> Any:
     return build_response(ctx.head, throttle_time_ms=0, topics=out)
 
 
-async def offset_fetch(b: Broker, ctx: Ctx, req: Any) -> Any:
+async def offset_fetch(b: GroupHost, ctx: Ctx, req: Any) -> Any:
     T = OffsetFetchResponse.OffsetFetchResponseTopic
     P = T.OffsetFetchResponsePartition
     err, _coord = b.groups.lookup(req.group_id)
@@ -203,7 +211,7 @@ async def offset_fetch(b: Broker, ctx: Ctx, req: Any) -> Any:
     return build_response(ctx.head, throttle_time_ms=0, topics=out, error_code=0)
 
 
-async def describe_groups(b: Broker, ctx: Ctx, req: Any) -> Any:
+async def describe_groups(b: GroupHost, ctx: Ctx, req: Any) -> Any:
     G = DescribeGroupsResponse.DescribedGroup
     M = G.DescribedGroupMember
     out = []
@@ -223,14 +231,14 @@ async def describe_groups(b: Broker, ctx: Ctx, req: Any) -> Any:
     return build_response(ctx.head, throttle_time_ms=0, groups=out)
 
 
-async def list_groups(b: Broker, ctx: Ctx, req: Any) -> Any:
+async def list_groups(b: GroupHost, ctx: Ctx, req: Any) -> Any:
     L = ListGroupsResponse.ListedGroup
     groups = [c.describe(g) for c in b.groups.coordinators.values() for g in c.group_ids()]
     return build_response(ctx.head, throttle_time_ms=0, error_code=0,
                           groups=[L(group_id=d.group_id, protocol_type=d.protocol_type) for d in groups])
 
 
-async def delete_groups(b: Broker, ctx: Ctx, req: Any) -> Any:
+async def delete_groups(b: GroupHost, ctx: Ctx, req: Any) -> Any:
     R = DeleteGroupsResponse.DeletableGroupResult
     out = []
     for gid in req.groups_names:
@@ -241,7 +249,7 @@ async def delete_groups(b: Broker, ctx: Ctx, req: Any) -> Any:
                 err = Err.NONE
             if err == Err.NONE:
                 try:
-                    b.offsets.delete_group(gid, b.wall_ms())
+                    b.offsets.delete_group(gid, wall_ms())
                 except NotCoordinator:
                     err = NOT_COORDINATOR
         out.append(R(group_id=gid, error_code=err))

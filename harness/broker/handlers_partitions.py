@@ -11,16 +11,17 @@ once this broker's metadata shows a leader for every partition, or when the requ
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kafka.protocol.admin import CreatePartitionsResponse
 from kazoo.exceptions import BadVersionError, NoNodeError
 
 from harness.broker.protocol import build_response
-from harness.broker.topic_admin import add_partitions, wait_for_leaders
+from harness.broker.topic_admin import TopicHost, add_partitions, wait_for_leaders
 
 if TYPE_CHECKING:
-    from harness.broker.server import Broker, Ctx
+    from harness.broker.controller import Controller
+    from harness.broker.protocol import Ctx
 
 NONE = 0
 UNKNOWN_TOPIC_OR_PARTITION = 3
@@ -30,7 +31,13 @@ NOT_CONTROLLER = 41
 INVALID_REQUEST = 42
 
 
-def check(b: Broker, name: str, count: int, assignments: list[list[int]] | None) -> tuple[int, str | None]:
+class PartitionsHost(TopicHost, Protocol):
+    """What CreatePartitions needs of the broker: the topic writers' needs and its controller role."""
+
+    controller: Controller | None
+
+
+def check(b: PartitionsHost, name: str, count: int, assignments: list[list[int]] | None) -> tuple[int, str | None]:
     """Kafka's answer to one topic of the request before anything is written: (error code, message)."""
     parts = b.metadata.topics.get(name)
     if not parts:
@@ -61,7 +68,7 @@ def check(b: Broker, name: str, count: int, assignments: list[list[int]] | None)
     return NONE, None
 
 
-async def create_partitions(b: Broker, ctx: Ctx, req: Any) -> Any:
+async def create_partitions(b: PartitionsHost, ctx: Ctx, req: Any) -> Any:
     R = CreatePartitionsResponse.CreatePartitionsTopicResult
     ctl = b.controller
     if ctl is None or not ctl.active or b.standalone:

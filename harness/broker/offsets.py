@@ -27,7 +27,8 @@ from harness.model.coordinator import coordinator_partition
 from harness.model.group import GroupDescription
 
 if TYPE_CHECKING:
-    from harness.broker.server import Broker
+    from harness.broker.replica import ReplicaManager
+    from harness.broker.topics import TopicStore
 
 log = logging.getLogger(__name__)
 _I16, _I32, _I64 = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q")
@@ -214,9 +215,12 @@ class OffsetStore:
     high watermark passed them (replicated to the ISR), as Kafka's acks=-1 offset appends.
     """
 
-    def __init__(self, broker: Broker, num_partitions: int) -> None:
-        self.b = broker
+    def __init__(self, num_partitions: int, topics: TopicStore, replicas: ReplicaManager,
+                 commit_timeout_ms: int) -> None:
         self.num_partitions = num_partitions
+        self.topics = topics
+        self.replicas = replicas
+        self.commit_timeout_ms = commit_timeout_ms
         self.committed: dict[str, dict[tuple[str, int], Committed]] = {}
 
     def partition_for(self, group: str) -> int:
@@ -224,7 +228,7 @@ class OffsetStore:
 
     async def load_partition(self, p: int) -> dict[str, GroupMeta]:
         """Read partition `p` (in a worker thread) and merge its offsets; its groups' last generations."""
-        plog = self.b.topics.partition(OFFSETS_TOPIC, p)
+        plog = self.topics.partition(OFFSETS_TOPIC, p)
         if plog is None:
             return {}
         committed, groups = await asyncio.to_thread(read_partition, plog)
@@ -242,20 +246,20 @@ class OffsetStore:
     def _append(self, group: str, records: list[tuple[bytes | None, bytes | None]], now_ms: int) -> tuple[int, int]:
         """Append to the group's partition on its leader; (partition, offset after the batch)."""
         p = self.partition_for(group)
-        part = self.b.replicas.leading(OFFSETS_TOPIC, p)
-        plog = self.b.topics.partition(OFFSETS_TOPIC, p)
+        part = self.replicas.leading(OFFSETS_TOPIC, p)
+        plog = self.topics.partition(OFFSETS_TOPIC, p)
         if part is None or plog is None:
             raise NotCoordinator(group)
         plog.append(bytearray(build_batch(records, now_ms)), part.leader_epoch, len(records))
-        self.b.topics.notify(OFFSETS_TOPIC, p)
-        self.b.replicas.maybe_advance_hw(part)
+        self.topics.notify(OFFSETS_TOPIC, p)
+        self.replicas.maybe_advance_hw(part)
         return p, plog.log_end_offset
 
     async def _replicated(self, p: int, required: int) -> int:
-        part = self.b.replicas.leading(OFFSETS_TOPIC, p)
+        part = self.replicas.leading(OFFSETS_TOPIC, p)
         if part is None:
             raise NotCoordinator(str(p))
-        return await self.b.replicas.wait_replicated(part, required, self.b.config.offsets_commit_timeout_ms / 1000, 1)
+        return await self.replicas.wait_replicated(part, required, self.commit_timeout_ms / 1000, 1)
 
     async def commit(self, group: str, offsets: Iterable[tuple[str, int, Committed]], now_ms: int) -> int:
         """Append the commits, wait for replication, then expose them; the produce error code (0 = done)."""

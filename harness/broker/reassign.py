@@ -96,9 +96,9 @@ class Reassignments:
             self.pending[tp], self.original[tp] = tuple(target), orig
             if tp in c.states:
                 await c.decide(_bump(tp, f"reassignment {list(orig)} -> {list(target)}: start", c.epoch, None))
-                if bugs.REASSIGN_IGNORES_ISR in c.b.config.reference_bugs:
+                if bugs.REASSIGN_IGNORES_ISR in c.config.reference_bugs:
                     await c.decide(_lead_at_once(tp, tuple(target), c.epoch))
-            log.warning("controller %d: reassigning %s-%d %s -> %s (RS %s)", c.b.broker_id, topic, partition,
+            log.warning("controller %d: reassigning %s-%d %s -> %s (RS %s)", c.broker_id, topic, partition,
                         list(orig), list(target), list(rs))
             c.channels.leader_and_isr([tp])
             c.channels.update_metadata(c.live_ids(), [tp])
@@ -134,7 +134,7 @@ class Reassignments:
             c.channels.leader_and_isr([tp])
             c.channels.stop_replica([r for r in removed if r in c.live], [tp], delete=True)
             c.channels.update_metadata(c.live_ids(), [tp])
-            log.warning("controller %d: reassignment of %s-%d to %s done (leader %d)", c.b.broker_id, tp[0], tp[1],
+            log.warning("controller %d: reassignment of %s-%d to %s done (leader %d)", c.broker_id, tp[0], tp[1],
                         list(target), c.states[tp].leader)
 
 

@@ -21,10 +21,12 @@ import asyncio
 import contextlib
 import logging
 import os
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from harness.broker.clock import Clock, now_ms
 from harness.model.isr import (
     FollowerState,
     acks_all_status,
@@ -38,7 +40,12 @@ from harness.zk.notifications import IsrChangeNotification
 from harness.zk.paths import isr_change_path
 
 if TYPE_CHECKING:
-    from harness.broker.server import Broker
+    from kazoo.client import KazooClient
+
+    from harness.broker.config import BrokerConfig
+    from harness.broker.metadata import MetadataCache
+    from harness.broker.producer_state import PartitionProducers
+    from harness.broker.topics import TopicStore
 
 log = logging.getLogger(__name__)
 NOT_LEADER_OR_FOLLOWER = 6
@@ -46,6 +53,14 @@ REQUEST_TIMED_OUT = 7
 NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
 CHECKPOINT = "replication-offset-checkpoint"
 TP = tuple[str, int]
+
+
+class Followers(Protocol):
+    """What the replica manager needs of the fetchers: which partitions to follow, from which leader."""
+
+    def add(self, tp: TP, leader: int, leader_epoch: int) -> None: ...
+
+    def remove(self, tp: TP) -> None: ...
 
 
 @dataclass(slots=True)
@@ -68,8 +83,20 @@ class Partition:
 class ReplicaManager:
     """Every hosted partition's role and replication state."""
 
-    def __init__(self, broker: Broker) -> None:
-        self.b = broker
+    def __init__(self, config: BrokerConfig, topics: TopicStore, metadata: MetadataCache,
+                 producers: MutableMapping[TP, PartitionProducers], followers: Followers,
+                 on_leadership: Callable[[TP, bool], None], zk_client: Callable[[], KazooClient | None],
+                 clock: Clock = now_ms) -> None:
+        """`on_leadership(tp, leading)` hears every leadership change (the group coordinator service);
+        `zk_client()` is None when standalone or not connected yet."""
+        self.config = config
+        self.topics = topics
+        self.metadata = metadata
+        self.producers = producers
+        self.followers = followers
+        self.on_leadership = on_leadership
+        self.zk_client = zk_client
+        self.now_ms = clock
         self.partitions: dict[TP, Partition] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._checkpointed: dict[TP, int] = {}
@@ -77,14 +104,14 @@ class ReplicaManager:
     def load_checkpoints(self) -> None:
         """After the logs are loaded: each HW from the checkpoint (0 when none was written)."""
         self._checkpointed = self._read_checkpoints()
-        for tname, t in self.b.topics.topics.items():
+        for tname, t in self.topics.topics.items():
             for p, plog in t.partitions.items():
                 plog.high_watermark = min(self._checkpointed.get((tname, p), 0), plog.log_end_offset)
 
     # ---- queries ---------------------------------------------------------------------------
     def leading(self, topic: str, partition: int) -> Partition | None:
         p = self.partitions.get((topic, partition))
-        return p if p is not None and p.leader == self.b.broker_id else None
+        return p if p is not None and p.leader == self.config.broker_id else None
 
     def initial_hw(self, topic: str, partition: int) -> int | None:
         return self._checkpointed.get((topic, partition))
@@ -92,34 +119,33 @@ class ReplicaManager:
     # ---- LeaderAndIsr / StopReplica --------------------------------------------------------
     def apply(self, d: dict[str, Any]) -> int:
         """One partition entry of an accepted LeaderAndIsr; the partition error code (0)."""
-        b = self.b
         tp = (str(d["topic"]), int(d["partition"]))
         configs = {str(k): str(v) for k, v in d.get("configs", {}).items()}
-        b.topics.ensure_partition(tp[0], tp[1], configs)
-        plog = b.topics.partition(*tp)
+        self.topics.ensure_partition(tp[0], tp[1], configs)
+        plog = self.topics.partition(*tp)
         assert plog is not None
         old = self.partitions.get(tp)
         new = Partition(tp[0], tp[1], int(d["leader"]), int(d["leader_epoch"]), tuple(d["isr"]),
                         tuple(d["replicas"]), int(d["zk_version"]), int(d["controller_epoch"]))
         if old is not None and old.leader_epoch > new.leader_epoch:
             return 0  # an older leader epoch: ignore (Kafka: STALE_CONTROLLER_EPOCH per partition)
-        me = b.broker_id
+        me = self.config.broker_id
         if new.leader == me:
             if old is not None and old.leader == me:
                 self._stay_leader(old, new, plog.log_end_offset)
-                b.topics.notify(*tp)
+                self.topics.notify(*tp)
                 return 0
-            now = b.now_ms()
+            now = self.now_ms()
             new.followers = {r: FollowerState(r, plog.high_watermark, now, plog.log_end_offset, now)
                              for r in new.isr if r != me}
-            b.producers.pop(tp, None)
-            b.fetchers.remove(tp)
+            self.producers.pop(tp, None)
+            self.followers.remove(tp)
             self._fail_acks(old)
             self.partitions[tp] = new
             log.info("%s-%d: leader at epoch %d, ISR %s, LEO %d, HW %d", tp[0], tp[1], new.leader_epoch,
                      list(new.isr), plog.log_end_offset, plog.high_watermark)
             self.maybe_advance_hw(new)
-            b.groups.on_leadership(tp, True)
+            self.on_leadership(tp, True)
         else:
             changed = old is None or old.leader != new.leader or old.leader_epoch != new.leader_epoch
             self.partitions[tp] = new
@@ -129,7 +155,7 @@ class ReplicaManager:
                 # nothing to truncate against. Kafka logs "cannot become follower since the new leader -1 is
                 # unavailable" and keeps the log whole; a restarted last-ISR member must come back with every
                 # record it had, not cut back to a checkpointed HW that may be seconds old.
-                b.fetchers.remove(tp)
+                self.followers.remove(tp)
                 log.info("%s-%d: no leader at epoch %d: log kept whole (LEO %d, HW %d)", tp[0], tp[1],
                          new.leader_epoch, plog.log_end_offset, plog.high_watermark)
             elif changed:
@@ -137,9 +163,9 @@ class ReplicaManager:
                     log.info("%s-%d: follower of %d at epoch %d: truncating %d -> HW %d", tp[0], tp[1],
                              new.leader, new.leader_epoch, plog.log_end_offset, plog.high_watermark)
                     plog.truncate_to(plog.high_watermark)
-                b.fetchers.add(tp, new.leader, new.leader_epoch)
-            b.groups.on_leadership(tp, False)
-        b.topics.notify(*tp)
+                self.followers.add(tp, new.leader, new.leader_epoch)
+            self.on_leadership(tp, False)
+        self.topics.notify(*tp)
         return 0
 
     def _stay_leader(self, part: Partition, new: Partition, leo: int) -> None:
@@ -148,7 +174,7 @@ class ReplicaManager:
         followers (Replica.resetReplicaState: caught up now if in the ISR, else never) -- their LEOs, the
         producer state and the waiting acks=all produces stay, and a smaller ISR may move the HW at once."""
         if new.leader_epoch > part.leader_epoch:
-            now = self.b.now_ms()
+            now = self.now_ms()
             part.followers = {r: FollowerState(r, st.leo, now if r in new.isr else 0, leo, now)
                               for r, st in part.followers.items() if r in new.replicas}
             log.info("%s-%d: still leader, epoch %d -> %d, ISR %s -> %s", part.topic, part.partition,
@@ -162,11 +188,11 @@ class ReplicaManager:
         tp = (topic, partition)
         old = self.partitions.pop(tp, None)
         self._fail_acks(old)
-        self.b.fetchers.remove(tp)
-        self.b.groups.on_leadership(tp, False)
+        self.followers.remove(tp)
+        self.on_leadership(tp, False)
         if delete:
-            self.b.topics.remove_partition(topic, partition)
-            self.b.producers.pop(tp, None)
+            self.topics.remove_partition(topic, partition)
+            self.producers.pop(tp, None)
 
     def _fail_acks(self, part: Partition | None) -> None:
         if part is None:
@@ -178,16 +204,16 @@ class ReplicaManager:
 
     # ---- the leader's side of replication --------------------------------------------------
     def on_replica_fetch(self, part: Partition, replica: int, fetch_offset: int) -> None:
-        plog = self.b.topics.partition(part.topic, part.partition)
+        plog = self.topics.partition(part.topic, part.partition)
         if plog is None or replica not in part.replicas:
             return
-        now = self.b.now_ms()
+        now = self.now_ms()
         st = part.followers.get(replica) or FollowerState(replica, 0, 0, 0, 0)
         part.followers[replica] = on_follower_fetch(st, fetch_offset, plog.log_end_offset, now)
         # Only the replica that fetched can join (Kafka's Partition.updateFollowerFetchState -> maybeExpandIsr
         # of that follower): another follower's state may be stale, e.g. a dead broker's, kept across a new
         # leader epoch until its registration's loss reaches this broker's metadata.
-        add = isr_to_expand(part.replicas, part.isr, part.followers, self.b.metadata.live_not_stopping(),
+        add = isr_to_expand(part.replicas, part.isr, part.followers, self.metadata.live_not_stopping(),
                             plog.high_watermark) & {replica}
         if add and not part.isr_busy:
             isr = tuple(r for r in part.replicas if r in set(part.isr) | add)
@@ -195,10 +221,10 @@ class ReplicaManager:
         self.maybe_advance_hw(part)
 
     def maybe_advance_hw(self, part: Partition) -> None:
-        plog = self.b.topics.partition(part.topic, part.partition)
+        plog = self.topics.partition(part.topic, part.partition)
         if plog is None:
             return
-        me = self.b.broker_id
+        me = self.config.broker_id
         leos = {r: (plog.log_end_offset if r == me else part.followers[r].leo if r in part.followers
                     else plog.high_watermark) for r in part.isr}
         if me not in leos:
@@ -206,7 +232,7 @@ class ReplicaManager:
         hw = min(high_watermark(leos, leos, plog.high_watermark), plog.log_end_offset)
         if hw != plog.high_watermark:
             plog.high_watermark = hw
-            self.b.topics.notify(part.topic, part.partition)
+            self.topics.notify(part.topic, part.partition)
         if part.acks:
             keep = []
             for off, fut in part.acks:
@@ -220,7 +246,7 @@ class ReplicaManager:
 
     async def wait_replicated(self, part: Partition, required_offset: int, timeout_s: float, min_isr: int) -> int:
         """acks=all: wait until the HW reaches `required_offset`; the produce error code (0 = acked)."""
-        plog = self.b.topics.partition(part.topic, part.partition)
+        plog = self.topics.partition(part.topic, part.partition)
         if plog is None:
             return NOT_LEADER_OR_FOLLOWER
         if plog.high_watermark < required_offset:
@@ -237,15 +263,14 @@ class ReplicaManager:
 
     # ---- ISR changes, written by the leader ------------------------------------------------
     async def _write_isr(self, part: Partition, isr: tuple[int, ...], why: str) -> None:
-        zk = self.b.zk
-        if zk is None or zk.client is None:
+        client = self.zk_client()
+        if client is None:
             part.isr = isr
             return
         part.isr_busy = True
         try:
             state = PartitionState(part.leader, part.leader_epoch, isr, part.controller_epoch, part.zk_version)
             path = state_path(part.topic, part.partition)
-            client = zk.client
 
             def write() -> int:
                 stat = client.set(path, state.to_json(), version=part.zk_version)
@@ -268,14 +293,14 @@ class ReplicaManager:
             part.isr_busy = False
 
     async def isr_loop(self) -> None:
-        lag = self.b.config.replica_lag_time_max_ms
+        lag = self.config.replica_lag_time_max_ms
         while True:
             await asyncio.sleep(max(lag / 2000, 0.05))
-            now = self.b.now_ms()
+            now = self.now_ms()
             for part in list(self.partitions.values()):
-                if part.leader != self.b.broker_id or part.isr_busy:
+                if part.leader != self.config.broker_id or part.isr_busy:
                     continue
-                plog = self.b.topics.partition(part.topic, part.partition)
+                plog = self.topics.partition(part.topic, part.partition)
                 if plog is None:
                     continue
                 drop = isr_to_shrink(part.leader, part.isr, part.followers, plog.log_end_offset, now, lag)
@@ -285,7 +310,7 @@ class ReplicaManager:
     # ---- HW checkpoints --------------------------------------------------------------------
     def _read_checkpoints(self) -> dict[TP, int]:
         out: dict[TP, int] = {}
-        for d in self.b.topics.dirs:
+        for d in self.topics.dirs:
             path = Path(d) / CHECKPOINT
             with contextlib.suppress(OSError, ValueError):
                 lines = path.read_text().splitlines()
@@ -296,19 +321,19 @@ class ReplicaManager:
 
     def checkpoint_text(self) -> str:
         entries = [f"{tname} {p} {plog.high_watermark}\n"
-                   for tname, t in self.b.topics.topics.items() for p, plog in t.partitions.items()]
+                   for tname, t in self.topics.topics.items() for p, plog in t.partitions.items()]
         return f"0\n{len(entries)}\n" + "".join(entries)
 
     def write_checkpoints(self, text: str | None = None) -> None:
         text = self.checkpoint_text() if text is None else text
-        for d in self.b.topics.dirs:
+        for d in self.topics.dirs:
             path = Path(d) / CHECKPOINT
             tmp = path.with_suffix(".tmp")
             tmp.write_text(text)
             os.replace(tmp, path)
 
     async def checkpoint_loop(self) -> None:
-        every = max(self.b.config.replica_high_watermark_checkpoint_interval_ms, 100) / 1000
+        every = max(self.config.replica_high_watermark_checkpoint_interval_ms, 100) / 1000
         while True:
             await asyncio.sleep(every)
             await asyncio.to_thread(self.write_checkpoints, self.checkpoint_text())

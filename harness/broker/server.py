@@ -5,7 +5,9 @@ and answered strictly in order (as Kafka does by muting a channel until its resp
 dispatch by API key to the handler modules (the private inter-broker keys 10000+ to
 `handlers_controller`); and the state handlers share (topics and logs, the metadata cache, the
 replica manager and fetchers, producer state, the group coordinator service, committed offsets,
-ZooKeeper registration, the controller).
+ZooKeeper registration, the controller), and the wiring: the one place that builds those components and
+hands each the collaborators it needs; the handlers get the broker itself, typed by the Protocol of what they
+use (`AdminHost`, `DataHost`, `GroupHost`, `PartitionsHost`, `ControllerHost`, `TopicHost`).
 Start-up order: load logs (recovery) and HW checkpoints -> listeners bound -> ZooKeeper
 registration (so a registered broker already answers) -> controller election. Without
 `zookeeper.connect` the broker runs standalone: it is its own controller and the leader of every
@@ -18,11 +20,11 @@ import asyncio
 import contextlib
 import functools
 import logging
-import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
+
+from kazoo.client import KazooClient
 
 from harness.broker import (
     bugs,
@@ -35,13 +37,14 @@ from harness.broker import (
 from harness.broker.config import BrokerConfig, Listener
 from harness.broker.controller import Controller
 from harness.broker.fetcher import FetcherManager
+from harness.broker.group_service import GroupService
 from harness.broker.interbroker import PRIVATE_APIS
 from harness.broker.metadata import MetadataCache, PartitionInfo
 from harness.broker.offsets import OffsetStore
 from harness.broker.producer_state import PartitionProducers, ProducerIds
 from harness.broker.protocol import (
     APIS,
-    RequestHead,
+    Ctx,
     decode_request,
     encode_response,
     peek_header,
@@ -54,16 +57,6 @@ from harness.errors import BackendError, ProtocolError, TeardownError
 
 log = logging.getLogger(__name__)
 _BIG_BUFFER = 1 << 20
-
-
-@dataclass(frozen=True, slots=True)
-class Ctx:
-    """What a handler knows about the request besides its body."""
-
-    head: RequestHead
-    listener: str
-    client_id: str
-    client_host: str
 
 
 Handler = Callable[["Broker", Ctx, Any], Awaitable[Any]]
@@ -80,19 +73,22 @@ class Broker:
     """One reference broker: `await start()`, then serve until `await stop()`."""
 
     def __init__(self, config: BrokerConfig) -> None:
+        """The wiring: every component gets the collaborators it needs (handlers get this broker, typed by
+        the Protocol of what they use: `AdminHost`, `DataHost`, `GroupHost`, `PartitionsHost`, `ControllerHost`)."""
         self.config = config
-        self.topics = TopicStore(config)
-        self.producers: dict[tuple[str, int], PartitionProducers] = {}
-        self.producer_ids = ProducerIds(self.topics.dirs[0], config.broker_id,
-                                        lambda: self.zk.client if self.zk is not None else None,
-                                        reuse=bugs.REUSE_PRODUCER_IDS in config.reference_bugs)
-        self.offsets = OffsetStore(self, config.offsets_topic_num_partitions)
-        self.groups = handlers_group.GroupService(self)
-        self.metadata = MetadataCache()
-        self.replicas = ReplicaManager(self)
-        self.fetchers = FetcherManager(self)
-        self.controller: Controller | None = None
         self.zk: ZkRegistration | None = None
+        self.controller: Controller | None = None
+        self.topics = TopicStore(config)
+        self.metadata = MetadataCache()
+        self.producers: dict[tuple[str, int], PartitionProducers] = {}
+        self.producer_ids = ProducerIds(self.topics.dirs[0], config.broker_id, self.zk_client,
+                                        reuse=bugs.REUSE_PRODUCER_IDS in config.reference_bugs)
+        self.fetchers = FetcherManager(config, self.topics, self.metadata)
+        self.replicas = ReplicaManager(config, self.topics, self.metadata, self.producers, self.fetchers,
+                                       self._on_leadership, self.zk_client)
+        self.offsets = OffsetStore(config.offsets_topic_num_partitions, self.topics, self.replicas,
+                                   config.offsets_commit_timeout_ms)
+        self.groups = GroupService(config, self.offsets)
         self.cluster_id = ""
         self.bound: dict[str, Listener] = {}
         self._servers: list[asyncio.base_events.Server] = []
@@ -100,14 +96,13 @@ class Broker:
         self._flusher: asyncio.Task[None] | None = None
         self.started = asyncio.Event()
 
-    # ---- clocks and identities -------------------------------------------------------------
-    @staticmethod
-    def now_ms() -> int:
-        return int(time.monotonic() * 1000)
+    def _on_leadership(self, tp: tuple[str, int], leading: bool) -> None:
+        self.groups.on_leadership(tp, leading)
 
-    @staticmethod
-    def wall_ms() -> int:
-        return int(time.time() * 1000)
+    # ---- identities ------------------------------------------------------------------------
+    def zk_client(self) -> KazooClient | None:
+        """This broker's ZooKeeper session (None when standalone or before registration)."""
+        return self.zk.client if self.zk is not None else None
 
     @property
     def broker_id(self) -> int:
@@ -125,14 +120,6 @@ class Broker:
     def leader_epoch(self, topic: str, partition: int) -> int:
         p = self.replicas.partitions.get((topic, partition))
         return p.leader_epoch if p is not None else 0
-
-    def inter_broker_listener(self) -> str:
-        """The listener name this broker uses to reach its peers (their endpoint of that name)."""
-        cfg = self.config
-        if cfg.inter_broker_listener_name:
-            return cfg.inter_broker_listener_name
-        names = [lst.name for lst in cfg.listeners]
-        return "PLAINTEXT" if "PLAINTEXT" in names else names[0]
 
     @property
     def standalone(self) -> bool:
@@ -187,7 +174,7 @@ class Broker:
             self.zk = ZkRegistration(cfg, tuple(self.advertised(lst.name) for lst in cfg.listeners))
             await asyncio.to_thread(self.zk.start)
             self.cluster_id = self.zk.cluster_id
-            self.controller = Controller(self)
+            self.controller = Controller(cfg, self.zk_client)
             self.controller.start()
             if not await self.wait_first_metadata():
                 log.warning("no metadata from a controller yet; serving anyway")

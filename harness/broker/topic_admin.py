@@ -20,7 +20,7 @@ import json
 import logging
 import random
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
@@ -30,9 +30,30 @@ from harness.zk.paths import topic_path
 from harness.zk.znodes import TopicAssignment
 
 if TYPE_CHECKING:
-    from harness.broker.server import Broker
+    from kazoo.client import KazooClient
+
+    from harness.broker.metadata import MetadataCache
+    from harness.broker.producer_state import PartitionProducers
+    from harness.broker.replica import ReplicaManager
+    from harness.broker.topics import TopicStore
 
 log = logging.getLogger(__name__)
+
+
+class TopicHost(Protocol):
+    """What creating, growing and deleting topics needs of the broker."""
+
+    topics: TopicStore
+    metadata: MetadataCache
+    replicas: ReplicaManager
+    producers: dict[tuple[str, int], PartitionProducers]
+
+    @property
+    def standalone(self) -> bool: ...
+
+    def local_leader(self, topic: str, partition: int) -> None: ...
+
+    def zk_client(self) -> KazooClient | None: ...
 
 
 class TopicExists(Exception):
@@ -43,7 +64,7 @@ def new_topic_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
-async def create_topic(b: Broker, name: str, partitions: int, rf: int, configs: dict[str, str],
+async def create_topic(b: TopicHost, name: str, partitions: int, rf: int, configs: dict[str, str],
                        replicas: dict[int, tuple[int, ...]] | None = None) -> None:
     """Write the topic for the controller (or create it locally when standalone); TopicExists if present."""
     if b.standalone:
@@ -56,8 +77,8 @@ async def create_topic(b: Broker, name: str, partitions: int, rf: int, configs: 
     assignment = replicas or assign_replicas(b.metadata.live(), partitions, rf)
     data = TopicAssignment(name, assignment, topic_id=new_topic_id()).encode()
     cfg = json.dumps({"version": 1, "config": configs}, separators=(",", ":")).encode()
-    assert b.zk is not None and b.zk.client is not None
-    client = b.zk.client
+    client = b.zk_client()
+    assert client is not None
 
     def write() -> None:
         if client.exists(topic_path(name)) is not None:
@@ -89,11 +110,11 @@ def new_partition_replicas(brokers: list[int], existing: dict[int, tuple[int, ..
     return {current + p: r for p, r in added.items()}
 
 
-async def add_partitions(b: Broker, name: str, count: int, replicas: dict[int, tuple[int, ...]] | None) -> None:
+async def add_partitions(b: TopicHost, name: str, count: int, replicas: dict[int, tuple[int, ...]] | None) -> None:
     """Write `/brokers/topics/<name>` again with partitions up to `count` (given `replicas`, or Kafka's round
     robin); raises NoNodeError when the topic is gone, BadVersionError when it changed meanwhile."""
-    assert b.zk is not None and b.zk.client is not None
-    client = b.zk.client
+    client = b.zk_client()
+    assert client is not None
     live = b.metadata.live()
 
     def write() -> None:
@@ -108,7 +129,7 @@ async def add_partitions(b: Broker, name: str, count: int, replicas: dict[int, t
     await asyncio.to_thread(write)
 
 
-async def delete_topic(b: Broker, name: str) -> None:
+async def delete_topic(b: TopicHost, name: str) -> None:
     if b.standalone:
         n = len(b.topics.topics[name].partitions)
         b.topics.delete(name)
@@ -117,8 +138,8 @@ async def delete_topic(b: Broker, name: str) -> None:
             b.producers.pop((name, p), None)
             b.replicas.partitions.pop((name, p), None)
         return
-    assert b.zk is not None and b.zk.client is not None
-    client = b.zk.client
+    client = b.zk_client()
+    assert client is not None
 
     def delete() -> None:
         for path in (topic_path(name), topic_config_path(name)):
@@ -127,7 +148,7 @@ async def delete_topic(b: Broker, name: str) -> None:
     await asyncio.to_thread(delete)
 
 
-async def wait_for_leaders(b: Broker, name: str, partitions: int, timeout_s: float) -> bool:
+async def wait_for_leaders(b: TopicHost, name: str, partitions: int, timeout_s: float) -> bool:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
     while True:

@@ -11,8 +11,6 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[3]
 PACKAGE = ROOT / "harness" / "broker"
 PREFIX = "harness.broker"
@@ -119,7 +117,6 @@ def test_the_graph_reader_finds_a_cycle_and_ignores_type_only_edges() -> None:
     assert all(runtime[m] <= every[m] for m in runtime)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 21 item 6: components still take the whole Broker")
 def test_only_the_wiring_imports_server_even_for_types() -> None:
     """Components take Protocols of what they need, not the whole `Broker`."""
     _runtime, every = graphs()

@@ -143,7 +143,7 @@ def test_shutdown_without_moving_leaders_skips_the_controlled_shutdown_request(
     monkeypatch.setattr(handlers_controller, "_controller_endpoint", no_controller)
     config = BrokerConfig(broker_id=1, reference_bugs=flags, controlled_shutdown_max_retries=0,
                           controlled_shutdown_retry_backoff_ms=0)
-    broker = SimpleNamespace(config=config, broker_id=1, zk=SimpleNamespace(client=object()))
+    broker = SimpleNamespace(config=config, broker_id=1, zk_client=lambda: object())
     assert asyncio.run(handlers_controller.controlled_shutdown(broker)) is False  # type: ignore[arg-type]
     assert asked == ([] if flags else [1])
 

@@ -10,8 +10,10 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from harness.broker.config import BrokerConfig
+from harness.broker.metadata import MetadataCache
 from harness.broker.replica import Partition, ReplicaManager
-from harness.broker.server import Broker
+from harness.broker.topics import TopicStore
 from harness.model.isr import FollowerState
 
 
@@ -68,6 +70,11 @@ class _Broker:
     def now_ms(self) -> int:
         return self.now
 
+    def replica_manager(self) -> ReplicaManager:
+        """Wired as the broker wires it, with these fakes as its collaborators."""
+        return ReplicaManager(BrokerConfig(broker_id=self.broker_id), cast(TopicStore, self.topics), MetadataCache(),
+                              self.producers, self.fetchers, self.groups.on_leadership, lambda: None, self.now_ms)
+
 
 def _entry(leader_epoch: int, isr: list[int], zk_version: int, leader: int = 1) -> dict[str, Any]:
     return {"topic": "t", "partition": 0, "leader": leader, "leader_epoch": leader_epoch, "isr": isr,
@@ -78,7 +85,7 @@ def test_isr_removal_by_the_controller_releases_waiting_acks_and_keeps_follower_
     async def run() -> None:
         plog = _Log(log_end_offset=10, high_watermark=4)
         fake = _Broker(_Topics(plog))
-        rm = ReplicaManager(cast(Broker, fake))
+        rm = fake.replica_manager()
         part = Partition("t", 0, 1, 3, (1, 2, 3), (1, 2, 3), 7, 1, followers={
             2: FollowerState(2, leo=10, last_caught_up_ms=49_000, last_fetch_leader_leo=10, last_fetch_ms=49_000),
             3: FollowerState(3, leo=4, last_caught_up_ms=40_000, last_fetch_leader_leo=4, last_fetch_ms=40_000)})
@@ -105,7 +112,7 @@ def test_a_restarted_last_isr_member_told_no_leader_keeps_its_whole_log_and_lead
     async def run() -> None:
         plog = _Log(log_end_offset=42, high_watermark=40)  # HW read from a checkpoint written before 40, 41
         fake = _Broker(_Topics(plog))
-        rm = ReplicaManager(cast(Broker, fake))
+        rm = fake.replica_manager()
         fake.fetchers.fetching[("t", 0)] = 2
         assert rm.apply(_entry(1, [1], 3, leader=-1)) == 0
         assert plog.log_end_offset == 42 and ("t", 0) not in fake.fetchers.fetching
