@@ -38,7 +38,7 @@ NOT_COORDINATOR = 16
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 NO_TRANSACTIONS = ("the kafka-chaos reference broker does not implement transactions; run transactional workloads on "
                    "Apache Kafka (broker: apache-kafka)")
-__all__ = ["HANDLERS", "GroupService"]
+__all__ = ["HANDLERS", "GroupHost"]
 
 
 class GroupHost(AdminHost, Protocol):

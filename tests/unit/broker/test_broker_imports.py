@@ -2,7 +2,8 @@
 `if TYPE_CHECKING:` are type-only and allowed), and only the wiring (`server`, `main`) imports `server`.
 
 `python -m tests.unit.broker.test_broker_imports` prints the graph, runtime and type-only edges, and its
-strongly connected components (the issue's "before and after")."""
+strongly connected components (the issue's "before and after": 15 modules in one type-only cycle through
+`server.Broker` before, the controller's 4 after)."""
 
 from __future__ import annotations
 
@@ -121,6 +122,12 @@ def test_only_the_wiring_imports_server_even_for_types() -> None:
     """Components take Protocols of what they need, not the whole `Broker`."""
     _runtime, every = graphs()
     assert sorted(m for m, targets in every.items() if "server" in targets and m not in WIRING) == []
+
+
+def test_the_only_type_only_cycle_is_the_controller_and_its_parts() -> None:
+    """The controller's channels, event handlers and reassignments take the `Controller` they are parts of."""
+    _runtime, every = graphs()
+    assert cycles(every) == [["channels", "controller", "controller_events", "reassign"]]
 
 
 def main() -> int:
