@@ -77,6 +77,7 @@ from harness.cluster.containers_spec import (
     zookeeper_spec,
 )
 from harness.cluster.lifecycle import start_or_teardown
+from harness.cluster.links import LinkGraph
 from harness.cluster.process_flavour import BrokerLauncher, find_java, planned_broker
 from harness.cluster.process_toxiproxy import ProcessLink
 from harness.cluster.readiness import BrokerReadiness
@@ -170,10 +171,7 @@ class ContainersCluster:
         self._backend = backend
         self.run_id = uuid.uuid4().hex[:10]
         self.labels = {LABEL_RUN: self.run_id, LABEL_OWNER: owner_label()}
-        self.nodes: tuple[NodeId, ...] = (
-            tuple(NodeId.broker(k) for k in range(1, spec.brokers + 1))
-            + (tuple(NodeId.controller(v) for v in spec.voter_ids()) if spec.kraft and not spec.combined else ())
-            + tuple(NodeId.zookeeper(i) for i in range(1, (0 if spec.kraft else spec.zookeepers) + 1)))
+        self.nodes: tuple[NodeId, ...] = LinkGraph.of(spec).nodes()
         self.bootstrap_servers = ""
         self.zookeeper_connect = ""
         self.quorum_voters: Mapping[int, str] = {}

@@ -59,11 +59,11 @@ from harness.cluster.containers_spec import (
     local_mounts,
     proxy_port,
 )
+from harness.cluster.links import LinkGraph
 from harness.cluster.ports import allocate_ports
 from harness.cluster.process_flavour import BrokerLauncher
 from harness.cluster.readiness import BrokerReadiness
 from harness.cluster.render import (
-    QUORUM_SUFFIX,
     ControllerEndpoint,
     HostPort,
     ProxyRoute,
@@ -128,10 +128,6 @@ def kraft_images(images: Mapping[str, RoleImage], launcher: BrokerLauncher | Non
     return {role: image for role, image in images.items() if role != "zookeeper"}
 
 
-def voter_node(spec: ClusterSpec, voter_id: int) -> NodeId:
-    return NodeId.broker(voter_id) if spec.combined else NodeId.controller(voter_id)
-
-
 def node_alias(node: NodeId) -> str:
     return controller_host(node.id) if node.role == "controller" else broker_host(node.id)
 
@@ -146,10 +142,10 @@ def kraft_container_topology(spec: ClusterSpec, host_ip: str, client_ports: Mapp
     listeners = tuple(
         broker_listeners(k, n, broker_host(k), [from_port(s) for s in range(1, n + 1)] + [EXTERNAL_PORT],
                          bind_host="0.0.0.0") for k in range(1, n + 1))
-    nodes = [voter_node(spec, v) for v in spec.voter_ids()]
-    dialers = [NodeId.broker(k) for k in range(1, n + 1)] + ([] if spec.combined else nodes)
-    voters = tuple(ControllerEndpoint(v, node_alias(v), MappingProxyType({d: controller_port(d) for d in dialers}),
-                                      bind_host="0.0.0.0") for v in nodes)
+    graph = LinkGraph.of(spec)
+    voters = tuple(ControllerEndpoint(v, node_alias(v), MappingProxyType({d: controller_port(d)
+                                                                          for d in graph.quorum_dialers()}),
+                                      bind_host="0.0.0.0") for v in graph.voter_nodes())
     proxies: list[ProxyRoute] = []
     for route in plan_routes(listeners, (), voters):
         if route.src == CLIENT or not isinstance(route.src, NodeId):
@@ -159,7 +155,7 @@ def kraft_container_topology(spec: ClusterSpec, host_ip: str, client_ports: Mapp
             except KeyError as exc:
                 raise ConfigError(f"no host-mapped port for proxy {route.name}") from exc
         else:
-            quorum = route.dst.role == "controller" or route.name.endswith(QUORUM_SUFFIX)
+            quorum = route.channel == "quorum"
             port = quorum_proxy_port(route.src, route.dst) if quorum else proxy_port(route.src, route.dst)
             advertised = HostPort("toxiproxy", port)
         proxies.append(ProxyRoute.of(route, HostPort("0.0.0.0", port), advertised))

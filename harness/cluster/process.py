@@ -36,6 +36,7 @@ from harness.cluster.base import (
 )
 from harness.cluster.leftovers import CleanedLeftover, LeftoverRegistry, clean_leftovers
 from harness.cluster.lifecycle import start_or_teardown
+from harness.cluster.links import LinkGraph
 from harness.cluster.process_brokers import BrokerNodes
 from harness.cluster.process_flavour import (
     BrokerLauncher,
@@ -135,10 +136,7 @@ class ProcessCluster:
         self._brokers: BrokerNodes | None = None
         self._kraft: KraftNodes | None = None
         self.topology: Topology | None = None
-        self.nodes: tuple[NodeId, ...] = (
-            tuple(NodeId.broker(k) for k in range(1, spec.brokers + 1))
-            + (tuple(NodeId.controller(v) for v in spec.voter_ids()) if spec.kraft and not spec.combined else ())
-            + tuple(NodeId.zookeeper(i) for i in range(1, (0 if spec.kraft else spec.zookeepers) + 1)))
+        self.nodes: tuple[NodeId, ...] = LinkGraph.of(spec).nodes()
         self.bootstrap_servers = ""
         self.zookeeper_connect = ""
         self.quorum_voters: Mapping[int, str] = {}

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from harness.cluster.base import ClusterSpec, NodeId
+from harness.cluster.base import ClusterSpec
+from harness.cluster.links import LinkGraph
 from harness.cluster.ports import allocate_ports
 from harness.cluster.process_toxiproxy import ToxiproxyProcess
 from harness.cluster.render import (
@@ -24,22 +25,19 @@ from harness.cluster.render import (
 from harness.toxiproxy.client import ProxySpec
 
 
-def route_count(spec: ClusterSpec, zookeepers: int) -> int:
-    """Proxies of a cluster: n*(n-1) between brokers, n to clients, n*Z to ZooKeeper, and in KRaft each
-    dialer's link to every voter but itself (dialers: the brokers, plus dedicated controllers)."""
-    n, c = spec.brokers, spec.controllers if spec.kraft else 0
-    dialers = n + (0 if spec.combined else c)
-    return n * (n - 1) + n + n * zookeepers + dialers * c - c
+def route_count(spec: ClusterSpec) -> int:
+    """Proxies of a cluster: one per proxied link and channel (`LinkGraph.links`)."""
+    return len(LinkGraph.of(spec).links())
 
 
 def process_topology(spec: ClusterSpec, zks: tuple[ZooKeeperEndpoint, ...], toxiproxy: ToxiproxyProcess,
                      host: str) -> Topology:
     """Draw the ports, create every proxy in `toxiproxy`, and return the topology they make."""
     n = spec.brokers
-    voters = [NodeId.broker(v) if spec.combined else NodeId.controller(v) for v in spec.voter_ids()]
-    dialers = [NodeId.broker(k) for k in range(1, n + 1)] + ([] if spec.combined else voters)
+    graph = LinkGraph.of(spec)
+    voters, dialers = graph.voter_nodes(), graph.quorum_dialers()
     listener_ports = n * (n + 1) + len(voters) * len(dialers)
-    ports = allocate_ports(listener_ports + route_count(spec, len(zks)), host)
+    ports = allocate_ports(listener_ports + route_count(spec), host)
     brokers = tuple(broker_listeners(k, n, host, ports[(k - 1) * (n + 1):k * (n + 1)]) for k in range(1, n + 1))
     first = n * (n + 1)
     controllers = tuple(

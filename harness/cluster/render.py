@@ -1,6 +1,7 @@
 """The link topology (one listener per source broker, one proxy per directed link) and the rendering
 of the config files both backends start from: `server.properties`, `zoo.cfg` and a Toxiproxy
-proxy list, from the templates in `compose/templates/`.
+proxy list, from the templates in `compose/templates/`. Which links exist is not decided here:
+`harness.cluster.links.LinkGraph` says (for the fault resolver too); this module gives them addresses.
 
 Pure functions and frozen values: no processes, no sockets (ports come from `ports.allocate_ports`). See
 DESIGN.md "Link-level faults: one listener per source".
@@ -22,6 +23,7 @@ from string import Template
 from types import MappingProxyType
 
 from harness.cluster.base import CLIENT, LinkSource, NodeId, link_name
+from harness.cluster.links import Channel, Dial, LinkGraph, quorum_link_name
 from harness.errors import ConfigError
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "compose" / "templates"
@@ -35,9 +37,6 @@ TOPOLOGY_KEYS = frozenset({
     "controller.listener.names",
 })
 CONTROLLER = "CONTROLLER"
-QUORUM_SUFFIX = ".quorum"
-"""Combined KRaft nodes: the proxy of broker k's quorum traffic to voter j is `k->j.quorum`, beside the
-data link `k->j` (a voter listens on FROMk for replication and on CONTROLLER for the quorum)."""
 _KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
 
 
@@ -125,20 +124,15 @@ class ControllerEndpoint:
         return self.address(self.node)
 
 
-def quorum_link_name(src: LinkSource, voter: NodeId) -> str:
-    """The proxy name of `src`'s quorum traffic to `voter`: `1->101`, `101->102`, or `1->2.quorum` when the
-    voter is a combined broker (whose data link `1->2` is another proxy)."""
-    return link_name(src, voter) + (QUORUM_SUFFIX if voter.role == "broker" else "")
-
-
 @dataclass(frozen=True, slots=True)
 class LinkRoute:
-    """One directed link to create a proxy for: name, endpoints, and the upstream it forwards to."""
+    """One directed link's channel to create a proxy for: name, endpoints, and the upstream it forwards to."""
 
     name: str
     src: LinkSource
     dst: NodeId
     upstream: HostPort
+    channel: Channel = "data"
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,34 +166,29 @@ def broker_listeners(broker_id: int, brokers: int, host: str, ports: Sequence[in
                            bind_host or host)
 
 
+def link_graph(brokers: Sequence[BrokerListeners], zookeepers: Sequence[ZooKeeperEndpoint],
+               controllers: Sequence[ControllerEndpoint] = ()) -> LinkGraph:
+    """The members these endpoints make, for the one definition of who dials whom (`harness.cluster.links`)."""
+    return LinkGraph(tuple(b.broker_id for b in brokers), tuple(z.id for z in zookeepers),
+                     tuple(c.node.id for c in controllers), any(c.node.role == "broker" for c in controllers))
+
+
 def plan_routes(
     brokers: Sequence[BrokerListeners], zookeepers: Sequence[ZooKeeperEndpoint],
     controllers: Sequence[ControllerEndpoint] = (),
 ) -> tuple[LinkRoute, ...]:
-    """Every directed link's proxy: N*(N-1) broker links `k->j`, N*Z `k->zkI`, N `client->j`; in KRaft
-    also each node's quorum traffic to every other voter (brokers and dedicated controllers dial the
-    voters; voters never dial brokers)."""
+    """Every proxied link's proxy (`LinkGraph.links`): N*(N-1) broker links `k->j`, N*Z `k->zkI`, N
+    `client->j`; in KRaft also each dialer's quorum link to every other voter."""
+    by_broker = {b.broker_id: b for b in brokers}
+    by_zookeeper = {z.id: z for z in zookeepers}
+    by_voter = {c.node: c for c in controllers}
     routes: list[LinkRoute] = []
-    dialers = [NodeId.broker(b.broker_id) for b in brokers]
-    dialers += [c.node for c in controllers if c.node.role == "controller"]
-    for dialer in dialers:
-        for voter in controllers:
-            if voter.node != dialer:
-                routes.append(LinkRoute(quorum_link_name(dialer, voter.node), dialer, voter.node,
-                                        voter.address(dialer)))
-    for src in brokers:
-        for dst in brokers:
-            if src.broker_id != dst.broker_id:
-                routes.append(LinkRoute(
-                    link_name(NodeId.broker(src.broker_id), NodeId.broker(dst.broker_id)),
-                    NodeId.broker(src.broker_id), NodeId.broker(dst.broker_id),
-                    dst.address(listener_name(src.broker_id))))
-        for zk in zookeepers:
-            routes.append(LinkRoute(link_name(NodeId.broker(src.broker_id), NodeId.zookeeper(zk.id)),
-                                    NodeId.broker(src.broker_id), NodeId.zookeeper(zk.id), zk.address))
-    for dst in brokers:
-        routes.append(LinkRoute(link_name(CLIENT, NodeId.broker(dst.broker_id)), CLIENT,
-                                NodeId.broker(dst.broker_id), dst.address(EXTERNAL)))
+    for dial in link_graph(brokers, zookeepers, controllers).links():
+        src = dial.src if isinstance(dial.src, NodeId) else None
+        upstream = (by_voter[dial.dst].address(src) if src and dial.channel == "quorum"
+                    else by_zookeeper[dial.dst.id].address if dial.channel == "zookeeper"
+                    else by_broker[dial.dst.id].address(listener_name(src.id) if src else EXTERNAL))
+        routes.append(LinkRoute(dial.name, dial.src, dial.dst, upstream, dial.channel))
     return tuple(routes)
 
 
@@ -212,40 +201,41 @@ class Topology:
     proxies: tuple[ProxyRoute, ...]
     controllers: tuple[ControllerEndpoint, ...] = ()
     """KRaft voters (empty in ZooKeeper mode)."""
+    links: LinkGraph = field(init=False, repr=False, compare=False)
+    """Who dials whom among these members (`harness.cluster.links`)."""
     _by_name: Mapping[str, ProxyRoute] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_name", MappingProxyType({p.name: p for p in self.proxies}))
+        object.__setattr__(self, "links", link_graph(self.brokers, self.zookeepers, self.controllers))
         planned = plan_routes(self.brokers, self.zookeepers, self.controllers)
         missing = {r.name for r in planned} - set(self._by_name)
         if missing:
             raise ConfigError(f"topology lacks proxies for links: {', '.join(sorted(missing))}")
 
     def proxy(self, src: LinkSource, dst: NodeId) -> ProxyRoute:
-        """The proxy of link `src->dst`. Only links a connection is opened on have one: broker->broker
-        (not to itself), broker->ZooKeeper, client->broker. ZooKeeper never dials brokers, and
-        ZooKeeper peer traffic is not proxied."""
-        if src != CLIENT and isinstance(src, NodeId):
-            if src.role == "zookeeper":
-                raise ConfigError(f"no proxy for a link from {src}: ZooKeeper members never open connections "
-                                  "to brokers, and ZooKeeper peer traffic is not proxied (use pause/kill)")
-            if src == dst:
-                raise ConfigError(f"no proxy for {src}->{dst}: a node always reaches itself")
-            if src.role == "controller" and dst.role == "broker":
-                raise ConfigError(f"no proxy for {src}->{dst}: KRaft controllers never dial brokers (brokers "
-                                  f"fetch metadata from the controllers); cut {dst}->{src} instead")
-        name = link_name(src, dst)
+        """The proxy of link `src->dst`. Only links a connection is opened on have one (`harness.cluster.links`):
+        broker->broker (not to itself), broker->ZooKeeper, client->broker, and in KRaft dialer->voter."""
+        if isinstance(src, NodeId) and not self.links.dials(src, dst):
+            what = f"a link from {src}" if src.role == "zookeeper" else f"{src}->{dst}"
+            hint = f"; cut {dst}->{src} instead" if self.links.dials(dst, src) and src.role != "zookeeper" else ""
+            raise ConfigError(f"no proxy for {what}: {self.links.refusal(src, dst)}{hint}")
+        return self._named(link_name(src, dst))
+
+    def _named(self, name: str) -> ProxyRoute:
         try:
             return self._by_name[name]
         except KeyError as exc:
             raise ConfigError(f"no proxy for link {name!r}; links: {', '.join(self._by_name)}") from exc
 
     def proxies_between(self, src: LinkSource, dst: NodeId) -> tuple[ProxyRoute, ...]:
-        """Every proxy carrying `src`'s traffic to `dst`: its data link, and in combined KRaft mode also
-        its quorum link to a voter broker (`k->j.quorum`). A fault on the link acts on all of them."""
-        found = [p for p in (self._by_name.get(link_name(src, dst)), self._by_name.get(quorum_link_name(src, dst)))
-                 if p is not None]
-        return tuple(dict.fromkeys(found)) or (self.proxy(src, dst),)
+        """Every proxy carrying `src`'s traffic to `dst`, one per channel (`LinkGraph.proxied`): its data link,
+        and in combined KRaft mode also its quorum link to a voter broker (`k->j.quorum`). A fault on the link
+        acts on all of them."""
+        channels = self.links.proxied(src, dst)
+        if not channels:
+            return (self.proxy(src, dst),)
+        return tuple(self._named(Dial(src, dst, c).name) for c in channels)
 
     def voter_addresses(self, src: NodeId) -> dict[int, HostPort]:
         """Voter node id -> the address `src` dials it at: its own proxy to it, or itself directly."""

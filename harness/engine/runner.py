@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from harness.cluster.base import Cluster, ClusterBackend, ClusterSpec
+from harness.cluster.links import LinkGraph
 from harness.cluster.render_kraft import kraft_cluster_id
 from harness.engine.bundle import RunBundle
 from harness.engine.interrupts import INTERRUPTS, Interrupts
@@ -26,7 +27,6 @@ from harness.errors import HarnessError
 from harness.experiment.schema import Experiment
 from harness.faults.inject import FaultInjector, MemberControl, ProducerControl
 from harness.faults.operations import GroupScaler, OperationRunner, ProducerRestarter
-from harness.faults.resolve import Topology
 from harness.faults.schedule import actions, plan, plan_operations
 from harness.history.jsonl import Event, HistoryWriter
 from harness.history.probes import PROBES
@@ -233,9 +233,7 @@ class Run:
         members: dict[str, MemberControl] = {
             getattr(w, "group", w.name): w for w in self.consumers  # type: ignore[misc]
         }
-        c = self.exp.cluster
-        topology = Topology(tuple(range(1, c.brokers + 1)), tuple(range(1, c.zookeepers + 1)),
-                            c.voters(), c.combined)
+        topology = LinkGraph.of(cluster_spec(self.exp))
         producers: dict[str, ProducerControl] = {
             getattr(w, "producer_id", w.name): w for w in self.producers if hasattr(w, "pause")  # type: ignore[misc]
         }

@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from harness.cluster.base import Cluster, LinkSource, NodeId, link_name
+from harness.cluster.links import LinkGraph
 from harness.errors import HarnessError
 from harness.faults.catalog import CATALOG, TOXIC_ATTRIBUTES
 from harness.faults.resolve import (
     MemberRef,
     ProducerRef,
     ResolutionError,
-    Topology,
     isolate_links,
     partition_links,
     resolve_link,
@@ -60,7 +60,7 @@ class _Active:
 
 
 class FaultInjector:
-    def __init__(self, cluster: Cluster, state: ClusterState, topology: Topology, sink: EventSink,
+    def __init__(self, cluster: Cluster, state: ClusterState, topology: LinkGraph, sink: EventSink,
                  members: Mapping[str, MemberControl] | None = None,
                  producers: Mapping[str, ProducerControl] | None = None) -> None:
         self.cluster = cluster

@@ -1,11 +1,13 @@
 """Resolves a fault's target expression to concrete nodes, links, consumer members or producers at the
-moment the fault fires, from the engine's observed `ClusterState`."""
+moment the fault fires, from the engine's observed `ClusterState`. Which links exist (who dials whom) is
+`harness.cluster.links.LinkGraph`, the definition the renderer plans its proxies from."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from harness.cluster.base import CLIENT, LinkSource, NodeId
+from harness.cluster.links import LinkGraph
 from harness.errors import HarnessError
 from harness.faults.targets import LinkTarget, Target
 from harness.history.state import ClusterState
@@ -36,36 +38,14 @@ class ProducerRef:
         return f"producer:{self.producer_id}"
 
 
-@dataclass(frozen=True, slots=True)
-class Topology:
-    """Which nodes exist and which dial which: brokers, ZooKeeper members, and KRaft voters (`voters`, with
-    `combined` saying whether they are brokers or dedicated controllers)."""
-
-    brokers: tuple[int, ...]
-    zookeepers: tuple[int, ...]
-    voters: tuple[int, ...] = ()
-    combined: bool = False
-
-    def voter(self, node_id: int) -> NodeId:
-        """KRaft voter `node_id` as a node: a broker when combined, else a dedicated controller."""
-        if node_id not in self.voters:
-            raise ResolutionError(f"controller:{node_id} is not a voter (voters {list(self.voters)})")
-        return NodeId.broker(node_id) if self.combined else NodeId.controller(node_id)
-
-    def dials(self, src: NodeId, dst: NodeId) -> bool:
-        """Whether `src` opens connections to `dst`, so that the link `src->dst` has a proxy."""
-        if src == dst or src.role == "zookeeper":
-            return False
-        if dst.role == "controller":
-            return True  # brokers and the other voters dial a voter
-        return src.role == "broker"  # brokers dial brokers and ZooKeeper; controllers never dial brokers
-
-    def nodes(self) -> list[NodeId]:
-        out = [NodeId.broker(b) for b in self.brokers] + [NodeId.zookeeper(z) for z in self.zookeepers]
-        return out + ([] if self.combined else [NodeId.controller(v) for v in self.voters])
+def voter(topo: LinkGraph, node_id: int) -> NodeId:
+    """KRaft voter `node_id` as a node (a broker when combined, else a dedicated controller)."""
+    if node_id not in topo.voters:
+        raise ResolutionError(f"controller:{node_id} is not a voter (voters {list(topo.voters)})")
+    return topo.voter_node(node_id)
 
 
-def resolve_node(t: Target, state: ClusterState, topo: Topology | None = None) -> NodeId | MemberRef | ProducerRef:
+def resolve_node(t: Target, state: ClusterState, topo: LinkGraph | None = None) -> NodeId | MemberRef | ProducerRef:
     if t.kind == "producer":
         return ProducerRef(t.producer or "")
     if t.kind == "broker":
@@ -77,12 +57,12 @@ def resolve_node(t: Target, state: ClusterState, topo: Topology | None = None) -
     if t.kind == "controller" and t.id is not None:
         if topo is None or not topo.voters:
             raise ResolutionError(f"{t}: only a KRaft cluster has controller nodes")
-        return topo.voter(t.id)
+        return voter(topo, t.id)
     if t.kind == "controller":
         if state.controller is None:
             raise ResolutionError(f"{t}: no controller is known right now (last epoch {state.controller_epoch})")
         if topo is not None and topo.voters:
-            return topo.voter(state.controller)
+            return voter(topo, state.controller)
         return NodeId.broker(state.controller)
     if t.kind == "leader":
         leader = state.leader(t.topic or "", t.partition or 0)
@@ -132,14 +112,14 @@ def _txn_coordinator(t: Target, state: ClusterState) -> int:
     return leader
 
 
-def _node(t: Target, state: ClusterState, topo: Topology) -> NodeId:
+def _node(t: Target, state: ClusterState, topo: LinkGraph) -> NodeId:
     node = resolve_node(t, state, topo)
     if not isinstance(node, NodeId) or node.role not in ("broker", "controller"):
         raise ResolutionError(f"{t}: expected a broker or a controller")
     return node
 
 
-def resolve_link(link: LinkTarget, state: ClusterState, topo: Topology) -> list[tuple[LinkSource, NodeId]]:
+def resolve_link(link: LinkTarget, state: ClusterState, topo: LinkGraph) -> list[tuple[LinkSource, NodeId]]:
     """The directed proxy links a link expression names (`broker:1->zookeeper` is one per member)."""
     src: LinkSource = CLIENT if link.src is None else _node(link.src, state, topo)
     if link.dst.kind == "zookeeper":
@@ -149,35 +129,32 @@ def resolve_link(link: LinkTarget, state: ClusterState, topo: Topology) -> list[
     if src == dst:
         raise ResolutionError(f"{link}: both ends resolve to {dst}; a node has no link to itself")
     if isinstance(src, NodeId) and not topo.dials(src, dst):
-        raise ResolutionError(f"{link}: {src} never dials {dst} (KRaft controllers never dial brokers), so "
-                              f"that link has no proxy; cut {dst}->{src} instead")
+        raise ResolutionError(f"{link}: {src} never dials {dst}: {topo.refusal(src, dst)}; so that link has no "
+                              f"proxy, cut {dst}->{src} instead")
     return [(src, dst)]
 
 
-def isolate_links(node: NodeId, topo: Topology, *, zookeeper_only: bool = False) -> list[tuple[LinkSource, NodeId]]:
-    """Every link of `node` (a broker or a KRaft controller): to ZooKeeper, and (unless zookeeper_only)
-    to and from every other node that it dials or that dials it, and from clients if it is a broker."""
-    out: list[tuple[LinkSource, NodeId]] = [(node, NodeId.zookeeper(z)) for z in topo.zookeepers
-                                            if node.role == "broker"]
+def isolate_links(node: NodeId, topo: LinkGraph, *, zookeeper_only: bool = False) -> list[tuple[LinkSource, NodeId]]:
+    """Every proxied link of `node` (a broker or a KRaft controller): to ZooKeeper, and (unless zookeeper_only)
+    to and from every other node that it dials or that dials it, and from clients if they dial it."""
+    zookeepers = [NodeId.zookeeper(z) for z in topo.zookeepers]
+    out: list[tuple[LinkSource, NodeId]] = [(node, zk) for zk in zookeepers if topo.dials(node, zk)]
     if zookeeper_only:
         return out
     for other in topo.nodes():
-        if other.role == "zookeeper" or other == node:
-            continue
-        out += [pair for pair in ((node, other), (other, node)) if topo.dials(*pair)]
-    if node.role == "broker":
-        out.append((CLIENT, node))
-    return out
+        if other.role != "zookeeper":
+            out += [pair for pair in ((node, other), (other, node)) if topo.dials(*pair)]
+    return out + ([(CLIENT, node)] if topo.dials(CLIENT, node) else [])
 
 
 def partition_links(groups: tuple[tuple[Target, ...], ...], one_way: bool,
-                    topo: Topology | None = None) -> list[tuple[LinkSource, NodeId]]:
+                    topo: LinkGraph | None = None) -> list[tuple[LinkSource, NodeId]]:
     """Links between nodes of different groups, each cut at the proxy of whichever side dials the other:
     ZooKeeper never dials brokers and KRaft controllers never dial brokers, so a cut between those is the
     broker's proxy, whichever way the partition points; ZooKeeper members reach each other directly (no
     proxy), so cuts between them are not possible."""
-    topo = topo or Topology((), ())
-    nodes = [[topo.voter(t.id or 0) if t.role == "controller" else NodeId(t.role, t.id or 0)  # type: ignore[arg-type]
+    topo = topo or LinkGraph((), ())
+    nodes = [[voter(topo, t.id or 0) if t.role == "controller" else NodeId(t.role, t.id or 0)  # type: ignore[arg-type]
               for t in g] for g in groups]
     out: list[tuple[LinkSource, NodeId]] = []
     for i, gi in enumerate(nodes):

@@ -13,9 +13,9 @@ from harness.cluster.base import CLIENT, ClusterSpec, NodeId
 from harness.cluster.containers import ContainersBackend, ContainersCluster
 from harness.cluster.containers_engine import NodeContainer, owner_alive, owner_label
 from harness.cluster.containers_spec import FAULT_OPERATIONS, ContainerSpec, container_topology, resolve_images
+from harness.cluster.links import LinkGraph
 from harness.errors import BackendError
 from harness.faults.catalog import CATALOG
-from harness.faults.resolve import Topology as FaultTopology
 from harness.faults.resolve import isolate_links
 
 
@@ -144,7 +144,7 @@ def test_kill_of_a_paused_node_unpauses_first_so_the_signal_lands(tmp_path: Path
 def test_isolate_zookeeper_disables_the_brokers_zookeeper_proxies(tmp_path: Path) -> None:
     calls: list[str] = []
     c = _cluster(tmp_path, calls)
-    for src, dst in isolate_links(NodeId.broker(2), FaultTopology((1, 2, 3), (1,)), zookeeper_only=True):
+    for src, dst in isolate_links(NodeId.broker(2), LinkGraph((1, 2, 3), (1,)), zookeeper_only=True):
         c.link(src, dst).disable()
     assert calls == ["disable 2->zk1"]
 
@@ -152,7 +152,7 @@ def test_isolate_zookeeper_disables_the_brokers_zookeeper_proxies(tmp_path: Path
 def test_isolate_disables_every_link_of_the_broker(tmp_path: Path) -> None:
     calls: list[str] = []
     c = _cluster(tmp_path, calls)
-    for src, dst in isolate_links(NodeId.broker(1), FaultTopology((1, 2, 3), (1,))):
+    for src, dst in isolate_links(NodeId.broker(1), LinkGraph((1, 2, 3), (1,))):
         c.link(src, dst).disable()
     assert sorted(calls) == sorted(["disable 1->zk1", "disable 1->2", "disable 2->1", "disable 1->3",
                                     "disable 3->1", "disable client->1"])

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from harness.cluster.base import CLIENT, NodeId, link_name
+from harness.cluster.links import LinkGraph
 from harness.faults.resolve import (
     MemberRef,
     ResolutionError,
-    Topology,
     isolate_links,
     partition_links,
     resolve_link,
@@ -17,7 +17,7 @@ from harness.faults.resolve import (
 from harness.faults.targets import TargetSyntaxError, parse_link, parse_target
 from harness.history.state import ClusterState
 
-TOPO = Topology((1, 2, 3), (1, 2, 3))
+TOPO = LinkGraph((1, 2, 3), (1, 2, 3))
 
 
 def _state() -> ClusterState:

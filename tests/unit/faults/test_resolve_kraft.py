@@ -6,12 +6,13 @@ from __future__ import annotations
 import pytest
 
 from harness.cluster.base import CLIENT, NodeId
-from harness.faults.resolve import ResolutionError, Topology, isolate_links, partition_links, resolve_link, resolve_node
+from harness.cluster.links import LinkGraph
+from harness.faults.resolve import ResolutionError, isolate_links, partition_links, resolve_link, resolve_node
 from harness.faults.targets import Target, parse_link, parse_target
 from harness.history.state import ClusterState
 
-DEDICATED = Topology((1, 2, 3), (), (101, 102, 103))
-COMBINED = Topology((1, 2, 3), (), (1, 2, 3), combined=True)
+DEDICATED = LinkGraph((1, 2, 3), (), (101, 102, 103))
+COMBINED = LinkGraph((1, 2, 3), (), (1, 2, 3), combined=True)
 
 
 def _state(leader: int) -> ClusterState:
