@@ -90,7 +90,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         exps = tuple(dataclasses.replace(e, seed=args.seed) for e in exps)
     if args.broker is not None or args.kafka is not None:
         exps = tuple(dataclasses.replace(e, cluster=dataclasses.replace(
-            e.cluster, broker=args.broker or e.cluster.broker, kafka=args.kafka or e.cluster.kafka)) for e in exps)
+            e.cluster, broker=args.broker or e.cluster.broker,
+            kafka_version=args.kafka or e.cluster.kafka_version)) for e in exps)
     if args.seed is not None or args.broker is not None or args.kafka is not None:
         try:  # the overrides pass the loader's rules too, before any process starts
             for e in exps:

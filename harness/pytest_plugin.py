@@ -8,7 +8,8 @@ XML (`--junitxml`) carries seed, backend, run dir and each check's status as pro
 Options: `--chaos-backend`, `--chaos-seed`, `--chaos-runs-dir`, `--spark-master`; ini
 `chaos_experiments` (globs of experiment files, rootdir-relative). Markers: `chaos` (every
 experiment item), `reference_bugs(*flags)` (items whose cluster runs reference-broker bug flags),
-`chaos_cluster(**spec)` (the cluster shape of a module's `chaos_cluster`). Fixtures for Python
+`chaos_cluster(**spec)` (the cluster shape of a module's `chaos_cluster`: the `cluster:` keys of an
+experiment, read by the same rules, or `experiment=PATH`). Fixtures for Python
 tests: `chaos_session`, `chaos_cluster` (one cluster reused across a module) and `run_experiment`
 (runs an experiment file, YAML text or `Experiment` and returns its verdict).
 """
@@ -18,15 +19,16 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, ValidationError
 from harness.testing.items import SESSION_KEY, ExperimentFile, is_experiment_file
 from harness.testing.session import ChaosOptions, ChaosSession, Outcome, parse_seeds
 
 if TYPE_CHECKING:
+    from harness.cluster.base import ClusterSpec
     from harness.experiment.schema import Experiment
     from harness.testing.shared import SharedCluster
     from spark_analysis.verdict import Verdict
@@ -51,7 +53,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "chaos: a kafka-chaos experiment run (cluster, faults, Spark verdict)")
     config.addinivalue_line("markers", "reference_bugs(*flags): the experiment's reference brokers run bug flags")
     config.addinivalue_line("markers", "chaos_cluster(**spec): cluster shape for the module's chaos_cluster "
-                                       "(brokers, zookeepers, broker_config, reference_bugs, or experiment=PATH)")
+                                       "(an experiment's cluster: keys, e.g. brokers, kafka, mode, broker_config; "
+                                       "or experiment=PATH)")
     options = ChaosOptions(
         backend=config.getoption("chaos_backend"),
         seeds=config.getoption("chaos_seed") or (),
@@ -87,30 +90,26 @@ def chaos_cluster(request: pytest.FixtureRequest, chaos_session: ChaosSession,
     """One cluster for every `run_experiment` of a module (shape from the module's `chaos_cluster` marker)."""
     from harness.testing.shared import SharedCluster
 
-    spec = _cluster_spec(request.node.get_closest_marker("chaos_cluster"))
+    spec = _cluster_spec(request.node.get_closest_marker("chaos_cluster"), request.node.path)
     backend, reason = chaos_session.backend()
     with SharedCluster(backend, reason, spec, tmp_path_factory.mktemp("chaos-cluster")) as shared:
         yield shared
 
 
-def _cluster_spec(marker: pytest.Mark | None) -> Any:
-    from harness.cluster.base import ClusterSpec
+def _cluster_spec(marker: pytest.Mark | None, module: Path) -> ClusterSpec:
+    """The marker's spec: an experiment's cluster (`experiment=PATH`, `variant=`), or its keywords read as the
+    `cluster:` keys by the experiment loader's rules (`harness.experiment.cluster_fields.read_marker`)."""
     from harness.engine.runner import cluster_spec
     from harness.experiment import load_experiment
+    from harness.experiment.cluster_fields import read_marker
 
     kwargs = dict(marker.kwargs) if marker else {}
     if "experiment" in kwargs:
         return cluster_spec(load_experiment(kwargs.pop("experiment"), kwargs.pop("variant", None)))
-    kwargs.setdefault("brokers", 3)
-    if "kafka" in kwargs:
-        kwargs["kafka_version"] = kwargs.pop("kafka")
-    kwargs["broker_config"] = {k: str(v).lower() if isinstance(v, bool) else str(v)
-                               for k, v in kwargs.get("broker_config", {}).items()}
-    kwargs["reference_bugs"] = tuple(kwargs.get("reference_bugs", ()))
     try:
-        return ClusterSpec(**kwargs)
-    except TypeError as exc:
-        raise pytest.UsageError(f"chaos_cluster marker: {exc}") from exc
+        return read_marker(kwargs, module)
+    except ValidationError as exc:
+        raise pytest.UsageError(str(exc)) from exc
 
 
 class ExperimentRunner:

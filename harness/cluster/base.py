@@ -14,6 +14,8 @@ from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import Literal, Protocol, runtime_checkable
 
+from harness.install.kafka import DEFAULT_LINE
+
 NodeRole = Literal["broker", "zookeeper", "controller"]
 CONTROLLER_ID_BASE = 100
 """A dedicated KRaft controller `controller:c` is Kafka node 100+c (`controller:101` is the first), so node
@@ -81,22 +83,37 @@ def _frozen_map(data: Mapping[str, str] | None = None) -> Mapping[str, str]:
     return MappingProxyType(dict(data or {}))
 
 
+ClusterMode = Literal["zookeeper", "kraft"]
+RUN_FIELDS = ("cluster_id", "needs_kafka", "ready_timeout_s")
+"""The `ClusterSpec` fields a run sets (from its seed and workload: `harness.engine.runner.cluster_spec`); every
+other field is the cluster's shape, read from `cluster:` or the `chaos_cluster` marker."""
+
+
 @dataclass(frozen=True, slots=True)
 class ClusterSpec:
-    """What to bring up. `broker_config` uses Kafka's own property names, values as strings."""
+    """What to bring up: the one cluster spec. An experiment's `cluster:` section and the pytest marker
+    `chaos_cluster(**spec)` both read into it (`harness.experiment.cluster_fields`, with the same rules), and
+    the backends start from it. `broker_config` uses Kafka's own property names, values as strings. The
+    defaults here are the loader's defaults (a `cluster:` key left out)."""
 
-    brokers: int
+    brokers: int = 3
     zookeepers: int = 1
-    kafka_version: str = "3.9"
-    """Apache Kafka release (`3.9.2`) or line (`3.9`); a Confluent Platform 7.m version means Kafka 3.m."""
-    mode: Literal["zookeeper", "kraft"] = "zookeeper"
+    """ZooKeeper members (`mode: zookeeper`); the loader sets 0 in KRaft mode."""
+    kafka_version: str = DEFAULT_LINE
+    """`cluster.kafka`: an Apache Kafka release (`3.9.2`) or line (`3.9`, its newest release; `4`, the newest
+    4.x); a Confluent Platform 7.m version (the containers' published images) means Apache Kafka 3.m."""
+    mode: ClusterMode = "zookeeper"
+    """`zookeeper` (the default on 3.x) or `kraft` (the default, and the only mode, on 4.x)."""
     controllers: int = 0
-    """KRaft voters: dedicated controllers 101..100+n, or brokers 1..n when `combined`."""
+    """KRaft voters: dedicated controllers 101..100+n, or brokers 1..n when `combined`; 0 in ZooKeeper mode."""
     combined: bool = False
+    """KRaft: the voters are brokers 1..controllers (`process.roles=broker,controller`) instead of dedicated
+    controller processes 101..100+controllers."""
     cluster_id: str = ""
     """KRaft: the id `kafka-storage format` writes (22 characters of base64url); empty = derived from 0."""
     broker: str = "auto"
-    """`auto`, `apache-kafka` or `reference` (`harness.cluster.process_flavour`)."""
+    """`auto` (Apache Kafka where it is or can be installed), `apache-kafka` or `reference`
+    (`harness.cluster.process_flavour`)."""
     needs_kafka: str = ""
     """Why only Apache Kafka will do (e.g. a transactional workload; the reference broker has no transactions):
     `auto` then never falls back to the reference broker, and `reference` is refused with this reason."""

@@ -8,6 +8,7 @@ the chaos phase; the chaos phase lasts the experiment's `duration`.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -101,11 +102,8 @@ class _Delivery:
 
 
 def cluster_spec(exp: Experiment) -> ClusterSpec:
-    c = exp.cluster
-    return ClusterSpec(brokers=c.brokers, zookeepers=c.zookeepers, kafka_version=c.kafka, mode=c.mode,
-                       controllers=c.controllers, combined=c.combined, cluster_id=kraft_cluster_id(exp.seed),
-                       broker=c.broker, broker_config=c.broker_config, images=c.images,
-                       reference_bugs=c.reference_bugs, needs_kafka=exp.needs_kafka())
+    """The experiment's cluster with what the run sets: its cluster id (from the seed) and its needs."""
+    return dataclasses.replace(exp.cluster, cluster_id=kraft_cluster_id(exp.seed), needs_kafka=exp.needs_kafka())
 
 
 class Run:
@@ -233,7 +231,7 @@ class Run:
         members: dict[str, MemberControl] = {
             getattr(w, "group", w.name): w for w in self.consumers  # type: ignore[misc]
         }
-        topology = LinkGraph.of(cluster_spec(self.exp))
+        topology = LinkGraph.of(self.exp.cluster)
         producers: dict[str, ProducerControl] = {
             getattr(w, "producer_id", w.name): w for w in self.producers if hasattr(w, "pause")  # type: ignore[misc]
         }

@@ -1,16 +1,20 @@
-"""Reads the `cluster:` section of an experiment into a `ClusterConfig`, with every rule the backends
-apply when they start the cluster: broker, ZooKeeper and controller counts, the mode the Kafka version
-has (ZooKeeper mode up to 3.x, KRaft from 3.3 and only KRaft from 4.0), bug flags and KRaft only where
-they can run, and a `broker_config` that neither sets a property the harness writes itself nor gives a
-value the brokers (or the harness) cannot read."""
+"""Reads a cluster's shape into the one `ClusterSpec` (`harness.cluster.base`), from an experiment's `cluster:`
+section or from the keywords of a test module's `chaos_cluster(**spec)` marker, with the same rules for both:
+broker, ZooKeeper and controller counts, the mode the Kafka version has (ZooKeeper mode up to 3.x, KRaft from
+3.3 and only KRaft from 4.0), bug flags and KRaft only where they can run, and a `broker_config` that neither
+sets a property the harness writes itself nor gives a value the brokers (or the harness) cannot read. Every
+problem names the file, line, field path (for the marker: the test module and the keyword) and the bad value."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path as FilePath
 from typing import Any
 
 from harness.broker.config import build_config
+from harness.cluster.base import ClusterSpec
 from harness.cluster.process_flavour import zookeeper_mode_supported
-from harness.errors import ConfigError
+from harness.errors import ConfigError, ValidationError
 from harness.experiment.fields import MISSING, Fields
 from harness.experiment.limits import (
     BROKER_INT_KEYS,
@@ -18,27 +22,35 @@ from harness.experiment.limits import (
     RESERVED_BROKER_KEYS,
     ZOOKEEPER_SIZES,
 )
-from harness.experiment.schema import REFERENCE_BUGS, ClusterConfig, frozen_map
-from harness.experiment.yamlsource import Path
-from harness.install.kafka import BROKERS, DEFAULT_KRAFT_LINE, DEFAULT_LINE, kafka_request
+from harness.experiment.schema import REFERENCE_BUGS, frozen_map
+from harness.experiment.yamlsource import Located, Path
+from harness.install.kafka import BROKERS, DEFAULT_KRAFT_LINE, kafka_request
 
-CLUSTER_KEYS = ("brokers", "zookeepers", "kafka", "mode", "controllers", "combined", "broker", "broker_config",
-                "images", "reference_bugs")
+SPEC_FIELDS = {"brokers": "brokers", "zookeepers": "zookeepers", "kafka": "kafka_version", "mode": "mode",
+               "controllers": "controllers", "combined": "combined", "broker": "broker",
+               "broker_config": "broker_config", "images": "images", "reference_bugs": "reference_bugs"}
+"""`cluster:` key (and marker keyword) -> the `ClusterSpec` field it sets."""
+CLUSTER_KEYS = tuple(SPEC_FIELDS)
+DEFAULTS = ClusterSpec()
+"""A key left out takes the spec's default (in KRaft mode: no ZooKeeper, `KRAFT_CONTROLLERS` voters and Kafka
+`DEFAULT_KRAFT_LINE`)."""
 MODES = ("zookeeper", "kraft")
 CONTROLLER_SIZES = (1, 3, 5)
 """KRaft quorum sizes: odd, so a majority survives the loss of (n-1)/2 voters (KIP-595)."""
+KRAFT_CONTROLLERS = 3
 KRAFT_SINCE = (3, 3)
 """KRaft is production-ready from Kafka 3.3 (KIP-833)."""
 IMAGE_ROLES = ("zookeeper", "kafka", "toxiproxy")
+MARKER = "chaos_cluster"
 _JAVA_INT_MAX = 2**31 - 1
 
 
-def read_cluster(f: Fields, raw: object) -> ClusterConfig | None:
-    path: Path = ("cluster",)
-    m = f.mapping(path, raw, CLUSTER_KEYS, "cluster")
+def read_cluster(f: Fields, raw: object, path: Path = ("cluster",), what: str = "cluster") -> ClusterSpec | None:
+    """`raw` (the `cluster:` mapping at `path`) as a spec; None, with the problems in `f`, when it is invalid."""
+    m = f.mapping(path, raw, CLUSTER_KEYS, what)
     if m is None:
         return None
-    brokers = f.integer(m, path, "brokers", default=3, minimum=1, maximum=MAX_BROKERS,
+    brokers = f.integer(m, path, "brokers", default=DEFAULTS.brokers, minimum=1, maximum=MAX_BROKERS,
                         why="every broker is a JVM and the link topology grows as brokers squared "
                             "(docs/design.md 'Input limits')")
     mode = f.string(m, path, "mode", default="", choices=("", *MODES))
@@ -52,9 +64,9 @@ def read_cluster(f: Fields, raw: object) -> ClusterConfig | None:
             kafka = MISSING
     zookeepers = _zookeepers(f, m, path, mode)
     controllers, combined = _quorum(f, m, path, mode, brokers)
-    broker = f.string(m, path, "broker", default="auto", choices=BROKERS)
+    broker = f.string(m, path, "broker", default=DEFAULTS.broker, choices=BROKERS)
     images = _images(f, m, path)
-    bugs = f.strings(m, path, "reference_bugs", default=[], choices=REFERENCE_BUGS)
+    bugs = f.strings(m, path, "reference_bugs", default=list(DEFAULTS.reference_bugs), choices=REFERENCE_BUGS)
     if broker == "apache-kafka" and bugs not in (MISSING, ()):
         f.error((*path, "reference_bugs"), "reference_bugs only apply to the reference broker, but "
                 "broker: apache-kafka is asked for", list(bugs), "drop one of them")
@@ -68,15 +80,50 @@ def read_cluster(f: Fields, raw: object) -> ClusterConfig | None:
                 "ZooKeeper mode only", list(bugs), "mode: zookeeper, or drop reference_bugs")
         bugs = MISSING
     config = broker_config(f, m, path)
-    if MISSING in (brokers, zookeepers, kafka, mode, controllers, combined, broker, bugs, images):
+    values = {"brokers": brokers, "zookeepers": zookeepers, "kafka": kafka, "mode": mode, "controllers": controllers,
+              "combined": combined, "broker": broker, "broker_config": frozen_map(config),
+              "images": frozen_map(images) if images is not MISSING else MISSING, "reference_bugs": bugs}
+    if any(v is MISSING for v in values.values()):
         return None
-    return ClusterConfig(brokers=brokers, zookeepers=zookeepers, kafka=kafka, mode=mode, controllers=controllers,
-                         combined=combined, broker=broker, broker_config=frozen_map(config),  # type: ignore[arg-type]
-                         images=frozen_map(images), reference_bugs=bugs)  # type: ignore[arg-type]
+    return ClusterSpec(**{SPEC_FIELDS[key]: value for key, value in values.items()})
+
+
+def read_marker(keywords: Mapping[str, object], module: FilePath) -> ClusterSpec:
+    """The spec of test module `module`'s `chaos_cluster(**keywords)` marker: the keywords are the `cluster:`
+    keys, read by `read_cluster`; a problem names the module (at the marker's line) and the keyword."""
+    doc = Located(file=f"{module} ({MARKER} marker)", value=dict(keywords))
+    where = _marker_line(module)
+    if where is not None:
+        doc.locations[()] = where
+    f = Fields(doc)
+    spec = read_cluster(f, dict(keywords), (), f"{MARKER} marker")
+    if f.problems or spec is None:
+        raise ValidationError(f.problems)
+    return spec
+
+
+def _marker_line(module: FilePath) -> tuple[int, int] | None:
+    """Line and column of the first `chaos_cluster(` in the module's source (the marker), if it can be read."""
+    try:
+        lines = module.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return next(((i, text.index(MARKER) + 1) for i, text in enumerate(lines, 1) if f"{MARKER}(" in text), None)
+
+
+def cluster_to_dict(spec: ClusterSpec) -> dict[str, Any]:
+    """`spec` as the `cluster:` section that reads back into it (the keys a KRaft or a ZooKeeper cluster has)."""
+    out: dict[str, Any] = {}
+    for key, name in SPEC_FIELDS.items():
+        if key in (("zookeepers",) if spec.kraft else ("controllers", "combined")):
+            continue
+        value = getattr(spec, name)
+        out[key] = dict(value) if isinstance(value, Mapping) else list(value) if isinstance(value, tuple) else value
+    return out
 
 
 def _kafka(f: Fields, m: dict[str, Any], path: Path, mode: Any) -> Any:
-    kafka = f.string(m, path, "kafka", default=DEFAULT_KRAFT_LINE if mode == "kraft" else DEFAULT_LINE)
+    kafka = f.string(m, path, "kafka", default=DEFAULT_KRAFT_LINE if mode == "kraft" else DEFAULTS.kafka_version)
     if kafka is MISSING or mode is MISSING:
         return MISSING
     try:
@@ -107,7 +154,7 @@ def _zookeepers(f: Fields, m: dict[str, Any], path: Path, mode: Any) -> Any:
                     "remove it, or say mode: zookeeper (Kafka 3.x)")
             return MISSING
         return 0
-    zookeepers = f.integer(m, path, "zookeepers", default=1, minimum=1)
+    zookeepers = f.integer(m, path, "zookeepers", default=DEFAULTS.zookeepers, minimum=1)
     if zookeepers is not MISSING and zookeepers not in ZOOKEEPER_SIZES:
         f.error((*path, "zookeepers"), "a ZooKeeper ensemble here has 1, 3 or 5 members", zookeepers,
                 "an ensemble needs an odd number of members, and the backends start at most 5")
@@ -123,9 +170,9 @@ def _quorum(f: Fields, m: dict[str, Any], path: Path, mode: Any, brokers: Any) -
                 f.error((*path, key), f"{key} is a KRaft setting, and this cluster runs ZooKeeper mode", m[key],
                         "mode: kraft (Kafka 4.x, or 3.3+), or remove it")
                 return MISSING, MISSING
-        return 0, False
-    controllers = f.integer(m, path, "controllers", default=3, minimum=1)
-    combined = f.boolean(m, path, "combined", default=False)
+        return DEFAULTS.controllers, DEFAULTS.combined
+    controllers = f.integer(m, path, "controllers", default=KRAFT_CONTROLLERS, minimum=1)
+    combined = f.boolean(m, path, "combined", default=DEFAULTS.combined)
     if controllers is not MISSING and controllers not in CONTROLLER_SIZES:
         f.error((*path, "controllers"), "a KRaft quorum here has 1, 3 or 5 voters", controllers,
                 "an odd number keeps a majority through (n-1)/2 losses (KIP-595)")

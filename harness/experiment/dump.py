@@ -6,6 +6,7 @@ from typing import Any
 
 import yaml
 
+from harness.experiment.cluster_fields import cluster_to_dict
 from harness.experiment.durations import format_duration
 from harness.experiment.schema import Experiment, FaultSpec, OperationSpec, TransactionSpec
 from harness.faults.catalog import OPERATIONS
@@ -63,17 +64,11 @@ def _schedule(exp: Experiment) -> list[dict[str, Any]]:
 
 
 def experiment_to_dict(exp: Experiment) -> dict[str, Any]:
-    c = exp.cluster
     return {
         "name": exp.name,
         "description": exp.description,
         "seed": exp.seed,
-        "cluster": {"brokers": c.brokers, "mode": c.mode,
-                    **({"controllers": c.controllers, "combined": c.combined} if c.mode == "kraft"
-                       else {"zookeepers": c.zookeepers}),
-                    "kafka": c.kafka, "broker": c.broker,
-                    "broker_config": dict(c.broker_config), "images": dict(c.images),
-                    "reference_bugs": list(c.reference_bugs)},
+        "cluster": cluster_to_dict(exp.cluster),
         "topics": [{"name": t.name, "partitions": t.partitions, "replication_factor": t.replication_factor,
                     "config": dict(t.config)} for t in exp.topics],
         "workload": {

@@ -148,7 +148,7 @@ def _check_target(f: Fields, exp: Experiment, path: Path, t: Target) -> None:
         f.error(path, "controller nodes exist in KRaft clusters only (in ZooKeeper mode the controller is a "
                 "broker: target: controller)", str(t), "cluster.mode: kraft, or target: controller")
     elif t.kind == "controller" and t.id is not None:
-        voters = exp.cluster.voters()
+        voters = exp.cluster.voter_ids()
         if t.id not in voters:
             f.error(path, f"the quorum's voters are {', '.join(f'controller:{v}' for v in voters)}", str(t),
                     "dedicated controllers are 101..100+controllers; combined voters are brokers 1..controllers")

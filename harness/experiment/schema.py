@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
-from harness.cluster.base import voter_ids
+from harness.cluster.base import ClusterSpec
 from harness.faults.targets import LinkTarget, Target
 
 Acks = Literal["0", "1", "all"]
@@ -23,35 +23,6 @@ ParamValue = int | float | bool | str
 
 def frozen_map(data: Mapping[str, object] | None = None) -> Mapping[str, object]:
     return MappingProxyType(dict(data or {}))
-
-
-ClusterMode = Literal["zookeeper", "kraft"]
-
-
-@dataclass(frozen=True, slots=True)
-class ClusterConfig:
-    brokers: int = 3
-    zookeepers: int = 1
-    """ZooKeeper members (`mode: zookeeper`); 0 in KRaft mode."""
-    kafka: str = "3.9"
-    """Apache Kafka release (`3.9.2`) or line (`3.9`, its newest release; `4`, the newest 4.x); a
-    Confluent Platform 7.m version (the containers' published images) means Apache Kafka 3.m."""
-    mode: ClusterMode = "zookeeper"
-    """`zookeeper` (the default on 3.x) or `kraft` (the default, and the only mode, on 4.x)."""
-    controllers: int = 0
-    """KRaft quorum voters (1, 3 or 5; 3 by default); 0 in ZooKeeper mode."""
-    combined: bool = False
-    """KRaft: the voters are brokers 1..controllers (`process.roles=broker,controller`) instead of
-    dedicated controller processes 101..100+controllers."""
-    broker: str = "auto"
-    """`auto` (Apache Kafka where it is or can be installed), `apache-kafka` or `reference`."""
-    broker_config: Mapping[str, str] = field(default_factory=frozen_map)  # type: ignore[arg-type]
-    images: Mapping[str, str] = field(default_factory=frozen_map)  # type: ignore[arg-type]
-    reference_bugs: tuple[str, ...] = ()
-
-    def voters(self) -> tuple[int, ...]:
-        """The KRaft quorum's node ids (`harness.cluster.base.voter_ids`); empty in ZooKeeper mode."""
-        return voter_ids(self.controllers, self.combined) if self.mode == "kraft" else ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,7 +191,8 @@ class Experiment:
     duration: float
     description: str = ""
     seed: int = 1
-    cluster: ClusterConfig = ClusterConfig()
+    cluster: ClusterSpec = field(default_factory=ClusterSpec)
+    """The cluster's shape (`harness.experiment.cluster_fields`); the run adds its cluster id and needs."""
     topics: tuple[TopicSpec, ...] = ()
     workload: WorkloadSpec = WorkloadSpec()
     steady_state: tuple[str, ...] = ("controller_present", "all_partitions_led")

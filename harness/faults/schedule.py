@@ -67,7 +67,7 @@ def plan(exp: Experiment) -> tuple[PlannedFault, ...]:
     """Every fault with its drawn start time and concrete random targets, in firing order."""
     rng = _rng(exp.seed)
     c = exp.cluster
-    voters = c.voters()
+    voters = c.voter_ids()
     out: list[PlannedFault] = []
     for spec in sorted(exp.schedule, key=lambda s: s.index):
         start = spec.at + (rng.uniform(0.0, spec.jitter) if spec.jitter > 0 else 0.0)

@@ -8,18 +8,20 @@ cluster should use their own topic and group names: topics and committed offsets
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from harness.cluster.base import Cluster, ClusterBackend, ClusterSpec
+from harness.cluster.base import RUN_FIELDS, Cluster, ClusterBackend, ClusterSpec
 from harness.errors import BackendError
 
 
 def _shape(spec: ClusterSpec) -> dict[str, object]:
-    return {"brokers": spec.brokers, "zookeepers": spec.zookeepers, "kafka": spec.kafka_version,
-            "broker": spec.broker, "broker_config": dict(spec.broker_config), "images": dict(spec.images),
-            "reference_bugs": tuple(spec.reference_bugs)}
+    """The cluster's shape: every spec field but those a run sets (its cluster id and needs)."""
+    return {f.name: dict(v) if isinstance(v := getattr(spec, f.name), Mapping) else v
+            for f in dataclasses.fields(spec) if f.name not in RUN_FIELDS}
 
 
 class SharedCluster:

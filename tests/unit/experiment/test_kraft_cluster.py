@@ -17,7 +17,7 @@ def cluster(text: str):  # type: ignore[no-untyped-def]
 
 def test_mode_kraft_defaults_to_the_newest_kafka_4_and_three_dedicated_controllers() -> None:
     c = cluster("{mode: kraft}")
-    assert (c.mode, c.kafka, c.controllers, c.combined, c.zookeepers) == ("kraft", "4", 3, False, 0)
+    assert (c.mode, c.kafka_version, c.controllers, c.combined, c.zookeepers) == ("kraft", "4", 3, False, 0)
 
 
 def test_kafka_4_implies_kraft_and_3_x_implies_zookeeper() -> None:

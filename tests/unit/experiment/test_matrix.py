@@ -88,7 +88,7 @@ def test_a_matrix_file_needs_a_variant_when_loading_one_experiment() -> None:
     text = BASE + "matrix:\n  cluster.kafka: ['7.6.1', '7.7.1']\n"
     with pytest.raises(ValidationError, match=re.escape("has 2 variants: kafka=7.6.1, kafka=7.7.1")):
         load_experiment_text(text)
-    assert load_experiment_text(text, variant="kafka=7.6.1").cluster.kafka == "7.6.1"
+    assert load_experiment_text(text, variant="kafka=7.6.1").cluster.kafka_version == "7.6.1"
     with pytest.raises(ValidationError, match="variant ids are as listed"):
         load_experiment_text(text, variant="kafka=9")
 

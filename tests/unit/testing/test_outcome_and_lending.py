@@ -104,3 +104,12 @@ def test_lending_refuses_an_experiment_that_wants_another_cluster_shape(tmp_path
         backend, _ = shared.lending()
         with pytest.raises(BackendError, match="brokers: experiment wants 5, shared cluster has 3"):
             backend.up(ClusterSpec(brokers=5), tmp_path)
+
+
+def test_lending_compares_the_whole_shape_mode_included_but_not_what_the_run_sets(tmp_path: Path) -> None:
+    with SharedCluster(RecordingBackend(), "why", ClusterSpec(brokers=3), tmp_path) as shared:
+        backend, _ = shared.lending()
+        with pytest.raises(BackendError, match="mode: experiment wants 'kraft', shared cluster has 'zookeeper'"):
+            backend.up(ClusterSpec(brokers=3, zookeepers=0, mode="kraft", controllers=3), tmp_path)
+        backend.up(ClusterSpec(brokers=3, cluster_id="abc", needs_kafka="transactions"), tmp_path)
+        assert shared.runs == 1
