@@ -137,6 +137,12 @@ SMALL_RUN_CONF = {
     # Without AQE a query with shuffles is one job, not one job per stage (39 jobs -> 19).
     "spark.sql.adaptive.enabled": "false",
     "spark.sql.shuffle.partitions": "1",
+    # No broadcast joins, not even where a check hints one: building a broadcast side is a Spark job of its
+    # own, while a one-partition shuffle is only another stage of the same job (the transactions run's
+    # verify: 50 jobs -> 30).
+    "spark.sql.autoBroadcastJoinThreshold": "-1",
+    "spark.sql.optimizer.disableHints": "true",
+    "spark.sql.join.preferSortMergeJoin": "false",
 }
 """SQL settings a small run's verification applies for its duration (`scoped_conf`); none changes a result."""
 
