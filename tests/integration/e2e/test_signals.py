@@ -24,6 +24,7 @@ import psutil
 import pytest
 
 from harness.history.jsonl import read_history
+from tests.fixtures.processes import alive as _alive
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -49,13 +50,6 @@ EXIT_BOUND_S = 60.0      # signal -> exit
 def _events(run_dir: Path) -> list[dict[str, object]]:
     path = run_dir / "history.jsonl"
     return read_history(path).events if path.exists() else []
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def _run_processes(run_dir: Path) -> list[psutil.Process]:

@@ -21,6 +21,7 @@ import pytest
 
 from harness.cluster.leftovers import LeftoverRegistry, ProcessRecord, clean_leftovers
 from harness.cluster.process import ProcessBackend
+from tests.fixtures.processes import alive as _alive
 
 pytestmark = pytest.mark.integration
 
@@ -35,13 +36,6 @@ HARNESS = textwrap.dedent("""
     print(json.dumps(pids), flush=True)
     time.sleep(600)
 """)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def test_processes_of_a_sigkilled_harness_are_killed_by_the_next_clean_leftovers(

@@ -16,8 +16,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness.cluster.leftovers import ProcessRecord, clean_leftovers
+from harness.cluster.leftovers import clean_leftovers
 from spark_analysis.session import DRIVER_WHAT
+from tests.fixtures.processes import alive as _alive
+from tests.fixtures.processes import leftover_records as _records
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 
@@ -49,17 +51,6 @@ SESSION_STOP_AND_EXIT = textwrap.dedent("""
     assert again.range(4).count() == 4
     print(json.dumps({"second": SparkContext._gateway.proc.pid, "records": records()}), flush=True)
 """)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
-def _records(directory: Path) -> list[ProcessRecord]:
-    return [ProcessRecord.from_json(p.read_text()) for p in directory.glob("*.json")]
 
 
 def _environ(tmp_path: Path) -> dict[str, str]:

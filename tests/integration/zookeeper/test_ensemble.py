@@ -15,11 +15,13 @@ import psutil
 import pytest
 from kazoo.client import KazooClient
 
-from harness.cluster.leftovers import LeftoverRegistry, ProcessRecord, clean_leftovers
+from harness.cluster.leftovers import LeftoverRegistry, clean_leftovers
 from harness.cluster.zookeeper import ZooKeeperEnsemble, four_letter_word, free_port, server_mode
 from harness.errors import BackendError, HarnessTimeout
 from harness.observe.zookeeper import ZooKeeperObserver
 from harness.zk import znodes as z
+from tests.fixtures.processes import alive as _alive
+from tests.fixtures.processes import leftover_records as _records
 from tests.fixtures.zookeeper import EventCollector
 
 pytestmark = pytest.mark.integration
@@ -196,18 +198,6 @@ def test_members_left_running_are_killed_when_the_interpreter_exits(tmp_path: Pa
     while _pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _pid_alive(pid)
-
-
-def _alive(pid: int) -> bool:
-    """Running and not a zombie (the orphaned member of a SIGKILLed harness is reaped by whoever adopts it)."""
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
-def _records(directory: Path) -> list[ProcessRecord]:
-    return [ProcessRecord.from_json(p.read_text()) for p in directory.glob("*.json")]
 
 
 def test_a_member_has_a_leftover_record_while_it_runs_and_none_once_stopped_or_killed(tmp_path: Path) -> None:
