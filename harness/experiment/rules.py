@@ -199,7 +199,7 @@ def _check_overlaps(f: Fields, exp: Experiment) -> None:
     """Each fault that overlaps an earlier one of its overlap class on a shared target is reported once,
     naming the first such fault (so a schedule of N clashing faults gives N problems, not N squared)."""
     faults = sorted(exp.schedule, key=lambda x: x.at)
-    held = [(CATALOG[x.kind].exclusive, _resources(x),
+    held = [(CATALOG[x.kind].spec.exclusive, _resources(x),
              math.inf if x.duration is None else x.at + x.jitter + x.duration) for x in faults]
     for j, b in enumerate(faults):
         cls_b, res_b, _ = held[j]

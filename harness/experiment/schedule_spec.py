@@ -13,7 +13,7 @@ from harness.experiment.limits import MAX_FAULTS, MAX_PARAM_INT, PARAM_MAXIMA
 from harness.experiment.operation_spec import read_operation
 from harness.experiment.schema import FaultSpec, OperationSpec, ParamValue, frozen_map
 from harness.experiment.yamlsource import Path
-from harness.faults.catalog import CATALOG, FaultKind, ParamSpec
+from harness.faults.catalog import CATALOG, KindSpec, ParamSpec
 from harness.faults.targets import LinkTarget, Target, parse_link, parse_target
 
 T = TypeVar("T")
@@ -53,11 +53,12 @@ def _fault(f: Fields, path: Path, index: int, item: object) -> FaultSpec | None:
     name = f.string(m, path, "fault")
     if name is MISSING:
         return None
-    kind = CATALOG.get(name)
-    if kind is None:
+    entry = CATALOG.get(name)
+    if entry is None:
         f.error((*path, "fault"), "unknown fault kind", name,
                 did_you_mean(name, CATALOG) + "; `kafka-chaos faults` lists them")
         return None
+    kind = entry.spec
     duration = _duration(f, m, path, kind)
     target, link, groups = _slots(f, m, path, kind)
     params = _params(f, m, path, kind)
@@ -67,7 +68,7 @@ def _fault(f: Fields, path: Path, index: int, item: object) -> FaultSpec | None:
                      params=frozen_map(params), duration=duration, jitter=jitter)  # type: ignore[arg-type]
 
 
-def _duration(f: Fields, m: dict[str, Any], path: Path, kind: FaultKind) -> Any:
+def _duration(f: Fields, m: dict[str, Any], path: Path, kind: KindSpec) -> Any:
     if kind.duration == "forbidden" and "duration" in m:
         f.error((*path, "duration"), f"fault {kind.name!r} takes no duration", m["duration"])
         return MISSING
@@ -76,7 +77,7 @@ def _duration(f: Fields, m: dict[str, Any], path: Path, kind: FaultKind) -> Any:
     return f.duration(m, path, "duration", default=None)
 
 
-def _slots(f: Fields, m: dict[str, Any], path: Path, kind: FaultKind) -> tuple[Any, Any, Any]:
+def _slots(f: Fields, m: dict[str, Any], path: Path, kind: KindSpec) -> tuple[Any, Any, Any]:
     """Reads target / link / groups, whichever the kind takes; the others must be absent."""
     wanted = "link" if "link" in kind.targets else "groups" if "groups" in kind.targets else "target"
     for other in ("target", "link", "groups"):
@@ -98,7 +99,7 @@ def _slots(f: Fields, m: dict[str, Any], path: Path, kind: FaultKind) -> tuple[A
     return target, link, groups
 
 
-def _target(f: Fields, m: dict[str, Any], path: Path, key: str, kind: FaultKind) -> Target | Any:
+def _target(f: Fields, m: dict[str, Any], path: Path, key: str, kind: KindSpec) -> Target | Any:
     text = f.string(m, path, key)
     if text is MISSING:
         return MISSING
@@ -154,7 +155,7 @@ def _parsed(f: Fields, path: Path, text: object, parse: Callable[[str], T], what
         return MISSING
 
 
-def _params(f: Fields, m: dict[str, Any], path: Path, kind: FaultKind) -> Any:
+def _params(f: Fields, m: dict[str, Any], path: Path, kind: KindSpec) -> Any:
     ppath: Path = (*path, "params")
     raw = f.mapping(ppath, m.get("params"), [p.name for p in kind.params], f"params of {kind.name!r}")
     if raw is None:

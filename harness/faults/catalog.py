@@ -1,5 +1,6 @@
-"""The catalogue of schedule actions: the single source of fault kinds (their parameters, valid targets,
-duration rules, which kinds may overlap on one target, and what each backend does for each kind) and of
+"""The catalogue of schedule actions: the single register of fault kinds (each kind's module holds its parameters,
+valid targets, duration rule, overlap class, what each backend does, and its behaviour: apply, heal and the effect
+it records) and of
 operations (what an operator does to a healthy cluster: reassignment, preferred election, new partitions,
 consumer scaling, producer restarts, rolling restarts; their keys and how each broker kind carries them out).
 
@@ -12,125 +13,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Literal
 
-ParamType = Literal["int", "float", "bool", "choice"]
-TargetSlot = Literal["broker", "zookeeper", "consumer", "producer", "controller", "link", "groups"]
-DurationRule = Literal["required", "optional", "forbidden"]
+from harness.faults.kind import FaultKind, KindSpec, ParamSpec
+from harness.faults.link_faults import LINK_KINDS
+from harness.faults.node_faults import NODE_KINDS
+from harness.faults.toxics import TOXIC_KINDS
 
+__all__ = ["CATALOG", "OPERATIONS", "FaultKind", "KindSpec", "OperationKey", "OperationKind", "ParamSpec",
+           "describe_catalog"]
 
-@dataclass(frozen=True, slots=True)
-class ParamSpec:
-    name: str
-    type: ParamType
-    help: str
-    default: float | int | bool | str | None = None
-    required: bool = False
-    minimum: float | None = None
-    choices: tuple[str, ...] = ()
+_KINDS: tuple[FaultKind, ...] = (*NODE_KINDS, *LINK_KINDS, *TOXIC_KINDS)
 
-
-@dataclass(frozen=True, slots=True)
-class FaultKind:
-    """One kind of fault. `exclusive` names the overlap class: two faults of kinds with the same
-    non-empty class may not overlap in time on the same (static) target."""
-
-    name: str
-    help: str
-    targets: frozenset[TargetSlot]
-    params: tuple[ParamSpec, ...]
-    duration: DurationRule
-    exclusive: str
-    heal: str
-    backends: Mapping[str, str]
-
-    def param(self, name: str) -> ParamSpec | None:
-        return next((p for p in self.params if p.name == name), None)
-
-
-def _kind(name: str, help: str, targets: set[TargetSlot], params: tuple[ParamSpec, ...], duration: DurationRule,
-          exclusive: str, heal: str, process: str, containers: str) -> FaultKind:
-    return FaultKind(name, help, frozenset(targets), params, duration, exclusive, heal,
-                     MappingProxyType({"process": process, "containers": containers}))
-
-
-_STREAM = ParamSpec("stream", "choice", "which direction of the link: upstream (src to dst) or downstream "
-                    "(dst's replies)", default="downstream", choices=("upstream", "downstream"))
-_TOXICITY = ParamSpec("toxicity", "float", "probability (0..1) that a connection is affected, drawn once per "
-                      "connection", default=1.0, minimum=0.0)
-
-
-def _toxic(name: str, help: str, params: tuple[ParamSpec, ...]) -> FaultKind:
-    return _kind(name, help, {"link"}, (*params, _STREAM, _TOXICITY), "required", f"toxic:{name}",
-                 "removes the toxic", f"Toxiproxy `{name}` toxic on the link's proxy (embedded server or "
-                 "TOXIPROXY_BIN)", f"Toxiproxy `{name}` toxic on the link's proxy (toxiproxy container)")
-
-
-_KINDS: tuple[FaultKind, ...] = (
-    _kind("kill", "Kill a node abruptly (kill -9): no controlled shutdown; ZooKeeper notices after the "
-          "session timeout. A consumer target closes the member without leaving its group.",
-          {"broker", "zookeeper", "consumer", "controller"}, (), "optional", "down", "starts the node again",
-          "SIGKILL to the node's process group; consumers: member dropped", "docker kill (SIGKILL)"),
-    _kind("stop", "Stop a broker gracefully (SIGTERM): controlled shutdown moves its leaderships first. A KRaft "
-          "controller stops as well (a leader resigns on shutdown).",
-          {"broker", "controller"}, (), "optional", "down", "starts the node again",
-          "SIGTERM, wait for exit (SIGKILL after the stop timeout)", "docker stop (SIGTERM, then SIGKILL)"),
-    _kind("pause", "Freeze a node (SIGSTOP): it holds its sockets but answers nothing; past the session "
-          "timeout ZooKeeper expires it. A consumer target stops polling. A producer target's application stops "
-          "sending, as in a long GC pause (librdkafka delivers what it was given): a transaction it holds open "
-          "past transaction.timeout.ms is aborted by the coordinator, which fences the producer; the producer "
-          "then starts a new session (`txn.fenced`).",
-          {"broker", "zookeeper", "consumer", "producer", "controller"}, (), "required", "down",
-          "resumes the node (SIGCONT)", "SIGSTOP / SIGCONT to the process group; producers: sending held",
-          "docker pause / unpause; producers: sending held"),
-    _kind("kill_zookeeper", "Kill a ZooKeeper member (kill -9).", {"zookeeper"}, (), "optional", "down",
-          "starts the member again", "SIGKILL to the member's process group", "docker kill (SIGKILL)"),
-    _kind("isolate", "Cut every link of a node. A broker: to and from every other broker, to ZooKeeper or the "
-          "KRaft voters, and from clients. A KRaft controller: to and from the other voters, and from the "
-          "brokers (it loses the quorum leadership after controller.quorum.fetch.timeout.ms).",
-          {"broker", "controller"}, (), "required", "links", "re-enables the links",
-          "disables every proxy whose name starts or ends with the broker", "same, on the toxiproxy container"),
-    _kind("isolate_zookeeper", "Cut a broker's links to every ZooKeeper member: its session expires after "
-          "the session timeout (controller moves, partitions it leads get new leaders).",
-          {"broker"}, (), "required", "links", "re-enables the links",
-          "disables proxies k->zk*", "same, on the toxiproxy container"),
-    _kind("partition", "Network partition between groups of nodes: every directed link between nodes of "
-          "different groups is cut (only from earlier to later groups with one_way).", {"groups"},
-          (ParamSpec("one_way", "bool", "cut only links from a group to the groups listed after it",
-                     default=False),), "required", "links", "re-enables the links",
-          "disables the proxies of the cut links", "same, on the toxiproxy container"),
-    _kind("cut", "Cut one directed link (disable its proxy: open connections close, new ones are "
-          "refused).", {"link"}, (), "required", "toxic:cut", "re-enables the proxy",
-          "disables the link's proxy", "same, on the toxiproxy container"),
-    _toxic("latency", "Delay data on a link.", (
-        ParamSpec("latency_ms", "int", "added delay in milliseconds", required=True, minimum=0),
-        ParamSpec("jitter_ms", "int", "random +/- jitter in milliseconds", default=0, minimum=0))),
-    _toxic("bandwidth", "Limit a link's bandwidth.", (
-        ParamSpec("rate_kbps", "int", "rate in KB/s", required=True, minimum=0),)),
-    _toxic("slicer", "Slice data into small pieces with delays between them.", (
-        ParamSpec("average_size", "int", "average slice size in bytes", required=True, minimum=1),
-        ParamSpec("size_variation", "int", "slice size variation in bytes", default=0, minimum=0),
-        ParamSpec("delay_us", "int", "delay between slices in microseconds", default=0, minimum=0))),
-    _toxic("reset_peer", "Reset connections (TCP RST) after a timeout.", (
-        ParamSpec("timeout_ms", "int", "delay before the reset, ms", default=0, minimum=0),)),
-    _toxic("timeout", "Stop all data; close the connection after timeout_ms (0: hold it open forever).", (
-        ParamSpec("timeout_ms", "int", "ms before closing; 0 = black hole", default=0, minimum=0),)),
-    _toxic("limit_data", "Close connections after a number of bytes.", (
-        ParamSpec("bytes", "int", "bytes allowed per connection", required=True, minimum=0),)),
-)
-
-CATALOG: Mapping[str, FaultKind] = MappingProxyType({k.name: k for k in _KINDS})
-"""Every fault kind by name."""
-
-TOXIC_ATTRIBUTES: Mapping[str, Mapping[str, str]] = MappingProxyType({
-    "latency": {"latency_ms": "latency", "jitter_ms": "jitter"},
-    "bandwidth": {"rate_kbps": "rate"},
-    "slicer": {"average_size": "average_size", "size_variation": "size_variation", "delay_us": "delay"},
-    "reset_peer": {"timeout_ms": "timeout"},
-    "timeout": {"timeout_ms": "timeout"},
-    "limit_data": {"bytes": "bytes"},
-})
-"""Experiment parameter name -> Toxiproxy attribute name, per toxic kind."""
+CATALOG: Mapping[str, FaultKind] = MappingProxyType({k.spec.name: k for k in _KINDS})
+"""Every fault kind by name: its specification and its behaviour (`harness.faults.kind.FaultKind`). A new kind is
+a `FaultKind` in the module of its family (or a new one), listed here."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,7 +126,7 @@ def describe_catalog() -> str:
     """The text `kafka-chaos faults` prints: every fault kind, its targets, parameters and backend actions;
     then every operation, its keys and how it is carried out."""
     lines: list[str] = ["Faults (`fault:` in the schedule):", ""]
-    for kind in _KINDS:
+    for kind in (k.spec for k in _KINDS):
         lines.append(f"{kind.name}: {kind.help}")
         lines.append(f"    targets: {', '.join(sorted(kind.targets))}; duration: {kind.duration}; "
                      f"at the end: {kind.heal}")

@@ -1,62 +1,34 @@
-"""Turns planned faults into backend operations and heals them: node signals, consumer-member and
-producer actions and Toxiproxy link operations. Records `fault.start` / `fault.end` (or `fault.skipped` when
-a target names nothing at firing time); `fault.start` carries the time the action began (a graceful
-stop returns only after the broker's controlled shutdown, which the history must show inside the
-fault). Link cuts are reference-counted, so overlapping faults that cut the same link (isolate +
-partition) heal it only when the last one ends."""
+"""Applies planned faults and heals them, each by its kind (`harness.faults.catalog.CATALOG`: the kind's
+`apply`, `heal` and `describe`; the injector is the `FaultEnv` they act through). Records `fault.start` /
+`fault.end` (or `fault.skipped` when a target names nothing at firing time); `fault.start` carries the time
+the action began (a graceful stop returns only after the broker's controlled shutdown, which the history must
+show inside the fault) and the fault's effect as data (`effect`: the kind's `describe`). Link cuts are
+reference-counted, so overlapping faults that cut the same link (isolate + partition) heal it only when the
+last one ends."""
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
 
-from harness.cluster.base import Cluster, LinkSource, NodeId, link_name
+from harness.cluster.base import Cluster, Link, LinkSource, NodeId, link_name
 from harness.cluster.links import LinkGraph
-from harness.errors import HarnessError
-from harness.faults.catalog import CATALOG, TOXIC_ATTRIBUTES
-from harness.faults.resolve import (
-    MemberRef,
-    ProducerRef,
-    ResolutionError,
-    isolate_links,
-    partition_links,
-    resolve_link,
-    resolve_node,
-)
+from harness.faults.catalog import CATALOG
+from harness.faults.kind import Applied, MemberControl, ProducerControl
+from harness.faults.resolve import ResolutionError
 from harness.faults.schedule import PlannedFault
 from harness.history.jsonl import EventSink
 from harness.history.state import ClusterState
 
-
-class MemberControl(Protocol):
-    """What a consumer-group workload offers to faults targeting `consumer:<group>/<n>`."""
-
-    def kill_member(self, n: int) -> None: ...
-
-    def pause_member(self, n: int) -> None: ...
-
-    def resume_member(self, n: int) -> None: ...
-
-    def restart_member(self, n: int) -> None: ...
-
-
-class ProducerControl(Protocol):
-    """What a producer workload offers to faults targeting `producer:<id>`: its application's sending held
-    and let go again."""
-
-    def pause(self) -> None: ...
-
-    def resume(self) -> None: ...
+__all__ = ["FaultInjector", "MemberControl", "ProducerControl"]
 
 
 @dataclass(slots=True)
 class _Active:
     fault: PlannedFault
-    targets: list[str]
-    heal_steps: list[tuple[str, Callable[[], None]]] = field(default_factory=list)
+    done: Applied = field(default_factory=Applied)
 
 
 class FaultInjector:
@@ -80,10 +52,10 @@ class FaultInjector:
     def inject(self, fault: PlannedFault) -> bool:
         """Apply `fault`; True if it took effect, False if its target named nothing (recorded as skipped)."""
         kind = CATALOG[fault.spec.kind]
-        active = _Active(fault, [])
+        active = _Active(fault)
         began_wall_ms = int(time.time() * 1000)  # fault.start is stamped when the action began, not when it returned
         try:
-            self._apply(fault, active)
+            kind.apply(fault, self, active.done)
         except ResolutionError as exc:
             self._emit("fault.skipped", fault, targets=[], error=str(exc))
             return False
@@ -92,7 +64,8 @@ class FaultInjector:
             raise
         with self._lock:
             self._active[fault.fault_id] = active
-        self._emit("fault.start", fault, targets=active.targets, heal=kind.heal, wall=began_wall_ms)
+        self._emit("fault.start", fault, targets=active.done.targets, heal=kind.spec.heal, wall=began_wall_ms,
+                   effect=kind.describe(fault, active.done))
         return True
 
     def heal(self, fault: PlannedFault) -> None:
@@ -120,91 +93,28 @@ class FaultInjector:
                    "description": fault.describe(), **extra})
 
     def _run_heal(self, active: _Active, *, record: bool) -> list[tuple[str, BaseException]]:
-        failures: list[tuple[str, BaseException]] = []
-        for name, step in reversed(active.heal_steps):
-            try:
-                step()
-            except Exception as exc:  # every step is attempted; failures are reported together
-                failures.append((f"heal {active.fault.describe()}: {name}", exc))
+        failures = [(f"heal {active.fault.describe()}: {name}", exc)
+                    for name, exc in CATALOG[active.fault.spec.kind].heal(self, active.done)]
         if record:
             extra = {"error": "; ".join(f"{n}: {e}" for n, e in failures)} if failures else {}
-            self._emit("fault.end", active.fault, targets=active.targets, **extra)
+            self._emit("fault.end", active.fault, targets=active.done.targets, **extra)
         return failures
 
-    def _apply(self, fault: PlannedFault, active: _Active) -> None:
-        kind = fault.spec.kind
-        if kind in ("kill", "stop", "pause", "kill_zookeeper"):
-            assert fault.target is not None
-            node = resolve_node(fault.target, self.state, self.topology)
-            active.targets.append(str(node))
-            if isinstance(node, MemberRef):
-                self._member_fault(kind, node, active)
-            elif isinstance(node, ProducerRef):
-                self._producer_fault(kind, node, active)
-            else:
-                self._node_fault(kind, node, active)
-        elif kind in ("isolate", "isolate_zookeeper"):
-            assert fault.target is not None
-            node = resolve_node(fault.target, self.state, self.topology)
-            if not isinstance(node, NodeId):
-                raise HarnessError(f"{fault.describe()}: isolate needs a broker or a controller, got {node}")
-            active.targets.append(str(node))
-            self._cut(isolate_links(node, self.topology, zookeeper_only=kind == "isolate_zookeeper"), active)
-        elif kind == "partition":
-            active.targets += [str(n) for g in fault.spec.groups for n in g]
-            self._cut(partition_links(fault.spec.groups, bool(fault.spec.params.get("one_way")), self.topology),
-                      active)
-        elif kind == "cut":
-            assert fault.link is not None
-            links = resolve_link(fault.link, self.state, self.topology)
-            active.targets += [link_name(s, d) for s, d in links]
-            self._cut(links, active)
-        else:
-            assert fault.link is not None
-            links = resolve_link(fault.link, self.state, self.topology)
-            active.targets += [link_name(s, d) for s, d in links]
-            self._toxic(fault, links, active)
+    # -- FaultEnv: reference-counted link cuts ---------------------------------------------------
 
-    def _node_fault(self, kind: str, node: NodeId, active: _Active) -> None:
-        if kind == "pause":
-            self.cluster.pause(node)
-            active.heal_steps.append((f"resume {node}", lambda: self.cluster.resume(node)))
-            return
-        (self.cluster.stop if kind == "stop" else self.cluster.kill)(node)
-        active.heal_steps.append((f"start {node}", lambda: self.cluster.start(node)))
+    def cut_link(self, src: LinkSource, dst: NodeId) -> None:
+        """Disable `src->dst` unless another active fault already cut it."""
+        name = link_name(src, dst)
+        link = self.cluster.link(src, dst)
+        with self._lock:
+            count = self._cuts.get(name, 0)
+            self._cuts[name] = count + 1
+        if count == 0:
+            link.disable()
 
-    def _member_fault(self, kind: str, ref: MemberRef, active: _Active) -> None:
-        control = self.members.get(ref.group)
-        if control is None:
-            raise ResolutionError(f"{ref}: no consumer group {ref.group!r} is running")
-        if kind == "pause":
-            control.pause_member(ref.index)
-            active.heal_steps.append((f"resume {ref}", lambda: control.resume_member(ref.index)))
-        else:
-            control.kill_member(ref.index)
-            active.heal_steps.append((f"restart {ref}", lambda: control.restart_member(ref.index)))
-
-    def _producer_fault(self, kind: str, ref: ProducerRef, active: _Active) -> None:
-        control = self.producers.get(ref.producer_id)
-        if control is None:
-            raise ResolutionError(f"{ref}: no producer {ref.producer_id!r} is running")
-        if kind != "pause":
-            raise HarnessError(f"{ref}: a producer can only be paused, not given {kind!r}")
-        control.pause()
-        active.heal_steps.append((f"resume {ref}", control.resume))
-
-    def _cut(self, links: list[tuple[LinkSource, NodeId]], active: _Active) -> None:
-        for src, dst in links:
-            name = link_name(src, dst)
-            link = self.cluster.link(src, dst)
-            with self._lock:
-                count = self._cuts.get(name, 0)
-                self._cuts[name] = count + 1
-            if count == 0:
-                link.disable()
-            active.heal_steps.append((f"enable {name}", lambda n=name, lk=link: self._uncut(n, lk)))  # type: ignore[misc]
-
-    def _uncut(self, name: str, link: object) -> None:
+    def uncut_link(self, src: LinkSource, dst: NodeId) -> None:
+        """Enable `src->dst` when no other active fault still cuts it."""
+        name = link_name(src, dst)
         with self._lock:
             count = self._cuts.get(name, 0) - 1
             if count <= 0:
@@ -212,17 +122,5 @@ class FaultInjector:
             else:
                 self._cuts[name] = count
         if count <= 0:
-            link.enable()  # type: ignore[attr-defined]
-
-    def _toxic(self, fault: PlannedFault, links: list[tuple[LinkSource, NodeId]], active: _Active) -> None:
-        params = dict(fault.spec.params)
-        stream = str(params.pop("stream", "downstream"))
-        toxicity = float(params.pop("toxicity", 1.0))
-        names = TOXIC_ATTRIBUTES[fault.spec.kind]
-        attributes = {names[k]: v for k, v in params.items() if k in names}
-        for src, dst in links:
-            link = self.cluster.link(src, dst)
-            toxic = link.add_toxic(fault.spec.kind, attributes, stream=stream, toxicity=toxicity,  # type: ignore[arg-type]
-                                   name=f"f{fault.index}-{fault.spec.kind}-{stream}")
-            active.heal_steps.append((f"remove {toxic} from {link.name}",
-                                      lambda lk=link, t=toxic: lk.remove_toxic(t)))  # type: ignore[misc]
+            link: Link = self.cluster.link(src, dst)
+            link.enable()

@@ -1,5 +1,6 @@
 """Every implementation of an extension point (backend, cluster, link, observer, workload, operator, the
-rolling restart's node cycler, the producer restarter) has the members its Protocol declares, with compatible
+rolling restart's node cycler, the producer restarter, every fault kind of the catalogue and the injector they act
+through) has the members its Protocol declares, with compatible
 call signatures."""
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ import pytest
 from harness.cluster.base import Cluster, ClusterBackend, Link
 from harness.cluster.process import ProcessBackend, ProcessCluster
 from harness.cluster.process_toxiproxy import ProcessLink
+from harness.faults.catalog import CATALOG
 from harness.faults.inject import FaultInjector, MemberControl, ProducerControl
 from harness.faults.kafka_operator import KafkaOperator
+from harness.faults.kind import FaultEnv, FaultKind
 from harness.faults.operations import GroupScaler, NodeCycler, Operator, ProducerRestarter
 from harness.observe.admin import AdminObserver
 from harness.observe.base import Observer
@@ -66,6 +69,8 @@ CASES: list[tuple[type, Any]] = [
     (ProducerWorkload, ProducerRestarter),
     (ProducerWorkload, ProducerControl),
     (ConsumerGroupWorkload, MemberControl),
+    (FaultInjector, FaultEnv),
+    *((kind, FaultKind) for kind in dict.fromkeys(type(k) for k in CATALOG.values())),
 ]
 
 
@@ -82,3 +87,13 @@ def test_implementation_complies_with_its_protocol(impl: type, proto: type) -> N
         assert len(has) >= len(required), f"{impl.__name__}.{name}{have} cannot take {proto.__name__}.{name}{want}"
     missing = data - _declared_data(impl)
     assert not missing, f"{impl.__name__} lacks attributes {sorted(missing)} of {proto.__name__}"
+
+
+@pytest.mark.parametrize("name", sorted(CATALOG))
+def test_every_catalogue_fault_kind_complies_with_fault_kind(name: str) -> None:
+    """Its class has `apply`, `heal` and `describe` (above); its instance has the `spec` it is registered by."""
+    kind = CATALOG[name]
+    assert kind.spec.name == name
+    for method in ("apply", "heal", "describe"):
+        want = list(inspect.signature(getattr(FaultKind, method)).parameters)[1:]
+        assert list(inspect.signature(getattr(kind, method)).parameters) == want, (name, method)

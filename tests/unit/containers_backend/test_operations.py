@@ -103,7 +103,7 @@ def _cluster(tmp_path: Path, calls: list[str]) -> ContainersCluster:
 def test_every_catalogue_fault_kind_has_a_container_operation() -> None:
     assert set(CATALOG) <= set(FAULT_OPERATIONS)
     for kind in CATALOG.values():
-        assert kind.backends["containers"]
+        assert kind.spec.backends["containers"]
 
 
 def test_kill_is_docker_kill_sigkill_and_start_is_docker_start(tmp_path: Path) -> None:
