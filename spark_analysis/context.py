@@ -29,7 +29,7 @@ from spark_analysis.verdict import ENDING_TYPES, incompleteness
 Row = dict[str, Any]
 RowsProvider = Callable[[tuple[str, ...]], list[Row]]
 
-_JSON_FIELDS = ("target", "params")
+_JSON_FIELDS = ("target", "params", "effect")
 
 
 def _decode(row: Row) -> Row:

@@ -1,18 +1,24 @@
 """Fault windows from `fault.start` / `fault.end` events, and tying a failure to a fault.
 
-Owns `FaultWindow` (id, kind, target, start/end on the history clock; an unhealed fault lasts
-to the end of the history), how a fault is named in summaries ("fault #2 kill broker 1"), and
-the two attribution rules: `active_at` (the fault in force at t, with a grace after its end for
-effects that show up late) and `at_or_after` (the fault in force at t, else the next one to
-start — for a lost write, the fault that hit after the write was acknowledged).
+Owns `FaultWindow` (id, kind, target, start/end on the history clock, and what the fault did: its `effect`,
+`spark_analysis.fault_effect.FaultEffect`, as `fault.start` recorded it or, in a history from before `effect`,
+as the legacy reader `spark_analysis.faults_legacy` reads it from the kind name; an unhealed fault lasts to
+the end of the history), the questions asked of a run's faults (`FaultIndex`: which brokers were in a graceful
+stop at t, which fault took a node away), how a fault is named in summaries ("fault #2 kill broker 1"), and
+the two attribution rules: `active_at` (the fault in force at t, with a grace after its end for effects that
+show up late) and `at_or_after` (the fault in force at t, else the next one to start — for a lost write, the
+fault that hit after the write was acknowledged).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from spark_analysis.fault_effect import FaultEffect
+from spark_analysis.faults_legacy import legacy_effect
 
 ATTRIBUTION_GRACE_S = 5.0
 
@@ -55,6 +61,13 @@ class FaultWindow:
     target: str
     start: float
     end: float | None
+    recorded: FaultEffect | None = None
+    """`fault.start`'s `effect`; None in a history recorded before it."""
+
+    @property
+    def effect(self) -> FaultEffect:
+        """What the fault did: as recorded, else as the legacy reader reads it from the kind name."""
+        return self.recorded if self.recorded is not None else legacy_effect(self.kind, self.target)
 
     @property
     def label(self) -> str:
@@ -96,33 +109,23 @@ class FaultIndex:
                 return window
         return None
 
-    def targets_at(self, t: float, kinds: Iterable[str]) -> set[int]:
-        """Broker ids targeted by faults of `kinds` in force at t (e.g. brokers shutting down)."""
-        wanted = set(kinds)
+    def stopping_gracefully(self, t: float) -> set[int]:
+        """Brokers a fault in force at t stops by a controlled shutdown."""
         out: set[int] = set()
         for window in self.windows:
-            if window.kind in wanted and window.contains(t):
-                out |= broker_ids(window.target)
+            if window.contains(t):
+                out |= window.effect.stopped_gracefully()
         return out
 
+    def took_away(self, node: int, t0: float, t1: float) -> FaultWindow | None:
+        """The earliest fault that started in [t0, t1] and took node `node` (a broker or a KRaft controller) away:
+        stopped it or cut it off (what a controller's loss is tied to)."""
+        return next((w for w in self.windows if t0 <= w.start <= t1 and w.effect.takes_away(node)), None)
 
-    def hit(self, broker: int, t0: float, t1: float, kinds: Iterable[str]) -> FaultWindow | None:
-        """The earliest fault of `kinds` that started in [t0, t1] on `broker`: what took it away."""
-        wanted = set(kinds)
-        for window in self.windows:
-            if window.kind in wanted and t0 <= window.start <= t1 and broker in broker_ids(window.target):
-                return window
-        return None
-
-
-def broker_ids(target: str) -> set[int]:
-    """Broker ids named in a rendered target ("broker 1, broker 3" -> {1, 3})."""
-    out: set[int] = set()
-    for part in target.split(","):
-        words = part.strip().split()
-        if len(words) == 2 and words[0] == "broker" and words[1].lstrip("-").isdigit():
-            out.add(int(words[1]))
-    return out
+    def took_from_clients(self, broker: int, t0: float, t1: float) -> FaultWindow | None:
+        """The earliest fault that started in [t0, t1] and took broker `broker` from clients without a controlled
+        shutdown: stopped it abruptly, or cut clients off from it (what a leader's loss is tied to)."""
+        return next((w for w in self.windows if t0 <= w.start <= t1 and w.effect.takes_from_clients(broker)), None)
 
 
 def build_fault_index(events: Sequence[Mapping[str, Any]]) -> FaultIndex:
@@ -135,9 +138,10 @@ def build_fault_index(events: Sequence[Mapping[str, Any]]) -> FaultIndex:
         if ev.get("type") == "fault.start":
             if fid in open_:
                 done.append(open_.pop(fid))
-            open_[fid] = FaultWindow(fid, str(ev.get("kind") or "fault"), describe_target(ev.get("target")), t, None)
+            open_[fid] = FaultWindow(fid, str(ev.get("kind") or "fault"), describe_target(ev.get("target")), t, None,
+                                     FaultEffect.read(ev.get("effect")))
         elif ev.get("type") == "fault.end" and fid in open_:
             w = open_.pop(fid)
-            done.append(FaultWindow(w.fault_id, w.kind, w.target, w.start, t))
+            done.append(FaultWindow(w.fault_id, w.kind, w.target, w.start, t, w.recorded))
     done.extend(open_.values())
     return FaultIndex(tuple(sorted(done, key=lambda w: (w.start, w.fault_id))))

@@ -52,7 +52,7 @@ def _f(name: str, kind: object) -> StructField:
 _S, _L, _D, _B = StringType(), LongType(), DoubleType(), BooleanType()
 
 # Strings accept any JSON value (Spark keeps the raw JSON text of numbers, objects and arrays),
-# so fields whose shape varies between observers (fault ids, targets, params, members) are strings.
+# so fields whose shape varies between observers (fault ids, targets, params, effects, members) are strings.
 HISTORY_SCHEMA = StructType(
     [
         _f("t", _D),
@@ -72,6 +72,7 @@ HISTORY_SCHEMA = StructType(
         _f("kind", _S),
         _f("target", _S),
         _f("params", _S),
+        _f("effect", _S),  # fault.start: what the fault did (nodes, down, unreachable, links, toxics), as JSON text
         # operations (op.start / op.end): reassignment and op.end's results are lists of objects, kept as JSON text
         _f("op_id", _L),
         _f("action", _S),

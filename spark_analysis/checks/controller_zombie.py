@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from spark_analysis.checks.common import evidence
-from spark_analysis.faults import FaultIndex, broker_ids
+from spark_analysis.faults import FaultIndex
 
 ZOMBIE_GRACE_S = 10.0
 """How long after the cut heals a former controller may still name itself."""
@@ -68,5 +68,7 @@ def zombie_self_views(controllers: Sequence[dict[str, Any]], views: Sequence[dic
 
 
 def _cut_off(faults: FaultIndex, broker: int, t: float, horizon: float) -> bool:
-    """A fault on `broker` in force at t, or healed less than ZOMBIE_GRACE_S before t."""
-    return any(broker in broker_ids(w.target) and w.contains(t, ZOMBIE_GRACE_S, horizon) for w in faults.windows)
+    """A fault that took `broker` away (stopped it or cut it off) in force at t, or healed less than
+    ZOMBIE_GRACE_S before t."""
+    return any(w.effect.takes_away(broker, ("broker",)) and w.contains(t, ZOMBIE_GRACE_S, horizon)
+               for w in faults.windows)

@@ -13,15 +13,14 @@ histories have no fencing events, and their liveness is unchanged.
 Also owns `VoterLiveness`, whether a KRaft controller (a Raft voter, which need not be a broker)
 was live near a time: live if it answered the quorum observer within the grace (as leader, or as
 follower: Kafka's non-leader voters answer DescribeQuorum with NOT_LEADER_OR_FOLLOWER, which is an
-answer), taken down if a kill, stop or pause fault on it had been in force for the grace and it did
-not answer, else unknown. And `node_ids`, the node ids a rendered fault target names (`broker 1`,
-`controller 101`). Used by the controller, partition, quorum and SLO checks.
+answer), taken down if a fault that stopped it (its effect: `down`) had been in force for the grace and
+it did not answer, else unknown. Used by the controller, partition, quorum and SLO checks.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,10 +31,6 @@ UP_TYPES = ("broker.up", "broker.unfenced")
 DOWN_TYPES = ("broker.down", "broker.fenced")
 LIVENESS_TYPES = UP_TYPES + DOWN_TYPES
 """The event types broker liveness reads (pass them all to `CheckContext.rows`)."""
-VOTER_LOSS = frozenset({"kill", "stop", "pause"})
-"""Fault kinds that stop a voter from answering (an isolated voter is alive, only cut off)."""
-NODE_WORDS = frozenset({"broker", "controller", "node", "voter"})
-"""The words a rendered fault target names a node with (`broker 1`, `controller 101`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,25 +88,6 @@ def build_liveness(events: Sequence[Mapping[str, Any]]) -> Liveness:
     return Liveness({b: tuple(sorted(v, key=lambda x: x[0])) for b, v in trans.items()})
 
 
-def node_ids(target: str) -> set[int]:
-    """Node ids named in a rendered fault target ("broker 1, controller 101" -> {1, 101})."""
-    out: set[int] = set()
-    for part in target.split(","):
-        words = part.strip().split()
-        if len(words) == 2 and words[0] in NODE_WORDS and words[1].lstrip("-").isdigit():
-            out.add(int(words[1]))
-    return out
-
-
-def node_hit(faults: FaultIndex, node: int, t0: float, t1: float, kinds: Iterable[str]) -> FaultWindow | None:
-    """The earliest fault of `kinds` that started in [t0, t1] on `node` (a broker or a controller)."""
-    wanted = set(kinds)
-    for window in faults.windows:
-        if window.kind in wanted and t0 <= window.start <= t1 and node in node_ids(window.target):
-            return window
-    return None
-
-
 ANSWER_ROLES = frozenset({"leader", "follower"})
 """`quorum.state` roles of a voter that answered (`unknown`: it answered with another error)."""
 
@@ -138,10 +114,11 @@ class VoterLiveness:
         return i < len(times) and times[i] <= t + grace
 
     def taken_down(self, voter: int, t: float, grace: float = LIVENESS_GRACE_S) -> FaultWindow | None:
-        """A kill/stop/pause fault on `voter` that started at least `grace` before t and had not ended by t."""
+        """A fault that stopped `voter` (an isolated voter is alive, only cut off), started at least `grace`
+        before t and had not ended by t."""
         for window in self.losses:
             if (window.start <= t - grace and (window.end is None or window.end >= t)
-                    and voter in node_ids(window.target)):
+                    and voter in window.effect.stopped()):
                 return window
         return None
 
@@ -159,5 +136,5 @@ def build_voter_liveness(states: Sequence[Mapping[str, Any]], faults: FaultIndex
     for ev in states:
         if quorum_answer(ev):
             answers.setdefault(int(ev["voter"]), []).append(float(ev.get("t") or 0.0))
-    losses = tuple(w for w in faults.windows if w.kind in VOTER_LOSS)
+    losses = tuple(w for w in faults.windows if w.effect.stopped())
     return VoterLiveness({v: tuple(sorted(ts)) for v, ts in answers.items()}, losses)

@@ -5,11 +5,12 @@
 - `partition.election_conforms`: every leader change matches `harness.model.election.elect_leader`
   applied to the state just before it: the previous ISR and AR, the brokers registered then
   (from broker.up/down, with a grace for observer skew: every plausible live set is tried),
-  and the brokers shutting down (graceful stop faults). The strategy is inferred: AR changed ->
-  reassign; previous leader gone or none -> offline; previous leader stopping -> controlled
-  shutdown; a scheduled reassignment of the partition in progress whose new list leaves the old leader
-  out -> reassign, from that new list (`spark_analysis.operations`); a scheduled preferred election in
-  progress, or new leader is AR[0] -> preferred. A change none of these explains is counted, not judged.
+  and the brokers shutting down (faults whose effect is a graceful stop: `FaultIndex.stopping_gracefully`).
+  The strategy is inferred: AR changed -> reassign; previous leader gone or none -> offline; previous leader
+  stopping -> controlled shutdown; a scheduled reassignment of the partition in progress whose new list leaves
+  the old leader out -> reassign, from that new list (`spark_analysis.operations`); a scheduled preferred
+  election in progress, or new leader is AR[0] -> preferred. A change none of these explains is counted, not
+  judged.
   A partition's first observed state while an `add_partitions` creating it runs is judged as `new`: the
   first live replica in AR order leads.
   A broker that came back between two observed states and is in the new ISR (with a member of the old
@@ -42,8 +43,6 @@ from spark_analysis.checks.liveness import LIVENESS_GRACE_S, LIVENESS_TYPES, Liv
 from spark_analysis.context import CheckContext, Row
 from spark_analysis.operations import OperationIndex
 from spark_analysis.result import CheckResult, failed, passed, unknown
-
-SHUTDOWN_FAULT_KINDS = frozenset({"stop", "shutdown", "controlled_shutdown", "graceful_stop", "restart"})
 
 
 def _by_partition(events: Iterable[Row], per_source: bool = True) -> dict[tuple[str, str, int], list[Row]]:
@@ -303,7 +302,7 @@ class ElectionConforms:
                     offline_replica_steps += 1
                 elif prev is not None and ev.get("leader") != prev.get("leader") and ev.get("leader") is not None:
                     t = float(ev.get("t") or 0.0)
-                    shutting = ctx.faults.targets_at(t, SHUTDOWN_FAULT_KINDS)
+                    shutting = ctx.faults.stopping_gracefully(t)
                     strategy, elect_from = _strategy(prev, ev, live, shutting, t, ctx.operations)
                     if strategy is None or prev.get("isr") is None:
                         unexplained += 1

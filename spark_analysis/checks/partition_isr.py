@@ -18,10 +18,10 @@ the authoritative `partition.state` events (`partition.authoritative`) and the r
   `unclean.leader.election.enable` is true; then each such election is recorded as unclean in the
   metrics and evidence (`unclean_elections`). A replica that joined the ISR between two observed states
   (the leader epoch skipped one) is not outside it (`partition._caught_up`).
-- `partition.controlled_shutdown_moves_leaders`: on a graceful stop (the `stop` fault: SIGTERM, the
-  broker's controlled shutdown), every partition the broker led has a new leader before its
-  registration vanishes, wherever another ISR member was alive and not shutting down itself (Kafka's
-  `KafkaController.doControlledShutdown`, `ControlledShutdownPartitionLeaderElectionStrategy`; the
+- `partition.controlled_shutdown_moves_leaders`: on a graceful stop (a fault whose effect is a graceful stop:
+  the `stop` fault, SIGTERM, the broker's controlled shutdown), every partition the broker led has a new
+  leader before its registration vanishes, wherever another ISR member was alive and not shutting down itself
+  (Kafka's `KafkaController.doControlledShutdown`, `ControlledShutdownPartitionLeaderElectionStrategy`; the
   broker retries until it leads nothing, then deregisters).
 
 Event order: the states and the registrations come from the same observer (ZooKeeper watches, or the
@@ -40,14 +40,11 @@ from spark_analysis.checks.common import evidence, plural, tp_label
 from spark_analysis.checks.liveness import DOWN_TYPES, LIVENESS_TYPES, UP_TYPES, build_liveness
 from spark_analysis.checks.partition import _caught_up, _eligibility, _summary_with_fault, authoritative
 from spark_analysis.context import CheckContext, Row
-from spark_analysis.faults import broker_ids
 from spark_analysis.result import CheckResult, failed, passed, unknown
 
 OFFLINE_GRACE_S = 10.0
 """How long a broker may stay in an ISR after its registration vanished with no controller write at all
 (the controller's reaction takes milliseconds; the observers' polls and a loaded machine take seconds)."""
-GRACEFUL_STOP_KINDS = frozenset({"stop"})
-"""Fault kinds that stop a broker gracefully (controlled shutdown)."""
 
 Partition = tuple[str, int]
 
@@ -254,7 +251,7 @@ class ControlledShutdownMovesLeaders:
 
     def run(self, ctx: CheckContext) -> CheckResult:
         tl = _timeline(ctx)
-        stops = [w for w in ctx.faults.windows if w.kind in GRACEFUL_STOP_KINDS]
+        stops = [w for w in ctx.faults.windows if w.effect.graceful_stop]
         if not stops:
             return passed(self.id, "no graceful stop in the run (nothing to move)", {"graceful_stops": 0})
         if not tl.states:
@@ -263,13 +260,13 @@ class ControlledShutdownMovesLeaders:
         moved = no_alternative = unseen = 0
         bad: list[dict[str, Any]] = []
         for window in stops:
-            for broker in sorted(broker_ids(window.target)):
+            for broker in sorted(window.effect.stopped_gracefully()):
                 down = next((d for d in tl.downs if d.get("broker") == broker
                              and float(d.get("t") or 0.0) >= window.start), None)
                 if down is None:
                     unseen += 1
                     continue
-                others_stopping = ctx.faults.targets_at(window.start, GRACEFUL_STOP_KINDS) - {broker}
+                others_stopping = ctx.faults.stopping_gracefully(window.start) - {broker}
                 usable = live.live_at(window.start) - others_stopping - {broker}
                 for (topic, part), states in tl.states.items():
                     led = _led_at(states, window.start)

@@ -2,8 +2,8 @@
 reported as distributions (count, p50, p90, p99, max in seconds).
 
 - `slo.controller_failover`: from the controller vanishing until a controller event names a
-  broker again. The controller vanishes when a fault takes its broker away (kill, stop, pause,
-  isolation, partition: clocked from the fault's start, since ZooKeeper only notices a dead
+  broker again. The controller vanishes when a fault takes its node away (the fault's effect
+  stops it or cuts it off: `FaultIndex.took_away`; clocked from the fault's start, since ZooKeeper only notices a dead
   broker after the session timeout, and that detection time is part of the failover), else when a
   controller event says broker -1. The events read are those of the sources that carry epochs (the
   ZooKeeper observer's `/controller` + `/controller_epoch`, or in KRaft the quorum observer's
@@ -12,8 +12,9 @@ reported as distributions (count, p50, p90, p99, max in seconds).
   controller, which need not be a broker: fault targets naming `controller N` count) to the
   first `controller` event naming the new quorum leader; there is no broker -1 event there.
 - `slo.partition_unavailable`: per partition, from losing its leader until a state names a
-  registered leader again. The leader is lost when a fault makes its broker unreachable to
-  clients (kill, pause, isolate: clocked from the fault's start), else when the leader becomes -1
+  registered leader again. The leader is lost when a fault takes its broker from clients (the
+  fault's effect stops it abruptly or cuts clients off from it: `FaultIndex.took_from_clients`; clocked from
+  the fault's start), else when the leader becomes -1
   or its registration vanishes (in KRaft also when it is fenced). A graceful stop is not
   backdated: the leader serves until controlled shutdown moves it. States are the ZooKeeper
   observer's, else the KRaft metadata observer's, else all (`partition.authoritative`).
@@ -37,14 +38,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from spark_analysis.checks.common import distribution, evidence, plural, tp_label
-from spark_analysis.checks.liveness import DOWN_TYPES, LIVENESS_TYPES, build_liveness, node_hit
+from spark_analysis.checks.liveness import DOWN_TYPES, LIVENESS_TYPES, build_liveness
 from spark_analysis.checks.partition import authoritative
 from spark_analysis.context import CheckContext, Row
 from spark_analysis.result import CheckResult, failed, passed
 
 REBALANCING = frozenset({"PreparingRebalance", "CompletingRebalance", "AwaitingSync"})
-CONTROLLER_LOSS = frozenset({"kill", "stop", "pause", "isolate", "isolate_zookeeper", "partition"})
-LEADER_LOSS = frozenset({"kill", "pause", "isolate"})
 MAX_SAMPLES = 500
 
 
@@ -137,7 +136,7 @@ class ControllerFailover:
             t = float(ev.get("t") or 0.0)
             hit = None
             if current is not None and _new_controller(current, ev):
-                hit = node_hit(ctx.faults, int(current["broker"]), float(current.get("t") or 0.0), t, CONTROLLER_LOSS)
+                hit = ctx.faults.took_away(int(current["broker"]), float(current.get("t") or 0.0), t)
             if broker is None or broker < 0:
                 if current is not None and gone is None:
                     gone = hit.start_event() if hit else ev
@@ -183,7 +182,7 @@ class PartitionUnavailable:
                 t = float(ev.get("t") or 0.0)
                 hit = None
                 if leader is not None and leader >= 0 and since is None:
-                    hit = ctx.faults.hit(leader, led_since, t, LEADER_LOSS)
+                    hit = ctx.faults.took_from_clients(leader, led_since, t)
                 if ev["type"] in DOWN_TYPES:
                     if leader is not None and leader >= 0 and ev.get("broker") == leader and since is None:
                         since = hit.start_event() if hit else ev

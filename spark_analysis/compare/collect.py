@@ -28,7 +28,7 @@ from pyspark.sql import SparkSession
 from spark_analysis.checks import CHECK_IDS
 from spark_analysis.checks.common import plural, tp_label
 from spark_analysis.checks.liveness import build_liveness
-from spark_analysis.checks.partition import SHUTDOWN_FAULT_KINDS, _by_partition, _states, _strategy
+from spark_analysis.checks.partition import _by_partition, _states, _strategy
 from spark_analysis.checks.slo import Interval
 from spark_analysis.compare.acks import FaultAcks, ack_stalls, fault_segments
 from spark_analysis.compare.facts import (
@@ -89,7 +89,7 @@ def partition_changes(ctx: CheckContext) -> tuple[list[Election], list[IsrChange
             if prev is not None:
                 t = float(ev.get("t") or 0.0)
                 if ev.get("leader") is not None and ev.get("leader") != prev.get("leader"):
-                    shutting = ctx.faults.targets_at(t, SHUTDOWN_FAULT_KINDS)
+                    shutting = ctx.faults.stopping_gracefully(t)
                     isr = prev.get("isr")
                     elections.append(Election(
                         partition=label, t=t, old_leader=_broker(prev.get("leader")),

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from spark_analysis.checks import ALL_CHECKS, BY_ID, select
-from spark_analysis.checks.liveness import build_liveness, build_voter_liveness, node_ids
+from spark_analysis.checks.liveness import build_liveness, build_voter_liveness
 from spark_analysis.checks.slo import ControllerFailover, PartitionUnavailable, controller_events
+from spark_analysis.faults_legacy import legacy_effect
 from spark_analysis.result import CheckResult, run_check
 from spark_analysis.runinfo import RunInfo, run_info_from_mapping
 from spark_analysis.schema import HISTORY_SCHEMA
@@ -189,9 +190,9 @@ def test_a_follower_answering_not_leader_or_follower_is_a_live_voter_and_a_faile
     assert voters.live_near(103, 30.0) is None  # not heard from, not taken down
 
 
-def test_fault_targets_name_brokers_and_controllers() -> None:
-    assert node_ids("broker 1, controller 101") == {1, 101}
-    assert node_ids("zookeeper 1") == set() and node_ids("1->2") == set()
+def test_legacy_fault_targets_name_brokers_and_controllers() -> None:
+    assert legacy_effect("kill", "broker 1, controller 101").stopped() == {1, 101}
+    assert legacy_effect("kill", "zookeeper 1").stopped() == set() and legacy_effect("cut", "1->2").nodes == ()
 
 
 # Fencing as liveness

@@ -138,5 +138,5 @@ def test_fault_windows_name_the_fault_and_attribute_failures() -> None:
     assert at is not None and at.fault_id == "1"
     nxt = idx.at_or_after(8.0)
     assert nxt is not None and nxt.fault_id == "2"
-    assert idx.targets_at(10.0, {"kill"}) == {1}
+    assert idx.stopping_gracefully(10.0) == set() and idx.took_from_clients(1, 9.0, 10.0) == idx.windows[1]
     assert describe_target("[1, 2]") == "broker 1, broker 2"
