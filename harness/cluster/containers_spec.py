@@ -74,21 +74,6 @@ LOCAL_KAFKA_DATA = "/data/kafka"
 LOCAL_ZK_DATA = "/data/zookeeper"
 CONFLUENT_KAFKA_DATA = "/var/lib/kafka/data"
 
-FAULT_OPERATIONS: Mapping[str, str] = MappingProxyType({
-    "kill": "docker kill --signal SIGKILL <node container>; heal: docker start, wait until ready",
-    "kill_zookeeper": "docker kill --signal SIGKILL <zookeeper container>; heal: docker start",
-    "stop": "docker stop --time <stop timeout> (SIGTERM: controlled shutdown, then SIGKILL); heal: docker start",
-    "pause": "docker pause (cgroup freezer); heal: docker unpause",
-    "isolate": "disable every proxy k->*, *->k, client->k, k->zk* on the toxiproxy container",
-    "isolate_zookeeper": "disable proxies k->zk* on the toxiproxy container",
-    "partition": "disable the proxies of the cut directed links on the toxiproxy container",
-    "cut": "disable the link's proxy on the toxiproxy container",
-    "latency": "Toxiproxy latency toxic on the link's proxy", "bandwidth": "Toxiproxy bandwidth toxic",
-    "slicer": "Toxiproxy slicer toxic", "reset_peer": "Toxiproxy reset_peer toxic",
-    "timeout": "Toxiproxy timeout toxic", "limit_data": "Toxiproxy limit_data toxic",
-})
-"""Fault kind of `harness.faults.catalog.CATALOG` -> the container / Toxiproxy operation it becomes."""
-
 
 def from_port(source_broker: int) -> int:
     return 9100 + source_broker
