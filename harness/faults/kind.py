@@ -4,7 +4,7 @@ in a module of its own (`node_faults`, `link_faults`, `toxics`); `harness.faults
 
 `apply` acts on the cluster through a `FaultEnv` (the injector) and notes in an `Applied` what it did, as it goes,
 so that `heal` can undo a partial apply too. `describe` gives the fault's effect as data, recorded in
-`fault.start` as `effect` (docs/design.md, "History events"):
+`fault.start` as `effect` (docs/design.md, "History: one JSON object per line"):
 
     {"nodes": [{"role": "broker", "id": 2}],   # the nodes the fault acts on (consumer members and producers too)
      "down": true,                             # those nodes stop serving (killed, stopped or frozen)

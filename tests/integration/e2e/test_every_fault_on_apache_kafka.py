@@ -34,5 +34,11 @@ def test_every_fault_kind_on_apache_kafka_through_the_real_toxiproxy(
     assert sorted(set(started.values())) == sorted(["pause", "isolate", "cut", "latency", "bandwidth", "slicer",
                                                     "reset_peer", "timeout", "limit_data"])
     assert set(started) == ended, "a fault was not healed"
+    effects = {e["kind"]: e["effect"] for e in evs if e["type"] == "fault.start"}
+    assert effects["pause"]["down"] and effects["pause"]["nodes"] == [{"role": "broker", "id": 3}]
+    assert effects["isolate"]["unreachable"] == [{"role": "broker", "id": 2, "from": ["broker", "client", "zookeeper"]}]
+    assert [x["proxy"] for x in effects["cut"]["links"]] == ["client->1"]
+    for toxic in ("latency", "bandwidth", "slicer", "reset_peer", "timeout", "limit_data"):
+        assert [t["type"] for t in effects[toxic]["toxics"]] == [toxic], effects[toxic]
     assert not failing_checks(run_dir), failing_checks(run_dir)
     assert code == 0

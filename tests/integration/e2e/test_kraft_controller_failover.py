@@ -23,6 +23,7 @@ def test_killing_the_quorum_leader_twice_elects_new_leaders_at_higher_epochs(tmp
     evs = events(run_dir)
     kills = [e for e in evs if e["type"] == "fault.start" and e["kind"] == "kill"]
     assert [k["target"][0].startswith("controller:10") for k in kills] == [True, True], kills
+    assert [(k["effect"]["down"], k["effect"]["nodes"][0]["role"]) for k in kills] == [(True, "controller")] * 2
     quorum = [e for e in evs if e["type"] == "controller" and e["src"] == "quorum"]
     for kill in kills:
         victim = int(kill["target"][0].split(":")[1])
