@@ -1,0 +1,212 @@
+"""The machinery of the typed history events: the base class, structured targets, and JSON both ways.
+
+Every event type is a frozen, slotted dataclass deriving from `HistoryEvent`; its `TYPE` is the history's
+`type`, its fields the line's other fields. `to_json()` gives the record the writer stamps (`t`, and `wall`
+unless the event carries one) and writes; `from_json` reads one back, ignoring unknown fields.
+
+A field is written in one of three ways, declared with the field:
+- plain (the default): always written, `null` when None;
+- `omitted()`: left out of the line when None (an optional field, such as `op.start`'s `group`);
+- `field(default=UNSET)`: left out when `UNSET`, written (possibly `null`) otherwise: for the few fields one
+  source writes as `null` and another not at all (`partition.state`'s `elr`, a consumer's `member` on `client.error`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeAlias, TypeVar
+
+JsonValue: TypeAlias = "str | int | float | bool | list[JsonValue] | dict[str, JsonValue] | None"
+"""A value as `json.loads` gives it."""
+
+JsonRecord: TypeAlias = dict[str, JsonValue]
+"""One history line as a JSON object (what the writer writes, what the tolerant reader yields)."""
+
+
+class Unset(enum.Enum):
+    """The value of a `maybe()` field an event leaves out of its line (None is written as `null`)."""
+
+    UNSET = 0
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET = Unset.UNSET
+
+_OMIT = "omit_none"
+_DECODE = "decode"
+
+
+def omitted(decode: Callable[[Any], Any] | None = None) -> Any:
+    """A field left out of the line when None."""
+    return field(default=None, metadata={_OMIT: True, **({_DECODE: decode} if decode else {})})
+
+
+def decoding(decode: Callable[[Any], Any]) -> dict[str, Any]:
+    """The metadata of a field whose JSON value `decode` turns back into the field's type (`from_json`)."""
+    return {_DECODE: decode}
+
+
+def decoded(decode: Callable[[Any], Any], default: Any = dataclasses.MISSING) -> Any:
+    """A plain field whose JSON value `decode` turns back into the field's type (`from_json`)."""
+    return field(default=default, metadata={_DECODE: decode})
+
+
+# -- structured targets ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class NodeRef:
+    """A node an event names: `broker:2`, `zookeeper:1`, `controller:101`, and the harness's clients
+    `consumer:<group>/<index>`, `producer:<id>`. Renders as `<role>:<id>`."""
+
+    role: str
+    id: int | str
+
+    def __str__(self) -> str:
+        return f"{self.role}:{self.id}"
+
+    def to_json(self) -> str:
+        return str(self)
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class LinkRef:
+    """A directed link (a Toxiproxy proxy): from a node or the clients (`client`) to a node. Renders as the
+    proxy's name: `1->2`, `1->zk1`, `client->3`, `101->102`."""
+
+    src: NodeRef | None
+    """None: the clients."""
+    dst: NodeRef
+
+    def __str__(self) -> str:
+        s = "client" if self.src is None else str(self.src.id)
+        d = f"zk{self.dst.id}" if self.dst.role == "zookeeper" else str(self.dst.id)
+        return f"{s}->{d}"
+
+    def to_json(self) -> str:
+        return str(self)
+
+
+Target: TypeAlias = NodeRef | LinkRef
+_ZK_END = re.compile(r"zk(\d+)")
+
+
+def _link_end(text: str) -> NodeRef:
+    m = _ZK_END.fullmatch(text)
+    if m:
+        return NodeRef("zookeeper", int(m.group(1)))
+    node = int(text)
+    return NodeRef("controller" if node > 100 else "broker", node)
+
+
+def parse_target(text: str) -> Target:
+    """A target as the history names it back into a `NodeRef` or `LinkRef` (a link end's role is read from
+    its id: `zkN` a ZooKeeper member, above 100 a dedicated controller, else a broker)."""
+    if "->" in text:
+        src, dst = text.split("->", 1)
+        return LinkRef(None if src == "client" else _link_end(src), _link_end(dst))
+    role, _, ident = text.partition(":")
+    return NodeRef(role, int(ident) if ident.lstrip("-").isdigit() else ident)
+
+
+def parse_targets(value: Any) -> tuple[Target, ...]:
+    return tuple(parse_target(str(v)) for v in value or ())
+
+
+# -- JSON --------------------------------------------------------------------------------------------------
+
+
+def to_json_value(value: object) -> JsonValue:
+    """A field's value as JSON: structured values by their `to_json`, tuples and lists as lists, mappings as
+    objects; scalars as they are."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    render = getattr(value, "to_json", None)
+    if render is not None:
+        out: JsonValue = render()
+        return out
+    if isinstance(value, Mapping):
+        return {str(k): to_json_value(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return [to_json_value(v) for v in value]
+    raise TypeError(f"not a history value: {value!r}")
+
+
+def as_tuple(value: Any) -> Any:
+    """JSON lists back into tuples, at any depth (the default decoding of a list)."""
+    if isinstance(value, list):
+        return tuple(as_tuple(v) for v in value)
+    return value
+
+
+E = TypeVar("E", bound="HistoryEvent")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HistoryEvent:
+    """One history event. `TYPE` is its `type`; `src` who recorded it; `wall` the epoch-ms stamp its observer
+    took when it saw what it reports (None: the writer stamps the time of writing). The writer adds `t`."""
+
+    TYPE: ClassVar[str] = ""
+    DOC: ClassVar[str] = ""
+    """What the event records (docs/design.md's history reference)."""
+
+    src: str
+    wall: float | None = None
+
+    def to_json(self) -> JsonRecord:
+        """The record written today: `type`, `src`, `wall` if stamped, then the fields (see the module doc)."""
+        out: JsonRecord = {"type": self.TYPE, "src": self.src}
+        if self.wall is not None:
+            out["wall"] = self.wall
+        for f in _own_fields(type(self)):
+            value = getattr(self, f.name)
+            if value is UNSET or (value is None and f.metadata.get(_OMIT)):
+                continue
+            out[f.name] = to_json_value(value)
+        return out
+
+    @classmethod
+    def from_json(cls: type[E], record: Mapping[str, Any]) -> E:
+        """An event of this class from its record; unknown fields are ignored, missing optional ones unset."""
+        kwargs: dict[str, Any] = {"src": str(record.get("src", "")), "wall": record.get("wall")}
+        for f in _own_fields(cls):
+            if f.name not in record:
+                continue
+            value = record[f.name]
+            decode = f.metadata.get(_DECODE)
+            kwargs[f.name] = decode(value) if decode is not None and value is not None else as_tuple(value)
+        return cls(**kwargs)
+
+
+_FIELDS: dict[type[HistoryEvent], tuple[dataclasses.Field[Any], ...]] = {}
+
+
+def _own_fields(cls: type[HistoryEvent]) -> tuple[dataclasses.Field[Any], ...]:
+    found = _FIELDS.get(cls)
+    if found is None:
+        found = _FIELDS[cls] = tuple(f for f in dataclasses.fields(cls) if f.name not in ("src", "wall"))
+    return found
+
+
+def event_fields(cls: type[HistoryEvent]) -> tuple[str, ...]:
+    """The names of the fields an event class declares besides `src` and `wall`."""
+    return tuple(f.name for f in _own_fields(cls))
+
+
+def optional_fields(cls: type[HistoryEvent]) -> frozenset[str]:
+    """The fields an event may leave out of its line."""
+    return frozenset(f.name for f in _own_fields(cls) if f.metadata.get(_OMIT) or f.default is UNSET)
+
+
+def from_records(decode: Callable[[Mapping[str, Any]], Any]) -> Callable[[Any], tuple[Any, ...]]:
+    """A decoder of a list of JSON objects into a tuple of structured values."""
+    def run(value: Sequence[Mapping[str, Any]]) -> tuple[Any, ...]:
+        return tuple(decode(v) for v in value)
+    return run
