@@ -29,7 +29,23 @@ from harness.experiment.schema import Experiment
 from harness.faults.inject import FaultInjector, MemberControl, ProducerControl
 from harness.faults.operations import GroupScaler, OperationRunner, ProducerRestarter
 from harness.faults.schedule import actions, plan, plan_operations
-from harness.history.jsonl import Event, HistoryWriter
+from harness.history.events import (
+    Ack,
+    FaultError,
+    HistoryEvent,
+    Phase,
+    PipeRead,
+    Poll,
+    Probe,
+    RunEnd,
+    RunError,
+    RunStart,
+    Signal,
+    TxnAbort,
+    TxnCommit,
+    as_event,
+)
+from harness.history.jsonl import HistoryWriter, LegacyEvent
 from harness.history.probes import PROBES
 from harness.history.state import ClusterState
 from harness.observe.base import Observer
@@ -80,20 +96,19 @@ class _Delivery:
         self._in_txn: dict[tuple[str, int], set[int]] = {}
         self._lock = threading.Lock()
 
-    def __call__(self, event: Event) -> None:
-        kind = event.get("type")
-        value = event.get("value")
+    def __call__(self, event: HistoryEvent | LegacyEvent) -> None:
+        typed = as_event(event)
         with self._lock:
-            if kind == "ack" and isinstance(value, int):
-                if event.get("txn") is None:
-                    self.acked.add(value)
+            if isinstance(typed, Ack) and isinstance(typed.value, int):
+                if typed.txn is None:
+                    self.acked.add(typed.value)
                 else:
-                    self._in_txn.setdefault((str(event.get("producer")), int(event["txn"])), set()).add(value)
-            elif kind in ("poll", "pipe.read") and isinstance(value, int):
-                self.polled.add(value)
-            elif kind in ("txn.commit", "txn.abort") and event.get("txn") is not None:
-                values = self._in_txn.pop((str(event.get("producer")), int(event["txn"])), set())
-                if event.get("outcome") == "committed":
+                    self._in_txn.setdefault((typed.producer, typed.txn), set()).add(typed.value)
+            elif isinstance(typed, (Poll, PipeRead)) and isinstance(typed.value, int):
+                self.polled.add(typed.value)
+            elif isinstance(typed, (TxnCommit, TxnAbort)) and typed.txn is not None:
+                values = self._in_txn.pop((typed.producer, typed.txn), set())
+                if typed.outcome == "committed":
                     self.acked |= values
 
     def unseen(self) -> int:
@@ -131,18 +146,15 @@ class Run:
 
     # -- event plumbing ------------------------------------------------------------------------
 
-    def sink(self, event: Event) -> None:
+    def sink(self, event: HistoryEvent | LegacyEvent) -> None:
         assert self.history is not None
         self.history.write(event)
         self.state.apply(event)
         self.delivery(event)
 
-    def _engine(self, event_type: str, **fields: Any) -> None:
-        self.sink({"src": "engine", "type": event_type, **fields})
-
     def _phase(self, name: str) -> None:
         self.progress.phase(name)
-        self._engine("phase", name=name)
+        self.sink(Phase(name=name))
 
     # -- the run -------------------------------------------------------------------------------
 
@@ -165,8 +177,8 @@ class Run:
         history = HistoryWriter(self.bundle.history)
         self.history = history
         try:
-            self._engine("run.start", experiment=self.exp.name, variant=self.exp.variant, backend=self.backend.name,
-                         seed=self.exp.seed)
+            self.sink(RunStart(experiment=self.exp.name, variant=self.exp.variant, backend=self.backend.name,
+                               seed=self.exp.seed))
             status, error = self._phases()
         except KeyboardInterrupt as exc:
             status, error = "interrupted", f"interrupted by {exc or 'SIGINT'}"
@@ -178,13 +190,13 @@ class Run:
                 failures = self._teardown()
                 if failures:
                     text = "; ".join(f"{step}: {exc}" for step, exc in failures)
-                    self._engine("run.error", error=f"teardown: {text}")
+                    self.sink(RunError(error=f"teardown: {text}"))
                     if status == "completed":
                         status, error = "crashed", f"teardown failed: {text}"
                 self._record_signals()
                 if len(self.interrupts.received) > before and status == "completed":  # signalled in teardown
                     status, error = "interrupted", f"interrupted by {self.interrupts.received[before]} during teardown"
-                self._engine("run.end", status=status, error=error)
+                self.sink(RunEnd(status=status, error=error))
                 history.close()
                 self.bundle.finish(status, error=error, events=history.count)
         return RunResult(self.bundle.dir, status, error)
@@ -198,7 +210,7 @@ class Run:
             self._drain()
         except Exception as exc:  # the run is recorded as crashed; teardown still runs
             error = f"{type(exc).__name__}: {exc}"
-            self._engine("run.error", error=error)
+            self.sink(RunError(error=error))
             return "crashed", error
         return "completed", None
 
@@ -207,7 +219,7 @@ class Run:
         received = self.interrupts.received
         while self._signals_written < len(received):
             with suppress(Exception):
-                self._engine("signal", signal=received[self._signals_written])
+                self.sink(Signal(signal=received[self._signals_written]))
             self._signals_written += 1
 
     def _setup_and_steady(self) -> bool:
@@ -263,7 +275,7 @@ class Run:
             done = all(ok for ok, _ in results.values())
             if done or time.monotonic() >= deadline:
                 for name, (ok, detail) in results.items():
-                    self._engine("probe", name=name, ok=ok, detail=detail, when=when)
+                    self.sink(Probe(name=name, ok=ok, detail=detail, when=when))
                 if not done:
                     self.progress.note(f"steady state not reached {when}: "
                                        + "; ".join(d for ok, d in results.values() if not ok))
@@ -306,14 +318,14 @@ class Run:
                 else:
                     self.injector.heal(fault)
         except HarnessError as exc:
-            self._engine("fault.error", fault_id=fault.index, kind=fault.spec.kind, action=what, error=str(exc))
+            self.sink(FaultError(fault_id=fault.index, kind=fault.spec.kind, action=what, error=str(exc)))
             self.progress.note(f"{what} {fault.describe()} failed: {exc}")
 
     def _heal(self) -> None:
         assert self.injector is not None
         self._phase("heal")
         for step, exc in self.injector.heal_all():
-            self._engine("fault.error", action="heal", error=f"{step}: {exc}")
+            self.sink(FaultError(action="heal", error=f"{step}: {exc}"))
         if self.operations is not None:  # each ends by its own timeout; the slack covers the last poll
             if self.operations.running:
                 self.progress.note(f"waiting for {', '.join(self.operations.running)} to end")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from harness.faults.schedule import PlannedFault, PlannedOperation
+from harness.history.events import OpEnd, OpStart, PartitionResult, ReassignmentEntry
 from harness.history.jsonl import EventSink
 
 Outcome = Literal["done", "timeout", "error"]
@@ -30,11 +31,9 @@ class PartitionOutcome:
     error: str | None = None
     replicas: tuple[int, ...] | None = None
 
-    def as_event(self) -> dict[str, object]:
-        out: dict[str, object] = {"topic": self.topic, "partition": self.partition, "error": self.error}
-        if self.replicas is not None:
-            out["replicas"] = list(self.replicas)
-        return out
+    def as_result(self) -> PartitionResult:
+        """This answer as `op.end` records it."""
+        return PartitionResult(self.topic, self.partition, self.error, self.replicas)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,13 +108,11 @@ class OperationRunner:
 
     def start(self, op: PlannedOperation) -> None:
         topic = op.spec.topic
-        self.sink({"src": "engine", "type": "op.start", "op_id": op.index, "action": op.spec.action, "topic": topic,
-                   **({"group": op.spec.group} if op.spec.group is not None else {}),
-                   "partitions": [[topic, str(p)] for p in op.partitions] if topic is not None else [],
-                   "reassignment": [{"partition": p, "replicas": list(r)} for p, r in op.replicas],
-                   **({"brokers": list(op.brokers)} if op.brokers else {}),
-                   **({"producer": op.spec.producer} if op.spec.producer is not None else {}),
-                   "timeout_s": op.spec.timeout, "description": op.describe()})
+        self.sink(OpStart(op_id=op.index, action=op.spec.action, topic=topic, group=op.spec.group,
+                          partitions=tuple((topic, str(p)) for p in op.partitions) if topic is not None else (),
+                          reassignment=tuple(ReassignmentEntry(p, tuple(r)) for p, r in op.replicas),
+                          brokers=tuple(op.brokers) or None, producer=op.spec.producer,
+                          timeout_s=op.spec.timeout, description=op.describe()))
         with self._lock:
             self._open[op.index] = (op, time.monotonic())
         thread = threading.Thread(target=self._run, args=(op,), name=f"op-{op.index}-{op.spec.action}", daemon=True)
@@ -192,11 +189,10 @@ class OperationRunner:
             if self._closed or index not in self._open:
                 return
             op, t0 = self._open.pop(index)
-            self.sink({"src": "engine", "type": "op.end", "op_id": op.index, "action": op.spec.action,
-                       "topic": op.spec.topic, **({"group": op.spec.group} if op.spec.group is not None else {}),
-                       "outcome": result.outcome, "via": result.via, "detail": result.detail,
-                       "elapsed_s": round(time.monotonic() - t0, 3),
-                       "results": [p.as_event() for p in result.partitions], "description": op.describe()})
+            self.sink(OpEnd(op_id=op.index, action=op.spec.action, topic=op.spec.topic, group=op.spec.group,
+                            outcome=result.outcome, via=result.via, detail=result.detail,
+                            elapsed_s=round(time.monotonic() - t0, 3),
+                            results=tuple(p.as_result() for p in result.partitions), description=op.describe()))
 
     def abandon(self, reason: str) -> None:
         """Every operation still running ends now as an error naming `reason`; nothing is recorded after, and

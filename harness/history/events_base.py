@@ -174,10 +174,13 @@ class HistoryEvent:
 
     @classmethod
     def from_json(cls: type[E], record: Mapping[str, Any]) -> E:
-        """An event of this class from its record; unknown fields are ignored, missing optional ones unset."""
+        """An event of this class from its record, read as the verifiers read a line: unknown fields are ignored,
+        a missing field is left out where the class may leave it out, else read as null."""
         kwargs: dict[str, Any] = {"src": str(record.get("src", "")), "wall": record.get("wall")}
         for f in _own_fields(cls):
             if f.name not in record:
+                if f.default is dataclasses.MISSING:
+                    kwargs[f.name] = None
                 continue
             value = record[f.name]
             decode = f.metadata.get(_DECODE)

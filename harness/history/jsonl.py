@@ -3,7 +3,8 @@
 Owns the writer (thread-safe, stamps `t` and `wall`, flushes at least every 100 ms and on every
 phase change, so a run killed with SIGKILL leaves every complete line readable) and the tolerant
 reader used by the verifiers' loader and by tests (a torn last line is skipped and counted).
-Event types and fields are listed in DESIGN.md ("History"); extend, never rename.
+Event types and fields are the classes of `harness.history.events` (docs/design.md's "History" reference is
+generated from them); extend, never rename.
 """
 
 from __future__ import annotations
@@ -16,15 +17,26 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeAlias
 
-Event = dict[str, Any]
-"""One history event: `type` and `src` plus the fields DESIGN.md lists for that type."""
+from harness.history.events import HistoryEvent
 
-EventSink = Callable[[Event], None]
+Event: TypeAlias = dict[str, Any]
+"""One history line read back: a JSON object (`type`, `src`, `t`, `wall` and its class's fields)."""
+
+LegacyEvent: TypeAlias = Mapping[str, Any]
+"""An event still built as a record: only `fault.start`, `fault.end` and `fault.skipped`, which
+`harness/faults/inject.py` builds (their classes exist: `FaultStart`, `FaultEnd`, `FaultSkipped`)."""
+
+EventSink: TypeAlias = Callable[[HistoryEvent | LegacyEvent], None]
 """What observers, workloads and the engine call with each event; the writer stamps `t`/`wall`."""
 
 FLUSH_INTERVAL_S = 0.1
+
+
+def record_of(event: HistoryEvent | LegacyEvent) -> Event:
+    """The record an event is written as (before the writer stamps `t`, and `wall` if it has none)."""
+    return event.to_json() if isinstance(event, HistoryEvent) else dict(event)
 
 
 def _default(value: object) -> object:
@@ -66,11 +78,11 @@ class HistoryWriter:
         """Seconds since the run started, on the history's clock."""
         return time.monotonic() - self._t0_mono
 
-    def __call__(self, event: Mapping[str, Any]) -> None:
+    def __call__(self, event: HistoryEvent | LegacyEvent) -> None:
         self.write(event)
 
-    def write(self, event: Mapping[str, Any]) -> None:
-        record = dict(event)
+    def write(self, event: HistoryEvent | LegacyEvent) -> None:
+        record = record_of(event)
         if "type" not in record or "src" not in record:
             raise ValueError(f"history event needs 'type' and 'src': {record!r}")
         if "wall" in record:

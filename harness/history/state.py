@@ -1,5 +1,6 @@
 """The engine's view of the cluster, folded from history events (ZooKeeper and Admin observers).
 
+`ClusterState.apply` folds typed events (`harness.history.events`); a record is read into its class first.
 Steady-state probes read it, and dynamic fault targets (`controller`, `leader:t/p`,
 `coordinator:g`) resolve against it when a fault fires. Thread-safe: observers call it from
 their own threads as an `EventSink`.
@@ -11,6 +12,17 @@ import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from harness.history.events import (
+    BrokerDown,
+    BrokerUp,
+    Controller,
+    GroupState,
+    HistoryEvent,
+    PartitionState,
+    QuorumState,
+    as_event,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,34 +77,35 @@ class ClusterState:
             return self.voter_roles.get(self.controller) == "leader"
         return self.controller in self.live_brokers
 
-    def __call__(self, event: Mapping[str, Any]) -> None:
+    def __call__(self, event: HistoryEvent | Mapping[str, Any]) -> None:
         self.apply(event)
 
-    def apply(self, event: Mapping[str, Any]) -> None:
-        kind = event.get("type")
+    def apply(self, event: HistoryEvent | Mapping[str, Any]) -> None:
+        """Fold one event in (a record is read into its class first; types the fold ignores are counted only)."""
+        typed = as_event(event)
         with self._lock:
             self.events_seen += 1
-            if kind == "controller":
-                broker = event.get("broker")
+            if isinstance(typed, Controller):
+                broker = typed.broker
                 self.controller = None if broker is None or broker < 0 else int(broker)
-                if event.get("epoch") is not None:
-                    self.controller_epoch = int(event["epoch"])
-            elif kind == "quorum.state" and event.get("voter") is not None:
-                self.voter_roles[int(event["voter"])] = str(event.get("role"))
-            elif kind == "broker.up":
-                self.live_brokers.add(int(event["broker"]))
-            elif kind == "broker.down":
-                self.live_brokers.discard(int(event["broker"]))
-            elif kind == "partition.state":
-                key = (str(event["topic"]), int(event["partition"]))
+                if typed.epoch is not None:
+                    self.controller_epoch = int(typed.epoch)
+            elif isinstance(typed, QuorumState) and typed.voter is not None:
+                self.voter_roles[int(typed.voter)] = str(typed.role)
+            elif isinstance(typed, BrokerUp):
+                self.live_brokers.add(int(typed.broker))
+            elif isinstance(typed, BrokerDown):
+                self.live_brokers.discard(int(typed.broker))
+            elif isinstance(typed, PartitionState):
+                key = (str(typed.topic), int(typed.partition))
                 old = self.partitions.get(key)
-                replicas = event.get("replicas") or (old.replicas if old else ())
+                replicas = typed.replicas or (old.replicas if old else ())
                 self.partitions[key] = PartitionView(
-                    leader=event.get("leader"), leader_epoch=event.get("leader_epoch"),
-                    isr=tuple(event.get("isr") or ()), replicas=tuple(replicas),
+                    leader=typed.leader, leader_epoch=typed.leader_epoch,
+                    isr=tuple(typed.isr or ()), replicas=tuple(replicas),
                 )
-            elif kind == "group.state":
-                group = str(event["group"])
-                self.groups[group] = str(event.get("state"))
-                if event.get("coordinator") is not None:
-                    self.coordinators[group] = int(event["coordinator"])
+            elif isinstance(typed, GroupState):
+                group = str(typed.group)
+                self.groups[group] = str(typed.state)
+                if typed.coordinator is not None:
+                    self.coordinators[group] = int(typed.coordinator)

@@ -27,7 +27,8 @@ from collections.abc import Sequence
 
 from harness.cluster.leftovers import LeftoverRegistry
 from harness.errors import TeardownError
-from harness.history.jsonl import Event, EventSink
+from harness.history.events import HistoryEvent
+from harness.history.jsonl import EventSink, LegacyEvent, record_of
 from harness.observe.base import StartedByWith
 
 RESTART_BACKOFF_S = 1.0
@@ -140,8 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     lock = threading.Lock()
 
-    def emit(event: Event) -> None:
-        line = json.dumps(event, default=str, separators=(",", ":"))
+    def emit(event: HistoryEvent | LegacyEvent) -> None:
+        line = json.dumps(record_of(event), default=str, separators=(",", ":"))
         with lock:
             sys.stdout.write(line + "\n")
             sys.stdout.flush()

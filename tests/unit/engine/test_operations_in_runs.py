@@ -14,7 +14,7 @@ from harness.engine.runner import run_experiment
 from harness.experiment import load_experiment_text
 from harness.faults.operations import OperationOutcome, OperationRunner, PartitionOutcome
 from harness.faults.schedule import plan_operations
-from harness.history.jsonl import read_history
+from harness.history.jsonl import read_history, record_of
 from spark_analysis.checks.operation import OperationCompletes
 from spark_analysis.operations import build_operation_index
 from tests.unit.engine.fakes import FakeBackend, fake_parts
@@ -117,7 +117,7 @@ def test_teardown_ends_an_operation_still_running_as_an_error_and_nothing_is_rec
     written: list[dict[str, object]] = []
     released = False
     operator = FakeOperator(until=lambda: released)
-    ops = OperationRunner(operator, written.append)
+    ops = OperationRunner(operator, lambda e: written.append(record_of(e)))
     (reassign, _) = plan_operations(exp)
     ops.start(reassign)
     ops.abandon("still running when the run was torn down")
@@ -162,13 +162,13 @@ duration: 1s
     written: list[dict[str, object]] = []
     scaler = FakeScaler()
     (op,) = plan_operations(exp)
-    ops = OperationRunner(FakeOperator(), written.append, {"g": scaler})
+    ops = OperationRunner(FakeOperator(), lambda e: written.append(record_of(e)), {"g": scaler})
     ops.start(op)
     assert ops.join(5) == []
     start, end = written
     assert (start["type"], start["group"], end["outcome"], end["detail"]) == ("op.start", "g", "done", "2 -> 3 members")
     assert scaler.asked == [(3, True)]
-    lonely = OperationRunner(FakeOperator(), written.append)
+    lonely = OperationRunner(FakeOperator(), lambda e: written.append(record_of(e)))
     lonely.start(op)
     lonely.join(5)
     assert written[-1]["outcome"] == "error" and "no consumer group 'g'" in str(written[-1]["detail"])
@@ -196,14 +196,14 @@ duration: 1s
     written: list[dict[str, object]] = []
     restarter = FakeRestarter()
     (op,) = plan_operations(exp)
-    ops = OperationRunner(FakeOperator(), written.append, producers={"p0": restarter})
+    ops = OperationRunner(FakeOperator(), lambda e: written.append(record_of(e)), producers={"p0": restarter})
     ops.start(op)
     assert ops.join(5) == []
     start, end = written
     assert (start["producer"], end["outcome"], end["detail"]) == (
         "p0", "done", "session 2: 3 outstanding at the restart, all delivered")
     assert restarter.asked == [(False, 5.0)]
-    lonely = OperationRunner(FakeOperator(), written.append)
+    lonely = OperationRunner(FakeOperator(), lambda e: written.append(record_of(e)))
     lonely.start(op)
     lonely.join(5)
     assert written[-1]["outcome"] == "error" and "no producer 'p0'" in str(written[-1]["detail"])

@@ -16,7 +16,7 @@ from harness.engine.runner import run_experiment
 from harness.experiment import load_experiment_text
 from harness.faults.operations import OperationRunner
 from harness.faults.schedule import PlannedFault, plan_operations
-from harness.history.jsonl import read_history
+from harness.history.jsonl import read_history, record_of
 from tests.unit.engine.fakes import FakeBackend, fake_parts
 from tests.unit.engine.test_operations_in_runs import FakeOperator
 
@@ -117,7 +117,7 @@ def test_a_broker_that_does_not_come_back_ends_it_as_a_timeout_naming_the_broker
     written: list[dict[str, object]] = []
     operator, nodes = SlowToReturn(), Cycler()
     operator.gate.set()
-    ops = OperationRunner(operator, written.append, nodes=nodes)
+    ops = OperationRunner(operator, lambda e: written.append(record_of(e)), nodes=nodes)
     ops.start(_plan(text))  # type: ignore[arg-type]
     assert ops.join(10) == []
     end = written[-1]
@@ -131,7 +131,7 @@ def test_a_broker_that_does_not_come_back_ends_it_as_a_timeout_naming_the_broker
 def test_abandoning_it_at_teardown_stops_it_before_the_next_broker_as_an_error() -> None:
     written: list[dict[str, object]] = []
     operator, nodes = SlowToReturn(), Cycler()
-    ops = OperationRunner(operator, written.append, nodes=nodes)
+    ops = OperationRunner(operator, lambda e: written.append(record_of(e)), nodes=nodes)
     ops.start(_plan(EXP))  # type: ignore[arg-type]
     while "in sync 3" not in operator.calls:  # past the check before broker 3, waiting for its ISRs
         time.sleep(0.01)
