@@ -29,6 +29,7 @@ A new client looks the coordinator up again; `observer.error` {call `describe_co
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 import traceback
@@ -41,7 +42,16 @@ import confluent_kafka
 from confluent_kafka.admin import AdminClient
 
 from harness.errors import HarnessError, TeardownError
-from harness.history.jsonl import Event, EventSink
+from harness.history.events import (
+    BrokerDown,
+    BrokerUp,
+    Controller,
+    GroupMember,
+    GroupState,
+    PartitionState,
+)
+from harness.history.events import ObserverError as ObserverErrorEvent
+from harness.history.jsonl import EventSink
 from harness.workload.common import LIBRDKAFKA_LOGGER
 
 STALE_COORDINATOR_CYCLES = 3
@@ -184,10 +194,6 @@ class AdminObserver:
             self._failure = exc
 
     # -- one cycle -----------------------------------------------------------------------------
-    def _emit(self, type_: str, **fields: Any) -> None:
-        event: Event = {**fields, "type": type_, "src": self.name, "wall": _wall_ms()}
-        self._sink(event)
-
     def _call_failed(self, call: str, exc: BaseException) -> None:
         self._report(call, *_error_kind(exc))
 
@@ -196,7 +202,8 @@ class AdminObserver:
         if (call, kind) in self._errors_seen:
             return
         self._errors_seen.add((call, kind))
-        self._emit("observer.error", observer=self.name, call=call, error=f"{call}: {kind}", detail=detail)
+        self._sink(ObserverErrorEvent(src=self.name, wall=_wall_ms(), observer=self.name, call=call,
+                                 error=f"{call}: {kind}", detail=detail))
 
     def poll_once(self) -> None:
         """Run every call once and emit what changed (each call's failure is recorded, not raised)."""
@@ -235,13 +242,13 @@ class AdminObserver:
         controller = controller if controller is not None and controller >= 0 else -1
         if controller != self._controller and self.controller_events:
             self._controller = controller
-            self._emit("controller", broker=controller, epoch=None, source=source)
+            self._sink(Controller(src=self.name, wall=_wall_ms(), broker=controller, epoch=None, source=source))
         previous = self._brokers or {}
         for broker_id in sorted(set(previous) - set(brokers)):
-            self._emit("broker.down", broker=broker_id)
+            self._sink(BrokerDown(src=self.name, wall=_wall_ms(), broker=broker_id))
         for broker_id in sorted(set(brokers) - set(previous)):
             host, port = brokers[broker_id]
-            self._emit("broker.up", broker=broker_id, host=host, port=port)
+            self._sink(BrokerUp(src=self.name, wall=_wall_ms(), broker=broker_id, host=host, port=port))
         self._brokers = dict(brokers)
 
     def _update_partitions(self, metadata: Any) -> None:
@@ -255,17 +262,18 @@ class AdminObserver:
                 if self._partitions.get((topic_name, pid)) == state:
                     continue
                 self._partitions[(topic_name, pid)] = state
-                self._emit(
-                    "partition.state",
+                self._sink(PartitionState(
+                    src=self.name,
+                    wall=_wall_ms(),
                     topic=topic_name,
                     partition=pid,
                     leader=leader,
                     leader_epoch=None,
-                    isr=isr,
-                    replicas=replicas,
+                    isr=tuple(isr),
+                    replicas=tuple(replicas),
                     controller_epoch=None,
                     error=error,
-                )
+                ))
 
     def _update_groups(self, admin: AdminClient) -> None:
         group_ids = list(self.groups)
@@ -317,51 +325,43 @@ class AdminObserver:
         self._admin = AdminClient(self._config)
 
     def _update_group(self, desc: Any) -> None:
-        key, fields = group_state(desc)
+        key, state = group_state(desc, self.name)
         if self._groups.get(desc.group_id) == key:
             return
         self._groups[desc.group_id] = key
-        self._emit("group.state", **fields)
+        self._sink(dataclasses.replace(state, wall=_wall_ms()))
 
 
-def group_state(desc: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """(change key, `group.state` fields) of a confluent-kafka ConsumerGroupDescription.
+def group_state(desc: Any, src: str = "admin") -> tuple[tuple[Any, ...], GroupState]:
+    """(change key, unstamped `group.state` event) of a confluent-kafka ConsumerGroupDescription.
 
     The key ignores member order; generation and leader are null (the Admin API has neither).
     """
-    members = sorted(
+    members = tuple(sorted(
         (
-            {
-                "member_id": m.member_id,
-                "client_id": m.client_id,
-                "host": m.host,
-                "assignment": sorted(
-                    [tp.topic, tp.partition] for tp in (m.assignment.topic_partitions if m.assignment else [])
-                ),
-            }
+            GroupMember(
+                m.member_id, m.client_id, m.host,
+                tuple(sorted((tp.topic, tp.partition)
+                             for tp in (m.assignment.topic_partitions if m.assignment else []))),
+            )
             for m in desc.members
         ),
-        key=lambda m: str(m["member_id"]),
-    )
+        key=lambda m: str(m.member_id),
+    ))
     state_name = _enum_name(getattr(desc, "state", None))
     state = _STATE_NAMES.get(state_name or "", state_name)
     coordinator = desc.coordinator.id if desc.coordinator is not None else None
     group_type = _enum_name(getattr(desc, "type", None))
-    key = (
-        state,
-        coordinator,
-        desc.partition_assignor,
-        group_type,
-        tuple((m["member_id"], m["client_id"], m["host"], tuple(map(tuple, m["assignment"]))) for m in members),
+    key = (state, coordinator, desc.partition_assignor, group_type, members)
+    event = GroupState(
+        src=src,
+        group=desc.group_id,
+        state=state,
+        generation=None,
+        coordinator=coordinator,
+        leader=None,
+        protocol=desc.partition_assignor or None,
+        members=members,
+        group_type=group_type.lower() if group_type else None,
     )
-    fields = {
-        "group": desc.group_id,
-        "state": state,
-        "generation": None,
-        "coordinator": coordinator,
-        "leader": None,
-        "protocol": desc.partition_assignor or None,
-        "members": members,
-        "group_type": group_type.lower() if group_type else None,
-    }
-    return key, fields
+    return key, event

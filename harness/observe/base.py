@@ -3,11 +3,13 @@ start/stop context-manager pair, and `OrderedEmitter`, which stamps an observer'
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from types import TracebackType
-from typing import Any, Protocol, Self, runtime_checkable
+from typing import Protocol, Self, runtime_checkable
 
-from harness.history.jsonl import Event, EventSink
+from harness.history.events import HistoryEvent
+from harness.history.jsonl import EventSink
 
 log = logging.getLogger(__name__)
 
@@ -57,10 +59,11 @@ class OrderedEmitter:
         self._last_wall = 0.0
         self.sink_errors = 0
 
-    def __call__(self, type_: str, wall: float, **fields: Any) -> None:
-        wall = max(wall, self._last_wall)
+    def __call__(self, event: HistoryEvent) -> None:
+        """Hand `event` on, stamped `src` = this observer and `wall` = its own (when it was seen), or the last."""
+        wall = max(event.wall if event.wall is not None else 0.0, self._last_wall)
         self._last_wall = wall
-        event: Event = {"type": type_, "src": self.src, "wall": round(wall, 3), **fields}
+        event = dataclasses.replace(event, src=self.src, wall=round(wall, 3))
         try:
             self._sink(event)
         except Exception:

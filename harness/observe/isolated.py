@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 from harness.cluster.leftovers import LeftoverRegistry
 from harness.errors import TeardownError
-from harness.history.events import HistoryEvent
+from harness.history.events import HistoryEvent, ObserverError, parse_event
 from harness.history.jsonl import EventSink, LegacyEvent, record_of
 from harness.observe.base import StartedByWith
 
@@ -79,15 +79,18 @@ class IsolatedAdminObserver(StartedByWith):
                     event = json.loads(raw)
                 except ValueError:
                     continue
-                if isinstance(event, dict):
+                typed = parse_event(event) if isinstance(event, dict) else None
+                if typed is not None:
+                    self._sink(typed)
+                elif isinstance(event, dict):  # a type this harness does not know: passed on as it is
                     self._sink(event)
             code = proc.wait()
             self._forget(proc)
             if self._stopping.is_set():
                 return
             how = f"signal {-code}" if code < 0 else f"exit code {code}"
-            self._sink({"type": "observer.error", "src": self.name, "observer": self.name,
-                        "error": f"observer process died ({how}); restarting it"})
+            self._sink(ObserverError(src=self.name, observer=self.name,
+                                     error=f"observer process died ({how}); restarting it"))
             time.sleep(RESTART_BACKOFF_S)
             if self._stopping.is_set():
                 return

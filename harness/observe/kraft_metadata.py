@@ -43,6 +43,14 @@ from kafka.protocol.admin import DescribeTopicPartitionsRequest, DescribeTopicPa
 from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeClusterResponse
 
 from harness.errors import HarnessError, TeardownError
+from harness.history.events import (
+    BrokerDown,
+    BrokerFenced,
+    BrokerUnfenced,
+    BrokerUp,
+    ObserverError,
+)
+from harness.history.events import PartitionState as PartitionStateEvent
 from harness.history.jsonl import EventSink
 from harness.observe.base import OrderedEmitter, StartedByWith
 from harness.observe.kafka_wire import NodeConnection, Unanswered, error_name
@@ -263,13 +271,13 @@ class KraftMetadataObserver(StartedByWith):
             was_up = old is not None and not old.fenced
             is_up = new is not None and not new.fenced
             if new is not None and new.fenced and (old is None or not old.fenced):
-                self._emit("broker.fenced", cluster.wall, broker=broker)
+                self._emit(BrokerFenced(src=self.name, wall=cluster.wall, broker=broker))
             if was_up and not is_up:
-                self._emit("broker.down", cluster.wall, broker=broker)
+                self._emit(BrokerDown(src=self.name, wall=cluster.wall, broker=broker))
             if new is not None and not new.fenced and old is not None and old.fenced:
-                self._emit("broker.unfenced", cluster.wall, broker=broker)
+                self._emit(BrokerUnfenced(src=self.name, wall=cluster.wall, broker=broker))
             if is_up and not was_up and new is not None:
-                self._emit("broker.up", cluster.wall, broker=broker, host=new.host, port=new.port)
+                self._emit(BrokerUp(src=self.name, wall=cluster.wall, broker=broker, host=new.host, port=new.port))
         self._brokers = dict(current)
 
     def _update_partitions(self, topics: Topics) -> None:
@@ -289,19 +297,21 @@ class KraftMetadataObserver(StartedByWith):
                 self.stale_skipped += 1
                 continue
             self._partitions[key] = state
-            self._emit("partition.state", wall, topic=topic, partition=partition, leader=state.leader,
-                       leader_epoch=state.leader_epoch, isr=list(state.isr), replicas=list(state.replicas),
-                       controller_epoch=None, elr=None if state.elr is None else list(state.elr),
-                       last_known_elr=None if state.last_known_elr is None else list(state.last_known_elr),
-                       error=state.error)
+            self._emit(PartitionStateEvent(
+                src=self.name, wall=wall, topic=topic, partition=partition, leader=state.leader,
+                leader_epoch=state.leader_epoch, isr=tuple(state.isr), replicas=tuple(state.replicas),
+                controller_epoch=None, elr=None if state.elr is None else tuple(state.elr),
+                last_known_elr=None if state.last_known_elr is None else tuple(state.last_known_elr),
+                error=state.error))
 
     def _failed(self, broker: int, call: str, exc: Unanswered) -> None:
         if (broker, call, exc.kind) in self._errors_seen or self._stop.is_set():
             return
         self._errors_seen.add((broker, call, exc.kind))
-        self._emit("observer.error", time.time() * 1000.0, observer=self.name, call=call,
-                   error=f"{call}: {exc.kind}", detail=f"broker {broker} at {self._conns[broker].address}: "
-                   f"{exc.detail}", node=broker)
+        self._emit(ObserverError(src=self.name, wall=time.time() * 1000.0, observer=self.name, call=call,
+                                 error=f"{call}: {exc.kind}",
+                                 detail=f"broker {broker} at {self._conns[broker].address}: {exc.detail}",
+                                 node=broker))
 
     @property
     def sink_errors(self) -> int:

@@ -28,6 +28,7 @@ from typing import Any
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
 from harness.errors import HarnessError, TeardownError
+from harness.history.events import ControllerView
 from harness.history.jsonl import EventSink
 from harness.observe.base import StartedByWith
 
@@ -214,8 +215,7 @@ class MetadataObserver(StartedByWith):
         with self._emit_lock:  # walls never go back across this observer's events
             wall = max(time.time() * 1000.0, self._last_wall)
             self._last_wall = wall
-            event = {"type": "controller.view", "src": self.src, "wall": round(wall, 3),
-                     "broker": broker, "controller": controller}
+            event = ControllerView(src=self.src, wall=round(wall, 3), broker=broker, controller=controller)
             try:
                 self._sink(event)
             except Exception:

@@ -44,6 +44,7 @@ from typing import Any
 from kafka.protocol.admin.cluster import DescribeQuorumRequest, DescribeQuorumResponse
 
 from harness.errors import HarnessError, HarnessTimeout, TeardownError
+from harness.history.events import Controller, ObserverError, QuorumReplica, QuorumState
 from harness.history.jsonl import EventSink
 from harness.observe.base import OrderedEmitter, StartedByWith
 from harness.observe.kafka_wire import NodeConnection, Unanswered, error_name
@@ -77,11 +78,11 @@ class QuorumView:
             return "leader" if self.leader == self.voter else "follower"
         return "follower" if self.error == "NOT_LEADER_OR_FOLLOWER" else "unknown"
 
-    def replicas(self, which: tuple[tuple[int, int], ...]) -> list[dict[str, int | None]]:
+    def replicas(self, which: tuple[tuple[int, int], ...]) -> tuple[QuorumReplica, ...]:
         """[{id, log_end_offset, lag}] with lag against the leader's log end offset (when the voter leads)."""
         top = dict(self.voters).get(self.leader) if self.role == "leader" else None
-        return [{"id": rid, "log_end_offset": leo,
-                 "lag": top - leo if top is not None and top >= 0 and leo >= 0 else None} for rid, leo in which]
+        return tuple(QuorumReplica(rid, leo, top - leo if top is not None and top >= 0 and leo >= 0 else None)
+                     for rid, leo in which)
 
 
 def decode_quorum(voter: int, response: Any) -> QuorumView:
@@ -247,10 +248,10 @@ class QuorumObserver(StartedByWith):
         with self._cond:
             if key != voter.last_key or due:
                 voter.last_key, voter.last_emit = key, now
-                self._emit("quorum.state", wall, voter=view.voter, leader=view.leader, epoch=view.epoch,
-                           role=view.role, high_watermark=view.high_watermark,
-                           voters=view.replicas(view.voters), observers=view.replicas(view.observers),
-                           error=view.error)
+                self._emit(QuorumState(src=self.name, wall=wall, voter=view.voter, leader=view.leader,
+                                       epoch=view.epoch, role=view.role, high_watermark=view.high_watermark,
+                                       voters=view.replicas(view.voters), observers=view.replicas(view.observers),
+                                       error=view.error))
             if view.error is None and view.leader >= 0 and view.epoch is not None:
                 self._consider(view.leader, view.epoch, wall)
 
@@ -261,7 +262,7 @@ class QuorumObserver(StartedByWith):
             return
         self._leader = (leader, epoch)
         self._emitted.add((leader, epoch))
-        self._emit("controller", wall, broker=leader, epoch=epoch, source="describe_quorum")
+        self._emit(Controller(src=self.name, wall=wall, broker=leader, epoch=epoch, source="describe_quorum"))
         self._cond.notify_all()
 
     def _failed(self, voter: _Voter, exc: Unanswered) -> None:
@@ -269,9 +270,10 @@ class QuorumObserver(StartedByWith):
             return
         voter.errors_seen.add(exc.kind)
         with self._cond:
-            self._emit("observer.error", time.time() * 1000.0, observer=self.name, call="describe_quorum",
-                       error=f"describe_quorum: {exc.kind}",
-                       detail=f"voter {voter.conn.node} at {voter.conn.address}: {exc.detail}", node=voter.conn.node)
+            self._emit(ObserverError(src=self.name, wall=time.time() * 1000.0, observer=self.name,
+                                     call="describe_quorum", error=f"describe_quorum: {exc.kind}",
+                                     detail=f"voter {voter.conn.node} at {voter.conn.address}: {exc.detail}",
+                                     node=voter.conn.node))
 
     @property
     def sink_errors(self) -> int:

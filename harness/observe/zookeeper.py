@@ -26,6 +26,7 @@ connection and callback threads included), so nothing keeps running.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -38,6 +39,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import EventType, WatchedEvent, ZnodeStat
 
 from harness.errors import HarnessTimeout
+from harness.history.events import BrokerDown, BrokerUp, Controller, HistoryEvent, ObserverError, PartitionState
 from harness.history.jsonl import EventSink
 from harness.observe.base import StartedByWith
 from harness.zk import znodes as z
@@ -87,7 +89,7 @@ class ZooKeeperObserver(StartedByWith):
         self._assignment: dict[str, z.TopicAssignment] = {}
         self._partitions: dict[str, set[int]] = {}
         self._states: dict[tuple[str, int], z.PartitionState] = {}
-        self._emitted: dict[tuple[str, int], tuple[Any, ...]] = {}
+        self._emitted: dict[tuple[str, int], PartitionState] = {}
         self._isr_seen: set[str] = set()
 
     # ---- lifecycle -------------------------------------------------------------------------------
@@ -186,16 +188,16 @@ class ZooKeeperObserver(StartedByWith):
             # Connection trouble: a resync follows when the session is back.
             log.info("observer %s: %s failed (%s); waiting for a resync", self.name, key, exc)
         except z.ZnodeDecodeError as exc:
-            self._emit("observer.error", _now_ms(), observer=self.name, error=str(exc))
+            self._emit(ObserverError(src=self.src, wall=_now_ms(), observer=self.name, error=str(exc)))
         except Exception as exc:  # never let the watcher die silently
             log.exception("observer %s: %s failed", self.name, key)
-            self._emit("observer.error", _now_ms(), observer=self.name, error=f"{key}: {exc!r}")
+            self._emit(ObserverError(src=self.src, wall=_now_ms(), observer=self.name, error=f"{key}: {exc!r}"))
 
-    def _emit(self, type_: str, wall: float, **fields: Any) -> None:
+    def _emit(self, event: HistoryEvent) -> None:
         # An event emitted after another reports a state at least as new: never stamp it earlier.
-        wall = max(wall, self._last_wall)
+        wall = max(event.wall if event.wall is not None else 0.0, self._last_wall)
         self._last_wall = wall
-        event = {"type": type_, "src": self.src, "wall": round(wall, 3), **fields}
+        event = dataclasses.replace(event, src=self.src, wall=round(wall, 3))
         try:
             self._sink(event)
         except Exception:
@@ -242,7 +244,7 @@ class ZooKeeperObserver(StartedByWith):
             # The deletion itself is the fact; stamp it with the watch, then read what is there now.
             if self._controller is not None and self._controller[0] != -1:
                 self._controller = (-1, self._controller[1])
-                self._emit("controller", wall, broker=-1, epoch=self._controller[1])
+                self._emit(Controller(src=self.src, wall=wall, broker=-1, epoch=self._controller[1]))
             self._refresh_controller(None)
         elif kind == "ids":
             self._refresh_brokers(wall)
@@ -257,12 +259,10 @@ class ZooKeeperObserver(StartedByWith):
         elif kind == "isr":
             self._refresh_isr(wall)
         elif kind == "lost":
-            self._emit(
-                "observer.error",
-                wall,
-                observer=self.name,
+            self._emit(ObserverError(
+                src=self.src, wall=wall, observer=self.name,
                 error="ZooKeeper session expired; re-reading all state once a new session is up",
-            )
+            ))
         elif kind == "resync":
             self._resync(_now_ms())
 
@@ -291,15 +291,15 @@ class ZooKeeperObserver(StartedByWith):
         epoch = z.decode_controller_epoch(epoch_data) if epoch_data is not None else None
         if (broker, epoch) != self._controller:
             self._controller = (broker, epoch)
-            self._emit("controller", _now_ms() if wall is None else wall, broker=broker, epoch=epoch)
+            self._emit(Controller(src=self.src, wall=_now_ms() if wall is None else wall, broker=broker, epoch=epoch))
 
     def _refresh_brokers(self, wall: float) -> None:
         names = self._children(z.BROKER_IDS_PATH, ("ids",)) or []
         now = {int(n) for n in names if n.lstrip("-").isdigit()}
         for b in sorted(self._brokers - now):
-            self._emit("broker.down", wall, broker=b)
+            self._emit(BrokerDown(src=self.src, wall=wall, broker=b))
         for b in sorted(now - self._brokers):
-            self._emit("broker.up", wall, broker=b)
+            self._emit(BrokerUp(src=self.src, wall=wall, broker=b))
         self._brokers = now
 
     def _refresh_topics(self, wall: float, *, full: bool) -> None:
@@ -359,7 +359,7 @@ class ZooKeeperObserver(StartedByWith):
             try:
                 self._states[(topic, p)] = z.PartitionState.decode(bytes(data), what=path)
             except z.ZnodeDecodeError as exc:
-                self._emit("observer.error", _now_ms(), observer=self.name, error=str(exc))
+                self._emit(ObserverError(src=self.src, wall=_now_ms(), observer=self.name, error=str(exc)))
                 continue
             self._maybe_emit_partition(topic, p, wall)
 
@@ -368,22 +368,16 @@ class ZooKeeperObserver(StartedByWith):
         if state is None:
             return
         assignment = self._assignment.get(topic)
-        replicas = list(assignment.replicas(partition)) if assignment is not None else None
-        fields: dict[str, Any] = {
-            "topic": topic,
-            "partition": partition,
-            "leader": state.leader,
-            "leader_epoch": state.leader_epoch,
-            "isr": list(state.isr),
-            "replicas": replicas,
-            "controller_epoch": state.controller_epoch,
-        }
-        if state.leader_recovery_state != z.LEADER_RECOVERED:
-            fields["leader_recovery_state"] = state.leader_recovery_state
-        signature = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in fields.items())
+        replicas = tuple(assignment.replicas(partition)) if assignment is not None else None
+        recovering = state.leader_recovery_state != z.LEADER_RECOVERED
+        signature = PartitionState(
+            src=self.src, topic=topic, partition=partition, leader=state.leader, leader_epoch=state.leader_epoch,
+            isr=tuple(state.isr), replicas=replicas, controller_epoch=state.controller_epoch,
+            leader_recovery_state=state.leader_recovery_state if recovering else None,
+        )
         if self._emitted.get((topic, partition)) != signature:
             self._emitted[(topic, partition)] = signature
-            self._emit("partition.state", wall, **fields)
+            self._emit(dataclasses.replace(signature, wall=wall))
 
     def _refresh_isr(self, wall: float) -> None:
         names = set(self._children(z.ISR_CHANGE_NOTIFICATION_PATH, ("isr",)) or [])

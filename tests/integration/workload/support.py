@@ -12,6 +12,8 @@ import psutil
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from harness.errors import HarnessTimeout
+from harness.history.events import HistoryEvent
+from harness.history.jsonl import record_of
 
 
 class Events:
@@ -20,8 +22,8 @@ class Events:
     def __init__(self) -> None:
         self.all: list[dict[str, Any]] = []
 
-    def __call__(self, event: dict[str, Any]) -> None:
-        self.all.append(dict(event))
+    def __call__(self, event: HistoryEvent | dict[str, Any]) -> None:
+        self.all.append(record_of(event))
 
     def of(self, type_: str, **match: Any) -> list[dict[str, Any]]:
         return [e for e in list(self.all) if e["type"] == type_ and all(e.get(k) == v for k, v in match.items())]

@@ -10,6 +10,7 @@ from typing import Any
 import confluent_kafka
 import pytest
 
+from harness.history.events import HistoryEvent, ObserverError
 from harness.observe import admin as admin_module
 from harness.observe.admin import STALE_COORDINATOR_CYCLES, AdminObserver
 
@@ -40,13 +41,13 @@ def test_a_group_answering_not_coordinator_cycle_after_cycle_gets_a_new_fake_adm
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(admin_module, "AdminClient", FakeAdmin)
-    events: list[dict[str, Any]] = []
-    observer = AdminObserver("127.0.0.1:1", events.append, groups=["ledger"])
+    events: list[HistoryEvent] = []
+    observer = AdminObserver("127.0.0.1:1", events.append, groups=["ledger"])  # type: ignore[arg-type]
     FakeAdmin.made = 0
     for _ in range(STALE_COORDINATOR_CYCLES - 1):
         observer._update_groups(FakeAdmin({}))  # type: ignore[arg-type]
     assert FakeAdmin.made == STALE_COORDINATOR_CYCLES - 1  # only the ones the test made
     observer._update_groups(FakeAdmin({}))  # type: ignore[arg-type]
     assert FakeAdmin.made == STALE_COORDINATOR_CYCLES + 1 and isinstance(observer._admin, FakeAdmin)
-    errors = [e["error"] for e in events if e["type"] == "observer.error"]
+    errors = [e.error for e in events if isinstance(e, ObserverError)]
     assert errors == ["describe_consumer_groups: NOT_COORDINATOR", "describe_consumer_groups: stale coordinator"]

@@ -19,6 +19,8 @@ from kafka.protocol.admin.cluster import DescribeClusterResponse, DescribeQuorum
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 
 from harness.errors import HarnessTimeout
+from harness.history.events import HistoryEvent, QuorumReplica
+from harness.history.jsonl import record_of
 from harness.observe.kafka_wire import NodeConnection, Unanswered
 from harness.observe.kraft_metadata import KraftMetadataObserver
 from harness.observe.quorum import QUORUM_TOPIC, QuorumObserver, decode_quorum
@@ -39,8 +41,8 @@ def wait_for(cond: Callable[[], Any], timeout_s: float, what: str) -> Any:
 class Events(list[dict[str, Any]]):
     """A sink keeping every event."""
 
-    def __call__(self, event: dict[str, Any]) -> None:
-        self.append(dict(event))
+    def __call__(self, event: HistoryEvent | dict[str, Any]) -> None:
+        self.append(record_of(event))
 
     def of(self, type_: str, **match: Any) -> list[dict[str, Any]]:
         return [e for e in list(self) if e["type"] == type_ and all(e.get(k) == v for k, v in match.items())]
@@ -188,9 +190,8 @@ def test_decoding_a_followers_answer_keeps_no_leader_from_kafkas_placeholders() 
     leader = decode_quorum(101, DescribeQuorumResponse.decode(
         _frame(Script(101, leader_epoch=4)(55, 0, b"")), version=0, header=True))
     assert (leader.role, leader.leader, leader.epoch, leader.high_watermark) == ("leader", 101, 4, 10)
-    assert leader.replicas(leader.voters) == [{"id": 101, "log_end_offset": 10, "lag": 0},
-                                              {"id": 102, "log_end_offset": 8, "lag": 2},
-                                              {"id": 103, "log_end_offset": -1, "lag": None}]
+    assert leader.replicas(leader.voters) == (QuorumReplica(101, 10, 0), QuorumReplica(102, 8, 2),
+                                              QuorumReplica(103, -1, None))
 
 
 def _frame(response: Any) -> bytes:

@@ -20,8 +20,10 @@ def member(member_id: str, *parts: int) -> MemberDescription:
 
 
 def test_group_state_uses_kafka_state_names_and_reports_unknown_fields_as_null() -> None:
-    _, fields = group_state(description(ConsumerGroupState.PREPARING_REBALANCING, [member("m1", 1, 0)]))
-    assert fields == {
+    _, state = group_state(description(ConsumerGroupState.PREPARING_REBALANCING, [member("m1", 1, 0)]))
+    assert state.to_json() == {
+        "type": "group.state",
+        "src": "admin",
         "group": "billing",
         "state": "PreparingRebalance",
         "generation": None,
