@@ -34,7 +34,16 @@ from typing import Any
 
 import confluent_kafka
 
-from harness.history.jsonl import Event, EventSink
+from harness.history.events import (
+    Assign,
+    ClientError,
+    Commit,
+    CommitError,
+    ConsumerError,
+    Poll,
+    Revoke,
+)
+from harness.history.jsonl import EventSink
 from harness.workload.common import WorkloadError, decode_key, decode_value, parse_group_metadata, wall_ms
 
 TopicPartitionKey = tuple[str, int]
@@ -226,35 +235,23 @@ class Member:
             self.generation = md.generation
             self.member_id = md.member_id or self.member_id
 
-    def _event(self, type_: str, **fields: Any) -> Event:
-        return {
-            **fields,
-            "type": type_,
-            "src": self.src,
-            "wall": wall_ms(),
-            "consumer": self.consumer_id,
-            "group": self.group,
-            "member": self.member_id,
-        }
+    def _who(self) -> tuple[str, str, str | None]:
+        """(consumer, group, member id) as every event of this member names them."""
+        return self.consumer_id, self.group, self.member_id
 
     def _handle_message(self, msg: confluent_kafka.Message) -> None:
         err = msg.error()
         if err is not None:
             if err.code() not in _QUIET_ERRORS:
-                self._sink(self._event("consumer.error", error=err.name(), error_detail=err.str(), fatal=err.fatal()))
+                cid, group, member = self._who()
+                self._sink(ConsumerError(src=self.src, wall=wall_ms(), consumer=cid, group=group, member=member,
+                                         error=err.name(), error_detail=err.str(), fatal=err.fatal()))
             return
         topic, partition, offset = msg.topic(), msg.partition(), msg.offset()
-        self._sink(
-            self._event(
-                "poll",
-                topic=topic,
-                partition=partition,
-                offset=offset,
-                value=decode_value(msg.value()),
-                key=decode_key(msg.key()),
-                isolation=self._isolation,
-            )
-        )
+        cid, group, member = self._who()
+        self._sink(Poll(src=self.src, wall=wall_ms(), consumer=cid, group=group, member=member, topic=topic,
+                        partition=partition, offset=offset, value=decode_value(msg.value()),
+                        key=decode_key(msg.key()), isolation=self._isolation))
         self.polled += 1
         if topic is not None and partition is not None and offset is not None:
             self._positions[(topic, partition)] = offset + 1
@@ -280,17 +277,11 @@ class Member:
             self._assignment.difference_update(keys)
             for key in keys:
                 self._positions.pop(key, None)
-        extra: dict[str, Any] = {"lost": True} if lost else {}
-        self._sink(
-            self._event(
-                type_,
-                generation=self.generation,
-                partitions=[list(k) for k in keys],
-                incremental=self._incremental,
-                assignment=[list(k) for k in sorted(self._assignment)],
-                **extra,
-            )
-        )
+        cid, group, member = self._who()
+        self._sink((Assign if type_ == "assign" else Revoke)(
+            src=self.src, wall=wall_ms(), consumer=cid, group=group, member=member, generation=self.generation,
+            partitions=tuple(keys), incremental=self._incremental, assignment=tuple(sorted(self._assignment)),
+            lost=True if lost else None))
 
     # An exception escaping a callback would be raised by confluent-kafka from the enclosing
     # poll()/close() (in some paths mangled into a SystemError), so callbacks never raise: the
@@ -314,17 +305,17 @@ class Member:
 
     # -- commits -------------------------------------------------------------------------------
     def _record_commits(self, parts: Sequence[confluent_kafka.TopicPartition], generation: int | None) -> None:
-        failed: list[list[Any]] = []
+        failed: list[tuple[str | int | None, ...]] = []
+        cid, group, member = self._who()
         for tp in parts:
             if tp.error is not None:
-                failed.append([tp.topic, tp.partition, tp.error.name() if hasattr(tp.error, "name") else str(tp.error)])
+                failed.append((tp.topic, tp.partition, tp.error.name() if hasattr(tp.error, "name") else str(tp.error)))
             elif tp.offset is not None and tp.offset >= 0:
-                event = self._event(
-                    "commit", generation=generation, topic=tp.topic, partition=tp.partition, offset=tp.offset
-                )
-                self._sink(event)
+                self._sink(Commit(src=self.src, wall=wall_ms(), consumer=cid, group=group, member=member,
+                                  generation=generation, topic=tp.topic, partition=tp.partition, offset=tp.offset))
         if failed:
-            self._sink(self._event("commit.error", generation=generation, error="partition errors", partitions=failed))
+            self._sink(CommitError(src=self.src, wall=wall_ms(), consumer=cid, group=group, member=member,
+                                   generation=generation, error="partition errors", partitions=tuple(failed)))
 
     def _do_commit(self, consumer: confluent_kafka.Consumer) -> None:
         self._dirty = False
@@ -339,7 +330,9 @@ class Member:
             if kerr is not None and kerr.code() == confluent_kafka.KafkaError._NO_OFFSET:
                 return
             name = kerr.name() if kerr is not None else type(exc).__name__
-            self._sink(self._event("commit.error", generation=generation, error=name, error_detail=str(exc)))
+            cid, group, member = self._who()
+            self._sink(CommitError(src=self.src, wall=wall_ms(), consumer=cid, group=group, member=member,
+                                   generation=generation, error=name, error_detail=str(exc)))
             return
         self._record_commits(result or [], generation)
 
@@ -352,22 +345,17 @@ class Member:
         if err is not None:
             if err.code() == confluent_kafka.KafkaError._NO_OFFSET:
                 return
-            self._sink(
-                self._event(
-                    "commit.error",
-                    generation=self.generation,
-                    error=err.name(),
-                    error_detail=err.str(),
-                    partitions=[[p.topic, p.partition, p.offset] for p in parts],
-                )
-            )
+            cid, group, member = self._who()
+            self._sink(CommitError(src=self.src, wall=wall_ms(), consumer=cid, group=group, member=member,
+                                   generation=self.generation, error=err.name(), error_detail=err.str(),
+                                   partitions=tuple((p.topic, p.partition, p.offset) for p in parts)))
             return
         self._record_commits(parts, self.generation)
 
     def _on_client_error(self, err: confluent_kafka.KafkaError) -> None:
-        event = self._event(
-            "client.error", client=self.src, error=err.name(), error_detail=err.str(), fatal=err.fatal()
-        )
+        cid, group, member = self._who()
+        event = ClientError(src=self.src, wall=wall_ms(), consumer=cid, group=group, member=member,
+                            client=self.src, error=err.name(), error_detail=err.str(), fatal=err.fatal())
         self._guarded(lambda: self._sink(event))
 
     # -- drain ---------------------------------------------------------------------------------

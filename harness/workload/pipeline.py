@@ -25,13 +25,15 @@ offsets. The stuck call keeps the old client alive until it returns.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 import confluent_kafka
 
-from harness.history.jsonl import Event, EventSink
+from harness.history.events import PipeRead, Send
+from harness.history.jsonl import EventSink
 from harness.workload.common import LIBRDKAFKA_LOGGER, decode_value, wall_ms
 from harness.workload.txn_producer import CALL_TIMEOUT_S, TransactionalProducerWorkload
 
@@ -93,15 +95,13 @@ class PipelineWorkload(TransactionalProducerWorkload):
             "enable.auto.commit": False, "auto.offset.reset": "earliest", "logger": LIBRDKAFKA_LOGGER,
             "client.id": f"{pipeline_id}-in"}
         self._source: int | None = None
-        self._offsets: list[list[object]] | None = None
+        self._offsets: tuple[tuple[str | int, ...], ...] | None = None
         self.caught_up = threading.Event()
         """Set while the last consume() found nothing new and every transaction so far ended."""
 
-    def _base(self, value: int, key: str | None) -> Event:
+    def _base(self, value: int, key: str | None) -> Send:
         base = super()._base(value, key)
-        if self._source is not None:
-            base["input_value"] = self._source
-        return base
+        return base if self._source is None else dataclasses.replace(base, input_value=self._source)
 
     def _send_loop(self, producer: confluent_kafka.Producer) -> None:
         consumer = confluent_kafka.Consumer(cast(dict[str, Any], self._consumer_config))
@@ -131,15 +131,15 @@ class PipelineWorkload(TransactionalProducerWorkload):
         txn = self._open[0]
         for msg in batch:
             value = decode_value(msg.value())
-            self._sink({"type": "pipe.read", "src": self.name, "wall": wall_ms(), "pipeline": self.producer_id,
-                        "group": self.group, "topic": msg.topic(), "partition": msg.partition(),
-                        "offset": msg.offset(), "value": value, "txn": txn})
+            self._sink(PipeRead(src=self.name, wall=wall_ms(), pipeline=self.producer_id, group=self.group,
+                                topic=msg.topic(), partition=msg.partition(), offset=msg.offset(), value=value,
+                                txn=txn))
             self._source = value if isinstance(value, int) else None
             part = msg.partition()
             self._send_one(producer, part % partitions if partitions and part is not None else None)
         self._source = None
         positions = consumer.position(consumer.assignment())
-        self._offsets = [[tp.topic, tp.partition, tp.offset] for tp in positions if tp.offset >= 0]
+        self._offsets = tuple((tp.topic, tp.partition, tp.offset) for tp in positions if tp.offset >= 0)
         metadata = consumer.consumer_group_metadata()
         try:
             call_bounded(lambda: producer.send_offsets_to_transaction(positions, metadata, CALL_TIMEOUT_S),
@@ -179,5 +179,5 @@ class PipelineWorkload(TransactionalProducerWorkload):
         self._source, self._offsets = None, None  # what the fenced session was doing is over
         super()._renew_session()
 
-    def _end_fields(self) -> dict[str, object]:
-        return {} if self._offsets is None else {"offsets": self._offsets}
+    def _end_offsets(self) -> tuple[tuple[str | int, ...], ...] | None:
+        return self._offsets

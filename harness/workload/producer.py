@@ -23,6 +23,7 @@ transmission of the same batch may have been written; the verifiers treat those 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import sys
 import threading
 import time
@@ -35,7 +36,8 @@ from typing import Any
 import confluent_kafka
 
 from harness.errors import TeardownError
-from harness.history.jsonl import Event, EventSink
+from harness.history.events import Ack, ClientError, Send, SendError
+from harness.history.jsonl import EventSink
 from harness.workload.common import (
     LIBRDKAFKA_LOGGER,
     WorkloadConfigError,
@@ -344,15 +346,9 @@ class ProducerWorkload:
         if not self._fatal_recorded:
             self._on_client_error(exc.args[0])
 
-    def _base(self, value: int, key: str | None) -> Event:
-        return {
-            "src": self.name,
-            "producer": self.producer_id,
-            "value": value,
-            "key": key,
-            "topic": self.topic,
-            "acks": self.acks,
-        }
+    def _base(self, value: int, key: str | None) -> Send:
+        """The `send` of a record, unstamped; its `ack` or `send.error` repeats its fields."""
+        return Send(src=self.name, producer=self.producer_id, value=value, key=key, topic=self.topic, acks=self.acks)
 
     def _send_one(self, producer: confluent_kafka.Producer, partition: int | None = None) -> None:
         with self._lock:  # a zombie client (txn_producer) sends from another thread
@@ -361,7 +357,7 @@ class ProducerWorkload:
         value = self.value_base + n
         key = key_for(n, self.keys)
         base = self._base(value, key)
-        self._sink({**base, "type": "send", "wall": wall_ms()})
+        self._sink(dataclasses.replace(base, wall=wall_ms()))
         with self._lock:
             self._sent += 1
 
@@ -390,67 +386,50 @@ class ProducerWorkload:
                 definite=True,  # produce() failed before enqueueing: nothing was sent
             )
 
-    def _on_delivery(self, base: Event, err: confluent_kafka.KafkaError | None, msg: confluent_kafka.Message) -> None:
+    def _on_delivery(self, base: Send, err: confluent_kafka.KafkaError | None, msg: confluent_kafka.Message) -> None:
         latency = msg.latency()
+        latency_ms = round(latency * 1000.0, 3) if latency is not None else None
         if err is None:
             offset = msg.offset()
-            event = {
-                **base,
-                "type": "ack",
-                "wall": wall_ms(),
-                "partition": msg.partition(),
-                "offset": offset if offset is not None and offset >= 0 else None,
-                "latency_ms": round(latency * 1000.0, 3) if latency is not None else None,
-            }
-            self._sink(event)
+            self._sink(Ack(
+                src=base.src, wall=wall_ms(), producer=base.producer, value=base.value, key=base.key,
+                topic=base.topic, acks=base.acks, txn=base.txn, zombie=base.zombie, input_value=base.input_value,
+                partition=msg.partition(), offset=offset if offset is not None and offset >= 0 else None,
+                latency_ms=latency_ms,
+            ))
             with self._lock:
                 self._acked += 1
             return
         partition = msg.partition()
-        extra: Event = {"partition": partition} if partition is not None and partition >= 0 else {}
-        if latency is not None:
-            extra["latency_ms"] = round(latency * 1000.0, 3)
         self._record_error(
-            {**base, **extra},
+            base,
             err.name(),
             err.str(),
             retriable=err.retriable(),
             fatal=err.fatal(),
             definite=False,  # possibly transmitted: confluent-kafka hides librdkafka's persistence status
+            partition=partition if partition is not None and partition >= 0 else None,
+            latency_ms=latency_ms,
         )
 
     def _record_error(
-        self, base: Event, name: str, detail: str, *, retriable: bool, fatal: bool, definite: bool
+        self, base: Send, name: str, detail: str, *, retriable: bool, fatal: bool, definite: bool,
+        partition: int | None = None, latency_ms: float | None = None,
     ) -> None:
-        self._sink(
-            {
-                **base,
-                "type": "send.error",
-                "wall": wall_ms(),
-                "error": name,
-                "error_detail": detail,
-                "retriable": retriable,
-                "fatal": fatal,
-                "definite": definite,
-            }
-        )
+        self._sink(SendError(
+            src=base.src, wall=wall_ms(), producer=base.producer, value=base.value, key=base.key, topic=base.topic,
+            acks=base.acks, txn=base.txn, zombie=base.zombie, input_value=base.input_value, partition=partition,
+            latency_ms=latency_ms, error=name, error_detail=detail, retriable=retriable, fatal=fatal,
+            definite=definite,
+        ))
         with self._lock:
             self._errors += 1
 
     def _on_client_error(self, err: confluent_kafka.KafkaError) -> None:
         if err.fatal():
             self._fatal_recorded = True
-        self._sink(
-            {
-                "type": "client.error",
-                "src": self.name,
-                "wall": wall_ms(),
-                "client": self.name,
-                "error": err.name(),
-                "error_detail": err.str(),
-                "fatal": err.fatal(),
-            }
-        )
+        self._sink(ClientError(src=self.name, wall=wall_ms(), client=self.name, error=err.name(),
+                               error_detail=err.str(), fatal=err.fatal()))
 
 
 def where(thread: threading.Thread) -> str:

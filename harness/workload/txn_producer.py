@@ -42,6 +42,7 @@ error as long as its commit was never asked for: only EndTxn(COMMIT) commits.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import random
 import threading
 import time
@@ -50,7 +51,8 @@ from typing import Any
 
 import confluent_kafka
 
-from harness.history.jsonl import Event, EventSink
+from harness.history.events import Send, TxnAbort, TxnBegin, TxnCommit, TxnFenced, TxnZombie
+from harness.history.jsonl import EventSink
 from harness.workload.common import WorkloadConfigError, wall_ms
 from harness.workload.producer import Pacer, ProducerWorkload, is_fatal
 
@@ -194,10 +196,10 @@ class TransactionalProducerWorkload(ProducerWorkload):
             err = err or self._zombie_error
         finally:
             self._zombie = None
-        self._sink({"type": "txn.zombie", "src": self.name, "wall": wall_ms(), "producer": self.producer_id,
-                    "transactional_id": self.transactional_id, "txn": txn, "outcome": outcome,
-                    "error": err.name() if err is not None else None,
-                    "error_detail": err.str() if err is not None else None})
+        self._sink(TxnZombie(src=self.name, wall=wall_ms(), producer=self.producer_id,
+                             transactional_id=self.transactional_id, txn=txn, outcome=outcome,
+                             error=err.name() if err is not None else None,
+                             error_detail=err.str() if err is not None else None))
         return outcome, sent
 
     def _on_client_error(self, err: confluent_kafka.KafkaError) -> None:
@@ -214,10 +216,10 @@ class TransactionalProducerWorkload(ProducerWorkload):
         opened = self._open
         open_ms = int((time.monotonic() - self._opened_at) * 1000) if opened is not None else None
         self._fatal_recorded, self._fence = True, (err, open_ms)
-        self._sink({"type": "txn.fenced", "src": self.name, "wall": wall_ms(), "producer": self.producer_id,
-                    "transactional_id": self.transactional_id, "txn": opened[0] if opened is not None else None,
-                    "error": err.name(), "error_detail": err.str(), "open_ms": open_ms,
-                    "timeout_ms": int(self.timeout_s * 1000)})
+        self._sink(TxnFenced(src=self.name, wall=wall_ms(), producer=self.producer_id,
+                             transactional_id=self.transactional_id, txn=opened[0] if opened is not None else None,
+                             error=err.name(), error_detail=err.str(), open_ms=open_ms,
+                             timeout_ms=int(self.timeout_s * 1000)))
 
     def _ended_by_coordinator(self, err: confluent_kafka.KafkaError) -> bool:
         """A fence, or INVALID_TXN_STATE for a transaction open past its timeout: the coordinator was aborting it
@@ -252,13 +254,13 @@ class TransactionalProducerWorkload(ProducerWorkload):
         self._new_client()
         self._fence = None
 
-    def _base(self, value: int, key: str | None) -> Event:
+    def _base(self, value: int, key: str | None) -> Send:
         base = super()._base(value, key)
         zombie = self._zombie
         if zombie is not None and threading.current_thread() is zombie[0]:
-            base["txn"], base["zombie"] = zombie[1], True
-        elif self._open is not None:
-            base["txn"] = self._open[0]
+            return dataclasses.replace(base, txn=zombie[1], zombie=True)
+        if self._open is not None:
+            return dataclasses.replace(base, txn=self._open[0])
         return base
 
     def _send_loop(self, producer: confluent_kafka.Producer) -> None:
@@ -313,8 +315,8 @@ class TransactionalProducerWorkload(ProducerWorkload):
         self._next_txn += 1
         self._open = (txn, self._draws.random() < self.abort_rate)
         self._opened_at, self._committing = time.monotonic(), False
-        self._sink({"type": "txn.begin", "src": self.name, "wall": wall_ms(), "producer": self.producer_id,
-                    "transactional_id": self.transactional_id, "txn": txn})
+        self._sink(TxnBegin(src=self.name, wall=wall_ms(), producer=self.producer_id,
+                            transactional_id=self.transactional_id, txn=txn))
 
     def _end(self, producer: confluent_kafka.Producer) -> str:
         """Commit or abort the open transaction (as drawn at its begin), record the outcome and return it."""
@@ -392,11 +394,11 @@ class TransactionalProducerWorkload(ProducerWorkload):
 
     def _record_end(self, txn: int, abort: bool, outcome: str, error: str | None, detail: str | None) -> None:
         self.outcomes[outcome] += 1
-        self._sink({"type": "txn.abort" if abort else "txn.commit", "src": self.name, "wall": wall_ms(),
-                    "producer": self.producer_id, "transactional_id": self.transactional_id, "txn": txn,
-                    "outcome": outcome, "definite": outcome != "unknown", "error": error, "error_detail": detail,
-                    **self._end_fields()})
+        self._sink((TxnAbort if abort else TxnCommit)(
+            src=self.name, wall=wall_ms(), producer=self.producer_id, transactional_id=self.transactional_id,
+            txn=txn, outcome=outcome, definite=outcome != "unknown", error=error, error_detail=detail,
+            offsets=self._end_offsets()))
 
-    def _end_fields(self) -> dict[str, object]:
+    def _end_offsets(self) -> tuple[tuple[str | int, ...], ...] | None:
         """What a subclass adds to `txn.commit`/`txn.abort` (the pipeline: the offsets it commits)."""
-        return {}
+        return None

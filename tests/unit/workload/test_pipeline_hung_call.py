@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from harness.history.jsonl import record_of
 from harness.workload import pipeline
 from harness.workload.pipeline import HungCall, PipelineWorkload, call_bounded
 
@@ -81,7 +82,8 @@ def test_a_hung_send_offsets_gives_the_session_up_with_the_transaction_aborted_w
     monkeypatch.setattr(pipeline, "CALL_TIMEOUT_S", 0.05)
     monkeypatch.setattr(pipeline, "HUNG_GRACE_S", 0.05)
     events: list[dict[str, Any]] = []
-    work = PipelineWorkload("127.0.0.1:1", events.append, pipeline_id="enrich", group="enrich", input_topic="in",
+    work = PipelineWorkload("127.0.0.1:1", lambda e: events.append(record_of(e)), pipeline_id="enrich",
+                            group="enrich", input_topic="in",
                             output_topic="out", transactional_id="enrich-tx", records=2)
     producer = FakeProducer()
     try:
