@@ -12,6 +12,7 @@ from typing import Any
 
 from harness.cluster.base import BrokerFlavour, ClusterSpec, LinkSource, NodeId, link_name
 from harness.experiment.schema import Experiment
+from harness.history.events import BrokerUp, Controller, GroupState, PartitionState
 from harness.history.jsonl import EventSink
 
 
@@ -114,17 +115,17 @@ class FakeObserver:
         self.exp, self.sink, self.stopped = exp, sink, False
 
     def start(self) -> None:
-        self.sink({"src": "zk", "type": "controller", "broker": 1, "epoch": 1})
+        self.sink(Controller(src="zk", broker=1, epoch=1))
         for b in range(1, self.exp.cluster.brokers + 1):
-            self.sink({"src": "zk", "type": "broker.up", "broker": b})
+            self.sink(BrokerUp(src="zk", broker=b))
         for t in self.exp.topics:
-            replicas = list(range(1, t.replication_factor + 1))
+            replicas = tuple(range(1, t.replication_factor + 1))
             for p in range(t.partitions):
-                self.sink({"src": "zk", "type": "partition.state", "topic": t.name, "partition": p, "leader": 1,
-                           "leader_epoch": 0, "isr": replicas, "replicas": replicas, "controller_epoch": 1})
+                self.sink(PartitionState(src="zk", topic=t.name, partition=p, leader=1, leader_epoch=0, isr=replicas,
+                                         replicas=replicas, controller_epoch=1))
         for c in self.exp.workload.consumers:
-            self.sink({"src": "admin", "type": "group.state", "group": c.group, "state": "Stable",
-                       "generation": 1, "coordinator": 2, "leader": None, "protocol": "range", "members": []})
+            self.sink(GroupState(src="admin", group=c.group, state="Stable", generation=1, coordinator=2, leader=None,
+                                 protocol="range", members=(), group_type=None))
 
     def stop(self) -> None:
         self.stopped = True
