@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.history.jsonl import iter_lines
 from spark_analysis.checks import ALL_CHECKS
 from spark_analysis.checks.common import plural, tp_label
 from spark_analysis.checks.delivery import NO_READS, lost_summary
@@ -113,107 +114,99 @@ class _State:
 
 def _parse(path: Path) -> _State:
     st = _State()
-    with open(path, "rb") as fh:
-        for seq, raw in enumerate(fh):
-            text = raw.decode("utf-8", "replace")
-            if not text.strip():
-                continue  # a blank line is no line (Spark's reader skips it too)
-            st.lines += 1
-            try:
-                ev = json_object(text)
-            except ValueError:
-                st.damage.add(seq, text, "torn", None, None)
-                continue
-            if not isinstance(ev, dict):
-                st.damage.add(seq, text, "torn", None, None)
-                continue
-            damaged = damage_kind(ev)
-            if damaged is not None:
-                t = ev.get("t")
-                st.damage.add(seq, text, damaged, type_text(ev.get("type")),
-                              float(t) if t is not None and is_double(t) else None)
-                continue
-            ev["seq"] = seq
-            kind: str = ev["type"] if type(ev["type"]) is str else json_text(ev["type"])
-            ev["type"] = kind
-            st.counts[kind] += 1
-            t = float(ev.get("t") or 0.0)
-            st.end_t = max(st.end_t, t)
-            if kind not in BULK_TYPES:
-                st.small.append(ev)
-                if kind == "pipe.read":
-                    _pipe_read(st, ev)
-                if kind in ("assign", "revoke"):
-                    for tp in ev.get("partitions") or ():
-                        if tp and len(tp) >= 2 and str(tp[1]).lstrip("-").isdigit():  # [topic, partition]
-                            st.last_poll.pop((str(ev.get("src")), str(tp[0]), int(tp[1])), None)
-                continue
-            if kind == "commit":
-                key = (str(ev.get("group")), str(ev.get("topic")), int(ev.get("partition", -1)),
-                       int(ev.get("generation") or -1))
-                prev = st.last_commit.get(key)
-                if prev is not None and ev.get("offset") is not None and ev["offset"] < prev["offset"]:
-                    st.commit_back.append((prev, ev))
-                st.last_commit[key] = ev
-                continue
-            if kind in ("ack", "send.error"):
-                if ev.get("partition") is not None:
-                    st.outcomes.append(outcome_of(ev, t, seq))
-            elif kind == "poll" and ev.get("offset") is not None and ev.get("partition") is not None:
-                st.polls.append(poll_of(ev, t, seq))
-            value = ev.get("value")
-            if value is None:
-                continue
-            v = st.values.get(value)
-            if v is None:
-                v = st.values[value] = _Value()
-            if kind in ("ack", "send.error"):
-                v.outcome = True
-            if kind != "poll":
-                if v.txn is None and ev.get("txn") is not None:
-                    v.txn = (producer_name(ev.get("producer"), ev.get("src")), int(ev["txn"]))
-                if v.first is None:
-                    topic = ev.get("topic")
-                    v.first = (seq, t, kind, producer_name(ev.get("producer"), ev.get("src")),
-                               None if topic is None else json_text(topic))
-                if v.source is None and ev.get("input_value") is not None:
-                    v.source = int(ev["input_value"])
-                v.zombie = v.zombie or ev.get("zombie") is True
-            if kind == "send":
-                v.sent = True
-                if v.send_t is None or t < v.send_t:
-                    v.send_t = t
-                if v.send_seq < 0:
-                    v.send_seq = seq
-                v.strong = str(ev.get("acks", "all")).lower() in ("all", "-1")
-                if ev.get("key") is not None:
+    for line in iter_lines(path, decode=json_object):  # a blank line is no line (Spark's reader skips it too)
+        seq, text, ev = line.number - 1, line.text, line.record
+        st.lines += 1
+        if ev is None:  # not one JSON object (Spark: `_corrupt_record`)
+            st.damage.add(seq, text, "torn", None, None)
+            continue
+        damaged = damage_kind(ev)
+        if damaged is not None:
+            t = ev.get("t")
+            st.damage.add(seq, text, damaged, type_text(ev.get("type")),
+                          float(t) if t is not None and is_double(t) else None)
+            continue
+        ev["seq"] = seq
+        kind: str = ev["type"] if type(ev["type"]) is str else json_text(ev["type"])
+        ev["type"] = kind
+        st.counts[kind] += 1
+        t = float(ev.get("t") or 0.0)
+        st.end_t = max(st.end_t, t)
+        if kind not in BULK_TYPES:
+            st.small.append(ev)
+            if kind == "pipe.read":
+                _pipe_read(st, ev)
+            if kind in ("assign", "revoke"):
+                for tp in ev.get("partitions") or ():
+                    if tp and len(tp) >= 2 and str(tp[1]).lstrip("-").isdigit():  # [topic, partition]
+                        st.last_poll.pop((str(ev.get("src")), str(tp[0]), int(tp[1])), None)
+            continue
+        if kind == "commit":
+            key = (str(ev.get("group")), str(ev.get("topic")), int(ev.get("partition", -1)),
+                   int(ev.get("generation") or -1))
+            prev = st.last_commit.get(key)
+            if prev is not None and ev.get("offset") is not None and ev["offset"] < prev["offset"]:
+                st.commit_back.append((prev, ev))
+            st.last_commit[key] = ev
+            continue
+        if kind in ("ack", "send.error"):
+            if ev.get("partition") is not None:
+                st.outcomes.append(outcome_of(ev, t, seq))
+        elif kind == "poll" and ev.get("offset") is not None and ev.get("partition") is not None:
+            st.polls.append(poll_of(ev, t, seq))
+        value = ev.get("value")
+        if value is None:
+            continue
+        v = st.values.get(value)
+        if v is None:
+            v = st.values[value] = _Value()
+        if kind in ("ack", "send.error"):
+            v.outcome = True
+        if kind != "poll":
+            if v.txn is None and ev.get("txn") is not None:
+                v.txn = (producer_name(ev.get("producer"), ev.get("src")), int(ev["txn"]))
+            if v.first is None:
+                topic = ev.get("topic")
+                v.first = (seq, t, kind, producer_name(ev.get("producer"), ev.get("src")),
+                           None if topic is None else json_text(topic))
+            if v.source is None and ev.get("input_value") is not None:
+                v.source = int(ev["input_value"])
+            v.zombie = v.zombie or ev.get("zombie") is True
+        if kind == "send":
+            v.sent = True
+            if v.send_t is None or t < v.send_t:
+                v.send_t = t
+            if v.send_seq < 0:
+                v.send_seq = seq
+            v.strong = str(ev.get("acks", "all")).lower() in ("all", "-1")
+            if ev.get("key") is not None:
+                v.pk = (str(ev.get("producer")), str(ev["key"]))
+        elif kind == "send.error":
+            v.errored = True
+            v.definite = v.definite or bool(ev.get("definite"))
+        elif kind in ("ack", "poll") and ev.get("offset") is not None:
+            topic, part, off = str(ev.get("topic")), int(ev["partition"]), int(ev["offset"])
+            loc = (topic, part, off)
+            v.locs.add(loc)
+            st.at_offset.setdefault(loc, set()).add(value)
+            st.known[(topic, part)].add(off)
+            if kind == "ack":
+                if v.ack is None:
+                    v.ack = (t, seq, topic, part, off)
+                if v.pk is None and ev.get("key") is not None:
                     v.pk = (str(ev.get("producer")), str(ev["key"]))
-            elif kind == "send.error":
-                v.errored = True
-                v.definite = v.definite or bool(ev.get("definite"))
-            elif kind in ("ack", "poll") and ev.get("offset") is not None:
-                topic, part, off = str(ev.get("topic")), int(ev["partition"]), int(ev["offset"])
-                loc = (topic, part, off)
-                v.locs.add(loc)
-                st.at_offset.setdefault(loc, set()).add(value)
-                st.known[(topic, part)].add(off)
-                if kind == "ack":
-                    if v.ack is None:
-                        v.ack = (t, seq, topic, part, off)
-                    if v.pk is None and ev.get("key") is not None:
-                        v.pk = (str(ev.get("producer")), str(ev["key"]))
-                else:
-                    v.polled = True
-                    if off > st.frontier.get((topic, part), -1):
-                        st.frontier[(topic, part)] = off
-                    ckey = (str(ev.get("src")), topic, part)
-                    last = st.last_poll.get(ckey)
-                    if last is not None:
-                        if off <= last[0]:
-                            st.nonmonotonic.append((last[1], ev))
-                        elif off > last[0] + 1:
-                            st.gaps.append((last[1], ev))
-                    st.last_poll[ckey] = (off, ev)
+            else:
+                v.polled = True
+                if off > st.frontier.get((topic, part), -1):
+                    st.frontier[(topic, part)] = off
+                ckey = (str(ev.get("src")), topic, part)
+                last = st.last_poll.get(ckey)
+                if last is not None:
+                    if off <= last[0]:
+                        st.nonmonotonic.append((last[1], ev))
+                    elif off > last[0] + 1:
+                        st.gaps.append((last[1], ev))
+                st.last_poll[ckey] = (off, ev)
     return st
 
 

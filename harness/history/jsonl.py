@@ -139,18 +139,40 @@ class ReadResult:
     truncated_tail: bool = False
 
 
-def iter_history(path: str | os.PathLike[str]) -> Iterator[tuple[int, Event | None]]:
-    """Yield (line number, event or None when the line is not a complete JSON object)."""
+@dataclass(frozen=True, slots=True)
+class HistoryLine:
+    """One non-blank line of a history file, as the tolerant reader hands it on."""
+
+    number: int
+    """1-based, counting blank lines too."""
+    text: str
+    """The line as written (UTF-8; undecodable bytes replaced), line ending included."""
+    record: Event | None
+    """The JSON object the line holds; None when it holds none (torn by a crash mid-write, or not an object)."""
+
+
+def iter_lines(path: str | os.PathLike[str], *,
+               decode: Callable[[str], object] = json.loads) -> Iterator[HistoryLine]:
+    """Every non-blank line of `path` with the object `decode` reads from it (a line it refuses with a ValueError,
+    or reads as anything but an object, has none). The one line loop over a history: `read_history`, the tests'
+    helpers and the verifiers' single-process reference (which passes Spark's leniency as `decode`) all read
+    through it."""
     with open(path, "rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
+        for number, raw in enumerate(fh, start=1):
+            text = raw.decode("utf-8", "replace")
+            if not text.strip():
                 continue
             try:
-                obj = json.loads(raw)
+                obj = decode(text)
             except ValueError:
-                yield lineno, None
-                continue
-            yield lineno, obj if isinstance(obj, dict) else None
+                obj = None
+            yield HistoryLine(number, text, obj if isinstance(obj, dict) else None)
+
+
+def iter_history(path: str | os.PathLike[str]) -> Iterator[tuple[int, Event | None]]:
+    """Yield (line number, event or None when the line is not a complete JSON object)."""
+    for line in iter_lines(path):
+        yield line.number, line.record
 
 
 def read_history(path: str | os.PathLike[str]) -> ReadResult:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from harness.history.jsonl import iter_lines
 from spark_analysis.load import convert_to_parquet, load_history
 from spark_analysis.schema import PARQUET_SCHEMA
 from tests.fixtures.histories import scenario
@@ -54,12 +55,13 @@ def test_arrow_and_spark_conversions_hold_the_same_rows(spark: Any, tmp_path: Pa
 
 def test_seq_is_the_line_number_whichever_parser_read_the_line(spark: Any, tmp_path: Path) -> None:
     history = tmp_path / "history.jsonl"
-    lines = _history(history).split(b"\n")
+    _history(history)
+    by_seq = {line.number - 1: line.record for line in iter_lines(history)}
     convert_to_parquet(spark, history, tmp_path / "pq", chunk_bytes=2048)
     df = spark.read.schema(PARQUET_SCHEMA).parquet(str(tmp_path / "pq")).where("type is not null")
     for row in df.select("seq", "t", "type").collect():
-        event = json.loads(lines[row["seq"]])
-        assert (event["t"], event["type"]) == (row["t"], row["type"])
+        event = by_seq[row["seq"]]
+        assert event is not None and (event["t"], event["type"]) == (row["t"], row["type"])
 
 
 def test_odd_and_torn_lines_are_skipped_and_counted(spark: Any, tmp_path: Path) -> None:

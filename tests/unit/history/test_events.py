@@ -3,6 +3,7 @@ reads back from it (`parse_event`), so history lines, the Parquet copy and every
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from harness.history.events import (
     parse_event,
     parse_target,
 )
+from harness.history.jsonl import iter_lines, read_history
 
 RECORDS: list[dict[str, Any]] = [
     # engine (harness/engine/runner.py, harness/faults/operations.py, harness/faults/inject.py)
@@ -156,3 +158,13 @@ def test_events_are_frozen_and_slotted() -> None:
                            controller_epoch=1)
     with pytest.raises(AttributeError):
         state.leader = 2  # type: ignore[misc]
+
+
+def test_the_tolerant_reader_skips_blank_lines_and_hands_on_torn_ones(tmp_path: Path) -> None:
+    history = tmp_path / "history.jsonl"
+    history.write_bytes(b'{"type":"phase","src":"engine","name":"setup"}\n\n  \n[1,2]\n{"type":"phase","src":"eng')
+    lines = list(iter_lines(history))
+    assert [(line.number, line.record is None) for line in lines] == [(1, False), (4, True), (5, True)]
+    assert lines[2].text == '{"type":"phase","src":"eng'
+    result = read_history(history)
+    assert len(result.events) == 1 and result.skipped_lines == [4, 5] and result.truncated_tail
