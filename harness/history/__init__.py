@@ -4,7 +4,8 @@
   the crash-safe append-only writer of `history.jsonl`, and the tolerant reader (torn last line, unknown
   fields);
 - `events`: the typed events, one frozen dataclass per `type` (`events_engine`, `events_cluster`,
-  `events_client`, on `events_base`), with structured targets (`NodeRef`, `LinkRef`);
+  `events_client`, on `events_base`), with structured targets (`NodeRef`, `LinkRef`); `reference` prints
+  docs/design.md's history event reference from them;
 - `state`: `ClusterState`, the fold of observed events the probes and dynamic fault targets read;
 - `probes`: the named steady-state probes over that state.
 

@@ -156,6 +156,8 @@ class HistoryEvent:
     TYPE: ClassVar[str] = ""
     DOC: ClassVar[str] = ""
     """What the event records (docs/design.md's history reference)."""
+    SOURCES: ClassVar[str] = ""
+    """Who records it (its `src` values), for the reference."""
 
     src: str
     wall: float | None = None
@@ -201,6 +203,11 @@ def _own_fields(cls: type[HistoryEvent]) -> tuple[dataclasses.Field[Any], ...]:
 def event_fields(cls: type[HistoryEvent]) -> tuple[str, ...]:
     """The names of the fields an event class declares besides `src` and `wall`."""
     return tuple(f.name for f in _own_fields(cls))
+
+
+def omitted_fields(cls: type[HistoryEvent]) -> frozenset[str]:
+    """The fields left out of the line when None (never written as `null`)."""
+    return frozenset(f.name for f in _own_fields(cls) if f.metadata.get(_OMIT))
 
 
 def optional_fields(cls: type[HistoryEvent]) -> frozenset[str]:

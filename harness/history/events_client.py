@@ -30,6 +30,7 @@ class _Write(HistoryEvent):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Send(_Write):
     TYPE: ClassVar[str] = "send"
+    SOURCES: ClassVar[str] = "`producer:<id>`, `pipeline:<id>`"
     DOC: ClassVar[str] = ("a producer hands a record to its client: producer, value (unique int, across the "
                           "producer's sessions too), key, topic, acks; a transactional producer's adds txn (and "
                           "zombie: true from a fenced client), a pipeline's adds input_value")
@@ -38,6 +39,7 @@ class Send(_Write):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Ack(_Write):
     TYPE: ClassVar[str] = "ack"
+    SOURCES: ClassVar[str] = "`producer:<id>`, `pipeline:<id>`"
     DOC: ClassVar[str] = "the record was acknowledged: send's fields, partition, offset, latency_ms"
     partition: int | None
     offset: int | None
@@ -47,6 +49,7 @@ class Ack(_Write):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SendError(_Write):
     TYPE: ClassVar[str] = "send.error"
+    SOURCES: ClassVar[str] = "`producer:<id>`, `pipeline:<id>`"
     DOC: ClassVar[str] = ("the write failed: send's fields, partition and latency_ms (from a delivery report), "
                           "error, error_detail, retriable, fatal, definite (the write certainly did not happen)")
     partition: int | None = omitted()
@@ -61,6 +64,7 @@ class SendError(_Write):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ClientError(HistoryEvent):
     TYPE: ClassVar[str] = "client.error"
+    SOURCES: ClassVar[str] = "`producer:<id>`, `pipeline:<id>`, `consumer:<id>`"
     DOC: ClassVar[str] = ("librdkafka's global errors (all brokers down, and a producer's fatal idempotence "
                           "errors, which `delivery.fatal_error` judges): client, error, error_detail, fatal; a "
                           "consumer's adds consumer, group, member")
@@ -86,6 +90,7 @@ class _TxnEvent(HistoryEvent):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TxnBegin(_TxnEvent):
     TYPE: ClassVar[str] = "txn.begin"
+    SOURCES: ClassVar[str] = "`producer:<id>`, `pipeline:<id>`"
     DOC: ClassVar[str] = ("a transaction began: producer, transactional_id, txn (the producer's transaction "
                           "number: 0, 1, 2, … across its sessions)")
 
@@ -102,6 +107,7 @@ class _TxnEnd(_TxnEvent):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TxnCommit(_TxnEnd):
     TYPE: ClassVar[str] = "txn.commit"
+    SOURCES: ClassVar[str] = "`producer:<id>`, `pipeline:<id>`"
     DOC: ClassVar[str] = ("the end of a transaction meant to be committed: outcome (committed, aborted, unknown), "
                           "definite (outcome != unknown), error, error_detail (`harness/workload/txn_producer.py` "
                           "says when each outcome is recorded); a pipeline's adds offsets ([[topic, partition, next "
@@ -111,12 +117,14 @@ class TxnCommit(_TxnEnd):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TxnAbort(_TxnEnd):
     TYPE: ClassVar[str] = "txn.abort"
+    SOURCES: ClassVar[str] = "`producer:<id>`, `pipeline:<id>`"
     DOC: ClassVar[str] = "the end of a transaction aborted on purpose: as txn.commit"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TxnZombie(_TxnEvent):
     TYPE: ClassVar[str] = "txn.zombie"
+    SOURCES: ClassVar[str] = "`producer:<id>`"
     DOC: ClassVar[str] = ("what Kafka answered a zombie client (`restart_producer` with `zombie: true`) that wrote "
                           "into its open transaction, and tried to commit it, after a new session fenced it: "
                           "outcome (fenced, refused, committed), error, error_detail")
@@ -128,6 +136,7 @@ class TxnZombie(_TxnEvent):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TxnFenced(_TxnEvent):
     TYPE: ClassVar[str] = "txn.fenced"
+    SOURCES: ClassVar[str] = "`producer:<id>`, `pipeline:<id>`"
     DOC: ClassVar[str] = ("Kafka fenced a transactional producer's session (librdkafka's fatal `_FENCED`), or "
                           "answered a commit of a transaction past its timeout with INVALID_TXN_STATE: txn (the "
                           "open transaction, or null), error, error_detail, open_ms (how long it had been open), "
@@ -142,6 +151,7 @@ class TxnFenced(_TxnEvent):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PipeRead(HistoryEvent):
     TYPE: ClassVar[str] = "pipe.read"
+    SOURCES: ClassVar[str] = "`pipeline:<id>`"
     DOC: ClassVar[str] = ("an input record a read-process-write pipeline (src `pipeline:<id>`) read into "
                           "transaction txn: pipeline, group, topic, partition, offset, value; its output records "
                           "are `send`/`ack` with producer = the pipeline id and input_value = the input value")
@@ -169,6 +179,7 @@ class _MemberEvent(HistoryEvent):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Poll(_MemberEvent):
     TYPE: ClassVar[str] = "poll"
+    SOURCES: ClassVar[str] = "`consumer:<id>`"
     DOC: ClassVar[str] = ("a consumer read a record: topic, partition, offset, value, key, isolation "
                           "(read_committed, read_uncommitted)")
     topic: str | None
@@ -182,6 +193,7 @@ class Poll(_MemberEvent):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Commit(_MemberEvent):
     TYPE: ClassVar[str] = "commit"
+    SOURCES: ClassVar[str] = "`consumer:<id>`"
     DOC: ClassVar[str] = "an offset the group committed for the consumer: generation, topic, partition, offset"
     generation: int | None
     topic: str
@@ -192,6 +204,7 @@ class Commit(_MemberEvent):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CommitError(_MemberEvent):
     TYPE: ClassVar[str] = "commit.error"
+    SOURCES: ClassVar[str] = "`consumer:<id>`"
     DOC: ClassVar[str] = ("a commit failed: generation, error, error_detail; partitions ([[topic, partition, "
                           "error or offset], …]) where the answer names them")
     generation: int | None
@@ -203,6 +216,7 @@ class CommitError(_MemberEvent):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConsumerError(_MemberEvent):
     TYPE: ClassVar[str] = "consumer.error"
+    SOURCES: ClassVar[str] = "`consumer:<id>`"
     DOC: ClassVar[str] = "a consumer's poll returned an error (all but the quiet ones): error, error_detail, fatal"
     error: str
     error_detail: str
@@ -221,6 +235,7 @@ class _Rebalance(_MemberEvent):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Assign(_Rebalance):
     TYPE: ClassVar[str] = "assign"
+    SOURCES: ClassVar[str] = "`consumer:<id>`"
     DOC: ClassVar[str] = ("partitions ([[topic, p], …]) were assigned to the member: generation, incremental "
                           "(cooperative rebalancing), assignment (the member's partitions after it)")
 
@@ -228,6 +243,7 @@ class Assign(_Rebalance):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Revoke(_Rebalance):
     TYPE: ClassVar[str] = "revoke"
+    SOURCES: ClassVar[str] = "`consumer:<id>`"
     DOC: ClassVar[str] = "partitions were revoked from the member (lost: true when they were lost): as assign"
 
 

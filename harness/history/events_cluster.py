@@ -26,6 +26,7 @@ from harness.history.events_base import (
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Controller(HistoryEvent):
     TYPE: ClassVar[str] = "controller"
+    SOURCES: ClassVar[str] = "`zk`, `admin`, `quorum`"
     DOC: ClassVar[str] = ("the controller changed: broker (-1 = none; KRaft: the quorum leader's node id), epoch "
                           "(null if unknown to this source; KRaft: the quorum leader epoch), source (the Admin "
                           "API's answer, or describe_quorum; ZooKeeper: none)")
@@ -37,6 +38,7 @@ class Controller(HistoryEvent):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ControllerView(HistoryEvent):
     TYPE: ClassVar[str] = "controller.view"
+    SOURCES: ClassVar[str] = "`metadata`"
     DOC: ClassVar[str] = "the controller one broker's Metadata answer names (src `metadata`), on change"
     broker: int
     controller: int
@@ -61,6 +63,7 @@ class QuorumReplica:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class QuorumState(HistoryEvent):
     TYPE: ClassVar[str] = "quorum.state"
+    SOURCES: ClassVar[str] = "`quorum`"
     DOC: ClassVar[str] = ("a voter's DescribeQuorum answer (KRaft, `src: quorum`; on change, and once a second "
                           "while leading): voter (the node that answered), role (leader, follower, unknown), "
                           "leader, epoch, high_watermark (leader only), voters and observers ([{id, "
@@ -83,6 +86,7 @@ class _BrokerEvent(HistoryEvent):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BrokerUp(_BrokerEvent):
     TYPE: ClassVar[str] = "broker.up"
+    SOURCES: ClassVar[str] = "`zk`, `admin`, `kraft`"
     DOC: ClassVar[str] = ("a broker registered (KRaft: registered and unfenced); host and port where the source "
                           "knows them")
     host: str | None = omitted()
@@ -92,24 +96,28 @@ class BrokerUp(_BrokerEvent):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BrokerDown(_BrokerEvent):
     TYPE: ClassVar[str] = "broker.down"
+    SOURCES: ClassVar[str] = "`zk`, `admin`, `kraft`"
     DOC: ClassVar[str] = "a broker's registration is gone (KRaft: fenced or gone)"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BrokerFenced(_BrokerEvent):
     TYPE: ClassVar[str] = "broker.fenced"
+    SOURCES: ClassVar[str] = "`kraft`"
     DOC: ClassVar[str] = "KRaft, `src: kraft`: DescribeCluster (fenced brokers included) shows the broker fenced"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BrokerUnfenced(_BrokerEvent):
     TYPE: ClassVar[str] = "broker.unfenced"
+    SOURCES: ClassVar[str] = "`kraft`"
     DOC: ClassVar[str] = "KRaft, `src: kraft`: a fenced broker is unfenced again"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PartitionState(HistoryEvent):
     TYPE: ClassVar[str] = "partition.state"
+    SOURCES: ClassVar[str] = "`zk`, `admin`, `kraft`"
     DOC: ClassVar[str] = ("a partition's leader, leader_epoch, isr, replicas, controller_epoch changed; KRaft adds "
                           "elr, last_known_elr (KIP-966; null where the version lacks them); the Admin API and "
                           "KRaft add error; ZooKeeper adds leader_recovery_state while a leader recovers")
@@ -148,6 +156,7 @@ class GroupMember:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GroupState(HistoryEvent):
     TYPE: ClassVar[str] = "group.state"
+    SOURCES: ClassVar[str] = "`admin`"
     DOC: ClassVar[str] = ("a consumer group's description changed: group, state, generation, coordinator, leader "
                           "(a member id; null from the Admin API, as generation), protocol, members ([{member_id, "
                           "client_id, host, assignment}]), group_type")
@@ -164,6 +173,7 @@ class GroupState(HistoryEvent):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ObserverError(HistoryEvent):
     TYPE: ClassVar[str] = "observer.error"
+    SOURCES: ClassVar[str] = "the observer"
     DOC: ClassVar[str] = ("an observer could not see (once per call and kind of error): observer, error; call, "
                           "detail and node (the broker or voter asked) where known")
     observer: str

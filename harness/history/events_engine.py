@@ -101,8 +101,10 @@ class _FaultEvent(HistoryEvent):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FaultStart(_FaultEvent):
     TYPE: ClassVar[str] = "fault.start"
-    DOC: ClassVar[str] = ("a fault took effect (stamped when its action began); heal says how it ends. Built in "
-                          "`harness/faults/inject.py`")
+    DOC: ClassVar[str] = ("a fault took effect, stamped when its action began: fault_id (the schedule index; "
+                          "`\"<op_id>.<k>\"` for the k-th stop of a rolling restart), kind, target (the resolved "
+                          "nodes or links), brokers (the broker ids among them), params, description, heal (how it "
+                          "ends)")
     heal: str | None = None
 
 
