@@ -83,9 +83,15 @@ EVENT_CLASSES: Mapping[str, type[HistoryEvent]] = MappingProxyType(
 
 
 def parse_event(record: Mapping[str, Any]) -> HistoryEvent | None:
-    """The typed event a record holds (unknown fields ignored), or None for a type no class declares."""
+    """The typed event a record holds (unknown fields ignored), or None for a type no class declares, or a record
+    whose values do not fit its class (a tolerant reader: such a record is no event, never an error)."""
     cls = EVENT_CLASSES.get(str(record.get("type")))
-    return None if cls is None else cls.from_json(record)
+    if cls is None:
+        return None
+    try:
+        return cls.from_json(record)
+    except (TypeError, ValueError, KeyError, AttributeError):
+        return None
 
 
 def as_event(event: HistoryEvent | Mapping[str, Any]) -> HistoryEvent | None:

@@ -140,6 +140,8 @@ def test_an_unknown_field_is_ignored_and_an_unknown_type_is_none() -> None:
     event = parse_event({"type": "phase", "src": "engine", "name": "heal", "extra": 1})
     assert event is not None and event.to_json() == {"type": "phase", "src": "engine", "name": "heal"}
     assert parse_event({"type": "nonesuch", "src": "x"}) is None
+    assert parse_event({"type": "fault.start", "src": "engine", "target": ["broker:x->"], "fault_id": 0}) is None
+    assert parse_event({"type": "group.state", "src": "admin", "members": [{"member_id": "m"}]}) is None
 
 
 def test_targets_are_structured() -> None:
