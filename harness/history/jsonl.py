@@ -1,8 +1,10 @@
 """The run history: an append-only `history.jsonl`, one JSON event per line.
 
 Owns the writer (thread-safe, stamps `t` and `wall`, flushes at least every 100 ms and on every
-phase change, so a run killed with SIGKILL leaves every complete line readable) and the tolerant
-reader used by the verifiers' loader and by tests (a torn last line is skipped and counted).
+phase change, so a run killed with SIGKILL leaves every complete line readable), which takes typed events
+(`harness.history.events`), and the tolerant reader (`iter_lines`: a torn last line is handed on as no object,
+and `read_history` skips and counts it; unknown fields are kept) used by the verifiers' single-process reference
+and by tests.
 Event types and fields are the classes of `harness.history.events` (docs/design.md's "History" reference is
 generated from them); extend, never rename.
 """
