@@ -45,7 +45,7 @@ from harness.history.events import (
     TxnCommit,
     as_event,
 )
-from harness.history.jsonl import HistoryWriter, LegacyEvent
+from harness.history.jsonl import HistoryWriter
 from harness.history.probes import PROBES
 from harness.history.state import ClusterState
 from harness.observe.base import Observer
@@ -96,7 +96,7 @@ class _Delivery:
         self._in_txn: dict[tuple[str, int], set[int]] = {}
         self._lock = threading.Lock()
 
-    def __call__(self, event: HistoryEvent | LegacyEvent) -> None:
+    def __call__(self, event: HistoryEvent) -> None:
         typed = as_event(event)
         with self._lock:
             if isinstance(typed, Ack) and isinstance(typed.value, int):
@@ -146,7 +146,7 @@ class Run:
 
     # -- event plumbing ------------------------------------------------------------------------
 
-    def sink(self, event: HistoryEvent | LegacyEvent) -> None:
+    def sink(self, event: HistoryEvent) -> None:
         assert self.history is not None
         self.history.write(event)
         self.state.apply(event)

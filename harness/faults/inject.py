@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from harness.cluster.base import Cluster, Link, LinkSource, NodeId, link_name
 from harness.cluster.links import LinkGraph
@@ -19,6 +20,8 @@ from harness.faults.catalog import CATALOG
 from harness.faults.kind import Applied, MemberControl, ProducerControl
 from harness.faults.resolve import ResolutionError
 from harness.faults.schedule import PlannedFault
+from harness.history.events import FaultEnd, FaultSkipped, FaultStart, NodeRef
+from harness.history.events_base import parse_targets
 from harness.history.jsonl import EventSink
 from harness.history.state import ClusterState
 
@@ -57,14 +60,14 @@ class FaultInjector:
         try:
             kind.apply(fault, self, active.done)
         except ResolutionError as exc:
-            self._emit("fault.skipped", fault, targets=[], error=str(exc))
+            self._emit(FaultSkipped, fault, targets=[], error=str(exc))
             return False
         except Exception:
             self._run_heal(active, record=False)
             raise
         with self._lock:
             self._active[fault.fault_id] = active
-        self._emit("fault.start", fault, targets=active.done.targets, heal=kind.spec.heal, wall=began_wall_ms,
+        self._emit(FaultStart, fault, targets=active.done.targets, heal=kind.spec.heal, wall=began_wall_ms,
                    effect=kind.describe(fault, active.done))
         return True
 
@@ -86,18 +89,19 @@ class FaultInjector:
 
     # -- internals -----------------------------------------------------------------------------
 
-    def _emit(self, kind: str, fault: PlannedFault, *, targets: list[str], **extra: object) -> None:
-        brokers = sorted({int(t.split(":")[1]) for t in targets if t.startswith("broker:")})
-        self.sink({"src": "engine", "type": kind, "fault_id": fault.fault_id, "kind": fault.spec.kind,
-                   "target": targets, "brokers": brokers, "params": dict(fault.spec.params),
-                   "description": fault.describe(), **extra})
+    def _emit(self, event: type[FaultStart | FaultEnd | FaultSkipped], fault: PlannedFault, *, targets: list[str],
+              **extra: Any) -> None:
+        nodes = parse_targets(targets)
+        brokers = tuple(sorted({int(n.id) for n in nodes if isinstance(n, NodeRef) and n.role == "broker"}))
+        self.sink(event(fault_id=fault.fault_id, kind=fault.spec.kind, target=nodes, brokers=brokers,
+                        params=dict(fault.spec.params), description=fault.describe(), **extra))
 
     def _run_heal(self, active: _Active, *, record: bool) -> list[tuple[str, BaseException]]:
         failures = [(f"heal {active.fault.describe()}: {name}", exc)
                     for name, exc in CATALOG[active.fault.spec.kind].heal(self, active.done)]
         if record:
             extra = {"error": "; ".join(f"{n}: {e}" for n, e in failures)} if failures else {}
-            self._emit("fault.end", active.fault, targets=active.done.targets, **extra)
+            self._emit(FaultEnd, active.fault, targets=active.done.targets, **extra)
         return failures
 
     # -- FaultEnv: reference-counted link cuts ---------------------------------------------------

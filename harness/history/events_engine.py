@@ -104,8 +104,9 @@ class FaultStart(_FaultEvent):
     DOC: ClassVar[str] = ("a fault took effect, stamped when its action began: fault_id (the schedule index; "
                           "`\"<op_id>.<k>\"` for the k-th stop of a rolling restart), kind, target (the resolved "
                           "nodes or links), brokers (the broker ids among them), params, description, heal (how it "
-                          "ends)")
+                          "ends), effect (what the fault did, as data: below)")
     heal: str | None = None
+    effect: Mapping[str, JsonValue] | None = omitted(_params)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -15,7 +15,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -26,19 +26,15 @@ from harness.history.events import HistoryEvent
 Event: TypeAlias = dict[str, Any]
 """One history line read back: a JSON object (`type`, `src`, `t`, `wall` and its class's fields)."""
 
-LegacyEvent: TypeAlias = Mapping[str, Any]
-"""An event still built as a record: only `fault.start`, `fault.end` and `fault.skipped`, which
-`harness/faults/inject.py` builds (their classes exist: `FaultStart`, `FaultEnd`, `FaultSkipped`)."""
-
-EventSink: TypeAlias = Callable[[HistoryEvent | LegacyEvent], None]
+EventSink: TypeAlias = Callable[[HistoryEvent], None]
 """What observers, workloads and the engine call with each event; the writer stamps `t`/`wall`."""
 
 FLUSH_INTERVAL_S = 0.1
 
 
-def record_of(event: HistoryEvent | LegacyEvent) -> Event:
+def record_of(event: HistoryEvent) -> Event:
     """The record an event is written as (before the writer stamps `t`, and `wall` if it has none)."""
-    return event.to_json() if isinstance(event, HistoryEvent) else dict(event)
+    return event.to_json()
 
 
 def _default(value: object) -> object:
@@ -80,13 +76,14 @@ class HistoryWriter:
         """Seconds since the run started, on the history's clock."""
         return time.monotonic() - self._t0_mono
 
-    def __call__(self, event: HistoryEvent | LegacyEvent) -> None:
+    def __call__(self, event: HistoryEvent) -> None:
         self.write(event)
 
-    def write(self, event: HistoryEvent | LegacyEvent) -> None:
+    def write(self, event: HistoryEvent) -> None:
+        if not isinstance(event, HistoryEvent):
+            raise TypeError(f"a history event is an instance of a class of harness.history.events, "
+                            f"not {type(event).__name__}: {event!r:.200}")
         record = record_of(event)
-        if "type" not in record or "src" not in record:
-            raise ValueError(f"history event needs 'type' and 'src': {record!r}")
         if "wall" in record:
             record["t"] = round((float(record["wall"]) - self._t0_wall_ms) / 1000.0, 6)
         else:

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from harness.cluster.leftovers import LeftoverRegistry
 from harness.errors import TeardownError
 from harness.history.events import HistoryEvent, ObserverError, parse_event
-from harness.history.jsonl import EventSink, LegacyEvent, record_of
+from harness.history.jsonl import EventSink, record_of
 from harness.observe.base import StartedByWith
 
 RESTART_BACKOFF_S = 1.0
@@ -82,8 +82,9 @@ class IsolatedAdminObserver(StartedByWith):
                 typed = parse_event(event) if isinstance(event, dict) else None
                 if typed is not None:
                     self._sink(typed)
-                elif isinstance(event, dict):  # a type this harness does not know: passed on as it is
-                    self._sink(event)
+                else:  # the child runs this same code, so this is a bug: seen, not lost
+                    self._sink(ObserverError(src=self.name, observer=self.name,
+                                             error=f"unreadable event from the observer process: {raw[:200]!r}"))
             code = proc.wait()
             self._forget(proc)
             if self._stopping.is_set():
@@ -144,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     lock = threading.Lock()
 
-    def emit(event: HistoryEvent | LegacyEvent) -> None:
+    def emit(event: HistoryEvent) -> None:
         line = json.dumps(record_of(event), default=str, separators=(",", ":"))
         with lock:
             sys.stdout.write(line + "\n")

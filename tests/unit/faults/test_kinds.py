@@ -15,6 +15,7 @@ from harness.faults.catalog import CATALOG
 from harness.faults.inject import FaultInjector
 from harness.faults.kind import KindSpec
 from harness.faults.schedule import plan
+from harness.history.jsonl import record_of
 from harness.history.state import ClusterState
 
 HEAD = """name: k
@@ -70,7 +71,8 @@ def _run(entry: str) -> tuple[list[dict[str, Any]], list[str]]:
     (fault,) = plan(load_experiment_text(HEAD + entry + "\n", "mem.yaml"))
     cluster = FakeCluster()
     events: list[dict[str, Any]] = []
-    injector = FaultInjector(cluster, ClusterState(), LinkGraph((1, 2, 3), (1,)), events.append,  # type: ignore[arg-type]
+    injector = FaultInjector(cluster, ClusterState(), LinkGraph((1, 2, 3), (1,)),  # type: ignore[arg-type]
+                             lambda e: events.append(record_of(e)),
                              members={"g": FakeMembers(cluster.calls)})  # type: ignore[dict-item]
     assert injector.inject(fault)
     injector.heal(fault)

@@ -12,6 +12,7 @@ from harness.faults.inject import FaultInjector
 from harness.faults.resolve import ProducerRef, resolve_node
 from harness.faults.schedule import plan
 from harness.faults.targets import TargetSyntaxError, parse_link, parse_target
+from harness.history.jsonl import record_of
 from harness.history.state import ClusterState
 
 EXP = """name: p
@@ -65,7 +66,7 @@ def test_the_injector_pauses_a_fake_producer_and_the_heal_resumes_it_recording_t
     (fault,) = plan(exp)
     events: list[dict[str, object]] = []
     producer = FakeProducer()
-    injector = FaultInjector(None, ClusterState(), LinkGraph((1,), (1,)), events.append,  # type: ignore[arg-type]
+    injector = FaultInjector(None, ClusterState(), LinkGraph((1,), (1,)), lambda e: events.append(record_of(e)),  # type: ignore[arg-type]
                              producers={"api": producer})
     assert injector.inject(fault)
     injector.heal(fault)
@@ -77,6 +78,6 @@ def test_the_injector_pauses_a_fake_producer_and_the_heal_resumes_it_recording_t
 def test_a_producer_that_is_not_running_makes_the_fault_skipped() -> None:
     (fault,) = plan(load_experiment_text(EXP, "mem.yaml"))
     events: list[dict[str, object]] = []
-    injector = FaultInjector(None, ClusterState(), LinkGraph((1,), (1,)), events.append)  # type: ignore[arg-type]
+    injector = FaultInjector(None, ClusterState(), LinkGraph((1,), (1,)), lambda e: events.append(record_of(e)))  # type: ignore[arg-type]
     assert not injector.inject(fault)
     assert events[0]["type"] == "fault.skipped" and "no producer 'api' is running" in str(events[0]["error"])
