@@ -1,10 +1,12 @@
 """The history's columns as the verifiers read them: one explicit, wide, nullable Spark schema.
 
-Owns `HISTORY_SCHEMA` (every field DESIGN.md lists for any event type, plus a few optional extras such
-as `acks`), the Parquet copy's schema (`PARQUET_SCHEMA`: the unused columns dropped, `_damage`, `seq` and
+Owns `HISTORY_SCHEMA` (a column for every field the verifiers read of the event classes of
+`harness.history.events`; `tests/unit/history/test_event_schema.py` fails when the two disagree), the Parquet
+copy's schema (`PARQUET_SCHEMA`: the unused columns dropped, `_damage`, `seq` and
 the `tier` partition column added), the columns Arrow parses the bulk events with, and which event types
 are bulk (each its own `tier`) or small (one shared tier). Loading (`spark_analysis.load`) and the
-single-process reference (`spark_analysis.reference_lines`) both read lines by it.
+single-process reference (`spark_analysis.json_read`) and the Python reading of the small events
+(`spark_analysis.side_rows`) all read lines by it.
 """
 
 from __future__ import annotations
