@@ -125,6 +125,8 @@ class Scan:
     problem: Problem | None = None
     anchors: dict[str, tuple[int, int]] = field(default_factory=dict)
     """Anchor -> (expanded size, expanded height) of the node it names."""
+    error: str | None = None
+    """The YAML syntax error that ended the scan, if one did."""
 
 
 def render_path(path: Path) -> str:
@@ -146,15 +148,29 @@ def _render(path: Path) -> str:
     return out if len(out) <= 80 else f"{out[:40]}...{out[-30:]}"
 
 
+LIBYAML_DEPTH_ERROR = "exceeded maximum nesting depth"
+"""libyaml's own nesting limit (1,000 levels, from the libyaml that PyYAML 6.0.4's wheels bundle). Its scanner
+looks ahead over a run of flow openers, so it refuses such a file before the first event reaches `_walk`."""
+
+
 def scan(text: str, file: str) -> Scan:
     """Measure the document from its events; a YAML syntax error ends the scan without a problem (the
-    composer reports it, at the same place, with PyYAML's words)."""
+    composer reports it, at the same place, with PyYAML's words). Where libyaml refuses the nesting itself,
+    the pure-Python parser measures it again, so the problem names the field path at `MAX_DEPTH`."""
+    result = _scan(LOADER, text, file)
+    if result.problem is None and result.error is not None and LIBYAML_DEPTH_ERROR in result.error \
+            and LOADER is not yaml.SafeLoader:
+        result = _scan(yaml.SafeLoader, text, file)
+    return result
+
+
+def _scan(loader_class: type[yaml.SafeLoader], text: str, file: str) -> Scan:
     result = Scan()
-    loader = LOADER(text)
+    loader = loader_class(text)
     try:
         _walk(loader, file, result)
-    except yaml.YAMLError:
-        pass
+    except yaml.YAMLError as exc:
+        result.error = str(exc)
     finally:
         loader.dispose()
     return result

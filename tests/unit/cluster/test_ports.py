@@ -1,15 +1,26 @@
 """Ports for the servers a backend starts are drawn below the kernel's ephemeral range, where no outgoing
-connection takes one (bind to port 0 only where that range leaves too few ports below it)."""
+connection takes one (bind to port 0 only where that range leaves too few ports below it), and a drawn port is
+reserved so that another harness does not draw it before its server binds it."""
 
 from __future__ import annotations
 
+import os
 import socket
+import time
 from pathlib import Path
 
 import pytest
 
 from harness.cluster import ports
 from harness.cluster.ports import PORT_FLOOR, allocate_ports, ephemeral_range
+
+
+@pytest.fixture(autouse=True)
+def _own_reservations(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """Each test reserves in a directory of its own (not the per-user cache other test workers draw from)."""
+    directory = tmp_path / "reservations"
+    monkeypatch.setattr(ports, "RESERVATIONS_DIR", directory)
+    return directory
 
 
 def test_ports_are_distinct_bindable_and_below_the_ephemeral_range() -> None:
@@ -42,6 +53,23 @@ def test_the_kernel_chooses_where_the_ephemeral_range_starts_low(monkeypatch: py
     (tmp_path / "range").write_text("1024 65535\n")
     monkeypatch.setattr(ports, "EPHEMERAL_RANGE_FILE", tmp_path / "range")
     assert len(set(allocate_ports(5))) == 5
+
+
+def test_a_port_another_harness_drew_a_moment_ago_is_not_drawn_until_its_reservation_expires(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, _own_reservations: Path) -> None:
+    """Two allocators over the same 1000 ports: the second never draws what the first holds; once the first's
+    reservations are older than RESERVATION_S they are drawn again."""
+    (tmp_path / "range").write_text(f"{PORT_FLOOR + 1000}\t60999\n")
+    monkeypatch.setattr(ports, "EPHEMERAL_RANGE_FILE", tmp_path / "range")
+    first = set(allocate_ports(400))
+    assert {int(p.name) for p in _own_reservations.iterdir()} == first
+    second = set(allocate_ports(400))
+    assert not first & second
+    old = time.time() - ports.RESERVATION_S - 1
+    for port in first:
+        os.utime(_own_reservations / str(port), (old, old))
+    free = sum(1 for p in range(PORT_FLOOR, PORT_FLOOR + 1000) if _free(p)) - len(second)
+    assert first <= set(allocate_ports(free))
 
 
 def test_an_unreadable_range_file_means_linuxs_default(tmp_path: Path) -> None:
