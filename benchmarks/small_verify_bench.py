@@ -11,14 +11,14 @@ the reports, and how many Spark jobs it ran.
 
 Goals (issue 23): cold <= 1.3x bare; warm <= 3 s.
 
-Last measured (2026-11-23, session 11, 2 shared cores, quiet, 18k events as the demo's run, 3 rounds), with
-the small-run mode (`session.SMALL_RUN_CONF`, events cached as one partition): bare 7.8-7.9 s; cold verify
-19.6-19.9 s = 2.51x bare (session 9, before the mode: 3.15x); warm verify 3.85 s = conversion 0.58 s +
-checks 2.97 s (19 Spark jobs, was 39; the two stall SLOs 0.94 s and 0.68 s) + timeline 0.29 s + reports
-(session 9: 6.4 s). Neither goal is met yet. Cold, ~12 s above bare is the JVM's first time through each
-query shape (class loading, Catalyst in the interpreter before the JIT): measured by hand, a dynamic
-class-data-sharing archive of a verify's classes (`-XX:ArchiveClassesAtExit`, 190 MB) plus
-`-XX:TieredStopAtLevel=1` brought bare to 3.5 s and cold to 13 s, which helps users but not the ratio.
+Last measured (2026-11-24, session 15, 2 shared cores, quiet, 18k events as the demo's run, 3 rounds), with
+the small events read in Python (`spark_analysis.side_rows`) and no broadcast joins in the small-run mode: bare
+6.9-7.4 s; cold verify 17.0-17.9 s = 2.46x bare (session 11: 2.51x); warm verify 3.04 s = conversion 0.49 s +
+checks 2.33 s (15 Spark jobs, was 19) + timeline 0.20 s + reports (session 11: 3.85 s). The cold goal is not met:
+the JVM's first time through Spark's query path costs about 10 s above bare whichever query comes first (taking
+the JSON parse and Parquet write off the first job moved that cost to the first Parquet read). Measured by hand:
+`-XX:TieredStopAtLevel=1` cut cold by 1.5-2 s and bare by 0.4 s; a class-data-sharing archive plus C1 brought bare
+to 3.5 s and cold to 13 s (session 11). Both help users, not the ratio.
 """
 
 from __future__ import annotations
