@@ -43,7 +43,6 @@ from harness.history.events import (
     Signal,
     TxnAbort,
     TxnCommit,
-    as_event,
 )
 from harness.history.jsonl import HistoryWriter
 from harness.history.probes import PROBES
@@ -96,8 +95,7 @@ class _Delivery:
         self._in_txn: dict[tuple[str, int], set[int]] = {}
         self._lock = threading.Lock()
 
-    def __call__(self, event: HistoryEvent) -> None:
-        typed = as_event(event)
+    def __call__(self, typed: HistoryEvent) -> None:
         with self._lock:
             if isinstance(typed, Ack) and isinstance(typed.value, int):
                 if typed.txn is None:
