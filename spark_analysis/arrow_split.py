@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 import pyarrow.parquet as pq
-from pyspark.sql.types import BooleanType, DataType, DoubleType, LongType, StringType, StructType
+from pyspark.sql.types import ArrayType, BooleanType, DataType, DoubleType, LongType, StringType, StructType
 
 _NL, _OPEN, _CLOSE = ord("\n"), ord("{"), ord("}")
 SEQ_FIELD = "_kafka_chaos_seq"
@@ -43,10 +43,20 @@ _ARROW_TYPES: dict[type[DataType], pa.DataType] = {
 }
 
 
+def arrow_type(dt: DataType) -> pa.DataType:
+    """The Arrow type of a history column's Spark type (arrays of them included)."""
+    if isinstance(dt, ArrayType):
+        return pa.list_(arrow_type(dt.elementType))
+    try:
+        return _ARROW_TYPES[type(dt)]
+    except KeyError:
+        raise TypeError(f"no Arrow type for {dt}") from None
+
+
 def arrow_schema(parquet_schema: StructType) -> pa.Schema:
     """`ARROW_COLUMNS` with the Arrow types of their Spark types in `parquet_schema`."""
     by_name = {f.name: f.dataType for f in parquet_schema.fields}
-    return pa.schema([(name, _ARROW_TYPES[type(by_name[name])]) for name in ARROW_COLUMNS])
+    return pa.schema([(name, arrow_type(by_name[name])) for name in ARROW_COLUMNS])
 
 
 @dataclass(frozen=True, slots=True)

@@ -86,9 +86,10 @@ def damage_kind(ev: dict[str, Any]) -> str | None:
     return "untyped" if kind is None else None
 
 
-def json_text(value: Any) -> str:
-    """A JSON value as Spark's string column holds it: a string as is, any other value as its JSON text."""
-    return value if type(value) is str else json.dumps(value, separators=(",", ":"))
+def json_text(value: Any, ascii_only: bool = True) -> str:
+    """A JSON value as Spark's string column holds it: a string as is, any other value as its JSON text (as the
+    recorder writes it: compact, non-ASCII escaped unless `ascii_only` is False)."""
+    return value if type(value) is str else json.dumps(value, separators=(",", ":"), ensure_ascii=ascii_only)
 
 
 def type_text(value: Any) -> str | None:
@@ -109,16 +110,17 @@ READ_TYPES: dict[str, DataType] = {f.name: f.dataType for f in HISTORY_SCHEMA.fi
                                     if f.name not in (CORRUPT, *UNUSED_COLUMNS)}
 
 
-def as_read(value: Any, dt: DataType) -> Any:
-    """A (well-typed) JSON value as Spark's JSON reader stores it in a column of type `dt`."""
+def as_read(value: Any, dt: DataType, ascii_only: bool = True) -> Any:
+    """A (well-typed) JSON value as Spark's JSON reader stores it in a column of type `dt` (`ascii_only`: see
+    `json_text`)."""
     if value is None:
         return None
     if isinstance(dt, StringType):
-        return json_text(value)
+        return json_text(value, ascii_only)
     if isinstance(dt, DoubleType):
         return float(value)
     if isinstance(dt, LongType):
         return int(value)
     if isinstance(dt, ArrayType):
-        return [as_read(x, dt.elementType) for x in value]
+        return [as_read(x, dt.elementType, ascii_only) for x in value]
     return value

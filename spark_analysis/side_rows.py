@@ -25,10 +25,10 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark.sql.types import ArrayType, BooleanType, DataType, DoubleType, LongType, StringType, StructType
+from pyspark.sql.types import DoubleType, StructType
 
-from spark_analysis.arrow_split import SEQ_FIELD
-from spark_analysis.json_read import LEADER_TEXT, READ_TYPES, damage_kind
+from spark_analysis.arrow_split import SEQ_FIELD, arrow_type
+from spark_analysis.json_read import LEADER_TEXT, READ_TYPES, as_read, damage_kind, json_text
 from spark_analysis.schema import BULK_TYPES, CORRUPT, PARQUET_SCHEMA, SMALL_TIER
 
 SIDE_FILE_NAME = "part-python.parquet"
@@ -41,23 +41,9 @@ class _NotExact(Exception):
     """The line is one whose Spark reading this module does not reproduce."""
 
 
-def _arrow_type(dt: DataType) -> pa.DataType:
-    if isinstance(dt, StringType):
-        return pa.string()
-    if isinstance(dt, LongType):
-        return pa.int64()
-    if isinstance(dt, DoubleType):
-        return pa.float64()
-    if isinstance(dt, BooleanType):
-        return pa.bool_()
-    if isinstance(dt, ArrayType):
-        return pa.list_(_arrow_type(dt.elementType))
-    raise TypeError(f"no Arrow type for {dt}")
-
-
 def arrow_side_schema(columns: StructType = PARQUET_SCHEMA) -> pa.Schema:
     """The small tier's Parquet columns (the Parquet copy's, without the `tier` partition column)."""
-    return pa.schema([pa.field(f.name, _arrow_type(f.dataType), nullable=f.name != "seq")
+    return pa.schema([pa.field(f.name, arrow_type(f.dataType), nullable=f.name != "seq")
                       for f in columns.fields if f.name != "tier"])
 
 
@@ -68,31 +54,11 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _text(value: Any, ascii_only: bool) -> str:
-    """The JSON text of a non-string value as it stands in a line of the recorder's form."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=ascii_only)
-
-
-def _as_spark(value: Any, dt: DataType, ascii_only: bool) -> Any:
-    """`value` (of an undamaged line) as Spark stores it in a column of type `dt`."""
-    if value is None:
-        return None
-    if isinstance(dt, StringType):
-        return value if isinstance(value, str) else _text(value, ascii_only)
-    if isinstance(dt, DoubleType):
-        if isinstance(value, str):
-            raise _NotExact("a double given as a word")
-        return float(value)
-    if isinstance(dt, ArrayType):
-        return [_as_spark(v, dt.elementType, ascii_only) for v in value]
-    return value
-
-
 def _leader(value: Any, ascii_only: bool) -> int | None:
     """`leader` read as text, then as a long where it is an integer's digits (`load.with_damage`)."""
     if value is None:
         return None
-    text = value if isinstance(value, str) else _text(value, ascii_only)
+    text = json_text(value, ascii_only)
     return int(text) if LEADER_TEXT.fullmatch(text) else None
 
 
@@ -103,8 +69,8 @@ def _row(line: str) -> dict[str, Any]:
         ev = json.loads(line, object_pairs_hook=_no_duplicates)
     except ValueError as exc:  # also a torn line: Spark's policy decides it
         raise _NotExact(str(exc)) from exc
-    ascii_only = line == _text(ev, True)
-    if not ascii_only and line != _text(ev, False):
+    ascii_only = line == json_text(ev, True)
+    if not ascii_only and line != json_text(ev, False):
         raise _NotExact("not in the recorder's compact form")
     seq = ev.pop(SEQ_FIELD, None) if isinstance(ev, dict) else None
     if type(seq) is not int or damage_kind(ev) is not None or ev["type"] in BULK_TYPES:
@@ -116,7 +82,9 @@ def _row(line: str) -> dict[str, Any]:
             continue  # a field outside the schema: Spark drops it too
         if name != key or name == CORRUPT:
             raise _NotExact(f"key {key!r}: a column's name in another case, or the corrupt-record column")
-        row[key] = _leader(value, ascii_only) if key == "leader" else _as_spark(value, READ_TYPES[key], ascii_only)
+        if isinstance(READ_TYPES[key], DoubleType) and isinstance(value, str):
+            raise _NotExact("a double given as a word")
+        row[key] = _leader(value, ascii_only) if key == "leader" else as_read(value, READ_TYPES[key], ascii_only)
     return row
 
 
