@@ -50,19 +50,22 @@ def _listing(cluster: ProcessCluster, ok: Any, timeout_s: float, what: str) -> d
     """The first Metadata listing of the topic that `ok` accepts: each call's fresh AdminClient may ask another
     broker, and each learns of changes from the controller's UpdateMetadata in its own time, so a second call could
     show an older listing than the one that passed."""
-    deadline = time.monotonic() + timeout_s
-    while not ok(parts := _partitions(cluster)):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not within {timeout_s}s; the last listing: {parts}")
-        time.sleep(0.2)
-    return parts
+    seen: dict[str, dict[int, Any]] = {}
+
+    def accepted() -> bool:
+        seen["last"] = _partitions(cluster)
+        return bool(ok(seen["last"]))
+
+    _wait(accepted, timeout_s, what, lambda: f"; the last listing: {seen.get('last')}")
+    return seen["last"]
 
 
-def _wait(predicate: Any, timeout_s: float, what: str) -> None:
+def _wait(predicate: Any, timeout_s: float, what: str, last: Any = lambda: "") -> None:
+    """Poll `predicate` until it holds; the failure names `what` and `last()` (what was seen last)."""
     deadline = time.monotonic() + timeout_s
     while not predicate():
         if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not within {timeout_s}s")
+            raise AssertionError(f"{what} not within {timeout_s}s{last()}")
         time.sleep(0.2)
 
 
