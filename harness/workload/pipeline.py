@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, cast
 
@@ -36,6 +37,12 @@ from harness.history.events import PipeRead, Send
 from harness.history.jsonl import EventSink
 from harness.workload.common import LIBRDKAFKA_LOGGER, decode_value, wall_ms
 from harness.workload.txn_producer import CALL_TIMEOUT_S, TransactionalProducerWorkload
+
+_COORDINATOR_MOVING = frozenset({
+    confluent_kafka.KafkaError.NOT_COORDINATOR, confluent_kafka.KafkaError.COORDINATOR_NOT_AVAILABLE,
+    confluent_kafka.KafkaError.COORDINATOR_LOAD_IN_PROGRESS, confluent_kafka.KafkaError._TIMED_OUT,
+})
+"""Answers of the committed-offsets lookup while the group's coordinator moves: asked again."""
 
 HUNG_GRACE_S = 10.0
 """How long past its own timeout send_offsets_to_transaction may take before the session is given up."""
@@ -169,9 +176,23 @@ class PipelineWorkload(TransactionalProducerWorkload):
 
     @staticmethod
     def _rewind(consumer: confluent_kafka.Consumer) -> None:
-        """Seek every assigned partition back to the group's committed offset (the start, if none)."""
+        """Seek every assigned partition back to the group's committed offset (the start, if none). While the
+        group's coordinator moves (a fault on it), the offsets lookup answers NOT_COORDINATOR or the like: it is
+        asked again, for up to CALL_TIMEOUT_S (seen in CI: the sender thread died of it)."""
         assigned = consumer.assignment()
-        for tp in consumer.committed(assigned, timeout=CALL_TIMEOUT_S):
+        deadline = time.monotonic() + CALL_TIMEOUT_S
+        while True:
+            try:
+                committed = consumer.committed(assigned, timeout=CALL_TIMEOUT_S)
+                break
+            except confluent_kafka.KafkaException as exc:
+                error = exc.args[0] if exc.args else None
+                moving = isinstance(error, confluent_kafka.KafkaError) and (
+                    error.retriable() or error.code() in _COORDINATOR_MOVING)
+                if not moving or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.2)
+        for tp in committed:
             offset = tp.offset if tp.offset >= 0 else confluent_kafka.OFFSET_BEGINNING
             consumer.seek(confluent_kafka.TopicPartition(tp.topic, tp.partition, offset))
 
