@@ -3,7 +3,8 @@
 Owns the damaged-line policy (a line that is not a complete JSON object, has
 no `type`, or has a field of the wrong JSON type is skipped and counted, never fatal: see
 `HistoryDamage`), and the one-time conversion to Parquet that every check then reads with column
-pruning (Arrow parses the bulk events, Spark the rest: see `arrow_split`). `seq` is the event's
+pruning (the recorder's columnar copy where it still matches the history, `harness.history.columnar`; for the
+rest Arrow parses the bulk events, Python or Spark the rest: see `arrow_split`). `seq` is the event's
 line number in the file (file order is the writer's order, which is the order of events within
 one source).
 
@@ -22,7 +23,7 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -34,7 +35,9 @@ from pyspark.sql.types import (
 )
 
 from harness.errors import HarnessError
-from spark_analysis.arrow_split import CHUNK_BYTES, SEQ_FIELD, SplitStats, split_history
+from harness.history.bulk import CHUNK_BYTES, SEQ_FIELD
+from harness.history.columnar import CopiedPrefix, prefix_blocks, read_copy
+from spark_analysis.arrow_split import SplitStats, split_history
 from spark_analysis.schema import (
     BULK_TYPES,
     CORRUPT,
@@ -47,7 +50,6 @@ from spark_analysis.schema import (
     T_IN_TEXT,
     TYPE_IN_TEXT,
     UNUSED_COLUMNS,
-    bulk_arrow_schema,
 )
 from spark_analysis.session import scoped_conf
 from spark_analysis.side_rows import side_table, write_small_tier
@@ -141,25 +143,35 @@ def _stamp_of(path: Path) -> dict[str, object]:
 
 
 def convert_to_parquet(spark: SparkSession, history: Path, target: Path, *, use_arrow: bool = True,
-                       chunk_bytes: int = CHUNK_BYTES, use_python: bool = True) -> SplitStats:
+                       chunk_bytes: int = CHUNK_BYTES, use_python: bool = True, use_copy: bool = True) -> SplitStats:
     """Parse the JSON once and write it as Parquet with `seq` (the line number), partitioned by `tier`.
 
     `tier` is the event type for the types that can number millions (BULK_TYPES) and "small" for
     the rest, so collecting the small events never decodes the bulk ones and a check reading one
-    bulk type (polls, commits) reads only that type's files. Arrow parses and writes the bulk
-    events (`arrow_split`). The other lines (the small events, and any chunk Arrow refuses, e.g. one
-    holding a torn line) Python reads where its reading is exactly Spark's (`side_rows`: every line an
-    undamaged small event, the ordinary case), else Spark parses them, with HISTORY_SCHEMA and the
-    damaged-line policy. `use_arrow=False` leaves every line to Spark, `use_python=False` the side lines;
+    bulk type (polls, commits) reads only that type's files. The lines the recorder's columnar copy holds
+    (`harness.history.columnar`: its Parquet parts and side lines, used when the history's bytes are still
+    the ones it copied) are taken as they are; Arrow parses the bulk events of the rest (`arrow_split`). The
+    other lines (the small events, and any chunk Arrow refuses, e.g. one holding a torn line) Python reads
+    where its reading is exactly Spark's (`side_rows`: every line an undamaged small event, the ordinary case),
+    else Spark parses them, with HISTORY_SCHEMA and the damaged-line policy. `use_copy=False` ignores the copy,
+    `use_arrow=False` leaves every line it does not hold to Spark, `use_python=False` the side lines;
     `chunk_bytes` is the size of Arrow's chunks.
     """
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
     side = target.with_name(target.name + ".spark-lines.jsonl")
+    copied = read_copy(history) if use_copy else None
     try:
-        stats = split_history(history, target, side, schema=bulk_arrow_schema(), bulk_types=BULK_TYPES,
-                              use_arrow=use_arrow, chunk_bytes=chunk_bytes)
+        with side.open("wb") as side_out:
+            if copied is not None:
+                _take_copy(copied, target, side_out)
+            stats = split_history(history, target, side_out, use_arrow=use_arrow, chunk_bytes=chunk_bytes,
+                                  start=copied.end if copied else 0, first_line=copied.lines if copied else 0)
+        if copied is not None:
+            stats = replace(stats, lines=stats.lines + copied.lines, arrow_rows=stats.arrow_rows + copied.arrow_rows,
+                            side_lines=stats.side_lines + copied.side_lines,
+                            refused_chunks=stats.refused_chunks + copied.refused, copied_lines=copied.lines)
         table = side_table(side) if stats.side_lines and use_python and not stats.refused_chunks else None
         if table is not None:
             write_small_tier(table, target)
@@ -170,6 +182,20 @@ def convert_to_parquet(spark: SparkSession, history: Path, target: Path, *, use_
         side.unlink(missing_ok=True)
     (target / _STAMP).write_text(json.dumps(_stamp_of(history)))
     return stats
+
+
+def _take_copy(copied: CopiedPrefix, target: Path, side_out: BinaryIO) -> None:
+    """The copy's Parquet parts into the tiers (hard links where the filesystem allows), its side lines into
+    `side_out`."""
+    for kind, part in copied.parts:
+        folder = target / f"tier={kind}"
+        folder.mkdir(exist_ok=True)
+        try:
+            os.link(part, folder / part.name)
+        except OSError:
+            shutil.copyfile(part, folder / part.name)
+    for block in prefix_blocks(copied.small, copied.small_bytes):
+        side_out.write(block)
 
 
 def with_damage(parsed: DataFrame) -> DataFrame:

@@ -2,18 +2,15 @@
 
 Owns `HISTORY_SCHEMA` (a column for every field the verifiers read of the event classes of
 `harness.history.events`; `tests/unit/history/test_event_schema.py` fails when the two disagree), the Parquet
-copy's schema (`PARQUET_SCHEMA`: the unused columns dropped, `_damage`, `seq` and
-the `tier` partition column added), the columns Arrow parses the bulk events with, and which event types
-are bulk (each its own `tier`) or small (one shared tier). Loading (`spark_analysis.load`) and the
+copy's schema (`PARQUET_SCHEMA`: the unused columns dropped, `_damage`, `seq` and the `tier` partition
+column added), and the tiers (each bulk type of `harness.history.bulk`, which also owns the columns Arrow parses
+the bulk events with, has its own `tier`; the small types share one). Loading (`spark_analysis.load`) and the
 single-process reference (`spark_analysis.json_read`) and the Python reading of the small events
 (`spark_analysis.side_rows`) all read lines by it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-import pyarrow as pa
 from pyspark.sql.types import (
     ArrayType,
     BooleanType,
@@ -24,11 +21,9 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from spark_analysis.arrow_split import arrow_schema
+from harness.history.bulk import BULK_TYPES
 
 CORRUPT = "_corrupt_record"
-BULK_TYPES = frozenset({"send", "ack", "send.error", "poll", "commit"})
-"""Event types that can number millions; every other type is small."""
 SMALL_TIER = "small"
 UNUSED_COLUMNS = ("wall", "experiment", "backend", "seed", "observer")
 """Parsed (they are in the schema) but not kept in the Parquet copy: no check reads them."""
@@ -154,23 +149,6 @@ PARQUET_SCHEMA = StructType(
 )
 """The Parquet copy: the history columns minus the unused ones, plus `_damage` and `seq`; `tier`
 partitions it."""
-
-
-BULK_EXTRA_COLUMNS: Mapping[str, pa.DataType] = {
-    "latency_ms": pa.float64(), "txn": pa.int64(), "isolation": pa.string(), "zombie": pa.bool_(),
-    "input_value": pa.int64()}
-"""Bulk-event columns Arrow parses besides `arrow_split.ARROW_COLUMNS` (Arrow drops a column it is not
-given), with their Arrow types (those of their HISTORY_SCHEMA types): ack and send.error's `latency_ms`, a
-transactional producer's `txn` and `zombie` on send/ack/send.error, a pipeline's output records' `input_value`, and
-poll's `isolation`."""
-
-
-def bulk_arrow_schema() -> pa.Schema:
-    """The columns Arrow parses the bulk events with: `ARROW_COLUMNS` plus `BULK_EXTRA_COLUMNS`."""
-    schema = arrow_schema(PARQUET_SCHEMA)
-    for name, kind in BULK_EXTRA_COLUMNS.items():
-        schema = schema.append(pa.field(name, kind))
-    return schema
 
 
 def tiers_of(types: tuple[str, ...] | list[str]) -> list[str]:

@@ -27,7 +27,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql.types import DoubleType, StructType
 
-from spark_analysis.arrow_split import SEQ_FIELD, arrow_type
+from harness.history.bulk import SEQ_FIELD
+from spark_analysis.arrow_split import arrow_type
 from spark_analysis.json_read import LEADER_TEXT, READ_TYPES, as_read, damage_kind, json_text
 from spark_analysis.schema import BULK_TYPES, CORRUPT, PARQUET_SCHEMA, SMALL_TIER
 

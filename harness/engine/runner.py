@@ -172,7 +172,7 @@ class Run:
 
     def _execute(self, status: str, error: str | None) -> RunResult:
         self._signals_written = before = len(self.interrupts.received)  # only this run's signals count
-        history = HistoryWriter(self.bundle.history)
+        history = HistoryWriter(self.bundle.history, columnar=True)
         self.history = history
         try:
             self.sink(RunStart(experiment=self.exp.name, variant=self.exp.variant, backend=self.backend.name,

@@ -12,6 +12,7 @@ generated from them); extend, never rename.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 import time
@@ -19,9 +20,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from harness.history.events import HistoryEvent
+
+if TYPE_CHECKING:  # imported when a writer makes a copy: pyarrow is not for every user of the history
+    from harness.history.columnar import ColumnarCopy
 
 Event: TypeAlias = dict[str, Any]
 """One history line read back: a JSON object (`type`, `src`, `t`, `wall` and its class's fields)."""
@@ -45,20 +49,36 @@ def _default(value: object) -> object:
     return str(value)
 
 
+def _columnar_copy(path: Path) -> ColumnarCopy | None:
+    """The copy beside `path`, or None (logged) if it cannot start: the history never depends on it."""
+    try:
+        from harness.history.columnar import ColumnarCopy
+
+        return ColumnarCopy(path)
+    except (OSError, ImportError) as exc:
+        logging.getLogger(__name__).warning("no columnar copy of %s: %s (the verifiers will parse the history "
+                                            "itself)", path, exc)
+        return None
+
+
 class HistoryWriter:
     """Appends events to `path`. Use as a context manager; `__call__` makes it an `EventSink`.
 
     `t` is seconds since the writer opened (monotonic clock), `wall` is epoch milliseconds; an
     event that already carries `wall` (stamped by its observer at observation time) keeps it and
     its `t` is derived from it. Lines are written whole under a lock; the file is flushed by a
-    background thread every 100 ms, on every `phase` event, and on close.
+    background thread every 100 ms, on every `phase` event, and on close. With `columnar`, the writer also
+    builds the columnar copy beside the file (`harness.history.columnar`) as the run goes.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, fsync: bool = False) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, fsync: bool = False, columnar: bool = False) -> None:
         self.path = Path(path)
         self._fsync = fsync
         self._lock = threading.Lock()
         self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        self._copy: ColumnarCopy | None = None
+        if columnar and self._file.tell() == 0:  # a history appended to is not copied
+            self._copy = _columnar_copy(self.path)
         self._t0_mono = time.monotonic()
         self._t0_wall_ms = time.time() * 1000.0
         self._dirty = False
@@ -94,6 +114,8 @@ class HistoryWriter:
             if self._file.closed:
                 return
             self._file.write(line)
+            if self._copy is not None and self._copy.add(line.encode()):
+                self._file.flush()  # the chunk's lines are in the file before its copy is committed
             self._count += 1
             self._dirty = True
             if record["type"] in ("phase", "run.start", "run.end"):
@@ -119,6 +141,9 @@ class HistoryWriter:
                 self._file.close()
         if threading.current_thread() is not self._flusher:
             self._flusher.join(timeout=1.0)
+        if self._copy is not None:
+            copy, self._copy = self._copy, None
+            copy.close()
 
     def __enter__(self) -> HistoryWriter:
         return self

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from spark_analysis.arrow_split import with_seq
+from harness.history.bulk import with_seq
 from spark_analysis.load import _spark_convert, convert_to_parquet, load_history
 from spark_analysis.schema import PARQUET_SCHEMA
 from spark_analysis.side_rows import side_table, write_small_tier

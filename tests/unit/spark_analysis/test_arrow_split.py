@@ -9,16 +9,27 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from spark_analysis.arrow_split import (
+from harness.history.bulk import (
+    BULK_SCHEMA,
     SEQ_FIELD,
-    arrow_schema,
     iter_chunks,
     newlines_of,
     one_object_per_line,
-    split_history,
     with_seq,
 )
-from spark_analysis.schema import BULK_TYPES, PARQUET_SCHEMA, bulk_arrow_schema
+from spark_analysis.arrow_split import SplitStats, arrow_type, split_history
+from spark_analysis.schema import PARQUET_SCHEMA
+
+
+def _split(history: Path, target: Path, side: Path, **options: int) -> SplitStats:
+    with side.open("wb") as out:
+        return split_history(history, target, out, **options)
+
+
+def test_the_bulk_columns_have_the_arrow_types_of_the_verifiers_spark_schema() -> None:
+    """harness.history.bulk types its columns itself (the history layer knows no Spark); they must agree."""
+    spark = {f.name: f.dataType for f in PARQUET_SCHEMA.fields}
+    assert {f.name: f.type for f in BULK_SCHEMA} == {f.name: arrow_type(spark[f.name]) for f in BULK_SCHEMA}
 
 
 def _guard(chunk: bytes, rows: int) -> bool:
@@ -72,8 +83,7 @@ def test_arrow_keeps_bulk_events_and_leaves_small_events_and_refused_chunks_to_s
     history.write_text(text)
     target, side = tmp_path / "pq", tmp_path / "side.jsonl"
     first_chunk = len(text.split("\n", 3)[0]) + len(text.split("\n", 3)[1]) + len(text.split("\n", 3)[2]) + 3
-    stats = split_history(history, target, side, schema=arrow_schema(PARQUET_SCHEMA), bulk_types=BULK_TYPES,
-                          chunk_bytes=first_chunk)
+    stats = _split(history, target, side, chunk_bytes=first_chunk)
     # Chunk 1 (lines 0-2) is Arrow's; chunk 2 (lines 3-4) holds a numeric key, so Spark gets both lines.
     assert (stats.lines, stats.arrow_rows, stats.side_lines, stats.refused_chunks) == (5, 2, 3, 1)
     side_events = [json.loads(line) for line in side.read_text().splitlines()]
@@ -101,8 +111,7 @@ def test_arrow_keeps_the_transaction_of_sends_acks_and_errors_and_the_isolation_
     ]
     history = tmp_path / "history.jsonl"
     history.write_text("".join(json.dumps(e) + "\n" for e in lines))
-    stats = split_history(history, tmp_path / "pq", tmp_path / "side.jsonl", schema=bulk_arrow_schema(),
-                          bulk_types=BULK_TYPES)
+    stats = _split(history, tmp_path / "pq", tmp_path / "side.jsonl")
     assert (stats.arrow_rows, stats.side_lines, stats.refused_chunks) == (6, 1, 0)
     rows = {kind: pq.read_table(tmp_path / "pq" / f"tier={kind}").to_pylist() for kind in ("send", "ack",
                                                                                            "send.error", "poll")}
@@ -129,8 +138,7 @@ def test_arrow_keeps_a_zombies_flag_and_a_pipeline_outputs_source(tmp_path: Path
     ]
     history = tmp_path / "history.jsonl"
     history.write_text("".join(json.dumps(e) + "\n" for e in lines))
-    stats = split_history(history, tmp_path / "pq", tmp_path / "side.jsonl", schema=bulk_arrow_schema(),
-                          bulk_types=BULK_TYPES)
+    stats = _split(history, tmp_path / "pq", tmp_path / "side.jsonl")
     assert (stats.arrow_rows, stats.side_lines, stats.refused_chunks) == (4, 2, 0)
     rows = [r for kind in ("send", "ack", "send.error")
             for r in pq.read_table(tmp_path / "pq" / f"tier={kind}").to_pylist()]

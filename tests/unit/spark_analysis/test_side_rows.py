@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_analysis.arrow_split import with_seq
+from harness.history.bulk import with_seq
 from spark_analysis.side_rows import side_table
 
 GOOD = '{"t":5,"src":"zk","type":"partition.state","topic":"orders","partition":0,"leader":"3","isr":[3,1]}'
