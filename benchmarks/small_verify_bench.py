@@ -7,7 +7,8 @@ Then, in one process with a warm session: `verify_run` three times, each with a 
 last one is the warm figure, with its breakdown from the verdict (conversion, each check, timeline) plus
 the reports, and how many Spark jobs it ran.
 
-    .venv/bin/python benchmarks/small_verify_bench.py [--events 18000] [--rounds 3] [--workdir DIR]
+    .venv/bin/python benchmarks/small_verify_bench.py [--events 18000 | --run RUN_DIR] [--rounds 3] [--no-copy]
+        [--workdir DIR]
 
 Goals (issue 23): cold <= 1.3x bare; warm <= 3 s.
 
@@ -35,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.spark_checks_bench import generate  # noqa: E402
+from benchmarks.spark_checks_bench import build_copy, generate  # noqa: E402
 
 BARE = """
 import time, sys
@@ -91,10 +92,20 @@ def main() -> None:
     p.add_argument("--events", type=int, default=18_000)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--workdir", type=Path, default=None)
+    p.add_argument("--no-copy", action="store_true", help="verify without the recorder's columnar copy")
+    p.add_argument("--run", type=Path, default=None, help="a recorded run directory instead of a synthetic history")
     args = p.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="small-verify-bench-"))
-    run = work / f"run{args.events}"
-    generate(run, args.events)
+    if args.run is not None:  # a recorded run, copied so that its own .analysis stays as it is
+        run = work / args.run.name
+        shutil.copytree(args.run, run, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".analysis"))
+        if args.no_copy:
+            shutil.rmtree(run / "history.columns", ignore_errors=True)
+    else:
+        run = work / f"run{args.events}"
+        generate(run, args.events)
+    if not args.no_copy and not (run / "history.columns").is_dir():  # as the recorder leaves a run
+        print(f"columnar copy built in {build_copy(run / 'history.jsonl'):.2f} s (during the run, by the recorder)")
     with open(run / "history.jsonl", "rb") as fh:
         lines = sum(1 for _ in fh)
     print(f"history: {lines} events ({(run / 'history.jsonl').stat().st_size / 1e6:.1f} MB), Spark local[2]")

@@ -7,7 +7,10 @@
   `events_client`, on `events_base`), with structured targets (`NodeRef`, `LinkRef`); `reference` prints
   docs/design.md's history event reference from them;
 - `state`: `ClusterState`, the fold of observed events the probes and dynamic fault targets read;
-- `probes`: the named steady-state probes over that state.
+- `probes`: the named steady-state probes over that state;
+- `bulk` and `columnar`: the bulk events in columns (which types are bulk, their Arrow schema, the splitter of
+  history lines into per-type Parquet files) and the recorder's columnar copy beside `history.jsonl`, which the
+  verifiers take instead of parsing those lines again.
 
 It imports nothing of the project but `harness.errors`; every other layer may import it
 (tests/unit/test_layers.py enforces both).
