@@ -81,16 +81,23 @@ class AbortedRead:
         polls = read_polls(ctx).where("committed_only")
         bad = polls.join(aborted.select("value", "producer", "txn"), "value")
         totals = bad.agg(F.count(F.lit(1)).alias("reads"), F.count_distinct("value").alias("values")).first()
+        reads = int(totals["reads"] if totals else 0)
         sample = [{**_plain(r, _POLL_FIELDS), "producer": r["producer"], "txn": r["txn"]}
-                  for r in bad.orderBy("seq").limit(EVIDENCE_ROWS).collect()]
+                  for r in bad.orderBy("seq").limit(EVIDENCE_ROWS).collect()] if reads else []
+        # The aborted records and those a consumer's frontier passed, in one job: each record meets at most one
+        # frontier row (its topic's, or its partition's), so the left join keeps every record once.
         frontier = polls.groupBy("topic", "partition").agg(F.max("offset").alias("frontier"))
-        located = aborted.where(F.col("offset").isNotNull())
         if ctx.completed:
-            judged = located.join(F.broadcast(frontier.select("topic").distinct()), "topic").count()
+            passed_by = aborted.join(F.broadcast(frontier.select("topic").distinct().withColumn(
+                "frontier", F.lit(True))), "topic", "left").select(
+                "offset", F.coalesce(F.col("frontier"), F.lit(False)).alias("passed"))
         else:
-            judged = (located.join(F.broadcast(frontier), ["topic", "partition"])
-                      .where(F.col("offset") <= F.col("frontier")).count())
-        facts = AbortedReads(records=aborted.count(), judged=judged, reads=int(totals["reads"] if totals else 0),
+            passed_by = aborted.join(F.broadcast(frontier), ["topic", "partition"], "left").select(
+                "offset", F.coalesce(F.col("offset") <= F.col("frontier"), F.lit(False)).alias("passed"))
+        counts = passed_by.agg(F.count(F.lit(1)).alias("records"), F.count(
+            F.when(F.col("offset").isNotNull() & F.col("passed"), 1)).alias("judged")).first()
+        assert counts is not None
+        facts = AbortedReads(records=int(counts["records"]), judged=int(counts["judged"]), reads=reads,
                              values_read=int(totals["values"] if totals else 0), sample=sample)
         return judge_aborted_read(index, facts, ctx.faults)
 
@@ -164,32 +171,34 @@ class LostCommit:
         index = ctx.transactions
         if not index.counts()[COMMITTED]:
             return judge_lost_commit(index, LostCommits(), ctx.faults)
-        spark = ctx.spark
-        assert spark is not None
         polled = read_polls(ctx).select("value").distinct().withColumn("polled", F.lit(1))
-        flagged = _records(ctx, COMMITTED).join(polled, "value", "left")
+        # A committed, acked record no consumer polled is lost when a consumer's frontier passed its offset in its
+        # partition (a completed run: any partition of a topic consumers read), unseen otherwise; records of
+        # topics nobody read are unverifiable. One job: each record meets at most one frontier row and one topic.
+        frontier = (read_polls(ctx).where(F.col("topic").isNotNull()).groupBy("topic", "partition")
+                    .agg(F.max("offset").alias("frontier")))
+        read_topics = frontier.select("topic").distinct().withColumn("read_topic", F.lit(True))
         no_ack, was_polled = F.col("offset").isNull(), F.col("polled").isNotNull()
-        totals = flagged.agg(F.count(F.lit(1)).alias("records"), F.count(F.when(no_ack, 1)).alias("without_ack"),
-                             F.count(F.when(was_polled, 1)).alias("polled"),
-                             F.count(F.when(~no_ack & ~was_polled, 1)).alias("unpolled")).first()
+        classified = (_records(ctx, COMMITTED).join(polled, "value", "left")
+                      .join(F.broadcast(read_topics), "topic", "left")
+                      .join(F.broadcast(frontier), ["topic", "partition"], "left")
+                      .withColumns({"candidate": ~no_ack & ~was_polled & F.coalesce(F.col("read_topic"), F.lit(False)),
+                                    "lost": F.lit(ctx.completed)
+                                    | (F.col("offset") <= F.coalesce(F.col("frontier"), F.lit(-1)))}))
+        cand, lost_col = F.col("candidate"), F.col("lost")
+        totals = classified.agg(
+            F.count(F.lit(1)).alias("records"), F.count(F.when(no_ack, 1)).alias("without_ack"),
+            F.count(F.when(was_polled, 1)).alias("polled"), F.count(F.when(~no_ack & ~was_polled, 1)).alias("unpolled"),
+            F.count(F.when(cand & lost_col, 1)).alias("lost"), F.count(F.when(cand & ~lost_col, 1)).alias("unseen"),
+            F.count_distinct(F.when(cand & lost_col, F.col("producer")), F.when(cand & lost_col, F.col("txn")))
+            .alias("lost_txns")).first()
         assert totals is not None
-        frontier = [(str(r["topic"]), int(r["partition"]), int(r["frontier"])) for r in read_polls(ctx).groupBy(
-            "topic", "partition").agg(F.max("offset").alias("frontier")).collect() if r["topic"] is not None]
-        topics = sorted({topic for (topic, _p, _o) in frontier})
-        fr = spark.createDataFrame(frontier or [("", -1, -1)], "topic string, partition long, frontier long")
-        cand = flagged.where(~no_ack & ~was_polled & F.col("topic").isin(topics))
-        classified = cand.join(F.broadcast(fr), ["topic", "partition"], "left").withColumn(
-            "lost", F.lit(ctx.completed) | (F.col("offset") <= F.coalesce(F.col("frontier"), F.lit(-1))))
-        by = classified.groupBy("lost").agg(F.count(F.lit(1)).alias("n"),
-                                            F.count_distinct("producer", "txn").alias("txns")).collect()
-        lost = sum(int(r["n"]) for r in by if r["lost"])
-        unseen = sum(int(r["n"]) for r in by if not r["lost"])
+        lost, unseen = int(totals["lost"]), int(totals["unseen"])
         facts = LostCommits(records=int(totals["records"]), without_ack=int(totals["without_ack"]),
-                            polled=int(totals["polled"]), lost=lost, unseen=unseen,
-                            lost_txns=sum(int(r["txns"]) for r in by if r["lost"]),
+                            polled=int(totals["polled"]), lost=lost, unseen=unseen, lost_txns=int(totals["lost_txns"]),
                             unverifiable=int(totals["unpolled"]) - lost - unseen)
         if lost:
-            gone = classified.where("lost")
+            gone = classified.where(cand & lost_col)
             by_tp = gone.groupBy("topic", "partition").count().collect()
             sample = gone.orderBy("ack_t", "ack_seq").limit(LOST_SAMPLE).collect()
             facts = replace(facts, lost_by_tp={(str(r["topic"]), int(r["partition"])): int(r["count"]) for r in by_tp},

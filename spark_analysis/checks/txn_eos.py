@@ -125,13 +125,15 @@ class ExactlyOncePipeline:
         spark = ctx.spark
         assert spark is not None
         reads = _persist(ctx, "reads", pipe_reads(ctx))
-        shape = {str(r["pipeline"]): (int(r["reads"]), int(r["values"])) for r in reads.groupBy("pipeline").agg(
-            F.count(F.lit(1)).alias("reads"), F.count_distinct("value").alias("values")).collect()}
+        per_pipe = reads.groupBy("pipeline").agg(F.count(F.lit(1)).alias("reads"),
+                                                  F.count_distinct("value").alias("values"),
+                                                  F.collect_set("topic").alias("topics")).collect()
+        shape = {str(r["pipeline"]): (int(r["reads"]), int(r["values"])) for r in per_pipe}
         if not shape:
             return judge_exactly_once_pipeline(index, (), ctx.faults)
         pipes = sorted(shape)
         positions = {p: committed_positions(index, p) for p in pipes}
-        topics = {(str(r["pipeline"]), str(r["topic"])) for r in reads.select("pipeline", "topic").distinct().collect()}
+        topics = {(str(r["pipeline"]), str(topic)) for r in per_pipe for topic in r["topics"]}
         topics |= {(p, topic) for p in pipes for (topic, _part) in positions[p]}
         frames = _Frames.build(ctx, spark, reads, pipes, sorted(topics), positions)
         facts = []
@@ -239,7 +241,7 @@ class _Frames:
 
     def counts(self) -> dict[str, dict[str, int]]:
         """Per pipeline: judged, processed, lost, unknown_outcome, upstream_unknown, beyond (see `PipelineFacts`),
-        duplicates, outputs_committed, aborted_outputs."""
+        aborted_outputs, duplicates, outputs_committed (two jobs)."""
         vis, below, has, u = (F.col(c) for c in ("visible", "below", "has_out", "u"))
         rows = self.classified.groupBy("pipeline").agg(
             F.count(F.when(vis & below & (has | ~u), 1)).alias("judged"),
@@ -247,18 +249,22 @@ class _Frames:
             F.count(F.when(vis & below & ~has & ~u, 1)).alias("lost"),
             F.count(F.when(~has & u, 1)).alias("unknown_outcome"),
             F.count(F.when(below & (F.col("outcome") == UNKNOWN), 1)).alias("upstream_unknown"),
-            F.count(F.when(vis & ~below & ~has & ~u, 1)).alias("beyond")).collect()
+            F.count(F.when(vis & ~below & ~has & ~u, 1)).alias("beyond"),
+            # Committed outputs of an aborted input: `n` is its committed outputs (by_source, one row per input).
+            F.sum(F.when(F.col("outcome") == ABORTED, F.coalesce(F.col("n"), F.lit(0))).otherwise(0))
+            .alias("aborted_outputs")).collect()
         out: dict[str, dict[str, int]] = defaultdict(dict)
         for r in rows:
             out[str(r["pipeline"])].update({k: int(v) for k, v in r.asDict().items() if k != "pipeline"})
-        committed = self.outputs.where(F.col("outcome") == COMMITTED)
-        for r in committed.groupBy("pipeline").agg(F.count(F.lit(1)).alias("n")).collect():
+        # Committed outputs and the sources with two or more of them, per pipeline, in one job.
+        per_source = (self.outputs.where(F.col("outcome") == COMMITTED).groupBy("pipeline", "source")
+                      .agg(F.count(F.lit(1)).alias("n")))
+        for r in per_source.groupBy("pipeline").agg(
+                F.sum("n").alias("n"),
+                F.count(F.when(F.col("source").isNotNull() & (F.col("n") >= 2), 1)).alias("dups")).collect():
             out[str(r["pipeline"])]["outputs_committed"] = int(r["n"])
-        dups = committed.where(F.col("source").isNotNull()).groupBy("pipeline", "source").count().where("count >= 2")
-        for r in dups.groupBy("pipeline").count().collect():
-            out[str(r["pipeline"])]["duplicates"] = int(r["count"])
-        for r in self._aborted().groupBy("pipeline").count().collect():
-            out[str(r["pipeline"])]["aborted_outputs"] = int(r["count"])
+            if r["dups"]:
+                out[str(r["pipeline"])]["duplicates"] = int(r["dups"])
         return out
 
     def _aborted(self) -> DataFrame:
