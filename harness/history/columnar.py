@@ -19,6 +19,7 @@ tail, or everything if there is no copy) are split from the history as before.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import queue
@@ -36,17 +37,18 @@ COLUMNS_DIR = "history.columns"
 MANIFEST = "manifest.jsonl"
 SMALL = "small.jsonl"
 COPY_FORMAT = 1
+"""Bumped whenever the copy's layout or its bulk schema changes, so an older copy is ignored, not misread."""
 COPY_CHUNK_BYTES = CHUNK_BYTES
 """Bytes of history per chunk: a row group of each bulk type's file (the recorder's default; tests make it small)."""
 COPY_SEGMENT_BYTES = 8 * CHUNK_BYTES
 """Bytes of history per segment: one Parquet file per bulk type. Few files keep the checks' reads fast (50 files
 per type instead of 7 cost the checks about 25% at 5M events); a crash loses at most a segment of the copy, which
 the verifiers then read from the history."""
-"""Bumped whenever the copy's layout or its bulk schema changes, so an older copy is ignored, not misread."""
 _LOG = logging.getLogger(__name__)
 
 
 def part_name(first: int) -> str:
+    """The Parquet file of the segment that begins at line `first`, in each of its types' folders."""
     return f"part-{first:012d}.parquet"
 
 
@@ -114,6 +116,7 @@ class ColumnarCopy:
                         self._split(chunk)
                 except Exception as exc:  # the copy is an optimisation; the history is complete
                     self._fail(f"{type(exc).__name__}: {exc}")
+                    self._abandon()
             if chunk is None:
                 return
 
@@ -142,6 +145,13 @@ class ColumnarCopy:
                   "crc": self._crc, "small": self._small.tell(), "parts": sorted(segment.parts), **self._totals}
         self._manifest.write(json.dumps(record, separators=(",", ":")) + "\n")
         self._manifest.flush()
+
+    def _abandon(self) -> None:
+        """Close the unfinished segment's files after a failure; the manifest never names them."""
+        segment, self._segment = self._segment, None
+        if segment is not None:
+            with contextlib.suppress(Exception):
+                segment.close()
 
     def _fail(self, reason: str) -> None:
         self.error = self.error or reason

@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
 from harness.history import columnar
 from harness.history.bulk import SEQ_FIELD
@@ -119,3 +120,24 @@ def test_a_copy_missing_one_of_its_parts_is_ignored(tmp_path: Path) -> None:
     assert copied is not None
     copied.parts[1][1].unlink()
     assert read_copy(history) is None
+
+
+def test_a_copy_that_fails_mid_run_stops_keeps_its_finished_segments_and_never_stops_the_writer(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """The fifth chunk's split raises: the history gets every event, the copy its first two segments."""
+    calls = {"n": 0}
+
+    class Failing(columnar.BulkSplitter):
+        def add(self, first: int, chunk: bytes, *, use_arrow: bool = True) -> int:
+            calls["n"] += 1
+            if calls["n"] == 5:
+                raise OSError("disk full")
+            return super().add(first, chunk, use_arrow=use_arrow)
+
+    monkeypatch.setattr(columnar, "BulkSplitter", Failing)
+    history = tmp_path / "history.jsonl"
+    _record(history, 200)
+    assert len(history.read_bytes().splitlines()) == 220
+    assert "columnar copy" in caplog.text and "disk full" in caplog.text
+    copied = read_copy(history)
+    assert copied is not None and len(copied.parts) == 2 and copied.lines < 220
