@@ -12,10 +12,11 @@ the reports, and how many Spark jobs it ran.
 
 Goals (issue 23): cold <= 1.3x bare; warm <= 3 s.
 
-Last measured (2026-11-24, session 15, 2 shared cores, quiet, 18k events as the demo's run, 3 rounds), with
-the small events read in Python (`spark_analysis.side_rows`) and no broadcast joins in the small-run mode: bare
-6.9-7.4 s; cold verify 17.0-17.9 s = 2.46x bare (session 11: 2.51x); warm verify 3.04 s = conversion 0.49 s +
-checks 2.33 s (15 Spark jobs, was 19) + timeline 0.20 s + reports (session 11: 3.85 s). The cold goal is not met:
+Last measured (2026-11-24, session 16, 2 shared cores, noisy), with the recorder's columnar copy, the transaction
+checks' merged jobs and the smaller status store: 18k-event synthetic run (its small events are not in the recorder's
+form, so Spark still parses them: conversion 0.41 s) bare 6.7-7.4 s, cold 16.8-18.2 s = 2.27x bare, warm 3.01 s
+(15 jobs); the recorded transactions run (`--run`, 5k events) cold 2.72x, warm 4.22 s (25 jobs, was 30).
+Session 15: synthetic cold 2.46x, warm 3.04 s. The cold goal is not met:
 the JVM's first time through Spark's query path costs about 10 s above bare whichever query comes first (taking
 the JSON parse and Parquet write off the first job moved that cost to the first Parquet read). Measured by hand:
 `-XX:TieredStopAtLevel=1` cut cold by 1.5-2 s and bare by 0.4 s; a class-data-sharing archive plus C1 brought bare
