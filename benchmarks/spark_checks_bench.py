@@ -303,14 +303,9 @@ BUILD_COPY = """
 import sys, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[2])
-from harness.history.columnar import ColumnarCopy
-history = Path(sys.argv[1])
+from harness.history.columnar import copy_history
 t0 = time.perf_counter()
-copy = ColumnarCopy(history)
-with history.open("rb") as lines:
-    for line in lines:
-        copy.add(line)
-copy.close()
+copy = copy_history(Path(sys.argv[1]))
 if copy.error:
     sys.exit(copy.error)
 print(time.perf_counter() - t0)

@@ -81,7 +81,10 @@ class ColumnarCopy:
         self._worker.start()
 
     def add(self, line: bytes) -> bool:
-        """Keep one whole line (newline included); True when it completed a chunk, handed to the copy's thread."""
+        """Keep one whole line (newline included); True when it completed a chunk, handed to the copy's thread.
+        Once the copy has failed, lines are no longer kept: nothing would split them."""
+        if self.error is not None:
+            return False
         self._pending.append(line)
         self._pending_bytes += len(line)
         if self._pending_bytes < self._chunk_bytes:
@@ -138,9 +141,9 @@ class ColumnarCopy:
             return
         segment.close()
         self._small.flush()
-        self._totals = {"arrow_rows": self._totals["arrow_rows"] + segment.arrow_rows,
-                        "side_lines": self._totals["side_lines"] + segment.side_lines,
-                        "refused": self._totals["refused"] + segment.refused}
+        for key, n in (("arrow_rows", segment.arrow_rows), ("side_lines", segment.side_lines),
+                       ("refused", segment.refused)):
+            self._totals[key] += n
         record = {"format": COPY_FORMAT, "first": self._segment_first, "lines": self._lines, "end": self._end,
                   "crc": self._crc, "small": self._small.tell(), "parts": sorted(segment.parts), **self._totals}
         self._manifest.write(json.dumps(record, separators=(",", ":")) + "\n")
@@ -157,6 +160,17 @@ class ColumnarCopy:
         self.error = self.error or reason
         _LOG.warning("the columnar copy of the history under %s stopped: %s (the verifiers will parse the history "
                      "itself)", self.dir, reason)
+
+
+def copy_history(history: Path, *, chunk_bytes: int | None = None, segment_bytes: int | None = None) -> ColumnarCopy:
+    """Build the copy of an existing history from its lines, as the recorder does while a run goes; returns the
+    closed copy (its `error` says whether it failed)."""
+    copy = ColumnarCopy(history, chunk_bytes=chunk_bytes, segment_bytes=segment_bytes)
+    with history.open("rb") as lines:
+        for line in lines:
+            copy.add(line)
+    copy.close()
+    return copy
 
 
 @dataclass(frozen=True, slots=True)

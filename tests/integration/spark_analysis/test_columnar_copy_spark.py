@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from harness.history.columnar import COLUMNS_DIR, MANIFEST, ColumnarCopy
+from harness.history.columnar import COLUMNS_DIR, MANIFEST, copy_history
 from spark_analysis.load import convert_to_parquet, load_history
 from tests.integration.spark_analysis.test_parquet_conversion import _history, _rows
 
@@ -20,12 +20,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.spark]
 def _copy(history: Path) -> int:
     """Build the copy from the history's lines as the writer does (segments of two chunks of about 2 kB);
     returns its number of segments."""
-    copy = ColumnarCopy(history, chunk_bytes=2048, segment_bytes=4096)
-    with history.open("rb") as lines:
-        for line in lines:
-            copy.add(line)
-    copy.close()
-    assert copy.error is None
+    assert copy_history(history, chunk_bytes=2048, segment_bytes=4096).error is None
     return len((history.parent / COLUMNS_DIR / MANIFEST).read_text().splitlines())
 
 

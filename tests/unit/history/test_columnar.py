@@ -22,18 +22,20 @@ from harness.history.jsonl import HistoryWriter
 ROOT = Path(__file__).resolve().parents[3]
 
 
+@pytest.fixture(autouse=True)
+def _small_segments(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Segments of two chunks of about 2 kB, so that a few hundred events make several."""
+    monkeypatch.setattr(columnar, "COPY_CHUNK_BYTES", 2048)
+    monkeypatch.setattr(columnar, "COPY_SEGMENT_BYTES", 4096)
+
+
 def _record(history: Path, sends: int) -> None:
-    """Write `sends` sends through a columnar writer, with a phase event every 10 (segments of two chunks of
-    about 2 kB)."""
-    columnar.COPY_CHUNK_BYTES, columnar.COPY_SEGMENT_BYTES = 2048, 4096
-    try:
-        with HistoryWriter(history, columnar=True) as writer:
-            for i in range(sends):
-                if i % 10 == 0:
-                    writer(Phase(name=f"p{i}"))
-                writer(Send(src="producer:p", producer="p", value=i, key=f"k{i % 3}", topic="orders", acks="all"))
-    finally:
-        columnar.COPY_CHUNK_BYTES, columnar.COPY_SEGMENT_BYTES = columnar.CHUNK_BYTES, 8 * columnar.CHUNK_BYTES
+    """Write `sends` sends through a columnar writer, with a phase event every 10."""
+    with HistoryWriter(history, columnar=True) as writer:
+        for i in range(sends):
+            if i % 10 == 0:
+                writer(Phase(name=f"p{i}"))
+            writer(Send(src="producer:p", producer="p", value=i, key=f"k{i % 3}", topic="orders", acks="all"))
 
 
 def test_the_writers_copy_holds_every_line_bulk_events_in_parquet_the_rest_with_their_line_numbers(
