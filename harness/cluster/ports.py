@@ -41,6 +41,10 @@ def _reservations() -> Path:
     return directory
 
 
+def _expired(mtime: float, now: float) -> bool:
+    return now - mtime >= RESERVATION_S
+
+
 def _reserve(directory: Path, port: int) -> bool:
     """Reserve `port` (False: another allocator holds a reservation younger than RESERVATION_S)."""
     path = directory / str(port)
@@ -49,7 +53,7 @@ def _reserve(directory: Path, port: int) -> bool:
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         except FileExistsError:
             try:
-                if time.time() - path.stat().st_mtime < RESERVATION_S:
+                if not _expired(path.stat().st_mtime, time.time()):
                     return False
             except FileNotFoundError:
                 continue
@@ -67,7 +71,7 @@ def _purge_expired(directory: Path) -> None:
     with contextlib.suppress(OSError), os.scandir(directory) as entries:
         for entry in entries:
             with contextlib.suppress(OSError):
-                if now - entry.stat().st_mtime >= RESERVATION_S:
+                if _expired(entry.stat().st_mtime, now):
                     os.unlink(entry.path)
 
 

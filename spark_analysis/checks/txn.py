@@ -171,11 +171,12 @@ class LostCommit:
         index = ctx.transactions
         if not index.counts()[COMMITTED]:
             return judge_lost_commit(index, LostCommits(), ctx.faults)
-        polled = read_polls(ctx).select("value").distinct().withColumn("polled", F.lit(1))
+        polls = read_polls(ctx)
+        polled = polls.select("value").distinct().withColumn("polled", F.lit(1))
         # A committed, acked record no consumer polled is lost when a consumer's frontier passed its offset in its
         # partition (a completed run: any partition of a topic consumers read), unseen otherwise; records of
         # topics nobody read are unverifiable. One job: each record meets at most one frontier row and one topic.
-        frontier = (read_polls(ctx).where(F.col("topic").isNotNull()).groupBy("topic", "partition")
+        frontier = (polls.where(F.col("topic").isNotNull()).groupBy("topic", "partition")
                     .agg(F.max("offset").alias("frontier")))
         read_topics = frontier.select("topic").distinct().withColumn("read_topic", F.lit(True))
         no_ack, was_polled = F.col("offset").isNull(), F.col("polled").isNotNull()
