@@ -99,14 +99,21 @@ def test_a_writer_killed_mid_run_leaves_a_copy_of_a_prefix_of_its_history(tmp_pa
         from harness.history.jsonl import HistoryWriter
         writer = HistoryWriter({str(history)!r}, columnar=True)
         manifest = {str(tmp_path / COLUMNS_DIR / MANIFEST)!r}
-        for i in range(100_000):
-            writer(Phase(name=f"p{{i}}") if i % 10 == 0 else
-                   Send(src="producer:p", producer="p", value=i, key="k", topic="orders", acks="all"))
-            if i % 50 == 0 and os.path.exists(manifest) and open(manifest).read().count("\\n") >= 3:
-                break
+
+        def committed():
+            return os.path.exists(manifest) and open(manifest).read().count("\\n") >= 3
+
+        deadline = time.monotonic() + 90  # a busy machine may starve the copy's thread: wait for it, not a count
+        i = 0
+        while not committed() and time.monotonic() < deadline:
+            for _ in range(50):
+                writer(Phase(name=f"p{{i}}") if i % 10 == 0 else
+                       Send(src="producer:p", producer="p", value=i, key="k", topic="orders", acks="all"))
+                i += 1
+            time.sleep(0.001)
         os.kill(os.getpid(), signal.SIGKILL)
     """)
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180, check=False)
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     copied = read_copy(history)
     assert copied is not None and len(copied.parts) >= 3, "three segments were committed before the kill"
