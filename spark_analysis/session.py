@@ -95,6 +95,9 @@ def session_config(master: str) -> dict[str, str]:
         "spark.sql.adaptive.coalescePartitions.enabled": "true",
         "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
         "spark.sql.parquet.compression.codec": "snappy",
+        # Every query posts its plan's description for the SQL UI (disabled here; nothing reads it). The default,
+        # "formatted", costs about 20 ms a query; "simple" is one line per operator.
+        "spark.sql.ui.explainMode": "simple",
         # PySpark's call-site capture costs several py4j round trips per Column function called
         # (2,200 of the 4,700 per round of checks at 5M events); it only adds the Python line to
         # the query context of an error.
@@ -150,6 +153,9 @@ SMALL_RUN_CONF = {
     "spark.sql.autoBroadcastJoinThreshold": "-1",
     "spark.sql.optimizer.disableHints": "true",
     "spark.sql.join.preferSortMergeJoin": "false",
+    # No runtime Bloom filters: the optimizer would add one to a join with a selective side, each a
+    # subquery job of its own that aggregates into an 8 MB bit set (consumer.poll_skip's sample: 3 jobs, 0.5 s).
+    "spark.sql.optimizer.runtime.bloomFilter.enabled": "false",
 }
 """SQL settings a small run's verification applies for its duration (`scoped_conf`); none changes a result."""
 
