@@ -57,6 +57,7 @@ from spark_analysis.checks.frames import (
 from spark_analysis.checks.slots import acks_in_value_order, location_summary
 from spark_analysis.context import CheckContext
 from spark_analysis.faults import FaultIndex
+from spark_analysis.local_frame import local_frame
 from spark_analysis.result import CheckResult, failed, passed, unknown
 
 EVIDENCE_ROWS = 20
@@ -140,7 +141,7 @@ class LostWrite:
             frontier = poll_frontier(ctx)
             spark = ctx.spark
             assert spark is not None
-            fr = spark.createDataFrame([(h, p, o) for (_t, h, p, o) in frontier] or [(0, -1, -1)],
+            fr = local_frame(spark, [(h, p, o) for (_t, h, p, o) in frontier] or [(0, -1, -1)],
                                        "ack_topic_h long, ack_partition long, frontier long")
             classified = cand.join(F.broadcast(fr), ["ack_topic_h", "ack_partition"], "left").withColumn(
                 "lost", F.col("ack_offset") <= F.coalesce(F.col("frontier"), F.lit(-1)))

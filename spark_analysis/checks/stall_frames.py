@@ -22,6 +22,7 @@ from pyspark.sql.window import Window
 from spark_analysis.checks.txn_frames import committed_only_column, with_txn_outcome
 from spark_analysis.context import CheckContext
 from spark_analysis.faults import ATTRIBUTION_GRACE_S, FaultWindow
+from spark_analysis.local_frame import local_frame
 from spark_analysis.reference_stall import Cell, Stall, read_key, write_key
 from spark_analysis.transactions import COMMITTED
 
@@ -155,7 +156,7 @@ def read_cells(ctx: CheckContext) -> tuple[list[Cell], int]:
         last[str(r["who"])] = max(last.get(str(r["who"]), float(r["last"])), float(r["last"]))
         if r["rc"]:
             committed.add(str(r["who"]))
-    gt = spark.createDataFrame(
+    gt = local_frame(spark,
         [(str(r["who"]), str(r["topic"]), float(r["g0"]["t"]), int(r["g0"]["seq"]), last[str(r["who"])],
           str(r["who"]) in committed) for r in rows],
         "who string, topic string, g0_t double, g0_seq long, last double, rc boolean")

@@ -51,6 +51,7 @@ from spark_analysis.checks.txn_judge import (
     judge_lost_commit,
 )
 from spark_analysis.context import CheckContext
+from spark_analysis.local_frame import local_frame
 from spark_analysis.result import CheckResult
 from spark_analysis.transactions import ABORTED, COMMITTED
 
@@ -142,7 +143,7 @@ class AtomicVisibility:
                 located: DataFrame) -> list[PartialView]:
         spark = ctx.spark
         assert spark is not None
-        keys = spark.createDataFrame([(str(r["group"]), str(r["producer"]), int(r["txn"])) for r in chosen],
+        keys = local_frame(spark, [(str(r["group"]), str(r["producer"]), int(r["txn"])) for r in chosen],
                                      "group string, producer string, txn long")
         txns = keys.select("producer", "txn").distinct()
         saw_rows = seen.join(F.broadcast(keys), ["group", "producer", "txn"]).orderBy("seq").collect()

@@ -59,6 +59,7 @@ from spark_analysis.checks.txn_eos_judge import (
 )
 from spark_analysis.checks.txn_frames import pipe_reads, producer_column, read_polls, with_txn_outcome
 from spark_analysis.context import CheckContext
+from spark_analysis.local_frame import local_frame
 from spark_analysis.result import CheckResult
 from spark_analysis.transactions import ABORTED, COMMITTED, UNKNOWN
 
@@ -202,7 +203,7 @@ class _Frames:
             F.col("ack.partition").alias("partition"), F.col("ack.offset").alias("offset"),
         ).where(F.col("pipeline").isin(pipes))
         outputs = _persist(ctx, "outputs", outputs)
-        pipe_topics = spark.createDataFrame(topics, "pipeline string, topic string")
+        pipe_topics = local_frame(spark, topics, "pipeline string, topic string")
         located = per.where(ack.isNotNull()).select(
             "value", F.lit(0).alias("prio"), F.col("ack.seq").alias("seq"), F.col("ack.t").alias("t"),
             F.col("ack.topic").alias("topic"), F.col("ack.partition").alias("partition"),
@@ -220,7 +221,7 @@ class _Frames:
             F.col("at.partition").alias("partition"), F.col("at.offset").alias("offset"), "producer", "txn", "outcome",
             (F.col("outcome").isNull() | (F.col("outcome") == COMMITTED)).alias("visible"))
         inputs = _persist(ctx, "inputs", inputs)
-        txns = spark.createDataFrame([(p, t.txn, t.outcome) for p in pipes for t in pipeline_transactions(index, p)]
+        txns = local_frame(spark, [(p, t.txn, t.outcome) for p in pipes for t in pipeline_transactions(index, p)]
                                      or [("", -1, UNKNOWN)], "pipeline string, txn long, p_outcome string")
         undecided = (reads.join(F.broadcast(txns), ["pipeline", "txn"], "left")
                      .where(F.coalesce(F.col("p_outcome"), F.lit(UNKNOWN)) == UNKNOWN).select("pipeline", "value")
@@ -229,7 +230,7 @@ class _Frames:
                      .where(F.col("value").isNotNull()).distinct().withColumn("u", F.lit(True)))
         by_source = outputs.where((F.col("outcome") == COMMITTED) & F.col("source").isNotNull()).groupBy(
             "pipeline", F.col("source").alias("value")).agg(F.count(F.lit(1)).alias("n"))
-        pos = spark.createDataFrame(
+        pos = local_frame(spark,
             [(p, topic, part, off) for p in pipes for (topic, part), off in positions[p].items()]
             or [("", "", -1, -1)], "pipeline string, topic string, partition long, committed long")
         classified = (inputs.join(F.broadcast(pos), ["pipeline", "topic", "partition"], "left")
@@ -305,7 +306,7 @@ class _Frames:
         partition, each gap taking the first input after it."""
         if not claims:
             return []
-        gaps = spark.createDataFrame(
+        gaps = local_frame(spark,
             [(p, c.txn, c.topic, c.partition, c.read_up_to + 1, c.committed) for p, c in claims],
             "pipeline string, txn long, topic string, partition long, offset long, hi long")
         keys = ["pipeline", "topic", "partition", "offset"]

@@ -26,6 +26,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from spark_analysis.context import CheckContext
+from spark_analysis.local_frame import local_frame
 from spark_analysis.transactions import COMMITTED, READ_COMMITTED, UNKNOWN
 
 READ_TYPES = ("poll", "pipe.read")
@@ -56,7 +57,7 @@ def txn_table(ctx: CheckContext) -> DataFrame | None:
     if "txn_table" not in ctx.shared:
         spark = ctx.spark
         assert spark is not None
-        ctx.shared["txn_table"] = spark.createDataFrame(ctx.transactions.table(), TXN_TABLE_SCHEMA)
+        ctx.shared["txn_table"] = local_frame(spark, ctx.transactions.table(), TXN_TABLE_SCHEMA)
     table: DataFrame = ctx.shared["txn_table"]
     return table
 

@@ -22,6 +22,7 @@ from spark_analysis.checks.frames import per_value, topic_hash
 from spark_analysis.compare.facts import AckStall
 from spark_analysis.context import CheckContext
 from spark_analysis.faults import ATTRIBUTION_GRACE_S, FaultIndex
+from spark_analysis.local_frame import local_frame
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,9 +68,9 @@ def ack_stalls(ctx: CheckContext, segments: list[Segment], topics: Iterable[str]
     """
     if ctx.spark is None or ctx.events is None or not segments or ctx.count("send") == 0:
         return {}
-    windows = ctx.spark.createDataFrame([(s.fault_id, s.lo, s.hi) for s in segments],
+    windows = local_frame(ctx.spark, [(s.fault_id, s.lo, s.hi) for s in segments],
                                         "fault_id string, lo double, hi double")
-    names = ctx.spark.createDataFrame([(t,) for t in sorted(set(topics))], "topic string").select(
+    names = local_frame(ctx.spark, [(t,) for t in sorted(set(topics))], "topic string").select(
         topic_hash().alias("ack_topic_h"), "topic")
     acked = F.col("acked") == 1
     pv = per_value(ctx).where(F.col("sent") == 1).select(
