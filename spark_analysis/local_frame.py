@@ -23,8 +23,13 @@ from pyspark.sql.types import (
     StructType,
 )
 
-_ARROW = {StringType(): pa.string(), LongType(): pa.int64(), IntegerType(): pa.int32(), DoubleType(): pa.float64(),
-          BooleanType(): pa.bool_()}
+_ARROW: dict[DataType, pa.DataType] = {
+    StringType(): pa.string(),
+    LongType(): pa.int64(),
+    IntegerType(): pa.int32(),
+    DoubleType(): pa.float64(),
+    BooleanType(): pa.bool_(),
+}
 
 
 def local_frame(spark: SparkSession, rows: Iterable[Sequence[Any]], ddl: str) -> DataFrame:
