@@ -1,11 +1,12 @@
 """Benchmark: verifying a small run (issue 23), and where its time goes.
 
 Measured alternately, ROUNDS times each, in fresh processes (cold) on the same machine:
-- bare: a `SparkSession` start (the verifiers' configuration, `get_session`) plus one trivial job;
+- bare: a `SparkSession` start (the verifiers' configuration, `get_session`) plus one trivial job, with the
+  driver's class-data-sharing archive where `make spark-archive` built it, and without it;
 - cold verify: the same session start plus `verify_run` of the history (Parquet conversion included).
-Then, in one process with a warm session: `verify_run` three times, each with a fresh conversion; the
-last one is the warm figure, with its breakdown from the verdict (conversion, each check, timeline) plus
-the reports, and how many Spark jobs it ran.
+Then, in one process with a warm session: `verify_run` PASSES times, each with a fresh conversion. The warm
+figures are the third pass and the steady one (median of the last three), with the last pass's breakdown from
+the verdict (conversion, each check, timeline) plus the reports, and how many Spark jobs it ran.
 
     .venv/bin/python benchmarks/small_verify_bench.py [--events 18000 | --run RUN_DIR] [--rounds 3] [--no-copy]
         [--workdir DIR]
@@ -38,12 +39,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.spark_checks_bench import build_copy, generate  # noqa: E402
+from spark_analysis.jvm_archive import usable_archive  # noqa: E402
+from spark_analysis.session import driver_java_options  # noqa: E402
 
 BARE = """
 import time, sys
 t0 = time.perf_counter()
 from spark_analysis.session import get_session
-spark = get_session("local[2]")
+spark = get_session("local[2]", None if sys.argv[1] == "archive" else [])
 spark.range(1).count()
 print(time.perf_counter() - t0)
 """
@@ -59,6 +62,7 @@ shutil.rmtree(run / ".analysis", ignore_errors=True)
 verify_run(run, spark=spark)
 print(time.perf_counter() - t0)
 """
+PASSES = 6
 WARM = """
 import json, sys, shutil, time
 from pathlib import Path
@@ -66,18 +70,20 @@ from spark_analysis.session import get_session
 from spark_analysis.verify import verify_run
 spark = get_session("local[2]")
 run = Path(sys.argv[1])
+PASSES = int(sys.argv[2])
 tracker = spark.sparkContext.statusTracker()
 last_job = lambda: max(tracker.getJobIdsForGroup(None), default=-1)  # the store keeps only the latest jobs
-for _ in range(3):  # the first passes warm the JVM (JIT, class loading)
+passes = []
+for _ in range(PASSES):  # the first passes warm the JVM (JIT, class loading); it keeps speeding up for a few more
     shutil.rmtree(run / ".analysis", ignore_errors=True)
     jobs0 = last_job()
     t0 = time.perf_counter()
     verdict = verify_run(run, spark=spark)
-    whole = time.perf_counter() - t0
+    passes.append(time.perf_counter() - t0)
     jobs = last_job() - jobs0
 a = verdict.analysis
 print(json.dumps({"load": a["load_s"], "checks": a["checks_s"], "rest": a["total_s"] - a["load_s"] - a["checks_s"],
-                  "per_check": {c.check_id: c.duration_s for c in verdict.checks}, "jobs": jobs, "warm_verify": whole}))
+                  "per_check": {c.check_id: c.duration_s for c in verdict.checks}, "jobs": jobs, "passes": passes}))
 """
 
 
@@ -111,17 +117,27 @@ def main() -> None:
     with open(run / "history.jsonl", "rb") as fh:
         lines = sum(1 for _ in fh)
     print(f"history: {lines} events ({(run / 'history.jsonl').stat().st_size / 1e6:.1f} MB), Spark local[2]")
+    archive = usable_archive(driver_java_options())
+    print(f"driver class-data-sharing archive: {archive or 'none (make spark-archive builds it)'}")
     bare: list[float] = []
+    plain: list[float] = []
     cold: list[float] = []
     for i in range(args.rounds):
-        bare.append(float(_python(BARE)))
+        bare.append(float(_python(BARE, "archive")))
+        plain.append(float(_python(BARE, "plain")))
         cold.append(float(_python(COLD, str(run))))
-        print(f"  round {i + 1}: bare session + trivial job {bare[-1]:.2f} s, cold verify {cold[-1]:.2f} s")
-    b, c = statistics.median(bare), statistics.median(cold)
-    warm = json.loads(_python(WARM, str(run)))
-    print(f"bare (median) {b:.2f} s; cold verify (median) {c:.2f} s = {c / b:.2f}x bare (goal <= 1.3x)")
-    print(f"warm verify {warm['warm_verify']:.2f} s (goal <= 3 s) = conversion {warm['load']:.2f} s + checks "
-          f"{warm['checks']:.2f} s + timeline {warm['rest']:.2f} s + reports; {warm['jobs']} Spark jobs")
+        print(f"  round {i + 1}: bare session + trivial job {bare[-1]:.2f} s (without the archive {plain[-1]:.2f} s), "
+              f"cold verify {cold[-1]:.2f} s")
+    b, c, pl = statistics.median(bare), statistics.median(cold), statistics.median(plain)
+    warm = json.loads(_python(WARM, str(run), str(PASSES)))
+    print(f"bare (median) {b:.2f} s; cold verify (median) {c:.2f} s = {c / b:.2f}x bare (goal <= 1.3x); "
+          f"{c / pl:.2f}x a bare session without the archive ({pl:.2f} s)")
+    passes = warm["passes"]
+    steady = statistics.median(passes[-3:])
+    print(f"warm verify, pass by pass in one session: {', '.join(f'{p:.2f}' for p in passes)} s")
+    print(f"warm verify {passes[2]:.2f} s at the third pass, {steady:.2f} s steady (median of the last three; "
+          f"goal <= 3 s); the last = conversion {warm['load']:.2f} s + checks {warm['checks']:.2f} s + timeline "
+          f"{warm['rest']:.2f} s + reports; {warm['jobs']} Spark jobs")
     for cid, s in sorted(warm["per_check"].items(), key=lambda x: -x[1])[:10]:
         print(f"  {s:6.2f} s  {cid}")
     if args.workdir is None:
