@@ -13,15 +13,12 @@ the verdict (conversion, each check, timeline) plus the reports, and how many Sp
 
 Goals (issue 23): cold <= 1.3x bare; warm <= 3 s.
 
-Last measured (2026-11-24, session 16, 2 shared cores, noisy), with the recorder's columnar copy, the transaction
-checks' merged jobs and the smaller status store: 18k-event synthetic run (its small events are not in the recorder's
-form, so Spark still parses them: conversion 0.41 s) bare 6.7-7.4 s, cold 16.8-18.2 s = 2.27x bare, warm 3.01 s
-(15 jobs); the recorded transactions run (`--run`, 5k events) cold 2.72x, warm 4.22 s (25 jobs, was 30).
-Session 15: synthetic cold 2.46x, warm 3.04 s. The cold goal is not met:
-the JVM's first time through Spark's query path costs about 10 s above bare whichever query comes first (taking
-the JSON parse and Parquet write off the first job moved that cost to the first Parquet read). Measured by hand:
-`-XX:TieredStopAtLevel=1` cut cold by 1.5-2 s and bare by 0.4 s; a class-data-sharing archive plus C1 brought bare
-to 3.5 s and cold to 13 s (session 11). Both help users, not the ratio.
+Last measured (2026-11-24, session 17, quiet, 2 cores), with the driver's class-data-sharing archive: the recorded
+transactions run (`--run`, 5k events) bare 4.0 s (7.3 s without the archive), cold 13.8 s = 3.4x bare, 1.9x bare
+without the archive; warm third pass 3.76 s, steady 2.94 s (23 jobs). Demo-size synthetic run: bare 4.4 s
+(7.1 s), cold 13.5 s; warm steady 2.46-3.12 s. Session 16 (no archive): synthetic cold 2.27x bare, transactions
+2.72x. The cold goal is not met: the JVM's first time through Spark's query path costs about 6 s above the warm
+checks whichever query comes first (docs/design.md, "Verification speed").
 """
 
 from __future__ import annotations
