@@ -142,7 +142,7 @@ class LostWrite:
             spark = ctx.spark
             assert spark is not None
             fr = local_frame(spark, [(h, p, o) for (_t, h, p, o) in frontier] or [(0, -1, -1)],
-                                       "ack_topic_h long, ack_partition long, frontier long")
+                             "ack_topic_h long, ack_partition long, frontier long")
             classified = cand.join(F.broadcast(fr), ["ack_topic_h", "ack_partition"], "left").withColumn(
                 "lost", F.col("ack_offset") <= F.coalesce(F.col("frontier"), F.lit(-1)))
             by = classified.groupBy("lost").count().collect()

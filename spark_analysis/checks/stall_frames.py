@@ -156,7 +156,8 @@ def read_cells(ctx: CheckContext) -> tuple[list[Cell], int]:
         last[str(r["who"])] = max(last.get(str(r["who"]), float(r["last"])), float(r["last"]))
         if r["rc"]:
             committed.add(str(r["who"]))
-    gt = local_frame(spark,
+    gt = local_frame(
+        spark,
         [(str(r["who"]), str(r["topic"]), float(r["g0"]["t"]), int(r["g0"]["seq"]), last[str(r["who"])],
           str(r["who"]) in committed) for r in rows],
         "who string, topic string, g0_t double, g0_seq long, last double, rc boolean")

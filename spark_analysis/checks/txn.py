@@ -144,7 +144,7 @@ class AtomicVisibility:
         spark = ctx.spark
         assert spark is not None
         keys = local_frame(spark, [(str(r["group"]), str(r["producer"]), int(r["txn"])) for r in chosen],
-                                     "group string, producer string, txn long")
+                           "group string, producer string, txn long")
         txns = keys.select("producer", "txn").distinct()
         saw_rows = seen.join(F.broadcast(keys), ["group", "producer", "txn"]).orderBy("seq").collect()
         missed_rows = missed.join(F.broadcast(keys), ["group", "producer", "txn"]).orderBy("ack_seq").collect()

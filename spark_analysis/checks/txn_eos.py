@@ -222,7 +222,7 @@ class _Frames:
             (F.col("outcome").isNull() | (F.col("outcome") == COMMITTED)).alias("visible"))
         inputs = _persist(ctx, "inputs", inputs)
         txns = local_frame(spark, [(p, t.txn, t.outcome) for p in pipes for t in pipeline_transactions(index, p)]
-                                     or [("", -1, UNKNOWN)], "pipeline string, txn long, p_outcome string")
+                           or [("", -1, UNKNOWN)], "pipeline string, txn long, p_outcome string")
         undecided = (reads.join(F.broadcast(txns), ["pipeline", "txn"], "left")
                      .where(F.coalesce(F.col("p_outcome"), F.lit(UNKNOWN)) == UNKNOWN).select("pipeline", "value")
                      .unionByName(outputs.where(F.col("outcome") == UNKNOWN).select(
@@ -230,7 +230,8 @@ class _Frames:
                      .where(F.col("value").isNotNull()).distinct().withColumn("u", F.lit(True)))
         by_source = outputs.where((F.col("outcome") == COMMITTED) & F.col("source").isNotNull()).groupBy(
             "pipeline", F.col("source").alias("value")).agg(F.count(F.lit(1)).alias("n"))
-        pos = local_frame(spark,
+        pos = local_frame(
+            spark,
             [(p, topic, part, off) for p in pipes for (topic, part), off in positions[p].items()]
             or [("", "", -1, -1)], "pipeline string, topic string, partition long, committed long")
         classified = (inputs.join(F.broadcast(pos), ["pipeline", "topic", "partition"], "left")
@@ -306,7 +307,8 @@ class _Frames:
         partition, each gap taking the first input after it."""
         if not claims:
             return []
-        gaps = local_frame(spark,
+        gaps = local_frame(
+            spark,
             [(p, c.txn, c.topic, c.partition, c.read_up_to + 1, c.committed) for p, c in claims],
             "pipeline string, txn long, topic string, partition long, offset long, hi long")
         keys = ["pipeline", "topic", "partition", "offset"]

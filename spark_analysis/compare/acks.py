@@ -69,7 +69,7 @@ def ack_stalls(ctx: CheckContext, segments: list[Segment], topics: Iterable[str]
     if ctx.spark is None or ctx.events is None or not segments or ctx.count("send") == 0:
         return {}
     windows = local_frame(ctx.spark, [(s.fault_id, s.lo, s.hi) for s in segments],
-                                        "fault_id string, lo double, hi double")
+                          "fault_id string, lo double, hi double")
     names = local_frame(ctx.spark, [(t,) for t in sorted(set(topics))], "topic string").select(
         topic_hash().alias("ack_topic_h"), "topic")
     acked = F.col("acked") == 1
