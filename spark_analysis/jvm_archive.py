@@ -1,7 +1,8 @@
 """The driver JVM's class-data-sharing archive: the classes a verify loads, mapped from a file at start.
 
-Owns where the archive lives (the per-user cache, one file per Java runtime, pyspark installation and driver
-JVM options: `archive_path`), whether it may be used (`usable_archive`), the options that use it
+Owns where the archive lives (the per-user cache, one file per Java runtime, pyspark installation (so one per
+venv, about 190 MB each; delete `spark-driver-*.jsa` there to reclaim them) and driver JVM options:
+`archive_path`), whether it may be used (`usable_archive`), the options that use it
 (`archive_options`, added by `session.session_config`), and how a finished archive is put in place
 (`install_archive`). `spark_analysis.jvm_archive_build` (`make demo`, `make test`) builds it.
 
@@ -52,15 +53,16 @@ def _stat(path: Path) -> str:
 
 
 def archive_key(options: Sequence[str]) -> str | None:
-    """What the archive depends on, hashed: the JVM (launcher and libjvm), pyspark's jars, the driver's JVM
-    options. None without a Java runtime."""
+    """What the archive depends on, hashed: the JVM (launcher and libjvm), pyspark's jars where they are (the
+    archive records the class path: another venv's pyspark does not match it), the driver's JVM options. None
+    without a Java runtime."""
     home = java_home()
     if home is None:
         return None
     jars = Path(pyspark.__file__).parent / "jars"
     names = sorted(p.name for p in jars.glob("*.jar")) if jars.is_dir() else []
     parts = [str(ARCHIVE_FORMAT), _stat(home / "bin" / "java"), _stat(home / "lib" / "server" / "libjvm.so"),
-             pyspark.__version__, *names, *options]
+             pyspark.__version__, str(jars.resolve()), *names, *options]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
