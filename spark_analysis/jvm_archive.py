@@ -103,8 +103,13 @@ def install_archive(written: Path, options: Sequence[str]) -> Path:
             raise RuntimeError("no Java runtime found (JAVA_HOME, or java on PATH)")
         if not written.is_file() or written.stat().st_size == 0:
             raise RuntimeError(f"the JVM wrote no archive at {written}")
-        proc = subprocess.run([str(home / "bin" / "java"), f"-XX:SharedArchiveFile={written}", QUIET, "-version"],
-                              capture_output=True, text=True, timeout=VALIDATE_TIMEOUT_S)
+        crash_log = written.with_suffix(".hs_err.log")  # where a JVM that crashes on it writes (not the cwd)
+        try:
+            proc = subprocess.run([str(home / "bin" / "java"), f"-XX:SharedArchiveFile={written}", QUIET,
+                                   f"-XX:ErrorFile={crash_log}", "-XX:-CreateCoredumpOnCrash", "-version"],
+                                  capture_output=True, text=True, timeout=VALIDATE_TIMEOUT_S)
+        finally:
+            crash_log.unlink(missing_ok=True)
         if proc.returncode != 0:
             raise RuntimeError(f"java -version with the archive exited {proc.returncode}: "
                                f"{proc.stderr.strip().splitlines()[:3]}")

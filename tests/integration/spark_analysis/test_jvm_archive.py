@@ -44,14 +44,20 @@ def test_a_whole_archive_is_installed_and_its_options_map_it(cache: Path) -> Non
     assert archive_options(["-Dother=1"]) == []  # other driver options: another archive, not built
 
 
-def test_a_truncated_archive_is_refused_and_removed(cache: Path) -> None:
+def test_a_truncated_archive_is_refused_and_removed(cache: Path, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The crashing check JVM leaves no crash log behind (it would land in the working directory)."""
     whole = _tiny_archive(cache / "whole.tmp")
     cut = cache / "cut.tmp"
     cut.write_bytes(whole.read_bytes()[: whole.stat().st_size // 3])
+    workdir = tmp_path / "cwd"
+    workdir.mkdir()
+    monkeypatch.chdir(workdir)
     with pytest.raises(RuntimeError, match="exited"):
         install_archive(cut, OPTIONS)
     assert not cut.exists()
     assert usable_archive(OPTIONS) is None and archive_options(OPTIONS) == []
+    assert not list(workdir.iterdir()) and not list(cache.glob("*hs_err*"))
 
 
 def test_an_archive_whose_size_is_not_the_recorded_one_is_not_used(cache: Path) -> None:
