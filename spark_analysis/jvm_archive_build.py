@@ -84,8 +84,11 @@ def build(run_dir: Path | None = None) -> tuple[Path, bool]:
                 verify_run(training_history(Path(tmp) / "run"), spark=spark)
             else:
                 verify_run(run_dir, spark=spark, write=False)
-    finally:
+    except BaseException:
         stop_session(spark, timeout_s=DUMP_TIMEOUT_S)
+        written.unlink(missing_ok=True)  # the JVM still wrote one on its way out; a failed training keeps none
+        raise
+    stop_session(spark, timeout_s=DUMP_TIMEOUT_S)
     return install_archive(written, options), True
 
 
