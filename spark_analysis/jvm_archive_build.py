@@ -78,17 +78,18 @@ def build(run_dir: Path | None = None) -> tuple[Path, bool]:
     target.parent.mkdir(parents=True, exist_ok=True)
     written = target.with_name(f"{target.stem}.{os.getpid()}.tmp")
     spark = get_session("local[2]", [f"-XX:ArchiveClassesAtExit={written}", QUIET])
+    trained = False
     try:
         with tempfile.TemporaryDirectory(prefix="kafka-chaos-jvm-archive-") as tmp:
             if run_dir is None:
                 verify_run(training_history(Path(tmp) / "run"), spark=spark)
             else:
                 verify_run(run_dir, spark=spark, write=False)
-    except BaseException:
-        stop_session(spark, timeout_s=DUMP_TIMEOUT_S)
-        written.unlink(missing_ok=True)  # the JVM still wrote one on its way out; a failed training keeps none
-        raise
-    stop_session(spark, timeout_s=DUMP_TIMEOUT_S)
+        trained = True
+    finally:
+        stop_session(spark, timeout_s=DUMP_TIMEOUT_S)  # the JVM writes the archive on its way out
+        if not trained:
+            written.unlink(missing_ok=True)  # a failed training keeps none
     return install_archive(written, options), True
 
 
