@@ -174,10 +174,9 @@ def kraft_node_spec(spec: ClusterSpec, role: RoleImage, topology: Topology, node
                     published: Mapping[int, int]) -> ContainerSpec:
     """A KRaft broker or dedicated controller: its rendered properties at /conf/server.properties, run by the
     process backend's command line with the image's paths; its log directory the bind mount `node_dir/data`."""
-    if node.role == "controller":
-        text = render_kraft_controller(topology, node.id, log_dirs=LOCAL_KAFKA_DATA, overrides=spec.broker_config)
-    else:
-        text = render_kraft_broker(topology, node.id, log_dirs=LOCAL_KAFKA_DATA, overrides=spec.broker_config)
+    render = render_kraft_controller if node.role == "controller" else render_kraft_broker
+    text = render(topology, node.id, log_dirs=LOCAL_KAFKA_DATA, overrides=spec.broker_config,
+                  advertise_controllers=launcher.advertises_controllers)
     command = role.command or tuple(image_launcher(launcher).argv(Path(CONF_DIR) / "server.properties"))
     env = launcher.env(Path(CONF_DIR), {"PATH": local_env()["PATH"], "HOME": "/tmp"})
     data = Mount(str(node_dir.resolve() / "data"), LOCAL_KAFKA_DATA, "rw")

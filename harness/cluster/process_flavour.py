@@ -38,6 +38,7 @@ from harness.install.kafka import (
     kafka_request,
 )
 from harness.install.kafka_files import classpath
+from harness.model.releases import has
 
 DEFAULT_KAFKA_HEAP_OPTS = "-Xmx512M -Xms128M"
 DEFAULT_KAFKA_JVM_OPTS = ("-server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 "
@@ -95,6 +96,11 @@ class BrokerLauncher:
     """Heap and JVM options of the Kafka process (`jvm_options`)."""
     python: str = sys.executable
     reason: str = ""
+
+    @property
+    def advertises_controllers(self) -> bool:
+        """Whether KRaft nodes of this release advertise controller listeners (Kafka 3.9+, KIP-853)."""
+        return self.kafka is None or has(self.kafka.version, "kraft_controller_endpoints")
 
     def describe(self) -> str:
         if self.kafka is not None:

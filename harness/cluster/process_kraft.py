@@ -63,7 +63,8 @@ class KraftNodes:
         (node_dir / "data").mkdir(parents=True, exist_ok=True)
         (node_dir / "logs").mkdir(parents=True, exist_ok=True)
         props = node_dir / "server.properties"
-        text = render(self.topology, node.id, log_dirs=str(node_dir / "data"), overrides=overrides)
+        text = render(self.topology, node.id, log_dirs=str(node_dir / "data"), overrides=overrides,
+                      advertise_controllers=self.launcher.advertises_controllers)
         props.write_text(text, encoding="utf-8")
         self.properties[node] = props
         log = node_dir / ("controller.log" if node.role == "controller" else "broker.log")

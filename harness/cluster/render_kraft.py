@@ -72,8 +72,12 @@ def _render(template: str, values: dict[str, str], where: str, overrides: Mappin
 
 
 def render_kraft_broker(topology: Topology, broker_id: int, *, log_dirs: str,
-                        overrides: Mapping[str, str] | None = None, templates_dir: Path | None = None) -> str:
-    """Broker `broker_id`'s properties; a combined voter also has its controller listeners `CTRL<d>`."""
+                        overrides: Mapping[str, str] | None = None, templates_dir: Path | None = None,
+                        advertise_controllers: bool = True) -> str:
+    """Broker `broker_id`'s properties; a combined voter also has its controller listeners `CTRL<d>`, advertised
+    only where the release has controller endpoint discovery (`advertise_controllers`, Kafka 3.9+, KIP-853:
+    before it a broker may not advertise a controller listener, and every node dials the voters at the
+    addresses of its own `controller.quorum.voters`, which are its own proxies already)."""
     overrides = dict(overrides or {})
     where = f"broker:{broker_id} server.properties"
     _check_overrides(overrides, where)
@@ -88,7 +92,8 @@ def render_kraft_broker(topology: Topology, broker_id: int, *, log_dirs: str,
     if voter is not None:
         own, adv, controller_names = _controller_listeners(topology, voter)
         listeners += own
-        published += adv
+        if advertise_controllers:
+            published += adv
     n = len(topology.brokers)
     values = {
         "node_id": str(broker_id), "brokers": str(n),
@@ -107,8 +112,11 @@ def render_kraft_broker(topology: Topology, broker_id: int, *, log_dirs: str,
 
 
 def render_kraft_controller(topology: Topology, node_id: int, *, log_dirs: str,
-                            overrides: Mapping[str, str] | None = None, templates_dir: Path | None = None) -> str:
-    """Dedicated controller `node_id`'s properties (the experiment's broker_config applies to every node)."""
+                            overrides: Mapping[str, str] | None = None, templates_dir: Path | None = None,
+                            advertise_controllers: bool = True) -> str:
+    """Dedicated controller `node_id`'s properties (the experiment's broker_config applies to every node).
+    Without `advertise_controllers` (releases before 3.9, KIP-853) no advertised.listeners is written: those
+    releases refuse one on a controller ("must be empty when process.roles=controller")."""
     overrides = dict(overrides or {})
     where = f"controller:{node_id} server.properties"
     _check_overrides(overrides, where)
@@ -121,7 +129,9 @@ def render_kraft_controller(topology: Topology, node_id: int, *, log_dirs: str,
     values = {
         "node_id": str(node_id), "voter_ids": ",".join(str(c.node.id) for c in topology.controllers),
         "voters": _voters(topology, node),
-        "listeners": ",".join(listeners), "advertised_listeners": ",".join(advertised),
+        "listeners": ",".join(listeners),
+        "advertised_listeners": f"advertised.listeners={','.join(advertised)}" if advertise_controllers else
+        "# advertised.listeners: none before Kafka 3.9 (KIP-853); nodes dial controller.quorum.voters",
         "controller_listener_names": ",".join(names),
         "listener_security_protocol_map": ",".join(f"{ln}:PLAINTEXT" for ln in names),
         "log_dirs": log_dirs,

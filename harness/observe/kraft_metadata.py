@@ -26,8 +26,11 @@ asking the same broker while it answers, and one broker's answers never go back;
 broker after a failure may a lagging cache show a same-epoch ISR step back once. Partitions are keyed by
 topic id: a topic deleted and created again starts afresh, and the old id's answers are then ignored;
 a deleted topic emits nothing. A failing call emits `observer.error` {observer, call, error,
-detail, node} once per (broker, call, kind of failure). Works with Kafka 3.8+ (DescribeTopicPartitions v0);
-checked against Apache Kafka 4.1.2. `stop()` joins the thread and closes every socket.
+detail, node} once per (broker, call, kind of failure). DescribeTopicPartitions (v0) came with Kafka 3.8
+(KIP-966); a broker that does not serve it (KRaft 3.3-3.7) is asked Metadata (v10-v12, every topic) instead,
+which gives the same leader, leader epoch, ISR, replicas and topic id, and no ELR (`elr: null`, as a version
+without it). Checked against Apache Kafka 3.6.1 (Metadata), 4.1.2 and 4.4.0. `stop()` joins the thread and
+closes every socket.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from typing import Any, TypeVar
 
 from kafka.protocol.admin import DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse
 from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeClusterResponse
+from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
 from harness.errors import HarnessError, TeardownError
 from harness.history.events import (
@@ -59,6 +63,9 @@ log = logging.getLogger(__name__)
 
 DESCRIBE_CLUSTER_MAX = 2
 DESCRIBE_TOPIC_PARTITIONS_MAX = 0
+METADATA_MAX = 12
+"""Metadata v10+ carries topic ids (Kafka 2.8+); v12 is the newest this module was checked against."""
+METADATA_MIN = 10
 PAGE_PARTITIONS = 2000
 _MAX_PAGES = 10_000
 T = TypeVar("T")
@@ -121,6 +128,21 @@ def decode_partitions(response: Any, wall: float) -> list[tuple[str, str, int, P
                 leader=int(p.leader_id) if int(p.leader_id) >= 0 else -1, leader_epoch=int(p.leader_epoch),
                 isr=_ids(p.isr_nodes) or (), replicas=_ids(p.replica_nodes) or (),
                 elr=_ids(p.eligible_leader_replicas), last_known_elr=_ids(p.last_known_elr),
+                error=error_name(int(p.error_code)))
+            out.append((str(topic.name), str(topic.topic_id), int(p.partition_index), state, wall))
+    return out
+
+
+def decode_metadata(response: Any, wall: float) -> list[tuple[str, str, int, PartitionState, float]]:
+    """The partitions of a decoded Metadata answer (v10+), as `decode_partitions` gives them; no ELR."""
+    out: list[tuple[str, str, int, PartitionState, float]] = []
+    for topic in response.topics:
+        if topic.error_code or topic.name is None:
+            continue
+        for p in topic.partitions:
+            state = PartitionState(
+                leader=int(p.leader_id) if int(p.leader_id) >= 0 else -1, leader_epoch=int(p.leader_epoch),
+                isr=_ids(p.isr_nodes) or (), replicas=_ids(p.replica_nodes) or (), elr=None, last_known_elr=None,
                 error=error_name(int(p.error_code)))
             out.append((str(topic.name), str(topic.topic_id), int(p.partition_index), state, wall))
     return out
@@ -243,6 +265,16 @@ class KraftMetadataObserver(StartedByWith):
         return decode_cluster(conn.node, response, int(response.version), time.time() * 1000.0)
 
     def _describe_topics(self, conn: NodeConnection) -> Topics:
+        if conn.versions and int(DescribeTopicPartitionsRequest.API_KEY) not in conn.versions:
+            return self._metadata_topics(conn)  # the versions of its last connection: a broker before 3.8
+        try:
+            return self._paged_topics(conn)
+        except Unanswered as exc:
+            if exc.kind != "UnsupportedVersion" or int(DescribeTopicPartitionsRequest.API_KEY) in conn.versions:
+                raise
+        return self._metadata_topics(conn)
+
+    def _paged_topics(self, conn: NodeConnection) -> Topics:
         found: list[tuple[str, str, int, PartitionState, float]] = []
         cursor: tuple[str, int] | None = None
         for _ in range(_MAX_PAGES):
@@ -263,6 +295,18 @@ class KraftMetadataObserver(StartedByWith):
                 raise Unanswered(conn.node, "BadAnswer", f"DescribeTopicPartitions cursor stuck at {cursor}")
             cursor = following
         raise Unanswered(conn.node, "BadAnswer", f"DescribeTopicPartitions: more than {_MAX_PAGES} pages")
+
+    def _metadata_topics(self, conn: NodeConnection) -> Topics:
+        """Every topic's partitions from a Metadata answer (brokers before Kafka 3.8)."""
+        def build(version: int) -> Any:
+            if version < METADATA_MIN:
+                raise Unanswered(conn.node, "UnsupportedVersion", f"{conn.address} serves Metadata up to v{version}; "
+                                 f"topic ids need v{METADATA_MIN} (Kafka 2.8+)")
+            return MetadataRequest(version=version, topics=None, allow_auto_topic_creation=False,
+                                   include_topic_authorized_operations=False)
+
+        response = conn.call(MetadataRequest, MetadataResponse, METADATA_MAX, build)
+        return Topics(decode_metadata(response, time.time() * 1000.0))
 
     def _update_brokers(self, cluster: Cluster) -> None:
         previous, current = self._brokers, cluster.brokers

@@ -140,3 +140,21 @@ def test_the_cluster_id_is_22_base64url_characters_drawn_from_the_seed() -> None
     assert kraft_cluster_id(42) == kraft_cluster_id(42) != kraft_cluster_id(43)
     assert len(kraft_cluster_id(42)) == 22 and "=" not in kraft_cluster_id(42)
     assert storage_format_args("abc", "/p")[:4] == ["kafka.tools.StorageTool", "format", "-t", "abc"]
+
+
+@pytest.mark.parametrize("combined", [False, True])
+def test_before_kafka_3_9_no_controller_listener_is_advertised_and_voters_are_dialed_as_configured(
+        combined: bool) -> None:
+    """Kafka 3.3-3.8 refuse advertised.listeners on a controller and a controller listener in a broker's (KIP-853
+    came in 3.9); every node then dials the addresses of its own controller.quorum.voters, its own proxies."""
+    topo = _topology(combined)
+    if combined:
+        props = parse_properties(render_kraft_broker(topo, 1, log_dirs="/d", advertise_controllers=False))
+        assert "CTRL" not in props["advertised.listeners"] and "CTRL2://" in props["listeners"]
+    else:
+        props = parse_properties(render_kraft_controller(topo, 102, log_dirs="/d", advertise_controllers=False))
+        assert "advertised.listeners" not in props and "CTRL1://" in props["listeners"]
+    voters = dict(v.split("@") for v in props["controller.quorum.voters"].split(","))
+    me = NodeId.broker(1) if combined else NodeId.controller(102)
+    other = NodeId.broker(2) if combined else NodeId.controller(101)
+    assert voters[str(other.id)] in {str(p.advertised) for p in topo.proxies_between(me, other)}
