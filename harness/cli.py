@@ -176,8 +176,10 @@ def _verify(run_dir: Path, spark_master: str | None) -> int:
         _err(f"error: verification of {run_dir} failed: {exc}")
         return EXIT_ERROR
     for check in verdict.checks:
-        allowed = " (allowed)" if check.allowed else ""
-        print(f"  {check.status:<8} {check.check_id:<34} {check.summary}{allowed}")
+        note = " (allowed)" if check.allowed else ""
+        if check.expected:
+            note += " (expected: a known failure)" if check.status == "fail" else " (EXPECTED TO FAIL)"
+        print(f"  {check.status:<8} {check.check_id:<34} {check.summary}{note}")
     for line in verdict_notes(verdict):
         print(line)
     print(f"verdict: {verdict.status}  report: {run_dir / 'report.html'}")
@@ -187,7 +189,7 @@ def _verify(run_dir: Path, spark_master: str | None) -> int:
 def verdict_notes(verdict: Any) -> list[str]:
     """What `verify` (and `run`) print above the verdict line: the history lines skipped as
     damaged, and why a run that did not complete cannot pass."""
-    from spark_analysis.verdict import damage_note
+    from spark_analysis.verdict import damage_note, expectation_note
 
     lines = []
     note = damage_note(verdict.history)
@@ -196,6 +198,9 @@ def verdict_notes(verdict: Any) -> list[str]:
     incomplete = verdict.incomplete or {}
     if incomplete:
         lines.append(f"incomplete run ({incomplete.get('status')}), cannot pass: {incomplete.get('reason')}")
+    expected = expectation_note(verdict.expectation)
+    if expected:
+        lines.append(expected)
     return lines
 
 

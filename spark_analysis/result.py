@@ -53,6 +53,9 @@ class CheckResult:
     fault: str | None = None
     allowed: bool = False
     duration_s: float = 0.0
+    expected: bool = False
+    """The experiment's `expect:` names this check as one that fails (a known bug): a fail is then what was
+    expected, and a pass is the expectation unmet (`spark_analysis.verdict.counted_status`)."""
 
     def __post_init__(self) -> None:
         if self.status not in _RANK:
@@ -72,6 +75,7 @@ class CheckResult:
             "family": self.family,
             "status": self.status,
             "allowed": self.allowed,
+            "expected": self.expected,
             "summary": self.summary,
             "fault": self.fault,
             "evidence": [_clean(e) for e in self.evidence],
@@ -90,6 +94,7 @@ class CheckResult:
             fault=data.get("fault"),
             allowed=bool(data.get("allowed", False)),
             duration_s=float(data.get("duration_s", 0.0)),
+            expected=bool(data.get("expected", False)),
         )
 
 

@@ -69,6 +69,9 @@ class RunInfo:
     status: str | None = None
     checks: tuple[str, ...] = ("all",)
     allow: tuple[str, ...] = ()
+    expect_fail: tuple[str, ...] = ()
+    """`verify.expect.fail`: the check ids this run is expected to fail (the experiment's `expect:`)."""
+    expect_why: str = ""
     slo: Mapping[str, float] = field(default_factory=dict)
     offsets_topic_partitions: int | None = None
     unclean_election: bool = False
@@ -146,6 +149,8 @@ def run_info_from_mapping(data: Mapping[str, Any]) -> RunInfo:
     assert isinstance(versions, Mapping)
     seed = data.get("seed")
     checks = _str_tuple(verify.get("checks")) or ("all",)
+    expect = verify.get("expect") if isinstance(verify.get("expect"), Mapping) else {}
+    assert isinstance(expect, Mapping)
     return RunInfo(
         experiment=_opt_str(data.get("experiment")),
         seed=seed if isinstance(seed, int) else None,
@@ -160,6 +165,8 @@ def run_info_from_mapping(data: Mapping[str, Any]) -> RunInfo:
         status=_opt_str(data.get("status")),
         checks=checks,
         allow=_str_tuple(verify.get("allow")),
+        expect_fail=_str_tuple(expect.get("fail")),
+        expect_why=str(expect.get("why") or ""),
         slo=slo,
         offsets_topic_partitions=int(otp) if isinstance(otp, (int, str)) and str(otp).isdigit() else None,
         unclean_election=_truthy(broker_config.get("unclean.leader.election.enable")),

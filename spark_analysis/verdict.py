@@ -86,15 +86,56 @@ def incompleteness(run: RunInfo, events: Iterable[Mapping[str, Any]]) -> Incompl
     return Incomplete(status, missing, why, run.status, end_status)
 
 
-def run_status(results: Sequence[CheckResult], incomplete: Incomplete | Mapping[str, Any] | None = None) -> Status:
-    """The worst status of the checks not allowed; `unknown` with no check; never `pass` when the
-    run is `incomplete` (a check's `fail` still wins: fail > unknown)."""
-    counted = [r.status for r in results if not r.allowed]
+def counted_status(result: CheckResult) -> Status:
+    """What a check's status counts for in the run status: an expected failure (`expect:`) that happened counts as
+    pass, one that did not happen as fail; unknown stays unknown."""
+    if not result.expected:
+        return result.status
+    return {"fail": "pass", "pass": "fail"}.get(result.status, "unknown")  # type: ignore[return-value]
+
+
+def run_status(results: Sequence[CheckResult], incomplete: Incomplete | Mapping[str, Any] | None = None,
+               expectation: Mapping[str, Any] | None = None) -> Status:
+    """The worst counted status (`counted_status`) of the checks not allowed; `unknown` with no check; never
+    `pass` when the run is `incomplete` (a check's `fail` still wins: fail > unknown), nor when a check the
+    experiment expects to fail did not run."""
+    counted = [counted_status(r) for r in results if not r.allowed]
     if not results:
         return "unknown"
-    if incomplete:
+    if incomplete or (expectation or {}).get("not_run"):
         counted.append("unknown")
     return worst(counted)
+
+
+def apply_expect(results: Sequence[CheckResult], run: RunInfo) -> tuple[list[CheckResult], dict[str, Any] | None]:
+    """The results with `expected` set on the checks `expect:` names, and the expectation's outcome: which expected
+    failures happened (`met`), which checks passed instead (`unmet`), which never ran or could not decide
+    (`not_run`, `undecided`); None when the run expects no failure."""
+    if not run.expect_fail:
+        return list(results), None
+    wanted = set(run.expect_fail)
+    marked = [replace(r, expected=r.check_id in wanted) for r in results]
+    by_id = {r.check_id: r for r in marked}
+    outcome: dict[str, list[str]] = {"met": [], "unmet": [], "undecided": [], "not_run": []}
+    for check_id in run.expect_fail:
+        r = by_id.get(check_id)
+        key = "not_run" if r is None else {"fail": "met", "pass": "unmet"}.get(r.status, "undecided")
+        outcome[key].append(check_id)
+    return marked, {"fail": list(run.expect_fail), "why": run.expect_why, **outcome}
+
+
+def expectation_note(expectation: Mapping[str, Any] | None) -> str | None:
+    """'expected failures: 1 of 1 happened (quorum.leader_resigns); why: KAFKA-15489', or None."""
+    if not expectation:
+        return None
+    met, total = expectation.get("met") or [], expectation.get("fail") or []
+    parts = [f"expected failures: {len(met)} of {len(total)} happened" + (f" ({', '.join(met)})" if met else "")]
+    for key, what in (("unmet", "passed instead"), ("undecided", "could not decide"), ("not_run", "did not run")):
+        if expectation.get(key):
+            parts.append(f"{what}: {', '.join(expectation[key])}")
+    if expectation.get("why"):
+        parts.append(f"why: {expectation['why']}")
+    return "; ".join(parts)
 
 
 def damage_note(history: Mapping[str, Any]) -> str | None:
@@ -127,7 +168,8 @@ def run_metadata(run: RunInfo) -> dict[str, Any]:
         "started": run.started,
         "ended": run.ended,
         "status": run.status,
-        "verify": {"checks": list(run.checks), "allow": list(run.allow), "slo": dict(run.slo)},
+        "verify": {"checks": list(run.checks), "allow": list(run.allow), "slo": dict(run.slo),
+                   "expect": {"fail": list(run.expect_fail), "why": run.expect_why}},
     }
 
 
@@ -145,6 +187,8 @@ class Verdict:
     timeline: Mapping[str, Any] = field(default_factory=dict)
     incomplete: Mapping[str, Any] | None = None
     """`Incomplete.to_json()` of a run that did not complete; None for one that did."""
+    expectation: Mapping[str, Any] | None = None
+    """`apply_expect`'s outcome of the run's `expect:`; None when it expects no failure."""
 
     @property
     def title(self) -> str:
@@ -157,9 +201,11 @@ class Verdict:
         raise KeyError(check_id)
 
     def counts(self) -> dict[str, int]:
-        out = {"pass": 0, "fail": 0, "unknown": 0, "allowed": 0}
+        out = {"pass": 0, "fail": 0, "unknown": 0, "allowed": 0, "expected": 0}
         for r in self.checks:
-            out["allowed" if r.allowed and r.status != "pass" else r.status] += 1
+            key = ("allowed" if r.allowed and r.status != "pass" else
+                   "expected" if r.expected and r.status == "fail" else counted_status(r))
+            out[key] += 1
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -175,6 +221,7 @@ class Verdict:
             "checks": [r.to_json() for r in self.checks],
             "timeline": dict(self.timeline),
             "incomplete": dict(self.incomplete) if self.incomplete else None,
+            "expectation": dict(self.expectation) if self.expectation else None,
         }
 
     @staticmethod
@@ -189,6 +236,7 @@ class Verdict:
             analysis=dict(data.get("analysis") or {}),
             timeline=dict(data.get("timeline") or {}),
             incomplete=dict(data["incomplete"]) if data.get("incomplete") else None,
+            expectation=dict(data["expectation"]) if data.get("expectation") else None,
         )
 
     def write(self, run_dir: Path) -> Path:

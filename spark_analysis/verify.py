@@ -2,7 +2,7 @@
 
 Owns the pipeline: read run.json -> load history.jsonl (Parquet once; a small history is then
 cached in memory, under the small-run settings: `session.SMALL_RUN_CONF`) -> run the selected checks
-(each crash-proof: a crash is `unknown`) -> the damaged-history rule -> apply `verify.allow` ->
+(each crash-proof: a crash is `unknown`) -> the damaged-history rule -> apply `verify.allow` and `expect:` ->
 whether the run completed (an incomplete run is never `pass`) -> timeline -> write verdict.json,
 report.html and junit.xml into the run directory. The same code runs embedded
 (`local[*]`), on a cluster (`spark_master`) or under spark-submit (an active session is reused).
@@ -24,7 +24,15 @@ from spark_analysis.result import Check, CheckResult, run_check
 from spark_analysis.runinfo import RunInfo, load_run_info
 from spark_analysis.session import SMALL_RUN_BYTES, SMALL_RUN_CONF, get_session, scoped_conf
 from spark_analysis.timeline import build_timeline
-from spark_analysis.verdict import ENDING_TYPES, Verdict, apply_allow, incompleteness, run_metadata, run_status
+from spark_analysis.verdict import (
+    ENDING_TYPES,
+    Verdict,
+    apply_allow,
+    apply_expect,
+    incompleteness,
+    run_metadata,
+    run_status,
+)
 
 HISTORY_FILE = "history.jsonl"
 
@@ -78,9 +86,9 @@ def _verify(run_dir: Path, run: RunInfo, session: SparkSession, checks: tuple[Ch
         ctx.close()
         if small:
             events.unpersist()
-    results = apply_allow(results, run)
+    results, expectation = apply_expect(apply_allow(results, run), run)
     return Verdict(
-        status=run_status(results, incomplete),
+        status=run_status(results, incomplete, expectation),
         checks=tuple(results),
         run=run_metadata(run),
         history={
@@ -103,4 +111,5 @@ def _verify(run_dir: Path, run: RunInfo, session: SparkSession, checks: tuple[Ch
         },
         timeline=timeline,
         incomplete=incomplete.to_json() if incomplete else None,
+        expectation=expectation,
     )

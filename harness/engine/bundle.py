@@ -114,7 +114,8 @@ class RunBundle:
             "verify": {"checks": list(exp.verify.checks), "allow": list(exp.verify.allow),
                        "slo": {"controller_failover": slo.controller_failover,
                                "partition_unavailable": slo.partition_unavailable, "rebalance": slo.rebalance,
-                               **slo.declared_optional()}},
+                               **slo.declared_optional()},
+                       "expect": {"fail": list(exp.verify.expect.fail), "why": exp.verify.expect.why}},
             "argv": sys.argv,
         })
         bundle.save()

@@ -93,6 +93,9 @@ def experiment_to_dict(exp: Experiment) -> dict[str, Any]:
                            "partition_unavailable": format_duration(exp.verify.slo.partition_unavailable),
                            "rebalance": format_duration(exp.verify.slo.rebalance),
                            **{k: format_duration(v) for k, v in exp.verify.slo.declared_optional().items()}}},
+        **({"expect": {"fail": list(exp.verify.expect.fail), **({"why": exp.verify.expect.why}
+                                                                 if exp.verify.expect.why else {})}}
+           if exp.verify.expect.fail else {}),
     }
 
 

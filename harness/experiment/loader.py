@@ -18,6 +18,7 @@ from typing import Any
 
 from harness.errors import Problem, ValidationError
 from harness.experiment.cluster_fields import read_cluster
+from harness.experiment.expect_spec import read_expect
 from harness.experiment.fields import MISSING, Fields, count_items, did_you_mean
 from harness.experiment.guard import decode
 from harness.experiment.limits import (
@@ -29,7 +30,7 @@ from harness.experiment.limits import (
     MAX_SEED,
     MAX_TOPICS,
 )
-from harness.experiment.matrix import apply_variant, read_axes, variants
+from harness.experiment.matrix import Variant, apply_variant, read_axes, variants
 from harness.experiment.rules import check_rules
 from harness.experiment.schedule_spec import read_schedule
 from harness.experiment.schema import (
@@ -47,7 +48,7 @@ from harness.history.probes import PROBES
 from harness.model.topic_configs import config_problem
 
 TOP_KEYS = ("name", "description", "seed", "cluster", "topics", "workload", "steady_state",
-            "steady_timeout", "schedule", "duration", "drain", "verify")
+            "steady_timeout", "schedule", "duration", "drain", "verify", "expect")
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
 _KAFKA_INTERNAL_TOPICS = (".", "..", "__consumer_offsets", "__transaction_state", "__cluster_metadata")
 
@@ -103,7 +104,7 @@ def load_experiments_text(text: str, file: str = "<string>") -> tuple[Experiment
         raise ValidationError(_sorted(f.problems))
     axes = read_axes(f, top.get("matrix"))
     if axes is None:
-        return (_validated(f, top, file, ""),)
+        return (_validated(f, top, file, None),)
     work = len(variants(axes)) * doc.nodes if axes else 0
     if work > MAX_MATRIX_NODES:
         f.error(("matrix",), f"{len(variants(axes))} variants of a {doc.nodes}-node document are {work} nodes to "
@@ -117,7 +118,7 @@ def load_experiments_text(text: str, file: str = "<string>") -> tuple[Experiment
         vdoc, vtop = apply_variant(doc, top, v, vf)
         vf.doc = vdoc
         try:
-            found.append(_validated(vf, vtop, file, v.id))
+            found.append(_validated(vf, vtop, file, v))
         except ValidationError as exc:
             per_variant.append((v.id, list(exc.problems)))
     if per_variant:
@@ -125,8 +126,9 @@ def load_experiments_text(text: str, file: str = "<string>") -> tuple[Experiment
     return tuple(found)
 
 
-def _validated(f: Fields, top: dict[str, Any], file: str, variant: str) -> Experiment:
-    exp = _build(f, top, file)
+def _validated(f: Fields, top: dict[str, Any], file: str, choice: Variant | None) -> Experiment:
+    exp = _build(f, top, file, choice)
+    variant = choice.id if choice is not None else ""
     if exp is not None:
         exp = dataclasses.replace(exp, variant=variant)
         check_rules(f, exp)
@@ -165,7 +167,7 @@ def _sorted(problems: list[Problem]) -> list[Problem]:
     return out
 
 
-def _build(f: Fields, top: dict[str, Any], file: str) -> Experiment | None:
+def _build(f: Fields, top: dict[str, Any], file: str, variant: Variant | None) -> Experiment | None:
     name = f.string(top, (), "name")
     if name is not MISSING and not _NAME.match(name):
         f.error(("name",), "must be letters, digits, '.', '_' or '-' (it names the run directory)", name)
@@ -182,8 +184,11 @@ def _build(f: Fields, top: dict[str, Any], file: str) -> Experiment | None:
     drain = f.duration(top, (), "drain", default=10.0, positive=False)
     schedule, operations = read_schedule(f, top.get("schedule"))
     verify = _verify(f, top.get("verify"))
+    expect = read_expect(f, top.get("expect"), variant)
+    if verify is not None and expect is not None:
+        verify = dataclasses.replace(verify, expect=expect)
     values = (name, duration, seed, description, cluster, topics, workload, steady, steady_timeout, drain,
-              schedule, verify)
+              schedule, verify, expect)
     if any(v is MISSING or v is None for v in values):
         return None
     assert cluster is not None and topics is not None and workload is not None and verify is not None

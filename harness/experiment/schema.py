@@ -179,10 +179,20 @@ class SloSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class ExpectSpec:
+    """The checks this variant is known to fail (`expect:`, `harness.experiment.expect_spec`), and why."""
+
+    fail: tuple[str, ...] = ()
+    why: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class VerifySpec:
     checks: tuple[str, ...] = ("all",)
     allow: tuple[str, ...] = ()
     slo: SloSpec = SloSpec()
+    expect: ExpectSpec = ExpectSpec()
+    """From the experiment's top-level `expect:` block, resolved for this variant."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,6 +46,10 @@ class ExperimentFailed(Exception):
         self.outcome = outcome
 
 
+class ExpectedFailure(Exception):
+    """Every check the experiment's `expect:` names failed, and nothing else did: the item is xfailed (strict)."""
+
+
 class ExperimentFile(pytest.File):
     """One experiment file; a validation error is a collection error naming file, line and field."""
 
@@ -80,6 +84,10 @@ class ExperimentItem(pytest.Item):
         self.add_marker(pytest.mark.chaos)
         if exp.cluster.reference_bugs:
             self.add_marker(pytest.mark.reference_bugs(*exp.cluster.reference_bugs))
+        expect = exp.verify.expect
+        if expect.fail:
+            why = f"expected to fail {', '.join(expect.fail)}" + (f": {expect.why}" if expect.why else "")
+            self.add_marker(pytest.mark.xfail(reason=why, strict=True, raises=ExpectedFailure))
 
     def runtest(self) -> None:
         session = self.config.stash[SESSION_KEY]
@@ -90,8 +98,11 @@ class ExperimentItem(pytest.Item):
         except HarnessError as exc:
             pytest.fail(f"experiment {exp.label} could not run: {exc}", pytrace=False)
         self.user_properties[:] = outcome.properties()
-        if not outcome.passed:
+        if outcome.failed_checks() or (not outcome.passed and not outcome.unmet_expectations()):
             raise ExperimentFailed(outcome)
+        if outcome.passed and exp.verify.expect.fail:
+            raise ExpectedFailure(outcome.describe_expectation())
+        # left: only expected failures that did not happen; returning makes the strict xfail an XPASS(strict)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, ExperimentFailed):

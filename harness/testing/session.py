@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.errors import HarnessError
+from spark_analysis.verdict import counted_status, expectation_note
 
 if TYPE_CHECKING:
     from harness.cluster.base import ClusterBackend
@@ -69,10 +70,20 @@ class Outcome:
         return self.status == "pass"
 
     def failed_checks(self) -> list[CheckResult]:
-        """The checks that did not pass and are not allowed (what makes the outcome fail)."""
+        """The checks that count as not passing and are not allowed (what makes the outcome fail), but for the
+        expected failures that did not happen (`unmet_expectations`)."""
         if self.verdict is None:
             return []
-        return [c for c in self.verdict.checks if c.status != "pass" and not c.allowed]
+        return [c for c in self.verdict.checks if counted_status(c) != "pass" and not c.allowed
+                and not (c.expected and c.status == "pass")]
+
+    def unmet_expectations(self) -> list[str]:
+        """The checks `expect:` names that passed (or never ran) instead of failing."""
+        got = (self.verdict.expectation or {}) if self.verdict is not None else {}
+        return [*got.get("unmet", ()), *got.get("not_run", ())]
+
+    def describe_expectation(self) -> str:
+        return (expectation_note(self.verdict.expectation) if self.verdict is not None else None) or ""
 
     def properties(self) -> list[tuple[str, str]]:
         """JUnit properties: seed, backend, run dir, broker, variant, verdict and every check's status."""
@@ -82,8 +93,8 @@ class Outcome:
             props.append(("variant", self.exp.variant))
         if self.verdict is not None:
             props.append(("broker", self.verdict.title))
-            props += [(f"check.{c.check_id}", c.status + (" (allowed)" if c.allowed else ""))
-                      for c in self.verdict.checks]
+            props += [(f"check.{c.check_id}", c.status + (" (allowed)" if c.allowed else "")
+                       + (" (expected)" if c.expected else "")) for c in self.verdict.checks]
         return props
 
     def reproduce(self) -> str:

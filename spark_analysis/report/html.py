@@ -20,7 +20,7 @@ from typing import Any
 from spark_analysis.report.impact import Change, FaultImpact, Stall, fault_impacts, stall_bands
 from spark_analysis.report.svg import render_timeline_svg
 from spark_analysis.result import CheckResult
-from spark_analysis.verdict import Verdict, damage_note
+from spark_analysis.verdict import Verdict, counted_status, damage_note, expectation_note
 
 REPORT_FILE = "report.html"
 
@@ -41,9 +41,13 @@ details summary{cursor:pointer;color:#1f4e99}
 """
 
 
-def _badge(status: str, allowed: bool = False) -> str:
+def _badge(status: str, allowed: bool = False, expected: bool = False) -> str:
     if allowed and status != "pass":
         return f'<span class="badge allowed">{escape(status)} (allowed)</span>'
+    if expected and status == "fail":
+        return f'<span class="badge allowed">{escape(status)} (expected)</span>'
+    if expected and status == "pass":
+        return '<span class="badge fail">pass (expected to fail)</span>'
     return f'<span class="badge {escape(status)}">{escape(status)}</span>'
 
 
@@ -78,7 +82,7 @@ def _check_row(r: CheckResult) -> str:
                    f"{_evidence_table(r.evidence)}<pre>{escape(metrics)}</pre></details>")
     fault = f"<br><small>tied to {escape(r.fault)}</small>" if r.fault else ""
     return (f'<tr id="{escape(r.check_id)}"><td class="mono">{escape(r.check_id)}</td>'
-            f"<td>{_badge(r.status, r.allowed)}</td><td>{escape(r.summary)}{fault}{details}</td>"
+            f"<td>{_badge(r.status, r.allowed, r.expected)}</td><td>{escape(r.summary)}{fault}{details}</td>"
             f'<td class="mono">{r.duration_s:.2f}s</td></tr>')
 
 
@@ -111,6 +115,9 @@ def _banners(verdict: Verdict) -> str:
         out += (f'<div class="banner damaged" id="damaged"><b>Damaged history:</b> {escape(note)}. Skipped lines '
                 "are events no check saw; past 0.1% of the lines, or inside a fault window, the checks that read "
                 f"their event types answer unknown.{_evidence_table(rows)}</div>")
+    expected = expectation_note(verdict.expectation)
+    if expected:
+        out += f'<div class="banner" id="expectation"><b>Known failures (expect:):</b> {escape(expected)}.</div>'
     return out
 
 
@@ -186,7 +193,8 @@ def render_html(verdict: Verdict, experiment_yaml: str | None = None) -> str:
 <body>
 <h1>{escape(title)}</h1>
 <p class="sub">Run status {_badge(verdict.status)} &nbsp; {counts['pass']} pass, {counts['fail']} fail,
-{counts['unknown']} unknown, {counts['allowed']} allowed &nbsp;·&nbsp; tested: <b>{escape(verdict.title)}</b></p>
+{counts['unknown']} unknown, {counts['allowed']} allowed, {counts['expected']} expected failures
+&nbsp;·&nbsp; tested: <b>{escape(verdict.title)}</b></p>
 {_banners(verdict)}
 <h2>Timeline</h2>
 <div>{timeline}</div>
@@ -216,7 +224,7 @@ def render_index(verdicts: Sequence[tuple[str, Verdict]]) -> str:
     rows = []
     for name, v in verdicts:
         bad = ", ".join([*(["run.complete"] if v.incomplete else []),
-                         *(r.check_id for r in v.checks if r.status != "pass" and not r.allowed)])
+                         *(r.check_id for r in v.checks if counted_status(r) != "pass" and not r.allowed)])
         rows.append(f"<tr><td><a href=\"{escape(name)}/{REPORT_FILE}\">{escape(name)}</a></td>"
                     f"<td>{escape(v.title)}</td><td>{_badge(v.status)}</td><td class=\"mono\">{escape(bad)}</td></tr>")
     return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>kafka-chaos runs</title>"

@@ -16,7 +16,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from spark_analysis.report.impact import worst_stalls
-from spark_analysis.verdict import Verdict, damage_note
+from spark_analysis.verdict import Verdict, counted_status, damage_note
 
 JUNIT_FILE = "junit.xml"
 RUN_COMPLETE_CASE = "run.complete"
@@ -30,9 +30,9 @@ def render_junit(verdict: Verdict) -> str:
         "testsuite",
         name=suite_name,
         tests=str(len(verdict.checks) + bool(incomplete)),
-        failures=str(sum(1 for r in verdict.checks if r.status == "fail" and not r.allowed)),
+        failures=str(sum(1 for r in verdict.checks if counted_status(r) == "fail" and not r.allowed)),
         errors=str(sum(1 for r in verdict.checks if r.status == "unknown" and not r.allowed) + bool(incomplete)),
-        skipped=str(counts["allowed"]),
+        skipped=str(counts["allowed"] + counts["expected"]),
         time=f"{sum(r.duration_s for r in verdict.checks):.3f}",
     )
     props = ET.SubElement(suite, "properties")
@@ -57,6 +57,11 @@ def render_junit(verdict: Verdict) -> str:
         detail = "\n".join(json.dumps(e, default=str, sort_keys=True) for e in r.evidence)
         if r.allowed and r.status != "pass":
             ET.SubElement(case, "skipped", message=f"allowed by verify.allow ({r.status}): {r.summary}")
+        elif r.expected and r.status == "fail":
+            why = verdict.run.get("verify", {}).get("expect", {}).get("why") or "expect:"
+            ET.SubElement(case, "skipped", type="xfail", message=f"expected failure ({why}): {r.summary}")
+        elif r.expected and r.status == "pass":
+            ET.SubElement(case, "failure", type="xpass", message=f"expected to fail, but passed: {r.summary}")
         elif r.status == "fail":
             el = ET.SubElement(case, "failure", message=r.summary, type="fail")
             el.text = (f"fault: {r.fault}\n" if r.fault else "") + detail

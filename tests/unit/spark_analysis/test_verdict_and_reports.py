@@ -15,7 +15,15 @@ from spark_analysis.report.html import render_html
 from spark_analysis.report.junit import render_junit
 from spark_analysis.result import CheckResult, failed, passed, run_check, unknown, worst
 from spark_analysis.runinfo import RunInfo, load_run_info, parse_seconds, run_info_from_mapping
-from spark_analysis.verdict import Verdict, apply_allow, read_verdict, run_metadata, run_status
+from spark_analysis.verdict import (
+    Verdict,
+    apply_allow,
+    apply_expect,
+    expectation_note,
+    read_verdict,
+    run_metadata,
+    run_status,
+)
 from tests.fixtures.histories import python_context, scenario
 
 
@@ -140,3 +148,41 @@ def test_fault_windows_name_the_fault_and_attribute_failures() -> None:
     assert nxt is not None and nxt.fault_id == "2"
     assert idx.stopping_gracefully(10.0) == set() and idx.took_from_clients(1, 9.0, 10.0) == idx.windows[1]
     assert describe_target("[1, 2]") == "broker 1, broker 2"
+
+
+def _expecting(*checks: CheckResult, fail: tuple[str, ...]) -> Verdict:
+    run = RunInfo(experiment="exp", expect_fail=fail, expect_why="KAFKA-0, fixed in 9.9")
+    results, expectation = apply_expect(list(checks), run)
+    return Verdict(status=run_status(results, None, expectation), checks=tuple(results), run=run_metadata(run),
+                   expectation=expectation)
+
+
+def test_an_expected_failure_that_happens_passes_the_run_and_is_reported_as_expected() -> None:
+    v = _expecting(passed("controller.unique", "ok"), failed("delivery.lost_write", "lost 3", [{"t": 1}]),
+                   fail=("delivery.lost_write",))
+    assert v.status == "pass" and v.by_id("delivery.lost_write").expected
+    assert v.expectation is not None and v.expectation["met"] == ["delivery.lost_write"]
+    assert v.counts()["expected"] == 1 and v.counts()["fail"] == 0
+    assert "1 of 1 happened" in (expectation_note(v.expectation) or "")
+    case = next(c for c in ET.fromstring(render_junit(v)).findall("testcase") if c.get("name") == "delivery.lost_write")
+    assert case.find("skipped") is not None and "KAFKA-0" in str(case.find("skipped").get("message"))
+    assert "fail (expected)" in render_html(v)
+    assert Verdict.from_json(json.loads(json.dumps(v.to_json()))).expectation == v.expectation
+
+
+def test_an_expected_failure_that_does_not_happen_fails_the_run() -> None:
+    v = _expecting(passed("delivery.lost_write", "all acked writes read"), fail=("delivery.lost_write",))
+    assert v.status == "fail" and v.expectation is not None and v.expectation["unmet"] == ["delivery.lost_write"]
+    case = ET.fromstring(render_junit(v)).find("testcase")
+    assert case is not None and case.find("failure") is not None
+
+
+def test_an_expected_check_that_did_not_run_or_could_not_decide_never_passes() -> None:
+    assert _expecting(passed("controller.unique", "ok"), fail=("delivery.lost_write",)).status == "unknown"
+    assert _expecting(unknown("delivery.lost_write", "no acks"), fail=("delivery.lost_write",)).status == "unknown"
+
+
+def test_other_checks_still_fail_a_run_with_its_expected_failure() -> None:
+    v = _expecting(failed("delivery.duplicate", "twice", [{"v": 1}]), failed("delivery.lost_write", "lost", [{}]),
+                   fail=("delivery.lost_write",))
+    assert v.status == "fail"
