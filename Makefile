@@ -20,8 +20,11 @@ NIGHTLY_SEEDS ?= 1 2 3
 NIGHTLY_EXPERIMENTS ?= experiments/
 NIGHTLY_OUT ?= runs/nightly
 NIGHTLY_ARGS ?=
+KNOWN_BUGS_SEEDS ?= 1 2 3
+KNOWN_BUGS_OUT ?= runs/known-bugs
+KNOWN_BUGS_ARGS ?=
 
-.PHONY: demo test nightly lint unit integration java kafka toxiproxy spark-archive venv podman clean
+.PHONY: demo test nightly known-bugs lint unit integration java kafka toxiproxy spark-archive venv podman clean
 
 venv: $(STAMP)
 
@@ -61,6 +64,12 @@ demo: venv java kafka spark-archive
 # Every experiment x NIGHTLY_SEEDS into $(NIGHTLY_OUT)/<date>/, then $(NIGHTLY_OUT)/trend.html (docs/nightly-ci.md).
 nightly: venv java spark-archive
 	$(PY) -m harness.nightly $(NIGHTLY_EXPERIMENTS) --seeds $(NIGHTLY_SEEDS) --backend $(BACKEND) --out $(NIGHTLY_OUT) $(NIGHTLY_ARGS)
+
+# The known-bugs corpus: every experiments/known-bugs/ file (a real Kafka bug) on its affected and its fixed
+# release with KNOWN_BUGS_SEEDS, into $(KNOWN_BUGS_OUT)/<stamp>/, then known-bugs.html / known-bugs.json there
+# and in $(KNOWN_BUGS_OUT)/ (docs/known-bugs.md).
+known-bugs: venv java spark-archive
+	$(PY) -m harness.known_bugs --seeds $(KNOWN_BUGS_SEEDS) --backend $(BACKEND) --out $(KNOWN_BUGS_OUT) $(KNOWN_BUGS_ARGS)
 
 # A Docker API for tests/containers where no Docker engine runs: Podman with locally built images.
 # Best effort: where Podman cannot be installed or started, tests/containers skip and say why.

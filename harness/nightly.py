@@ -3,7 +3,8 @@
 Runs every experiment with every seed in one pytest session (through the pytest plugin, so that
 one Spark session verifies every run) into `<out>/<UTC date>/`, with one JUnit file for the night
 (`junit-seed-1-2-3.xml`), then builds the trend page over every night under `<out>`
-(`kafka-chaos report --trend`). Exits with the worst result:
+(`kafka-chaos report --trend`), and, when the night ran the known-bugs corpus (`experiments/known-bugs/`),
+its `known-bugs.html` (`harness.known_bugs`). Exits with the worst result:
 0 when every run passed, 1 when one failed, 2 when the suite itself could not run.
 """
 
@@ -56,6 +57,10 @@ def main(argv: list[str] | None = None) -> int:
     trend_code = cli_main(trend_args)
     if trend_code == 2:
         worst = 2
+    from harness.known_bugs import report, run_dirs
+
+    if run_dirs(night_dir):  # the known-bugs corpus ran with the night's experiments: its page too
+        report(night_dir, out, args.seeds, None, spark_master=args.spark_master)
     print(f"nightly: {'all runs passed' if worst == 0 else 'some runs failed' if worst == 1 else 'suite error'}; "
           f"trend page: {out / 'trend.html'}")
     return worst

@@ -91,6 +91,15 @@ class RunInfo:
             return text
         return "unknown broker" + (f" {self.version}" if self.version else "")
 
+    def broker_setting(self, name: str, default: int) -> int:
+        """An integer broker setting of the experiment's `cluster.broker_config` (as run.json records it), or
+        Kafka's default `default` when it is not set or not an integer."""
+        cluster = self.raw.get("cluster")
+        config = cluster.get("broker_config") if isinstance(cluster, Mapping) else None
+        value = config.get(name) if isinstance(config, Mapping) else None
+        text = str(value).strip() if value is not None else ""
+        return int(text) if text.isdigit() else default
+
     def is_allowed(self, check_id: str) -> bool:
         """Whether `verify.allow` exempts `check_id` from the run status."""
         return any(_matches(entry, check_id) for entry in self.allow)

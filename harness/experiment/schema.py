@@ -236,7 +236,7 @@ class Experiment:
 
 
 CHECK_IDS: tuple[str, ...] = (
-    "controller.unique", "controller.epoch_monotonic", "quorum.no_split_brain",
+    "controller.unique", "controller.epoch_monotonic", "quorum.no_split_brain", "quorum.leader_resigns",
     "partition.leader_in_isr", "partition.election_conforms", "partition.leader_epoch_monotonic",
     "partition.offline_replica_leaves_isr", "partition.unclean_only_when_enabled",
     "partition.controlled_shutdown_moves_leaders",

@@ -27,7 +27,7 @@ from spark_analysis.checks.partition_isr import (
     OfflineReplicaLeavesIsr,
     UncleanOnlyWhenEnabled,
 )
-from spark_analysis.checks.quorum import NoSplitBrain
+from spark_analysis.checks.quorum import LeaderResigns, NoSplitBrain
 from spark_analysis.checks.slo import ControllerFailover, PartitionUnavailable, Rebalance
 from spark_analysis.checks.slo_stall import ReadUnavailable, WriteUnavailable
 from spark_analysis.checks.txn import AbortedRead, AtomicVisibility, LostCommit
@@ -38,6 +38,7 @@ ALL_CHECKS: tuple[Check, ...] = (
     ControllerUnique(),
     ControllerEpochMonotonic(),
     NoSplitBrain(),
+    LeaderResigns(),
     LeaderInIsr(),
     ElectionConforms(),
     LeaderEpochMonotonic(),

@@ -24,7 +24,7 @@ leader hint), so a leader claim is a `role: leader` answer without error.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from spark_analysis.checks.common import evidence, plural
@@ -149,3 +149,96 @@ class NoSplitBrain:
         note = (f"; {plural(judged, 'superseded leader')} reporting on never advanced its high watermark" if judged
                 else "")
         return passed(self.id, f"one leader per epoch across {plural(len(leaders), 'epoch')}{note}", metrics)
+
+
+FETCH_TIMEOUT_MS = 2000
+"""Kafka's default `controller.quorum.fetch.timeout.ms` (`raft/QuorumConfig.java`)."""
+CHECK_QUORUM_FACTOR = 1.5
+"""`LeaderState.CHECK_QUORUM_TIMEOUT_FACTOR`: a leader resigns after this many fetch timeouts without fetches from
+a majority of the voters."""
+
+
+def resign_deadline_s(fetch_timeout_ms: int) -> float:
+    """How long a superseded leader may still answer as leader: the check-quorum timeout, plus the grace of the
+    observer's reports (`REPORT_GRACE_S`)."""
+    return CHECK_QUORUM_FACTOR * fetch_timeout_ms / 1000.0 + REPORT_GRACE_S
+
+
+def late_leaders(answers: list[Row], resumed: Callable[[int, float], float], deadline_s: float
+                 ) -> tuple[list[dict[str, Any]], int, float]:
+    """Rule (c) of `LeaderResigns`: evidence of leaders still answering as leader of their epoch longer than
+    `deadline_s` after another voter was seen leading a higher one, how many superseded leaders were judged, and
+    the longest time one kept answering as leader after that. `resumed(voter, t)`: the last moment at or before
+    t that the voter came back from a fault that stopped it (-inf if none): a voter frozen or down cannot
+    resign, so its clock starts again there."""
+    claims: dict[tuple[int, int], list[Row]] = {}
+    for ev in answers:
+        if ev.get("role") == "leader" and ev.get("epoch") is not None and not ev.get("error"):
+            claims.setdefault((int(ev["voter"]), int(ev["epoch"])), []).append(ev)
+    rows: list[dict[str, Any]] = []
+    judged, longest = 0, 0.0
+    for (voter, epoch), own in sorted(claims.items()):
+        newer = next((ev for ev in answers if ev.get("epoch") is not None and int(ev["epoch"]) > epoch
+                      and leader_named(ev) not in (None, voter)), None)
+        if newer is None:
+            continue
+        judged += 1
+        late = [ev for ev in own if _t(ev) > _t(newer)]
+        if not late:
+            continue
+        last = late[-1]
+        longest = max(longest, _t(last) - _t(newer))
+        over = next((ev for ev in late if _t(ev) - max(_t(newer), resumed(voter, _t(ev))) > deadline_s), None)
+        if over is None:
+            continue
+        rows += [quorum_row(newer, leader=leader_named(newer)), quorum_row(
+            over, problem=f"voter {voter} still answered as leader of epoch {epoch} at {_t(over):.3f}s, "
+                          f"{_t(over) - _t(newer):.1f}s after voter {leader_named(newer)} was seen leading epoch "
+                          f"{newer['epoch']} (a leader without fetches from a majority resigns within "
+                          f"{deadline_s - REPORT_GRACE_S:g}s)"), quorum_row(last, note="its last answer as leader")]
+    return rows, judged, round(longest, 3)
+
+
+class LeaderResigns:
+    """`quorum.leader_resigns` (KIP-595's check quorum, implemented by KAFKA-15489 in Kafka 3.7.0): a leader that
+    hears no Fetch from a majority of the voters for 1.5 x `controller.quorum.fetch.timeout.ms` resigns. The
+    voters that elected a newer leader fetch from it, so once another voter is seen leading a higher epoch, the
+    old leader must stop answering as leader of its epoch within that timeout (plus the reports' grace); time it
+    spent stopped by a fault (frozen, killed) does not count. Kafka 3.3-3.6 never resign: an isolated leader
+    answers as leader until it hears of the newer epoch."""
+
+    id = "quorum.leader_resigns"
+    family = "quorum"
+    needs = frozenset({"quorum.state"})
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        states = ctx.rows("quorum.state")
+        answers = sorted((ev for ev in states if quorum_answer(ev)), key=lambda ev: (_t(ev), ev.get("seq", 0)))
+        if not any(ev.get("role") == "leader" and not ev.get("error") for ev in answers):
+            return unknown(self.id, f"no voter answered as leader in {plural(len(states), 'quorum.state event')}",
+                           {"quorum_states": len(states)})
+        fetch_ms = ctx.run.broker_setting("controller.quorum.fetch.timeout.ms", FETCH_TIMEOUT_MS)
+        deadline = resign_deadline_s(fetch_ms)
+        stopping = [w for w in ctx.faults.windows if w.effect.down]
+
+        def resumed(voter: int, t: float) -> float:
+            last = float("-inf")
+            for w in stopping:
+                if voter in w.effect.stopped() and w.start <= t:
+                    if w.end is None or w.end > t:
+                        return t  # still stopped
+                    last = max(last, w.end)
+            return last
+
+        rows, judged, longest = late_leaders(answers, resumed, deadline)
+        metrics = {"superseded_leaders_judged": judged, "longest_leader_after_superseded_s": longest,
+                   "fetch_timeout_ms": fetch_ms, "deadline_s": deadline}
+        if rows:
+            first = next(r for r in rows if "problem" in r)
+            fault = ctx.faults.active_at(float(first.get("t") or 0.0))
+            return failed(self.id, str(first["problem"]) + (f" during {fault.label}" if fault else ""), rows,
+                          metrics, fault.label if fault else None)
+        if not judged:
+            return passed(self.id, "no leader was superseded (nothing to judge)", metrics)
+        return passed(self.id, f"{plural(judged, 'superseded leader')} stopped answering as leader within "
+                               f"{deadline:g}s (longest {longest:g}s after the newer leader was seen)", metrics)

@@ -21,6 +21,7 @@ from tests.fixtures.kraft_histories import (
     KRAFT_RUN,
     Event,
     answer,
+    cut_off_leader_history,
     ev,
     failure,
     isolated_leader_history,
@@ -90,6 +91,37 @@ def test_quorum_events_without_any_leader_answer_are_unknown() -> None:
     assert result.status == "unknown" and "no voter answered as leader" in result.summary
 
 
+# quorum.leader_resigns
+
+
+def test_a_cut_off_leader_that_resigns_within_the_check_quorum_timeout_passes() -> None:
+    result = check("quorum.leader_resigns", cut_off_leader_history(resigns=True))
+    assert result.status == "pass", result.summary
+    assert result.metrics["superseded_leaders_judged"] == 1 and result.metrics["deadline_s"] == 5.0
+
+
+def test_a_cut_off_leader_that_keeps_answering_as_leader_fails_as_kafka_3_6_does() -> None:
+    """KAFKA-15489: before 3.7.0 an isolated KRaft leader never resigned."""
+    result = check("quorum.leader_resigns", cut_off_leader_history(resigns=False))
+    assert result.status == "fail"
+    assert result.summary.startswith("voter 101 still answered as leader of epoch 1 at 13.000s, 6.0s after voter "
+                                     "102 was seen leading epoch 2")
+    assert result.summary.endswith("during fault #1 isolate controller 101")
+    assert result.metrics["longest_leader_after_superseded_s"] == 12.0
+
+
+def test_a_frozen_leader_answering_as_leader_as_it_thaws_is_no_late_resignation() -> None:
+    result = check("quorum.leader_resigns", cut_off_leader_history(resigns=False, paused=True))
+    assert result.status == "pass", result.summary
+
+
+def test_the_deadline_follows_the_runs_fetch_timeout() -> None:
+    run = {**KRAFT_RUN, "cluster": {**KRAFT_RUN["cluster"],
+                                    "broker_config": {"controller.quorum.fetch.timeout.ms": "10000"}}}
+    result = check("quorum.leader_resigns", cut_off_leader_history(resigns=False), run)
+    assert result.status == "pass" and result.metrics["deadline_s"] == 17.0  # 12 s as leader is within 17 s
+
+
 # Which checks a run selects
 
 
@@ -109,7 +141,7 @@ def test_the_quorum_check_is_not_applicable_in_zookeeper_runs_and_every_other_ch
     assert all(zk.is_selected(c) and kraft.is_selected(c) for c in others)
     assert "quorum.no_split_brain" in [c.id for c in select(["all"])]
     assert "quorum.no_split_brain" not in [c.id for c in select(["all"], mode="zookeeper")]
-    assert [c.id for c in select(["quorum"], mode="kraft")] == ["quorum.no_split_brain"]
+    assert [c.id for c in select(["quorum"], mode="kraft")] == ["quorum.no_split_brain", "quorum.leader_resigns"]
 
 
 def test_the_history_schema_keeps_the_kraft_fields() -> None:
