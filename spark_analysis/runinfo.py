@@ -5,7 +5,8 @@ selection (`verify.checks`: "all", check ids or families) and the `verify.allow`
 (a full check id, a family, or a check id's last part: `duplicate` -> `delivery.duplicate`),
 SLO parsing (seconds as numbers, or strings such as "30s", "500ms", "2m"), and the cluster mode
 (`cluster.mode`: "zookeeper", the default when absent, or "kraft") with the checks that apply only
-to one mode (`MODE_FAMILIES`): a check that does not apply to the run's mode is not selected, so it
+to one mode (`MODE_FAMILIES`) or to the releases that have what their rule is about (`RELEASE_FEATURES`, by
+the Apache Kafka release run.json records): a check that does not apply to the run is not selected, so it
 is listed under the verdict's `not_selected`, never run and never `unknown`.
 """
 
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
+from harness.model.releases import has
 
 
 class RunInfoError(HarnessError):
@@ -30,6 +32,9 @@ KRAFT = "kraft"
 MODES = (ZOOKEEPER, KRAFT)
 MODE_FAMILIES: Mapping[str, tuple[str, ...]] = {"quorum": (KRAFT,)}
 """Check families that apply only to some cluster modes (the Raft quorum exists only in KRaft)."""
+RELEASE_FEATURES: Mapping[str, str] = {"txn.verification_retriable": "transaction_verification"}
+"""Checks whose rule is about something only some releases do (`harness.model.releases.FEATURES`): on a release
+without it the check is not selected (Kafka 3.5 verifies no transaction, so there is nothing to judge)."""
 
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|m|h)?\s*$")
 _UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
@@ -109,9 +114,12 @@ class RunInfo:
         return any(entry == "all" or _matches(entry, check_id) for entry in self.checks)
 
     def applies(self, check_id: str) -> bool:
-        """Whether `check_id` applies to the run's cluster mode (`MODE_FAMILIES`; every other check applies to both)."""
+        """Whether `check_id` applies to the run's cluster mode (`MODE_FAMILIES`; every other check applies to both)
+        and to its Apache Kafka release (`RELEASE_FEATURES`; an unknown release is taken as the newest)."""
         modes = MODE_FAMILIES.get(check_id.partition(".")[0])
-        return modes is None or self.mode in modes
+        feature = RELEASE_FEATURES.get(check_id)
+        release = self.version if self.flavour == "apache-kafka" else None
+        return (modes is None or self.mode in modes) and (feature is None or has(release, feature))
 
     def is_selected(self, check_id: str) -> bool:
         """Whether `check_id` runs: `verify.checks` names it and it applies to the run's cluster mode

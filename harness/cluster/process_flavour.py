@@ -38,7 +38,7 @@ from harness.install.kafka import (
     kafka_request,
 )
 from harness.install.kafka_files import classpath
-from harness.model.releases import has
+from harness.model.releases import Release, has
 
 DEFAULT_KAFKA_HEAP_OPTS = "-Xmx512M -Xms128M"
 DEFAULT_KAFKA_JVM_OPTS = ("-server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 "
@@ -47,12 +47,8 @@ DEFAULT_KAFKA_JVM_OPTS = ("-server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:Init
 
 
 def zookeeper_mode_supported(version: str) -> bool:
-    """ZooKeeper mode exists in Kafka 3.x and earlier; Kafka 4.0 removed it."""
-    try:
-        major = int(version.split(".", 1)[0])
-    except ValueError:
-        return False
-    return major < 4
+    """ZooKeeper mode exists in Kafka 3.x and earlier; Kafka 4.0 removed it (`harness.model.releases`)."""
+    return Release.parse(version) is not None and has(version, "zookeeper_mode")
 
 
 def java_version(java: str) -> str:

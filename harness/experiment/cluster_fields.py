@@ -25,6 +25,7 @@ from harness.experiment.limits import (
 from harness.experiment.schema import REFERENCE_BUGS, frozen_map
 from harness.experiment.yamlsource import Located, Path
 from harness.install.kafka import BROKERS, DEFAULT_KRAFT_LINE, kafka_request
+from harness.model.releases import feature_problem
 
 SPEC_FIELDS = {"brokers": "brokers", "zookeepers": "zookeepers", "kafka": "kafka_version", "mode": "mode",
                "controllers": "controllers", "combined": "combined", "broker": "broker",
@@ -38,8 +39,6 @@ MODES = ("zookeeper", "kraft")
 CONTROLLER_SIZES = (1, 3, 5)
 """KRaft quorum sizes: odd, so a majority survives the loss of (n-1)/2 voters (KIP-595)."""
 KRAFT_CONTROLLERS = 3
-KRAFT_SINCE = (3, 3)
-"""KRaft is production-ready from Kafka 3.3 (KIP-833)."""
 IMAGE_ROLES = ("zookeeper", "kafka", "toxiproxy")
 MARKER = "chaos_cluster"
 _JAVA_INT_MAX = 2**31 - 1
@@ -131,20 +130,13 @@ def _kafka(f: Fields, m: dict[str, Any], path: Path, mode: Any) -> Any:
     except ConfigError as exc:
         f.error((*path, "kafka"), str(exc), kafka, 'quote it in YAML ("3.9.2", "3.10"): 3.10 unquoted is 3.1')
         return MISSING
-    if mode == "zookeeper" and not zookeeper_mode_supported(request):
-        f.error((*path, "kafka"), f"Apache Kafka {request} has no ZooKeeper mode (Kafka 4.0 removed it, KIP-833)",
-                kafka, 'mode: kraft, or cluster.kafka: "3.9"')
-        return MISSING
-    if mode == "kraft" and request.count(".") >= 1 and _major_minor(request) < KRAFT_SINCE:
-        f.error((*path, "kafka"), f"Apache Kafka {request} has no production KRaft mode (it came in 3.3, "
-                "KIP-833)", kafka, 'cluster.kafka: "4" (the newest 4.x) or "3.9"')
+    feature, hint = (("zookeeper_mode", 'mode: kraft, or cluster.kafka: "3.9"') if mode == "zookeeper" else
+                     ("kraft", 'cluster.kafka: "4" (the newest 4.x) or "3.9"'))
+    problem = feature_problem(request, feature)
+    if problem:
+        f.error((*path, "kafka"), problem, kafka, hint)
         return MISSING
     return kafka
-
-
-def _major_minor(request: str) -> tuple[int, int]:
-    parts = request.split(".")
-    return int(parts[0]), int(parts[1]) if len(parts) > 1 else 0
 
 
 def _zookeepers(f: Fields, m: dict[str, Any], path: Path, mode: Any) -> Any:

@@ -31,6 +31,7 @@ from harness.experiment.limits import (
     MAX_TOPICS,
 )
 from harness.experiment.matrix import Variant, apply_variant, read_axes, variants
+from harness.experiment.release_rules import check_release
 from harness.experiment.rules import check_rules
 from harness.experiment.schedule_spec import read_schedule
 from harness.experiment.schema import (
@@ -132,6 +133,7 @@ def _validated(f: Fields, top: dict[str, Any], file: str, choice: Variant | None
     if exp is not None:
         exp = dataclasses.replace(exp, variant=variant)
         check_rules(f, exp)
+        check_release(f, exp)
         if len(exp.name) + len(variant) > MAX_RUN_NAME_CHARS:
             f.error(("matrix",), f"the variant id makes the run directory's name longer than {MAX_RUN_NAME_CHARS} "
                     "characters (name and variant id)", variant, "a matrix value is part of the id: shorten it")

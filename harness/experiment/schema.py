@@ -242,7 +242,7 @@ CHECK_IDS: tuple[str, ...] = (
     "partition.controlled_shutdown_moves_leaders",
     "delivery.lost_write", "delivery.duplicate", "delivery.inconsistent_offsets", "delivery.key_order",
     "delivery.fatal_error", "txn.aborted_read", "txn.atomic_visibility", "txn.lost_commit",
-    "txn.zombie_fenced", "txn.exactly_once_pipeline",
+    "txn.zombie_fenced", "txn.exactly_once_pipeline", "txn.verification_retriable",
     "consumer.nonmonotonic_poll", "consumer.poll_skip",
     "group.generation_monotonic", "group.exclusive_ownership", "group.assignment_conforms",
     "group.coordinator_conforms", "group.commit_monotonic", "operation.completes",

@@ -84,16 +84,59 @@ FEATURES: dict[str, Feature] = {f.name: f for f in (
             "KIP-1073 (DescribeCluster v2, include_fenced_brokers)", kraft_only=True),
     Feature("check_quorum", "check-quorum resignation of a KRaft leader cut off from the majority", _r("3.7"),
             "KAFKA-15489 (LeaderState.timeUntilCheckQuorumExpires)", kraft_only=True),
-    Feature("isr_shrink_keeps_leader_epoch", "ISR shrinks without a leader epoch bump in KRaft", _r("3.6"),
+    Feature("isr_shrink_keeps_leader_epoch", "KRaft ISR shrink without a leader epoch bump", _r("3.6"),
             "KAFKA-15021 (MetadataVersion 3.6-IV0, isLeaderEpochBumpRequiredOnIsrShrink)", kraft_only=True),
     Feature("transaction_verification", "transaction partition verification (transaction.partition."
             "verification.enable)", _r("3.6"), "KIP-890 part 1"),
     Feature("transactions_v2", "transactions version 2 (transaction.version=2)", _r("4.0"), "KIP-890 part 2"),
     Feature("elr", "eligible leader replicas", _r("4.0"), "KIP-966 (eligible.leader.replicas.version)",
             kraft_only=True),
-    Feature("consumer_group_protocol", "the consumer group protocol (group.protocol=consumer)", _r("4.0"),
-            "KIP-848 (generally available in 4.0)"),
+    Feature("consumer_group_protocol", "consumer group protocol (group.protocol=consumer)", _r("4.0"),
+            "KIP-848, generally available in 4.0"),
 )}
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """A broker property some releases lack: it came in `since` (and, with `until`, went in that release,
+    `instead` naming what replaced it)."""
+
+    name: str
+    since: Release
+    source: str
+    until: Release | None = None
+    instead: str = ""
+
+    def problem(self, release: Release) -> str | None:
+        """Why `release` ignores this property (Kafka logs unknown properties and goes on), or None."""
+        if release < self.since:
+            return f"Apache Kafka {release} has no broker setting {self.name}: it came in {self.since} ({self.source})"
+        if self.until is not None and release >= self.until:
+            return (f"Apache Kafka {release} has no broker setting {self.name}: {self.until} removed it "
+                    f"({self.source})" + (f"; write {self.instead}" if self.instead else ""))
+        return None
+
+
+SETTINGS: dict[str, Setting] = {s.name: s for s in (
+    Setting("transaction.partition.verification.enable", _r("3.6"), "KIP-890 part 1"),
+    Setting("log.message.timestamp.before.max.ms", _r("3.6"), "KIP-937"),
+    Setting("log.message.timestamp.after.max.ms", _r("3.6"), "KIP-937"),
+    Setting("log.message.timestamp.difference.max.ms", _r("0.10.1"), "KIP-937", until=_r("4.0"),
+            instead="log.message.timestamp.before.max.ms and log.message.timestamp.after.max.ms"),
+    Setting("group.consumer.session.timeout.ms", _r("3.5"), "KIP-848"),
+    Setting("group.coordinator.rebalance.protocols", _r("3.7"), "KIP-848"),
+    Setting("eligible.leader.replicas.enable", _r("3.7"), "KIP-966"),
+    Setting("unclean.leader.election.interval.ms", _r("3.9"), "KIP-966"),
+)}
+"""Broker properties (`cluster.broker_config`) that some releases lack, read from Kafka's sources
+(`KafkaConfig`, `ServerConfigs`, `TopicConfig` of each release tag) and upgrade notes."""
+
+
+def setting_problem(request: str, name: str) -> str | None:
+    """Why Kafka `request` (a release or a line, judged by its first release) would ignore broker property
+    `name`, or None (a property the table does not know is taken as every release's)."""
+    setting, release = SETTINGS.get(name), lowest_release(request)
+    return None if setting is None or release is None else setting.problem(release)
 
 
 def feature(name: str) -> Feature:

@@ -32,6 +32,7 @@ from spark_analysis.checks.slo import ControllerFailover, PartitionUnavailable, 
 from spark_analysis.checks.slo_stall import ReadUnavailable, WriteUnavailable
 from spark_analysis.checks.txn import AbortedRead, AtomicVisibility, LostCommit
 from spark_analysis.checks.txn_eos import ExactlyOncePipeline, ZombieFenced
+from spark_analysis.checks.txn_verify import VerificationRetriable
 from spark_analysis.result import Check
 
 ALL_CHECKS: tuple[Check, ...] = (
@@ -62,6 +63,7 @@ ALL_CHECKS: tuple[Check, ...] = (
     LostCommit(),
     ZombieFenced(),
     ExactlyOncePipeline(),
+    VerificationRetriable(),
     OperationCompletes(),
     ControllerFailover(),
     PartitionUnavailable(),

@@ -70,6 +70,8 @@ DEPENDS: Mapping[str, Depends] = {
     "txn.zombie_fenced": Depends(_TXN_READS | {"txn.zombie"}),
     # a lost pipe.read line makes a committed offset look past what was read; a lost output line (send, ack,
     # send.error) an input look lost
+    # a write or commit failed with NETWORK_EXCEPTION is proven by its intact line: no lost line can produce it
+    "txn.verification_retriable": Depends(frozenset({"send.error"}) | _TXN),
     "txn.exactly_once_pipeline": Depends(_TXN_READS - {"poll"}, frozenset({"pipe.read", "send", "ack", "send.error"})),
 }
 

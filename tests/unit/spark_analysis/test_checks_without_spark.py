@@ -33,7 +33,8 @@ FIXED_IDS = (
     "delivery.inconsistent_offsets", "delivery.key_order", "delivery.fatal_error", "consumer.nonmonotonic_poll",
     "consumer.poll_skip", "group.generation_monotonic", "group.exclusive_ownership", "group.assignment_conforms",
     "group.coordinator_conforms", "group.commit_monotonic", "txn.aborted_read", "txn.atomic_visibility",
-    "txn.lost_commit", "txn.zombie_fenced", "txn.exactly_once_pipeline", "operation.completes",
+    "txn.lost_commit", "txn.zombie_fenced", "txn.exactly_once_pipeline", "txn.verification_retriable",
+    "operation.completes",
     "slo.controller_failover",
     "slo.partition_unavailable", "slo.write_unavailable", "slo.read_unavailable", "slo.rebalance",
 )

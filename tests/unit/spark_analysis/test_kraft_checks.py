@@ -323,3 +323,11 @@ def test_the_controller_events_observer_field_stays_a_string_column() -> None:
     pipeline's input value) makes every controller event ill-typed, and the controller checks see none."""
     fields = {f.name: f.dataType.simpleString() for f in HISTORY_SCHEMA.fields}
     assert fields.get("source", "string") == "string" and fields["input_value"] == "bigint"
+
+
+def test_a_check_about_what_a_release_does_not_do_is_not_selected_on_it() -> None:
+    """Transaction verification came in Kafka 3.6 (KIP-890): on 3.5 its check has nothing to judge."""
+    old = run_info_from_mapping(run_json(broker={"flavour": "apache-kafka", "version": "3.5.2"}))
+    new = run_info_from_mapping(run_json(broker={"flavour": "apache-kafka", "version": "3.6.0"}))
+    assert not old.is_selected("txn.verification_retriable") and new.is_selected("txn.verification_retriable")
+    assert old.is_selected("txn.aborted_read") and RunInfo().is_selected("txn.verification_retriable")

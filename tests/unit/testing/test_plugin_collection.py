@@ -7,8 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from harness.experiment import load_experiments
+
 ROOT = Path(__file__).resolve().parents[3]
 MATRIX = ROOT / "tests/data/plugin/controller-kill-short.yaml"
+CORPUS = sorted((ROOT / "experiments/known-bugs").glob("*.yaml"))
 
 
 def _project(pytester: pytest.Pytester) -> Path:
@@ -25,7 +28,10 @@ def test_experiments_dir_collects_one_item_per_experiment_and_matrix_variant(pyt
     result = pytester.runpytest("--co", "-q", "-p", "no:cacheprovider")
     result.assert_outcomes()
     lines = [line for line in result.outlines if "::" in line]
-    assert sorted(lines) == sorted([
+    corpus = [line for line in lines if line.startswith("experiments/known-bugs/")]
+    assert corpus == [f"experiments/known-bugs/{e.name}.yaml::{e.label}" for path in CORPUS
+                      for e in load_experiments(path)], "the known-bugs corpus (experiments/**), one item per release"
+    assert sorted(set(lines) - set(corpus)) == sorted([
         "experiments/consumer-rebalance.yaml::consumer-rebalance",
         "experiments/consumer-scaling.yaml::consumer-scaling",
         "experiments/controller-failover.yaml::controller-failover",
