@@ -130,9 +130,9 @@ def _kafka(f: Fields, m: dict[str, Any], path: Path, mode: Any) -> Any:
     except ConfigError as exc:
         f.error((*path, "kafka"), str(exc), kafka, 'quote it in YAML ("3.9.2", "3.10"): 3.10 unquoted is 3.1')
         return MISSING
-    feature, hint = (("zookeeper_mode", 'mode: kraft, or cluster.kafka: "3.9"') if mode == "zookeeper" else
-                     ("kraft", 'cluster.kafka: "4" (the newest 4.x) or "3.9"'))
-    problem = feature_problem(request, feature)
+    feature, hint = {"zookeeper": ("zookeeper_mode", 'mode: kraft, or cluster.kafka: "3.9"'),
+                     "kraft": ("kraft", 'cluster.kafka: "4" (the newest 4.x) or "3.9"')}.get(mode, ("", ""))
+    problem = feature_problem(request, feature) if feature else None  # no mode given: implied by the release
     if problem:
         f.error((*path, "kafka"), problem, kafka, hint)
         return MISSING

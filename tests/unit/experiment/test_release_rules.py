@@ -59,3 +59,9 @@ def test_a_matrix_names_the_variant_whose_release_lacks_it() -> None:
     with pytest.raises(ValidationError) as err:
         load_experiments_text(text, "r.yaml")
     assert any("[variant kafka=3.5.2]" in p.message and "3.6.0" in p.message for p in err.value.problems)
+
+
+def test_a_3x_release_without_a_mode_runs_zookeeper_mode_and_a_4x_one_kraft() -> None:
+    text = BASE.format(kafka="3.0.2", config="", protocol="classic")
+    assert load_experiment_text(text).cluster.mode == "zookeeper"
+    assert load_experiment_text(BASE.format(kafka="4.1.0", config="", protocol="classic")).cluster.mode == "kraft"
