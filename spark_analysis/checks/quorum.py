@@ -17,7 +17,9 @@ leader hint), so a leader claim is a `role: leader` answer without error.
       and the voters that elected the newer leader no longer fetch from the old one, so a leader
       cut off from the majority cannot commit. Reports within `REPORT_GRACE_S` after the newer
       epoch was first seen still count as "before": the old leader is polled about once a second,
-      so an advance it made before the newer epoch existed can first be reported after it was seen.
+      so an advance it made before the newer epoch existed can first be reported after it was seen;
+      likewise within the grace after a fault that froze the old leader ends (it then handles the
+      Fetch requests that reached it before the majority left it).
   Unknown when no voter ever answered as leader. The check applies to KRaft runs only
   (`spark_analysis.runinfo.MODE_FAMILIES`): in a ZooKeeper run it is not selected.
 """
@@ -30,6 +32,7 @@ from typing import Any
 from spark_analysis.checks.common import evidence, plural
 from spark_analysis.checks.liveness import quorum_answer
 from spark_analysis.context import CheckContext, Row
+from spark_analysis.faults import FaultIndex
 from spark_analysis.result import CheckResult, failed, passed, unknown
 
 REPORT_GRACE_S = 2.0
@@ -78,11 +81,37 @@ def shared_epochs(claims: Iterable[Row]) -> tuple[list[dict[str, Any]], dict[int
     return rows, {epoch: list(voters) for epoch, voters in first.items()}
 
 
-def superseded_advances(answers: list[Row], grace: float = REPORT_GRACE_S) -> tuple[list[dict[str, Any]], int]:
+def resume_clock(faults: FaultIndex) -> Callable[[int, float], float]:
+    """`resumed(voter, t)`: the last moment at or before t that a fault which stopped the voter (froze or killed
+    it: its effect is `down`) ended; t itself while one is in force; -inf if none did. A stopped voter handles
+    nothing, so what it does just after it comes back answers what reached it before."""
+    stopping = [w for w in faults.windows if w.effect.down]
+
+    def resumed(voter: int, t: float) -> float:
+        last = float("-inf")
+        for w in stopping:
+            if voter in w.effect.stopped() and w.start <= t:
+                if w.end is None or w.end > t:
+                    return t
+                last = max(last, w.end)
+        return last
+
+    return resumed
+
+
+def _never(voter: int, t: float) -> float:
+    return float("-inf")
+
+
+def superseded_advances(answers: list[Row], grace: float = REPORT_GRACE_S,
+                        resumed: Callable[[int, float], float] = _never) -> tuple[list[dict[str, Any]], int]:
     """Rule (b): evidence of superseded leaders whose high watermark advanced, and how many leaders
     (voter, epoch) were judged: superseded, and reporting a high watermark after the newer epoch was
     seen (plus the grace). Per violation: the old leader's highest report before that moment, the
-    answer that first showed the newer epoch, and the first report beyond it."""
+    answer that first showed the newer epoch, and the first report beyond it. A leader frozen by a fault
+    (`resumed`) gets the grace again once it thaws: it then handles the Fetch requests its voters sent before
+    they left it, which acknowledge what a majority held in its epoch (seen on Kafka 3.3.1: a leader frozen
+    for 25 s reported 41 -> 42 half a second after it thawed, 22 s after the newer epoch)."""
     reports: dict[tuple[int, int], list[Row]] = {}
     for ev in answers:
         if ev.get("role") == "leader" and ev.get("epoch") is not None and not ev.get("error"):
@@ -94,10 +123,10 @@ def superseded_advances(answers: list[Row], grace: float = REPORT_GRACE_S) -> tu
                       and leader_named(ev) not in (None, voter)), None)
         if newer is None:
             continue
-        cut = _t(newer) + grace
         marks = [ev for ev in own if ev.get("high_watermark") is not None]
-        before = [ev for ev in marks if _t(ev) < cut]
-        after = [ev for ev in marks if _t(ev) >= cut]
+        early = [_t(ev) < max(_t(newer), resumed(voter, _t(ev))) + grace for ev in marks]
+        before = [ev for ev, e in zip(marks, early, strict=True) if e]
+        after = [ev for ev, e in zip(marks, early, strict=True) if not e]
         if not before and after:
             before, after = after[:1], after[1:]
         if not before or not after:
@@ -129,7 +158,7 @@ class NoSplitBrain:
             return unknown(self.id, f"no voter answered as leader in {plural(len(states), 'quorum.state event')}",
                            {"quorum_states": len(states), "answers": len(answers)})
         shared, leaders = shared_epochs(claims)
-        advances, judged = superseded_advances(answers)
+        advances, judged = superseded_advances(answers, resumed=resume_clock(ctx.faults))
         n_shared = sum(1 for voters in leaders.values() if len(voters) > 1)
         n_advances = sum(1 for r in advances if "problem" in r)
         metrics = {"quorum_states": len(states), "answers": len(answers), "leader_reports": len(claims),
@@ -219,17 +248,7 @@ class LeaderResigns:
                            {"quorum_states": len(states)})
         fetch_ms = ctx.run.broker_setting("controller.quorum.fetch.timeout.ms", FETCH_TIMEOUT_MS)
         deadline = resign_deadline_s(fetch_ms)
-        stopping = [w for w in ctx.faults.windows if w.effect.down]
-
-        def resumed(voter: int, t: float) -> float:
-            last = float("-inf")
-            for w in stopping:
-                if voter in w.effect.stopped() and w.start <= t:
-                    if w.end is None or w.end > t:
-                        return t  # still stopped
-                    last = max(last, w.end)
-            return last
-
+        resumed = resume_clock(ctx.faults)
         rows, judged, longest = late_leaders(answers, resumed, deadline)
         metrics = {"superseded_leaders_judged": judged, "longest_leader_after_superseded_s": longest,
                    "fetch_timeout_ms": fetch_ms, "deadline_s": deadline}

@@ -91,6 +91,17 @@ def test_quorum_events_without_any_leader_answer_are_unknown() -> None:
     assert result.status == "unknown" and "no voter answered as leader" in result.summary
 
 
+def test_a_frozen_leader_advancing_its_high_watermark_as_it_thaws_is_no_commit_after_supersession() -> None:
+    """Seen on Kafka 3.3.1: a leader frozen for 25 s reported 41 -> 42 just after it thawed, 22 s after the newer
+    epoch: it handled the Fetch requests its voters had sent before they left it (acknowledging what a majority
+    held in its epoch). What it reports beyond the grace after thawing is judged as before."""
+    thaw = cut_off_leader_history(resigns=False, paused=True, thaw_hw=51)
+    assert check("quorum.no_split_brain", thaw).status == "pass"
+    late = sorted([*thaw, answer(23.0, 101, "leader", 101, 1, 52)], key=lambda e: e["t"])
+    result = check("quorum.no_split_brain", late)
+    assert result.status == "fail" and "51 -> 52 at 23.000s" in result.summary
+
+
 # quorum.leader_resigns
 
 
