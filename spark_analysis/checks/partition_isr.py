@@ -8,7 +8,10 @@ the authoritative `partition.state` events (`partition.authoritative`) and the r
   partitions get an election without it, then `ReplicaStateMachine` moves every replica of it to
   OfflineReplica, `removeReplicasFromIsr`); KRaft's does it when it fences the broker
   (`ReplicationControlManager.handleBrokerFenced`). The only exception is a partition where it was
-  the last ISR member (the ISR never becomes empty). Fails when a controller write for such a
+  the last ISR member (the ISR never becomes empty). The rule holds for the controller's whole answer to
+  the event: brokers lost together leave one write per replica, so a write that lists the broker and is
+  followed at once by writes that take only gone replicas out, it among them, is a step (`_steps_out`).
+  Fails when a controller write for such a
   partition after the broker went (a state with a higher leader epoch) still lists it, or when no
   state without it appears while the broker stays down longer than `OFFLINE_GRACE_S`. A replica already
   out of the ISR when its broker went (a controlled shutdown took it out) holds the rule; a run whose
@@ -37,8 +40,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from spark_analysis.checks.common import evidence, plural, tp_label
-from spark_analysis.checks.liveness import DOWN_TYPES, LIVENESS_TYPES, UP_TYPES, build_liveness
-from spark_analysis.checks.partition import _caught_up, _eligibility, _summary_with_fault, authoritative
+from spark_analysis.checks.liveness import DOWN_TYPES, LIVENESS_TYPES, UP_TYPES, Liveness, build_liveness
+from spark_analysis.checks.partition import STEP_S, _caught_up, _eligibility, _summary_with_fault, authoritative
 from spark_analysis.context import CheckContext, Row
 from spark_analysis.result import CheckResult, failed, passed, unknown
 
@@ -118,6 +121,24 @@ def _first_downs(downs: list[Row], ups: list[Row], tl: _Timeline) -> list[Row]:
     return out
 
 
+def _steps_out(states: list[Row], broker: int, live: Liveness) -> bool:
+    """Whether `states[0]`, which still lists `broker` in the ISR, is a step of the controller's answer rather than
+    its end: each following write, within `STEP_S` of the one before, only takes replicas of gone brokers out of
+    the ISR, until one takes `broker` out. Apache Kafka's controller takes the replicas of brokers lost in one
+    event out one replica at a time (`ReplicaStateMachine.doRemoveReplicasFromIsr`, a write per replica; seen on
+    3.9.2 with brokers 2 and 3 expiring together: `leader -1, isr [3, 1]`, then `isr [1]` 52 ms later)."""
+    for cur, nxt in itertools.pairwise(states):
+        t = float(nxt.get("t") or 0.0)
+        removed, added = set(_isr(cur)) - set(_isr(nxt)), set(_isr(nxt)) - set(_isr(cur))
+        if added or not removed or t - float(cur.get("t") or 0.0) > STEP_S:
+            return False
+        if any(live.state_at(b, t) is not False for b in removed):
+            return False
+        if broker in removed:
+            return True
+    return False
+
+
 def _isr(st: Row) -> list[int]:
     return [int(b) for b in st.get("isr") or []]
 
@@ -150,6 +171,7 @@ class OfflineReplicaLeavesIsr:
             return unknown(self.id, "no partition.state event carries an ISR")
         judged = last_member = not_judged = already_out = 0
         bad: list[dict[str, Any]] = []
+        live = build_liveness(ctx.rows(*LIVENESS_TYPES))
         for down in tl.downs:
             broker, t_down = int(down["broker"]), float(down.get("t") or 0.0)
             back = tl.next_up(down)
@@ -165,7 +187,8 @@ class OfflineReplicaLeavesIsr:
                     last_member += 1
                     continue
                 later = tl.after(down, states, back)
-                kept = [st for st in later if broker in _isr(st) and _epoch(st) > _epoch(prev)]
+                kept = [st for i, st in enumerate(later) if broker in _isr(st) and _epoch(st) > _epoch(prev)
+                        and not _steps_out(later[i:], broker, live)]
                 left = [st for st in later if broker not in _isr(st)]
                 role = "led" if prev.get("leader") == broker else "followed"
                 label = tp_label(topic, part)

@@ -17,6 +17,7 @@ from tests.fixtures.histories import (
     history_lines,
     ill_typed,
     python_context,
+    run_json,
     scenario,
     tear_middle,
     write_lines,
@@ -197,3 +198,36 @@ def test_election_check_still_fails_a_leaderless_write_that_keeps_live_isr_membe
     result = run_check(BY_ID["partition.election_conforms"], python_context(_failover_history([1, 2, 3])))
     assert result.status == "fail"
     assert "offline election picked -1, model prescribes 2" in result.summary
+
+
+def _last_member_history(unclean_after: float | None) -> list[dict[str, object]]:
+    """orders/0 down to ISR [1] when its leader 1 dies; the new controller writes leader -1 with the last member
+    kept, then (with unclean elections enabled) elects broker 2 uncleanly `unclean_after` s later."""
+    def ps(t: float, leader: int, epoch: int, isr: list[int]) -> dict[str, object]:
+        return {"t": t, "src": "zk", "type": "partition.state", "topic": "orders", "partition": 0,
+                "leader": leader, "leader_epoch": epoch, "isr": isr, "replicas": [2, 3, 1]}
+
+    events: list[dict[str, object]] = [
+        {"t": 0.0, "src": "engine", "type": "run.start"},
+        *({"t": 0.1, "src": "zk", "type": "broker.up", "broker": b} for b in (1, 2, 3)),
+        ps(0.3, 1, 3, [1]), {"t": 5.0, "src": "zk", "type": "broker.down", "broker": 1}, ps(6.0, -1, 4, [1])]
+    if unclean_after is not None:
+        events.append(ps(6.0 + unclean_after, 2, 5, [2]))
+    return events
+
+
+def test_a_dead_last_isr_member_kept_with_no_leader_before_an_unclean_election_is_no_election() -> None:
+    """Apache Kafka 3.9.2 (recorded: zk-3.9.2-weak-correlated-expiry): `leader -1, isr [1]` (OfflineReplica for the
+    dead last ISR member, which stays in the ISR), then the unclean election 130 ms later."""
+    unclean = run_json(cluster={"broker_config": {"unclean.leader.election.enable": "true"}})
+    result = run_check(BY_ID["partition.election_conforms"], python_context(_last_member_history(0.13), unclean))
+    assert result.status == "pass", result.summary
+    assert result.metrics["offline_replica_steps"] == 1 and result.metrics["elections_judged"] == 1
+
+
+def test_a_dead_last_isr_member_kept_with_no_leader_and_nothing_after_is_the_leaderless_election() -> None:
+    result = run_check(BY_ID["partition.election_conforms"], python_context(_last_member_history(None)))
+    assert result.status == "pass" and result.metrics["elections_judged"] == 1
+    unclean = run_json(cluster={"broker_config": {"unclean.leader.election.enable": "true"}})
+    late = run_check(BY_ID["partition.election_conforms"], python_context(_last_member_history(None), unclean))
+    assert late.status == "fail" and "offline election picked -1, model prescribes 2" in late.summary

@@ -137,3 +137,23 @@ def test_a_leader_without_a_live_alternative_is_not_judged() -> None:
 
 def test_without_a_graceful_stop_there_is_nothing_to_move() -> None:
     assert _run(ControlledShutdownMovesLeaders(), _start()).status == "pass"
+
+
+def test_brokers_lost_together_leave_the_isr_one_write_per_replica_as_kafka_writes_them() -> None:
+    """Apache Kafka 3.9.2 (recorded: tests/data/recorded/zk-3.9.2-weak-correlated-expiry): brokers 2 and 3 expire
+    in one ZooKeeper event; the new controller writes `leader -1, isr [3, 1]` (2, the leader, out), then `isr [1]`
+    52 ms later (3 out), then elects 1. The first write is a step of its answer, not a broker kept in the ISR."""
+    events = [*_start(), _ev(5.0, "broker.down", broker=2), _ev(5.0, "broker.down", broker=3),
+              _ps(5.1, 1, -1, 1, [3, 1]), _ps(5.15, 1, -1, 2, [1]), _ps(5.2, 1, 1, 3, [1]),
+              _ps(5.1, 0, 1, 1, [1, 3]), _ps(5.15, 0, 1, 2, [1]), _ev(30.0, "run.end", "engine")]
+    result = _run(OfflineReplicaLeavesIsr(), events)
+    assert result.status == "pass", result.summary
+
+
+def test_a_write_keeping_a_gone_broker_that_no_removal_follows_still_fails() -> None:
+    """The step must be followed at once by a write taking the broker out; an election keeping it is its answer."""
+    events = [*_start(), _ev(5.0, "broker.down", broker=2), _ev(5.0, "broker.down", broker=3),
+              _ps(5.1, 1, -1, 1, [3, 1]), _ps(5.15, 1, 1, 2, [3, 1]), _ps(9.0, 1, 1, 3, [1]),
+              _ps(5.1, 0, 1, 1, [1]), _ev(30.0, "run.end", "engine")]
+    result = _run(OfflineReplicaLeavesIsr(), events)
+    assert result.status == "fail" and "broker 3 (which followed it) is still in the ISR [3, 1]" in result.summary
