@@ -53,6 +53,9 @@ class CheckResult:
     fault: str | None = None
     allowed: bool = False
     duration_s: float = 0.0
+    permitted: tuple[str, ...] = ()
+    """The settings that permit anomalies this check found (docs/kafka-behaviour.md: a rule holds only under the
+    configuration that asks for it): reported apart from violations, they never fail the run by themselves."""
     expected: bool = False
     """The experiment's `expect:` names this check as one that fails (a known bug): a fail is then what was
     expected, and a pass is the expectation unmet (`spark_analysis.verdict.counted_status`)."""
@@ -76,6 +79,7 @@ class CheckResult:
             "status": self.status,
             "allowed": self.allowed,
             "expected": self.expected,
+            "permitted": list(self.permitted),
             "summary": self.summary,
             "fault": self.fault,
             "evidence": [_clean(e) for e in self.evidence],
@@ -95,6 +99,7 @@ class CheckResult:
             allowed=bool(data.get("allowed", False)),
             duration_s=float(data.get("duration_s", 0.0)),
             expected=bool(data.get("expected", False)),
+            permitted=tuple(str(p) for p in data.get("permitted") or ()),
         )
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
+from harness.model.promises import Writer
 from harness.model.releases import has
 
 
@@ -80,6 +81,10 @@ class RunInfo:
     slo: Mapping[str, float] = field(default_factory=dict)
     offsets_topic_partitions: int | None = None
     unclean_election: bool = False
+    """The brokers' `unclean.leader.election.enable` (a topic's own setting wins: `unclean_for`)."""
+    writers: tuple[Writer, ...] = ()
+    """The producers and pipelines with their promise-relevant settings (run.json `workload`; empty before it)."""
+    topic_configs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     mode: str = ZOOKEEPER
     """The cluster mode: "zookeeper" (the default, also for run.json files written before the field) or "kraft"."""
     raw: Mapping[str, Any] = field(default_factory=dict)
@@ -95,6 +100,16 @@ class RunInfo:
                 text += " with bug flags " + ", ".join(self.bugs)
             return text
         return "unknown broker" + (f" {self.version}" if self.version else "")
+
+    def unclean_for(self, topic: str) -> bool:
+        """`unclean.leader.election.enable` for `topic`: its own config, else the brokers'."""
+        own = self.topic_configs.get(topic, {}).get("unclean.leader.election.enable")
+        return _truthy(own) if own is not None else self.unclean_election
+
+    def writer_of(self, value: int) -> Writer | None:
+        """The producer or pipeline that wrote `value` (each writes from its own `value_base` on)."""
+        found = [w for w in self.writers if w.value_base is not None and w.value_base <= value]
+        return max(found, key=lambda w: w.value_base or 0) if found else None
 
     def broker_setting(self, name: str, default: int) -> int:
         """An integer broker setting of the experiment's `cluster.broker_config` (as run.json records it), or
@@ -150,6 +165,26 @@ def _mode(value: object) -> str:
     return KRAFT if isinstance(value, str) and value.strip().lower() == KRAFT else ZOOKEEPER
 
 
+def _writers(data: Mapping[str, Any]) -> tuple[Writer, ...]:
+    workload = data.get("workload") if isinstance(data.get("workload"), Mapping) else {}
+    assert isinstance(workload, Mapping)
+    out = []
+    for entry in [*(workload.get("producers") or []), *(workload.get("pipelines") or [])]:
+        if not isinstance(entry, Mapping) or not entry.get("id"):
+            continue
+        flight, base = entry.get("max_in_flight"), entry.get("value_base")
+        out.append(Writer(str(entry["id"]), str(entry.get("topic") or ""), str(entry.get("acks") or "all"),
+                          entry.get("idempotence") is not False, entry.get("transactional") is True,
+                          flight if isinstance(flight, int) else None, base if isinstance(base, int) else None))
+    return tuple(out)
+
+
+def _topic_configs(data: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    return {str(t["name"]): {str(k): str(v) for k, v in (t.get("config") or {}).items()}
+            for t in data.get("topics") or [] if isinstance(t, Mapping) and t.get("name")
+            and isinstance(t.get("config") or {}, Mapping)}
+
+
 def run_info_from_mapping(data: Mapping[str, Any]) -> RunInfo:
     """Build a RunInfo from the parsed `run.json` (every key optional)."""
     broker = data.get("broker") if isinstance(data.get("broker"), Mapping) else {}
@@ -187,6 +222,8 @@ def run_info_from_mapping(data: Mapping[str, Any]) -> RunInfo:
         slo=slo,
         offsets_topic_partitions=int(otp) if isinstance(otp, (int, str)) and str(otp).isdigit() else None,
         unclean_election=_truthy(broker_config.get("unclean.leader.election.enable")),
+        writers=_writers(data),
+        topic_configs=_topic_configs(data),
         mode=_mode(cluster.get("mode")),
         raw=dict(data),
     )

@@ -201,11 +201,12 @@ class Verdict:
         raise KeyError(check_id)
 
     def counts(self) -> dict[str, int]:
-        out = {"pass": 0, "fail": 0, "unknown": 0, "allowed": 0, "expected": 0}
+        out = {"pass": 0, "fail": 0, "unknown": 0, "allowed": 0, "expected": 0, "permitted": 0}
         for r in self.checks:
             key = ("allowed" if r.allowed and r.status != "pass" else
                    "expected" if r.expected and r.status == "fail" else counted_status(r))
             out[key] += 1
+            out["permitted"] += bool(r.permitted)
         return out
 
     def to_json(self) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import harness
+from harness.engine.parts import value_base
 from harness.experiment.dump import dump_experiment
 from harness.experiment.schema import Experiment
 
@@ -60,6 +61,25 @@ def versions() -> dict[str, Any]:
         "kazoo": _package_version("kazoo"),
         "pyspark": _package_version("pyspark"),
         "platform": platform.platform(),
+    }
+
+
+def workload_settings(exp: Experiment) -> dict[str, Any]:
+    """What the checks need of the workload to know which promises its configuration asks Kafka for
+    (`spark_analysis.runinfo.WriterSettings`): each writer's value range, acks, idempotence, transactions and
+    `max.in.flight.requests.per.connection` (as librdkafka reads it; None: its default), each group's isolation."""
+    def in_flight(config: Any) -> int | None:
+        text = str(config.get("max.in.flight.requests.per.connection", config.get("max.in.flight", ""))).strip()
+        return int(text) if text.isdigit() else None
+
+    return {
+        "producers": [{"id": p.id, "topic": p.topic, "acks": p.acks, "idempotence": p.idempotence,
+                       "transactional": p.transactions is not None, "max_in_flight": in_flight(p.config),
+                       "value_base": value_base(exp, p.id)} for p in exp.workload.producers],
+        "pipelines": [{"id": p.id, "topic": p.output, "acks": "all", "idempotence": True, "transactional": True,
+                       "max_in_flight": None, "value_base": value_base(exp, p.id)} for p in exp.workload.pipelines],
+        "consumers": [{"group": c.group, "topics": list(c.topics), "isolation": c.isolation}
+                      for c in exp.workload.consumers],
     }
 
 
@@ -107,6 +127,9 @@ class RunBundle:
                             "offsets.topic.num.partitions", 50)),
                         # the verifiers read broker settings from here (unclean.leader.election.enable)
                         "broker_config": {k: str(v) for k, v in exp.cluster.broker_config.items()}},
+            "workload": workload_settings(exp),
+            "topics": [{"name": t.name, "partitions": t.partitions, "replication_factor": t.replication_factor,
+                        "config": dict(t.config)} for t in exp.topics],
             "versions": versions(),
             "started": datetime.now(UTC).isoformat(),
             "ended": None,

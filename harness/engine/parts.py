@@ -24,6 +24,12 @@ VALUE_STRIDE = 1_000_000_000
 """Producer i writes the unique values i*VALUE_STRIDE + n (n = 0, 1, ...)."""
 
 
+def value_base(exp: Experiment, writer: str) -> int:
+    """The first value of a writer (a producer's or a pipeline's id): the producers' in order, then the pipelines'."""
+    writers = [p.id for p in exp.workload.producers] + [p.id for p in exp.workload.pipelines]
+    return (writers.index(writer) + 1) * VALUE_STRIDE
+
+
 @dataclass(frozen=True, slots=True)
 class RunParts:
     observers: Callable[[Experiment, Cluster, EventSink], Sequence[Observer]]
@@ -66,8 +72,8 @@ def real_producers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[W
     from harness.workload.txn_producer import TransactionalProducerWorkload
 
     out: list[Workload] = []
-    for i, p in enumerate(exp.workload.producers):
-        base = (i + 1) * VALUE_STRIDE
+    for p in exp.workload.producers:
+        base = value_base(exp, p.id)
         t = p.transactions
         out.append(
             ProducerWorkload(cluster.bootstrap_servers, sink, producer_id=p.id, topic=p.topic, rate=p.rate,
@@ -85,7 +91,6 @@ def real_consumers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[W
     from harness.workload.consumer import ConsumerGroupWorkload
     from harness.workload.pipeline import PipelineWorkload
 
-    first = len(exp.workload.producers) + 1
     return [
         *(ConsumerGroupWorkload(cluster.bootstrap_servers, sink, group=c.group, topics=list(c.topics),
                                 members=c.members, strategy=c.strategy, commit=c.commit, extra_config=dict(c.config),
@@ -93,8 +98,8 @@ def real_consumers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[W
           for c in exp.workload.consumers),
         *(PipelineWorkload(cluster.bootstrap_servers, sink, pipeline_id=p.id, group=p.group, input_topic=p.input,
                            output_topic=p.output, transactional_id=p.transactions.id, records=p.transactions.records,
-                           timeout_s=p.transactions.timeout, value_base=(first + i) * VALUE_STRIDE)
-          for i, p in enumerate(exp.workload.pipelines)),
+                           timeout_s=p.transactions.timeout, value_base=value_base(exp, p.id))
+          for p in exp.workload.pipelines),
     ]
 
 

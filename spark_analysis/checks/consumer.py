@@ -19,6 +19,7 @@ from pyspark.sql.window import Window
 
 from spark_analysis.checks.common import plural, tp_label
 from spark_analysis.checks.frames import events_by_seq, poll_pairs, topic_hash
+from spark_analysis.checks.permits import settle, weigh
 from spark_analysis.checks.txn_frames import hidden_values
 from spark_analysis.context import CheckContext
 from spark_analysis.result import CheckResult, failed, passed
@@ -45,6 +46,12 @@ def _first_line(ev: list[dict[str, Any]]) -> tuple[str, float]:
             f"@{a.get('offset')}"), float(b.get("t") or 0.0)
 
 
+def _truncated(_writer: object, unclean: str | None) -> str | None:
+    """Consumers read only below the high watermark, which no clean election takes back: their reads go back or
+    jump only when a permitted unclean election truncated the log under them."""
+    return unclean
+
+
 class NonmonotonicPoll:
     id = "consumer.nonmonotonic_poll"
     family = "consumer"
@@ -52,11 +59,17 @@ class NonmonotonicPoll:
 
     def run(self, ctx: CheckContext) -> CheckResult:
         bad = poll_pairs(ctx).where(F.col("offset") <= F.col("prev_offset"))
-        sample = bad.orderBy("seq").limit(EVIDENCE_PAIRS).collect()
         polls = ctx.count("poll")
-        if not sample:
+        if not bad.limit(1).collect():
             return passed(self.id, f"offsets increased across all {polls} polls within each assignment",
                           {"polls": polls, "nonmonotonic": 0})
+        weighed = weigh(ctx, bad, _truncated, value=None)
+        return settle(self._failed(ctx, bad), weighed.anomalies, ("nonmonotonic poll", "nonmonotonic polls"),
+                      lambda _n: self._failed(ctx, weighed.violations(bad)))
+
+    def _failed(self, ctx: CheckContext, bad: Any) -> CheckResult:
+        polls = ctx.count("poll")
+        sample = bad.orderBy("seq").limit(EVIDENCE_PAIRS).collect()
         n = bad.count()
         ev = _pair_evidence(ctx, sample, lambda r: f"offset {r['offset']} after {r['prev_offset']} in one assignment")
         text, t = _first_line(ev)
@@ -105,12 +118,17 @@ class PollSkip:
                 F.lead("offset").over(w).alias("next_known"))
             pairs = gaps.join(nxt, ["topic_h", "partition", "prev_offset"])
         skips = pairs.where(F.col("next_known") < F.col("offset"))
-        sample = skips.orderBy("seq").limit(EVIDENCE_PAIRS).collect()
         metrics = {"polls": polls, "gaps": n_gaps}
-        if not sample:
+        if not skips.limit(1).collect():
             metrics["skips"] = 0
             return passed(self.id, f"{plural(n_gaps, 'offset gap')} in polls, none over a known record", metrics)
-        metrics["skips"] = skips.count()
+        weighed = weigh(ctx, skips, _truncated, value=None)
+        return settle(self._failed(ctx, skips, metrics), weighed.anomalies, ("poll skip", "poll skips"),
+                      lambda _n: self._failed(ctx, weighed.violations(skips), metrics))
+
+    def _failed(self, ctx: CheckContext, skips: Any, counts: dict[str, Any]) -> CheckResult:
+        sample = skips.orderBy("seq").limit(EVIDENCE_PAIRS).collect()
+        metrics = {**counts, "skips": skips.count()}
         ev = _pair_evidence(ctx, sample, lambda r: f"jumped from {r['prev_offset']} to {r['offset']} over known "
                                                    f"offset {r['next_known']}")
         text, t = _first_line(ev)

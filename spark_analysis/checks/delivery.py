@@ -42,6 +42,7 @@ from typing import Any
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
+from harness.model.promises import Writer, ack_withdrawn, once_withdrawn, order_withdrawn
 from spark_analysis.checks.bitsets import per_location, write_counters
 from spark_analysis.checks.common import plural, tp_label
 from spark_analysis.checks.frames import (
@@ -54,6 +55,7 @@ from spark_analysis.checks.frames import (
     strong_ack,
     topic_hash,
 )
+from spark_analysis.checks.permits import settle, unclean_partitions, weigh
 from spark_analysis.checks.slots import acks_in_value_order, location_summary
 from spark_analysis.context import CheckContext
 from spark_analysis.faults import FaultIndex
@@ -162,10 +164,24 @@ class LostWrite:
                     "topic", topic_hash().alias("h")).distinct().collect()})
             lost_by_tp = {(names.get(int(r["ack_topic_h"]), "?"), int(r["ack_partition"])): int(r["count"])
                           for r in by_tp}
-            summary, fault = lost_summary(lost_by_tp, sample, ctx.faults)
-            ev = [_ev(r, problem="acknowledged (acks=all) but never polled") for r in sample[:EVIDENCE_ROWS]]
             metrics["lost_by_partition"] = {tp_label(*tp): n for tp, n in sorted(lost_by_tp.items())}
-            return failed(self.id, summary, ev, metrics, fault)
+            unclean = unclean_partitions(ctx)
+
+            def where(row: dict[str, Any]) -> tuple[str, int]:
+                return str(row.get("topic")), int(row.get("partition") or 0)
+
+            def lost_on(tps: dict[tuple[str, int], int], rows: list[dict[str, Any]]) -> CheckResult:
+                summary, fault = lost_summary(tps, rows, ctx.faults)
+                ev = [_ev(r, problem="acknowledged (acks=all) but never polled", permitted_by=unclean.get(where(r)))
+                      for r in rows[:EVIDENCE_ROWS]]
+                return failed(self.id, summary, ev, metrics, fault)
+
+            def violations(_n: int) -> CheckResult:
+                return lost_on({tp: n for tp, n in lost_by_tp.items() if tp not in unclean},
+                               [r for r in sample if where(r) not in unclean])
+
+            return settle(lost_on(lost_by_tp, sample), [(unclean.get(tp), n) for tp, n in lost_by_tp.items()],
+                          ("lost acked write", "lost acked writes"), violations)
         return self._nothing_lost(metrics, unseen)
 
     def _nothing_lost(self, metrics: dict[str, Any], unseen: int) -> CheckResult:
@@ -185,6 +201,21 @@ class LostWrite:
         if unverifiable:
             info_note += f"; {unverifiable} acked writes to topics no consumer reads not judged"
         return passed(self.id, f"all {checked} acked writes were polled{info_note}", metrics)
+
+
+def _once_permit(writer: Writer | None, unclean: str | None) -> str | None:
+    """R5 holds for idempotent writers; a truncation by a permitted unclean election also stores a retry again."""
+    return (once_withdrawn(writer) if writer is not None else None) or unclean
+
+
+def _order_permit(writer: Writer | None, unclean: str | None) -> str | None:
+    """R7 holds for idempotent writers and those with one request in flight; a permitted truncation reorders too."""
+    return (order_withdrawn(writer) if writer is not None else None) or unclean
+
+
+def _ack_permit(writer: Writer | None, unclean: str | None) -> str | None:
+    """R3/R6: only acks=all writes survive every clean election; a permitted unclean one truncates any."""
+    return unclean or (ack_withdrawn(writer) if writer is not None else None)
 
 
 def txn_note(metrics: dict[str, Any]) -> str:
@@ -221,8 +252,13 @@ class Duplicate:
                           {"values_seen": seen, "duplicated_values": 0})
         pv = per_value(ctx)
         dups = pv.where(F.col("loc_min").isNotNull() & (F.col("loc_min") != F.col("loc_max")))
+        weighed = weigh(ctx, dups, _once_permit, topic_h="ack_topic_h", partition="ack_partition")
+        return settle(self._failed(ctx, dups, seen, int(stats["duplicated_values"])), weighed.anomalies,
+                      ("value at two offsets", "values at two offsets"),
+                      lambda n: self._failed(ctx, weighed.violations(dups), seen, n))
+
+    def _failed(self, ctx: CheckContext, dups: Any, seen: int, n: int) -> CheckResult:
         sample = [int(r["value"]) for r in dups.select("value").limit(EVIDENCE_ROWS // 2).collect()]
-        n = int(stats["duplicated_values"])
         ev = _rows_for_values(ctx, sorted(sample))[:EVIDENCE_ROWS]
         first = [r for r in ev if r["value"] == ev[0]["value"]]
         # Rows without an offset (an ack whose offset librdkafka did not report) cannot say where.
@@ -244,9 +280,19 @@ class InconsistentOffsets:
             # No (topic, partition, offset) was seen holding two values: nothing to confirm.
             return passed(self.id, "every observed offset holds one value", {"inconsistent_offsets": 0})
         bad = per_location(ctx).where(F.col("vmin") != F.col("vmax"))
-        sample = bad.limit(EVIDENCE_ROWS // 2).collect()
-        if not sample:
+        if not bad.limit(1).collect():
             return passed(self.id, "every observed offset holds one value", {"inconsistent_offsets": 0})
+        # Permitted when the partition had an unclean election the topic allows, or either value's writer took
+        # acknowledgements weaker than acks=all (a clean election truncates what only the old leader held).
+        by_min = weigh(ctx, bad, _ack_permit, value="vmin")
+        rest = by_min.violations(bad)
+        by_max = weigh(ctx, rest, _ack_permit, value="vmax")
+        anomalies = [a for a in by_min.anomalies if a[0] is not None] + by_max.anomalies
+        return settle(self._failed(ctx, bad), anomalies, ("offset holding two values", "offsets holding two values"),
+                      lambda _n: self._failed(ctx, by_max.violations(rest)))
+
+    def _failed(self, ctx: CheckContext, bad: Any) -> CheckResult:
+        sample = bad.limit(EVIDENCE_ROWS // 2).collect()
         n = bad.count()
         values = sorted({int(r["vmin"]) for r in sample} | {int(r["vmax"]) for r in sample})
         rows = [r for r in _rows_for_values(ctx, values)
@@ -276,13 +322,19 @@ class KeyOrder:
             return passed(self.id, self.PASS, {"reordered": 0})
         pv = keyed_acks(ctx)
         w = Window.partitionBy("pk_h", "ack_topic_h", "ack_partition").orderBy("send_seq")
-        pairs = (pv.select("send_seq", "ack_seq", "ack_offset",
+        pairs = (pv.select("send_seq", "ack_seq", "ack_offset", "value", "ack_topic_h", "ack_partition",
                            F.lag("ack_offset").over(w).alias("prev_offset"),
                            F.lag("ack_seq").over(w).alias("prev_ack_seq"))
                  .where(F.col("prev_offset").isNotNull() & (F.col("ack_offset") <= F.col("prev_offset"))))
-        sample = pairs.limit(EVIDENCE_ROWS // 2).collect()
-        if not sample:
+        if not pairs.limit(1).collect():
             return passed(self.id, self.PASS, {"reordered": 0})
+        weighed = weigh(ctx, pairs, _order_permit, topic_h="ack_topic_h", partition="ack_partition")
+        return settle(self._failed(ctx, pairs), weighed.anomalies,
+                      ("write stored out of key order", "writes stored out of key order"),
+                      lambda _n: self._failed(ctx, weighed.violations(pairs)))
+
+    def _failed(self, ctx: CheckContext, pairs: Any) -> CheckResult:
+        sample = pairs.limit(EVIDENCE_ROWS // 2).collect()
         n = pairs.count()
         rows = events_by_seq(ctx, [int(r["ack_seq"]) for r in sample] + [int(r["prev_ack_seq"]) for r in sample])
         ev: list[dict[str, Any]] = []

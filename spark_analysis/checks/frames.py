@@ -191,7 +191,7 @@ def per_value_stats(ctx: CheckContext) -> dict[str, Any]:
 
 
 def keyed_acks(ctx: CheckContext) -> DataFrame:
-    """One row per acked value with a key and an offset: `pk_h` (producer and key), `ack_topic_h`,
+    """One row per acked value with a key and an offset: `pk_h` (producer and key), `value`, `ack_topic_h`,
     `ack_partition`, `ack_offset`, `ack_seq` (its lowest-offset ack) and `send_seq` (its first send).
 
     A value's sends and acks meet in a window by (`pk_h`, value), without a per-value aggregate of
@@ -208,7 +208,7 @@ def keyed_acks(ctx: CheckContext) -> DataFrame:
     return (ev.select("*", F.min(F.when(F.col("kind") == 0, F.col("seq"))).over(w).alias("send_seq"),
                       (F.row_number().over(w) == sends + 1).alias("first_ack"))
             .where((F.col("kind") == 1) & F.col("first_ack") & F.col("send_seq").isNotNull())
-            .select("pk_h", "send_seq", F.col("topic_h").alias("ack_topic_h"),
+            .select("pk_h", "send_seq", "value", F.col("topic_h").alias("ack_topic_h"),
                     F.col("partition").alias("ack_partition"), F.col("offset").alias("ack_offset"),
                     F.col("seq").alias("ack_seq")))
 

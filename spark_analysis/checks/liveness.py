@@ -22,15 +22,31 @@ from __future__ import annotations
 import bisect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from spark_analysis.faults import FaultIndex, FaultWindow
 
+E = TypeVar("E", bound=Mapping[str, Any])
+AUTHORITATIVE_SOURCES = ("zk", "kraft")
+"""Observers whose events are the cluster's own record (ZooKeeper's znode watches; in KRaft the metadata observer's
+answers, which carry leader epochs and the ELR), in order of preference over the AdminClient observer's polls,
+which carry no epochs and answer from whichever broker's cache they reach: a broker cut off from ZooKeeper still
+lists its peers (seen on Apache Kafka 3.9.2: `broker.up` of brokers 2 and 3 from the AdminClient 8 s before they
+registered in ZooKeeper again)."""
 LIVENESS_GRACE_S = 3.0
 UP_TYPES = ("broker.up", "broker.unfenced")
 DOWN_TYPES = ("broker.down", "broker.fenced")
 LIVENESS_TYPES = UP_TYPES + DOWN_TYPES
 """The event types broker liveness reads (pass them all to `CheckContext.rows`)."""
+
+
+def authoritative(events: list[E]) -> list[E]:
+    """The events of the first AUTHORITATIVE_SOURCES source that reported any, else all of them."""
+    for src in AUTHORITATIVE_SOURCES:
+        chosen = [e for e in events if e.get("src") == src]
+        if chosen:
+            return chosen
+    return events
 
 
 @dataclass(frozen=True, slots=True)

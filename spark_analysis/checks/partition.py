@@ -41,7 +41,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from spark_analysis.checks.common import evidence, plural, tp_label
-from spark_analysis.checks.liveness import LIVENESS_GRACE_S, LIVENESS_TYPES, Liveness, build_liveness
+from spark_analysis.checks.liveness import LIVENESS_GRACE_S, LIVENESS_TYPES, Liveness, authoritative, build_liveness
 from spark_analysis.context import CheckContext, Row
 from spark_analysis.operations import OperationIndex
 from spark_analysis.result import CheckResult, failed, passed, unknown
@@ -55,21 +55,6 @@ def _by_partition(events: Iterable[Row], per_source: bool = True) -> dict[tuple[
         src = str(ev.get("src")) if per_source else ""
         out[(src, str(ev["topic"]), int(ev["partition"]))].append(ev)
     return out
-
-
-AUTHORITATIVE_SOURCES = ("zk", "kraft")
-"""Observers whose partition states carry leader epochs (ZooKeeper's znode watches; in KRaft the
-metadata observer's DescribeTopicPartitions answers, with the ELR), in order of preference over the
-AdminClient observer's polls, which carry none."""
-
-
-def authoritative(events: list[Row]) -> list[Row]:
-    """The events of the first AUTHORITATIVE_SOURCES source that reported any, else all of them."""
-    for src in AUTHORITATIVE_SOURCES:
-        chosen = [e for e in events if e.get("src") == src]
-        if chosen:
-            return chosen
-    return events
 
 
 def _states(ctx: CheckContext) -> list[Row]:
@@ -203,7 +188,8 @@ def _dead_leader_left_isr(prev: Row, ev: Row, nxt: Row | None) -> bool:
         return False
     if len(isr) > 1:
         return new_isr == [b for b in isr if b != old]
-    elected = (nxt is not None and int(nxt.get("leader") if nxt.get("leader") is not None else -1) >= 0
+    leader = nxt.get("leader") if nxt is not None else None
+    elected = (nxt is not None and leader is not None and int(leader) >= 0
                and float(nxt.get("t") or 0.0) - float(ev.get("t") or 0.0) <= STEP_S)
     return new_isr == isr and elected
 
@@ -305,7 +291,8 @@ class ElectionConforms:
     def run(self, ctx: CheckContext) -> CheckResult:
         from harness.model.election import elect_leader
 
-        live = build_liveness(ctx.rows(*LIVENESS_TYPES))
+        registrations = authoritative(ctx.rows(*LIVENESS_TYPES))
+        live = build_liveness(registrations)
         judged = unexplained = offline_replica_steps = 0
         per_strategy: dict[str, int] = defaultdict(int)
         per_eligibility: dict[str, int] = defaultdict(int)

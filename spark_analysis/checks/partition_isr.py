@@ -227,6 +227,43 @@ class OfflineReplicaLeavesIsr:
         return _result(self.id, ctx, bad, metrics, "replica", text, none)
 
 
+@dataclass(frozen=True, slots=True)
+class UncleanElection:
+    """A leader elected from outside the last ISR (and, in KRaft, the ELR and the last known leader)."""
+
+    topic: str
+    partition: int
+    prev: Row
+    ev: Row
+
+    @property
+    def leader(self) -> int:
+        return int(self.ev["leader"])
+
+    @property
+    def t(self) -> float:
+        return float(self.ev.get("t") or 0.0)
+
+
+def leader_elections(ctx: CheckContext) -> tuple[int, list[UncleanElection]]:
+    """How many leader changes the authoritative states show, and the unclean ones among them. A replica that
+    joined the ISR between two observed states (the leader epoch skipped one) is not outside it."""
+    if "leader_elections" in ctx.shared:
+        return ctx.shared["leader_elections"]
+    elections = 0
+    unclean: list[UncleanElection] = []
+    for (topic, part), states in _timeline(ctx).states.items():
+        for prev, ev in itertools.pairwise(states):
+            leader = ev.get("leader")
+            if leader is None or leader < 0 or leader == prev.get("leader"):
+                continue
+            elections += 1
+            if _eligibility(prev, int(leader)) == "outside" and int(leader) not in _caught_up(prev, ev):
+                unclean.append(UncleanElection(topic, part, prev, ev))
+    ctx.shared["leader_elections"] = (elections, unclean)
+    return elections, unclean
+
+
 class UncleanOnlyWhenEnabled:
     id = "partition.unclean_only_when_enabled"
     family = "partition"
@@ -236,35 +273,32 @@ class UncleanOnlyWhenEnabled:
         tl = _timeline(ctx)
         if not tl.states:
             return unknown(self.id, "no partition.state event carries an ISR")
-        elections = 0
-        unclean: list[dict[str, Any]] = []
-        for (topic, part), states in tl.states.items():
-            for prev, ev in itertools.pairwise(states):
-                leader = ev.get("leader")
-                if leader is None or leader < 0 or leader == prev.get("leader"):
-                    continue
-                elections += 1
-                if _eligibility(prev, int(leader)) != "outside" or int(leader) in _caught_up(prev, ev):
-                    continue
-                unclean += [evidence(prev), evidence(
-                    ev, unclean=True, problem=f"{tp_label(topic, part)}: unclean election of broker {leader}, "
-                                              f"outside the ISR {_isr(prev)}" + (
-                                                  f" and the ELR {list(prev['elr'])}" if prev.get("elr") else ""))]
-        count = sum(1 for e in unclean if "problem" in e)
-        enabled = ctx.run.unclean_election
-        metrics = {"elections": elections, "unclean_elections": count, "unclean_enabled": enabled,
-                   "violations": 0 if enabled else count}
-        if unclean and enabled:
-            result = passed(self.id, f"{plural(count, 'unclean election')} recorded, allowed by "
-                                     f"unclean.leader.election.enable=true, e.g. {unclean[1]['problem']}", metrics)
-            return replace(result, evidence=tuple(unclean))
-        if unclean:
-            return _result(self.id, ctx, unclean, metrics, "unclean election", "", None)
+        elections, found = leader_elections(ctx)
+        refused = [u for u in found if not ctx.run.unclean_for(u.topic)]
+        allowed = [u for u in found if ctx.run.unclean_for(u.topic)]
+        metrics = {"elections": elections, "unclean_elections": len(found), "unclean_enabled": ctx.run.unclean_election,
+                   "violations": len(refused)}
+        if refused:
+            return _result(self.id, ctx, _unclean_rows(refused), metrics, "unclean election", "", None)
+        if allowed:
+            rows = _unclean_rows(allowed)
+            result = passed(self.id, f"{plural(len(allowed), 'unclean election')} recorded, allowed by "
+                                     f"unclean.leader.election.enable=true, e.g. {rows[1]['problem']}", metrics)
+            return replace(result, evidence=tuple(rows), permitted=("unclean.leader.election.enable=true",))
         if not elections:
             return passed(self.id, "no leader was elected after the first state (nothing unclean)", metrics)
         return passed(self.id, f"all {plural(elections, 'election')} chose from the ISR"
                       + (" or the ELR" if any(st.get("elr") is not None for s in tl.states.values() for st in s)
                          else ""), metrics)
+
+
+def _unclean_rows(found: list[UncleanElection]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for u in found:
+        elr = f" and the ELR {list(u.prev['elr'])}" if u.prev.get("elr") else ""
+        rows += [evidence(u.prev), evidence(u.ev, unclean=True, problem=f"{tp_label(u.topic, u.partition)}: unclean "
+                                            f"election of broker {u.leader}, outside the ISR {_isr(u.prev)}{elr}")]
+    return rows
 
 
 class ControlledShutdownMovesLeaders:

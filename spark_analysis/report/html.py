@@ -41,7 +41,9 @@ details summary{cursor:pointer;color:#1f4e99}
 """
 
 
-def _badge(status: str, allowed: bool = False, expected: bool = False) -> str:
+def _badge(status: str, allowed: bool = False, expected: bool = False, permitted: bool = False) -> str:
+    if permitted and status == "pass":
+        return '<span class="badge allowed">pass (permitted)</span>'
     if allowed and status != "pass":
         return f'<span class="badge allowed">{escape(status)} (allowed)</span>'
     if expected and status == "fail":
@@ -81,8 +83,12 @@ def _check_row(r: CheckResult) -> str:
         details = (f"<details><summary>evidence ({len(r.evidence)}) and metrics</summary>"
                    f"{_evidence_table(r.evidence)}<pre>{escape(metrics)}</pre></details>")
     fault = f"<br><small>tied to {escape(r.fault)}</small>" if r.fault else ""
+    if r.permitted:
+        fault += ("<br><small>permitted by the configuration (not a violation): "
+                  f"{escape('; '.join(r.permitted))}</small>")
+    badge = _badge(r.status, r.allowed, r.expected, bool(r.permitted))
     return (f'<tr id="{escape(r.check_id)}"><td class="mono">{escape(r.check_id)}</td>'
-            f"<td>{_badge(r.status, r.allowed, r.expected)}</td><td>{escape(r.summary)}{fault}{details}</td>"
+            f"<td>{badge}</td><td>{escape(r.summary)}{fault}{details}</td>"
             f'<td class="mono">{r.duration_s:.2f}s</td></tr>')
 
 
@@ -193,7 +199,8 @@ def render_html(verdict: Verdict, experiment_yaml: str | None = None) -> str:
 <body>
 <h1>{escape(title)}</h1>
 <p class="sub">Run status {_badge(verdict.status)} &nbsp; {counts['pass']} pass, {counts['fail']} fail,
-{counts['unknown']} unknown, {counts['allowed']} allowed, {counts['expected']} expected failures
+{counts['unknown']} unknown, {counts['allowed']} allowed, {counts['expected']} expected failures,
+{counts['permitted']} with anomalies the configuration permits
 &nbsp;·&nbsp; tested: <b>{escape(verdict.title)}</b></p>
 {_banners(verdict)}
 <h2>Timeline</h2>

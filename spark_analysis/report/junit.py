@@ -68,6 +68,9 @@ def render_junit(verdict: Verdict) -> str:
         elif r.status == "unknown":
             el = ET.SubElement(case, "error", message=r.summary, type="unknown")
             el.text = str(r.metrics.get("traceback", "")) or None
+        if r.permitted:
+            props_el = ET.SubElement(case, "properties")
+            ET.SubElement(props_el, "property", name="permitted", value="; ".join(r.permitted))
         out = ET.SubElement(case, "system-out")
         out.text = r.summary + ("\n" + json.dumps(dict(r.metrics), default=str, sort_keys=True) if r.metrics else "")
     note = damage_note(verdict.history)
