@@ -4,8 +4,9 @@ Spark (delivery, consumer, commit order, the transaction checks: `spark_analysis
 client-side stall SLOs `slo.write_unavailable` and `slo.read_unavailable`: `spark_analysis.reference_stall`), and
 the checks that already run in Python on collected rows (controller, quorum, partition, group, the other SLOs)
 reused as they are, fed from this module's parse instead of Spark (a line is read as Spark reads it:
-`spark_analysis.reference_lines`). Like `verify_run`, it answers the checks that apply to the run's cluster mode
-(`RunInfo.applies`).
+`spark_analysis.reference_lines`). `group.offsets_kept` runs as it is too, on the commits and polls this module
+keeps (its Spark path only reduces them in Spark). Like `verify_run`, it answers the checks that apply to the run's
+cluster mode (`RunInfo.applies`).
 
 It exists for two reasons: the benchmark compares Spark against it on the same file, and the
 tests cross-check that both reach the same statuses on the fixtures. Same semantics as the Spark
@@ -97,6 +98,8 @@ class _State:
     gaps: list[tuple[Row, Row]] = field(default_factory=list)
     last_commit: dict[tuple[str, str, int, int], Row] = field(default_factory=dict)
     commit_back: list[tuple[Row, Row]] = field(default_factory=list)
+    commits: list[Row] = field(default_factory=list)
+    """Every commit with an offset (`group.offsets_kept` reads them with the polls)."""
     small: list[Row] = field(default_factory=list)
     outcomes: list[Outcome] = field(default_factory=list)
     """Acks and send.errors that name a partition (the stall checks)."""
@@ -148,6 +151,8 @@ def _parse(path: Path) -> _State:
             if prev is not None and ev.get("offset") is not None and ev["offset"] < prev["offset"]:
                 st.commit_back.append((prev, ev))
             st.last_commit[key] = ev
+            if ev.get("offset") is not None:
+                st.commits.append(spark_row(ev))
             continue
         if kind in ("ack", "send.error"):
             if ev.get("partition") is not None:
@@ -363,7 +368,14 @@ def reference_checks(run_dir: Path, history: Path | None = None) -> list[CheckRe
         small_by_type[ev["type"]].append(spark_row(ev))
 
     def provide(types: tuple[str, ...]) -> list[Row]:
-        return sorted((e for t in types for e in small_by_type.get(t, ())), key=lambda e: e["seq"])
+        rows = [e for t in types for e in small_by_type.get(t, ())]
+        if "commit" in types:
+            rows += st.commits
+        if "poll" in types:  # the polls with an offset, as `group.offsets_kept` reads them
+            rows += [{"type": "poll", "seq": p.seq, "t": p.t, "consumer": p.consumer, "group": p.who,
+                      "topic": p.topic, "partition": p.partition, "offset": p.offset, "value": p.value}
+                     for p in st.polls]
+        return sorted(rows, key=lambda e: e["seq"])
 
     ctx = CheckContext(run=run, type_counts=dict(st.counts), end_t=st.end_t, rows_provider=provide,
                        skipped_lines=st.skipped, damage=damage)

@@ -92,6 +92,7 @@ HISTORY_SCHEMA = StructType(
         # (voters/observers are lists of objects, kept as their JSON text)
         _f("elr", ArrayType(_L)),
         _f("last_known_elr", ArrayType(_L)),
+        _f("leader_fenced", _B),
         _f("voter", _L),
         _f("role", _S),
         _f("high_watermark", _L),

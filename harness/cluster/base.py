@@ -120,6 +120,9 @@ class ClusterSpec:
     broker_config: Mapping[str, str] = field(default_factory=_frozen_map)
     images: Mapping[str, str] = field(default_factory=_frozen_map)
     reference_bugs: tuple[str, ...] = ()
+    features: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    """KRaft: feature levels `kafka-storage format --feature name=level` sets (Kafka 3.8+, KIP-1022), e.g.
+    `eligible.leader.replicas.version: 1` (ELR is off by default on 4.0)."""
     ready_timeout_s: float = 90.0
 
     @property

@@ -185,10 +185,12 @@ def kraft_node_spec(spec: ClusterSpec, role: RoleImage, topology: Topology, node
                          {"server.properties": text}, conf_mount=True, logs_mount=True, published=dict(published))
 
 
-def format_spec(node_spec: ContainerSpec, cluster_id: str, launcher: BrokerLauncher) -> ContainerSpec:
+def format_spec(node_spec: ContainerSpec, cluster_id: str, launcher: BrokerLauncher,
+                features: Mapping[str, int] | None = None) -> ContainerSpec:
     """The one-off container formatting a node's log directory: the node's image, mounts and environment,
-    running `StorageTool format` on the node's own /conf/server.properties; no ports."""
-    args = storage_format_args(cluster_id, f"{CONF_DIR}/server.properties")
+    running `StorageTool format` on the node's own /conf/server.properties (with the cluster's `features`); no
+    ports."""
+    args = storage_format_args(cluster_id, f"{CONF_DIR}/server.properties", features)
     command = tuple(image_launcher(launcher).tool_argv(Path(CONF_DIR) / "logs", *args))
     return dataclasses.replace(node_spec, name=f"{node_spec.name}-format", command=command, exposed=(), published={},
                                labels={**node_spec.labels, LABEL_NODE: f"format {node_spec.node}"}, files={})
@@ -244,7 +246,7 @@ class KraftContainers:
         try:
             for node in self.order:
                 c = self.container(node)
-                fspec = format_spec(c.spec, self.cluster_id, self.launcher)
+                fspec = format_spec(c.spec, self.cluster_id, self.launcher, self.spec.features)
                 volumes = {h: {"bind": inside, "mode": mode} for h, inside, mode in volume_map(fspec, c.node_dir)}
                 try:
                     jobs.append((node, client.containers.run(

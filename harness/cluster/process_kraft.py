@@ -46,6 +46,7 @@ class KraftNodes:
         self.launcher = launcher
         self.stop_timeout_s = stop_timeout_s
         self.cluster_id = spec.cluster_id or kraft_cluster_id(0)
+        self.features = spec.features
         self._registry = registry
         self._environ = environ
         self._ready = BrokerReadiness("", hint=_HINT)
@@ -87,7 +88,7 @@ class KraftNodes:
         try:
             for node, props in self.properties.items():
                 argv = self.launcher.tool_argv(props.parent / "logs",
-                                               *storage_format_args(self.cluster_id, str(props)))
+                                               *storage_format_args(self.cluster_id, str(props), self.features))
                 tool = ManagedProcess(f"format {node}", argv, cwd=props.parent, log_path=props.parent / "format.log",
                                       registry=self._registry, env=self.launcher.env(props.parent, self._environ))
                 tools.append((node, tool))

@@ -139,7 +139,11 @@ def render_kraft_controller(topology: Topology, node_id: int, *, log_dirs: str,
     return _render("kraft-controller.properties.tmpl", values, where, overrides, templates_dir)
 
 
-def storage_format_args(cluster_id: str, properties: str) -> list[str]:
+def storage_format_args(cluster_id: str, properties: str, features: Mapping[str, int] | None = None) -> list[str]:
     """The arguments after `java ... -cp <libs>` that format one node's log directory (what
-    `bin/kafka-storage.sh format -t <id> -c <file>` runs); `--ignore-formatted` keeps a restart harmless."""
-    return ["kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", properties, "--ignore-formatted"]
+    `bin/kafka-storage.sh format -t <id> -c <file>` runs); `--ignore-formatted` keeps a restart harmless; each of
+    `features` is a `--feature name=level` (Kafka 3.8+)."""
+    args = ["kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", properties, "--ignore-formatted"]
+    for name, level in sorted((features or {}).items()):
+        args += ["--feature", f"{name}={level}"]
+    return args

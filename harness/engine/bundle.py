@@ -122,7 +122,7 @@ class RunBundle:
             "broker": {"flavour": None, "version": None, "bugs": list(exp.cluster.reference_bugs)},
             "cluster": {"brokers": exp.cluster.brokers, "zookeepers": exp.cluster.zookeepers,
                         "mode": exp.cluster.mode, "controllers": exp.cluster.controllers,
-                        "combined": exp.cluster.combined,
+                        "combined": exp.cluster.combined, "features": dict(exp.cluster.features),
                         "offsets_topic_partitions": int(exp.cluster.broker_config.get(
                             "offsets.topic.num.partitions", 50)),
                         # the verifiers read broker settings from here (unclean.leader.election.enable)

@@ -7,6 +7,7 @@ problem names the file, line, field path (for the marker: the test module and th
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path as FilePath
 from typing import Any
@@ -29,7 +30,8 @@ from harness.model.releases import feature_problem
 
 SPEC_FIELDS = {"brokers": "brokers", "zookeepers": "zookeepers", "kafka": "kafka_version", "mode": "mode",
                "controllers": "controllers", "combined": "combined", "broker": "broker",
-               "broker_config": "broker_config", "images": "images", "reference_bugs": "reference_bugs"}
+               "broker_config": "broker_config", "images": "images", "reference_bugs": "reference_bugs",
+               "features": "features"}
 """`cluster:` key (and marker keyword) -> the `ClusterSpec` field it sets."""
 CLUSTER_KEYS = tuple(SPEC_FIELDS)
 DEFAULTS = ClusterSpec()
@@ -42,6 +44,7 @@ KRAFT_CONTROLLERS = 3
 IMAGE_ROLES = ("zookeeper", "kafka", "toxiproxy")
 MARKER = "chaos_cluster"
 _JAVA_INT_MAX = 2**31 - 1
+_FEATURE_NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$")
 
 
 def read_cluster(f: Fields, raw: object, path: Path = ("cluster",), what: str = "cluster") -> ClusterSpec | None:
@@ -79,9 +82,11 @@ def read_cluster(f: Fields, raw: object, path: Path = ("cluster",), what: str = 
                 "ZooKeeper mode only", list(bugs), "mode: zookeeper, or drop reference_bugs")
         bugs = MISSING
     config = broker_config(f, m, path)
+    features = _features(f, m, path, mode, kafka)
     values = {"brokers": brokers, "zookeepers": zookeepers, "kafka": kafka, "mode": mode, "controllers": controllers,
               "combined": combined, "broker": broker, "broker_config": frozen_map(config),
-              "images": frozen_map(images) if images is not MISSING else MISSING, "reference_bugs": bugs}
+              "images": frozen_map(images) if images is not MISSING else MISSING, "reference_bugs": bugs,
+              "features": frozen_map(features) if features is not MISSING else MISSING}
     if any(v is MISSING for v in values.values()):
         return None
     return ClusterSpec(**{SPEC_FIELDS[key]: value for key, value in values.items()})
@@ -114,7 +119,7 @@ def cluster_to_dict(spec: ClusterSpec) -> dict[str, Any]:
     """`spec` as the `cluster:` section that reads back into it (the keys a KRaft or a ZooKeeper cluster has)."""
     out: dict[str, Any] = {}
     for key, name in SPEC_FIELDS.items():
-        if key in (("zookeepers",) if spec.kraft else ("controllers", "combined")):
+        if key in (("zookeepers",) if spec.kraft else ("controllers", "combined", "features")):
             continue
         value = getattr(spec, name)
         out[key] = dict(value) if isinstance(value, Mapping) else list(value) if isinstance(value, tuple) else value
@@ -174,6 +179,36 @@ def _quorum(f: Fields, m: dict[str, Any], path: Path, mode: Any, brokers: Any) -
                 f"are {brokers} brokers", controllers, "more brokers, fewer controllers, or combined: false")
         return MISSING, combined
     return controllers, combined
+
+
+def _features(f: Fields, m: dict[str, Any], path: Path, mode: Any, kafka: Any) -> Any:
+    """`features:` (KRaft): feature name -> level, written by `kafka-storage format --feature` (Kafka 3.8+)."""
+    raw = m.get("features")
+    fpath: Path = (*path, "features")
+    if raw is None or raw == {}:
+        return {}
+    if not isinstance(raw, dict):
+        f.error(fpath, "features must be a mapping of feature name -> level", raw,
+                "e.g. features: {eligible.leader.replicas.version: 1}")
+        return MISSING
+    if mode != "kraft":
+        f.error(fpath, "features are KRaft feature levels (kafka-storage format --feature)", raw,
+                "mode: kraft, or remove features")
+        return MISSING
+    problem = feature_problem(kafka_request(kafka), "format_features") if kafka is not MISSING else None
+    if problem:
+        f.error(fpath, problem, raw, 'cluster.kafka: "3.8" or newer')
+        return MISSING
+    out: dict[str, int] = {}
+    for name, level in raw.items():
+        if not (isinstance(name, str) and _FEATURE_NAME.match(name)):
+            f.error((*fpath, str(name)), "a feature name is lowercase words joined by dots", name,
+                    "e.g. eligible.leader.replicas.version")
+        elif isinstance(level, bool) or not isinstance(level, int) or not 0 <= level <= 32767:
+            f.error((*fpath, name), "a feature level is an integer from 0 to 32767 (a short)", level)
+        else:
+            out[name] = level
+    return out if len(out) == len(raw) else MISSING
 
 
 def _images(f: Fields, m: dict[str, Any], path: Path) -> Any:

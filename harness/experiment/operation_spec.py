@@ -52,7 +52,7 @@ def read_operation(f: Fields, path: Path, index: int, item: dict[str, Any]) -> O
     zombie: Any = False
     if kind.name == "scale_consumers":
         group = f.string(m, path, "group")
-        members = f.integer(m, path, "members", minimum=1, maximum=MAX_MEMBERS)
+        members = f.integer(m, path, "members", minimum=0, maximum=MAX_MEMBERS)  # 0: the application is stopped
     if kind.name in ("scale_consumers", "restart_producer"):
         abrupt = f.boolean(m, path, "abrupt", default=False)
     if kind.name == "restart_producer":

@@ -245,7 +245,7 @@ CHECK_IDS: tuple[str, ...] = (
     "txn.zombie_fenced", "txn.exactly_once_pipeline", "txn.verification_retriable",
     "consumer.nonmonotonic_poll", "consumer.poll_skip",
     "group.generation_monotonic", "group.exclusive_ownership", "group.assignment_conforms",
-    "group.coordinator_conforms", "group.commit_monotonic", "operation.completes",
+    "group.coordinator_conforms", "group.commit_monotonic", "group.offsets_kept", "operation.completes",
     "slo.controller_failover", "slo.partition_unavailable", "slo.write_unavailable", "slo.read_unavailable",
     "slo.rebalance",
 )

@@ -120,7 +120,9 @@ class PartitionState(HistoryEvent):
     SOURCES: ClassVar[str] = "`zk`, `admin`, `kraft`"
     DOC: ClassVar[str] = ("a partition's leader, leader_epoch, isr, replicas, controller_epoch changed; KRaft adds "
                           "elr, last_known_elr (KIP-966; null where the version lacks them); the Admin API and "
-                          "KRaft add error; ZooKeeper adds leader_recovery_state while a leader recovers")
+                          "KRaft add error; ZooKeeper adds leader_recovery_state while a leader recovers; KRaft adds "
+                          "leader_fenced: true when the broker the state was read from listed its leader as fenced "
+                          "just before and just after it (an elected leader must be unfenced: K4)")
     topic: str
     partition: int
     leader: int | None
@@ -132,6 +134,7 @@ class PartitionState(HistoryEvent):
     last_known_elr: tuple[int, ...] | Unset | None = field(default=UNSET, metadata=decoding(as_tuple))
     error: str | Unset | None = field(default=UNSET)
     leader_recovery_state: int | None = omitted()
+    leader_fenced: bool | None = omitted()
 
 
 @dataclass(frozen=True, slots=True)

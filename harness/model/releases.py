@@ -78,6 +78,7 @@ FEATURES: dict[str, Feature] = {f.name: f for f in (
     Feature("kraft_controller_endpoints", "advertised controller listeners (endpoint discovery)", _r("3.9"),
             "KIP-853; before 3.9 a controller refuses advertised.listeners and every node dials the address "
             "in its own controller.quorum.voters", kraft_only=True),
+    Feature("format_features", "kafka-storage format --feature", _r("3.8"), "KIP-1022", kraft_only=True),
     Feature("describe_topic_partitions", "DescribeTopicPartitions API", _r("3.8"),
             "KIP-966 part 1 (DescribeTopicPartitions, API key 75)"),
     Feature("describe_cluster_fenced", "DescribeCluster listing fenced brokers", _r("4.0"),

@@ -16,7 +16,10 @@ Emitted (src = the observer's name, `wall` stamped when the answer arrived), onl
   `broker.unfenced` {broker} before its `broker.up`;
 - `partition.state` {topic, partition, leader (-1 = none), leader_epoch, isr, replicas, controller_epoch:
   null, elr, last_known_elr (eligible_leader_replicas / last_known_elr as the broker sends them, null when
-  it sends null), error (Kafka's error name or null)}.
+  it sends null), error (Kafka's error name or null), leader_fenced: true when the answering broker listed the
+  leader as fenced in its DescribeCluster answers just before and just after (asked again only then), so
+  the metadata image the partition was read from had it fenced too (KAFKA-19522: Kafka 4.0 elected a fenced
+  last known leader)}.
 
 Ordering partition states: a broker's metadata cache applies the metadata log in order, but caches lag
 one another, so a state with a lower leader_epoch than the one last emitted for that partition is never
@@ -237,8 +240,24 @@ class KraftMetadataObserver(StartedByWith):
             self._update_brokers(cluster)
         topics = self._ask("describe_topic_partitions", self._describe_topics)
         if topics is not None:
-            self._update_partitions(topics)
+            self._update_partitions(topics, self._fenced_leaders(cluster, topics))
         self.cycles += 1
+
+    def _fenced_leaders(self, before: Cluster | None, topics: Topics) -> frozenset[int]:
+        """Leaders of `topics` that the broker listed as fenced just before it answered them and again just after
+        (asked once more only when there is one): an image in between had them fenced too. Any other view of a
+        fenced leader may be a race with the batch that unfenced or fenced it."""
+        if before is None or not before.fenced_listed:
+            return frozenset()
+        leaders = {s.leader for *_x, s, _w in topics.partitions if s.leader >= 0}
+        suspects = {b for b in leaders if before.brokers.get(b) is not None and before.brokers[b].fenced}
+        if not suspects or self.answered_by is None:
+            return frozenset()
+        try:
+            after = self._describe_cluster(self._conns[self.answered_by])
+        except Unanswered:
+            return frozenset()
+        return frozenset(b for b in suspects if after.brokers.get(b) is not None and after.brokers[b].fenced)
 
     def _ask(self, call: str, fn: Callable[[NodeConnection], T]) -> T | None:
         """`fn`'s answer from the broker that answered last, else from the next one that answers."""
@@ -324,7 +343,7 @@ class KraftMetadataObserver(StartedByWith):
                 self._emit(BrokerUp(src=self.name, wall=cluster.wall, broker=broker, host=new.host, port=new.port))
         self._brokers = dict(current)
 
-    def _update_partitions(self, topics: Topics) -> None:
+    def _update_partitions(self, topics: Topics, fenced_leaders: frozenset[int] = frozenset()) -> None:
         for topic, topic_id, partition, state, wall in topics.partitions:
             if (topic, topic_id) in self._retired:
                 continue  # a lagging cache still shows a topic that was deleted and created again
@@ -346,7 +365,7 @@ class KraftMetadataObserver(StartedByWith):
                 leader_epoch=state.leader_epoch, isr=tuple(state.isr), replicas=tuple(state.replicas),
                 controller_epoch=None, elr=None if state.elr is None else tuple(state.elr),
                 last_known_elr=None if state.last_known_elr is None else tuple(state.last_known_elr),
-                error=state.error))
+                error=state.error, leader_fenced=True if state.leader in fenced_leaders else None))
 
     def _failed(self, broker: int, call: str, exc: Unanswered) -> None:
         if (broker, call, exc.kind) in self._errors_seen or self._stop.is_set():

@@ -276,9 +276,9 @@ class ConsumerGroupWorkload:
     def scale_to(self, members: int, *, abrupt: bool = False) -> str:
         """Grow or shrink the group to `members` live members: new slots (numbered after the last) start new
         clients; the highest-numbered live members end, cleanly (LeaveGroup) or, with `abrupt`, as SIGKILL
-        would. Returns what changed, in words."""
-        if members < 1:
-            raise WorkloadError(f"{self.name}: cannot scale to {members} members (at least 1)")
+        would; 0 stops them all (the application is down, the group Empty). Returns what changed, in words."""
+        if members < 0:
+            raise WorkloadError(f"{self.name}: cannot scale to {members} members (at least 0)")
         live = [n for n, m in enumerate(self._slots) if m is not None and m.alive]
         if members > len(live):
             added = list(range(len(self._slots), len(self._slots) + members - len(live)))

@@ -20,6 +20,7 @@ from spark_analysis.checks.group import (
     ExclusiveOwnership,
     GenerationMonotonic,
 )
+from spark_analysis.checks.group_offsets import OffsetsKept
 from spark_analysis.checks.operation import OperationCompletes
 from spark_analysis.checks.partition import ElectionConforms, LeaderEpochMonotonic, LeaderInIsr
 from spark_analysis.checks.partition_isr import (
@@ -58,6 +59,7 @@ ALL_CHECKS: tuple[Check, ...] = (
     AssignmentConforms(),
     CoordinatorConforms(),
     CommitMonotonic(),
+    OffsetsKept(),
     AbortedRead(),
     AtomicVisibility(),
     LostCommit(),

@@ -56,6 +56,9 @@ DEPENDS: Mapping[str, Depends] = {
     "delivery.fatal_error": Depends(frozenset({"client.error", "txn.fenced"})),
     "consumer.poll_skip": Depends(frozenset({"poll", "ack", "assign", "revoke"}) | _TXN,
                                   frozenset({"poll", "assign", "revoke"})),
+    # a lost poll line makes a member's first read later (higher), a lost commit line its committed offset lower:
+    # neither can make a read look before the committed offset
+    "group.offsets_kept": Depends(frozenset({"commit", "poll", "assign", "revoke"})),
     "consumer.nonmonotonic_poll": Depends(frozenset({"poll", "assign", "revoke"}), frozenset({"assign", "revoke"})),
     # a lost ack line makes a write look stalled until the next one; a lost poll, a read look stalled
     "slo.write_unavailable": Depends(frozenset({"send", "ack", "send.error"}), frozenset({"ack"})),

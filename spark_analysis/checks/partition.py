@@ -27,6 +27,8 @@
   when the ISR and the ELR are both empty, the single last known leader (`last_known_elr`) may be
   elected too (Kafka tries it before any unclean election, whatever unclean.leader.election.enable
   says). Anything else is unclean: only with unclean.leader.election.enable, first live in AR order.
+  Whatever the strategy, a leader the observer saw fenced around the state (`leader_fenced`) breaks K4:
+  only an unfenced broker is an acceptable leader (Kafka 4.0 elected a fenced last known leader: KAFKA-19522).
   Each judged election's evidence says where the leader came from (`eligibility`: isr, elr,
   last_known_leader or outside).
 - `partition.leader_epoch_monotonic`: per observer and partition, leader_epoch never decreases and
@@ -228,6 +230,15 @@ def _caught_up(prev: Row, ev: Row) -> list[int]:
     return [b for b in new if b not in old and b in replicas]
 
 
+def _reassigned_in(prev: Row, ev: Row, assigned: list[int]) -> list[int]:
+    """Replicas a reassignment added that are in the ISR it completed with: a reassignment completes only once its
+    new replicas are in the ISR, and KRaft does not bump the leader epoch when the ISR grows, so their joining may
+    fall between two observed states (seen on Apache Kafka 4.1.0: leader 1, ISR [1], replicas [2, 1], then 0.8 s
+    later leader 2, ISR [2], replicas [2], epoch 0 -> 1)."""
+    old = {int(b) for b in prev.get("isr") or []}
+    return [int(b) for b in ev.get("isr") or [] if int(b) in assigned and int(b) not in old]
+
+
 def _plausible_live_sets(live: Liveness, t: float, exclude: set[int]) -> list[frozenset[int]]:
     """The live sets the controller may have elected with at t: the observed one, with or without the brokers
     going down near t, with or without the brokers coming up near t (the controller handles a registration as an
@@ -330,7 +341,8 @@ class ElectionConforms:
                             shut.add(old)
                         exclude = {old} if strategy == "offline" and old is not None and old >= 0 else set()
                         assigned = elect_from or list(ev.get("replicas") or prev.get("replicas") or [])
-                        rejoined = sorted({*_rejoined(prev, ev, live), *_caught_up(prev, ev)})
+                        rejoined = sorted({*_rejoined(prev, ev, live), *_caught_up(prev, ev),
+                                           *(_reassigned_in(prev, ev, assigned) if strategy == "reassign" else ())})
                         views = [prev, {**prev, "isr": [*prev["isr"], *rejoined]}] if rejoined else [prev]
                         expected = {elect_leader(strategy, assigned, _eligible(p, frozenset(lv) - shut), lv,
                                                  frozenset(shut), ctx.run.unclean_election)
@@ -342,7 +354,13 @@ class ElectionConforms:
                         came_from = None if got is None else _eligibility(prev, got)
                         if came_from is not None:
                             per_eligibility[came_from] += 1
-                        if got not in expected:
+                        if ev.get("leader_fenced"):  # K4: only an active broker may lead, the last known one too
+                            bad += [evidence(prev, elr=prev.get("elr")), evidence(
+                                ev, strategy=strategy, eligibility=came_from, leader_fenced=True,
+                                problem=f"{tp_label(topic, part)} {strategy} election picked broker {got} while it "
+                                        f"was fenced (only an unfenced broker may lead; "
+                                        f"{_state_text(prev, assigned)})")]
+                        elif got not in expected:
                             want = sorted(-1 if x is None else x for x in expected)
                             bad += [evidence(prev, elr=prev.get("elr")), evidence(
                                 ev, strategy=strategy, expected=want, eligibility=came_from, elr=ev.get("elr"),

@@ -342,3 +342,30 @@ def test_a_check_about_what_a_release_does_not_do_is_not_selected_on_it() -> Non
     new = run_info_from_mapping(run_json(broker={"flavour": "apache-kafka", "version": "3.6.0"}))
     assert not old.is_selected("txn.verification_retriable") and new.is_selected("txn.verification_retriable")
     assert old.is_selected("txn.aborted_read") and RunInfo().is_selected("txn.verification_retriable")
+
+
+def test_a_leader_elected_while_fenced_fails_even_as_the_last_known_leader() -> None:
+    """KAFKA-19522 (Kafka 4.0): with ISR and ELR empty, the controller elected the last known leader while that broker
+    was still fenced after its restart. The observer marks a state whose leader it saw fenced just before and just
+    after it (`leader_fenced`)."""
+    fence = [ev(t, kind, "kraft", broker=1) for t, kind in ((3.0, "broker.fenced"), (9.0, "broker.unfenced"))]
+    states = [_state(0.3, 1, 0, [1], [], []), _state(3.0, -1, 1, [], [], [1]),
+              {**_state(8.0, 1, 2, [1], [], []), "leader_fenced": True}]
+    events = sorted([ev(0.1, "broker.up", "kraft", broker=1), *fence, *states], key=lambda e: e["t"])
+    result = check("partition.election_conforms", events)
+    assert result.status == "fail" and "picked broker 1 while it was fenced" in result.summary
+    states[2] = {k: v for k, v in states[2].items() if k != "leader_fenced"}
+    events = sorted([ev(0.1, "broker.up", "kraft", broker=1), *fence, *states], key=lambda e: e["t"])
+    assert check("partition.election_conforms", events).status == "pass"
+
+
+def test_a_reassignment_completing_between_two_polls_with_its_new_replica_leading_passes() -> None:
+    """Seen on Apache Kafka 4.1.0: solo/0 moved from [1] to [2]; the observer saw leader 1 with ISR [1] and replicas
+    [2, 1], then leader 2 with ISR [2] and replicas [2]: broker 2 joined the ISR between the two polls (KRaft bumps
+    no leader epoch for it), as a reassignment must wait for before it completes."""
+    states = [_state(0.3, 1, 0, [1]), {**_state(2.0, 1, 0, [1]), "replicas": [2, 1]},
+              {**_state(2.8, 2, 1, [2]), "replicas": [2]}]
+    events = sorted([*(ev(0.1, "broker.up", "kraft", broker=b) for b in (1, 2, 3)), *states], key=lambda e: e["t"])
+    result = check("partition.election_conforms", events)
+    assert result.status == "pass", result.summary
+    assert result.metrics["by_strategy"] == {"reassign": 1}
