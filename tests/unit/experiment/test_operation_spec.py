@@ -76,7 +76,7 @@ def test_reassign_and_elect_preferred_load_as_typed_operations_numbered_with_the
     ("{at: 1s, action: add_partitions, topic: t, count: 4, partitions: [0]}", "schedule[1].partitions", "unknown"),
     ("{at: 1s, action: scale_consumers, group: nope, members: 2}", "schedule[1].group",
      "not declared under `workload.consumers` (got 'nope'); declared groups: g"),
-    ("{at: 1s, action: scale_consumers, group: g, members: 0}", "schedule[1].members", "must be positive"),
+    ("{at: 1s, action: scale_consumers, group: g, members: -1}", "schedule[1].members", "must be >= 0"),
     ("{at: 1s, action: scale_consumers, group: g, members: 33}", "schedule[1].members", "at most 32"),
     ("{at: 1s, action: scale_consumers, members: 2}", "schedule[1].group", "required field is missing"),
     ("{at: 1s, action: scale_consumers, group: g, members: 2, topic: t}", "schedule[1].topic", "unknown"),
