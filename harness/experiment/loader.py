@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import stat
 from typing import Any
 
 from harness.errors import Problem, ValidationError
@@ -58,6 +59,10 @@ def _read(path: str | os.PathLike[str]) -> tuple[str, str]:
     """The file's text: at most `MAX_FILE_BYTES` are read, and it must be UTF-8 without NUL bytes."""
     name = os.fspath(path)
     try:
+        kind = _not_regular(os.stat(name).st_mode)
+        if kind:  # a FIFO would block the read forever, a device never end: refuse before opening
+            raise ValidationError([Problem(name, None, None, "", f"not a regular file but {kind}; an experiment is "
+                                                                 "a YAML file")])
         with open(name, "rb") as fh:
             data = fh.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
@@ -66,6 +71,16 @@ def _read(path: str | os.PathLike[str]) -> tuple[str, str]:
     if problems:
         raise ValidationError(problems)
     return text, name
+
+
+def _not_regular(mode: int) -> str | None:
+    """What a file that is not a regular one is (a symlink is followed first), or None for a regular file."""
+    for test, kind in ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISDIR, "a directory"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return None if stat.S_ISREG(mode) else "not a regular file"
 
 
 def load_experiment(path: str | os.PathLike[str], variant: str | None = None) -> Experiment:

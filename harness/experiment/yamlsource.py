@@ -47,6 +47,8 @@ class Located:
 
 _NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_COLLECTION_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:omap")
+"""The tags a mapping or list may carry: the plain ones (a scalar's tag is judged by converting it)."""
 
 
 class _Builder:
@@ -74,6 +76,11 @@ class _Builder:
 
     def build(self, node: yaml.Node, path: Path) -> Any:
         self.doc.locations[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+        if isinstance(node, yaml.CollectionNode) and node.tag not in _COLLECTION_TAGS:
+            kind = "mapping" if isinstance(node, yaml.MappingNode) else "list"
+            self._problem(node, path, f"the tag {node.tag} is not honoured here: an experiment holds plain YAML",
+                          node.tag, f"remove the tag and write a plain {kind}")
+            return {} if isinstance(node, yaml.MappingNode) else []
         if isinstance(node, yaml.MappingNode):
             out: dict[Any, Any] = {}
             for key_node, value_node in node.value:

@@ -376,6 +376,8 @@ class ElectionConforms:
                 ctx, f"{plural(len(bad) // 2, 'election')} off the model: {bad[1]['problem']}",
                 float(bad[1].get("t") or 0.0))
             return failed(self.id, summary, bad, metrics, fault)
+        if judged == 0 and unexplained == 0:  # a run without faults or elections: a baseline passes
+            return passed(self.id, "no leader changed after the first state (nothing to judge)", metrics)
         if judged == 0:
             return unknown(self.id, f"no leader change could be judged ({plural(unexplained, 'unexplained change')})",
                            metrics)

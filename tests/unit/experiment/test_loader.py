@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -120,3 +122,32 @@ def test_dynamic_targets_may_overlap_but_static_ones_may_not() -> None:
 def test_missing_file_is_a_validation_error_naming_the_file(tmp_path: Path) -> None:
     with pytest.raises(ValidationError, match=r"nope\.yaml: <document>: cannot read the file"):
         load_experiment(tmp_path / "nope.yaml")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink to a fifo", "directory"])
+def test_a_file_that_is_not_regular_is_refused_at_once_instead_of_blocking(tmp_path: Path, kind: str) -> None:
+    """A FIFO (or a symlink to one) as the experiment file blocked `validate` and `run` forever (issue 36)."""
+    fifo = tmp_path / "f.yaml"
+    if kind == "directory":
+        fifo.mkdir()
+    else:
+        os.mkfifo(fifo)
+    path = fifo if kind != "symlink to a fifo" else tmp_path / "link.yaml"
+    if kind == "symlink to a fifo":
+        path.symlink_to(fifo)
+    started = time.monotonic()
+    with pytest.raises(ValidationError) as err:
+        load_experiment(path)
+    assert time.monotonic() - started < 5
+    assert "not a regular file but" in str(err.value) and str(path) in str(err.value)
+
+
+@pytest.mark.parametrize("value", ["!!python/object/new:dict {brokers: 3}", "!!python/object/apply:os.system [ls]",
+                                   "!!set {a: null}", "!custom [1, 2]"])
+def test_a_tag_on_a_mapping_or_list_is_refused_at_its_line(value: str) -> None:
+    """Such tags were dropped silently and the file validated (issue 36); nothing may be executed or ignored."""
+    text = f"name: x\nduration: 10s\ncluster: {value}\n"
+    with pytest.raises(ValidationError) as err:
+        load_experiment_text(text, "t.yaml")
+    problem = next(p for p in err.value.problems if "is not honoured" in p.message)
+    assert problem.line == 3 and problem.field == "cluster"

@@ -232,3 +232,11 @@ def test_a_dead_last_isr_member_kept_with_no_leader_and_nothing_after_is_the_lea
     unclean = run_json(cluster={"broker_config": {"unclean.leader.election.enable": "true"}})
     late = run_check(BY_ID["partition.election_conforms"], python_context(_last_member_history(None), unclean))
     assert late.status == "fail" and "offline election picked -1, model prescribes 2" in late.summary
+
+
+def test_a_run_where_no_leader_changed_passes_the_election_check_with_nothing_to_judge() -> None:
+    """A steady-state baseline (load, no fault) is the first experiment a user writes: it must be able to pass."""
+    events = [e for e in _failover_history([2, 3]) if e["type"] != "partition.state" or e["t"] < 1.0]
+    events = [e for e in events if e["type"] != "broker.down"]
+    result = run_check(BY_ID["partition.election_conforms"], python_context(events))
+    assert result.status == "pass" and "nothing to judge" in result.summary, result.summary
