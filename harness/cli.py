@@ -164,16 +164,23 @@ def reproduce_line(exp: Experiment, backend: str, run_dir: Path) -> str:
                      broker=exp.cluster.broker)
 
 
-def _verify(run_dir: Path, spark_master: str | None) -> int:
+def _verify(run_dir: Path, spark_master: str | None, out: Path | None = None) -> int:
     try:
-        from spark_analysis.verify import verify_run
+        from spark_analysis.verify import output_dir, verify_run
     except ImportError as exc:
         _err(f"error: the Spark verifiers are not available: {exc}")
         return EXIT_ERROR
+    target = output_dir(run_dir, out)
+    if target != run_dir:
+        why = "as asked (--out)" if out is not None else f"{run_dir} is read-only"
+        print(f"verdict, report.html and junit.xml go to {target} ({why})")
     try:
-        verdict = verify_run(run_dir, spark_master=spark_master)
+        verdict = verify_run(run_dir, spark_master=spark_master, out=out)
     except HarnessError as exc:
         _err(f"error: verification of {run_dir} failed: {exc}")
+        return EXIT_ERROR
+    except OSError as exc:
+        _err(f"error: verification of {run_dir} could not write its results to {target}: {exc}; hint: --out DIR")
         return EXIT_ERROR
     for check in verdict.checks:
         note = " (allowed)" if check.allowed else ""
@@ -182,7 +189,7 @@ def _verify(run_dir: Path, spark_master: str | None) -> int:
         print(f"  {check.status:<8} {check.check_id:<34} {check.summary}{note}")
     for line in verdict_notes(verdict):
         print(line)
-    print(f"verdict: {verdict.status}  report: {run_dir / 'report.html'}")
+    print(f"verdict: {verdict.status}  report: {target / 'report.html'}")
     return EXIT_PASS if verdict.status == "pass" else EXIT_FAIL
 
 
@@ -209,7 +216,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if not (run_dir / "history.jsonl").is_file():
         _err(f"error: {run_dir} is not a run directory (no history.jsonl)")
         return EXIT_ERROR
-    return _verify(run_dir, args.spark_master)
+    return _verify(run_dir, args.spark_master, Path(args.out) if getattr(args, "out", None) else None)
 
 
 def cmd_trend(runs_dir: Path, out: Path | None, spark_master: str | None) -> int:
@@ -238,7 +245,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     worst = EXIT_PASS
     for run_dir in args.run_dirs:
-        worst = max(worst, cmd_verify(argparse.Namespace(run_dir=run_dir, spark_master=args.spark_master)))
+        worst = max(worst, cmd_verify(argparse.Namespace(run_dir=run_dir, spark_master=args.spark_master, out=None)))
     return worst
 
 
@@ -306,6 +313,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("verify", help="run the Spark verifiers on a run directory")
     p.add_argument("run_dir")
     p.add_argument("--spark-master", default=None)
+    p.add_argument("--out", metavar="DIR", default=None,
+                   help="write verdict.json, report.html and junit.xml here (default: the run directory, or, when "
+                        "it is read-only, <cache>/verified/<run>-<hash>/)")
     p.set_defaults(func=cmd_verify)
     p = sub.add_parser("report", help="rebuild verdict and reports of run directories, or the trend across runs")
     p.add_argument("run_dirs", nargs="*")

@@ -10,15 +10,18 @@ report.html and junit.xml into the run directory. The same code runs embedded
 
 from __future__ import annotations
 
+import hashlib
+import os
 import time
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from harness.install.cache import cache_root
 from spark_analysis.checks import ALL_CHECKS
 from spark_analysis.checks.delivery_damage import apply_damage_rule
 from spark_analysis.context import spark_context
-from spark_analysis.load import load_history
+from spark_analysis.load import PARQUET_DIR, load_history
 from spark_analysis.report import write_reports
 from spark_analysis.result import Check, CheckResult, run_check
 from spark_analysis.runinfo import RunInfo, load_run_info
@@ -37,6 +40,18 @@ from spark_analysis.verdict import (
 HISTORY_FILE = "history.jsonl"
 
 
+def output_dir(run_dir: Path, out: Path | None = None) -> Path:
+    """Where a verify of `run_dir` writes: `out` when given, else the run directory, else (a read-only run
+    directory: an archive mount, a colleague's share) `<cache>/verified/<run name>-<hash of its path>/`."""
+    if out is not None:
+        return Path(out)
+    run_dir = Path(run_dir)
+    if os.access(run_dir, os.W_OK):
+        return run_dir
+    digest = hashlib.sha256(str(run_dir.resolve()).encode()).hexdigest()[:12]
+    return cache_root() / "verified" / f"{run_dir.resolve().name}-{digest}"
+
+
 def verify_run(
     run_dir: Path,
     *,
@@ -45,28 +60,35 @@ def verify_run(
     checks: tuple[Check, ...] = ALL_CHECKS,
     write: bool = True,
     small_run_bytes: int = SMALL_RUN_BYTES,
+    out: Path | None = None,
 ) -> Verdict:
-    """Verify the run in `run_dir`; writes verdict.json, report.html, junit.xml unless `write=False`.
+    """Verify the run in `run_dir`; writes verdict.json, report.html, junit.xml unless `write=False`, into
+    `output_dir(run_dir, out)` (the run directory unless it is read-only or `out` says otherwise), the Parquet
+    conversion too when that is not the run directory.
 
     A history of at most `small_run_bytes` verifies in the small-run mode: `SMALL_RUN_CONF` for the
     duration, and the events cached in memory as one partition (same results, less per-query overhead).
     """
     run_dir = Path(run_dir)
+    target = output_dir(run_dir, out)
     run = load_run_info(run_dir)
     session = spark or get_session(spark_master)
     history = run_dir / HISTORY_FILE
     small = history.is_file() and history.stat().st_size <= small_run_bytes
+    parquet = None if target == run_dir else target / PARQUET_DIR
     with scoped_conf(session, SMALL_RUN_CONF if small else {}):
-        verdict = _verify(run_dir, run, session, checks, small)
+        verdict = _verify(run_dir, run, session, checks, small, parquet)
     if write:
-        verdict.write(run_dir)
-        write_reports(verdict, run_dir)
+        target.mkdir(parents=True, exist_ok=True)
+        verdict.write(target)
+        write_reports(verdict, target, source=run_dir)
     return verdict
 
 
-def _verify(run_dir: Path, run: RunInfo, session: SparkSession, checks: tuple[Check, ...], small: bool) -> Verdict:
+def _verify(run_dir: Path, run: RunInfo, session: SparkSession, checks: tuple[Check, ...], small: bool,
+            parquet: Path | None = None) -> Verdict:
     started = time.perf_counter()
-    loaded = load_history(session, run_dir / HISTORY_FILE)
+    loaded = load_history(session, run_dir / HISTORY_FILE, parquet_dir=parquet)
     events = loaded.events.coalesce(1).cache() if small else loaded.events
     load_s = time.perf_counter() - started
     ctx = spark_context(run, session, events, loaded.type_counts, loaded.end_t, loaded.skipped_lines,

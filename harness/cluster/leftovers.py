@@ -1,6 +1,7 @@
 """Nothing outlives the harness: a record of every process group the process backend starts, the
-atexit / SIGTERM fallbacks that kill them when the harness exits without tearing down, and
-`clean_leftovers()`, which the next run calls to kill groups left by a harness that was SIGKILLed.
+atexit / SIGTERM fallbacks that kill them when the harness exits without tearing down, the lifeline
+(`harness.cluster.reaper`: a watchdog that kills them within a second or two of a SIGKILL of the harness), and
+`clean_leftovers()`, which the reaper and the next run call to kill groups left by a harness that was SIGKILLed.
 
 Each started process gets a record file `<owner-pid>-<pid>.json` in a per-user directory
 (`$KAFKA_CHAOS_LEFTOVERS_DIR`, else `$XDG_RUNTIME_DIR/kafka-chaos/leftovers`, else
@@ -33,6 +34,7 @@ from types import FrameType
 
 import psutil
 
+from harness.cluster.reaper import start_reaper
 from harness.errors import BackendError
 
 _TIME_SLACK_S = 0.05
@@ -179,6 +181,7 @@ class LeftoverRegistry:
         if fallbacks:
             _ACTIVE.add(self)
             _install_fallbacks()
+            start_reaper(self.directory)  # the lifeline: a SIGKILLed harness leaves nothing running
 
     def _path(self, pid: int) -> Path:
         return self.directory / f"{self._owner_pid}-{pid}.json"

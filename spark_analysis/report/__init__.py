@@ -14,8 +14,10 @@ from spark_analysis.report.junit import write_junit
 from spark_analysis.verdict import Verdict, read_verdict
 
 
-def write_reports(verdict: Verdict, run_dir: Path) -> tuple[Path, Path]:
-    return write_html(verdict, run_dir), write_junit(verdict, run_dir)
+def write_reports(verdict: Verdict, run_dir: Path, source: Path | None = None) -> tuple[Path, Path]:
+    """report.html and junit.xml into `run_dir`; `source`: the run directory they describe, when elsewhere (its
+    experiment.yaml goes into the report)."""
+    return write_html(verdict, run_dir, source), write_junit(verdict, run_dir)
 
 
 def render_runs(run_dirs: Iterable[Path], index: Path | None = None) -> list[Path]:

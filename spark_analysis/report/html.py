@@ -217,9 +217,9 @@ def render_html(verdict: Verdict, experiment_yaml: str | None = None) -> str:
 """
 
 
-def write_html(verdict: Verdict, run_dir: Path) -> Path:
+def write_html(verdict: Verdict, run_dir: Path, source: Path | None = None) -> Path:
     run_dir = Path(run_dir)
-    yaml_path = run_dir / "experiment.yaml"
+    yaml_path = Path(source or run_dir) / "experiment.yaml"
     text = yaml_path.read_text(encoding="utf-8", errors="replace") if yaml_path.is_file() else None
     path = run_dir / REPORT_FILE
     path.write_text(render_html(verdict, text), encoding="utf-8")
