@@ -109,6 +109,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if callable(cleaner):
         for line in cleaner() or ():
             print(f"cleaned leftover: {line}")
+    from harness.engine.bundle import last_run_note
+
+    found = last_run_note(Path(args.runs_dir)) if Path(args.runs_dir).is_dir() else None
+    if found:
+        print(found)
     worst = EXIT_PASS
     for n, exp in enumerate(exps, 1):
         if exp.variant:
@@ -144,6 +149,11 @@ def _run_one(exp: Experiment, backend: ClusterBackend, reason: str, args: argpar
                 print(f"  {result.error}")
             print(f"not verified (interrupted); verify later with: kafka-chaos verify {result.run_dir}")
             print(reproduce_line(exp, backend.name, result.run_dir))
+        return EXIT_ERROR
+    if result.status == "failed":  # its record could not be written (a full disk): not verified here
+        print(f"run failed: {result.run_dir}")
+        _err(f"error: {result.error}")
+        print(f"not verified; make room, then: kafka-chaos verify {result.run_dir}")
         return EXIT_ERROR
     print(f"run {result.status}: {result.run_dir}")
     if result.error:

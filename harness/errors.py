@@ -6,7 +6,10 @@ say what was being waited for, what was seen last, and a hint.
 
 from __future__ import annotations
 
+import errno
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 
 class HarnessError(Exception):
@@ -80,3 +83,39 @@ class HarnessTimeout(HarnessError):
 
 class ProtocolError(HarnessError):
     """A peer spoke the Kafka (or Toxiproxy) protocol wrongly, or asked for something unsupported."""
+
+
+
+class StorageError(HarnessError):
+    """The harness could not write its own record (the run's history, run.json, the run directory): a full disk, a
+    quota, a read-only or failing filesystem. Says which path, why, and for a full disk how many bytes are free."""
+
+    def __init__(self, path: object, cause: OSError, free_bytes: int | None = None, hint: str = "") -> None:
+        self.path = str(path)
+        self.cause = cause
+        self.free_bytes = free_bytes
+        self.no_space = cause.errno in (errno.ENOSPC, errno.EDQUOT)
+        if self.no_space:
+            free = "an unknown number of" if free_bytes is None else str(free_bytes)
+            text = f"no space left on {self.path}: {free} bytes free"
+        else:
+            text = f"cannot write {self.path}: {cause.strerror or cause}"
+        super().__init__(f"{text}; {hint}" if hint else text)
+
+    @classmethod
+    def at(cls, path: object, cause: OSError) -> StorageError:
+        """The error for a failed write under `path`, with the free bytes of its filesystem measured now."""
+        return cls(path, cause, free_bytes_at(path))
+
+
+def free_bytes_at(path: object) -> int | None:
+    """Bytes free to an unprivileged writer on the filesystem holding `path` (its nearest existing parent); None
+    when that cannot be measured."""
+    here = Path(str(path))
+    while not here.exists() and here != here.parent:
+        here = here.parent
+    try:
+        stats = os.statvfs(here)
+    except OSError:
+        return None
+    return stats.f_bavail * stats.f_frsize

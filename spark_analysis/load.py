@@ -123,6 +123,12 @@ class LoadedHistory:
     damage: HistoryDamage = field(default_factory=HistoryDamage)
 
 
+MAX_STRING_LEN = str(2**31 - 1)
+"""Jackson's limit on one string value, lifted: from Jackson 2.15 it is 20,000,000 characters, and a complete line
+with a longer one (a 50 MB `observer.error` text) was read as torn (SPARK-43263; SPARK-49872 lifted it for Spark's own
+event logs). A line is limited by memory, as it was before."""
+
+
 def read_json(spark: SparkSession, path: Path, extra: list[StructField] | None = None,
               as_text: tuple[str, ...] = ()) -> DataFrame:
     """The raw JSON read with the explicit schema (+ `extra` fields; the `as_text` fields read as
@@ -133,6 +139,7 @@ def read_json(spark: SparkSession, path: Path, extra: list[StructField] | None =
         spark.read.schema(schema)
         .option("mode", "PERMISSIVE")
         .option("columnNameOfCorruptRecord", CORRUPT)
+        .option("maxStringLen", MAX_STRING_LEN)
         .json(str(path))
     )
 

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import platform
@@ -18,10 +19,21 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 import harness
 from harness.engine.parts import value_base
+from harness.errors import StorageError, free_bytes_at
 from harness.experiment.dump import dump_experiment
 from harness.experiment.schema import Experiment
+
+RESERVE_FILE = ".reserve"
+RESERVE_BYTES = 1024 * 1024
+"""Room a run keeps for its own end: should the disk fill up, freeing it lets the history's last lines, run.json
+and the report of the failure be written. Removed when the run finishes."""
+MIN_FREE_BYTES = 32 * 1024 * 1024
+"""A run does not start with less free under the runs directory (brokers of the process backend keep their logs
+and data there too)."""
 
 
 def utc_stamp(now: datetime | None = None) -> str:
@@ -96,9 +108,31 @@ class RunBundle:
     def run_json(self) -> Path:
         return self.dir / "run.json"
 
+    @property
+    def reserve(self) -> Path:
+        return self.dir / RESERVE_FILE
+
     @classmethod
     def create(cls, runs_dir: Path, exp: Experiment, *, backend: str, backend_reason: str) -> RunBundle:
-        runs_dir.mkdir(parents=True, exist_ok=True)
+        """A new run directory with its experiment.yaml, run.json and reserve; a `StorageError` (nothing left
+        behind) when the runs directory cannot take them: full, read-only, or under `MIN_FREE_BYTES` free."""
+        try:
+            runs_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorageError.at(runs_dir, exc) from exc
+        free = free_bytes_at(runs_dir)
+        if free is not None and free < MIN_FREE_BYTES:
+            raise StorageError(runs_dir, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), free,
+                               hint=f"a run needs at least {MIN_FREE_BYTES // 2**20} MiB free there")
+        path = cls._new_dir(runs_dir, exp)
+        try:
+            return cls._fill(path, exp, backend=backend, backend_reason=backend_reason)
+        except OSError as exc:
+            shutil.rmtree(path, ignore_errors=True)  # a run directory holding only experiment.yaml helps no one
+            raise StorageError.at(runs_dir, exc) from exc
+
+    @staticmethod
+    def _new_dir(runs_dir: Path, exp: Experiment) -> Path:
         variant = re.sub(r"[^A-Za-z0-9._=+-]+", "_", exp.variant.replace(",", "_"))
         base = f"{exp.name}-{variant + '-' if variant else ''}{utc_stamp()}"
         path = runs_dir / base
@@ -110,6 +144,14 @@ class RunBundle:
             except FileExistsError:
                 n += 1
                 path = runs_dir / f"{base}-{n}"
+            except OSError as exc:
+                raise StorageError.at(runs_dir, exc) from exc
+        return path
+
+    @classmethod
+    def _fill(cls, path: Path, exp: Experiment, *, backend: str, backend_reason: str) -> RunBundle:
+        with open(path / RESERVE_FILE, "wb") as fh:  # written, not allocated: tmpfs and some filesystems lie
+            fh.write(b"\0" * RESERVE_BYTES)
         (path / "experiment.yaml").write_text(dump_experiment(exp), encoding="utf-8")
         slo = exp.verify.slo
         bundle = cls(path, {
@@ -140,6 +182,7 @@ class RunBundle:
                                **slo.declared_optional()},
                        "expect": {"fail": list(exp.verify.expect.fail), "why": exp.verify.expect.why}},
             "argv": sys.argv,
+            "owner": owner(),
         })
         bundle.save()
         return bundle
@@ -150,8 +193,60 @@ class RunBundle:
 
     def save(self) -> None:
         tmp = self.run_json.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(self.info, indent=2, default=str) + "\n", encoding="utf-8")
-        os.replace(tmp, self.run_json)
+        try:
+            tmp.write_text(json.dumps(self.info, indent=2, default=str) + "\n", encoding="utf-8")
+            os.replace(tmp, self.run_json)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise StorageError.at(self.run_json, exc) from exc
 
     def finish(self, status: str, **fields: Any) -> None:
         self.update(status=status, ended=datetime.now(UTC).isoformat(), **fields)
+        self.reserve.unlink(missing_ok=True)
+
+    def release_reserve(self) -> bool:
+        """Free the reserve (the disk filled up: the run's end, run.json and the report of it need the room).
+        False when there was none left to free."""
+        try:
+            self.reserve.unlink()
+        except FileNotFoundError:
+            return False
+        return True
+
+
+def owner() -> dict[str, Any]:
+    """Who writes this run (pid and process start time): a later run tells a live run from a killed one."""
+    me = psutil.Process()
+    return {"pid": me.pid, "created": me.create_time(), "host": platform.node()}
+
+
+def owner_alive(info: dict[str, Any]) -> bool:
+    """Whether the process that wrote `info` (a run.json) is still running, on this host."""
+    who = info.get("owner")
+    if not isinstance(who, dict) or who.get("host") != platform.node():
+        return False
+    try:
+        proc = psutil.Process(int(who["pid"]))
+        return abs(proc.create_time() - float(who["created"])) < 0.05
+    except (psutil.Error, KeyError, TypeError, ValueError):
+        return False
+
+
+def last_run_note(runs_dir: Path) -> str | None:
+    """What the newest run under `runs_dir` left, when it did not end well: failed (a full disk), or still marked
+    running though its harness is gone (killed, the machine stopped). None when it ended otherwise."""
+    try:
+        newest = max((p for p in runs_dir.iterdir() if (p / "run.json").is_file()),
+                     key=lambda p: p.stat().st_mtime, default=None)
+        info = json.loads((newest / "run.json").read_text(encoding="utf-8")) if newest is not None else None
+    except (OSError, ValueError):
+        return None
+    if not isinstance(info, dict) or newest is None:
+        return None
+    status = info.get("status")
+    if status == "failed":
+        return f"the last run here, {newest}, failed: {info.get('error')}"
+    if status == "running" and not owner_alive(info):
+        return (f"the last run here, {newest}, never finished (its harness was killed, or the machine stopped); "
+                f"what it recorded can still be verified (never as pass): kafka-chaos verify {newest}")
+    return None

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import threading
 import time
 from collections.abc import Callable, Sequence
 from contextlib import suppress
@@ -22,27 +21,24 @@ from harness.cluster.base import Cluster, ClusterBackend, ClusterSpec
 from harness.cluster.links import LinkGraph
 from harness.cluster.render_kraft import kraft_cluster_id
 from harness.engine.bundle import RunBundle
+from harness.engine.delivery import DeliveryCount
 from harness.engine.interrupts import INTERRUPTS, Interrupts
 from harness.engine.parts import REAL_PARTS, RunParts
-from harness.errors import HarnessError
+from harness.engine.storage import QuietFileHandler, StorageWatch
+from harness.errors import HarnessError, StorageError
 from harness.experiment.schema import Experiment
 from harness.faults.inject import FaultInjector, MemberControl, ProducerControl
 from harness.faults.operations import GroupScaler, OperationRunner, ProducerRestarter
 from harness.faults.schedule import actions, plan, plan_operations
 from harness.history.events import (
-    Ack,
     FaultError,
     HistoryEvent,
     Phase,
-    PipeRead,
-    Poll,
     Probe,
     RunEnd,
     RunError,
     RunStart,
     Signal,
-    TxnAbort,
-    TxnCommit,
 )
 from harness.history.jsonl import HistoryWriter
 from harness.history.probes import PROBES
@@ -81,37 +77,9 @@ class QuietProgress:
 class RunResult:
     run_dir: Path
     status: str
-    """completed | aborted (steady state never reached) | crashed | interrupted"""
+    """completed | aborted (steady state never reached) | crashed | interrupted | failed (its record could not be
+    written: a full disk)"""
     error: str | None = None
-
-
-class _Delivery:
-    """Counts acked values and the ones consumers (and pipelines) have read, so the drain can stop early. A
-    transactional record counts as acked once its transaction commits (an aborted one is never readable)."""
-
-    def __init__(self) -> None:
-        self.acked: set[int] = set()
-        self.polled: set[int] = set()
-        self._in_txn: dict[tuple[str, int], set[int]] = {}
-        self._lock = threading.Lock()
-
-    def __call__(self, typed: HistoryEvent) -> None:
-        with self._lock:
-            if isinstance(typed, Ack) and isinstance(typed.value, int):
-                if typed.txn is None:
-                    self.acked.add(typed.value)
-                else:
-                    self._in_txn.setdefault((typed.producer, typed.txn), set()).add(typed.value)
-            elif isinstance(typed, (Poll, PipeRead)) and isinstance(typed.value, int):
-                self.polled.add(typed.value)
-            elif isinstance(typed, (TxnCommit, TxnAbort)) and typed.txn is not None:
-                values = self._in_txn.pop((typed.producer, typed.txn), set())
-                if typed.outcome == "committed":
-                    self.acked |= values
-
-    def unseen(self) -> int:
-        with self._lock:
-            return len(self.acked - self.polled)
 
 
 def cluster_spec(exp: Experiment) -> ClusterSpec:
@@ -133,7 +101,7 @@ class Run:
         partitions = {t.name: t.partitions for t in exp.topics}
         self.state = ClusterState.expecting(range(1, exp.cluster.brokers + 1), partitions,
                                             [c.group for c in exp.workload.consumers])
-        self.delivery = _Delivery()
+        self.delivery = DeliveryCount()
         self.history: HistoryWriter | None = None
         self.cluster: Cluster | None = None
         self.observers: list[Observer] = []
@@ -141,6 +109,7 @@ class Run:
         self.consumers: list[Workload] = []
         self.injector: FaultInjector | None = None
         self.operations: OperationRunner | None = None
+        self.storage = StorageWatch()
 
     # -- event plumbing ------------------------------------------------------------------------
 
@@ -158,7 +127,7 @@ class Run:
 
     def execute(self) -> RunResult:
         status, error = "completed", None
-        clients_log = logging.FileHandler(self.bundle.dir / "clients.log", encoding="utf-8")
+        clients_log = QuietFileHandler(str(self.bundle.dir / "clients.log"))
         clients_log.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
         LIBRDKAFKA_LOGGER.addHandler(clients_log)
         LIBRDKAFKA_LOGGER.setLevel(logging.INFO)
@@ -172,7 +141,7 @@ class Run:
 
     def _execute(self, status: str, error: str | None) -> RunResult:
         self._signals_written = before = len(self.interrupts.received)  # only this run's signals count
-        history = HistoryWriter(self.bundle.history, columnar=True)
+        history = HistoryWriter(self.bundle.history, columnar=True, on_failure=self.storage)
         self.history = history
         try:
             self.sink(RunStart(experiment=self.exp.name, variant=self.exp.variant, backend=self.backend.name,
@@ -194,6 +163,8 @@ class Run:
                 self._record_signals()
                 if len(self.interrupts.received) > before and status == "completed":  # signalled in teardown
                     status, error = "interrupted", f"interrupted by {self.interrupts.received[before]} during teardown"
+                if history.failure is not None or status == "failed":
+                    status, error = "failed", self._recover_history(history, error)
                 self.sink(RunEnd(status=status, error=error))
                 history.close()
                 self.bundle.finish(status, error=error, events=history.count)
@@ -206,11 +177,25 @@ class Run:
             self._chaos()
             self._heal()
             self._drain()
+        except StorageError as exc:  # the run's own record could not be written: stopped at once, torn down
+            return "failed", str(exc)
         except Exception as exc:  # the run is recorded as crashed; teardown still runs
             error = f"{type(exc).__name__}: {exc}"
             self.sink(RunError(error=error))
             return "crashed", error
         return "completed", None
+
+    def _recover_history(self, history: HistoryWriter, error: str | None) -> str:
+        """After the disk filled up and the cluster is down: free the run's reserve, reopen the history (its torn
+        line cut), and record why the run failed. Returns that reason."""
+        failure = history.failure or self.storage.failure
+        reason = str(failure) if failure is not None else error or "the run's record could not be written"
+        self.bundle.release_reserve()
+        if history.resume() and history.dropped:
+            reason += f" ({history.dropped} events after it were not recorded)"
+        with suppress(Exception):
+            self.sink(RunError(error=reason))
+        return reason
 
     def _record_signals(self) -> None:
         """One `signal` engine event per signal received and not yet written."""
@@ -269,6 +254,7 @@ class Run:
     def _await_probes(self, when: str, timeout_s: float) -> bool:
         deadline = time.monotonic() + timeout_s
         while True:
+            self.storage.check()
             results = {name: PROBES[name][0](self.state) for name in self.exp.steady_state}
             done = all(ok for ok, _ in results.values())
             if done or time.monotonic() >= deadline:
@@ -287,6 +273,7 @@ class Run:
         todo = list(actions(plan(self.exp)))
         ops = list(plan_operations(self.exp))
         while True:
+            self.storage.check()
             elapsed = time.monotonic() - start
             while ops and ops[0].start <= elapsed:
                 op = ops.pop(0)
@@ -338,6 +325,7 @@ class Run:
             p.drain(self.exp.drain)
         deadline = time.monotonic() + self.exp.drain
         while self.delivery.unseen() and time.monotonic() < deadline:
+            self.storage.check()
             time.sleep(TICK_S)
         for c in self.consumers:
             c.stop()

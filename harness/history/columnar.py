@@ -104,6 +104,12 @@ class ColumnarCopy:
             except OSError as exc:
                 self._fail(f"closing {f.name}: {exc}")
 
+    def stop(self, reason: str) -> None:
+        """Stop copying (the history itself could not be written, which its writer reports): committed segments
+        stay, nothing more is kept."""
+        self.error = self.error or reason
+        self._pending, self._pending_bytes = [], 0
+
     def _cut(self) -> None:
         self._queue.put(b"".join(self._pending))
         self._pending, self._pending_bytes = [], 0

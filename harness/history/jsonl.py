@@ -11,6 +11,7 @@ generated from them); extend, never rename.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -20,8 +21,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, BinaryIO, TypeAlias
 
+from harness.errors import StorageError
 from harness.history.events import HistoryEvent
 
 if TYPE_CHECKING:  # imported when a writer makes a copy: pyarrow is not for every user of the history
@@ -71,9 +73,15 @@ class HistoryWriter:
     builds the columnar copy beside the file (`harness.history.columnar`) as the run goes.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, fsync: bool = False, columnar: bool = False) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, fsync: bool = False, columnar: bool = False,
+                 on_failure: Callable[[StorageError], None] | None = None) -> None:
         self.path = Path(path)
         self._fsync = fsync
+        self._on_failure = on_failure
+        self.failure: StorageError | None = None
+        """The first write that failed (a full disk): from then on events are counted in `dropped`, not written,
+        until `resume()`."""
+        self.dropped = 0
         self._lock = threading.Lock()
         self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
         self._copy: ColumnarCopy | None = None
@@ -110,16 +118,25 @@ class HistoryWriter:
             record["t"] = round(self.now(), 6)
             record["wall"] = int(self._t0_wall_ms + record["t"] * 1000.0)
         line = json.dumps(record, default=_default, separators=(",", ":")) + "\n"
+        failed = None
         with self._lock:
+            if self.failure is not None:
+                self.dropped += 1
+                return
             if self._file.closed:
                 return
-            self._file.write(line)
-            if self._copy is not None and self._copy.add(line.encode()):
-                self._file.flush()  # the chunk's lines are in the file before its copy is committed
-            self._count += 1
-            self._dirty = True
-            if record["type"] in ("phase", "run.start", "run.end"):
-                self._flush_locked()
+            try:
+                self._file.write(line)
+                if self._copy is not None and self._copy.add(line.encode()):
+                    self._file.flush()  # the chunk's lines are in the file before its copy is committed
+                self._dirty = True
+                if record["type"] in ("phase", "run.start", "run.end"):
+                    self._flush_locked()
+                self._count += 1
+            except OSError as exc:
+                failed = self._fail_locked(exc)
+        if failed is not None:
+            self._report(failed)
 
     def _flush_locked(self) -> None:
         self._file.flush()
@@ -127,18 +144,61 @@ class HistoryWriter:
             os.fsync(self._file.fileno())
         self._dirty = False
 
+    def _fail_locked(self, exc: OSError) -> StorageError:
+        """The first failed write: stop writing (the file is closed, its unwritten buffer dropped; `resume` reopens
+        it), stop the columnar copy, and say so once."""
+        self.failure = StorageError.at(self.path, exc)
+        self.dropped += 1
+        with contextlib.suppress(OSError):
+            self._file.close()
+        if self._copy is not None:
+            self._copy.stop(f"the history could not be written: {self.failure}")
+        return self.failure
+
+    def _report(self, failure: StorageError) -> None:
+        logging.getLogger(__name__).error("the history stopped: %s", failure)
+        if self._on_failure is not None:
+            self._on_failure(failure)
+
+    def resume(self) -> bool:
+        """After a failure, once space was made: reopen the history, cut a line the failure tore, and write again.
+        False (the failure stands) when even that cannot be written."""
+        with self._lock:
+            if self.failure is None:
+                return True
+            try:
+                with open(self.path, "r+b") as fh:
+                    fh.truncate(_complete_length(fh))
+                self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+            except OSError:
+                return False
+            self.failure = None
+            return True
+
     def _flush_loop(self) -> None:
         while not self._closed.wait(FLUSH_INTERVAL_S):
+            failed = None
             with self._lock:
-                if self._dirty and not self._file.closed:
-                    self._flush_locked()
+                if self._dirty and not self._file.closed and self.failure is None:
+                    try:
+                        self._flush_locked()
+                    except OSError as exc:
+                        failed = self._fail_locked(exc)
+            if failed is not None:
+                self._report(failed)
 
     def close(self) -> None:
         self._closed.set()
+        failed = None
         with self._lock:
             if not self._file.closed:
-                self._flush_locked()
-                self._file.close()
+                try:
+                    self._flush_locked()
+                    self._file.close()
+                except OSError as exc:
+                    failed = self._fail_locked(exc) if self.failure is None else None
+        if failed is not None:
+            self._report(failed)
         if threading.current_thread() is not self._flusher:
             self._flusher.join(timeout=1.0)
         if self._copy is not None:
@@ -152,6 +212,21 @@ class HistoryWriter:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+def _complete_length(fh: BinaryIO) -> int:
+    """The length of `fh` up to and including its last newline (a write cut short leaves a torn line after it)."""
+    end = fh.seek(0, os.SEEK_END)
+    pos = end
+    while pos > 0:
+        step = min(pos, 64 * 1024)
+        fh.seek(pos - step)
+        block = fh.read(step)
+        cut = block.rfind(b"\n")
+        if cut >= 0:
+            return pos - step + cut + 1
+        pos -= step
+    return 0
 
 
 @dataclass(slots=True)

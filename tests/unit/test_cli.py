@@ -143,11 +143,22 @@ def _run_one_with(result_status: str, error: str, tmp_path: Path,
 def test_run_prints_why_a_run_that_did_not_complete_cannot_pass(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """A run that failed on its own (no signal) is verified, and the CLI says why it cannot pass."""
-    code, seen = _run_one_with("failed", "backend error: broker:2 did not start", tmp_path, monkeypatch)
+    code, seen = _run_one_with("crashed", "backend error: broker:2 did not start", tmp_path, monkeypatch)
     assert code == 2 and seen == [tmp_path / "fixture-run"]
     out = capsys.readouterr().out
-    assert "run failed: " in out and "incomplete run (running), cannot pass: " in out
+    assert "run crashed: " in out and "incomplete run (running), cannot pass: " in out
     assert "damaged history: 37 of 412" in out and "reproduce: kafka-chaos run fixture.yaml" in out
+
+
+def test_a_run_whose_record_could_not_be_written_is_not_verified_and_says_why_and_what_next(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A full disk (`failed`): verifying would write to the same full disk; exit 2 with the reason on stderr."""
+    reason = "no space left on runs/x/history.jsonl: 0 bytes free"
+    code, seen = _run_one_with("failed", reason, tmp_path, monkeypatch)
+    assert code == 2 and seen == []
+    captured = capsys.readouterr()
+    assert f"error: {reason}" in captured.err
+    assert f"make room, then: kafka-chaos verify {tmp_path / 'fixture-run'}" in captured.out
 
 
 def test_an_interrupted_run_is_not_verified_and_says_how_to_verify_later(

@@ -25,6 +25,7 @@ import pytest
 
 from harness.history.jsonl import read_history
 from tests.fixtures.processes import alive as _alive
+from tests.fixtures.processes import processes_mentioning
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -50,18 +51,6 @@ EXIT_BOUND_S = 60.0      # signal -> exit
 def _events(run_dir: Path) -> list[dict[str, object]]:
     path = run_dir / "history.jsonl"
     return read_history(path).events if path.exists() else []
-
-
-def _run_processes(run_dir: Path) -> list[psutil.Process]:
-    """Live processes whose command line mentions the run directory."""
-    found = []
-    for proc in psutil.process_iter(["cmdline"]):
-        try:
-            if any(str(run_dir) in arg for arg in proc.info["cmdline"] or ()) and _alive(proc.pid):
-                found.append(proc)
-        except psutil.Error:
-            continue
-    return found
 
 
 def _take_terminal() -> None:
@@ -138,10 +127,10 @@ def test_a_signalled_run_heals_stops_records_interrupted_and_exits_without_verif
         assert events[-1]["type"] == "run.end" and events[-1]["status"] == "interrupted"
 
         gone_by = time.monotonic() + 10
-        while time.monotonic() < gone_by and (any(_alive(p) for p in children) or _run_processes(run_dir)):
+        while time.monotonic() < gone_by and (any(_alive(p) for p in children) or processes_mentioning(run_dir)):
             time.sleep(0.1)
         assert not [p for p in children if _alive(p)], [psutil.Process(p).cmdline() for p in children if _alive(p)]
-        assert not _run_processes(run_dir)
+        assert not processes_mentioning(run_dir)
         assert list(leftovers.glob("*.json")) == []
     finally:
         if master >= 0:
@@ -223,7 +212,7 @@ def test_a_sigterm_while_the_cluster_comes_up_tears_it_down_and_exits_2_leaving_
         assert events[-1]["type"] == "run.end" and events[-1]["status"] == "interrupted"
         assert list(leftovers.glob("*.json")) == []
         assert not [p for p in started if _alive(p)]
-        assert not _run_processes(run_dir)
+        assert not processes_mentioning(run_dir)
     finally:
         if harness.poll() is None:
             harness.kill()

@@ -115,3 +115,17 @@ def test_a_member_id_as_group_leader_is_fine_a_non_integer_partition_leader_is_n
     leaders = {r["leader"] for r in loaded.events.where("type = 'partition.state'").select("leader").collect()}
     assert leaders and all(isinstance(x, int) for x in leaders)
     assert loaded.type_counts["group.state"] == sum(1 for e in events if e["type"] == "group.state")
+
+
+def test_a_complete_50_mb_line_is_an_event_not_a_torn_line(spark: Any, make_run: Any) -> None:
+    """Issue 36: an `observer.error` whose text is 50 MB, written whole, was read as torn (Jackson's 20,000,000
+    character limit on one string, from 2.15). It is an event like any other, and the run passes."""
+    events = scenario()
+    at = events[5]
+    events.insert(6, {"type": "observer.error", "src": "observer", "t": at["t"], "wall": at["wall"],
+                      "observer": "admin", "error": "x" * 50_000_000})
+    run_dir = make_run("long-line", events)
+    verdict = verify_run(run_dir, spark=spark, write=False)
+    assert verdict.history["skipped_lines"] == 0, verdict.history["damage"]
+    assert verdict.history["types"]["observer.error"] == 1
+    assert verdict.status == "pass"
