@@ -18,7 +18,7 @@ transactions run (`--run`, 5k events) bare 4.0 s (7.3 s without the archive), co
 without the archive; warm third pass 3.76 s, steady 2.94 s (23 jobs). Demo-size synthetic run: bare 4.4 s
 (7.1 s), cold 13.5 s; warm steady 2.46-3.12 s. Session 16 (no archive): synthetic cold 2.27x bare, transactions
 2.72x. The cold goal is not met: the JVM's first time through Spark's query path costs about 6 s above the warm
-checks whichever query comes first (docs/design.md, "Verification speed").
+checks whichever query comes first (docs/performance.md, "Verification speed").
 """
 
 from __future__ import annotations
