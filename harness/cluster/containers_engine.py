@@ -26,6 +26,7 @@ import psutil
 
 from harness.cluster.containers_spec import CONF_DIR, LABEL_OWNER, LABEL_RUN, ContainerSpec
 from harness.errors import BackendError
+from harness.waiting import wait_until
 
 _LOG_LINES = 20
 
@@ -205,12 +206,9 @@ class NodeContainer:
             return not (code == 137 and time.monotonic() - started >= self.stop_timeout_s - 0.5)
 
     def _wait_exited(self, timeout_s: float) -> None:
-        deadline = time.monotonic() + timeout_s
-        while self.status() in ("running", "paused", "stopping"):
-            if time.monotonic() >= deadline:
-                raise BackendError(f"{self.spec.node}: container {self.spec.name} still running {timeout_s:g}s "
-                                   "after it was told to exit")
-            time.sleep(0.05)
+        wait_until(f"{self.spec.node} (container {self.spec.name}) to exit after it was told to",
+                   lambda: self.status() not in ("running", "paused", "stopping"), timeout_s, poll_s=0.05,
+                   last_seen=lambda _: f"state {self.status()}")
 
     def pause(self) -> None:
         try:

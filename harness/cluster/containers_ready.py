@@ -26,7 +26,6 @@ import struct
 import tarfile
 import tempfile
 import time
-import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -43,10 +42,11 @@ from harness.cluster.containers_spec import (
     proxy_port,
 )
 from harness.cluster.render import ProxyRoute
-from harness.errors import BackendError, ConfigError, HarnessTimeout
+from harness.errors import BackendError, ConfigError
 from harness.install.kafka import KafkaInstall
 from harness.install.kafka_files import runnable_jars
 from harness.toxiproxy.client import ProxySpec, ToxiproxyClient
+from harness.waiting import wait_until
 from harness.zk.fourletter import server_mode
 
 BROKER_HINT = ("see the container log; check zookeeper.connect (via proxies k->zk* on the toxiproxy container), "
@@ -219,48 +219,42 @@ def create_proxies(client: ToxiproxyClient, proxies: Sequence[ProxyRoute]) -> No
 
 def wait_toxiproxy(node: NodeContainer, url: str, deadline: float) -> str:
     """Wait until the API answers; returns the version it reports."""
-    timeout = max(0.0, deadline - time.monotonic())
-    last: object = "no answer yet"
-    while True:
-        if not node.is_running():
-            raise _exited(node, "starting")
+    version = ""
+
+    def probe() -> str | None:
+        nonlocal version
+        with urllib.request.urlopen(f"{url}/version", timeout=1.0) as resp:
+            text = resp.read().decode("utf-8", "replace").strip()
         try:
-            with urllib.request.urlopen(f"{url}/version", timeout=1.0) as resp:
-                text = resp.read().decode("utf-8", "replace").strip()
-            try:
-                data = json.loads(text)
-                return str(data.get("version", text)) if isinstance(data, dict) else text
-            except ValueError:
-                return text
-        except (urllib.error.URLError, OSError) as exc:
-            last = exc
-        if time.monotonic() >= deadline:
-            raise HarnessTimeout(f"toxiproxy (container {node.spec.name}) API at {url} to answer GET /version",
-                                 timeout, last_seen=f"{last}; log ends with:\n{node.tail()}",
-                                 hint="the toxiproxy image must serve the Toxiproxy 2.x API on port 8474")
-        time.sleep(0.1)
+            data = json.loads(text)
+            version = str(data.get("version", text)) if isinstance(data, dict) else text
+        except ValueError:
+            version = text
+        return None
+
+    _wait_until(node, probe, deadline, what=f"answer GET /version at {url}", poll_s=0.1,
+                hint="the toxiproxy image must serve the Toxiproxy 2.x API on port 8474")
+    return version
 
 
 def _wait_until(node: NodeContainer, probe: Callable[[], str | None], deadline: float, *, what: str, hint: str,
                 poll_s: float) -> None:
     """Poll `probe` (None: done; else what it saw) until it succeeds, the node's container exits (BackendError)
     or `deadline` passes (HarnessTimeout naming `what`, the last thing seen and the end of the log)."""
-    timeout = max(0.0, deadline - time.monotonic())
     last: object = "no answer yet"
-    while True:
+
+    def ready() -> bool:
+        nonlocal last
         if not node.is_running():
             raise _exited(node, "starting")
         try:
-            seen = probe()
-            if seen is None:
-                return
-            last = seen
+            last = probe()
         except OSError as exc:
             last = exc
-        if time.monotonic() >= deadline:
-            raise HarnessTimeout(f"{node.spec.node} (container {node.spec.name}) to {what}", timeout,
-                                 last_seen=f"{last}; log ends with:\n{node.tail()}", hint=hint)
-        time.sleep(poll_s)
+        return last is None
+
+    wait_until(f"{node.spec.node} (container {node.spec.name}) to {what}", ready, deadline=deadline, poll_s=poll_s,
+               last_seen=lambda _: f"{last}; log ends with:\n{node.tail()}", hint=hint)
 
 
 def wait_zookeeper(node: NodeContainer, host: str, port: int, deadline: float, *, quorum: bool) -> None:

@@ -25,7 +25,6 @@ import json
 import os
 import signal
 import threading
-import time
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ import psutil
 
 from harness.cluster.reaper import start_reaper
 from harness.errors import BackendError
+from harness.waiting import poll_until
 
 _TIME_SLACK_S = 0.05
 _EXEC_SETTLE_S = 10.0
@@ -128,12 +128,7 @@ def _settled_cmdline(proc: psutil.Process, timeout_s: float = _EXEC_SETTLE_S) ->
     took the process for another one and spared it. Wait until the arguments are there (bounded: an
     empty command line after `timeout_s` is recorded as such and the start time alone identifies it).
     """
-    deadline = time.monotonic() + timeout_s
-    while True:
-        cmdline = tuple(proc.cmdline())
-        if cmdline or time.monotonic() >= deadline:
-            return cmdline
-        time.sleep(0.001)
+    return poll_until(lambda: tuple(proc.cmdline()), timeout_s, poll_s=0.001) or ()
 
 
 def _kill_tree(proc: psutil.Process) -> list[psutil.Process]:
@@ -294,14 +289,15 @@ def clean_leftovers(directory: Path | None = None, wait_s: float = 5.0) -> list[
 
 
 def _wait_gone(procs: list[psutil.Process], timeout_s: float) -> list[psutil.Process]:
-    """Wait until each process is gone or a zombie (an unreaped zombie holds no resources)."""
-    deadline = time.monotonic() + timeout_s
+    """Wait until each process is gone or a zombie (an unreaped zombie holds no resources); those that are not."""
     alive = procs
-    while alive:
+
+    def all_gone() -> bool:
+        nonlocal alive
         alive = [p for p in alive if _is_alive(p)]
-        if not alive or time.monotonic() >= deadline:
-            break
-        time.sleep(0.05)
+        return not alive
+
+    poll_until(all_gone, timeout_s, poll_s=0.05)
     return alive
 
 

@@ -52,7 +52,8 @@ from harness.cluster.process_topology import process_topology
 from harness.cluster.process_toxiproxy import ProcessLink, ToxiproxyProcess
 from harness.cluster.render import EXTERNAL, Topology, ZooKeeperEndpoint
 from harness.cluster.zookeeper import ZooKeeperEnsemble, ZooKeeperMember, zookeeper_classpath
-from harness.errors import BackendError, ConfigError, HarnessError, HarnessTimeout, TeardownError
+from harness.errors import BackendError, ConfigError, HarnessError, TeardownError
+from harness.waiting import wait_until
 
 HOST = "127.0.0.1"
 
@@ -403,18 +404,13 @@ class ProcessCluster:
 
 
 def _wait_port(node: NodeId, host: str, port: int, timeout_s: float, log: Path) -> None:
-    deadline = time.monotonic() + timeout_s
-    last: object = None
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection((host, port), timeout=1.0):
-                return
-        except OSError as exc:
-            last = exc
-        time.sleep(0.1)
-    raise HarnessTimeout(f"{node} to accept connections on {host}:{port}", timeout_s,
-                         last_seen=f"{last}; log {log} ends with:\n{tail(log)}",
-                         hint="check the node's log for a startup error")
+    def connects() -> bool:
+        with socket.create_connection((host, port), timeout=1.0):
+            return True
+
+    wait_until(f"{node} to accept connections on {host}:{port}", connects, timeout_s, retry_on=(OSError,),
+               last_seen=lambda last: f"{last}; log {log} ends with:\n{tail(log)}",
+               hint="check the node's log for a startup error")
 
 
 

@@ -30,7 +30,8 @@ from harness.cluster.render_kraft import (
     render_kraft_controller,
     storage_format_args,
 )
-from harness.errors import BackendError, HarnessTimeout
+from harness.errors import BackendError
+from harness.waiting import wait_until
 
 _HINT = ("see the node's log (broker.log / controller.log); check controller.quorum.voters (via the proxies "
          "k->101...) and the listeners in server.properties")
@@ -177,18 +178,12 @@ class KraftNodes:
 
 
 def _wait_listening(who: str, host: str, port: int, deadline: float, proc: ManagedProcess) -> None:
-    last: object = "not tried yet"
-    while True:
+    def listening() -> bool:
         if not proc.is_running():
             raise BackendError(f"{who} exited while starting ({proc.exit_description()}); its log ends with:\n"
                                f"{proc.tail()}\nhint: {_HINT}")
-        try:
-            with socket.create_connection((host, port), timeout=1.0):
-                return
-        except OSError as exc:
-            last = exc
-        if time.monotonic() >= deadline:
-            raise HarnessTimeout(f"{who} to accept connections on its CONTROLLER listener {host}:{port}",
-                                 max(0.0, deadline - time.monotonic()), last_seen=f"{last}; its log ends with:\n"
-                                 f"{proc.tail()}", hint=_HINT)
-        time.sleep(0.1)
+        with socket.create_connection((host, port), timeout=1.0):
+            return True
+
+    wait_until(f"{who} to accept connections on its CONTROLLER listener {host}:{port}", listening, deadline=deadline,
+               retry_on=(OSError,), last_seen=lambda last: f"{last}; its log ends with:\n{proc.tail()}", hint=_HINT)

@@ -18,6 +18,7 @@ from pathlib import Path
 from harness.cluster.leftovers import LeftoverRegistry
 from harness.cluster.lifecycle import signal_group
 from harness.errors import BackendError
+from harness.waiting import poll_until
 
 
 def tail(path: Path, lines: int = 20) -> str:
@@ -36,9 +37,9 @@ def wait_group_stopped(pid: int, timeout_s: float = 5.0) -> bool:
     """After SIGSTOP: wait until every thread of `pid` is in the stopped state (a thread inside an
     uninterruptible syscall, e.g. fsync, stops only when it returns; a thread that ended but is not yet
     reaped, state Z or X, counts as stopped). False on timeout or exit."""
-    deadline = time.monotonic() + timeout_s
     task_dir = Path(f"/proc/{pid}/task")
-    while True:
+
+    def settled() -> str | None:
         try:
             states = []
             for task in task_dir.iterdir():
@@ -46,12 +47,10 @@ def wait_group_stopped(pid: int, timeout_s: float = 5.0) -> bool:
                     stat = (task / "stat").read_text()
                     states.append(stat[stat.rindex(")") + 2])
         except (FileNotFoundError, ProcessLookupError):
-            return False
-        if states and all(s in "tTZX" for s in states):
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.005)
+            return "exited"
+        return "stopped" if states and all(s in "tTZX" for s in states) else None
+
+    return poll_until(settled, timeout_s, poll_s=0.005) == "stopped"
 
 
 class ManagedProcess:

@@ -13,7 +13,6 @@ import json
 import os
 import re
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
@@ -23,8 +22,9 @@ import harness
 from harness.cluster.leftovers import LeftoverRegistry
 from harness.cluster.ports import allocate_ports
 from harness.cluster.process_node import ManagedProcess
-from harness.errors import BackendError, ConfigError, HarnessTimeout
+from harness.errors import BackendError, ConfigError
 from harness.toxiproxy.client import ProxyInfo, ProxySpec, ToxiproxyClient
+from harness.waiting import wait_until
 
 _LISTENING = re.compile(r"toxiproxy listening on http://(?P<host>[^\s:]+):(?P<port>\d+)")
 
@@ -114,27 +114,29 @@ class ToxiproxyProcess:
         """Start the server and wait until `GET /version` answers."""
         log_offset = self.process.log_path.stat().st_size if self.process.log_path.exists() else 0
         self.process.start()
-        deadline = time.monotonic() + timeout_s
-        last: object = "no answer yet"
-        while True:
+        last = "no answer yet"
+
+        def answers() -> bool:
+            nonlocal last
             if not self.process.is_running():
                 raise BackendError(f"toxiproxy exited while starting ({self.process.exit_description()}); "
                                    f"log {self.process.log_path} ends with:\n{self.process.tail()}")
             if not self.binary and self.port == 0:
                 self.port = self._port_from_log(log_offset)
-            if self.port:
-                try:
-                    with urllib.request.urlopen(f"{self.url}/version", timeout=1.0) as resp:
-                        self.version = _version_text(resp.read())
-                    break
-                except (urllib.error.URLError, OSError) as exc:
-                    last = exc
-            if time.monotonic() >= deadline:
-                raise HarnessTimeout(
-                    f"toxiproxy API at {self.url if self.port else self.host} to answer GET /version", timeout_s,
-                    last_seen=f"{last}; log {self.process.log_path} ends with:\n{self.process.tail()}",
-                    hint="TOXIPROXY_BIN must be a toxiproxy-server 2.x binary; unset it to use the embedded one")
-            time.sleep(0.05)
+            if not self.port:
+                last = f"no port in {self.process.log_path} yet"
+                return False
+            try:
+                with urllib.request.urlopen(f"{self.url}/version", timeout=1.0) as resp:
+                    self.version = _version_text(resp.read())
+                return True
+            except (urllib.error.URLError, OSError) as exc:
+                last = f"{exc} (from {self.url})"
+                return False
+
+        wait_until(f"toxiproxy API on {self.host} to answer GET /version", answers, timeout_s, poll_s=0.05,
+                   last_seen=lambda _: f"{last}; log {self.process.log_path} ends with:\n{self.process.tail()}",
+                   hint="TOXIPROXY_BIN must be a toxiproxy-server 2.x binary; unset it to use the embedded one")
         self._client = ToxiproxyClient(self.url)
 
     def _port_from_log(self, offset: int) -> int:

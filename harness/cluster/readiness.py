@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -24,7 +23,8 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 from kazoo.handlers.threading import KazooTimeoutError
 
-from harness.errors import BackendError, HarnessTimeout
+from harness.errors import BackendError
+from harness.waiting import poll_until, wait_until
 
 _QUIET = logging.getLogger("harness.cluster.readiness.clients")
 """Where the readiness probes' kazoo and librdkafka clients log: nowhere (a broker that is still starting
@@ -74,14 +74,16 @@ class BrokerReadiness:
         """Before restarting a killed broker: wait for its old registration to expire; if it never goes,
         readiness then requires a newer one."""
         last: int | None = None
-        while time.monotonic() < deadline:
+
+        def gone() -> bool:
+            nonlocal last
             try:
                 last = self.registration(broker_id)
             except KazooException:
-                break
-            if last is None:
-                break
-            time.sleep(0.1)
+                return True
+            return last is None
+
+        poll_until(gone, deadline=deadline, poll_s=0.1)
         self._czxid[broker_id] = last
 
     def wait_ready(self, broker_id: int, proxy: str, deadline: float, *, who: str,
@@ -90,12 +92,13 @@ class BrokerReadiness:
 
         `who` names the node in messages ("broker:1 (pid 42)"), `alive()` says whether it still runs,
         `exited()` describes how it ended, and `tail()` returns the end of its log."""
-        timeout = max(0.0, deadline - time.monotonic())
         admin: AdminClient | None = None
         kraft = not self.zookeeper_connect
         last = "not answering Metadata yet" if kraft else "not registered in /brokers/ids yet"
         registered = kraft
-        while True:
+
+        def ready() -> bool:
+            nonlocal admin, last, registered
             if not alive():
                 raise BackendError(f"{who} exited while starting ({exited()}); its log ends with:\n{tail()}\n"
                                    f"hint: {self.hint}")
@@ -114,7 +117,7 @@ class BrokerReadiness:
                 try:
                     md = admin.list_topics(timeout=1.0)
                     if (md.orig_broker_name or "").startswith(proxy) and broker_id in md.brokers:
-                        return
+                        return True
                     last = f"Metadata answered by {md.orig_broker_name} listing brokers {sorted(md.brokers)}"
                     # Once librdkafka knows the cluster it may ask any broker; a new client asks its
                     # bootstrap address (this proxy) first.
@@ -124,12 +127,11 @@ class BrokerReadiness:
                 finally:
                     if admin is not None:
                         admin.poll(0)  # serves librdkafka's log queue (to _QUIET): it does not grow while we wait
-            if time.monotonic() >= deadline:
-                registration = "be unfenced" if kraft else "register in /brokers/ids"
-                raise HarnessTimeout(
-                    f"{who} to {registration} and answer Metadata via proxy client->{broker_id} ({proxy})",
-                    timeout, last_seen=f"{last}; its log ends with:\n{tail()}", hint=self.hint)
-            time.sleep(0.1)
+            return False
+
+        registration = "be unfenced" if kraft else "register in /brokers/ids"
+        wait_until(f"{who} to {registration} and answer Metadata via proxy client->{broker_id} ({proxy})", ready,
+                   deadline=deadline, last_seen=lambda _: f"{last}; its log ends with:\n{tail()}", hint=self.hint)
 
     def close(self) -> None:
         zk, self._zk = self._zk, None

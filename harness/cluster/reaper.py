@@ -20,10 +20,11 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import psutil
+
+from harness.waiting import poll_until
 
 OWNER_GONE_S = 10.0
 """How long the reaper waits for its owner to be gone once the lifeline closed (its exit is under way)."""
@@ -68,9 +69,7 @@ def reap(directory: Path, owner_pid: int, owner_create_time: float) -> int:
     with contextlib.suppress(OSError):
         while sys.stdin.buffer.read(4096):
             pass
-    deadline = time.monotonic() + OWNER_GONE_S
-    while _owner_alive(owner_pid, owner_create_time) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    poll_until(lambda: not _owner_alive(owner_pid, owner_create_time), OWNER_GONE_S, poll_s=0.05)
     from harness.cluster.leftovers import clean_leftovers
 
     try:

@@ -17,7 +17,6 @@ import os
 import shutil
 import tempfile
 import threading
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
@@ -26,6 +25,7 @@ from harness.cluster.leftovers import LeftoverRegistry
 from harness.cluster.ports import allocate_ports
 from harness.cluster.process_node import ManagedProcess, tail
 from harness.errors import BackendError, HarnessError, HarnessTimeout, TeardownError
+from harness.waiting import Deadline, wait_until
 from harness.zk.fourletter import four_letter_word, server_mode
 
 __all__ = [
@@ -167,29 +167,26 @@ class ZooKeeperMember:
 
     def wait_serving(self, timeout_s: float) -> None:
         """Block until this member answers `srvr` with a Mode (it is part of a serving quorum)."""
-        deadline = time.monotonic() + timeout_s
         last: object = "no answer yet"
-        while True:
+
+        def serving() -> bool:
+            nonlocal last
             if not self.process.is_running():
                 raise BackendError(
                     f"ZooKeeper member {self.id} ({self.address}) is not running ({self.process.exit_description()}); "
                     f"log {self.log_path} ends with:\n{tail(self.log_path, 15)}"
                 )
-            mode = self.mode()
-            if mode is not None:
-                return
+            if self.mode() is not None:
+                return True
             try:
                 last = four_letter_word(self.host, self.client_port, "srvr", 1.0).strip() or "empty reply"
             except OSError as exc:
                 last = f"{type(exc).__name__}: {exc}"
-            if time.monotonic() >= deadline:
-                raise HarnessTimeout(
-                    f"ZooKeeper member {self.id} ({self.address}) to serve",
-                    timeout_s,
-                    last_seen=f"{last}; log {self.log_path} ends with:\n{tail(self.log_path, 15)}",
-                    hint="a quorum needs a majority of members running; check the ports and the log",
-                )
-            time.sleep(0.1)
+            return False
+
+        wait_until(f"ZooKeeper member {self.id} ({self.address}) to serve", serving, timeout_s,
+                   last_seen=lambda _: f"{last}; log {self.log_path} ends with:\n{tail(self.log_path, 15)}",
+                   hint="a quorum needs a majority of members running; check the ports and the log")
 
 
 class ZooKeeperEnsemble:
@@ -330,9 +327,9 @@ class ZooKeeperEnsemble:
             raise BackendError("this ZooKeeper ensemble was closed; create a new one")
         for m in self.members:
             m.start()
-        deadline = time.monotonic() + timeout_s
+        deadline = Deadline.after(timeout_s)
         for m in self.members:
-            m.wait_serving(max(0.1, deadline - time.monotonic()))
+            m.wait_serving(max(0.1, deadline.remaining()))
 
     def close(self) -> None:
         """Kill every member (attempting each), remove the base dir if the ensemble made it, and close

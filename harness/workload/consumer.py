@@ -6,13 +6,13 @@ used for targets `consumer:<group>/<n>`.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
 from harness.errors import TeardownError
 from harness.history.jsonl import EventSink
+from harness.waiting import poll_until
 from harness.workload.common import LIBRDKAFKA_LOGGER, WorkloadConfigError, WorkloadError
 from harness.workload.member import COMMIT_MODES, Member
 
@@ -179,15 +179,13 @@ class ConsumerGroupWorkload:
         live = [m for m in self._slots if m is not None and m.alive]
         for m in live:
             m.set_draining(True)
-        deadline = time.monotonic() + timeout_s
+        def drained() -> bool:
+            live = [m for m in self._slots if m is not None and m.alive]
+            return bool(live) and self._drained(live)
+
         self.last_drain_complete = False
         try:
-            while time.monotonic() < deadline:
-                live = [m for m in self._slots if m is not None and m.alive]
-                if live and self._drained(live):
-                    self.last_drain_complete = True
-                    return
-                time.sleep(0.1)
+            self.last_drain_complete = bool(poll_until(drained, timeout_s, poll_s=0.1))
         finally:
             for slot in self._slots:
                 if slot is not None:

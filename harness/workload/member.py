@@ -44,6 +44,7 @@ from harness.history.events import (
     Revoke,
 )
 from harness.history.jsonl import EventSink
+from harness.waiting import poll_until
 from harness.workload.common import WorkloadError, decode_key, decode_value, parse_group_metadata, wall_ms
 
 TopicPartitionKey = tuple[str, int]
@@ -217,13 +218,15 @@ class Member:
         assignment is empty first is the workaround given upstream.
         """
         consumer.unsubscribe()
-        deadline = time.monotonic() + _LEAVE_TIMEOUT_S
-        while time.monotonic() < deadline:
-            msg = consumer.poll(0.1)
+
+        def left() -> bool:
+            msg = consumer.poll(0.1)  # the pause between checks
             if msg is not None:
                 self._handle_message(msg)
-            elif not consumer.assignment():
-                break
+                return False
+            return not consumer.assignment()
+
+        poll_until(left, _LEAVE_TIMEOUT_S, poll_s=0.0)
 
     def _refresh_metadata(self, consumer: confluent_kafka.Consumer) -> None:
         try:

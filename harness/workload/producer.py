@@ -38,6 +38,7 @@ import confluent_kafka
 from harness.errors import TeardownError
 from harness.history.events import Ack, ClientError, Send, SendError
 from harness.history.jsonl import EventSink
+from harness.waiting import Deadline
 from harness.workload.common import (
     LIBRDKAFKA_LOGGER,
     WorkloadConfigError,
@@ -200,9 +201,9 @@ class ProducerWorkload:
         producer = self._producer
         if producer is None:
             return
-        deadline = time.monotonic() + timeout_s
+        deadline = Deadline.after(timeout_s)
         while len(producer) > 0:
-            remaining = deadline - time.monotonic()
+            remaining = deadline.remaining()
             if remaining <= 0:
                 return
             try:

@@ -53,6 +53,7 @@ import confluent_kafka
 
 from harness.history.events import Send, TxnAbort, TxnBegin, TxnCommit, TxnFenced, TxnZombie
 from harness.history.jsonl import EventSink
+from harness.waiting import Deadline
 from harness.workload.common import WorkloadConfigError, wall_ms
 from harness.workload.producer import Pacer, ProducerWorkload, is_fatal
 
@@ -340,9 +341,9 @@ class TransactionalProducerWorkload(ProducerWorkload):
         and librdkafka's AddPartitionsToTxn has been answered. Aborting while the first produce is in flight
         lets EndTxn overtake AddPartitionsToTxn, which the coordinator refuses with a fatal INVALID_TXN_STATE
         (librdkafka#4849, open; seen here on Apache Kafka 3.9.2). Bounded by the transaction timeout."""
-        deadline = time.monotonic() + self.timeout_s
-        while len(producer) > 0 and time.monotonic() < deadline and not self._giving_up():
-            producer.flush(min(CALL_TIMEOUT_S, max(deadline - time.monotonic(), 0.0)))
+        deadline = Deadline.after(self.timeout_s)
+        while len(producer) > 0 and not deadline.expired() and not self._giving_up():
+            producer.flush(min(CALL_TIMEOUT_S, deadline.remaining()))
 
     def _giving_up(self) -> bool:
         """After `stop()`, ending the open transaction may take the transaction timeout, in all (so the sender
