@@ -12,13 +12,13 @@ from collections.abc import Mapping
 from pathlib import Path as FilePath
 from typing import Any
 
-from harness.broker.config import build_config
 from harness.cluster.base import ClusterSpec
 from harness.cluster.process_flavour import zookeeper_mode_supported
 from harness.errors import ConfigError, ValidationError
 from harness.experiment.fields import MISSING, Fields
 from harness.experiment.limits import (
     BROKER_INT_KEYS,
+    BROKER_TYPED_KEYS,
     MAX_BROKERS,
     RESERVED_BROKER_KEYS,
     ZOOKEEPER_SIZES,
@@ -45,6 +45,7 @@ IMAGE_ROLES = ("zookeeper", "kafka", "toxiproxy")
 MARKER = "chaos_cluster"
 _JAVA_INT_MAX = 2**31 - 1
 _FEATURE_NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$")
+_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 def read_cluster(f: Fields, raw: object, path: Path = ("cluster",), what: str = "cluster") -> ClusterSpec | None:
@@ -243,19 +244,17 @@ def broker_config(f: Fields, m: dict[str, Any], path: Path) -> dict[str, str]:
             if not (text.isascii() and text.isdigit() and lowest <= int(text) <= _JAVA_INT_MAX):
                 f.error((*cpath, key), f"must be an integer from {lowest} to {_JAVA_INT_MAX}", value)
                 del config[key]
-    if not _readable(config):  # one call in the common case; key by key to name the culprits
-        for key in [k for k in config if not _readable({k: config[k]})]:
-            try:
-                build_config({key: config[key]})
-            except ConfigError as exc:
-                f.error((*cpath, key), f"the broker cannot read it: {exc}", config.pop(key))
+    for key in [k for k in config if k in BROKER_TYPED_KEYS and k not in BROKER_INT_KEYS]:
+        kind = BROKER_TYPED_KEYS[key]
+        if not _reads_as(kind, config[key]):
+            f.error((*cpath, key), f"the broker cannot read it: {key}={config[key]!r} is not a valid {kind}",
+                    config.pop(key), "true or false" if kind == "bool" else "a whole number, e.g. 2")
     return config
 
 
-def _readable(props: dict[str, str]) -> bool:
-    """Whether the reference broker reads these properties (typed ones as int or bool) without an error."""
-    try:
-        build_config(props)
-    except ConfigError:
-        return False
-    return True
+def _reads_as(kind: str, value: str) -> bool:
+    """Whether Apache Kafka parses `value` as `kind` (ConfigDef: the trimmed text; a boolean in any case)."""
+    text = value.strip()
+    if kind == "bool":
+        return text.lower() in ("true", "false")
+    return _INTEGER.fullmatch(text) is not None

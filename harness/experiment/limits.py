@@ -145,4 +145,23 @@ BROKER_INT_KEYS: Mapping[str, int] = MappingProxyType({
     "offsets.topic.num.partitions": 1,
 })
 """`broker_config` keys the harness itself reads as integers (ZooKeeper's session bounds, run.json), with
-their minimum. Other typed keys are checked as the reference broker reads them."""
+their minimum. Other typed keys are checked as Apache Kafka reads them (`BROKER_TYPED_KEYS`)."""
+
+BROKER_TYPED_KEYS: Mapping[str, str] = MappingProxyType({
+    **dict.fromkeys((
+        "zookeeper.connection.timeout.ms", "num.partitions", "default.replication.factor", "min.insync.replicas",
+        "offsets.topic.replication.factor", "offsets.topic.segment.bytes", "group.initial.rebalance.delay.ms",
+        "group.min.session.timeout.ms", "group.max.session.timeout.ms", "log.segment.bytes",
+        "log.index.interval.bytes", "log.flush.interval.messages", "log.flush.interval.ms", "message.max.bytes",
+        "socket.request.max.bytes", "replica.lag.time.max.ms", "replica.fetch.wait.max.ms",
+        "replica.fetch.max.bytes", "replica.high.watermark.checkpoint.interval.ms",
+        "leader.imbalance.check.interval.seconds", "leader.imbalance.per.broker.percentage",
+        "controlled.shutdown.max.retries", "controlled.shutdown.retry.backoff.ms", "controller.socket.timeout.ms",
+        "offsets.commit.timeout.ms"), "int"),
+    **dict.fromkeys((
+        "auto.create.topics.enable", "delete.topic.enable", "unclean.leader.election.enable",
+        "auto.leader.rebalance.enable", "controlled.shutdown.enable"), "bool"),
+})
+"""`broker_config` keys Apache Kafka reads as a number (`int`) or a boolean (`bool`, `true`/`false` in any case):
+a value it cannot parse stops every broker at start-up with a ConfigException, after the processes were started,
+so validate refuses it at its line. Other keys are passed through as text."""

@@ -89,6 +89,7 @@ def test_the_reserved_keys_cover_every_property_the_renderer_writes() -> None:
 @pytest.mark.parametrize(("key", "value", "fragment"), [
     ("min.insync.replicas", "two", "the broker cannot read it"),
     ("unclean.leader.election.enable", "maybe", "the broker cannot read it"),
+    ("log.segment.bytes", '"1.5"', "the broker cannot read it: log.segment.bytes='1.5' is not a valid int"),
     ("zookeeper.session.timeout.ms", "6s", "must be an integer from 1 to 2147483647"),
     ("offsets.topic.num.partitions", "0", "must be an integer from 1"),
     ("offsets.topic.num.partitions", "99999999999", "must be an integer from 1"),
@@ -106,6 +107,9 @@ def test_typed_broker_config_values_that_read_well_load() -> None:
                                "unclean.leader.election.enable: false, zookeeper.session.timeout.ms: 6000, "
                                "some.kafka.property: anything}\n")
     assert exp.cluster.broker_config["unclean.leader.election.enable"] == "false"
+    exp = load_experiment_text(f"{HEAD}cluster:\n  broker_config: {{auto.create.topics.enable: \"TRUE\", "
+                               "log.flush.interval.messages: \" 9223372036854775807\", num.partitions: \"+3\"}\n")
+    assert exp.cluster.broker_config["num.partitions"] == "+3"
 
 
 @pytest.mark.parametrize(("text", "line", "field", "fragment"), [
