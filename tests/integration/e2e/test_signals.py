@@ -3,7 +3,8 @@ fault, stop the cluster, record `interrupted` and exit promptly without verifyin
 the run outlives the harness. The harness runs as a subprocess (its own session) and the signal is
 sent once the history shows the fault started. `terminal-closed` runs it on a pseudo-terminal and
 closes that: the kernel sends the SIGHUP, and every later write to the terminal fails. A SIGTERM while
-the cluster is still coming up tears the started processes down before `kafka-chaos run` returns."""
+the cluster is still coming up tears the started processes down before `kafka-chaos run` returns. The cluster
+is one Apache Kafka 3.9 broker in ZooKeeper mode."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ import psutil
 import pytest
 
 from harness.history.jsonl import read_history
+from tests.fixtures.process_cluster import apache_kafka
 from tests.fixtures.processes import alive as _alive
 from tests.fixtures.processes import processes_mentioning
 
@@ -31,7 +33,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 EXPERIMENT = """
 name: signal-test
-cluster: {brokers: 1, broker: reference}
+cluster: {brokers: 1, broker: apache-kafka}
 topics: [{name: t, partitions: 1, replication_factor: 1}]
 workload:
   producers: [{topic: t, rate: 20}]
@@ -63,6 +65,7 @@ def _take_terminal() -> None:
 def test_a_signalled_run_heals_stops_records_interrupted_and_exits_without_verifying(
     tmp_path: Path, how: str,
 ) -> None:
+    apache_kafka()
     signame = "SIGHUP" if how == "terminal-closed" else how
     exp = tmp_path / "signal-test.yaml"
     exp.write_text(EXPERIMENT)
@@ -159,8 +162,10 @@ def hold(self, broker_id, *args, **kwargs):
 
 readiness.BrokerReadiness.wait_ready = hold
 code = main(sys.argv[1:])
-# What is left once `kafka-chaos run` returned, before the interpreter's atexit fallbacks run:
-alive = [p.pid for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE]
+# What is left once `kafka-chaos run` returned, before the interpreter's atexit fallbacks run (the lifeline
+# reaper excepted: it lives as long as the harness, by design, harness/cluster/reaper.py):
+alive = [p.pid for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE
+         and "harness.cluster.reaper" not in p.cmdline()]
 print("left before exit: " + json.dumps(alive), flush=True)
 sys.exit(code)
 """
@@ -172,13 +177,14 @@ def test_a_sigterm_while_the_cluster_comes_up_tears_it_down_and_exits_2_leaving_
     """SIGTERM inside `backend.up()` (ZooKeeper, Toxiproxy and the broker started; the broker never
     ready, held there on purpose): the bring-up is torn down before `kafka-chaos run` returns, not by
     the atexit fallback; exit 2, run.json `interrupted`, an empty leftover registry, no process left."""
+    apache_kafka()
     exp = tmp_path / "signal-setup.yaml"
     exp.write_text(EXPERIMENT.replace("name: signal-test", "name: signal-setup-test"))
     runs, leftovers = tmp_path / "runs", tmp_path / "leftovers"
     out = tmp_path / "harness.out"
     env = {**os.environ, "KAFKA_CHAOS_LEFTOVERS_DIR": str(leftovers), "PYTHONUNBUFFERED": "1"}
-    argv = [sys.executable, "-c", SETUP_HARNESS, "run", str(exp), "--backend", "process", "--broker", "reference",
-            "--runs-dir", str(runs)]
+    argv = [sys.executable, "-c", SETUP_HARNESS, "run", str(exp), "--backend", "process", "--broker",
+            "apache-kafka", "--runs-dir", str(runs)]
     with open(out, "wb") as sink:
         harness = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                                    start_new_session=True)
@@ -211,6 +217,9 @@ def test_a_sigterm_while_the_cluster_comes_up_tears_it_down_and_exits_2_leaving_
         assert [e["signal"] for e in events if e["type"] == "signal"] == ["SIGTERM"]
         assert events[-1]["type"] == "run.end" and events[-1]["status"] == "interrupted"
         assert list(leftovers.glob("*.json")) == []
+        gone_by = time.monotonic() + 10  # the lifeline reaper ends once it saw its owner gone
+        while time.monotonic() < gone_by and any(_alive(p) for p in started):
+            time.sleep(0.1)
         assert not [p for p in started if _alive(p)]
         assert not processes_mentioning(run_dir)
     finally:

@@ -4,8 +4,7 @@ Real part: confluent-kafka's AdminClient (librdkafka) over loopback TCP, polled 
 Stand-in: the brokers are librdkafka's in-process mock cluster, not Kafka. The mock answers
 Metadata and DescribeCluster but not ListGroups/DescribeGroups, which makes it the place to show
 that an unsupported call is recorded once and the other calls go on; group.state itself is
-checked against the reference broker (test_admin_observer_on_reference_broker.py) when that
-fixture exists.
+checked against Apache Kafka in tests/integration/process_backend/test_observers_on_apache_kafka.py.
 """
 
 from __future__ import annotations

@@ -4,8 +4,7 @@ Real part: every member is a real confluent-kafka/librdkafka Consumer over loopb
 Stand-in: the brokers and the group coordinator are librdkafka's in-process mock cluster, not
 Kafka. Most tests use `group.protocol=consumer` (KIP-848), which the mock coordinates reliably;
 one uses the classic protocol (eager `range`) with short timeouts, where the mock is slower.
-The same checks run against the reference broker in test_workload_on_reference_broker.py when
-that fixture exists.
+The same checks run against Apache Kafka in test_workload_on_apache_kafka.py.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """ProducerWorkload against librdkafka's mock cluster.
 
 Real part: the confluent-kafka/librdkafka producer (and the verifying consumer) over loopback TCP.
-Stand-in: the brokers are librdkafka's in-process mock cluster, not Kafka - no reference broker
-was available when these were written; the same checks run against it in
-test_workload_on_reference_broker.py when that fixture exists.
+Stand-in: the brokers are librdkafka's in-process mock cluster, not Kafka: fast, and able to inject errors Kafka
+gives rarely; the same checks run against Apache Kafka in test_workload_on_apache_kafka.py.
 """
 
 from __future__ import annotations
