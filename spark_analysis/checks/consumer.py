@@ -8,48 +8,40 @@ assignment epoch (an `assign` or `revoke` of the partition by that consumer star
   read_committed consumer (`isolation` read_committed, or none recorded) a record of an aborted
   transaction, or of one whose outcome is unknown, is no record it must return: an offset known to
   hold only such records is no skip for it (`spark_analysis.transactions`).
+
+Both checks gather their facts over `frames.poll_pairs` here and leave the verdict to `checks.consumer_judge`,
+which the single-process reference calls with the same facts.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
-from spark_analysis.checks.common import plural, tp_label
-from spark_analysis.checks.frames import events_by_seq, poll_pairs, topic_hash
-from spark_analysis.checks.permits import settle, weigh
+from spark_analysis.checks.consumer_judge import (
+    EVIDENCE_PAIRS,
+    NonmonotonicPolls,
+    PollPair,
+    PollPairs,
+    PollSkips,
+    judge_nonmonotonic_poll,
+    judge_poll_skip,
+)
+from spark_analysis.checks.frames import events_by_seq, poll_pairs, topic_hash, weighed
+from spark_analysis.checks.permits import truncation_permit
 from spark_analysis.checks.txn_frames import hidden_values
 from spark_analysis.context import CheckContext
-from spark_analysis.result import CheckResult, failed, passed
-
-EVIDENCE_PAIRS = 10
-_FIELDS = ("seq", "t", "src", "type", "consumer", "group", "member", "topic", "partition", "offset", "value", "key",
-           "isolation")
+from spark_analysis.result import CheckResult
 
 
-def _pair_evidence(ctx: CheckContext, sample: list[Any], problem: Any) -> list[dict[str, Any]]:
-    rows = events_by_seq(ctx, [int(r["seq"]) for r in sample] + [int(r["prev_seq"]) for r in sample])
-    out: list[dict[str, Any]] = []
-    for r in sample:
-        for seq, extra in ((int(r["prev_seq"]), {}), (int(r["seq"]), {"problem": problem(r)})):
-            ev = rows.get(seq, {"seq": seq})
-            out.append({**{k: ev[k] for k in _FIELDS if ev.get(k) is not None}, **extra})
-    return out
-
-
-def _first_line(ev: list[dict[str, Any]]) -> tuple[str, float]:
-    a, b = ev[0], ev[1]
-    who = b.get("consumer") or b.get("src")
-    return (f"{who} read {tp_label(b.get('topic'), b.get('partition'))}@{b.get('offset')} right after "
-            f"@{a.get('offset')}"), float(b.get("t") or 0.0)
-
-
-def _truncated(_writer: object, unclean: str | None) -> str | None:
-    """Consumers read only below the high watermark, which no clean election takes back: their reads go back or
-    jump only when a permitted unclean election truncated the log under them."""
-    return unclean
+def _pairs(ctx: CheckContext, df: DataFrame, n: int) -> PollPairs:
+    """The first EVIDENCE_PAIRS pairs of `df` by seq, and their polls."""
+    sample = [PollPair(int(r["seq"]), int(r["prev_seq"]), int(r["offset"]), int(r["prev_offset"]),
+                       int(r["next_known"]) if "next_known" in df.columns and r["next_known"] is not None else None)
+              for r in df.orderBy("seq").limit(EVIDENCE_PAIRS).collect()]
+    polls = events_by_seq(ctx, [r.seq for r in sample] + [r.prev_seq for r in sample])
+    return PollPairs(n, sample, polls)
 
 
 class NonmonotonicPoll:
@@ -58,24 +50,15 @@ class NonmonotonicPoll:
     needs = frozenset({"poll"})
 
     def run(self, ctx: CheckContext) -> CheckResult:
+        return judge_nonmonotonic_poll(self.facts(ctx), ctx.faults)
+
+    def facts(self, ctx: CheckContext) -> NonmonotonicPolls:
         bad = poll_pairs(ctx).where(F.col("offset") <= F.col("prev_offset"))
         polls = ctx.count("poll")
         if not bad.limit(1).collect():
-            return passed(self.id, f"offsets increased across all {polls} polls within each assignment",
-                          {"polls": polls, "nonmonotonic": 0})
-        weighed = weigh(ctx, bad, _truncated, value=None)
-        return settle(self._failed(ctx, bad), weighed.anomalies, ("nonmonotonic poll", "nonmonotonic polls"),
-                      lambda _n: self._failed(ctx, weighed.violations(bad)))
-
-    def _failed(self, ctx: CheckContext, bad: Any) -> CheckResult:
-        polls = ctx.count("poll")
-        sample = bad.orderBy("seq").limit(EVIDENCE_PAIRS).collect()
-        n = bad.count()
-        ev = _pair_evidence(ctx, sample, lambda r: f"offset {r['offset']} after {r['prev_offset']} in one assignment")
-        text, t = _first_line(ev)
-        fault = ctx.faults.active_at(t)
-        summary = f"{plural(n, 'nonmonotonic poll')}, e.g. {text}" + (f" during {fault.label}" if fault else "")
-        return failed(self.id, summary, ev, {"polls": polls, "nonmonotonic": n}, fault.label if fault else None)
+            return NonmonotonicPolls(polls)
+        return NonmonotonicPolls(polls, weighed(ctx, bad, truncation_permit, lambda df, n: _pairs(ctx, df, n),
+                                                value=None))
 
 
 class PollSkip:
@@ -84,14 +67,16 @@ class PollSkip:
     needs = frozenset({"poll"})
 
     def run(self, ctx: CheckContext) -> CheckResult:
+        return judge_poll_skip(self.facts(ctx), ctx.faults)
+
+    def facts(self, ctx: CheckContext) -> PollSkips:
         gaps = poll_pairs(ctx).where(F.col("offset") > F.col("prev_offset") + 1)
         polls = ctx.count("poll")
         per_tp = gaps.groupBy("topic_h", "partition").agg(F.count(F.lit(1)).alias("n")).collect()
         tps = [(r["topic_h"], r["partition"]) for r in per_tp]
         n_gaps = sum(int(r["n"]) for r in per_tp)  # the gaps counted with their partitions: one job, not two
         if not tps:
-            return passed(self.id, f"no consumer jumped over an offset in {polls} polls",
-                          {"polls": polls, "gaps": 0, "skips": 0})
+            return PollSkips(polls)
         topic_h = topic_hash()
         cond = F.lit(False)
         for th, part in tps:
@@ -118,21 +103,7 @@ class PollSkip:
                 F.lead("offset").over(w).alias("next_known"))
             pairs = gaps.join(nxt, ["topic_h", "partition", "prev_offset"])
         skips = pairs.where(F.col("next_known") < F.col("offset"))
-        metrics = {"polls": polls, "gaps": n_gaps}
         if not skips.limit(1).collect():
-            metrics["skips"] = 0
-            return passed(self.id, f"{plural(n_gaps, 'offset gap')} in polls, none over a known record", metrics)
-        weighed = weigh(ctx, skips, _truncated, value=None)
-        return settle(self._failed(ctx, skips, metrics), weighed.anomalies, ("poll skip", "poll skips"),
-                      lambda _n: self._failed(ctx, weighed.violations(skips), metrics))
-
-    def _failed(self, ctx: CheckContext, skips: Any, counts: dict[str, Any]) -> CheckResult:
-        sample = skips.orderBy("seq").limit(EVIDENCE_PAIRS).collect()
-        metrics = {**counts, "skips": skips.count()}
-        ev = _pair_evidence(ctx, sample, lambda r: f"jumped from {r['prev_offset']} to {r['offset']} over known "
-                                                   f"offset {r['next_known']}")
-        text, t = _first_line(ev)
-        fault = ctx.faults.active_at(t)
-        summary = (f"{plural(metrics['skips'], 'poll skip')}, e.g. {text} over known offset "
-                   f"{sample[0]['next_known']}" + (f" during {fault.label}" if fault else ""))
-        return failed(self.id, summary, ev, metrics, fault.label if fault else None)
+            return PollSkips(polls, n_gaps)
+        return PollSkips(polls, n_gaps, weighed(ctx, skips, truncation_permit, lambda df, n: _pairs(ctx, df, n),
+                                                value=None))

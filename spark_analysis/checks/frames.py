@@ -19,17 +19,22 @@ aggregation with map-side partial aggregation; strings (topic, producer, key) en
 - `poll_pairs(ctx)`: anomalous consecutive polls of one consumer on one partition within one
   assignment epoch (an assign/revoke of that partition by that consumer starts a new epoch):
   offset not increasing, or jumping by more than one.
+- `weigh(ctx, df, reason)`: a frame of anomalies counted by what permits them (`checks.permits`), in one grouped
+  job; `weighed(...)` adds the facts a judge needs about all of them and about the violations alone.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
+from spark_analysis.checks.permits import Reason, Weighed, mixed, unclean_partitions
 from spark_analysis.checks.txn_frames import committed_only_column, with_txn_outcome
 from spark_analysis.context import CheckContext
 from spark_analysis.transactions import ABORTED, UNKNOWN
@@ -38,6 +43,7 @@ WRITE_TYPES = ("send", "ack", "send.error", "poll")
 PIPE_READ = "pipe.read"
 """A pipeline's read of an input record: a poll for `delivery.lost_write` (`write_events`, `poll_frontier`)."""
 PER_VALUE_STORAGE = StorageLevel.MEMORY_AND_DISK
+Facts = TypeVar("Facts")
 
 
 def _is(kind: str) -> F.Column:
@@ -270,3 +276,71 @@ def events_by_seq(ctx: CheckContext, seqs: list[int]) -> dict[int, dict[str, obj
         return {}
     rows = ctx.df(*WRITE_TYPES, "commit").where(F.col("seq").isin(seqs)).collect()
     return {int(r["seq"]): {k: v for k, v in r.asDict().items() if v is not None} for r in rows}
+
+
+def topic_names(ctx: CheckContext) -> dict[int, str]:
+    """`topic_hash()` -> topic name, for the topics the workload wrote or read."""
+    if "topic_names" not in ctx.shared:
+        rows = ctx.df("ack", "poll").select("topic", topic_hash().alias("h")).distinct().collect()
+        ctx.shared["topic_names"] = {int(r["h"]): str(r["topic"]) for r in rows if r["topic"] is not None}
+    return ctx.shared["topic_names"]
+
+
+@dataclass(frozen=True, slots=True)
+class Weighing:
+    """A frame's anomalies grouped by writer and partition, each group with what permits it (None: a violation)."""
+
+    groups: tuple[tuple[int, int | None, int | None, str | None, int], ...]
+    """(writer index or -1, topic hash, partition, permit, count)."""
+    index: Column
+    topic_h: str
+    partition: str
+
+    @property
+    def anomalies(self) -> tuple[tuple[str | None, int], ...]:
+        return tuple((reason, n) for _w, _t, _p, reason, n in self.groups)
+
+    def violations(self, df: DataFrame) -> DataFrame:
+        """The rows of `df` (as weighed) that nothing permits."""
+        keep = F.lit(False)
+        for w, th, p, reason, _n in self.groups:
+            if reason is None:
+                keep = keep | ((self.index == w) & _same(F.col(self.topic_h), th) & _same(F.col(self.partition), p))
+        return df.where(keep)
+
+
+def _same(col: Column, value: int | None) -> Column:
+    return col.isNull() if value is None else col == value
+
+
+def weigh(ctx: CheckContext, df: DataFrame, reason: Reason, *, value: str | None = "value", topic_h: str = "topic_h",
+          partition: str = "partition") -> Weighing:
+    """The anomalies of `df` (one row each) counted by what permits them (`reason`), in one grouped Spark job: the
+    writer comes from the row's value (each writer writes from its own `value_base` on: `RunInfo.writer_of`), the
+    partition's permit from its unclean elections (`permits.permit_of` is the same for one anomaly)."""
+    writers = sorted((w for w in ctx.run.writers if w.value_base is not None), key=lambda w: -(w.value_base or 0))
+    index = F.lit(-1)
+    if value is not None:
+        for i in reversed(range(len(writers))):
+            index = F.when(F.col(value) >= F.lit(writers[i].value_base), F.lit(i)).otherwise(index)
+    rows = df.groupBy(index.alias("w"), F.col(topic_h).alias("th"), F.col(partition).alias("p")).count().collect()
+    names, unclean = topic_names(ctx), unclean_partitions(ctx)
+    groups = []
+    for g in rows:
+        w = int(g["w"])
+        th, p = (int(g["th"]) if g["th"] is not None else None), (int(g["p"]) if g["p"] is not None else None)
+        topic = names.get(th) if th is not None else None
+        at = unclean.get((topic, p)) if topic is not None and p is not None else None
+        groups.append((w, th, p, reason(writers[w] if w >= 0 else None, at), int(g["count"])))
+    return Weighing(tuple(groups), index, topic_h, partition)
+
+
+def weighed(ctx: CheckContext, df: DataFrame, reason: Reason, facts: Callable[[DataFrame, int], Facts], *,
+            value: str | None = "value", topic_h: str = "topic_h", partition: str = "partition") -> Weighed[Facts]:
+    """`df`'s anomalies weighed (`weigh`), with `facts(rows, how many)` of all of them and, when some are permitted
+    and some not, of the violations alone (the counts come from the weighing: no job counts them again)."""
+    weighing = weigh(ctx, df, reason, value=value, topic_h=topic_h, partition=partition)
+    anomalies = weighing.anomalies
+    found = facts(df, sum(n for _r, n in anomalies))
+    violations = facts(weighing.violations(df), sum(n for r, n in anomalies if r is None)) if mixed(anomalies) else None
+    return Weighed(found, anomalies, violations)

@@ -16,7 +16,8 @@
   `__consumer_offsets` partition (`harness.model.coordinator.coordinator_partition`) at that time,
   within a grace for observer skew.
 - `group.commit_monotonic` (Spark): a group's committed offset for a partition never goes back
-  within one generation.
+  within one generation; the verdict is `checks.group_judge`'s, which the single-process reference calls with the
+  same facts.
 """
 
 from __future__ import annotations
@@ -29,6 +30,13 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
 from spark_analysis.checks.common import as_members, evidence, plural, tp_label
+from spark_analysis.checks.group_judge import (
+    COMMIT_FIELDS,
+    SAMPLE,
+    CommitRegressions,
+    RegressedCommit,
+    judge_commit_monotonic,
+)
 from spark_analysis.checks.holdings import Holding, base_partition_counts, generation_counts, holdings
 from spark_analysis.context import CheckContext, Row
 from spark_analysis.result import CheckResult, failed, passed, unknown
@@ -311,31 +319,19 @@ class CommitMonotonic:
     needs = frozenset({"commit"})
 
     def run(self, ctx: CheckContext) -> CheckResult:
+        return judge_commit_monotonic(self.facts(ctx), ctx.faults)
+
+    def facts(self, ctx: CheckContext) -> CommitRegressions:
         w = Window.partitionBy("group", "topic", "partition", "generation").orderBy("seq")
-        commits = ctx.df("commit").where(F.col("offset").isNotNull()).select(
-            "seq", "t", "src", "group", "member", "generation", "topic", "partition", "offset")
+        commits = ctx.df("commit").where(F.col("offset").isNotNull()).select(*COMMIT_FIELDS)
         bad = (commits.withColumn("prev_offset", F.lag("offset").over(w))
                .withColumn("prev_seq", F.lag("seq").over(w))
                .withColumn("prev_member", F.lag("member").over(w))
                .where(F.col("offset") < F.col("prev_offset")))
-        sample = bad.orderBy("seq").limit(10).collect()
+        sample = bad.orderBy("seq").limit(SAMPLE).collect()
         total = ctx.count("commit")
         if not sample:
-            return passed(self.id, f"committed offsets never went back within a generation ({total} commits)",
-                          {"commits": total, "regressions": 0})
-        n = bad.count()
-        ev: list[dict[str, Any]] = []
-        for r in sample:
-            d = r.asDict()
-            ev.append({"type": "commit", "seq": d["prev_seq"], "group": d["group"], "member": d["prev_member"],
-                       "generation": d["generation"], "topic": d["topic"], "partition": d["partition"],
-                       "offset": d["prev_offset"]})
-            ev.append({"type": "commit", **{k: d[k] for k in ("seq", "t", "src", "group", "member", "generation",
-                                                               "topic", "partition", "offset") if d[k] is not None},
-                       "problem": f"offset went back {d['prev_offset']} -> {d['offset']}"})
-        first = sample[0]
-        summary, fault = _with_fault(
-            ctx, f"{plural(n, 'commit')} moved back within a generation, e.g. {first['group']} "
-                 f"{tp_label(first['topic'], first['partition'])} gen {first['generation']}: "
-                 f"{first['prev_offset']} -> {first['offset']}", float(first["t"] or 0.0))
-        return failed(self.id, summary, ev, {"commits": total, "regressions": n}, fault)
+            return CommitRegressions(total)
+        return CommitRegressions(total, bad.count(), [
+            RegressedCommit({k: r[k] for k in COMMIT_FIELDS}, int(r["prev_seq"]), r["prev_member"],
+                            int(r["prev_offset"])) for r in sample])

@@ -3,12 +3,17 @@ consumer anomaly is a violation only when the settings in force asked Kafka for 
 (`harness.model.promises`). Otherwise it is still reported, as permitted, naming the setting, and it does not fail
 the run: users of weak configurations see exactly what they trade.
 
-Owns `unclean_partitions` (per partition: the unclean election its topic's `unclean.leader.election.enable`
-allowed, which truncates what only the old ISR held), `weigh` (a check's anomalies counted by what permits each:
-the settings of the writer of its value, `harness.model.promises`, or its partition's unclean election) and
-`settle`, which turns the anomalies, each with the setting that permits it or None, into one result: pass with
-`permitted` when every anomaly is permitted, else a failure on the violations with the permitted ones counted
-beside them.
+Owns the rule of permits, for every path that judges these checks (Spark and the single-process reference):
+- what permits each kind of anomaly (`Reason`: `once_permit`, `order_permit`, `ack_permit`, `truncation_permit`),
+  from the settings of the writer of its value (`harness.model.promises`) and its partition's unclean election;
+- `unclean_partitions` (per partition: the unclean election its topic's `unclean.leader.election.enable`
+  allowed, which truncates what only the old ISR held), and `permit_of`, one anomaly's permit;
+- `Weighed`, a check's anomalies counted by what permits them, with the facts its judge needs about all of them
+  and about the violations alone; `judge_weighed` and `settle` turn them into one result: pass with `permitted`
+  when every anomaly is permitted, else a failure on the violations with the permitted ones counted beside them.
+
+Counting anomalies by permit in Spark (`frames.weigh`) groups rows by writer and partition and calls the same
+`Reason` once per group.
 """
 
 from __future__ import annotations
@@ -16,24 +21,45 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
-
-from harness.model.promises import Writer, unclean_permits
+from harness.model.promises import Writer, ack_withdrawn, once_withdrawn, order_withdrawn, unclean_permits
 from spark_analysis.checks.common import plural, tp_label
-from spark_analysis.checks.frames import topic_hash
 from spark_analysis.checks.partition_isr import leader_elections
-from spark_analysis.context import CheckContext
 from spark_analysis.result import CheckResult, passed
 
-Partition = tuple[str, int]
+if TYPE_CHECKING:
+    from spark_analysis.context import CheckContext
 
+Partition = tuple[str, int]
+Anomalies = tuple[tuple[str | None, int], ...]
+"""(the setting that permits them or None for violations, how many), as many entries as the path likes."""
+Facts = TypeVar("Facts")
 
 Reason = Callable[[Writer | None, str | None], str | None]
 """What permits an anomaly of a value written by a writer (None: not known) at a partition's setting (None: no
 unclean election permitted there): the setting, or None for a violation."""
+
+
+def once_permit(writer: Writer | None, unclean: str | None) -> str | None:
+    """R5 holds for idempotent writers; a truncation by a permitted unclean election also stores a retry again."""
+    return (once_withdrawn(writer) if writer is not None else None) or unclean
+
+
+def order_permit(writer: Writer | None, unclean: str | None) -> str | None:
+    """R7 holds for idempotent writers and those with one request in flight; a permitted truncation reorders too."""
+    return (order_withdrawn(writer) if writer is not None else None) or unclean
+
+
+def ack_permit(writer: Writer | None, unclean: str | None) -> str | None:
+    """R3/R6: only acks=all writes survive every clean election; a permitted unclean one truncates any."""
+    return unclean or (ack_withdrawn(writer) if writer is not None else None)
+
+
+def truncation_permit(_writer: Writer | None, unclean: str | None) -> str | None:
+    """Consumers read only below the high watermark, which no clean election takes back: their reads go back or
+    jump only when a permitted unclean election truncated the log under them."""
+    return unclean
 
 
 def unclean_partitions(ctx: CheckContext) -> Mapping[Partition, str]:
@@ -50,61 +76,43 @@ def unclean_partitions(ctx: CheckContext) -> Mapping[Partition, str]:
     return ctx.shared["unclean_permits"]
 
 
-def topic_names(ctx: CheckContext) -> dict[int, str]:
-    """`frames.topic_hash()` -> topic name, for the topics the workload wrote or read."""
-    if "topic_names" not in ctx.shared:
-        rows = ctx.df("ack", "poll").select("topic", topic_hash().alias("h")).distinct().collect()
-        ctx.shared["topic_names"] = {int(r["h"]): str(r["topic"]) for r in rows if r["topic"] is not None}
-    return ctx.shared["topic_names"]
+def permit_of(ctx: CheckContext, reason: Reason, value: int | None, partition: Partition | None) -> str | None:
+    """What permits one anomaly (`reason`): the writer of `value` (each writer writes from its own `value_base`
+    on; None: no writer), and the unclean election of `partition` (None: not known)."""
+    writer = ctx.run.writer_of(value) if value is not None else None
+    unclean = unclean_partitions(ctx).get(partition) if partition is not None else None
+    return reason(writer, unclean)
+
+
+def tally(permits: Iterable[str | None]) -> Anomalies:
+    """Anomalies, one permit (or None) each, counted by permit."""
+    return tuple(Counter(permits).items())
+
+
+def mixed(anomalies: Anomalies) -> bool:
+    """Whether `settle` judges the violations alone: some anomalies are permitted and some are not."""
+    return any(n for r, n in anomalies if r is None) and any(n for r, n in anomalies if r is not None)
 
 
 @dataclass(frozen=True, slots=True)
-class Weighing:
-    """A check's anomalies grouped by writer and partition, each group with what permits it (None: a violation)."""
+class Weighed(Generic[Facts]):
+    """A check's anomalies weighed against the configuration: the facts its judge needs about all of them
+    (`found`), counted by what permits them (`anomalies`), and the same facts about the violations alone
+    (`violations`: gathered only when they differ, i.e. when the anomalies are `mixed`)."""
 
-    groups: tuple[tuple[int, int | None, int | None, str | None, int], ...]
-    """(writer index or -1, topic hash, partition, permit, count)."""
-    index: Column
-    topic_h: str
-    partition: str
-
-    @property
-    def anomalies(self) -> list[tuple[str | None, int]]:
-        return [(reason, n) for _w, _t, _p, reason, n in self.groups]
-
-    def violations(self, df: DataFrame) -> DataFrame:
-        """The rows of `df` (as weighed) that nothing permits."""
-        keep = F.lit(False)
-        for w, th, p, reason, _n in self.groups:
-            if reason is None:
-                keep = keep | ((self.index == w) & _same(F.col(self.topic_h), th) & _same(F.col(self.partition), p))
-        return df.where(keep)
+    found: Facts
+    anomalies: Anomalies = ()
+    violations: Facts | None = None
 
 
-def _same(col: Column, value: int | None) -> Column:
-    return col.isNull() if value is None else col == value
+def judge_weighed(weighed: Weighed[Facts], judge: Callable[[Facts], CheckResult],
+                  noun: tuple[str, str]) -> CheckResult:
+    """`settle` the failure `judge` makes of the anomalies found, judging the violations alone when needed."""
+    def on_violations(_n: int) -> CheckResult:
+        assert weighed.violations is not None, "mixed anomalies come with the facts of their violations"
+        return judge(weighed.violations)
 
-
-def weigh(ctx: CheckContext, df: DataFrame, reason: Reason, *, value: str | None = "value", topic_h: str = "topic_h",
-          partition: str = "partition") -> Weighing:
-    """The anomalies of `df` (one row each) counted by what permits them (`reason`), in one grouped Spark job: the
-    writer comes from the row's value (each writer writes from its own `value_base` on), the partition's permit
-    from its unclean elections."""
-    writers = sorted((w for w in ctx.run.writers if w.value_base is not None), key=lambda w: -(w.value_base or 0))
-    index = F.lit(-1)
-    if value is not None:
-        for i in reversed(range(len(writers))):
-            index = F.when(F.col(value) >= F.lit(writers[i].value_base), F.lit(i)).otherwise(index)
-    rows = df.groupBy(index.alias("w"), F.col(topic_h).alias("th"), F.col(partition).alias("p")).count().collect()
-    names, unclean = topic_names(ctx), unclean_partitions(ctx)
-    groups = []
-    for g in rows:
-        w = int(g["w"])
-        th, p = (int(g["th"]) if g["th"] is not None else None), (int(g["p"]) if g["p"] is not None else None)
-        topic = names.get(th) if th is not None else None
-        at = unclean.get((topic, p)) if topic is not None and p is not None else None
-        groups.append((w, th, p, reason(writers[w] if w >= 0 else None, at), int(g["count"])))
-    return Weighing(tuple(groups), index, topic_h, partition)
+    return settle(judge(weighed.found), weighed.anomalies, noun, on_violations)
 
 
 def settle(result: CheckResult, anomalies: Iterable[tuple[str | None, int]], noun: tuple[str, str],

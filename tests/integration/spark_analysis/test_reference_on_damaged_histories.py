@@ -1,7 +1,7 @@
 """The pure-Python reference and the Spark path read damaged histories alike (issue 22): the same
 lines are skipped and counted (torn, untyped, ill-typed, by event type), and the delivery and
 consumer checks reach the same statuses under the damaged-history rule, on the fixture history with
-its damage."""
+its damage; the checks with one judge for both paths (`same_words.SAME_WORDS`) say the same words."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from spark_analysis.load import load_history
 from spark_analysis.reference import REFERENCE_CHECKS, reference_checks, reference_damage
 from spark_analysis.verify import verify_run
 from tests.fixtures.histories import history_lines, ill_typed, scenario, tear_middle, write_lines
+from tests.integration.spark_analysis.same_words import assert_same_words
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 
@@ -90,3 +91,4 @@ def test_reference_and_spark_skip_the_same_lines_and_reach_the_same_statuses(
         keys = ("damaged_lines", "damaged_by_type", "damaged_in_fault_windows", "status_without_damage_rule")
         assert {k: r.metrics.get(k) for k in keys} == {k: reference[check_id].metrics.get(k) for k in keys}, (
             check_id, json.dumps(dict(r.metrics), default=str))
+    assert_same_words(spark_side, reference)

@@ -3,9 +3,8 @@ history and passes on its must-pass history when the history is loaded and verif
 same statuses as the single-process reference for every check. The `scenario()` bug switches run on Spark in
 test_checks_on_fixtures.py (`test_check_fails_for_its_bug`, which also compares the reference); here: the healthy
 scenario and every case that is not a switch, each distinct history once (the transaction checks share their
-must-pass history). The transaction checks decide their verdicts in one place for both paths
-(`spark_analysis.checks.txn_judge`, `txn_eos_judge`), so for them the summary, metrics and evidence must be the
-reference's too."""
+must-pass history). The checks that read the bulk events decide their verdicts in one judge for both paths
+(`same_words.SAME_WORDS`), so for them the summary, fault, metrics and evidence must be the reference's too."""
 
 from __future__ import annotations
 
@@ -21,6 +20,7 @@ from spark_analysis.reference import reference_checks
 from spark_analysis.verify import verify_run
 from tests.fixtures.histories import scenario, write_run
 from tests.fixtures.self_test import SELF_TEST
+from tests.integration.spark_analysis.same_words import assert_same_words
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -46,9 +46,6 @@ def _histories() -> dict[tuple[str, str], tuple[History, list[str]]]:
 
 
 HISTORIES = _histories()
-SAME_WORDS = ("txn.aborted_read", "txn.atomic_visibility", "txn.lost_commit", "txn.zombie_fenced",
-              "txn.exactly_once_pipeline")
-"""Checks whose summary, metrics and evidence are the reference's (one judge for both paths)."""
 
 
 @pytest.mark.parametrize(("which", "check_id"), sorted(HISTORIES), ids=lambda x: str(x))
@@ -65,9 +62,4 @@ def test_spark_path_reaches_the_self_test_status_and_agrees_with_the_reference(
     for judged_id in judged:
         assert got[judged_id].status == which, (judged_id, got[judged_id].summary)
     assert {k: r.status for k, r in got.items()} == {k: r.status for k, r in reference.items() if k in got}
-    for same in SAME_WORDS:
-        if same in got:
-            mine, theirs = got[same], reference[same]
-            assert (mine.summary, mine.fault, dict(mine.metrics)) == (theirs.summary, theirs.fault,
-                                                                      dict(theirs.metrics)), same
-            assert [dict(e) for e in mine.evidence] == [dict(e) for e in theirs.evidence], same
+    assert_same_words(got, reference)
