@@ -176,7 +176,7 @@ STEP_S = 2.0
 the observers' watches and a loaded machine spread them)."""
 
 
-def _dead_leader_left_isr(prev: Row, ev: Row, nxt: Row | None) -> bool:
+def _dead_leader_left_isr(prev: Row, ev: Row, nxt: Row | None, live: Liveness | None = None) -> bool:
     """The controller's OfflineReplica step for the leader's replica, which is no election: it writes
     NoLeader (-1) and the ISR without the old leader, and the election follows in a later write.
     Kafka's controller does this when it takes over with the leader already gone (ReplicaStateMachine
@@ -184,12 +184,27 @@ def _dead_leader_left_isr(prev: Row, ev: Row, nxt: Row | None) -> bool:
     keeps its last member, so a dead leader that was the last ISR member is written as leader -1 with the
     same ISR: seen on Apache Kafka 3.9.2, `leader -1, isr [1]` 130 ms before the unclean election of broker 3).
     That last case is a step only when a write electing a leader follows it (`nxt`, within `STEP_S`): alone it is
-    the controller's answer, an election that found no leader (unclean election disabled; KRaft's NO_LEADER)."""
+    the controller's answer, an election that found no leader (unclean election disabled; KRaft's NO_LEADER).
+
+    Several brokers lost in one event give one such write per dead replica (one leader epoch each), and a watch
+    that reads the partition's state after the last of them sees them as one: the ISR without every dead
+    replica, the leader -1, the epoch risen by at most the number removed (seen on Apache Kafka 3.9.2: brokers 2
+    and 3 expired together, `leader 2, epoch 0, isr [2, 3, 1]` then `leader -1, epoch 2, isr [1]`, then the
+    election of broker 1 in epoch 3). Each removed broker's registration must be gone (`live`)."""
     old, isr, new_isr = prev.get("leader"), list(prev.get("isr") or []), list(ev.get("isr") or [])
     if ev.get("leader") != -1 or old is None or old < 0 or old not in isr:
         return False
     if len(isr) > 1:
-        return new_isr == [b for b in isr if b != old]
+        removed = [b for b in isr if b not in new_isr]
+        if not new_isr or new_isr != [b for b in isr if b in new_isr] or old not in removed:
+            return False
+        if removed == [old]:
+            return True
+        t = float(ev.get("t") or 0.0)
+        gone = live is not None and all(live.state_at(b, t) is False or live.goes_down_within(b, t, t + STEP_S)
+                                        for b in removed)
+        bumps = int(ev.get("leader_epoch") or 0) - int(prev.get("leader_epoch") or 0)
+        return gone and 1 <= bumps <= len(removed)
     leader = nxt.get("leader") if nxt is not None else None
     elected = (nxt is not None and leader is not None and int(leader) >= 0
                and float(nxt.get("t") or 0.0) - float(ev.get("t") or 0.0) <= STEP_S)
@@ -324,7 +339,7 @@ class ElectionConforms:
                                    f"{list(ev.get('replicas') or [])})")
                         bad += [evidence(ev, strategy="new", expected=want),
                                 evidence(ev, strategy="new", expected=want, problem=problem)]
-                elif prev is not None and _dead_leader_left_isr(prev, ev, nxt):
+                elif prev is not None and _dead_leader_left_isr(prev, ev, nxt, live):
                     offline_replica_steps += 1
                 elif prev is not None and ev.get("leader") != prev.get("leader") and ev.get("leader") is not None:
                     t = float(ev.get("t") or 0.0)

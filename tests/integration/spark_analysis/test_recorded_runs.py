@@ -32,3 +32,6 @@ def test_a_recorded_run_gets_the_verdict_recorded_as_right_for_it(recorded: Reco
     assert sorted(verdict.not_selected) == sorted(expected["not_selected"])  # type: ignore[arg-type]
     owners = list(expected.get("owners") or ())  # type: ignore[call-overload]
     assert all(got.get(o) == "fail" for o in owners), f"{recorded.name}: owners {owners} must fail: {got}"
+    permitted = {c.check_id: c.permitted for c in verdict.checks}
+    for check_id, setting in dict(expected.get("permitted") or {}).items():  # type: ignore[call-overload]
+        assert any(setting in p for p in permitted.get(check_id, ())), (recorded.name, check_id, permitted)
