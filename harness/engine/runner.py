@@ -12,6 +12,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +53,8 @@ KAFKA_PYTHON_LOGGER = logging.getLogger("kafka")
 OPERATION_SLACK_S = 10.0
 """How long past the longest operation timeout the heal phase waits for operations to end."""
 TEARDOWN_OPERATION_WAIT_S = 2.0
+SLOW_TEARDOWN_STEP_S = 2.0
+"""A teardown step that takes this long is named on the console (a signalled run should exit within seconds)."""
 
 
 class Progress(Protocol):
@@ -338,20 +341,28 @@ class Run:
         failures: list[tuple[str, BaseException]] = []
 
         def attempt(step: str, fn: Callable[[], None]) -> None:
+            started = time.monotonic()
             try:
                 fn()
             except Exception as exc:  # every step is attempted; all failures are reported
                 failures.append((step, exc))
+            took = time.monotonic() - started
+            if took >= SLOW_TEARDOWN_STEP_S:
+                self.progress.note(f"teardown: {step} took {took:.1f}s")
 
-        if self.injector is not None:
-            failures += self.injector.heal_all()
+        injector = self.injector
+        if injector is not None:
+            attempt("heal every fault", lambda: failures.extend(injector.heal_all(teardown=True)))
         operations = self.operations
         if operations is not None:
             attempt("end operations", lambda: self._abandon_operations(operations))
-        for w in (*self.producers, *self.consumers):
-            attempt(f"close workload {w.name}", w.close)
-        for o in self.observers:
-            attempt(f"stop observer {o.name}", o.stop)
+        # The clients end side by side: each may wait on a broker the run left down (a consumer's LeaveGroup, an
+        # Admin call's timeout), and none needs another gone first.
+        closings = [(f"close workload {w.name}", w.close) for w in (*self.producers, *self.consumers)]
+        closings += [(f"stop observer {o.name}", o.stop) for o in self.observers]
+        with ThreadPoolExecutor(max_workers=max(1, len(closings)), thread_name_prefix="teardown") as pool:
+            for step, fn in closings:
+                pool.submit(attempt, step, fn)
         if self.cluster is not None:
             attempt("cluster down", self.cluster.down)
         return failures

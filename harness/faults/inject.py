@@ -17,7 +17,7 @@ from typing import Any
 from harness.cluster.base import Cluster, Link, LinkSource, NodeId, link_name
 from harness.cluster.links import LinkGraph
 from harness.faults.catalog import CATALOG
-from harness.faults.kind import Applied, MemberControl, ProducerControl
+from harness.faults.kind import Applied, BringsNodesBack, MemberControl, ProducerControl
 from harness.faults.resolve import ResolutionError
 from harness.faults.schedule import PlannedFault
 from harness.history.events import FaultEnd, FaultSkipped, FaultStart, NodeRef
@@ -77,13 +77,19 @@ class FaultInjector:
         if active is not None:
             self._run_heal(active, record=True)
 
-    def heal_all(self) -> list[tuple[str, BaseException]]:
-        """Heal every active fault, latest first; every step is attempted, failures returned."""
+    def heal_all(self, *, teardown: bool = False) -> list[tuple[str, BaseException]]:
+        """Heal every active fault, latest first; every step is attempted, failures returned. At `teardown` (every
+        node is stopped next) a fault that would only start its nodes again (`BringsNodesBack`) ends with them
+        left down."""
         failures: list[tuple[str, BaseException]] = []
         with self._lock:
             pending = sorted(self._active.values(), key=lambda a: -a.fault.start)
             self._active.clear()
         for active in pending:
+            kind = CATALOG[active.fault.spec.kind]
+            if teardown and isinstance(kind, BringsNodesBack) and kind.brings_nodes_back():
+                self._emit(FaultEnd, active.fault, targets=active.done.targets, left_down=True)
+                continue
             failures += self._run_heal(active, record=True)
         return failures
 

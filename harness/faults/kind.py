@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from harness.cluster.base import CLIENT, LinkSource, NodeId, link_name
 
@@ -64,6 +64,15 @@ class KindSpec:
 
     def param(self, name: str) -> ParamSpec | None:
         return next((p for p in self.params if p.name == name), None)
+
+
+@runtime_checkable
+class BringsNodesBack(Protocol):
+    """A kind whose heal starts its nodes again (kill, stop). At teardown, which stops every node next, the injector
+    ends such a fault without starting them (`fault.end` with `left_down`): a broker's start waits for its
+    registration, seconds a signalled run would spend only to stop it again."""
+
+    def brings_nodes_back(self) -> bool: ...
 
 
 class MemberControl(Protocol):

@@ -75,6 +75,9 @@ class _NodeFault:
 class Kill(_NodeFault):
     """SIGKILL (docker kill); a consumer member is dropped without leaving its group. Heal: start it again."""
 
+    def brings_nodes_back(self) -> bool:
+        return True
+
     def _down(self, env: FaultEnv, node: Acted) -> None:
         if isinstance(node, MemberRef):
             _member(env, node).kill_member(node.index)
@@ -94,6 +97,9 @@ class Stop(_NodeFault):
     """SIGTERM (docker stop): the broker's controlled shutdown moves its leaderships first. Heal: start it."""
 
     graceful = True
+
+    def brings_nodes_back(self) -> bool:
+        return True
 
     def _down(self, env: FaultEnv, node: Acted) -> None:
         if not isinstance(node, NodeId):

@@ -112,8 +112,10 @@ class FaultStart(_FaultEvent):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FaultEnd(_FaultEvent):
     TYPE: ClassVar[str] = "fault.end"
-    DOC: ClassVar[str] = "a fault was healed; error names the heal steps that failed"
+    DOC: ClassVar[str] = ("a fault was healed; error names the heal steps that failed; left_down: ended by the "
+                          "teardown, its nodes not started again (every node is stopped next)")
     error: str | None = omitted()
+    left_down: bool | None = omitted()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -152,3 +152,30 @@ def _entry(name: str) -> str:
             if "groups" in spec.targets else "target: 'zookeeper:1'" if spec.targets == {"zookeeper"}
             else "target: 'broker:1'")
     return f"{{at: 1s, fault: {name}, {slot}, duration: 5s, params: {required}}}"
+
+
+def _teardown(*entries: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """Inject `entries`, then end them as a teardown does (`heal_all(teardown=True)`)."""
+    faults = plan(load_experiment_text(HEAD + "\n  - ".join(entries) + "\n", "mem.yaml"))
+    cluster = FakeCluster()
+    events: list[dict[str, Any]] = []
+    injector = FaultInjector(cluster, ClusterState(), LinkGraph((1, 2, 3), (1,)),  # type: ignore[arg-type]
+                             lambda e: events.append(record_of(e)),
+                             members={"g": FakeMembers(cluster.calls)})  # type: ignore[dict-item]
+    for fault in faults:
+        assert injector.inject(fault)
+    assert injector.heal_all(teardown=True) == []
+    return events, cluster.calls
+
+
+def test_a_teardown_leaves_killed_and_stopped_brokers_down_and_still_resumes_and_reconnects_the_rest() -> None:
+    """A signalled run's teardown stops every node next: starting a killed broker first only delays the exit."""
+    events, calls = _teardown("{at: 1s, fault: kill, target: broker:1}", "{at: 2s, fault: stop, target: broker:2}",
+                              "{at: 3s, fault: pause, target: broker:3, duration: 5s}",
+                              "{at: 4s, fault: isolate, target: broker:3, duration: 5s}")
+    assert not [c for c in calls if c.startswith("start")], calls
+    assert "resume broker:3" in calls and any(c.startswith("enable") for c in calls), calls
+    ends = {e["description"]: e for e in events if e["type"] == "fault.end"}
+    assert len(ends) == 4
+    left = sorted(d for d, e in ends.items() if e.get("left_down"))
+    assert left == ["#0 kill broker:1", "#1 stop broker:2"], ends

@@ -22,6 +22,7 @@ NOT_READ = frozenset({
     "when",  # probe: before chaos or after heal
     "brokers",  # fault.*, op.start: the broker ids among the targets / a rolling restart's order
     "heal",  # fault.start
+    "left_down",  # fault.end: ended by a teardown with its nodes left down (the run is interrupted, never a pass)
     "timeout_s", "elapsed_s", "via",  # op.start / op.end
     "source",  # controller: which call named it (a controller event's observer; test_kraft_checks.py keeps it out)
     "host", "port",  # broker.up
