@@ -158,3 +158,12 @@ def test_before_kafka_3_9_no_controller_listener_is_advertised_and_voters_are_di
     me = NodeId.broker(1) if combined else NodeId.controller(102)
     other = NodeId.broker(2) if combined else NodeId.controller(101)
     assert voters[str(other.id)] in {str(p.advertised) for p in topo.proxies_between(me, other)}
+
+
+def test_a_cluster_id_never_starts_with_a_dash_which_kafka_storage_would_read_as_an_option() -> None:
+    """Seed 1002 (the false-fail hunt's kraft schedule 2) once gave "-WTlo3Xu5Y2Aoec-E6MHiw": `kafka-storage
+    format -t -WTlo...` exited 1 ("argument --cluster-id/-t: expected one argument"). Kafka's own Uuid.randomUuid
+    draws again in that case; so does the harness, and keeps every other seed's id as it was."""
+    assert not kraft_cluster_id(1002).startswith("-") and len(kraft_cluster_id(1002)) == 22
+    assert not [s for s in range(5000) if kraft_cluster_id(s).startswith("-")]
+    assert kraft_cluster_id(42) == "hbdwgoK0SPC7zzOISH0pmA"  # as before the rule
