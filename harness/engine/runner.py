@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -24,6 +25,7 @@ from harness.cluster.render_kraft import kraft_cluster_id
 from harness.engine.bundle import RunBundle
 from harness.engine.delivery import DeliveryCount
 from harness.engine.interrupts import INTERRUPTS, Interrupts
+from harness.engine.lanes import FaultLanes
 from harness.engine.parts import REAL_PARTS, RunParts
 from harness.engine.storage import QuietFileHandler, StorageWatch
 from harness.errors import HarnessError, StorageError
@@ -111,6 +113,7 @@ class Run:
         self.producers: list[Workload] = []
         self.consumers: list[Workload] = []
         self.injector: FaultInjector | None = None
+        self.lanes = FaultLanes()
         self.operations: OperationRunner | None = None
         self.storage = StorageWatch()
 
@@ -285,7 +288,9 @@ class Run:
                 self.operations.start(op)
             while todo and todo[0].at <= elapsed:
                 action = todo.pop(0)
-                self._act(action.what, action.fault)
+                with self.interrupts.deferred():  # held while the schedule waits (INLINE_S at most)
+                    self.lanes.run(action.fault.index, partial(self._act, action.what, action.fault))
+            self.lanes.check()
             if elapsed >= self.exp.duration:
                 break
             upcoming = sorted([(a.at, f"{a.what} {a.fault.describe()}") for a in todo[:1]]
@@ -300,11 +305,10 @@ class Run:
         assert self.injector is not None
         self.progress.note(f"{what} {fault.describe()}")
         try:
-            with self.interrupts.deferred():
-                if what == "inject":
-                    self.injector.inject(fault)
-                else:
-                    self.injector.heal(fault)
+            if what == "inject":
+                self.injector.inject(fault)
+            else:
+                self.injector.heal(fault)
         except HarnessError as exc:
             self.sink(FaultError(fault_id=fault.index, kind=fault.spec.kind, action=what, error=str(exc)))
             self.progress.note(f"{what} {fault.describe()} failed: {exc}")
@@ -312,6 +316,7 @@ class Run:
     def _heal(self) -> None:
         assert self.injector is not None
         self._phase("heal")
+        self.lanes.close()  # an action still under way (a slow stop, say) ends before everything is healed
         for step, exc in self.injector.heal_all():
             self.sink(FaultError(action="heal", error=f"{step}: {exc}"))
         if self.operations is not None:  # each ends by its own timeout; the slack covers the last poll
@@ -350,6 +355,7 @@ class Run:
             if took >= SLOW_TEARDOWN_STEP_S:
                 self.progress.note(f"teardown: {step} took {took:.1f}s")
 
+        attempt("end fault actions under way", self.lanes.close)
         injector = self.injector
         if injector is not None:
             attempt("heal every fault", lambda: failures.extend(injector.heal_all(teardown=True)))

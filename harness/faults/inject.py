@@ -47,6 +47,7 @@ class FaultInjector:
         self._active: dict[int | str, _Active] = {}
         self._cuts: dict[str, int] = {}
         self._lock = threading.Lock()
+        self._links_lock = threading.Lock()
 
     @property
     def active(self) -> list[PlannedFault]:
@@ -116,21 +117,20 @@ class FaultInjector:
         """Disable `src->dst` unless another active fault already cut it."""
         name = link_name(src, dst)
         link = self.cluster.link(src, dst)
-        with self._lock:
+        with self._links_lock:  # the count and the link change together (faults act from lanes of their own)
             count = self._cuts.get(name, 0)
             self._cuts[name] = count + 1
-        if count == 0:
-            link.disable()
+            if count == 0:
+                link.disable()
 
     def uncut_link(self, src: LinkSource, dst: NodeId) -> None:
         """Enable `src->dst` when no other active fault still cuts it."""
         name = link_name(src, dst)
-        with self._lock:
+        with self._links_lock:
             count = self._cuts.get(name, 0) - 1
             if count <= 0:
                 self._cuts.pop(name, None)
+                link: Link = self.cluster.link(src, dst)
+                link.enable()
             else:
                 self._cuts[name] = count
-        if count <= 0:
-            link: Link = self.cluster.link(src, dst)
-            link.enable()
