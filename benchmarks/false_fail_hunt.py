@@ -11,7 +11,12 @@ so each failure is a Kafka bug, a checker misreading or a harness problem; `--cl
 hunt prints the failures no entry explains. Exit 0 when none is unexplained.
 
 Usage: .venv/bin/python benchmarks/false_fail_hunt.py [--modes zookeeper kraft] [--schedules 30] [--seed 1]
-       [--out runs/hunt] [--classified FILE] [--duration 45]
+       [--out runs/hunt] [--classified FILE] [--duration 45] [--reverify] [--rerun SCHEDULE ...]
+
+`--reverify` verifies the runs of an earlier hunt in --out again (after a checker misreading was fixed), so the
+final figure is every schedule's history judged by today's checks; `--rerun` runs named schedules again (after an
+environment problem was fixed), keeping the earlier result. benchmarks/false_fail_hunt_classified.json classifies
+every failure found so far (`check` "*" covers every failure of a schedule).
 """
 
 from __future__ import annotations
@@ -103,20 +108,35 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--duration", type=float, default=45.0)
     p.add_argument("--out", default="runs/hunt")
     p.add_argument("--classified", default=None)
+    p.add_argument("--rerun", nargs="*", default=[], metavar="SCHEDULE",
+                   help="run these schedules again (after an environment fix); the earlier result is kept under "
+                        "'earlier' in hunt.json")
+    p.add_argument("--reverify", action="store_true",
+                   help="verify the hunt's recorded runs again with today's checks (after fixing a misreading) "
+                        "instead of running schedules")
     args = p.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     known = json.loads(Path(args.classified).read_text()) if args.classified else []
-    explained = {(k["schedule"], k["check"]): k for k in known}
+    explained = {(k["schedule"], k["check"]): k for k in known}  # check "*": every failure of that schedule
     results: list[dict[str, Any]] = []
     results_file = out / "hunt.json"
     if results_file.is_file():
         results = json.loads(results_file.read_text())
+    earlier = {r["schedule"]: r for r in results if r["schedule"] in args.rerun}
+    results = [r for r in results if r["schedule"] not in earlier]
     started = time.monotonic()
+    if args.reverify:
+        for r in results:
+            if r["run_dir"] and r["run_dir"] != "None":
+                subprocess.run([sys.executable, "-m", "harness.cli", "verify", r["run_dir"]], cwd=ROOT,
+                               capture_output=True, text=True, timeout=1200, check=False)
+                r["failures"] = failures(Path(r["run_dir"]))
+        results_file.write_text(json.dumps(results, indent=1, default=str))
     for mode in args.modes:
         for i in range(args.first, args.first + args.schedules):
             name = f"hunt-{mode}-{i:02d}"
-            if any(r["schedule"] == name for r in results):
+            if args.reverify or any(r["schedule"] == name for r in results):
                 continue
             path = out / f"{name}.yaml"
             path.write_text(experiment(mode, i, args.seed, args.duration))
@@ -124,17 +144,25 @@ def main(argv: list[str] | None = None) -> int:
             run_dir = run_one(path, out / "runs")
             found = failures(run_dir)
             results.append({"schedule": name, "mode": mode, "run_dir": str(run_dir), "failures": found,
-                            "wall_s": round(time.monotonic() - t0, 1)})
+                            "wall_s": round(time.monotonic() - t0, 1),
+                            **({"earlier": earlier[name]} if name in earlier else {})})
             results_file.write_text(json.dumps(results, indent=1, default=str))
             print(f"{name}: {len(found)} failing" + "".join(f"\n  {f['status']} {f['check']}: {f['summary'][:240]}"
                                                             for f in found), flush=True)
-    print("\nmode        schedules  failures  kafka-bug  misreading  environment  unexplained")
+    print("\n(failures: of the final runs; a class counts every failure classified, earlier runs of a rerun "
+          "schedule included)")
+    print("mode        schedules  failures  kafka-bug  misreading  environment  unexplained")
     unexplained_total = 0
     for mode in args.modes:
         mine = [r for r in results if r["mode"] == mode]
         fails = [(r["schedule"], f) for r in mine for f in r["failures"]]
-        by = {c: sum(1 for s, f in fails if explained.get((s, f["check"]), {}).get("class") == c) for c in CLASSES}
-        unexplained = [(s, f) for s, f in fails if (s, f["check"]) not in explained]
+        def entry(schedule: str, check: str) -> dict[str, Any]:
+            return dict(explained.get((schedule, check)) or explained.get((schedule, "*")) or {})
+
+        earlier_fails = [(r["schedule"], f) for r in mine for f in (r.get("earlier") or {}).get("failures", ())]
+        classes = [entry(s, f["check"]).get("class") for s, f in fails + earlier_fails]
+        by = {c: sum(1 for k in classes if k == c) for c in CLASSES}
+        unexplained = [(s, f) for s, f in fails if not entry(s, f["check"])]
         unexplained_total += len(unexplained)
         print(f"{mode:<11} {len(mine):>9}  {len(fails):>8}  {by['kafka-bug']:>9}  {by['misreading']:>10}  "
               f"{by['environment']:>11}  {len(unexplained):>11}")

@@ -13,7 +13,9 @@ the authoritative `partition.state` events (`partition.authoritative`) and the r
   followed at once by writes that take only gone replicas out, it among them, is a step (`_steps_out`).
   Fails when a controller write for such a
   partition after the broker went (a state with a higher leader epoch) still lists it, or when no
-  state without it appears while the broker stays down longer than `OFFLINE_GRACE_S`. A replica already
+  state without it appears while the broker stays down longer than `OFFLINE_GRACE_S` with a controller in office
+  (no controller, no write: brokers cut off from ZooKeeper while the controller's own session expired left none
+  for 25 s on Apache Kafka 3.9.2, false-fail hunt zookeeper schedule 8). A replica already
   out of the ISR when its broker went (a controlled shutdown took it out) holds the rule; a run whose
   only gone broker did that passes, saying so (it was unknown, as if nothing could be judged).
 - `partition.unclean_only_when_enabled`: a leader from outside the last ISR (in KRaft also outside
@@ -42,6 +44,7 @@ from typing import Any
 from spark_analysis.checks.common import evidence, plural, tp_label
 from spark_analysis.checks.liveness import DOWN_TYPES, LIVENESS_TYPES, UP_TYPES, Liveness, build_liveness
 from spark_analysis.checks.partition import STEP_S, _caught_up, _eligibility, _summary_with_fault, authoritative
+from spark_analysis.checks.slo import controller_events
 from spark_analysis.context import CheckContext, Row
 from spark_analysis.result import CheckResult, failed, passed, unknown
 
@@ -103,6 +106,24 @@ def _timeline(ctx: CheckContext) -> _Timeline:
     downs = sorted((e for e in chosen if e.get("type") in DOWN_TYPES and e.get("broker") is not None), key=tl.order)
     ups = sorted((e for e in chosen if e.get("type") in UP_TYPES and e.get("broker") is not None), key=tl.order)
     return _Timeline(tl.states, _first_downs(downs, ups, tl), ups, same)
+
+
+def controller_in_office(controllers: list[Row], t0: float, t1: float) -> float:
+    """Seconds of [t0, t1] during which some controller held office, by the authoritative `controller` events
+    (`slo.controller_events`: broker -1 is none). Before the first event, and with none recorded, all of it
+    (nothing says it was missing)."""
+    if t1 <= t0:
+        return 0.0
+    if not controllers:
+        return t1 - t0
+    first = float(controllers[0].get("t") or 0.0)
+    total = max(0.0, min(first, t1) - t0)
+    for ev, nxt in itertools.zip_longest(controllers, controllers[1:]):
+        if ev.get("broker") is None or int(ev["broker"]) < 0:
+            continue
+        start, end = float(ev.get("t") or 0.0), float(nxt.get("t") or 0.0) if nxt is not None else t1
+        total += max(0.0, min(end, t1) - max(start, t0))
+    return total
 
 
 def _first_downs(downs: list[Row], ups: list[Row], tl: _Timeline) -> list[Row]:
@@ -169,9 +190,10 @@ class OfflineReplicaLeavesIsr:
         tl = _timeline(ctx)
         if not tl.states:
             return unknown(self.id, "no partition.state event carries an ISR")
-        judged = last_member = not_judged = already_out = 0
+        judged = last_member = not_judged = already_out = no_controller = 0
         bad: list[dict[str, Any]] = []
         live = build_liveness(ctx.rows(*LIVENESS_TYPES))
+        controllers = sorted(controller_events(ctx.rows("controller")), key=lambda e: float(e.get("t") or 0.0))
         for down in tl.downs:
             broker, t_down = int(down["broker"]), float(down.get("t") or 0.0)
             back = tl.next_up(down)
@@ -200,6 +222,9 @@ class OfflineReplicaLeavesIsr:
                                          f"registration vanished at {t_down:.3f}s")]
                 elif left:
                     judged += 1
+                elif horizon - t_down > OFFLINE_GRACE_S and (
+                        controller_in_office(controllers, t_down, horizon) <= OFFLINE_GRACE_S):
+                    no_controller += 1  # no controller to write anything (all cut off from ZooKeeper, say)
                 elif horizon - t_down > OFFLINE_GRACE_S:
                     judged += 1
                     bad += [evidence(down), evidence(
@@ -211,12 +236,14 @@ class OfflineReplicaLeavesIsr:
                     not_judged += 1
         violations = sum(1 for e in bad if "problem" in e)
         metrics = {"brokers_gone": len(tl.downs), "replicas_judged": judged, "last_isr_member": last_member,
-                   "not_judged_short": not_judged, "out_before_going": already_out, "violations": violations}
+                   "not_judged_short": not_judged, "not_judged_no_controller": no_controller,
+                   "out_before_going": already_out, "violations": violations}
         if not tl.downs:
             return passed(self.id, "no broker went away during the run (nothing to judge)", metrics)
         none = None if judged or already_out else (
             f"no replica of a gone broker could be judged ({plural(len(tl.downs), 'broker')} went, {not_judged} "
-            f"not down for {OFFLINE_GRACE_S:g}s before the end)")
+            f"not down for {OFFLINE_GRACE_S:g}s before the end, {no_controller} while no controller was in office "
+            f"for {OFFLINE_GRACE_S:g}s)")
         text = f"every gone broker left the ISR of all {plural(judged, 'partition')} it was in"
         if not judged:
             text = f"every gone broker had left the ISR before it went ({plural(already_out, 'replica')}: " \
