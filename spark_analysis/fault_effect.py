@@ -68,6 +68,10 @@ class FaultEffect:
         return {int(c.id) for c in self.unreachable if c.role in wanted and isinstance(c.id, int)
                 and (peer is None or peer in c.peers)}
 
+    def cuts(self, src: str, dst: str) -> bool:
+        """Whether this fault cuts the directed link `src -> dst` (node names as in `links`: "broker:3")."""
+        return any(link.get("src") == src and link.get("dst") == dst for link in self.links)
+
     def takes_away(self, node: int, roles: Iterable[str] = SERVERS) -> bool:
         """Whether this fault takes node `node` away: stops it or cuts it off (e.g. a controller lost)."""
         roles = tuple(roles)

@@ -117,6 +117,10 @@ class FaultIndex:
                 out |= window.effect.stopped_gracefully()
         return out
 
+    def link_cut(self, src: str, dst: str, t: float) -> FaultWindow | None:
+        """A fault in force at t that cuts the directed link `src -> dst` ("broker:3" -> "broker:1")."""
+        return next((w for w in self.windows if w.contains(t) and w.effect.cuts(src, dst)), None)
+
     def took_away(self, node: int, t0: float, t1: float) -> FaultWindow | None:
         """The earliest fault that started in [t0, t1] and took node `node` (a broker or a KRaft controller) away:
         stopped it or cut it off (what a controller's loss is tied to)."""

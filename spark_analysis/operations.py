@@ -55,6 +55,11 @@ class OperationWindow:
             return True
         return topic == self.topic and (not self.partitions or partition in self.partitions)
 
+    def refused(self, topic: str, partition: int) -> bool:
+        """Whether the controller answered this partition with an error (`PREFERRED_LEADER_NOT_AVAILABLE`,
+        `ELECTION_NOT_NEEDED`, ...): then the operation changed nothing there (Kafka writes no record for it)."""
+        return any(a.error is not None and a.topic == topic and a.partition == partition for a in self.answers)
+
     def contains(self, t: float, grace: float = OPERATION_GRACE_S) -> bool:
         return self.start <= t and (self.end is None or t <= self.end + grace)
 

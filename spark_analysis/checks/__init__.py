@@ -23,11 +23,8 @@ from spark_analysis.checks.group import (
 from spark_analysis.checks.group_offsets import OffsetsKept
 from spark_analysis.checks.operation import OperationCompletes
 from spark_analysis.checks.partition import ElectionConforms, LeaderEpochMonotonic, LeaderInIsr
-from spark_analysis.checks.partition_isr import (
-    ControlledShutdownMovesLeaders,
-    OfflineReplicaLeavesIsr,
-    UncleanOnlyWhenEnabled,
-)
+from spark_analysis.checks.partition_isr import OfflineReplicaLeavesIsr, UncleanOnlyWhenEnabled
+from spark_analysis.checks.partition_shutdown import ControlledShutdownMovesLeaders
 from spark_analysis.checks.quorum import LeaderResigns, NoSplitBrain
 from spark_analysis.checks.slo import ControllerFailover, PartitionUnavailable, Rebalance
 from spark_analysis.checks.slo_stall import ReadUnavailable, WriteUnavailable

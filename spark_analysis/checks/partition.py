@@ -147,7 +147,10 @@ def _strategy(prev: Row, ev: Row, live: Liveness, shutting: set[int], t: float,
     if moving is not None and part in moving.targets and old not in moving.targets[part]:
         return "reassign", list(moving.targets[part])  # the leader leaves: the first live ISR member of the new list
     ar = new_ar or old_ar
-    if ops.covering(topic, part, t, "elect_preferred") is not None or (ar and ev.get("leader") == ar[0]):
+    preferred = ops.covering(topic, part, t, "elect_preferred")
+    if preferred is not None and preferred.refused(topic, part):
+        preferred = None  # PREFERRED_LEADER_NOT_AVAILABLE here: whatever changed the leader, it was not this
+    if preferred is not None or (ar and ev.get("leader") == ar[0]):
         return "preferred", None
     return None, None
 

@@ -23,11 +23,7 @@ the authoritative `partition.state` events (`partition.authoritative`) and the r
   `unclean.leader.election.enable` is true; then each such election is recorded as unclean in the
   metrics and evidence (`unclean_elections`). A replica that joined the ISR between two observed states
   (the leader epoch skipped one) is not outside it (`partition._caught_up`).
-- `partition.controlled_shutdown_moves_leaders`: on a graceful stop (a fault whose effect is a graceful stop:
-  the `stop` fault, SIGTERM, the broker's controlled shutdown), every partition the broker led has a new
-  leader before its registration vanishes, wherever another ISR member was alive and not shutting down itself
-  (Kafka's `KafkaController.doControlledShutdown`, `ControlledShutdownPartitionLeaderElectionStrategy`; the
-  broker retries until it leads nothing, then deregisters).
+- `partition.controlled_shutdown_moves_leaders` lives in `checks.partition_shutdown`, over the same timeline.
 
 Event order: the states and the registrations come from the same observer (ZooKeeper watches, or the
 KRaft metadata observer), so "before" is file order (`seq`) there and the history clock otherwise.
@@ -37,7 +33,6 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -210,6 +205,8 @@ class OfflineReplicaLeavesIsr:
                     continue
                 later = tl.after(down, states, back)
                 kept = [st for i, st in enumerate(later) if broker in _isr(st) and _epoch(st) > _epoch(prev)
+                        and _isr(st) != [broker]  # the other members went first: it stays as the last one (seen
+                        # on 3.9.2: `leader 2, isr [2]` then `leader -1, isr [2]`, hunt zookeeper schedule 6)
                         and not _steps_out(later[i:], broker, live)]
                 left = [st for st in later if broker not in _isr(st)]
                 role = "led" if prev.get("leader") == broker else "followed"
@@ -222,6 +219,8 @@ class OfflineReplicaLeavesIsr:
                                          f"registration vanished at {t_down:.3f}s")]
                 elif left:
                     judged += 1
+                elif any(_isr(st) == [broker] for st in later):
+                    last_member += 1  # the others went first: it stays as the last member (Kafka keeps one)
                 elif horizon - t_down > OFFLINE_GRACE_S and (
                         controller_in_office(controllers, t_down, horizon) <= OFFLINE_GRACE_S):
                     no_controller += 1  # no controller to write anything (all cut off from ZooKeeper, say)
@@ -326,63 +325,3 @@ def _unclean_rows(found: list[UncleanElection]) -> list[dict[str, Any]]:
         rows += [evidence(u.prev), evidence(u.ev, unclean=True, problem=f"{tp_label(u.topic, u.partition)}: unclean "
                                             f"election of broker {u.leader}, outside the ISR {_isr(u.prev)}{elr}")]
     return rows
-
-
-class ControlledShutdownMovesLeaders:
-    id = "partition.controlled_shutdown_moves_leaders"
-    family = "partition"
-    needs = frozenset({"partition.state"})
-
-    def run(self, ctx: CheckContext) -> CheckResult:
-        tl = _timeline(ctx)
-        stops = [w for w in ctx.faults.windows if w.effect.graceful_stop]
-        if not stops:
-            return passed(self.id, "no graceful stop in the run (nothing to move)", {"graceful_stops": 0})
-        if not tl.states:
-            return unknown(self.id, "no partition.state event carries an ISR")
-        live = build_liveness(ctx.rows(*LIVENESS_TYPES))
-        moved = no_alternative = unseen = 0
-        bad: list[dict[str, Any]] = []
-        for window in stops:
-            for broker in sorted(window.effect.stopped_gracefully()):
-                down = next((d for d in tl.downs if d.get("broker") == broker
-                             and float(d.get("t") or 0.0) >= window.start), None)
-                if down is None:
-                    unseen += 1
-                    continue
-                others_stopping = ctx.faults.stopping_gracefully(window.start) - {broker}
-                usable = live.live_at(window.start) - others_stopping - {broker}
-                for (topic, part), states in tl.states.items():
-                    led = _led_at(states, window.start)
-                    if led is None or led.get("leader") != broker:
-                        continue
-                    if not any(b in usable for b in _isr(led)):
-                        no_alternative += 1
-                        continue
-                    between = [st for st in states if float(st.get("t") or 0.0) >= window.start
-                               and tl.order(st) < tl.order(down)]
-                    if any(st.get("leader") not in (None, broker) and int(st["leader"]) >= 0 for st in between):
-                        moved += 1
-                        continue
-                    bad += [evidence(window.start_event()), evidence(led), evidence(
-                        down, problem=f"{tp_label(topic, part)}: broker {broker} still led it when its "
-                                      f"registration vanished during its graceful stop (live ISR members "
-                                      f"{sorted(b for b in _isr(led) if b in usable)} could have taken over "
-                                      f"before its registration went)")]
-        violations = sum(1 for e in bad if "problem" in e)
-        metrics = {"graceful_stops": len(stops), "leaders_moved": moved, "no_live_alternative": no_alternative,
-                   "stops_without_deregistration": unseen, "violations": violations}
-        none = None if moved or bad else (
-            f"no led partition with a live alternative to judge across {plural(len(stops), 'graceful stop')}")
-        return _result(self.id, ctx, bad, metrics, "partition",
-                       f"every graceful stop moved its {plural(moved, 'led partition')} before deregistering", none)
-
-
-def _led_at(states: Iterable[Row], t: float) -> Row | None:
-    """The last state at or before t."""
-    last = None
-    for st in states:
-        if float(st.get("t") or 0.0) > t:
-            break
-        last = st
-    return last

@@ -5,12 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from spark_analysis.checks.partition_isr import (
-    OFFLINE_GRACE_S,
-    ControlledShutdownMovesLeaders,
-    OfflineReplicaLeavesIsr,
-    UncleanOnlyWhenEnabled,
-)
+from spark_analysis.checks.partition_isr import OFFLINE_GRACE_S, OfflineReplicaLeavesIsr, UncleanOnlyWhenEnabled
+from spark_analysis.checks.partition_shutdown import ControlledShutdownMovesLeaders
 from spark_analysis.result import CheckResult, run_check
 from tests.fixtures.histories import RUN_JSON, python_context, run_json
 
@@ -157,3 +153,38 @@ def test_a_write_keeping_a_gone_broker_that_no_removal_follows_still_fails() -> 
               _ps(5.1, 0, 1, 1, [1]), _ev(30.0, "run.end", "engine")]
     result = _run(OfflineReplicaLeavesIsr(), events)
     assert result.status == "fail" and "broker 3 (which followed it) is still in the ISR [3, 1]" in result.summary
+
+
+def test_a_member_left_alone_by_the_others_going_first_stays_as_the_last_one() -> None:
+    """Apache Kafka 3.9.2 (recorded: zk-3.9.2-last-isr-member-stays): brokers 1 and 2 go; the controller writes
+    `leader 2, isr [2]` (1 out), then `leader -1, isr [2]`: 2 stays, the last member."""
+    events = [*(_ev(0.1, "broker.up", broker=b) for b in (1, 2, 3)), _ps(0.2, 0, 2, 0, [2, 1]),
+              _ev(5.0, "broker.down", broker=1), _ev(5.0, "broker.down", broker=2),
+              _ps(5.1, 0, 2, 1, [2]), _ps(5.15, 0, -1, 2, [2]), _ev(30.0, "run.end", "engine")]
+    result = _run(OfflineReplicaLeavesIsr(), events)
+    assert result.status == "pass", result.summary
+    assert result.metrics["last_isr_member"] == 1 and result.metrics["violations"] == 0
+
+
+def test_no_write_is_due_while_no_controller_holds_office() -> None:
+    """Recorded: zk-3.9.2-no-controller-in-office. With the controller gone (-1) from before the broker went until
+    the end, nobody can write; once a controller holds office longer than the grace, the rule holds again."""
+    gone = [*_start(), _ev(0.1, "controller", broker=3, epoch=1), _ev(4.0, "controller", broker=-1, epoch=1),
+            _ev(5.0, "broker.down", broker=2), _ps(5.1, 0, 1, 1, [1, 3])]
+    quiet = _run(OfflineReplicaLeavesIsr(), [*gone, _ev(5.0 + 3 * OFFLINE_GRACE_S, "run.end", "engine")])
+    assert quiet.status != "fail" and quiet.metrics["not_judged_no_controller"] == 1, quiet.summary
+    back = [*gone, _ev(6.0, "controller", broker=1, epoch=2), _ev(5.0 + 3 * OFFLINE_GRACE_S, "run.end", "engine")]
+    assert _run(OfflineReplicaLeavesIsr(), back).status == "fail"
+
+
+def test_a_graceful_stop_cut_off_from_its_controller_is_not_judged() -> None:
+    """Kafka's controlled shutdown needs the controller; cut off from it, the broker gives up after its retries and
+    shuts down uncleanly (recorded on 3.9.2: hunt zookeeper schedule 13)."""
+    cut = {"links": [{"src": "broker:1", "dst": "broker:3", "proxy": "1->3"}]}
+    events = [*_start(), _ev(0.1, "controller", broker=3, epoch=1),
+              _ev(4.0, "fault.start", "engine", fault_id=0, kind="partition", target=["broker:1", "broker:3"],
+                  effect=cut),
+              *_stop(5.0, 1, 9.0), _ev(6.0, "broker.down", broker=1), _ps(6.1, 0, 2, 1, [2, 3]),
+              _ev(9.5, "fault.end", "engine", fault_id=0, kind="partition", target=["broker:1", "broker:3"])]
+    result = _run(ControlledShutdownMovesLeaders(), events)
+    assert result.status == "pass" and result.metrics["controller_unreachable"] == 1, result.summary
