@@ -6,8 +6,8 @@ with INVALID_CONFIG), or None. An unknown name is "Unknown topic config name: <n
 not parse is "Invalid value <value> for configuration <name>: Not a number of type LONG" (or INT,
 DOUBLE, or "Expected value to be either true or false"); a parsed value outside its range or set names
 the bound or the allowed values. The tests' messages were read from Apache Kafka 3.9.2's own answers (live:
-tests/integration/broker/test_topic_admin_as_kafka.py). The reference broker refuses with it, and the
-experiment loader names the file, line and field. Names that Kafka validates with a validator
+tests/integration/process_backend/test_topic_config_messages_on_apache_kafka.py). The experiment loader
+refuses with it, naming the file, line and field. Names that Kafka validates with a validator
 of its own (throttled replica lists, message format versions) are accepted as given here.
 """
 

@@ -1,8 +1,6 @@
 """The operator's reassignment, preferred election and partition addition on a running cluster: 3 Apache Kafka
 3.9 brokers + 1 real ZooKeeper through the process backend (AlterPartitionReassignments, ElectLeaders,
-CreatePartitions). The reference
-broker's path (`/admin/reassign_partitions`) runs end to end in tests/data/bug_experiments/reassign.yaml
-(tests/integration/bugs/), whose clean run needs both reassignments done."""
+CreatePartitions)."""
 
 from __future__ import annotations
 

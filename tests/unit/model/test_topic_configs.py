@@ -1,6 +1,6 @@
-"""Topic config validation (the reference broker's and the loader's) words every refusal as Apache Kafka 3.9 does (the
-messages below were read from Kafka's own answers; tests/integration/broker/test_topic_admin_as_kafka.py
-compares both brokers live)."""
+"""Topic config validation (the loader's) words every refusal as Apache Kafka 3.9 does (the messages below were
+read from Kafka's own answers; tests/integration/process_backend/test_topic_config_messages_on_apache_kafka.py
+compares them with Apache Kafka live)."""
 
 from __future__ import annotations
 

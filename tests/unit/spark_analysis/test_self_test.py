@@ -1,7 +1,8 @@
 """The checker's self-test (docs/kafka-behaviour.md §10): every check fails on its must-fail history and passes
 on its must-pass history, on the Python rows (the checks that run on collected rows) and on the single-process
-reference; and the docs' rule and self-test tables stay in step with the registry, the bug flags and the
-fixture switches. (The Spark path: tests/integration/spark_analysis/test_self_test_spark.py.)"""
+reference; and the docs' rule and self-test tables stay in step with the registry, the recorded histories of the
+retired reference broker's bug flags (tests/data/recorded/reference-<flag>) and the fixture switches. (The Spark
+path: tests/integration/spark_analysis/test_self_test_spark.py.)"""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.experiment.schema import REFERENCE_BUGS
 from spark_analysis.checks import BY_ID, CHECK_IDS
 from spark_analysis.reference import reference_checks
 from spark_analysis.result import CheckResult, run_check
 from tests.fixtures.histories import EXPECTED_FAILURES, python_context, write_run
+from tests.fixtures.recorded import RECORDED
 from tests.fixtures.self_test import SELF_TEST, Case
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "kafka-behaviour.md"
@@ -45,10 +46,13 @@ def test_the_docs_self_test_table_lists_every_check_once_in_registry_order() -> 
     assert _table_ids(_section(10)) == list(CHECK_IDS)
 
 
-def test_the_docs_tables_name_every_bug_flag_and_every_fixture_switch() -> None:
+def test_the_docs_tables_name_every_recorded_bug_flag_history_and_every_fixture_switch() -> None:
     rules, self_test = _section(9), _section(10)
-    for flag in REFERENCE_BUGS:
-        assert f"`{flag}`" in rules and f"`{flag}`" in self_test, flag
+    flagged = [d.name for d in RECORDED.iterdir() if d.name.startswith("reference-")
+               and not d.name.startswith("reference-clean-")]
+    assert len(flagged) == 13
+    for name in flagged:
+        assert f"`{name}`" in rules and f"`{name}`" in self_test, name
     for switch in EXPECTED_FAILURES:
         assert f"fixture `{switch}`" in rules, switch
 
