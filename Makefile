@@ -43,7 +43,7 @@ java:
 
 # Apache Kafka $(KAFKA) into the cache (KAFKA_HOME, the Apache tarball or Maven Central; cached after the
 # first time). Best effort: where no source works the reason is printed, and the Apache Kafka tests skip
-# with it while the demo runs the reference broker and says so.
+# with it (the demo then fails naming every source tried).
 kafka: venv java
 	-@for v in $(KAFKA); do $(VENV)/bin/kafka-chaos kafka install $$v; done
 

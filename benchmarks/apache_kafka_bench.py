@@ -1,6 +1,6 @@
-"""Apache Kafka beside the reference broker, on the process backend (and on the containers backend where
-a Docker API answers, e.g. Podman's after `eval "$(compose/podman/setup.sh --env)"`): the figures of
-the Apache Kafka issue.
+"""Apache Kafka on the process backend (and on the containers backend where a Docker API answers, e.g.
+Podman's after `eval "$(compose/podman/setup.sh --env)"`): the figures of the Apache Kafka issue (docs/
+apache-kafka.md; they were measured beside the reference broker, retired since).
 
   1. cluster up: time until 3 brokers + 1 ZooKeeper + Toxiproxy are up and every broker answers
      Metadata through its own client proxy (`ProcessBackend.up`), --rounds times per broker flavour;
@@ -8,7 +8,6 @@ the Apache Kafka issue.
      another broker, beside zookeeper.session.timeout.ms (--session-ms), --rounds times per flavour;
   3. with --experiments: the wall time of each shipped experiment (`kafka-chaos run`, verification
      included) on each flavour.
-Rounds alternate between the flavours, so both see the same state of the shared machine.
 
 Usage: .venv/bin/python benchmarks/apache_kafka_bench.py [--rounds 3] [--session-ms 6000] [--experiments]
 """
@@ -34,7 +33,8 @@ from harness.cluster.process import ProcessBackend, ProcessCluster  # noqa: E402
 from harness.cluster.select import docker_api  # noqa: E402
 from harness.install.kafka import install_kafka  # noqa: E402
 
-FLAVOURS = ("apache-kafka", "reference")
+FLAVOURS = ("apache-kafka",)
+"""The brokers measured (the reference broker, measured beside it once, was retired)."""
 
 
 def controller(zk: KazooClient) -> int | None:
@@ -89,7 +89,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--session-ms", type=int, default=6000)
-    ap.add_argument("--experiments", action="store_true", help="also time every shipped experiment on both")
+    ap.add_argument("--experiments", action="store_true", help="also time every shipped experiment")
     args = ap.parse_args()
     kafka = install_kafka()
     print(f"Apache Kafka: {kafka.describe()}")

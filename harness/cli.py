@@ -1,4 +1,4 @@
-"""`kafka-chaos`: validate, run and verify experiments; list faults; run a reference broker or the
+"""`kafka-chaos`: validate, run and verify experiments; list faults; install Apache Kafka; run the
 embedded Toxiproxy server. Exit codes: 0 pass/valid, 1 fail (or a check unknown), 2 invalid input
 or harness error."""
 
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError, ValidationError
 from harness.experiment.reproduce import reproduce_line as reproduce
-from harness.install.kafka import BROKERS, DEFAULT_LINE
+from harness.install.kafka import BROKERS, DEFAULT_LINE, RETIRED_BROKER
 
 if TYPE_CHECKING:
     from harness.cluster.base import ClusterBackend
@@ -259,10 +259,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     return worst
 
 
-def cmd_broker(args: argparse.Namespace, rest: list[str]) -> int:
-    from harness.broker.main import main as broker_main
-
-    return int(broker_main(rest) or 0)
+def _broker(value: str) -> str:
+    """`--broker`'s value; `reference` is told that the reference broker was retired and what to write."""
+    if value == "reference":
+        raise argparse.ArgumentTypeError(RETIRED_BROKER)
+    return value
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -311,7 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     p.add_argument("--backend", default="auto", choices=("auto", "containers", "process"))
     p.add_argument("--seed", type=int, default=None, help="override the experiment's seed")
-    p.add_argument("--broker", default=None, choices=BROKERS,
+    p.add_argument("--broker", default=None, type=_broker, choices=BROKERS,
                    help="override cluster.broker (auto: Apache Kafka where it is or can be installed)")
     p.add_argument("--kafka", default=None, metavar="VERSION",
                    help="override cluster.kafka: an Apache Kafka release (3.9.2) or line (3.9)")
@@ -344,9 +345,6 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("faults", help="list every fault kind and operation (reassign, elect_preferred), their "
                        "parameters and what each backend does", aliases=["actions"])
     p.set_defaults(func=cmd_faults)
-    p = sub.add_parser("broker", help="run a reference broker: --config server.properties [--override k=v]",
-                       add_help=False)
-    p.set_defaults(func=cmd_broker, passthrough=True)
     p = sub.add_parser("kafka", help="Apache Kafka in the cache: install [VERSION] | list")
     p.add_argument("action", choices=("install", "list"))
     p.add_argument("version", nargs="?", default=DEFAULT_LINE,

@@ -7,8 +7,7 @@ XML (`--junitxml`) carries seed, backend, run dir and each check's status as pro
 
 Options: `--chaos-backend`, `--chaos-seed`, `--chaos-runs-dir`, `--spark-master`; ini
 `chaos_experiments` (globs of experiment files, rootdir-relative). Markers: `chaos` (every
-experiment item), `reference_bugs(*flags)` (items whose cluster runs reference-broker bug flags),
-`chaos_cluster(**spec)` (the cluster shape of a module's `chaos_cluster`: the `cluster:` keys of an
+experiment item), `chaos_cluster(**spec)` (the cluster shape of a module's `chaos_cluster`: the `cluster:` keys of an
 experiment, read by the same rules, or `experiment=PATH`). Fixtures for Python
 tests: `chaos_session`, `chaos_cluster` (one cluster reused across a module) and `run_experiment`
 (runs an experiment file, YAML text or `Experiment` and returns its verdict).
@@ -51,7 +50,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "chaos: a kafka-chaos experiment run (cluster, faults, Spark verdict)")
-    config.addinivalue_line("markers", "reference_bugs(*flags): the experiment's reference brokers run bug flags")
     config.addinivalue_line("markers", "chaos_cluster(**spec): cluster shape for the module's chaos_cluster "
                                        "(an experiment's cluster: keys, e.g. brokers, kafka, mode, broker_config; "
                                        "or experiment=PATH)")

@@ -66,17 +66,14 @@ def link_name(src: LinkSource, dst: NodeId) -> str:
 
 @dataclass(frozen=True, slots=True)
 class BrokerFlavour:
-    """What was tested: Apache Kafka (and its version) or the reference broker (and its bug flags)."""
+    """What was tested: Apache Kafka and its version (run.json's `broker`; runs of the retired reference broker
+    say `reference` there, which the verifiers still read)."""
 
-    name: Literal["apache-kafka", "reference"]
+    name: Literal["apache-kafka"]
     version: str
-    bugs: tuple[str, ...] = ()
 
     def describe(self) -> str:
-        if self.name == "apache-kafka":
-            return f"Apache Kafka {self.version}"
-        text = f"kafka-chaos reference broker {self.version}"
-        return text + (f" with bugs: {', '.join(self.bugs)}" if self.bugs else "")
+        return f"Apache Kafka {self.version}"
 
 
 def _frozen_map(data: Mapping[str, str] | None = None) -> Mapping[str, str]:
@@ -84,7 +81,7 @@ def _frozen_map(data: Mapping[str, str] | None = None) -> Mapping[str, str]:
 
 
 ClusterMode = Literal["zookeeper", "kraft"]
-RUN_FIELDS = ("cluster_id", "needs_kafka", "ready_timeout_s")
+RUN_FIELDS = ("cluster_id", "ready_timeout_s")
 """The `ClusterSpec` fields a run sets (from its seed and workload: `harness.engine.runner.cluster_spec`); every
 other field is the cluster's shape, read from `cluster:` or the `chaos_cluster` marker."""
 
@@ -112,14 +109,10 @@ class ClusterSpec:
     cluster_id: str = ""
     """KRaft: the id `kafka-storage format` writes (22 characters of base64url); empty = derived from 0."""
     broker: str = "auto"
-    """`auto` (Apache Kafka where it is or can be installed), `apache-kafka` or `reference`
+    """`auto` or `apache-kafka`: both run Apache Kafka, installed where it is missing
     (`harness.cluster.process_flavour`)."""
-    needs_kafka: str = ""
-    """Why only Apache Kafka will do (e.g. a transactional workload; the reference broker has no transactions):
-    `auto` then never falls back to the reference broker, and `reference` is refused with this reason."""
     broker_config: Mapping[str, str] = field(default_factory=_frozen_map)
     images: Mapping[str, str] = field(default_factory=_frozen_map)
-    reference_bugs: tuple[str, ...] = ()
     features: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     """KRaft: feature levels `kafka-storage format --feature name=level` sets (Kafka 3.8+, KIP-1022), e.g.
     `eligible.leader.replicas.version: 1` (ELR is off by default on 4.0)."""

@@ -13,7 +13,7 @@ stop = `docker stop` (SIGTERM, controlled shutdown), start = `docker start` + re
 Images and commands per role: `containers_spec` (Confluent Platform + Shopify Toxiproxy by default;
 the local busybox runtime image with host Java/Python mounted read-only when `KAFKA_CHAOS_LOCAL_IMAGES=1`
 or `images: {role: local}`; their broker is chosen as on the process backend: Apache Kafka in an image
-holding the install's jars, or the reference broker). Teardown removes every container and the network on
+holding the install's jars). Teardown removes every container and the network on
 every exit path (atexit fallback; Ryuk where it runs; `clean_leftovers()` for runs whose harness was SIGKILLed).
 
 Layout under `workdir/`: `<node>/` (rendered files, `container.log` saved at teardown; Apache Kafka's
@@ -360,7 +360,7 @@ class ContainersCluster:
             nodes[str(node)] = entry
         return {
             "backend": "containers", "engine": self.engine, "run_id": self.run_id, "labels": dict(self.labels),
-            "flavour": {"name": self.flavour.name, "version": self.flavour.version, "bugs": list(self.flavour.bugs),
+            "flavour": {"name": self.flavour.name, "version": self.flavour.version,
                         "description": self.flavour.describe()},
             "broker_choice": self.launcher.reason if self.launcher else f"the image {self.images['kafka'].image}",
             "kafka": None if self.kafka is None else {

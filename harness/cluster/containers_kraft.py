@@ -119,9 +119,9 @@ def check_kraft_spec(spec: ClusterSpec) -> None:
 
 def kraft_images(images: Mapping[str, RoleImage], launcher: BrokerLauncher | None) -> dict[str, RoleImage]:
     """The roles a KRaft cluster runs (no ZooKeeper); refuses a broker that is not Apache Kafka in the local
-    image (a published image's broker runs ZooKeeper mode here; the reference broker has no KRaft)."""
+    image (a published image's broker runs ZooKeeper mode here)."""
     kafka = images["kafka"]
-    if launcher is None or launcher.kafka is None or not kafka.local:
+    if launcher is None or not kafka.local:
         raise ConfigError(f"containers backend, KRaft: the kafka image {kafka.image} does not run Apache Kafka from "
                           "the cache's install; KRaft runs in the local Kafka image (hint: images.kafka: local, or "
                           "KAFKA_CHAOS_LOCAL_IMAGES=1 after compose/podman/setup.sh; or --backend process)")

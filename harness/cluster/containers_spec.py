@@ -16,8 +16,7 @@ Roles and images (`ClusterSpec.images`, keys `zookeeper`, `kafka`, `toxiproxy`):
   (`process_flavour.select_launcher`): Apache Kafka runs in `localhost/kafka-chaos-kafka:<version>`, the
   runtime image plus the install's `libs/` and log4j config under /opt/kafka (built by
   `containers_ready.ensure_kafka_image`, labelled with a digest of those files), as `java <jvm options>
-  -Dkafka.logs.dir=/conf/logs -cp '/opt/kafka/libs/*' kafka.Kafka /conf/server.properties`; the reference
-  broker runs in the runtime image (`python -m harness.broker --config /conf/server.properties`).
+  -Dkafka.logs.dir=/conf/logs -cp '/opt/kafka/libs/*' kafka.Kafka /conf/server.properties`.
 - `<role>.command` (programmatic `ClusterSpec.images` keys, or `ContainersBackend(commands=...)`):
   a shell-style command line replacing the role's command.
 
@@ -39,7 +38,7 @@ from types import MappingProxyType
 
 import harness
 from harness.cluster.base import CLIENT, BrokerFlavour, ClusterSpec, NodeId
-from harness.cluster.process_flavour import BrokerLauncher, reference_version, select_launcher
+from harness.cluster.process_flavour import BrokerLauncher, select_launcher
 from harness.cluster.render import (
     HostPort,
     ProxyRoute,
@@ -158,38 +157,32 @@ def confluent_version(kafka: str) -> str:
 def broker_launcher(kafka: RoleImage, spec: ClusterSpec, environ: Mapping[str, str], *, java: str | None,
                     progress: Callable[[str], None] | None = None) -> BrokerLauncher | None:
     """The broker the local images run, chosen as the process backend chooses (`select_launcher`: `auto` takes
-    Apache Kafka when it is or can be installed, the reference broker for `reference_bugs` or when it cannot
-    be); None for a published image, which runs its own broker (`flavour_of` reads its tag)."""
+    Apache Kafka, installed where it is missing); None for a published image, which runs its own broker
+    (`flavour_of` reads its tag)."""
     if not kafka.local:
         return None
     launcher = select_launcher(environ, broker=spec.broker, kafka=spec.kafka_version,
-                               reference_bugs=tuple(spec.reference_bugs),
-                               java=os.path.realpath(java) if java else "java", progress=progress, mode=spec.mode,
-                               needs_kafka=spec.needs_kafka)
-    if launcher.kafka is not None and not java:
+                               java=os.path.realpath(java) if java else "java", progress=progress, mode=spec.mode)
+    if not java:
         raise ConfigError("the local Apache Kafka image needs host Java: no `java` on PATH or in JAVA_HOME")
     return launcher
 
 
 def local_kafka_role(kafka: RoleImage, launcher: BrokerLauncher | None) -> RoleImage:
     """The local broker image follows the flavour: Apache Kafka's image (`kafka_image`) instead of the
-    runtime-image default; an image named explicitly, a published one, or the reference broker stay as given."""
-    if launcher is None or launcher.kafka is None or not kafka.local or kafka.image != LOCAL_IMAGES["kafka"]:
+    runtime-image default; an image named explicitly or a published one stays as given."""
+    if launcher is None or not kafka.local or kafka.image != LOCAL_IMAGES["kafka"]:
         return kafka
     return dataclasses.replace(kafka, image=f"{KAFKA_IMAGE_REPO}:{launcher.kafka.version}")
 
 
 def flavour_of(kafka: RoleImage, spec: ClusterSpec, launcher: BrokerLauncher | None = None) -> BrokerFlavour:
-    """The launcher's flavour for the local images (the reference broker when none decided); Apache Kafka
-    for a published image (version from the Confluent tag)."""
+    """The launcher's flavour for the local images; Apache Kafka for a published image (version from the
+    Confluent tag)."""
     if launcher is not None:
         return launcher.flavour
     if kafka.local:
-        return BrokerFlavour("reference", reference_version(), tuple(spec.reference_bugs))
-    if spec.reference_bugs or spec.broker == "reference":
-        what = f"reference_bugs {list(spec.reference_bugs)}" if spec.reference_bugs else "broker: reference"
-        raise ConfigError(f"{what}: the reference broker runs only in the local images, but the kafka image is "
-                          f"{kafka.image}; set images.kafka: local (or KAFKA_CHAOS_LOCAL_IMAGES=1) or drop it")
+        raise ConfigError("the local kafka image runs Apache Kafka through a launcher, and none was chosen")
     tag = kafka.image.rpartition(":")[2] if ":" in kafka.image.rpartition("/")[2] else ""
     version = f"unknown (image {kafka.image})"
     if "confluentinc/" in kafka.image and tag[:2] == "7.":
@@ -202,8 +195,6 @@ def image_launcher(launcher: BrokerLauncher) -> BrokerLauncher:
     """The same launcher with the paths it has inside the Kafka image (libs and log4j under /opt/kafka; host
     Java is mounted at its own path)."""
     kafka = launcher.kafka
-    if kafka is None:
-        return launcher
     inside = dataclasses.replace(kafka, home=KAFKA_IN_IMAGE, log4j=KAFKA_IN_IMAGE / "config" / kafka.log4j.name)
     return dataclasses.replace(launcher, kafka=inside)
 
@@ -365,25 +356,21 @@ def broker_spec(spec: ClusterSpec, role: RoleImage, topology: Topology, broker_i
                 labels: Mapping[str, str], launcher: BrokerLauncher | None = None) -> ContainerSpec:
     """Broker `broker_id`: the rendered server.properties as KAFKA_* variables (cp-kafka), or as a file read by
     the local image's broker: Apache Kafka started by `launcher` (the process backend's command line, with
-    the image's paths), or the reference broker."""
+    the image's paths)."""
     node = str(NodeId.broker(broker_id))
     node_labels = {**labels, LABEL_NODE: node}
     data = LOCAL_KAFKA_DATA if role.local else CONFLUENT_KAFKA_DATA
-    kafka = launcher.kafka if launcher is not None else None
-    text = render_server_properties(topology, broker_id, log_dirs=data, overrides=spec.broker_config,
-                                    reference_bugs=spec.reference_bugs if role.local and kafka is None else ())
+    text = render_server_properties(topology, broker_id, log_dirs=data, overrides=spec.broker_config)
     if not role.local:
         env = {kafka_env_name(k): v for k, v in parse_properties(text).items()}
         env["KAFKA_HEAP_OPTS"] = "-Xmx512M -Xms128M"
         return ContainerSpec(name, node, role.image, broker_host(broker_id), role.command, env, (),
                              labels=node_labels, files={"server.properties": text})
     properties = Path(CONF_DIR) / "server.properties"
-    if launcher is not None and kafka is not None:
-        command = role.command or tuple(image_launcher(launcher).argv(properties))
-        env = launcher.env(Path(CONF_DIR), {"PATH": local_env()["PATH"], "HOME": "/tmp"})
-        return ContainerSpec(name, node, role.image, broker_host(broker_id), command, env, (),
-                             local_mounts(launcher.java, python=False), node_labels, {"server.properties": text},
-                             conf_mount=True, logs_mount=True)
-    command = role.command or (sys.executable, "-m", "harness.broker", "--config", str(properties))
-    return ContainerSpec(name, node, role.image, broker_host(broker_id), command, local_env(), (),
-                         local_mounts(None), node_labels, {"server.properties": text}, conf_mount=True)
+    if launcher is None:
+        raise ConfigError(f"broker:{broker_id} in the local image {role.image} needs Apache Kafka's launcher")
+    command = role.command or tuple(image_launcher(launcher).argv(properties))
+    env = launcher.env(Path(CONF_DIR), {"PATH": local_env()["PATH"], "HOME": "/tmp"})
+    return ContainerSpec(name, node, role.image, broker_host(broker_id), command, env, (),
+                         local_mounts(launcher.java, python=False), node_labels, {"server.properties": text},
+                         conf_mount=True, logs_mount=True)

@@ -1,7 +1,7 @@
 """The process backend: the containers topology as local processes.
 
 ZooKeeper mode: ZooKeeper (1, 3 or 5 members, `harness.cluster.zookeeper`) and N brokers (Apache Kafka
-from `KAFKA_HOME` or the cache, or the reference broker, `process_flavour`). KRaft mode: C voters
+from `KAFKA_HOME` or the cache, `process_flavour`). KRaft mode: C voters
 (dedicated controllers or combined brokers) and N brokers of Apache Kafka (`process_kraft`). Both with
 one Toxiproxy (`TOXIPROXY_BIN` or the embedded server, `process_toxiproxy`), wired as DESIGN.md
 "Link-level faults: one listener per source" (`render`, `process_topology`). Faults are signals to
@@ -76,7 +76,7 @@ class ProcessBackend:
         self.progress = progress
         """Where an Apache Kafka install reports its steps (None: quietly)."""
         self.broker = broker
-        """When set, the broker flavour of every cluster, whatever its spec says (`reference` in its tests)."""
+        """When set, the `cluster.broker` of every cluster, whatever its spec says."""
 
     def available(self) -> tuple[bool, str]:
         """(True, which broker flavour) when java, ZooKeeper and a usable broker flavour are here."""
@@ -85,7 +85,7 @@ class ProcessBackend:
             return False, "no `java` on PATH or in JAVA_HOME (ZooKeeper needs a JRE 11+)"
         try:
             zookeeper_classpath()
-            return True, planned_broker(self.environ) if self.broker != "reference" else "reference broker"
+            return True, planned_broker(self.environ)
         except HarnessError as exc:
             return False, str(exc)
 
@@ -106,8 +106,8 @@ class ProcessBackend:
         if java is None:
             raise BackendError("process backend: no `java` on PATH or in JAVA_HOME")
         launcher = select_launcher(self.environ, broker=self.broker or spec.broker, kafka=spec.kafka_version,
-                                   reference_bugs=spec.reference_bugs, java=java, progress=self.progress,
-                                   mode=spec.mode, needs_kafka=spec.needs_kafka)
+                                   java=java, progress=self.progress,
+                                   mode=spec.mode)
         cleaned = self.clean_leftovers(self.leftovers_dir)  # groups of harnesses that died without teardown
         cluster = ProcessCluster(spec, Path(workdir), launcher=launcher, java=java, backend=self)
         cluster.cleaned_leftovers = tuple(cleaned)
@@ -336,13 +336,13 @@ class ProcessCluster:
         return {
             "backend": "process",
             "flavour": {"name": self.flavour.name, "version": self.flavour.version,
-                        "bugs": list(self.flavour.bugs), "description": self.flavour.describe()},
+                        "description": self.flavour.describe()},
             "versions": {
                 "java": self._java_version(), "java_path": self.java,
                 "zookeeper": zookeeper_jar_version(self._classpath) if self._classpath else "unknown",
-                "kafka": self.flavour.version if self.flavour.name == "apache-kafka" else None,
-                "kafka_home": str(self.launcher.kafka.home) if self.launcher.kafka else None,
-                "kafka_source": self.launcher.kafka.source if self.launcher.kafka else None,
+                "kafka": self.flavour.version,
+                "kafka_home": str(self.launcher.kafka.home),
+                "kafka_source": self.launcher.kafka.source,
             },
             "broker_choice": self.launcher.reason,
             "mode": self.spec.mode,

@@ -44,8 +44,7 @@ class BrokerNodes:
             (node_dir / "logs").mkdir(parents=True, exist_ok=True)
             props = node_dir / "server.properties"
             props.write_text(render_server_properties(
-                topology, k, log_dirs=str(node_dir / "data"), overrides=spec.broker_config,
-                reference_bugs=spec.reference_bugs), encoding="utf-8")
+                topology, k, log_dirs=str(node_dir / "data"), overrides=spec.broker_config), encoding="utf-8")
             self.properties[k] = props
             self._procs[k] = ManagedProcess(
                 f"broker:{k}", launcher.argv(props), cwd=node_dir, log_path=node_dir / "broker.log",

@@ -3,35 +3,31 @@
 `cluster.broker` (or `--broker`): `apache-kafka` runs Apache Kafka `cluster.kafka` from `KAFKA_HOME` or
 the cache (`harness.install.kafka`, installing it when missing) as `java -cp <libs jars> kafka.Kafka
 server.properties`, which needs no `bin/` scripts (nor does `kafka.tools.StorageTool format`, which KRaft
-nodes need first); ZooKeeper mode on 4.x (which removed it) is refused, and so is KRaft on the reference
-broker.
-`reference` runs the reference broker (`python -m harness.broker --config server.properties`); `auto`
-takes Apache Kafka whenever it is or can be installed. Both get the same rendered `server.properties`;
-the command lines are argv lists, never shell strings. Also: the Java and ZooKeeper versions reported
-in `describe()`.
+nodes need first); ZooKeeper mode on 4.x (which removed it) is refused. `auto` is the same: Apache Kafka
+wherever it is or can be installed, and an error naming every source tried where it cannot be (the reference
+broker it once fell back to was retired; its bug flags' runs are kept under tests/data/recorded/reference-*).
+The command lines are argv lists, never shell strings. Also: the Java and ZooKeeper versions reported in
+`describe()`.
 """
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import re
 import shlex
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import harness
 from harness.cluster.base import BrokerFlavour
 from harness.errors import ConfigError
 from harness.install.kafka import (
     BROKERS,
     DEFAULT_KRAFT_LINE,
     DEFAULT_LINE,
-    InstallError,
+    RETIRED_BROKER,
     KafkaInstall,
     cached_kafka,
     install_kafka,
@@ -73,41 +69,29 @@ def zookeeper_jar_version(classpath: str) -> str:
     return "unknown"
 
 
-def reference_version() -> str:
-    try:
-        return importlib.metadata.version("kafka-chaos")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
-
-
 @dataclass(frozen=True, slots=True)
 class BrokerLauncher:
     """How to start one broker of the chosen flavour from its rendered `server.properties`, and why
     this flavour was chosen (`reason`, recorded in run.json)."""
 
     flavour: BrokerFlavour
-    kafka: KafkaInstall | None = None
+    kafka: KafkaInstall
     java: str = "java"
     jvm: tuple[str, ...] = ()
     """Heap and JVM options of the Kafka process (`jvm_options`)."""
-    python: str = sys.executable
     reason: str = ""
 
     @property
     def advertises_controllers(self) -> bool:
         """Whether KRaft nodes of this release advertise controller listeners (Kafka 3.9+, KIP-853)."""
-        return self.kafka is None or has(self.kafka.version, "kraft_controller_endpoints")
+        return has(self.kafka.version, "kraft_controller_endpoints")
 
     def describe(self) -> str:
-        if self.kafka is not None:
-            return self.kafka.describe()
-        return f"reference broker ({self.reason})" if self.reason else "reference broker"
+        return self.kafka.describe()
 
     def argv(self, properties: Path) -> list[str]:
         """Kafka: `java <heap> <jvm options> -cp libs/* kafka.Kafka server.properties`, with the node's
         `logs/` as `kafka.logs.dir` (what `kafka-server-start.sh` does, without its scripts)."""
-        if self.kafka is None:
-            return [self.python, "-m", "harness.broker", "--config", str(properties)]
         logs = properties.parent / "logs"
         log4j = self.kafka.log4j
         logging = (f"-Dlog4j.configuration=file:{log4j}" if self.kafka.major < 4
@@ -117,8 +101,6 @@ class BrokerLauncher:
 
     def tool_argv(self, logs: Path, *args: str) -> list[str]:
         """A Kafka tool (`kafka.tools.StorageTool format ...`) on a small heap, logging into `logs`."""
-        if self.kafka is None:
-            raise ConfigError("the reference broker has no Kafka tools (KRaft needs Apache Kafka)")
         log4j = self.kafka.log4j
         logging = (f"-Dlog4j.configuration=file:{log4j}" if self.kafka.major < 4
                    else f"-Dlog4j2.configurationFile={log4j}")
@@ -126,20 +108,10 @@ class BrokerLauncher:
                 "-cp", classpath(self.kafka.libs), *args]
 
     def env(self, node_dir: Path, base: Mapping[str, str]) -> dict[str, str]:
-        """The child's environment: `base`, plus the harness on PYTHONPATH for the reference broker."""
+        """The child's environment: `base` without `JMX_PORT` (one JMX port per broker would clash)."""
         env = dict(base)
-        if self.kafka is not None:
-            env.pop("JMX_PORT", None)  # one JMX port per broker would clash; not needed
-        else:
-            root = str(Path(harness.__file__).resolve().parent.parent)
-            old = env.get("PYTHONPATH")
-            env["PYTHONPATH"] = root if not old else root + ":" + old
-            env["PYTHONUNBUFFERED"] = "1"
+        env.pop("JMX_PORT", None)
         return env
-
-
-def reference_launcher(reason: str, reference_bugs: tuple[str, ...] = ()) -> BrokerLauncher:
-    return BrokerLauncher(BrokerFlavour("reference", reference_version(), tuple(reference_bugs)), reason=reason)
 
 
 def jvm_options(environ: Mapping[str, str]) -> tuple[str, ...]:
@@ -160,43 +132,15 @@ def kafka_launcher(kafka: KafkaInstall, java: str, reason: str,
 
 
 def select_launcher(environ: Mapping[str, str], *, broker: str = "auto", kafka: str = DEFAULT_LINE,
-                    reference_bugs: tuple[str, ...] = (), java: str = "java",
-                    progress: Callable[[str], None] | None = None, mode: str = "zookeeper",
-                    needs_kafka: str = "") -> BrokerLauncher:
-    """The broker to run, installing Apache Kafka into the cache when it is wanted and missing.
-
-    `apache-kafka`: Kafka `kafka` (a release or a line), or an error naming every source tried.
-    `reference`: the reference broker. `auto`: Apache Kafka when it is installed or can be installed,
-    the reference broker when `reference_bugs` are set (they exist only there) or when no source works.
-    `needs_kafka` (why only Apache Kafka will do) refuses the reference broker in every one of those cases.
-    """
+                    java: str = "java", progress: Callable[[str], None] | None = None,
+                    mode: str = "zookeeper") -> BrokerLauncher:
+    """Apache Kafka `kafka` (a release or a line) to run, installed into the cache when missing, or an error
+    naming every source tried (`InstallError`); `auto` and `apache-kafka` are the same."""
     if broker not in BROKERS:
-        raise ConfigError(f"unknown broker {broker!r}; choose one of {', '.join(BROKERS)}")
+        raise ConfigError(f"unknown broker {broker!r}; choose one of {', '.join(BROKERS)}"
+                          + (f" ({RETIRED_BROKER})" if broker == "reference" else ""))
     request = kafka_request(kafka)
-    if mode == "kraft" and (broker == "reference" or reference_bugs):
-        raise ConfigError("the reference broker runs ZooKeeper mode only, and reference_bugs exist only there; "
-                          "a KRaft cluster runs Apache Kafka (hint: broker: auto or apache-kafka, or mode: zookeeper)")
-    if needs_kafka and (broker == "reference" or reference_bugs):
-        raise ConfigError(f"{needs_kafka}, so this experiment runs on Apache Kafka only, but "
-                          + ("broker: reference was asked for" if broker == "reference" else "reference_bugs are set")
-                          + "; hint: broker: auto or apache-kafka")
-    if broker == "reference":
-        return reference_launcher("asked for", reference_bugs)
-    if reference_bugs:
-        if broker == "apache-kafka":
-            raise ConfigError(f"reference_bugs {list(reference_bugs)} only apply to the reference broker, "
-                              "but broker: apache-kafka was asked for; drop one of them")
-        return reference_launcher("reference_bugs are set, and they exist only in the reference broker",
-                                  reference_bugs)
-    try:
-        found = install_kafka(request, environ=environ, progress=progress)
-    except InstallError as exc:
-        if needs_kafka:
-            raise ConfigError(f"{needs_kafka}, so this experiment runs on Apache Kafka only, and Apache Kafka "
-                              f"{request} could not be installed: {exc}") from exc
-        if broker == "apache-kafka" or mode == "kraft":
-            raise
-        return reference_launcher(f"auto: Apache Kafka {request} could not be installed: {exc}")
+    found = install_kafka(request, environ=environ, progress=progress)
     return kafka_launcher(found, java, f"{broker}: {found.describe()}", environ, mode=mode)
 
 
@@ -212,7 +156,7 @@ def planned_broker(environ: Mapping[str, str], kafka: str = DEFAULT_LINE) -> str
         return cached.describe() + (f"; KRaft clusters: Apache Kafka {kraft.version}" if kraft else "")
     if shutil.which("mvn", path=environ.get("PATH")):
         return f"Apache Kafka {request}, to be installed from Maven Central"
-    return "reference broker (no KAFKA_HOME, no cached Apache Kafka, no mvn)"
+    return f"Apache Kafka {request}, to be installed from the Apache archive (no KAFKA_HOME, no cache, no mvn)"
 
 
 def find_java(environ: Mapping[str, str]) -> str | None:

@@ -330,7 +330,7 @@ def apply_overrides(text: str, overrides: Mapping[str, str], where: str, header:
 
 def render_server_properties(
     topology: Topology, broker_id: int, *, log_dirs: str, overrides: Mapping[str, str] | None = None,
-    reference_bugs: Sequence[str] = (), templates_dir: Path | None = None,
+    templates_dir: Path | None = None,
 ) -> str:
     """Broker `broker_id`'s `server.properties`: template defaults, topology, then the spec's overrides."""
     overrides = dict(overrides or {})
@@ -360,8 +360,6 @@ def render_server_properties(
         text = Template(load_template("server.properties.tmpl", templates_dir)).substitute(values)
     except (KeyError, ValueError) as exc:
         raise ConfigError(f"server.properties.tmpl: bad placeholder {exc}") from exc
-    if reference_bugs:
-        overrides["reference.bugs"] = ",".join(reference_bugs)
     return apply_overrides(text, overrides, f"broker:{broker_id} broker_config",
                            "overrides from the experiment's cluster.broker_config")
 

@@ -1,6 +1,5 @@
 """Picks the backend: `auto` takes containers where a Docker API answers, otherwise the process
-backend (Apache Kafka from KAFKA_HOME or the cache, installed when missing; the reference broker where
-it cannot be), and says why."""
+backend (Apache Kafka from KAFKA_HOME or the cache, installed when missing), and says why."""
 
 from __future__ import annotations
 

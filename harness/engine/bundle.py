@@ -161,7 +161,7 @@ class RunBundle:
             "seed": exp.seed,
             "backend": backend,
             "backend_reason": backend_reason,
-            "broker": {"flavour": None, "version": None, "bugs": list(exp.cluster.reference_bugs)},
+            "broker": {"flavour": None, "version": None},
             "cluster": {"brokers": exp.cluster.brokers, "zookeepers": exp.cluster.zookeepers,
                         "mode": exp.cluster.mode, "controllers": exp.cluster.controllers,
                         "combined": exp.cluster.combined, "features": dict(exp.cluster.features),

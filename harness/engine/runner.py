@@ -88,8 +88,8 @@ class RunResult:
 
 
 def cluster_spec(exp: Experiment) -> ClusterSpec:
-    """The experiment's cluster with what the run sets: its cluster id (from the seed) and its needs."""
-    return dataclasses.replace(exp.cluster, cluster_id=kraft_cluster_id(exp.seed), needs_kafka=exp.needs_kafka())
+    """The experiment's cluster with what the run sets: its cluster id (from the seed)."""
+    return dataclasses.replace(exp.cluster, cluster_id=kraft_cluster_id(exp.seed))
 
 
 class Run:
@@ -216,7 +216,7 @@ class Run:
         self.cluster = self._bring_up()
         flavour = self.cluster.flavour
         info = dict(self.cluster.describe())
-        self.bundle.update(broker={"flavour": flavour.name, "version": flavour.version, "bugs": list(flavour.bugs),
+        self.bundle.update(broker={"flavour": flavour.name, "version": flavour.version,
                                    "describe": flavour.describe(), "choice": str(info.get("broker_choice") or "")},
                            cluster_info=info)
         self.progress.note(f"cluster up: {flavour.describe()} at {self.cluster.bootstrap_servers}")

@@ -1,9 +1,10 @@
 """Reads a cluster's shape into the one `ClusterSpec` (`harness.cluster.base`), from an experiment's `cluster:`
 section or from the keywords of a test module's `chaos_cluster(**spec)` marker, with the same rules for both:
 broker, ZooKeeper and controller counts, the mode the Kafka version has (ZooKeeper mode up to 3.x, KRaft from
-3.3 and only KRaft from 4.0), bug flags and KRaft only where they can run, and a `broker_config` that neither
-sets a property the harness writes itself nor gives a value the brokers (or the harness) cannot read. Every
-problem names the file, line, field path (for the marker: the test module and the keyword) and the bad value."""
+3.3 and only KRaft from 4.0), and a `broker_config` that neither sets a property the harness writes itself
+nor gives a value the brokers (or the harness) cannot read. `broker: reference` and `reference_bugs:` name the
+retired reference broker: each is refused saying what to write instead. Every problem names the file, line,
+field path (for the marker: the test module and the keyword) and the bad value."""
 
 from __future__ import annotations
 
@@ -23,17 +24,18 @@ from harness.experiment.limits import (
     RESERVED_BROKER_KEYS,
     ZOOKEEPER_SIZES,
 )
-from harness.experiment.schema import REFERENCE_BUGS, frozen_map
+from harness.experiment.schema import frozen_map
 from harness.experiment.yamlsource import Located, Path
-from harness.install.kafka import BROKERS, DEFAULT_KRAFT_LINE, kafka_request
+from harness.install.kafka import BROKERS, DEFAULT_KRAFT_LINE, RETIRED_BROKER, kafka_request
 from harness.model.releases import feature_problem
 
 SPEC_FIELDS = {"brokers": "brokers", "zookeepers": "zookeepers", "kafka": "kafka_version", "mode": "mode",
                "controllers": "controllers", "combined": "combined", "broker": "broker",
-               "broker_config": "broker_config", "images": "images", "reference_bugs": "reference_bugs",
-               "features": "features"}
+               "broker_config": "broker_config", "images": "images", "features": "features"}
 """`cluster:` key (and marker keyword) -> the `ClusterSpec` field it sets."""
-CLUSTER_KEYS = tuple(SPEC_FIELDS)
+RETIRED_KEYS = ("reference_bugs",)
+"""`cluster:` keys of the retired reference broker: refused with `RETIRED_BROKER`, not as unknown keys."""
+CLUSTER_KEYS = (*SPEC_FIELDS, *RETIRED_KEYS)
 DEFAULTS = ClusterSpec()
 """A key left out takes the spec's default (in KRaft mode: no ZooKeeper, `KRAFT_CONTROLLERS` voters and Kafka
 `DEFAULT_KRAFT_LINE`)."""
@@ -67,26 +69,15 @@ def read_cluster(f: Fields, raw: object, path: Path = ("cluster",), what: str = 
             kafka = MISSING
     zookeepers = _zookeepers(f, m, path, mode)
     controllers, combined = _quorum(f, m, path, mode, brokers)
-    broker = f.string(m, path, "broker", default=DEFAULTS.broker, choices=BROKERS)
+    broker = _broker(f, m, path)
     images = _images(f, m, path)
-    bugs = f.strings(m, path, "reference_bugs", default=list(DEFAULTS.reference_bugs), choices=REFERENCE_BUGS)
-    if broker == "apache-kafka" and bugs not in (MISSING, ()):
-        f.error((*path, "reference_bugs"), "reference_bugs only apply to the reference broker, but "
-                "broker: apache-kafka is asked for", list(bugs), "drop one of them")
-        bugs = MISSING
-    if mode == "kraft" and broker == "reference":
-        f.error((*path, "broker"), "the reference broker runs ZooKeeper mode only; a KRaft cluster runs "
-                "Apache Kafka", broker, "broker: apache-kafka (or auto), or mode: zookeeper")
-        broker = MISSING
-    if mode == "kraft" and bugs not in (MISSING, ()):
-        f.error((*path, "reference_bugs"), "reference_bugs exist only in the reference broker, which runs "
-                "ZooKeeper mode only", list(bugs), "mode: zookeeper, or drop reference_bugs")
-        bugs = MISSING
+    if "reference_bugs" in m:
+        f.error((*path, "reference_bugs"), RETIRED_BROKER, m["reference_bugs"], "remove reference_bugs")
     config = broker_config(f, m, path)
     features = _features(f, m, path, mode, kafka)
     values = {"brokers": brokers, "zookeepers": zookeepers, "kafka": kafka, "mode": mode, "controllers": controllers,
               "combined": combined, "broker": broker, "broker_config": frozen_map(config),
-              "images": frozen_map(images) if images is not MISSING else MISSING, "reference_bugs": bugs,
+              "images": frozen_map(images) if images is not MISSING else MISSING,
               "features": frozen_map(features) if features is not MISSING else MISSING}
     if any(v is MISSING for v in values.values()):
         return None
@@ -125,6 +116,14 @@ def cluster_to_dict(spec: ClusterSpec) -> dict[str, Any]:
         value = getattr(spec, name)
         out[key] = dict(value) if isinstance(value, Mapping) else list(value) if isinstance(value, tuple) else value
     return out
+
+
+def _broker(f: Fields, m: dict[str, Any], path: Path) -> Any:
+    """`broker`: `auto` or `apache-kafka`; `reference` (the retired reference broker) says what to write."""
+    if m.get("broker") == "reference":
+        f.error((*path, "broker"), RETIRED_BROKER, "reference", "broker: apache-kafka (or auto)")
+        return MISSING
+    return f.string(m, path, "broker", default=DEFAULTS.broker, choices=BROKERS)
 
 
 def _kafka(f: Fields, m: dict[str, Any], path: Path, mode: Any) -> Any:

@@ -130,7 +130,6 @@ RESERVED_BROKER_KEYS: Mapping[str, str] = MappingProxyType({
     "zookeeper.connect": "the broker's own proxies to ZooKeeper, so its session can be cut alone",
     "log.dirs": "the node's data directory in the run directory",
     "log.dir": "the node's data directory in the run directory (as log.dirs)",
-    "reference.bugs": "the flags of cluster.reference_bugs; write them there",
     "node.id": "KRaft: brokers 1..brokers, controllers 101..100+controllers",
     "process.roles": "KRaft: broker, controller, or both with cluster.combined",
     "controller.quorum.voters": "KRaft: each node's own proxies to the voters, so one quorum link can be cut alone",
@@ -138,7 +137,7 @@ RESERVED_BROKER_KEYS: Mapping[str, str] = MappingProxyType({
     "controller.listener.names": "KRaft: CONTROLLER, the voters' listener",
 })
 """`broker_config` keys the harness writes itself in every server.properties (`harness/cluster/render.py`:
-`TOPOLOGY_KEYS`, plus `reference.bugs` from `cluster.reference_bugs`), with what it sets them to."""
+`TOPOLOGY_KEYS`), with what it sets them to."""
 
 BROKER_INT_KEYS: Mapping[str, int] = MappingProxyType({
     "zookeeper.session.timeout.ms": 1,

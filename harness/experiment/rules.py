@@ -1,7 +1,7 @@
 """Cross-field rules of an experiment: references (topics, groups, broker and ZooKeeper ids,
 partitions, consumer members), replication factor vs brokers, faults inside the experiment's
 duration, faults whose kinds forbid overlapping on the same target, producers that would send
-more values than their share of the value space, and transactions asked of the reference broker."""
+more values than their share of the value space."""
 
 from __future__ import annotations
 
@@ -32,20 +32,11 @@ def check_rules(f: Fields, exp: Experiment) -> None:
         if exp.topic(p.topic) is None:
             f.error(("workload", "producers", i, "topic"), "topic is not declared under `topics`", p.topic,
                     _declared("topics", [t.name for t in exp.topics]))
-        if p.transactions is not None and (exp.cluster.broker == "reference" or exp.cluster.reference_bugs):
-            why = "cluster.broker is reference" if exp.cluster.broker == "reference" else "reference_bugs are set"
-            f.error(("workload", "producers", i, "transactions"), f"transactions run on Apache Kafka only (the "
-                    f"reference broker has none), but {why}", p.transactions.id,
-                    "cluster.broker: auto or apache-kafka, and no reference_bugs")
     for i, pipe in enumerate(exp.workload.pipelines):
         for key, name in (("input", pipe.input), ("output", pipe.output)):
             if exp.topic(name) is None:
                 f.error(("workload", "pipelines", i, key), "topic is not declared under `topics`", name,
                         _declared("topics", [t.name for t in exp.topics]))
-        if exp.cluster.broker == "reference" or exp.cluster.reference_bugs:
-            f.error(("workload", "pipelines", i), "a pipeline is transactional, and transactions run on Apache "
-                    "Kafka only (the reference broker has none)", pipe.id,
-                    "cluster.broker: auto or apache-kafka, and no reference_bugs")
     for i, c in enumerate(exp.workload.consumers):
         for j, name in enumerate(c.topics):
             if exp.topic(name) is None:

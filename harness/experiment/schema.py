@@ -227,12 +227,6 @@ class Experiment:
     def group(self, name: str) -> ConsumerSpec | None:
         return next((c for c in self.workload.consumers if c.group == name), None)
 
-    def needs_kafka(self) -> str:
-        """Why only Apache Kafka can run this experiment, or "" (the reference broker has no transactions)."""
-        txn = [p.id for p in self.workload.producers if p.transactions is not None]
-        txn += [p.id for p in self.workload.pipelines]
-        return (f"producer {', '.join(txn)} {'is' if len(txn) == 1 else 'are'} transactional and the reference "
-                "broker has no transactions") if txn else ""
 
 
 CHECK_IDS: tuple[str, ...] = (
@@ -252,10 +246,3 @@ CHECK_IDS: tuple[str, ...] = (
 """The verifiers' check ids (fixed: verdict.json, report.html and junit.xml use them)."""
 
 CHECK_FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(c.split(".")[0] for c in CHECK_IDS))
-
-REFERENCE_BUGS: tuple[str, ...] = (
-    "elect_outside_isr", "skip_epoch_bump", "zombie_controller", "ack_before_replication",
-    "ignore_idempotence", "double_assignment", "generation_reuse", "keep_dead_in_isr", "unclean_election",
-    "shutdown_without_moving_leaders", "reassign_ignores_isr", "preferred_outside_isr", "reuse_producer_ids",
-)
-"""Bug flags the reference broker accepts (`reference.bugs=`), each breaking one guarantee on purpose."""

@@ -65,23 +65,18 @@ OPERATIONS: Mapping[str, OperationKind] = MappingProxyType({k.name: k for k in (
                    OperationKey("shuffle", "true: each partition gets replication_factor distinct brokers drawn "
                                 "from the seed"), _TIMEOUT), 60.0,
                   MappingProxyType({"apache-kafka": "AlterPartitionReassignments, then ListPartitionReassignments "
-                                    "until none of them is pending and Metadata lists the new replicas",
-                                    "reference": "writes /admin/reassign_partitions, waits until the controller "
-                                    "deletes it and Metadata lists the new replicas"})),
+                                    "until none of them is pending and Metadata lists the new replicas"})),
     OperationKind("elect_preferred", "Preferred replica election: each partition whose first replica (AR[0]) "
                   "is alive and in the ISR gets it as leader; the others keep theirs.",
                   (OperationKey("topic", "the topic (default: every partition of every topic)"), _PARTITIONS,
                    _TIMEOUT), 30.0,
-                  MappingProxyType({"apache-kafka": "ElectLeaders (type PREFERRED)",
-                                    "reference": "ElectLeaders (type PREFERRED)"})),
+                  MappingProxyType({"apache-kafka": "ElectLeaders (type PREFERRED)"})),
     OperationKind("add_partitions", "More partitions for a topic (CreatePartitions): the new ones get replicas "
                   "by Kafka's round robin and their first live replica as leader; keyed producers may now map a "
                   "key elsewhere, and consumer groups rebalance to take them.",
                   (_TOPIC, OperationKey("count", "the topic's partition count afterwards (more than it has)",
                                         required=True), _TIMEOUT), 30.0,
                   MappingProxyType({"apache-kafka": "CreatePartitions, then Metadata until every new partition "
-                                    "has a leader",
-                                    "reference": "CreatePartitions, then Metadata until every new partition "
                                     "has a leader"})),
     OperationKind("scale_consumers", "A consumer group grows or shrinks to `members` live members: new members "
                   "join with new clients; leaving ones (the highest-numbered) close cleanly (LeaveGroup), or "
@@ -90,8 +85,7 @@ OPERATIONS: Mapping[str, OperationKind] = MappingProxyType({k.name: k for k in (
                   (OperationKey("group", "the consumer group (declared under `workload.consumers`)", required=True),
                    OperationKey("members", "the live member count afterwards (1..32)", required=True),
                    OperationKey("abrupt", "true: leaving members end without LeaveGroup (default false)")), 30.0,
-                  MappingProxyType({"apache-kafka": "the harness's own librdkafka consumers",
-                                    "reference": "the harness's own librdkafka consumers"})),
+                  MappingProxyType({"apache-kafka": "the harness's own librdkafka consumers"})),
     OperationKind("restart_producer", "Restart a producer's client, as an application redeploy does: sending "
                   "pauses, the old client delivers what it holds within `timeout` (with `abrupt: true` it purges "
                   "it at once: those writes' outcome is unknown), and a new client (an idempotent producer gets a "
@@ -103,8 +97,7 @@ OPERATIONS: Mapping[str, OperationKind] = MappingProxyType({k.name: k for k in (
                                 "transaction open; once the new client's init_transactions has fenced it, it writes "
                                 "on and tries to commit, which Kafka must refuse (judged by txn.zombie_fenced)"),
                    OperationKey("timeout", "how long the old client may take to deliver what it holds")), 30.0,
-                  MappingProxyType({"apache-kafka": "the harness's own librdkafka producer, closed and made anew",
-                                    "reference": "the harness's own librdkafka producer, closed and made anew"})),
+                  MappingProxyType({"apache-kafka": "the harness's own librdkafka producer, closed and made anew"})),
     OperationKind("rolling_restart", "Restart brokers one at a time, the way operators roll a cluster: wait "
                   "until every partition's ISR holds all its replicas, stop the broker gracefully (controlled "
                   "shutdown moves its leaderships first), start it, wait for every ISR to be full again, then "
@@ -115,8 +108,6 @@ OPERATIONS: Mapping[str, OperationKind] = MappingProxyType({k.name: k for k in (
                                 "in id order)"),
                    OperationKey("timeout", "per broker: stop, start and full ISRs again within it")), 120.0,
                   MappingProxyType({"apache-kafka": "SIGTERM (controlled shutdown) and start, as the `stop` fault; "
-                                    "Metadata until every ISR is full",
-                                    "reference": "SIGTERM (controlled shutdown) and start, as the `stop` fault; "
                                     "Metadata until every ISR is full"})),
 )})
 """Every operation kind by name."""

@@ -36,8 +36,11 @@ from harness.install.cache import cache_root, read_manifest, write_manifest
 from harness.install.kafka_files import LOG4J1_PROPERTIES, LOG4J2_PROPERTIES, logging_dependencies, pom
 
 SCALA = "2.13"
-BROKERS = ("auto", "apache-kafka", "reference")
-"""`cluster.broker` / `--broker`: which broker flavour runs (`harness.cluster.process_flavour`)."""
+BROKERS = ("auto", "apache-kafka")
+"""`cluster.broker` / `--broker`: which broker runs (`harness.cluster.process_flavour`); both are Apache Kafka."""
+RETIRED_BROKER = ("the reference broker was retired; use apache-kafka (a planted bug's history is kept under "
+                  "tests/data/recorded/reference-*)")
+"""What `broker: reference` (or `--broker reference`, `reference_bugs:`) is told now."""
 DEFAULT_LINE = "3.9"
 """The newest line with ZooKeeper mode (Kafka 4.0 removed it): the default of a ZooKeeper-mode cluster."""
 DEFAULT_KRAFT_LINE = "4"

@@ -82,8 +82,6 @@ class ExperimentItem(pytest.Item):
         super().__init__(**kwargs)
         self.exp = exp
         self.add_marker(pytest.mark.chaos)
-        if exp.cluster.reference_bugs:
-            self.add_marker(pytest.mark.reference_bugs(*exp.cluster.reference_bugs))
         expect = exp.verify.expect
         if expect.fail:
             why = f"expected to fail {', '.join(expect.fail)}" + (f": {expect.why}" if expect.why else "")

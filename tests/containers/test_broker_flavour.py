@@ -1,6 +1,5 @@
-"""Which broker the local images run, on the real engine: the Apache Kafka image holds byte for byte the jars
-and log4j config of the cache's install and is rebuilt when they change; the reference broker runs (in the
-runtime image) only where it owns something: its bug flags."""
+"""The broker the local images run, on the real engine: the Apache Kafka image holds byte for byte the jars
+and log4j config of the cache's install and is rebuilt when they change."""
 
 from __future__ import annotations
 
@@ -14,8 +13,6 @@ from pathlib import Path
 import docker
 import pytest
 
-from harness.cluster.base import ClusterSpec, NodeId
-from harness.cluster.containers import ContainersBackend
 from harness.cluster.containers_engine import owner_label
 from harness.cluster.containers_ready import (
     LABEL_KAFKA_FILES,
@@ -24,9 +21,9 @@ from harness.cluster.containers_ready import (
     kafka_image_files,
     kafka_image_labels,
 )
-from harness.cluster.containers_spec import LABEL_OWNER, LABEL_RUN, LOCAL_IMAGES, RUNTIME_IMAGE
+from harness.cluster.containers_spec import LABEL_OWNER, LABEL_RUN, RUNTIME_IMAGE
 from harness.install.kafka import KafkaInstall
-from tests.containers.helpers import local_kafka, metadata, run_leftovers
+from tests.containers.helpers import local_kafka
 from tests.fixtures.podman import DockerEngine
 
 pytestmark = pytest.mark.containers
@@ -108,21 +105,3 @@ def test_the_kafka_image_is_reused_and_rebuilt_when_the_install_changes(
         for image_id in reversed(built):
             with contextlib.suppress(docker.errors.APIError):
                 client.images.remove(image_id, force=True)
-
-
-def test_reference_bugs_run_the_reference_broker_in_the_runtime_image(
-        kafka: KafkaInstall, tmp_path: Path) -> None:
-    """`auto` with reference_bugs: the reference broker (the only one with bug flags), even where Kafka is
-    installed, reading them from its rendered server.properties."""
-    spec = ClusterSpec(brokers=1, zookeepers=1, reference_bugs=("skip_epoch_bump",), ready_timeout_s=90.0)
-    with ContainersBackend().up(spec, tmp_path) as cluster:
-        run = cluster.run_id
-        assert (cluster.flavour.name, cluster.flavour.bugs) == ("reference", ("skip_epoch_bump",))
-        assert "reference_bugs" in str(cluster.describe()["broker_choice"]) and cluster.kafka is None
-        broker = cluster.container(NodeId.broker(1))
-        assert broker.spec.image == LOCAL_IMAGES["kafka"]
-        assert broker.spec.command is not None and broker.spec.command[1:3] == ("-m", "harness.broker")
-        assert "reference.bugs=skip_epoch_bump" in (tmp_path / "broker-1" / "server.properties").read_text()
-        assert sorted(metadata(cluster.bootstrap_servers).brokers) == [1]
-        assert "MISBEHAVES ON PURPOSE" in broker.tail(200)
-    assert run_leftovers(run) == []

@@ -11,15 +11,16 @@ from harness.cli import EXIT_ERROR, main
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_broker_override_that_contradicts_reference_bugs_is_refused_before_any_process(
+def test_broker_reference_is_refused_saying_it_was_retired_and_what_to_write_before_any_process(
     tmp_path: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code = main(["run", str(ROOT / "tests/data/plugin/controller-kill-short.yaml"), "--broker", "apache-kafka",
-                 "--runs-dir", str(tmp_path)])
-    assert code == EXIT_ERROR
+    with pytest.raises(SystemExit) as info:
+        main(["run", str(ROOT / "experiments/controller-failover.yaml"), "--broker", "reference",
+              "--runs-dir", str(tmp_path)])
+    assert info.value.code == EXIT_ERROR
     err = capsys.readouterr().err
-    assert "controller-kill-short.yaml (with --seed/--broker/--kafka)" in err and "cluster.reference_bugs" in err
-    assert list(tmp_path.iterdir()) == []
+    assert "--broker: the reference broker was retired; use apache-kafka" in err
+    assert "tests/data/recorded/reference-*" in err and list(tmp_path.iterdir()) == []
 
 
 def test_kafka_4_override_is_refused_naming_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -29,7 +29,6 @@ RULES: dict[str, tuple[str, ...]] = {
     "harness.observe": TOP,
     "harness.workload": TOP,
     "harness.cluster": TOP,
-    "harness.broker": TOP,
     "harness.zk": TOP,
     "harness.toxiproxy": TOP,
     "spark_analysis": ("harness.cli", "harness.engine.runner", "harness.pytest_plugin", "harness.nightly",

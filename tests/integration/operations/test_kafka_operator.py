@@ -15,19 +15,19 @@ from harness.cluster.base import ClusterSpec, NodeId
 from harness.cluster.process import ProcessCluster
 from harness.faults.kafka_operator import KafkaOperator
 from harness.workload.common import LIBRDKAFKA_LOGGER
-from tests.fixtures.process_cluster import APACHE_KAFKA, flavour_backend
+from tests.fixtures.process_cluster import apache_kafka_backend
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 TOPIC = "moves"
 
 
-@pytest.fixture(scope="module", params=[APACHE_KAFKA])
-def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
     spec = ClusterSpec(brokers=3, zookeepers=1, ready_timeout_s=120, broker_config={
         "zookeeper.session.timeout.ms": "6000", "replica.lag.time.max.ms": "3000",
         "auto.leader.rebalance.enable": "false"})
-    with flavour_backend(request.param).up(spec, tmp_path_factory.mktemp(request.param)) as c:
+    with apache_kafka_backend().up(spec, tmp_path_factory.mktemp("apache-kafka")) as c:
         admin = _admin(c)
         admin.create_topics([NewTopic(TOPIC, num_partitions=3, replication_factor=2)])[TOPIC].result(60)
         _wait(lambda: all(m.leader >= 0 for m in _partitions(c).values()), 60, "every partition led")

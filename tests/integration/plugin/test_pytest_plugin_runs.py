@@ -3,8 +3,8 @@ librdkafka, Spark): one `pytest` subprocess runs a shipped experiment (experimen
 Apache Kafka 3.9: reassignments and preferred elections under load, a broker killed in the middle; this is
 that experiment's end-to-end test) and a Python test that runs two
 experiments on one `chaos_cluster` on Apache Kafka 3.9 (`broker: auto`), and a two-variant matrix
-experiment (clean on Apache Kafka, and with the reference broker's skip_epoch_bump bug flag, which
-only the reference broker has); the tests below read its JUnit XML, output and run directories."""
+experiment (a controller kill judged with a 10 s failover SLO, which passes, and with a 1 s one, which
+fails); the tests below read its JUnit XML, output and run directories."""
 
 from __future__ import annotations
 
@@ -135,22 +135,22 @@ def test_the_reassignment_experiment_moves_replicas_through_a_broker_loss_and_it
 
 
 def test_matrix_variants_are_separate_cases_and_the_clean_one_passes(session: Session) -> None:
-    clean = "controller-kill-short[reference_bugs=none]"
+    clean = "controller-kill-short[controller_failover=10s]"
     assert not _failed(session.cases[clean]), session.output[-4000:]
-    assert session.props(clean)["variant"] == "reference_bugs=none"
+    assert session.props(clean)["variant"] == "controller_failover=10s"
 
 
-def test_bug_flag_variant_fails_naming_the_check_that_caught_it(session: Session) -> None:
-    name = "controller-kill-short[reference_bugs=skip_epoch_bump]"
+def test_a_failing_variant_fails_naming_the_check_that_caught_it(session: Session) -> None:
+    name = "controller-kill-short[controller_failover=1s]"
     case = session.cases[name]
-    assert session.props(name)["broker"].startswith("reference broker"), session.props(name)["broker"]
+    assert session.props(name)["broker"].startswith("Apache Kafka"), session.props(name)["broker"]
     failure = case.find("failure")
     assert failure is not None, session.output[-4000:]
     text = failure.text or ""
-    assert "FAIL    controller.epoch_monotonic" in text, text
-    assert "with bug flags skip_epoch_bump" in text and "report: " in text
-    assert "reproduce: kafka-chaos run" in text and "--variant reference_bugs=skip_epoch_bump --seed 7" in text
-    assert session.props(name)["check.controller.epoch_monotonic"] == "fail"
+    assert "FAIL    slo.controller_failover" in text, text
+    assert "report: " in text
+    assert "reproduce: kafka-chaos run" in text and "--variant controller_failover=1s --seed 7" in text
+    assert session.props(name)["check.slo.controller_failover"] == "fail"
     assert session.code == 1
 
 

@@ -21,7 +21,7 @@ from harness.cluster.process import ProcessCluster
 from harness.workload.common import LIBRDKAFKA_LOGGER, decode_value
 from harness.workload.pipeline import PipelineWorkload
 from harness.workload.txn_producer import TransactionalProducerWorkload
-from tests.fixtures.process_cluster import APACHE_KAFKA, flavour_backend
+from tests.fixtures.process_cluster import apache_kafka_backend
 from tests.integration.workload.support import Events, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -35,7 +35,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster
         "offsets.topic.replication.factor": "1", "transaction.state.log.replication.factor": "1",
         "transaction.state.log.min.isr": "1", "transaction.state.log.num.partitions": "3",
         "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000"})
-    with flavour_backend(APACHE_KAFKA).up(spec, tmp_path_factory.mktemp("txn")) as c:
+    with apache_kafka_backend().up(spec, tmp_path_factory.mktemp("txn")) as c:
         admin = AdminClient(cast(dict[str, Any], {"bootstrap.servers": c.bootstrap_servers,
                                                   "logger": LIBRDKAFKA_LOGGER}))
         admin.create_topics([NewTopic(TOPIC, num_partitions=3, replication_factor=1)])[TOPIC].result(60)

@@ -5,7 +5,6 @@ tests/integration/process_backend/test_apache_kafka.py)."""
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -81,31 +80,15 @@ def test_kafka_home_of_another_version_than_asked_is_not_used(tmp_path: Path) ->
         select_launcher(_env(tmp_path, KAFKA_HOME=str(_kafka_dir(tmp_path))), broker="apache-kafka", kafka="3.9")
 
 
-def test_reference_broker_runs_from_the_same_properties(tmp_path: Path) -> None:
-    launcher = select_launcher(_env(tmp_path), broker="reference")
-    assert launcher.flavour.name == "reference"
-    props = tmp_path / "server.properties"
-    assert launcher.argv(props) == [sys.executable, "-m", "harness.broker", "--config", str(props)]
-    assert launcher.describe() == "reference broker (asked for)"
-    assert "PYTHONPATH" in launcher.env(tmp_path, {})
+def test_the_retired_reference_broker_is_refused_saying_what_to_write_instead(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"reference broker was retired; use apache-kafka"):
+        select_launcher(_env(tmp_path), broker="reference")
 
 
-def test_auto_with_reference_bugs_runs_the_reference_broker_and_says_why(tmp_path: Path) -> None:
-    launcher = select_launcher(_env(tmp_path, KAFKA_HOME=str(_kafka_dir(tmp_path, "3.9.2"))),
-                               reference_bugs=("ack_before_replication",))
-    assert launcher.flavour.name == "reference" and launcher.flavour.bugs == ("ack_before_replication",)
-    assert "reference_bugs" in launcher.reason
-
-
-def test_auto_falls_back_to_the_reference_broker_naming_every_source_that_failed(tmp_path: Path) -> None:
-    launcher = select_launcher(_env(tmp_path, KAFKA_CHAOS_APACHE_MIRROR="http://127.0.0.1:9"), kafka="3.9.2")
-    assert launcher.flavour.name == "reference"
-    assert "tarball" in launcher.reason and "mvn" in launcher.reason
-
-
-def test_reference_bugs_with_apache_kafka_asked_for_is_an_error(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="reference_bugs"):
-        select_launcher(_env(tmp_path), broker="apache-kafka", reference_bugs=("unclean_election",))
+def test_auto_without_any_source_of_apache_kafka_is_an_error_naming_every_source_that_failed(tmp_path: Path) -> None:
+    with pytest.raises(InstallError) as info:
+        select_launcher(_env(tmp_path, KAFKA_CHAOS_APACHE_MIRROR="http://127.0.0.1:9"), kafka="3.9.2")
+    assert "tarball" in str(info.value) and "mvn" in str(info.value)
 
 
 def test_kafka_4_is_refused_because_it_has_no_zookeeper_mode(tmp_path: Path) -> None:
@@ -126,7 +109,7 @@ def test_available_reports_the_planned_broker_without_installing(tmp_path: Path)
     (only_java / "java").symlink_to(java)
     ok, reason = ProcessBackend(_env(tmp_path, PATH=str(only_java))).available()
     assert ok, reason
-    assert reason.startswith("reference broker (no KAFKA_HOME, no cached Apache Kafka, no mvn)")
+    assert reason == "Apache Kafka 3.9, to be installed from the Apache archive (no KAFKA_HOME, no cache, no mvn)"
     home = _kafka_dir(tmp_path)
     ok, reason = ProcessBackend(_env(tmp_path, PATH="/usr/bin:/bin", KAFKA_HOME=str(home))).available()
     assert ok and reason == f"Apache Kafka from KAFKA_HOME={home}"

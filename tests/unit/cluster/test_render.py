@@ -119,11 +119,6 @@ def test_broker_config_overrides_replace_defaults_in_place_and_append_new_keys()
     assert props["min.insync.replicas"] == "2"
 
 
-def test_reference_bugs_render_as_one_property() -> None:
-    props = _props(_topology(), 1, reference_bugs=("ack_before_replication", "unclean_election"))
-    assert props["reference.bugs"] == "ack_before_replication,unclean_election"
-
-
 @pytest.mark.parametrize("key", ["listeners", "advertised.listeners", "zookeeper.connect", "broker.id",
                                  "inter.broker.listener.name", "log.dirs"])
 def test_overriding_a_topology_owned_property_is_an_error_naming_it(key: str) -> None:

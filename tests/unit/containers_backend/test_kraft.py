@@ -159,7 +159,7 @@ def test_what_kraft_refuses_before_any_container_starts(tmp_path: Path) -> None:
             check_kraft_spec(bad)
     with pytest.raises(ConfigError, match="local Kafka image"):  # a published image runs ZooKeeper mode here
         ContainersBackend(environ={}).up(_spec(), tmp_path)
-    with pytest.raises(ConfigError, match="reference broker"):
+    with pytest.raises(ConfigError, match="reference broker was retired"):
         _decide(_spec(broker="reference"), _local(tmp_path))
 
 

@@ -88,7 +88,7 @@ class RecordingToxiproxy:
 
 def _cluster(tmp_path: Path, calls: list[str]) -> ContainersCluster:
     spec = ClusterSpec(brokers=3, zookeepers=1)
-    images = resolve_images(spec, {"KAFKA_CHAOS_LOCAL_IMAGES": "1"})
+    images = resolve_images(spec, {})
     cluster = ContainersCluster(spec, tmp_path, images, backend=ContainersBackend(environ={}, stop_timeout_s=7))
     for node in cluster.nodes:
         name = f"kc-{node.role}{node.id}"

@@ -33,6 +33,7 @@ from harness.cluster.containers_spec import (
 from harness.cluster.process_flavour import BrokerLauncher, find_java, select_launcher
 from harness.cluster.render import parse_properties
 from harness.errors import ConfigError
+from harness.install.kafka import InstallError
 
 HOST = "127.0.0.1"
 CLIENT_PORTS = {1: 41001, 2: 41002, 3: 41003}
@@ -80,15 +81,12 @@ def test_unknown_image_role_is_refused_naming_the_key() -> None:
         resolve_images(_spec(images=MappingProxyType({"broker": "x"})), {})
 
 
-def test_reference_bugs_or_the_reference_broker_with_a_published_image_are_refused() -> None:
-    spec = _spec(reference_bugs=("skip_epoch_bump",))
-    with pytest.raises(ConfigError, match="reference_bugs"):
-        flavour_of(resolve_images(spec, {})["kafka"], spec)
-    spec = _spec(broker="reference")
+def test_a_published_image_runs_its_own_apache_kafka_named_by_its_confluent_tag() -> None:
+    spec = _spec()
     kafka = resolve_images(spec, {})["kafka"]
     assert broker_launcher(kafka, spec, {}, java="/usr/bin/java") is None  # a published image runs its own broker
-    with pytest.raises(ConfigError, match=r"broker: reference.*only in the local images"):
-        flavour_of(kafka, spec)
+    flavour = flavour_of(kafka, spec)
+    assert flavour.name == "apache-kafka" and flavour.version.startswith("3.9 (Confluent Platform 7.9")
 
 
 def _kafka_home(tmp_path: Path, version: str = "3.9.2") -> Path:
@@ -141,21 +139,16 @@ def test_local_images_run_apache_kafka_from_an_image_of_its_install_with_the_pro
     assert str(launcher.kafka.home) not in mounts and not any(m.startswith(sys.prefix) for m in mounts)
     assert "PYTHONPATH" not in b.env and b.env["HOME"] == "/tmp"
     props = parse_properties(b.files["server.properties"])
-    assert props["log.dirs"] == "/data/kafka" and "reference.bugs" not in props
+    assert props["log.dirs"] == "/data/kafka"
 
 
 def test_local_images_follow_cluster_broker_as_the_process_backend_does(tmp_path: Path) -> None:
     with_kafka = _local(tmp_path, KAFKA_HOME=str(_kafka_home(tmp_path)))
-    role, launcher = _decide(_spec(broker="reference"), with_kafka)
-    assert role.image == LOCAL_IMAGES["kafka"] and launcher is not None and launcher.reason == "asked for"
-    role, launcher = _decide(_spec(reference_bugs=("skip_epoch_bump",)), with_kafka)
-    assert role.image == LOCAL_IMAGES["kafka"]
-    assert flavour_of(role, _spec(), launcher).bugs == ("skip_epoch_bump",)
-    role, launcher = _decide(_spec(), _local(tmp_path))  # auto, and nothing can be installed: reference
-    assert role.image == LOCAL_IMAGES["kafka"] and launcher is not None
-    assert launcher.flavour.name == "reference" and "could not be installed" in launcher.reason
-    with pytest.raises(ConfigError):  # apache-kafka, and nothing can be installed: an error naming the sources
-        _decide(_spec(broker="apache-kafka"), _local(tmp_path))
+    with pytest.raises(ConfigError, match="reference broker was retired"):
+        _decide(_spec(broker="reference"), with_kafka)
+    for broker in ("auto", "apache-kafka"):  # nothing can be installed: an error naming the sources
+        with pytest.raises(InstallError, match="mvn"):
+            _decide(_spec(broker=broker), _local(tmp_path))
     same = select_launcher(with_kafka, broker="auto", kafka="3.9", java=os.path.realpath("/usr/bin/java"))
     assert _decide(_spec(), with_kafka)[1] == same  # one decision, shared with the process backend
 
@@ -200,20 +193,6 @@ def test_kafka_image_broker_env_has_listeners_and_host_mapped_external() -> None
     assert "KAFKA_REFERENCE_BUGS" not in env
     assert b.alias == "broker2" and b.labels[LABEL_NODE] == "broker:2" and b.labels["kafka-chaos.run"] == "r1"
     assert not b.conf_mount and b.command is None and b.exposed == ()
-
-
-def test_local_reference_broker_runs_on_the_rendered_file_with_readonly_mounts(tmp_path: Path) -> None:
-    spec = _spec(reference_bugs=("skip_epoch_bump",))
-    role, launcher = _decide(spec, _local(tmp_path))
-    b = broker_spec(spec, role, container_topology(3, 1, HOST, CLIENT_PORTS), 1, "kc-r1-broker1", LABELS,
-                    launcher)
-    assert b.command == (sys.executable, "-m", "harness.broker", "--config", "/conf/server.properties")
-    props = parse_properties(b.files["server.properties"])
-    assert props["log.dirs"] == "/data/kafka" and props["reference.bugs"] == "skip_epoch_bump"
-    assert props["advertised.listeners"].endswith("EXTERNAL://127.0.0.1:41001")
-    assert b.conf_mount and all(m.mode == "ro" for m in b.mounts)
-    assert any(m.container == "/usr" for m in b.mounts)
-    assert b.env["PYTHONPATH"] and b.env["PYTHONDONTWRITEBYTECODE"] == "1" and not b.logs_mount
 
 
 def test_confluent_zookeeper_env_single_and_ensemble() -> None:

@@ -46,7 +46,7 @@ class FakeCluster:
 
     def __init__(self, spec: ClusterSpec, fail_on: str | None = None) -> None:
         self.nodes = tuple(NodeId.broker(i) for i in range(1, spec.brokers + 1))
-        self.flavour = BrokerFlavour("reference", "test")
+        self.flavour = BrokerFlavour("apache-kafka", "test")
         self.calls: list[str] = []
         self.fail_on = fail_on
 

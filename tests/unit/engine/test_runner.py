@@ -72,7 +72,7 @@ def test_run_bundle_holds_resolved_experiment_run_json_and_history(tmp_path: Pat
     result, _, _ = _run(tmp_path)
     info = json.loads((result.run_dir / "run.json").read_text())
     assert info["status"] == "completed" and info["seed"] == 1 and info["backend"] == "fake"
-    assert info["broker"]["flavour"] == "reference" and info["verify"]["slo"]["controller_failover"] == 30.0
+    assert info["broker"]["flavour"] == "apache-kafka" and info["verify"]["slo"]["controller_failover"] == 30.0
     assert info["versions"]["python"] and info["versions"]["librdkafka"]
     assert "steady_timeout: 2s" in (result.run_dir / "experiment.yaml").read_text()
     types = [e["type"] for e in read_history(result.run_dir / "history.jsonl").events]

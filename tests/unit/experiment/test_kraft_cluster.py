@@ -29,8 +29,6 @@ def test_kafka_4_implies_kraft_and_3_x_implies_zookeeper() -> None:
 @pytest.mark.parametrize(("text", "field", "fragment"), [
     ('{kafka: "4.1", mode: zookeeper}', "cluster.kafka", "has no ZooKeeper mode"),
     ("{mode: kraft, zookeepers: 3}", "cluster.zookeepers", "a KRaft cluster has no ZooKeeper"),
-    ("{mode: kraft, broker: reference}", "cluster.broker", "reference broker runs ZooKeeper mode only"),
-    ("{mode: kraft, reference_bugs: [skip_epoch_bump]}", "cluster.reference_bugs", "ZooKeeper mode only"),
     ("{controllers: 3}", "cluster.controllers", "a KRaft setting"),
     ("{mode: kraft, controllers: 2}", "cluster.controllers", "1, 3 or 5 voters"),
     ("{mode: kraft, combined: true, controllers: 5}", "cluster.controllers", "are 3 brokers"),

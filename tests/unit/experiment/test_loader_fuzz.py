@@ -144,8 +144,7 @@ def run_side(exp: Experiment) -> None:
     proxies = tuple(ProxyRoute.of(r, HostPort("127.0.0.1", next(ports))) for r in plan_routes(brokers, zks))
     topology = Topology(brokers, zks, proxies)
     for k in range(1, n + 1):
-        render_server_properties(topology, k, log_dirs="/tmp/data", overrides=spec.broker_config,
-                                 reference_bugs=spec.reference_bugs)
+        render_server_properties(topology, k, log_dirs="/tmp/data", overrides=spec.broker_config)
 
 
 def test_the_base_experiment_is_valid() -> None:
@@ -231,7 +230,6 @@ def near_valid(draw: st.DrawFn) -> dict[str, Any]:
         "steady_timeout": draw(st.sampled_from(["1s", "60s", "24h", "0s"])),
         "cluster": {"brokers": brokers, "zookeepers": draw(st.sampled_from([1, 3, 5, 7])),
                     "broker": draw(st.sampled_from(["auto", "reference", "apache-kafka"])),
-                    "reference_bugs": draw(st.sampled_from([[], ["skip_epoch_bump"]])),
                     "broker_config": draw(st.dictionaries(PROPERTY, st.one_of(
                         st.integers(-5, 2**40), st.booleans(), st.text(max_size=10)), max_size=4))},
         "topics": [{"name": "t", "partitions": partitions,

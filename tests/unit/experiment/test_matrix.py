@@ -43,10 +43,10 @@ def test_cross_product_in_written_order_with_short_ids() -> None:
     assert {e.name for e in exps} == {"m"}
 
 
-def test_list_values_such_as_bug_flags_get_readable_ids() -> None:
-    exps = load_experiments_text(BASE + "matrix:\n  cluster.reference_bugs: [[], [elect_outside_isr]]\n")
-    assert [e.variant for e in exps] == ["reference_bugs=none", "reference_bugs=elect_outside_isr"]
-    assert exps[1].cluster.reference_bugs == ("elect_outside_isr",)
+def test_list_values_such_as_check_lists_get_readable_ids() -> None:
+    exps = load_experiments_text(BASE + "matrix:\n  verify.checks: [[all], [controller.unique, delivery.lost_write]]\n")
+    assert [e.variant for e in exps] == ["checks=all", "checks=controller.unique+delivery.lost_write"]
+    assert exps[1].verify.checks == ("controller.unique", "delivery.lost_write")
 
 
 def test_no_matrix_is_one_experiment_without_variant() -> None:

@@ -67,10 +67,15 @@ def test_zookeeper_mode_is_refused_on_kafka_4_and_later(version: str) -> None:
     one(f"{HEAD}cluster:\n  zookeepers: 1\n  kafka: {version}\n", 5, "cluster.kafka", "has no ZooKeeper mode")
 
 
-def test_reference_bugs_need_the_reference_broker() -> None:
-    one(f"{HEAD}cluster: {{broker: apache-kafka, reference_bugs: [skip_epoch_bump]}}\n", 3,
-        "cluster.reference_bugs", "only apply to the reference broker")
-    assert load_experiment_text(f"{HEAD}cluster: {{broker: auto, reference_bugs: [skip_epoch_bump]}}\n")
+def test_the_retired_reference_broker_is_refused_at_its_line_saying_what_to_write_instead() -> None:
+    text = f"{HEAD}cluster:\n  broker: reference\n  reference_bugs: [skip_epoch_bump]\n"
+    retired = ("the reference broker was retired; use apache-kafka (a planted bug's history is kept under "
+               "tests/data/recorded/reference-*)")
+    broker = one(text, 4, "cluster.broker", f"{retired} (got 'reference')")
+    bugs = one(text, 5, "cluster.reference_bugs", f"{retired} (got ['skip_epoch_bump'])")
+    assert (broker.hint, bugs.hint) == ("broker: apache-kafka (or auto)", "remove reference_bugs")
+    with pytest.raises(ValidationError, match=r"cluster\.broker: the reference broker was retired"):
+        load_experiment_text(f"{HEAD}cluster: {{broker: reference}}\n", "m.yaml")
 
 
 @pytest.mark.parametrize("key", sorted(RESERVED_BROKER_KEYS))
@@ -83,7 +88,6 @@ def test_every_reserved_broker_config_key_is_named_with_what_the_harness_sets(ke
 
 def test_the_reserved_keys_cover_every_property_the_renderer_writes() -> None:
     assert set(TOPOLOGY_KEYS) <= set(RESERVED_BROKER_KEYS)
-    assert "reference.bugs" in RESERVED_BROKER_KEYS
 
 
 @pytest.mark.parametrize(("key", "value", "fragment"), [

@@ -1,15 +1,11 @@
 """A transactional producer, consumer isolation and read-process-write pipelines in the experiment: defaults,
-the resolved YAML, and the broker they need (the reference broker has no transactions: validation or the
-launcher say so)."""
+the resolved YAML, and the rules a pipeline must follow."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from harness.cluster.process_flavour import select_launcher
-from harness.errors import ConfigError, ValidationError
+from harness.errors import ValidationError
 from harness.experiment import load_experiment_text
 from harness.experiment.dump import dump_experiment
 from harness.experiment.schema import TransactionSpec
@@ -35,7 +31,6 @@ def test_a_transactional_producer_gets_kafkas_defaults_and_an_id_named_after_the
     assert pay.transactions == TransactionSpec("kafka-chaos-pay", records=10, abort_rate=0.0, timeout=60.0)
     assert plain.transactions is None
     assert [c.isolation for c in exp.workload.consumers] == ["read_committed", "read_uncommitted"]
-    assert exp.needs_kafka() == "producer pay, enrich are transactional and the reference broker has no transactions"
     (pipe,) = exp.workload.pipelines
     assert (pipe.group, pipe.transactions) == ("enrich", TransactionSpec("kafka-chaos-enrich"))
 
@@ -44,25 +39,6 @@ def test_the_resolved_yaml_keeps_transactions_and_isolation() -> None:
     exp = load_experiment_text(TXN, "mem.yaml")
     again = load_experiment_text(dump_experiment(exp), "resolved.yaml")
     assert again.workload == exp.workload
-
-
-def test_a_transactional_experiment_refuses_the_reference_broker_at_run_time_too(tmp_path: Path) -> None:
-    """`auto` would fall back to the reference broker where Kafka cannot be installed; with transactions it
-    says why Apache Kafka is needed instead, and an explicit `reference` (e.g. --broker) is refused."""
-    env = {"PATH": "/nonexistent", "KAFKA_CHAOS_CACHE": str(tmp_path / "cache"),
-           "KAFKA_CHAOS_APACHE_MIRROR": "http://127.0.0.1:9"}
-    why = "producer pay is transactional and the reference broker has no transactions"
-    with pytest.raises(ConfigError, match=r"Apache Kafka only, and Apache Kafka 3\.9\.2 could not be installed"):
-        select_launcher(env, kafka="3.9.2", needs_kafka=why)
-    with pytest.raises(ConfigError, match="broker: reference was asked for"):
-        select_launcher(env, broker="reference", needs_kafka=why)
-    assert select_launcher(env, broker="reference").flavour.name == "reference"
-
-
-def test_validation_refuses_transactions_on_the_reference_broker() -> None:
-    text = TXN.replace("duration: 30s", "duration: 30s\ncluster: {broker: reference}")
-    with pytest.raises(ValidationError, match=r"transactions run on Apache Kafka only"):
-        load_experiment_text(text, "mem.yaml")
 
 
 @pytest.mark.parametrize(("pipeline", "message"), [

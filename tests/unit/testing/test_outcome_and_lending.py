@@ -21,8 +21,8 @@ seed: 5
 duration: 10s
 topics: [{name: t, partitions: 1, replication_factor: 1}]
 matrix:
-  cluster.reference_bugs: [[skip_epoch_bump]]
-""", "exp.yaml", "reference_bugs=skip_epoch_bump")
+  cluster.broker_config.min.insync.replicas: [1]
+""", "exp.yaml", "min.insync.replicas=1")
 
 
 def _verdict(status: Status) -> Verdict:
@@ -33,7 +33,7 @@ def _verdict(status: Status) -> Verdict:
                     fault="fault #1 kill controller"),
         CheckResult("slo.rebalance", "unknown", "no group.state events", allowed=True),
     )
-    return Verdict(status=status, checks=checks, run={"title": "reference broker 0.1.0 with bug flags skip_epoch_bump"})
+    return Verdict(status=status, checks=checks, run={"title": "Apache Kafka 3.9.2"})
 
 
 def test_failure_names_failed_checks_first_evidence_report_and_reproduce_line(tmp_path: Path) -> None:
@@ -44,15 +44,15 @@ def test_failure_names_failed_checks_first_evidence_report_and_reproduce_line(tm
     assert "[during fault #1 kill controller]" in text
     assert text.count('"type": "controller"') == 3  # the first evidence rows only
     assert "slo.rebalance" not in text  # allowed
-    assert "reference broker 0.1.0 with bug flags skip_epoch_bump" in text
-    assert ("reproduce: kafka-chaos run exp.yaml --variant reference_bugs=skip_epoch_bump --seed 5 "
+    assert "Apache Kafka 3.9.2" in text
+    assert ("reproduce: kafka-chaos run exp.yaml --variant min.insync.replicas=1 --seed 5 "
             "--backend process") in text
 
 
 def test_junit_properties_carry_seed_backend_run_dir_and_every_check(tmp_path: Path) -> None:
     props = dict(Outcome(EXP, "process", tmp_path, "completed", _verdict("fail")).properties())
     assert props["seed"] == "5" and props["backend"] == "process" and props["run_dir"] == str(tmp_path)
-    assert props["variant"] == "reference_bugs=skip_epoch_bump" and props["verdict"] == "fail"
+    assert props["variant"] == "min.insync.replicas=1" and props["verdict"] == "fail"
     assert props["check.controller.epoch_monotonic"] == "fail"
     assert props["check.slo.rebalance"] == "unknown (allowed)"
 
@@ -111,5 +111,5 @@ def test_lending_compares_the_whole_shape_mode_included_but_not_what_the_run_set
         backend, _ = shared.lending()
         with pytest.raises(BackendError, match="mode: experiment wants 'kraft', shared cluster has 'zookeeper'"):
             backend.up(ClusterSpec(brokers=3, zookeepers=0, mode="kraft", controllers=3), tmp_path)
-        backend.up(ClusterSpec(brokers=3, cluster_id="abc", needs_kafka="transactions"), tmp_path)
+        backend.up(ClusterSpec(brokers=3, cluster_id="abc", ready_timeout_s=5), tmp_path)
         assert shared.runs == 1

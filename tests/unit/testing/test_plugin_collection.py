@@ -46,8 +46,8 @@ def test_experiments_dir_collects_one_item_per_experiment_and_matrix_variant(pyt
         "experiments/transactions.yaml::transactions",
         "experiments/weak-durability.yaml::weak-durability",
         "experiments/zookeeper-partition.yaml::zookeeper-partition",
-        "experiments/nested.yaml::controller-kill-short[reference_bugs=none]",
-        "experiments/nested.yaml::controller-kill-short[reference_bugs=skip_epoch_bump]",
+        "experiments/nested.yaml::controller-kill-short[controller_failover=10s]",
+        "experiments/nested.yaml::controller-kill-short[controller_failover=1s]",
     ])
 
 
@@ -75,16 +75,13 @@ def test_markers_are_registered_and_select_experiment_items(pytester: pytest.Pyt
         import pytest
         pytestmark = pytest.mark.chaos_cluster(brokers=3)
 
-        @pytest.mark.reference_bugs("skip_epoch_bump")
         def test_plain():
             pass
     """)
-    result = pytester.runpytest("--co", "-q", "--strict-markers", "-m", "reference_bugs")
-    result.stdout.fnmatch_lines(["*nested.yaml::controller-kill-short[[]reference_bugs=skip_epoch_bump[]]"])
-    assert "test_py.py::test_plain" in result.stdout.str()
-    assert "reference_bugs=none" not in result.stdout.str()
+    result = pytester.runpytest("--co", "-q", "--strict-markers", "-m", "not chaos")
+    assert "test_py.py::test_plain" in result.stdout.str() and "nested.yaml" not in result.stdout.str()
     chaos = pytester.runpytest("--co", "-q", "--strict-markers", "-m", "chaos").stdout.str()
-    assert "nested.yaml::controller-kill-short[reference_bugs=none]" in chaos and "test_plain" not in chaos
+    assert "nested.yaml::controller-kill-short[controller_failover=1s]" in chaos and "test_plain" not in chaos
 
 
 def test_options_appear_in_help_and_in_the_report_header(pytester: pytest.Pytester) -> None:
@@ -107,7 +104,7 @@ def test_several_seeds_make_one_item_per_experiment_and_seed_in_one_session(pyte
     out = pytester.runpytest("--co", "-q", "--chaos-seed", "3,5").stdout.str()
     for seed in (3, 5):
         assert f"controller-failover.yaml::controller-failover[seed={seed}]" in out
-        assert f"nested.yaml::controller-kill-short[reference_bugs=skip_epoch_bump,seed={seed}]" in out
+        assert f"nested.yaml::controller-kill-short[controller_failover=1s,seed={seed}]" in out
     bad = pytester.runpytest("--co", "-q", "--chaos-seed", "3,x")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     assert "'3,x' is not a seed or a comma list of seeds" in bad.stderr.str()
