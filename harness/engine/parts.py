@@ -43,7 +43,7 @@ class RunParts:
 def real_operator(cluster: Cluster) -> Operator:
     from harness.faults.kafka_operator import KafkaOperator
 
-    return KafkaOperator(cluster.bootstrap_servers, cluster.zookeeper_connect)
+    return KafkaOperator(cluster.bootstrap_servers)
 
 
 def real_observers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[Observer]:

@@ -1,12 +1,10 @@
 """The real `Operator`: operations on a running cluster through Kafka's admin APIs.
 
-- reassign: AlterPartitionReassignments (KIP-455) when the broker advertises it in ApiVersions, else the
-  legacy `/admin/reassign_partitions` znode (the reference broker). confluent-kafka has no binding for
-  the reassignment APIs, so this uses kafka-python's `KafkaAdminClient` (already a dependency: the
-  reference broker speaks the protocol through its classes). Done means: no reassignment of those
-  partitions pending (ListPartitionReassignments, or the znode deleted) and Metadata lists the new
-  replicas in their order. On the legacy path a reassignment waits for the one in progress (the znode
-  holds one batch at a time), within its own timeout.
+- reassign: AlterPartitionReassignments (KIP-455, Kafka 2.4+; a broker that does not advertise it in
+  ApiVersions gets an error outcome). confluent-kafka has no binding for the reassignment APIs, so this
+  uses kafka-python's `KafkaAdminClient` (already a dependency: the observers decode Kafka's wire format
+  with it). Done means: no reassignment of those partitions pending (ListPartitionReassignments) and
+  Metadata lists the new replicas in their order.
 - elect_preferred: ElectLeaders (type PREFERRED) through confluent-kafka's AdminClient. Per-partition
   answers (`ELECTION_NOT_NEEDED`, `PREFERRED_LEADER_NOT_AVAILABLE`) are results, not failures.
 - add_partitions: CreatePartitions through confluent-kafka's AdminClient; done when Metadata shows the new
@@ -22,32 +20,26 @@ says what was awaited and what was seen last."""
 from __future__ import annotations
 
 import contextlib
-import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, cast
 
 from harness.faults.operations import OperationOutcome, PartitionOutcome
 from harness.workload.common import LIBRDKAFKA_LOGGER
-from harness.zk.notifications import ReassignPartitions
-from harness.zk.paths import REASSIGN_PARTITIONS_PATH
 
 ALTER_PARTITION_REASSIGNMENTS = 45
 NOT_CONTROLLER = 41
 POLL_S = 0.5
 ELECT_ATTEMPT_S = 10.0
 """One ElectLeaders attempt's socket timeout; attempts repeat until the operation's timeout."""
-_LOG = logging.getLogger(__name__)
 
 
 class KafkaOperator:
-    """Operations through `bootstrap_servers` (and, for a reassignment on a broker without KIP-455,
-    `zookeeper_connect`). Each operation makes its own clients and closes them when it ends, so
-    operations may run side by side."""
+    """Operations through `bootstrap_servers`. Each operation makes its own clients and closes them when it
+    ends, so operations may run side by side."""
 
-    def __init__(self, bootstrap_servers: str, zookeeper_connect: str = "") -> None:
+    def __init__(self, bootstrap_servers: str) -> None:
         self.bootstrap_servers = bootstrap_servers
-        self.zookeeper_connect = zookeeper_connect
 
     # -- reassign --------------------------------------------------------------------------------
 
@@ -62,8 +54,6 @@ class KafkaOperator:
 
     def _reassign(self, admin: _FreshClient, metadata: Any, topic: str, replicas: Mapping[int, Sequence[int]],
                   timeout_s: float) -> OperationOutcome:
-        from kazoo.exceptions import NodeExistsError
-
         deadline = time.monotonic() + timeout_s
         api: bool | None = None
         submitted = False
@@ -72,16 +62,18 @@ class KafkaOperator:
             try:
                 if api is None:
                     api = ALTER_PARTITION_REASSIGNMENTS in {int(k) for k in admin.get().api_versions()}
+                if not api:
+                    return OperationOutcome("error", "", "the broker does not offer AlterPartitionReassignments "
+                                            "(KIP-455, Kafka 2.4+)", ())
                 if not submitted:
-                    rejected = (self._submit_api(admin.get(), topic, replicas, timeout_s) if api
-                                else self._submit_zk(topic, replicas))
+                    rejected = self._submit_api(admin.get(), topic, replicas, timeout_s)
                     if rejected:
                         return OperationOutcome("error", _via(api), "the broker refused the reassignment of "
                                                 + ", ".join(f"{topic}/{p}" for p in sorted(rejected)),
                                                 tuple(PartitionOutcome(topic, p, rejected.get(p))
                                                       for p in sorted(replicas)))
                     submitted = True
-                pending = self._pending_api(admin.get(), topic, replicas) if api else self._pending_zk()
+                pending = self._pending_api(admin.get(), topic, replicas)
                 listed = self._replicas(metadata, topic)
                 off = {p: listed.get(p) for p, want in replicas.items() if listed.get(p) != tuple(want)}
                 if not pending and not off:
@@ -90,9 +82,6 @@ class KafkaOperator:
                 last = (f"pending: {sorted(pending)}; " if pending else "") + "; ".join(
                     f"{topic}/{p} lists {list(r) if r is not None else 'nothing'}, want {list(replicas[p])}"
                     for p, r in sorted(off.items()))
-            except NodeExistsError:  # the legacy path takes one batch at a time: wait for the one in progress
-                last = (f"not submitted yet: {REASSIGN_PARTITIONS_PATH} exists (another reassignment is in "
-                        "progress; the legacy path takes one at a time)")
             except Exception as exc:  # a broker, the controller or ZooKeeper briefly away: retried until the deadline
                 last = ("" if submitted else "not submitted yet: ") + f"{type(exc).__name__}: {exc}"
                 admin.reset()  # kafka-python keeps the controller id it found first: a new client looks again
@@ -109,19 +98,9 @@ class KafkaOperator:
             {TopicPartition(topic, p): list(r) for p, r in replicas.items()}, timeout_ms=int(timeout_s * 1000))
         return {tp.partition: getattr(err, "__name__", str(err)) for tp, err in answers.items() if err is not None}
 
-    def _submit_zk(self, topic: str, replicas: Mapping[int, Sequence[int]]) -> dict[int, str]:
-        data = ReassignPartitions(tuple((topic, p, tuple(r)) for p, r in sorted(replicas.items()))).encode()
-        with _zookeeper(self.zookeeper_connect) as zk:
-            zk.create(REASSIGN_PARTITIONS_PATH, data)  # NodeExistsError: one is already in progress
-        return {}
-
     def _pending_api(self, admin: Any, topic: str, replicas: Mapping[int, Sequence[int]]) -> set[int]:
         listed = admin.list_partition_reassignments({topic: sorted(replicas)})
         return {tp.partition for tp in listed}
-
-    def _pending_zk(self) -> set[int]:
-        with _zookeeper(self.zookeeper_connect) as zk:
-            return {-1} if zk.exists(REASSIGN_PARTITIONS_PATH) is not None else set()
 
     @staticmethod
     def _replicas(metadata: Any, topic: str) -> dict[int, tuple[int, ...]]:
@@ -250,13 +229,13 @@ def _worth_retrying(err: object) -> bool:
     """Whether an admin request's error may go away with a new client: no answer came (librdkafka's local
     codes: _TIMED_OUT, _TRANSPORT, ...), the error is retriable, or the request reached a broker that is no
     longer the controller (NOT_CONTROLLER: librdkafka does not retry it, and a fresh client finds the new
-    one; seen during a controller failover on the reference broker)."""
+    one)."""
     code = getattr(err, "code", lambda: 0)()
     return bool(code < 0 or code == NOT_CONTROLLER or getattr(err, "retriable", lambda: False)())
 
 
 def _via(api: bool | None) -> str:
-    return {True: "AlterPartitionReassignments", False: REASSIGN_PARTITIONS_PATH, None: ""}[api]
+    return "AlterPartitionReassignments" if api else ""
 
 
 def _error_name(err: object) -> str:
@@ -286,22 +265,3 @@ class _FreshClient:
         if client is not None:
             with contextlib.suppress(Exception):
                 client.close()
-
-
-class _zookeeper:
-    """A kazoo client for one step, stopped and closed however the step ends."""
-
-    def __init__(self, hosts: str) -> None:
-        from kazoo.client import KazooClient
-
-        self.client = KazooClient(hosts=hosts, timeout=10.0, logger=_LOG)
-
-    def __enter__(self) -> Any:
-        self.client.start(timeout=10.0)
-        return self.client
-
-    def __exit__(self, *exc: object) -> None:
-        try:
-            self.client.stop()
-        finally:
-            self.client.close()

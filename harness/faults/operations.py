@@ -40,8 +40,7 @@ class PartitionOutcome:
 class OperationOutcome:
     outcome: Outcome
     via: str
-    """How it was carried out: `AlterPartitionReassignments`, `/admin/reassign_partitions`, `ElectLeaders`,
-    `CreatePartitions`."""
+    """How it was carried out: `AlterPartitionReassignments`, `ElectLeaders`, `CreatePartitions`."""
     detail: str = ""
     """For a timeout or an error: what was awaited or what failed, and what was seen last."""
     partitions: tuple[PartitionOutcome, ...] = ()

@@ -1,10 +1,9 @@
 """Partition leader election strategies of ZooKeeper-mode Kafka (KAFKA-BEHAVIOUR.md §2).
 
-Owns `elect_leader` (which broker the controller must pick), `elect` (the leader plus the ISR the
-controller writes with it, as Kafka's PartitionStateMachine computes them), and for invariant 4
-`infer_strategy` / `check_election` (prescribed vs. observed leader from history-shaped facts).
-All are pure; they take observed facts (AR order, ISR, live brokers, brokers shutting down) so the verifiers can call
-them on the state seen just before an election (invariant 4) and the reference broker on its own.
+Owns `elect_leader` (which broker the controller must pick), and for invariant 4 `infer_strategy` /
+`check_election` (prescribed vs. observed leader from history-shaped facts). All are pure; they take
+observed facts (AR order, ISR, live brokers, brokers shutting down) so the verifiers can call them on the
+state seen just before an election (invariant 4).
 
 The rules, as in Kafka's `PartitionLeaderElectionAlgorithms`:
 
@@ -82,54 +81,6 @@ def elect_leader(
             if replica in live_set:
                 return replica
     return None
-
-
-@dataclass(frozen=True, slots=True)
-class ElectionResult:
-    """What the controller writes after an election: the leader (None: no leader) and the new ISR.
-
-    `unclean` is True when the leader was taken from outside the ISR (data loss possible).
-    """
-
-    strategy: Strategy
-    leader: int | None
-    isr: tuple[int, ...]
-    unclean: bool
-
-
-def elect(
-    strategy: Strategy | str,
-    assigned: Sequence[int],
-    isr: Sequence[int],
-    live: Collection[int],
-    shutting_down: Collection[int] = frozenset(),
-    unclean: bool = False,
-) -> ElectionResult:
-    """`elect_leader` plus the ISR Kafka's controller writes with the new leader.
-
-    - ``offline``: clean → the old ISR restricted to live brokers; unclean → ``[leader]``.
-    - ``reassign`` and ``preferred``: the ISR is unchanged.
-    - ``controlled_shutdown``: the ISR without the brokers that are shutting down.
-    - ``new``: every live AR replica.
-    When no leader qualifies the ISR is returned unchanged (the controller writes nothing).
-    """
-    strat = _check_strategy(strategy)
-    leader = elect_leader(strat, assigned, isr, live, shutting_down, unclean)
-    old_isr = tuple(isr)
-    if leader is None:
-        return ElectionResult(strat, None, old_isr, False)
-    if strat == "offline":
-        if leader in old_isr:
-            live_set = frozenset(live)
-            return ElectionResult(strat, leader, tuple(r for r in old_isr if r in live_set), False)
-        return ElectionResult(strat, leader, (leader,), True)
-    if strat == "controlled_shutdown":
-        down = frozenset(shutting_down)
-        return ElectionResult(strat, leader, tuple(r for r in old_isr if r not in down), False)
-    if strat == "new":
-        live_set = frozenset(live)
-        return ElectionResult(strat, leader, tuple(r for r in assigned if r in live_set), False)
-    return ElectionResult(strat, leader, old_isr, False)
 
 
 def infer_strategy(

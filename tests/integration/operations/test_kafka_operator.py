@@ -70,7 +70,7 @@ def _wait(predicate: Any, timeout_s: float, what: str, last: Any = lambda: "") -
 def test_a_reassignment_that_adds_and_drops_replicas_ends_done_with_metadata_listing_the_new_lists(
     cluster: ProcessCluster,
 ) -> None:
-    op = KafkaOperator(cluster.bootstrap_servers, cluster.zookeeper_connect)
+    op = KafkaOperator(cluster.bootstrap_servers)
     result = op.reassign(TOPIC, {0: [1, 2], 1: [2, 3], 2: [3, 1]}, timeout_s=60)
     assert (result.outcome, result.via) == ("done", "AlterPartitionReassignments"), result.detail
     again = op.reassign(TOPIC, {0: [3, 1], 1: [1]}, timeout_s=60)  # p0 gains 3, drops 2; p1 shrinks to one
@@ -85,7 +85,7 @@ def test_a_reassignment_that_adds_and_drops_replicas_ends_done_with_metadata_lis
 def test_a_reassignment_onto_a_dead_broker_times_out_naming_what_it_saw_and_ends_once_it_is_back(
     cluster: ProcessCluster,
 ) -> None:
-    op = KafkaOperator(cluster.bootstrap_servers, cluster.zookeeper_connect)
+    op = KafkaOperator(cluster.bootstrap_servers)
     assert op.reassign(TOPIC, {2: [1, 2]}, timeout_s=60).outcome == "done"
     cluster.kill(NodeId.broker(3))
     try:
@@ -114,7 +114,7 @@ def _cancel_pending(cluster: ProcessCluster, partition: int) -> None:
 def test_a_preferred_election_moves_leadership_to_ar0_and_answers_for_each_partition(
     cluster: ProcessCluster,
 ) -> None:
-    op = KafkaOperator(cluster.bootstrap_servers, cluster.zookeeper_connect)
+    op = KafkaOperator(cluster.bootstrap_servers)
     assert op.reassign(TOPIC, {0: [1, 2]}, timeout_s=60).outcome == "done"
     _wait(lambda: set(_partitions(cluster)[0].isrs) == {1, 2}, 30, "both replicas of partition 0 in the ISR")
     leader = _partitions(cluster)[0].leader
@@ -129,7 +129,7 @@ def test_a_preferred_election_moves_leadership_to_ar0_and_answers_for_each_parti
 
 
 def test_a_preferred_election_whose_ar0_is_outside_the_isr_keeps_the_leader(cluster: ProcessCluster) -> None:
-    op = KafkaOperator(cluster.bootstrap_servers, cluster.zookeeper_connect)
+    op = KafkaOperator(cluster.bootstrap_servers)
     assert op.reassign(TOPIC, {1: [3, 2]}, timeout_s=60).outcome == "done"
     _wait(lambda: set(_partitions(cluster)[1].isrs) == {2, 3}, 30, "both replicas of partition 1 in the ISR")
     assert op.elect_preferred(TOPIC, [1], timeout_s=30).outcome == "done"
@@ -148,7 +148,7 @@ def test_a_preferred_election_whose_ar0_is_outside_the_isr_keeps_the_leader(clus
 def test_adding_partitions_ends_done_once_each_new_one_has_a_leader_and_asking_for_fewer_is_an_error(
     cluster: ProcessCluster,
 ) -> None:
-    op = KafkaOperator(cluster.bootstrap_servers, cluster.zookeeper_connect)
+    op = KafkaOperator(cluster.bootstrap_servers)
     result = op.add_partitions(TOPIC, 5, timeout_s=60)
     assert (result.outcome, result.via) == ("done", "CreatePartitions"), result.detail
     assert [r.partition for r in result.partitions] == [3, 4]
@@ -169,7 +169,7 @@ def test_await_in_sync_names_a_stopped_broker_and_the_short_isrs_then_returns_on
     replicates are under-replicated (both named after the timeout); once it is back and caught up, None."""
     admin = _admin(cluster)
     admin.create_topics([NewTopic("in-sync", num_partitions=1, replication_factor=3)])["in-sync"].result(60)
-    op = KafkaOperator(cluster.bootstrap_servers, cluster.zookeeper_connect)
+    op = KafkaOperator(cluster.bootstrap_servers)
     assert op.await_in_sync(2, 60) is None
     cluster.stop(NodeId.broker(2))
     try:

@@ -67,10 +67,10 @@ def test_local_images_env_selects_runtime_image_for_unset_roles_only() -> None:
 
 
 def test_images_local_keyword_and_command_override() -> None:
-    spec = _spec(images=MappingProxyType({"kafka": "local", "kafka.command": "python -m harness.broker --x 'a b'"}))
+    spec = _spec(images=MappingProxyType({"kafka": "local", "kafka.command": "java -cp x --x 'a b'"}))
     images = resolve_images(spec, {})
     assert images["kafka"].local and images["kafka"].image == LOCAL_IMAGES["kafka"]
-    assert images["kafka"].command == ("python", "-m", "harness.broker", "--x", "a b")
+    assert images["kafka"].command == ("java", "-cp", "x", "--x", "a b")
     assert not images["zookeeper"].local
     over = resolve_images(_spec(), {}, commands={"toxiproxy": ["/toxiproxy", "-host=0.0.0.0"]})
     assert over["toxiproxy"].command == ("/toxiproxy", "-host=0.0.0.0")

@@ -7,10 +7,8 @@ import pytest
 from harness.errors import HarnessError
 from harness.model.election import (
     STRATEGIES,
-    ElectionResult,
     UnknownStrategyError,
     check_election,
-    elect,
     elect_leader,
     infer_strategy,
 )
@@ -56,27 +54,6 @@ def test_unknown_strategy_raises_harness_error_naming_value_and_choices() -> Non
     assert "'random'" in str(info.value) and all(s in str(info.value) for s in STRATEGIES)
 
 
-def test_elect_offline_clean_filters_isr_to_live() -> None:
-    assert elect("offline", [1, 2, 3], [1, 2, 3], {2, 3}) == ElectionResult("offline", 2, (2, 3), False)
-
-
-def test_elect_offline_unclean_resets_isr_to_leader_and_flags_it() -> None:
-    assert elect("offline", [1, 2, 3], [1], {2, 3}, unclean=True) == ElectionResult("offline", 2, (2,), True)
-
-
-def test_elect_controlled_shutdown_drops_shutting_down_from_isr() -> None:
-    assert elect("controlled_shutdown", [1, 2, 3], [1, 2, 3], {1, 2, 3}, {1}).isr == (2, 3)
-
-
-def test_elect_preferred_and_reassign_keep_isr() -> None:
-    assert elect("preferred", [2, 1], [1, 2], {1, 2}) == ElectionResult("preferred", 2, (1, 2), False)
-    assert elect("reassign", [3, 1], [1, 3], {1, 3}).isr == (1, 3)
-
-
-def test_elect_without_candidate_keeps_isr_and_no_leader() -> None:
-    assert elect("offline", [1, 2], [1], {2}) == ElectionResult("offline", None, (1,), False)
-
-
 def test_elect_leader_accepts_observed_data_shapes() -> None:
     """Verifiers pass lists/tuples/sets straight from history rows."""
     assert elect_leader("offline", (1, 2), frozenset({2}), [2, 3], (), False) == 2
@@ -100,11 +77,3 @@ def test_check_election_flags_a_leader_outside_the_prescription() -> None:
     assert none.ok and none.expected is None
     moved = check_election(4, 1, [1, 2], [1, 4], [1, 2, 4], new_assigned=[4, 2])
     assert moved.ok and moved.strategy == "reassign"
-
-
-def test_new_partitions_are_led_by_their_first_live_replica_with_every_live_replica_in_the_isr() -> None:
-    """A new partition's first leader: the first live replica in AR order (the ISR plays no part)."""
-    assert elect_leader("new", [2, 3, 1], isr=(), live={1, 3}) == 3
-    assert elect_leader("new", [2, 3, 1], isr=(), live=set()) is None
-    result = elect("new", [2, 3, 1], (), live={1, 3})
-    assert (result.leader, result.isr, result.unclean) == (3, (3, 1), False)
