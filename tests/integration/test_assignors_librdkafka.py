@@ -4,8 +4,7 @@ Server used: librdkafka's built-in MOCK cluster (`tests.fixtures.librdkafka_mock
 classic group protocol. The mock stands in only as the group coordinator (JoinGroup/SyncGroup);
 the assignment under test is computed by the real librdkafka client of the group leader, which
 is what `harness.model.assignors` models. Member ids are the ones the coordinator generated,
-read with `Consumer.memberid()`, and fed to the model unchanged. To be re-pointed at the
-reference broker once it exists. Each case needs ~5-7 s.
+read with `Consumer.memberid()`, and fed to the model unchanged. Each case needs ~5-7 s.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""MetadataObserver against librdkafka's mock cluster: a second, independent Kafka-protocol server (no Apache
-Kafka broker can run here; see ENVIRONMENT.md), to show the observer is not tied to the reference broker."""
+"""MetadataObserver against librdkafka's mock cluster: a Kafka-protocol server that starts in milliseconds, beside
+the observer's tests on Apache Kafka (tests/integration/process_backend/test_observers_on_apache_kafka.py)."""
 
 from __future__ import annotations
 
