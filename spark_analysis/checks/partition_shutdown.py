@@ -86,10 +86,12 @@ class ControlledShutdownMovesLeaders:
 
 
 def _controller_unreachable(ctx: CheckContext, controllers: list[Row], broker: int, t: float) -> bool:
-    """Whether `broker`'s ControlledShutdown request could not reach the controller in office at t: none was, or a
-    fault cut the link from the broker to it. Kafka then retries `controlled.shutdown.max.retries` times and
-    proceeds "to do an unclean shutdown as all the controlled shutdown attempts failed" (`KafkaServer
-    .controlledShutdown`; seen on 3.9.2, hunt zookeeper schedule 13), moving nothing."""
+    """Whether `broker`'s ControlledShutdown request could not reach the controller in office at t, or the controller
+    could not act on it: none was in office, a fault cut the link from the broker to it, or (ZooKeeper mode) cut the
+    controller off from ZooKeeper, where it writes the new leaders. Kafka then retries
+    `controlled.shutdown.max.retries` times and proceeds "to do an unclean shutdown as all the controlled shutdown
+    attempts failed" (`KafkaServer.controlledShutdown`; seen on 3.9.2, hunt zookeeper schedules 8 and 13), moving
+    nothing."""
     office = [c for c in controllers if float(c.get("t") or 0.0) <= t]
     if not office:
         return False
@@ -97,7 +99,10 @@ def _controller_unreachable(ctx: CheckContext, controllers: list[Row], broker: i
     controller = int(named) if named is not None else -1
     if controller < 0:
         return True
-    return controller != broker and ctx.faults.link_cut(f"broker:{broker}", f"broker:{controller}", t) is not None
+    if any(w.contains(t) and controller in w.effect.cut_off(("broker",), "zookeeper") for w in ctx.faults.windows):
+        return True  # a ZooKeeper controller cut off from ZooKeeper writes no new leader (hunt zookeeper schedule 8)
+    return controller != broker and any(ctx.faults.link_cut(f"broker:{broker}", f"{role}:{controller}", t)
+                                        for role in ("broker", "controller"))
 
 
 def _led_at(states: Iterable[Row], t: float) -> Row | None:
