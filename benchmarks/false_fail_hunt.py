@@ -153,12 +153,13 @@ def main(argv: list[str] | None = None) -> int:
           "schedule included)")
     print("mode        schedules  failures  kafka-bug  misreading  environment  unexplained")
     unexplained_total = 0
+
+    def entry(schedule: str, check: str) -> dict[str, Any]:
+        return dict(explained.get((schedule, check)) or explained.get((schedule, "*")) or {})
+
     for mode in args.modes:
         mine = [r for r in results if r["mode"] == mode]
         fails = [(r["schedule"], f) for r in mine for f in r["failures"]]
-        def entry(schedule: str, check: str) -> dict[str, Any]:
-            return dict(explained.get((schedule, check)) or explained.get((schedule, "*")) or {})
-
         earlier_fails = [(r["schedule"], f) for r in mine for f in (r.get("earlier") or {}).get("failures", ())]
         classes = [entry(s, f["check"]).get("class") for s, f in fails + earlier_fails]
         by = {c: sum(1 for k in classes if k == c) for c in CLASSES}

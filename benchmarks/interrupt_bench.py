@@ -87,11 +87,16 @@ def _alive(proc: psutil.Process) -> bool:
         return False
 
 
-def sigterm_round(experiment: Path, work: Path, n: int) -> float:
-    runs, log = work / f"term-{n}", work / f"term-{n}.log"
+def in_chaos(experiment: Path, work: Path, name: str, n: int) -> tuple[subprocess.Popen[bytes], list[psutil.Process]]:
+    """A run (seed `n`) once its first fault started, and its processes (the reaper aside)."""
+    runs, log = work / f"{name}-{n}", work / f"{name}-{n}.log"
     proc = start(experiment, runs, log, seed=n)
     wait_chaos(proc, runs, log)
-    children = _cluster_processes(proc.pid)
+    return proc, _cluster_processes(proc.pid)
+
+
+def sigterm_round(experiment: Path, work: Path, n: int) -> float:
+    proc, children = in_chaos(experiment, work, "term", n)
     sent = time.monotonic()
     proc.send_signal(signal.SIGTERM)
     proc.wait(GONE_TIMEOUT_S)
@@ -103,10 +108,7 @@ def sigterm_round(experiment: Path, work: Path, n: int) -> float:
 
 
 def sigkill_round(experiment: Path, work: Path, n: int) -> float:
-    runs, log = work / f"kill-{n}", work / f"kill-{n}.log"
-    proc = start(experiment, runs, log, seed=n)
-    wait_chaos(proc, runs, log)
-    children = _cluster_processes(proc.pid)
+    proc, children = in_chaos(experiment, work, "kill", n)
     sent = time.monotonic()
     proc.kill()  # the harness alone: its children run in process groups of their own
     proc.wait()

@@ -103,6 +103,11 @@ def _timeline(ctx: CheckContext) -> _Timeline:
     return _Timeline(tl.states, _first_downs(downs, ups, tl), ups, same)
 
 
+def controllers_by_time(ctx: CheckContext) -> list[Row]:
+    """The authoritative `controller` events (`slo.controller_events`), by the history clock."""
+    return sorted(controller_events(ctx.rows("controller")), key=lambda e: float(e.get("t") or 0.0))
+
+
 def controller_in_office(controllers: list[Row], t0: float, t1: float) -> float:
     """Seconds of [t0, t1] during which some controller held office, by the authoritative `controller` events
     (`slo.controller_events`: broker -1 is none). Before the first event, and with none recorded, all of it
@@ -188,7 +193,7 @@ class OfflineReplicaLeavesIsr:
         judged = last_member = not_judged = already_out = no_controller = 0
         bad: list[dict[str, Any]] = []
         live = build_liveness(ctx.rows(*LIVENESS_TYPES))
-        controllers = sorted(controller_events(ctx.rows("controller")), key=lambda e: float(e.get("t") or 0.0))
+        controllers = controllers_by_time(ctx)
         for down in tl.downs:
             broker, t_down = int(down["broker"]), float(down.get("t") or 0.0)
             back = tl.next_up(down)
@@ -221,16 +226,15 @@ class OfflineReplicaLeavesIsr:
                     judged += 1
                 elif any(_isr(st) == [broker] for st in later):
                     last_member += 1  # the others went first: it stays as the last member (Kafka keeps one)
-                elif horizon - t_down > OFFLINE_GRACE_S and (
-                        controller_in_office(controllers, t_down, horizon) <= OFFLINE_GRACE_S):
-                    no_controller += 1  # no controller to write anything (all cut off from ZooKeeper, say)
-                elif horizon - t_down > OFFLINE_GRACE_S:
+                elif controller_in_office(controllers, t_down, horizon) > OFFLINE_GRACE_S:
                     judged += 1
                     bad += [evidence(down), evidence(
                         prev, problem=f"{label}: broker {broker} (which {role} it) is still in the ISR "
                                       f"{_isr(prev)} {horizon - t_down:.1f}s after its registration vanished "
                                       f"at {t_down:.3f}s: the controller wrote nothing for the partition",
                         t=t_down)]
+                elif horizon - t_down > OFFLINE_GRACE_S:
+                    no_controller += 1  # no controller to write anything (all cut off from ZooKeeper, say)
                 else:
                     not_judged += 1
         violations = sum(1 for e in bad if "problem" in e)

@@ -15,8 +15,7 @@ from typing import Any
 
 from spark_analysis.checks.common import evidence, plural, tp_label
 from spark_analysis.checks.liveness import LIVENESS_TYPES, build_liveness
-from spark_analysis.checks.partition_isr import _isr, _result, _timeline
-from spark_analysis.checks.slo import controller_events
+from spark_analysis.checks.partition_isr import _isr, _result, _timeline, controllers_by_time
 from spark_analysis.context import CheckContext, Row
 from spark_analysis.result import CheckResult, passed, unknown
 
@@ -36,7 +35,7 @@ class ControlledShutdownMovesLeaders:
         live = build_liveness(ctx.rows(*LIVENESS_TYPES))
         moved = no_alternative = unseen = gone_before = cut_from_controller = 0
         bad: list[dict[str, Any]] = []
-        controllers = sorted(controller_events(ctx.rows("controller")), key=lambda e: float(e.get("t") or 0.0))
+        controllers = controllers_by_time(ctx)
         for window in stops:
             for broker in sorted(window.effect.stopped_gracefully()):
                 if _controller_unreachable(ctx, controllers, broker, window.start):
