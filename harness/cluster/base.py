@@ -14,36 +14,8 @@ from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import Literal, Protocol, runtime_checkable
 
+from harness.history.nodes import CONTROLLER_ID_BASE, LinkRef, NodeId
 from harness.install.kafka import DEFAULT_LINE
-
-NodeRole = Literal["broker", "zookeeper", "controller"]
-CONTROLLER_ID_BASE = 100
-"""A dedicated KRaft controller `controller:c` is Kafka node 100+c (`controller:101` is the first), so node
-ids are unique across brokers (1..9) and controllers, and the history names nodes by their Kafka id."""
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class NodeId:
-    """A cluster member: `broker:2`, `zookeeper:1`, `controller:101` (a broker's and a controller's id is its
-    Kafka node.id; ZooKeeper members are 1-based)."""
-
-    role: NodeRole
-    id: int
-
-    def __str__(self) -> str:
-        return f"{self.role}:{self.id}"
-
-    @staticmethod
-    def broker(broker_id: int) -> NodeId:
-        return NodeId("broker", broker_id)
-
-    @staticmethod
-    def zookeeper(zk_id: int) -> NodeId:
-        return NodeId("zookeeper", zk_id)
-
-    @staticmethod
-    def controller(node_id: int) -> NodeId:
-        return NodeId("controller", node_id)
 
 
 def voter_ids(controllers: int, combined: bool) -> tuple[int, ...]:
@@ -58,10 +30,8 @@ LinkSource = NodeId | Literal["client"]
 
 def link_name(src: LinkSource, dst: NodeId) -> str:
     """The Toxiproxy proxy name of a directed link: `1->2`, `1->zk1`, `client->3`, `1->101`, `101->102`
-    (node ids of brokers and controllers never clash, see `CONTROLLER_ID_BASE`)."""
-    s = "client" if isinstance(src, str) else str(src.id)
-    d = f"zk{dst.id}" if dst.role == "zookeeper" else str(dst.id)
-    return f"{s}->{d}"
+    (the history's `LinkRef` rendering)."""
+    return str(LinkRef(None if isinstance(src, str) else src, dst))
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ from harness.faults.catalog import CATALOG
 from harness.faults.kind import Applied, BringsNodesBack, MemberControl, ProducerControl
 from harness.faults.resolve import ResolutionError
 from harness.faults.schedule import PlannedFault
-from harness.history.events import FaultEnd, FaultSkipped, FaultStart, NodeRef
+from harness.history.events import FaultEnd, FaultSkipped, FaultStart
 from harness.history.events_base import parse_targets
 from harness.history.jsonl import EventSink
 from harness.history.state import ClusterState
@@ -99,7 +99,7 @@ class FaultInjector:
     def _emit(self, event: type[FaultStart | FaultEnd | FaultSkipped], fault: PlannedFault, *, targets: list[str],
               **extra: Any) -> None:
         nodes = parse_targets(targets)
-        brokers = tuple(sorted({int(n.id) for n in nodes if isinstance(n, NodeRef) and n.role == "broker"}))
+        brokers = tuple(sorted({n.id for n in nodes if isinstance(n, NodeId) and n.role == "broker"}))
         self.sink(event(fault_id=fault.fault_id, kind=fault.spec.kind, target=nodes, brokers=brokers,
                         params=dict(fault.spec.params), description=fault.describe(), **extra))
 

@@ -18,11 +18,7 @@ from harness.history.events_base import (
     HistoryEvent,
     JsonRecord,
     JsonValue,
-    LinkRef,
-    NodeRef,
-    Target,
     Unset,
-    parse_target,
     to_json_value,
 )
 from harness.history.events_client import (
@@ -76,6 +72,7 @@ from harness.history.events_engine import (
     RunStart,
     Signal,
 )
+from harness.history.nodes import ClientRef, LinkRef, NodeId, Target, parse_target
 
 EVENT_CLASSES: Mapping[str, type[HistoryEvent]] = MappingProxyType(
     {cls.TYPE: cls for cls in ENGINE_EVENTS + CLUSTER_EVENTS + CLIENT_EVENTS})
@@ -109,6 +106,7 @@ __all__ = [
     "BrokerUnfenced",
     "BrokerUp",
     "ClientError",
+    "ClientRef",
     "Commit",
     "CommitError",
     "ConsumerError",
@@ -124,7 +122,7 @@ __all__ = [
     "JsonRecord",
     "JsonValue",
     "LinkRef",
-    "NodeRef",
+    "NodeId",
     "ObserverError",
     "OpEnd",
     "OpStart",

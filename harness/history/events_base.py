@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeAlias, TypeVar
+
+from harness.history.nodes import Target, parse_target
 
 JsonValue: TypeAlias = "str | int | float | bool | list[JsonValue] | dict[str, JsonValue] | None"
 """A value as `json.loads` gives it."""
@@ -55,64 +56,6 @@ def decoding(decode: Callable[[Any], Any]) -> dict[str, Any]:
 def decoded(decode: Callable[[Any], Any], default: Any = dataclasses.MISSING) -> Any:
     """A plain field whose JSON value `decode` turns back into the field's type (`from_json`)."""
     return field(default=default, metadata={_DECODE: decode})
-
-
-# -- structured targets ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class NodeRef:
-    """A node an event names: `broker:2`, `zookeeper:1`, `controller:101`, and the harness's clients
-    `consumer:<group>/<index>`, `producer:<id>`. Renders as `<role>:<id>`."""
-
-    role: str
-    id: int | str
-
-    def __str__(self) -> str:
-        return f"{self.role}:{self.id}"
-
-    def to_json(self) -> str:
-        return str(self)
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class LinkRef:
-    """A directed link (a Toxiproxy proxy): from a node or the clients (`client`) to a node. Renders as the
-    proxy's name: `1->2`, `1->zk1`, `client->3`, `101->102`."""
-
-    src: NodeRef | None
-    """None: the clients."""
-    dst: NodeRef
-
-    def __str__(self) -> str:
-        s = "client" if self.src is None else str(self.src.id)
-        d = f"zk{self.dst.id}" if self.dst.role == "zookeeper" else str(self.dst.id)
-        return f"{s}->{d}"
-
-    def to_json(self) -> str:
-        return str(self)
-
-
-Target: TypeAlias = NodeRef | LinkRef
-_ZK_END = re.compile(r"zk(\d+)")
-
-
-def _link_end(text: str) -> NodeRef:
-    m = _ZK_END.fullmatch(text)
-    if m:
-        return NodeRef("zookeeper", int(m.group(1)))
-    node = int(text)
-    return NodeRef("controller" if node > 100 else "broker", node)
-
-
-def parse_target(text: str) -> Target:
-    """A target as the history names it back into a `NodeRef` or `LinkRef` (a link end's role is read from
-    its id: `zkN` a ZooKeeper member, above 100 a dedicated controller, else a broker)."""
-    if "->" in text:
-        src, dst = text.split("->", 1)
-        return LinkRef(None if src == "client" else _link_end(src), _link_end(dst))
-    role, _, ident = text.partition(":")
-    return NodeRef(role, int(ident) if ident.lstrip("-").isdigit() else ident)
 
 
 def parse_targets(value: Any) -> tuple[Target, ...]:

@@ -10,9 +10,10 @@ import pytest
 
 from harness.history.events import (
     EVENT_CLASSES,
+    ClientRef,
     FaultStart,
     LinkRef,
-    NodeRef,
+    NodeId,
     PartitionState,
     parse_event,
     parse_target,
@@ -146,11 +147,11 @@ def test_an_unknown_field_is_ignored_and_an_unknown_type_is_none() -> None:
 
 def test_targets_are_structured() -> None:
     event = FaultStart.from_json(RECORDS[8])
-    assert event.target == (LinkRef(NodeRef("broker", 1), NodeRef("broker", 2)),
-                            LinkRef(None, NodeRef("broker", 3)), LinkRef(NodeRef("broker", 2), NodeRef("zookeeper", 1)))
-    assert parse_target("controller:101") == NodeRef("controller", 101)
-    assert parse_target("101->102") == LinkRef(NodeRef("controller", 101), NodeRef("controller", 102))
-    assert parse_target("consumer:g/0") == NodeRef("consumer", "g/0")
+    assert event.target == (LinkRef(NodeId("broker", 1), NodeId("broker", 2)),
+                            LinkRef(None, NodeId("broker", 3)), LinkRef(NodeId("broker", 2), NodeId("zookeeper", 1)))
+    assert parse_target("controller:101") == NodeId("controller", 101)
+    assert parse_target("101->102") == LinkRef(NodeId("controller", 101), NodeId("controller", 102))
+    assert parse_target("consumer:g/0") == ClientRef("consumer", "g/0")
 
 
 def test_events_are_frozen_and_slotted() -> None:
