@@ -47,6 +47,7 @@ from harness.history.jsonl import HistoryWriter
 from harness.history.probes import PROBES
 from harness.history.state import ClusterState
 from harness.observe.base import Observer
+from harness.waiting import poll_until
 from harness.workload.base import Workload
 from harness.workload.common import LIBRDKAFKA_LOGGER
 
@@ -258,19 +259,20 @@ class Run:
         return self.cluster
 
     def _await_probes(self, when: str, timeout_s: float) -> bool:
-        deadline = time.monotonic() + timeout_s
-        while True:
+        results: dict[str, tuple[bool, str]] = {}
+
+        def all_hold() -> bool:
             self.storage.check()
-            results = {name: PROBES[name][0](self.state) for name in self.exp.steady_state}
-            done = all(ok for ok, _ in results.values())
-            if done or time.monotonic() >= deadline:
-                for name, (ok, detail) in results.items():
-                    self.sink(Probe(name=name, ok=ok, detail=detail, when=when))
-                if not done:
-                    self.progress.note(f"steady state not reached {when}: "
-                                       + "; ".join(d for ok, d in results.values() if not ok))
-                return done
-            time.sleep(TICK_S)
+            results.update({name: PROBES[name][0](self.state) for name in self.exp.steady_state})
+            return all(ok for ok, _ in results.values())
+
+        done = bool(poll_until(all_hold, timeout_s, poll_s=TICK_S))
+        for name, (ok, detail) in results.items():
+            self.sink(Probe(name=name, ok=ok, detail=detail, when=when))
+        if not done:
+            self.progress.note(f"steady state not reached {when}: "
+                               + "; ".join(d for ok, d in results.values() if not ok))
+        return done
 
     def _chaos(self) -> None:
         assert self.injector is not None

@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,7 +38,8 @@ import toxiproxy.api as _tp_api
 from toxiproxy.exceptions import InvalidToxic, NotFound, ProxyExists
 from toxiproxy.proxy import Proxy as _LibProxy
 
-from harness.errors import BackendError, HarnessTimeout
+from harness.errors import BackendError
+from harness.waiting import wait_until
 
 _LOCK = threading.RLock()  # guards toxiproxy-python's class-level host/port and module-level `requests`
 
@@ -259,19 +259,10 @@ class ToxiproxyClient:
 
     def wait_ready(self, timeout_s: float = 10.0) -> str:
         """Poll until the API answers `/version`; returns the version or raises `HarnessTimeout`."""
-        deadline = time.monotonic() + timeout_s
-        last: object = None
-        delay = 0.01
-        while True:
-            try:
-                return self.version()
-            except ToxiproxyUnavailableError as exc:
-                last = exc.detail
-            if time.monotonic() >= deadline:
-                raise HarnessTimeout(f"toxiproxy API at {self.url}", timeout_s, last,
-                                     "is the server started and listening on that address?")
-            time.sleep(delay)
-            delay = min(delay * 2, 0.2)
+        return wait_until(f"toxiproxy API at {self.url}", self.version, timeout_s, poll_s=0.05,
+                          retry_on=(ToxiproxyUnavailableError,),
+                          last_seen=lambda seen: seen.detail if isinstance(seen, ToxiproxyUnavailableError) else seen,
+                          hint="is the server started and listening on that address?")
 
     def reset(self) -> None:
         """Enable every proxy and remove every toxic."""
