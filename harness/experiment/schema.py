@@ -12,6 +12,7 @@ from types import MappingProxyType
 from typing import Literal
 
 from harness.cluster.base import ClusterSpec
+from harness.experiment.check_ids import CHECK_IDS
 from harness.faults.targets import LinkTarget, Target
 
 Acks = Literal["0", "1", "all"]
@@ -228,21 +229,5 @@ class Experiment:
         return next((c for c in self.workload.consumers if c.group == name), None)
 
 
-
-CHECK_IDS: tuple[str, ...] = (
-    "controller.unique", "controller.epoch_monotonic", "quorum.no_split_brain", "quorum.leader_resigns",
-    "partition.leader_in_isr", "partition.election_conforms", "partition.leader_epoch_monotonic",
-    "partition.offline_replica_leaves_isr", "partition.unclean_only_when_enabled",
-    "partition.controlled_shutdown_moves_leaders",
-    "delivery.lost_write", "delivery.duplicate", "delivery.inconsistent_offsets", "delivery.key_order",
-    "delivery.fatal_error", "txn.aborted_read", "txn.atomic_visibility", "txn.lost_commit",
-    "txn.zombie_fenced", "txn.exactly_once_pipeline", "txn.verification_retriable",
-    "consumer.nonmonotonic_poll", "consumer.poll_skip",
-    "group.generation_monotonic", "group.exclusive_ownership", "group.assignment_conforms",
-    "group.coordinator_conforms", "group.commit_monotonic", "group.offsets_kept", "operation.completes",
-    "slo.controller_failover", "slo.partition_unavailable", "slo.write_unavailable", "slo.read_unavailable",
-    "slo.rebalance",
-)
-"""The verifiers' check ids (fixed: verdict.json, report.html and junit.xml use them)."""
 
 CHECK_FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(c.split(".")[0] for c in CHECK_IDS))
