@@ -18,13 +18,13 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from spark_analysis.completion import ENDING_TYPES, incompleteness
 from spark_analysis.faults import FaultIndex, build_fault_index
 from spark_analysis.load import HistoryDamage
 from spark_analysis.operations import OperationIndex, build_operation_index
 from spark_analysis.runinfo import RunInfo
 from spark_analysis.schema import BULK_TYPES, SMALL_TIER, tiers_of
 from spark_analysis.transactions import TXN_TYPES, TransactionIndex, build_transaction_index
-from spark_analysis.verdict import ENDING_TYPES, incompleteness
 
 Row = dict[str, Any]
 RowsProvider = Callable[[tuple[str, ...]], list[Row]]
@@ -143,7 +143,7 @@ class CheckContext:
     @property
     def completed(self) -> bool:
         """Whether the run ended normally: run.json (if any) says `completed` and so does the
-        history's run.end (`spark_analysis.verdict.incompleteness`)."""
+        history's run.end (`spark_analysis.completion.incompleteness`)."""
         return incompleteness(self.run, self.rows(*ENDING_TYPES)) is None
 
 

@@ -10,6 +10,10 @@ shutdown). The KRaft observer's own `broker.up` already means registered and unf
 event pairs agree; reading both keeps liveness right when only one of them is recorded. ZooKeeper
 histories have no fencing events, and their liveness is unchanged.
 
+Also which sources are authoritative: `authoritative` (the ZooKeeper, else the KRaft metadata observer's events)
+and `controller_events` (the `controller` events of the sources that carry epochs), which the partition, controller
+and SLO checks read alike.
+
 Also owns `VoterLiveness`, whether a KRaft controller (a Raft voter, which need not be a broker)
 was live near a time: live if it answered the quorum observer within the grace (as leader, or as
 follower: Kafka's non-leader voters answer DescribeQuorum with NOT_LEADER_OR_FOLLOWER, which is an
@@ -47,6 +51,13 @@ def authoritative(events: list[E]) -> list[E]:
         if chosen:
             return chosen
     return events
+
+
+def controller_events(events: list[E]) -> list[E]:
+    """The `controller` events of the sources that carry epochs (zk, quorum), with their broker -1
+    events; all events when no source carries an epoch."""
+    sources = {e.get("src") for e in events if e.get("epoch") is not None}
+    return [e for e in events if e.get("src") in sources] or events
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,6 +46,7 @@ from spark_analysis.checks.common import evidence, plural, tp_label
 from spark_analysis.checks.liveness import LIVENESS_GRACE_S, LIVENESS_TYPES, Liveness, authoritative, build_liveness
 from spark_analysis.context import CheckContext, Row
 from spark_analysis.operations import OperationIndex
+from spark_analysis.partitions import caught_up, eligibility, last_known_leader
 from spark_analysis.result import CheckResult, failed, passed, unknown
 
 
@@ -227,27 +228,6 @@ def _rejoined(prev: Row, ev: Row, live: Liveness) -> list[int]:
     return [b for b in new if b not in old and any(up and t0 < tt <= t1 for tt, up in live.transitions.get(b, ()))]
 
 
-def _caught_up(prev: Row, ev: Row) -> list[int]:
-    """Replicas outside the old ISR that are in the new one, when states were missed in between (the leader
-    epoch rose by more than one): a replica a reassignment added may have caught up and joined the ISR
-    before the election, unobserved (the ZooKeeper observer's one-shot watch saw epoch 1 with ISR [3, 2],
-    then epoch 3 with leader 1, ISR [1, 2], for a move of [3, 2] to [1, 2] on the reference broker). Only
-    replicas of the partition, and only when the new ISR keeps a member of the old one, as `_rejoined`.
-    Also when the leader epoch rose by one but the new ISR holds the whole old one and the new leader: an ISR
-    expansion does not bump the leader epoch, so an unobserved one may have come first (seen on Apache Kafka:
-    leader 2, ISR [2, 1], then leader 3, ISR [2, 1, 3] one epoch later, broker 3 back from a kill); an unclean
-    election writes the ISR [new leader] alone."""
-    old, new = set(prev.get("isr") or []), [int(b) for b in ev.get("isr") or []]
-    e0, e1 = prev.get("leader_epoch"), ev.get("leader_epoch")
-    if not old & set(new) or e0 is None or e1 is None:
-        return []
-    expanded = old <= set(new) and ev.get("leader") in new
-    if int(e1) - int(e0) < 2 and not expanded:
-        return []
-    replicas = {int(b) for b in (prev.get("replicas") or [])}
-    return [b for b in new if b not in old and b in replicas]
-
-
 def _reassigned_in(prev: Row, ev: Row, assigned: list[int]) -> list[int]:
     """Replicas a reassignment added that are in the ISR it completed with: a reassignment completes only once its
     new replicas are in the ISR, and KRaft does not bump the leader epoch when the ISR grows, so their joining may
@@ -284,23 +264,6 @@ def _eligible(prev: Row, usable: frozenset[int]) -> list[int]:
     if elr is None or any(b in usable for b in isr):
         return isr
     return [int(b) for b in elr]
-
-
-def _last_known_leader(prev: Row) -> int | None:
-    """The last known leader KRaft may elect when the ISR and the ELR are empty (canElectLastKnownLeader)."""
-    elr, last = prev.get("elr"), prev.get("last_known_elr")
-    if elr is None or last is None or prev.get("isr") or elr or len(last) != 1:
-        return None
-    return int(last[0])
-
-
-def _eligibility(prev: Row, leader: int) -> str:
-    """Where an elected leader came from in the state before it: isr, elr, last_known_leader or outside."""
-    if leader in (prev.get("isr") or []):
-        return "isr"
-    if leader in (prev.get("elr") or []):
-        return "elr"
-    return "last_known_leader" if leader == _last_known_leader(prev) else "outside"
 
 
 def _state_text(prev: Row, assigned: list[int]) -> str:
@@ -359,17 +322,17 @@ class ElectionConforms:
                             shut.add(old)
                         exclude = {old} if strategy == "offline" and old is not None and old >= 0 else set()
                         assigned = elect_from or list(ev.get("replicas") or prev.get("replicas") or [])
-                        rejoined = sorted({*_rejoined(prev, ev, live), *_caught_up(prev, ev),
+                        rejoined = sorted({*_rejoined(prev, ev, live), *caught_up(prev, ev),
                                            *(_reassigned_in(prev, ev, assigned) if strategy == "reassign" else ())})
                         views = [prev, {**prev, "isr": [*prev["isr"], *rejoined]}] if rejoined else [prev]
                         expected = {elect_leader(strategy, assigned, _eligible(p, frozenset(lv) - shut), lv,
                                                  frozenset(shut), ctx.run.unclean_election)
                                     for p in views for lv in _plausible_live_sets(live, t, exclude)}
-                        last_known = _last_known_leader(prev)
+                        last_known = last_known_leader(prev)
                         if last_known is not None:
                             expected.add(last_known)
                         got = None if ev["leader"] < 0 else ev["leader"]
-                        came_from = None if got is None else _eligibility(prev, got)
+                        came_from = None if got is None else eligibility(prev, got)
                         if came_from is not None:
                             per_eligibility[came_from] += 1
                         if ev.get("leader_fenced"):  # K4: only an active broker may lead, the last known one too

@@ -22,7 +22,7 @@ the authoritative `partition.state` events (`partition.authoritative`) and the r
   the ELR and not the last known leader, which Kafka may elect cleanly) only when
   `unclean.leader.election.enable` is true; then each such election is recorded as unclean in the
   metrics and evidence (`unclean_elections`). A replica that joined the ISR between two observed states
-  (the leader epoch skipped one) is not outside it (`partition._caught_up`).
+  (the leader epoch skipped one) is not outside it (`partitions.caught_up`).
 - `partition.controlled_shutdown_moves_leaders` lives in `checks.partition_shutdown`, over the same timeline.
 
 Event order: the states and the registrations come from the same observer (ZooKeeper watches, or the
@@ -32,85 +32,28 @@ KRaft metadata observer), so "before" is file order (`seq`) there and the histor
 from __future__ import annotations
 
 import itertools
-from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from spark_analysis.checks.common import evidence, plural, tp_label
-from spark_analysis.checks.liveness import DOWN_TYPES, LIVENESS_TYPES, UP_TYPES, Liveness, build_liveness
-from spark_analysis.checks.partition import STEP_S, _caught_up, _eligibility, _summary_with_fault, authoritative
-from spark_analysis.checks.slo import controller_events
+from spark_analysis.checks.liveness import LIVENESS_TYPES, Liveness, build_liveness, controller_events
+from spark_analysis.checks.partition import STEP_S, _summary_with_fault
 from spark_analysis.context import CheckContext, Row
+from spark_analysis.partitions import UncleanElection, leader_elections, partition_timeline
 from spark_analysis.result import CheckResult, failed, passed, unknown
 
 OFFLINE_GRACE_S = 10.0
 """How long a broker may stay in an ISR after its registration vanished with no controller write at all
 (the controller's reaction takes milliseconds; the observers' polls and a loaded machine take seconds)."""
 
-Partition = tuple[str, int]
-
-
-@dataclass(frozen=True, slots=True)
-class _Timeline:
-    """The authoritative partition states per partition and the registrations, in the observer's order."""
-
-    states: dict[Partition, list[Row]]
-    downs: list[Row]
-    ups: list[Row]
-    same_source: bool
-
-    def order(self, ev: Row) -> tuple[float, int]:
-        return (0.0, int(ev.get("seq") or 0)) if self.same_source else (float(ev.get("t") or 0.0),
-                                                                          int(ev.get("seq") or 0))
-
-    def before(self, ev: Row, states: list[Row]) -> Row | None:
-        """The last state of `states` before `ev`."""
-        last = None
-        for st in states:
-            if self.order(st) >= self.order(ev):
-                break
-            last = st
-        return last
-
-    def after(self, ev: Row, states: list[Row], until: Row | None) -> list[Row]:
-        """The states after `ev` and before `until` (None: to the end)."""
-        return [st for st in states if self.order(st) > self.order(ev)
-                and (until is None or self.order(st) < self.order(until))]
-
-    def next_up(self, down: Row) -> Row | None:
-        for up in self.ups:
-            if up.get("broker") == down.get("broker") and self.order(up) > self.order(down):
-                return up
-        return None
-
-
-def _timeline(ctx: CheckContext) -> _Timeline:
-    states = authoritative(ctx.rows("partition.state"))
-    sources = {e.get("src") for e in states}
-    registrations = ctx.rows(*LIVENESS_TYPES)
-    mine = [e for e in registrations if e.get("src") in sources]
-    same = bool(mine) and len(sources) == 1
-    chosen = mine if same else registrations
-    by_tp: dict[Partition, list[Row]] = defaultdict(list)
-    for st in states:
-        if st.get("topic") is not None and st.get("partition") is not None and st.get("isr") is not None:
-            by_tp[(str(st["topic"]), int(st["partition"]))].append(st)
-    tl = _Timeline(dict(by_tp), [], [], same)
-    for group in by_tp.values():
-        group.sort(key=tl.order)
-    downs = sorted((e for e in chosen if e.get("type") in DOWN_TYPES and e.get("broker") is not None), key=tl.order)
-    ups = sorted((e for e in chosen if e.get("type") in UP_TYPES and e.get("broker") is not None), key=tl.order)
-    return _Timeline(tl.states, _first_downs(downs, ups, tl), ups, same)
-
-
 def controllers_by_time(ctx: CheckContext) -> list[Row]:
-    """The authoritative `controller` events (`slo.controller_events`), by the history clock."""
+    """The authoritative `controller` events (`liveness.controller_events`), by the history clock."""
     return sorted(controller_events(ctx.rows("controller")), key=lambda e: float(e.get("t") or 0.0))
 
 
 def controller_in_office(controllers: list[Row], t0: float, t1: float) -> float:
     """Seconds of [t0, t1] during which some controller held office, by the authoritative `controller` events
-    (`slo.controller_events`: broker -1 is none). Before the first event, and with none recorded, all of it
+    (`liveness.controller_events`: broker -1 is none). Before the first event, and with none recorded, all of it
     (nothing says it was missing)."""
     if t1 <= t0:
         return 0.0
@@ -124,22 +67,6 @@ def controller_in_office(controllers: list[Row], t0: float, t1: float) -> float:
         start, end = float(ev.get("t") or 0.0), float(nxt.get("t") or 0.0) if nxt is not None else t1
         total += max(0.0, min(end, t1) - max(start, t0))
     return total
-
-
-def _first_downs(downs: list[Row], ups: list[Row], tl: _Timeline) -> list[Row]:
-    """Each broker's going-away events, without repeats (fenced then unregistered count once)."""
-    out: list[Row] = []
-    events = sorted([*downs, *ups], key=tl.order)
-    down_now: set[int] = set()
-    for ev in events:
-        broker = int(ev["broker"])
-        if ev.get("type") in DOWN_TYPES:
-            if broker not in down_now:
-                out.append(ev)
-            down_now.add(broker)
-        else:
-            down_now.discard(broker)
-    return out
 
 
 def _steps_out(states: list[Row], broker: int, live: Liveness) -> bool:
@@ -187,7 +114,7 @@ class OfflineReplicaLeavesIsr:
     needs = frozenset({"partition.state"})
 
     def run(self, ctx: CheckContext) -> CheckResult:
-        tl = _timeline(ctx)
+        tl = partition_timeline(ctx)
         if not tl.states:
             return unknown(self.id, "no partition.state event carries an ISR")
         judged = last_member = not_judged = already_out = no_controller = 0
@@ -257,50 +184,13 @@ class OfflineReplicaLeavesIsr:
         return _result(self.id, ctx, bad, metrics, "replica", text, none)
 
 
-@dataclass(frozen=True, slots=True)
-class UncleanElection:
-    """A leader elected from outside the last ISR (and, in KRaft, the ELR and the last known leader)."""
-
-    topic: str
-    partition: int
-    prev: Row
-    ev: Row
-
-    @property
-    def leader(self) -> int:
-        return int(self.ev["leader"])
-
-    @property
-    def t(self) -> float:
-        return float(self.ev.get("t") or 0.0)
-
-
-def leader_elections(ctx: CheckContext) -> tuple[int, list[UncleanElection]]:
-    """How many leader changes the authoritative states show, and the unclean ones among them. A replica that
-    joined the ISR between two observed states (the leader epoch skipped one) is not outside it."""
-    if "leader_elections" in ctx.shared:
-        return ctx.shared["leader_elections"]
-    elections = 0
-    unclean: list[UncleanElection] = []
-    for (topic, part), states in _timeline(ctx).states.items():
-        for prev, ev in itertools.pairwise(states):
-            leader = ev.get("leader")
-            if leader is None or leader < 0 or leader == prev.get("leader"):
-                continue
-            elections += 1
-            if _eligibility(prev, int(leader)) == "outside" and int(leader) not in _caught_up(prev, ev):
-                unclean.append(UncleanElection(topic, part, prev, ev))
-    ctx.shared["leader_elections"] = (elections, unclean)
-    return elections, unclean
-
-
 class UncleanOnlyWhenEnabled:
     id = "partition.unclean_only_when_enabled"
     family = "partition"
     needs = frozenset({"partition.state"})
 
     def run(self, ctx: CheckContext) -> CheckResult:
-        tl = _timeline(ctx)
+        tl = partition_timeline(ctx)
         if not tl.states:
             return unknown(self.id, "no partition.state event carries an ISR")
         elections, found = leader_elections(ctx)

@@ -15,8 +15,9 @@ from typing import Any
 
 from spark_analysis.checks.common import evidence, plural, tp_label
 from spark_analysis.checks.liveness import LIVENESS_TYPES, build_liveness
-from spark_analysis.checks.partition_isr import _isr, _result, _timeline, controllers_by_time
+from spark_analysis.checks.partition_isr import _isr, _result, controllers_by_time
 from spark_analysis.context import CheckContext, Row
+from spark_analysis.partitions import partition_timeline
 from spark_analysis.result import CheckResult, passed, unknown
 
 
@@ -26,7 +27,7 @@ class ControlledShutdownMovesLeaders:
     needs = frozenset({"partition.state"})
 
     def run(self, ctx: CheckContext) -> CheckResult:
-        tl = _timeline(ctx)
+        tl = partition_timeline(ctx)
         stops = [w for w in ctx.faults.windows if w.effect.graceful_stop]
         if not stops:
             return passed(self.id, "no graceful stop in the run (nothing to move)", {"graceful_stops": 0})

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from harness.model.promises import Writer, ack_withdrawn, once_withdrawn, order_withdrawn, unclean_permits
 from spark_analysis.checks.common import plural, tp_label
-from spark_analysis.checks.partition_isr import leader_elections
+from spark_analysis.partitions import leader_elections
 from spark_analysis.result import CheckResult, passed
 
 if TYPE_CHECKING:

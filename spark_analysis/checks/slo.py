@@ -38,8 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spark_analysis.checks.common import distribution, evidence, plural, tp_label
-from spark_analysis.checks.liveness import DOWN_TYPES, LIVENESS_TYPES, build_liveness
-from spark_analysis.checks.partition import authoritative
+from spark_analysis.checks.liveness import DOWN_TYPES, LIVENESS_TYPES, authoritative, build_liveness, controller_events
 from spark_analysis.context import CheckContext, Row
 from spark_analysis.result import CheckResult, failed, passed
 
@@ -100,13 +99,6 @@ def judge(
     mx = metrics["distribution"].get("max")
     return passed(check_id, f"{plural(len(closed), noun)} within the {slo:g}s SLO"
                             + (f" (max {mx:.3f}s)" if mx is not None else ""), metrics)
-
-
-def controller_events(events: list[Row]) -> list[Row]:
-    """The `controller` events of the sources that carry epochs (zk, quorum), with their broker -1
-    events; all events when no source carries an epoch."""
-    sources = {e.get("src") for e in events if e.get("epoch") is not None}
-    return [e for e in events if e.get("src") in sources] or events
 
 
 def _new_controller(current: Row, ev: Row) -> bool:

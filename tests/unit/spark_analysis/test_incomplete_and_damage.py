@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from spark_analysis.checks.delivery_damage import DEPENDS, apply_damage_rule, finding, judge_with_damage
+from spark_analysis.completion import PHASES, incompleteness
 from spark_analysis.faults import build_fault_index
 from spark_analysis.load import DamagedLine, HistoryDamage
 from spark_analysis.report.html import render_html
@@ -19,10 +20,8 @@ from spark_analysis.report.junit import RUN_COMPLETE_CASE, render_junit
 from spark_analysis.result import CheckResult, failed, passed, unknown
 from spark_analysis.runinfo import RunInfo, run_info_from_mapping
 from spark_analysis.verdict import (
-    PHASES,
     Verdict,
     damage_note,
-    incompleteness,
     read_verdict,
     run_metadata,
     run_status,

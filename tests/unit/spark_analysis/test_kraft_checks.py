@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from spark_analysis.checks import ALL_CHECKS, BY_ID, select
-from spark_analysis.checks.liveness import build_liveness, build_voter_liveness
-from spark_analysis.checks.slo import ControllerFailover, PartitionUnavailable, controller_events
+from spark_analysis.checks.liveness import build_liveness, build_voter_liveness, controller_events
+from spark_analysis.checks.slo import ControllerFailover, PartitionUnavailable
 from spark_analysis.faults_legacy import legacy_effect
 from spark_analysis.result import CheckResult, run_check
 from spark_analysis.runinfo import RunInfo, run_info_from_mapping

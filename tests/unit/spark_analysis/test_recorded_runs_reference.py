@@ -11,9 +11,10 @@ import pytest
 
 from harness.history.jsonl import iter_lines
 from spark_analysis.checks import CHECK_IDS
+from spark_analysis.completion import ENDING_TYPES, incompleteness
 from spark_analysis.reference import reference_checks
 from spark_analysis.runinfo import load_run_info
-from spark_analysis.verdict import ENDING_TYPES, apply_allow, apply_expect, incompleteness, run_status
+from spark_analysis.verdict import apply_allow, apply_expect, run_status
 from tests.fixtures.recorded import Recorded, recorded_runs
 
 WEAK = "zk-3.9.2-weak-correlated-expiry"
