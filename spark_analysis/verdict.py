@@ -17,9 +17,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from spark_analysis.completion import Incomplete
+from spark_analysis.facts.completion import Incomplete
+from spark_analysis.ingest.runinfo import RunInfo
 from spark_analysis.result import CheckResult, Status, worst
-from spark_analysis.runinfo import RunInfo
 
 VERDICT_FILE = "verdict.json"
 FORMAT_VERSION = 1

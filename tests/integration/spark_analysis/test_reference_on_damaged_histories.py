@@ -1,4 +1,4 @@
-"""The pure-Python reference and the Spark path read damaged histories alike (issue 22): the same
+"""The in-process evaluator and the Spark path read damaged histories alike (issue 22): the same
 lines are skipped and counted (torn, untyped, ill-typed, by event type), and the delivery and
 consumer checks reach the same statuses under the damaged-history rule, on the fixture history with
 its damage; the checks with one judge for both paths (`same_words.SAME_WORDS`) say the same words."""
@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from spark_analysis.load import load_history
-from spark_analysis.reference import REFERENCE_CHECKS, reference_checks, reference_damage
+from spark_analysis.ingest.load import load_history
+from spark_analysis.inprocess.evaluator import INPROCESS_CHECKS, inprocess_checks, inprocess_damage
 from spark_analysis.verify import verify_run
 from tests.fixtures.histories import history_lines, ill_typed, scenario, tear_middle, write_lines
 from tests.integration.spark_analysis.same_words import assert_same_words
@@ -75,7 +75,7 @@ def test_reference_and_spark_skip_the_same_lines_and_reach_the_same_statuses(
     run_dir = write_lines(tmp_path / "run", CASES[case]())
     history = run_dir / "history.jsonl"
 
-    ours, theirs = reference_damage(history), load_history(spark, history).damage
+    ours, theirs = inprocess_damage(history), load_history(spark, history).damage
     assert ours.skipped > 0 and (ours.total_lines, ours.skipped) == (theirs.total_lines, theirs.skipped)
     assert dict(ours.by_kind) == dict(theirs.by_kind) and dict(ours.by_type) == dict(theirs.by_type)
     # Spark cannot number a line that is not an object (`[1,2]`): compare what it does know.
@@ -83,9 +83,9 @@ def test_reference_and_spark_skip_the_same_lines_and_reach_the_same_statuses(
     numbered = {d.line for d in theirs.listed if d.line is not None}
     assert numbered <= {d.line for d in ours.listed}
 
-    reference = {r.check_id: r for r in reference_checks(run_dir)}
+    reference = {r.check_id: r for r in inprocess_checks(run_dir)}
     verdict = verify_run(run_dir, spark=spark, write=False)
-    spark_side = {r.check_id: r for r in verdict.checks if r.check_id in REFERENCE_CHECKS}
+    spark_side = {r.check_id: r for r in verdict.checks if r.check_id in INPROCESS_CHECKS}
     assert {k: r.status for k, r in reference.items()} == {k: r.status for k, r in spark_side.items()}, case
     for check_id, r in spark_side.items():  # the damage rule said the same about the same lines
         keys = ("damaged_lines", "damaged_by_type", "damaged_in_fault_windows", "status_without_damage_rule")

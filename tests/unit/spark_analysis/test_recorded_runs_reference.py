@@ -1,7 +1,9 @@
-"""The recorded Apache Kafka runs (tests/data/recorded/, `tests.fixtures.recorded`) on the single-process reference
-(`spark_analysis.reference`), without Spark: every check gets the status recorded as right for it, and the run its
+"""The recorded Apache Kafka runs (tests/data/recorded/, `tests.fixtures.recorded`) on the in-process evaluator
+(`spark_analysis.inprocess.evaluator`), without Spark: every check gets the status recorded as right for it, and the
+run its
 status, as on the Spark path (tests/integration/spark_analysis/test_recorded_runs.py). The weak-configuration run's
-anomalies are permitted on this path too: the permits (`checks.permits`) are decided in the judges both paths call."""
+anomalies are permitted on this path too: the permits (`checks.shared.permits`) are decided in the judges both paths
+call."""
 
 from __future__ import annotations
 
@@ -11,9 +13,9 @@ import pytest
 
 from harness.history.jsonl import iter_lines
 from spark_analysis.checks import CHECK_IDS
-from spark_analysis.completion import ENDING_TYPES, incompleteness
-from spark_analysis.reference import reference_checks
-from spark_analysis.runinfo import load_run_info
+from spark_analysis.facts.completion import ENDING_TYPES, incompleteness
+from spark_analysis.ingest.runinfo import load_run_info
+from spark_analysis.inprocess.evaluator import inprocess_checks
 from spark_analysis.verdict import apply_allow, apply_expect, run_status
 from tests.fixtures.recorded import Recorded, recorded_runs
 
@@ -27,7 +29,7 @@ def test_the_reference_gives_a_recorded_run_the_verdict_recorded_as_right_for_it
                                                                                  tmp_path: Path) -> None:
     run_dir = recorded.unpack(tmp_path)
     run = load_run_info(run_dir)
-    results = [r for r in reference_checks(run_dir) if run.is_selected(r.check_id)]  # as `verify_run` selects
+    results = [r for r in inprocess_checks(run_dir) if run.is_selected(r.check_id)]  # as `verify_run` selects
     expected = recorded.expected
     got = {r.check_id: r for r in results}
     wrong = {k: (got[k].status if k in got else None, v) for k, v in dict(expected["checks"]).items()  # type: ignore[call-overload]

@@ -1,5 +1,6 @@
-"""The single-process reference weighs anomalies against the run's configuration as the Spark checks do
-(`checks.permits`, decided in the judges both paths call): a value stored twice by a producer without idempotence is
+"""The in-process evaluator weighs anomalies against the run's configuration as the Spark checks do
+(`checks.shared.permits`, decided in the judges both paths call): a value stored twice by a producer without
+idempotence is
 permitted, one stored twice by an idempotent producer is a violation; with both in one run the check fails on the
 violation alone and counts the permitted one beside it. tests/integration/spark_analysis/test_permits_on_both_paths.py
 holds Spark to the same words."""
@@ -10,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from spark_analysis.reference import reference_checks
+from spark_analysis.inprocess.evaluator import inprocess_checks
 from tests.fixtures.histories import RUN_JSON, Event, scenario, write_run
 
 WEAK = "enable.idempotence=false (producer pa)"
@@ -37,7 +38,7 @@ def two_duplicates() -> list[Event]:
 
 
 def test_a_duplicate_by_a_producer_without_idempotence_is_permitted_beside_the_violation(tmp_path: Path) -> None:
-    got = {r.check_id: r for r in reference_checks(write_run(tmp_path / "mixed", two_duplicates(), run=run_json()))}
+    got = {r.check_id: r for r in inprocess_checks(write_run(tmp_path / "mixed", two_duplicates(), run=run_json()))}
     dup = got["delivery.duplicate"]
     assert dup.status == "fail" and dup.permitted == (WEAK,), dup.summary
     assert dup.summary.startswith("1 value appear at more than one offset, e.g. value 8 at orders/1@")
@@ -48,7 +49,7 @@ def test_a_duplicate_by_a_producer_without_idempotence_is_permitted_beside_the_v
 
 def test_duplicates_all_permitted_pass_naming_the_setting(tmp_path: Path) -> None:
     run_dir = write_run(tmp_path / "weak", two_duplicates(), run=run_json(second_idempotent=False))
-    dup = {r.check_id: r for r in reference_checks(run_dir)}["delivery.duplicate"]
+    dup = {r.check_id: r for r in inprocess_checks(run_dir)}["delivery.duplicate"]
     assert dup.status == "pass", dup.summary
     assert dup.summary == ("2 values at two offsets: permitted by enable.idempotence=false (producer pa); "
                            "enable.idempotence=false (producer pb)")

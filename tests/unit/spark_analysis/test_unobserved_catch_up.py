@@ -5,8 +5,8 @@ with leader 1, ISR [1, 2], for a move of [3, 2] to [1, 2]); with no skipped epoc
 
 from __future__ import annotations
 
-from spark_analysis.checks.partition_isr import UncleanOnlyWhenEnabled
-from spark_analysis.partitions import caught_up
+from spark_analysis.checks.partition.isr import UncleanOnlyWhenEnabled
+from spark_analysis.facts.partitions import caught_up
 from tests.fixtures.histories import Event, python_context, scenario
 
 BEFORE = {"leader": 3, "leader_epoch": 1, "isr": [3, 2], "replicas": [1, 2, 3]}
