@@ -1,7 +1,7 @@
 """Anomalies weighed against the configuration (`checks.shared.permits`) on the Spark path and the in-process evaluator:
 with a permitted duplicate beside a violation, Spark judges the violation alone from its own sample of the
-violations (`frames.weighed`), and both paths say the same words (tests/unit/spark_analysis/test_reference_permits.py
-states the behaviour on the reference)."""
+violations (`frames.weighed`), and both paths say the same words (tests/unit/spark_analysis/test_inprocess_permits.py
+states the behaviour on the in-process evaluator)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from spark_analysis.inprocess.evaluator import inprocess_checks
 from spark_analysis.verify import verify_run
 from tests.fixtures.histories import write_run
 from tests.integration.spark_analysis.same_words import assert_same_words
-from tests.unit.spark_analysis.test_reference_permits import WEAK, run_json, two_duplicates
+from tests.unit.spark_analysis.test_inprocess_permits import WEAK, run_json, two_duplicates
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

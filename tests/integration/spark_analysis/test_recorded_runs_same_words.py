@@ -1,7 +1,8 @@
 """The recorded Apache Kafka runs (tests/data/recorded/) on both paths: the checks with one judge for the Spark path
 and the in-process evaluator (`same_words.SAME_WORDS`) say the same words on each, the weak-configuration run's
 permitted duplicates, overwritten offsets and reorderings included (their statuses against expected.json:
-test_recorded_runs.py on Spark, tests/unit/spark_analysis/test_recorded_runs_reference.py on the reference)."""
+test_recorded_runs.py on Spark, tests/unit/spark_analysis/test_recorded_runs_inprocess.py on the in-process
+evaluator)."""
 
 from __future__ import annotations
 
