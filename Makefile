@@ -52,7 +52,7 @@ kafka: venv java
 toxiproxy: venv
 	-$(VENV)/bin/kafka-chaos toxiproxy install
 
-# The Spark driver JVM's class-data-sharing archive into the cache (spark_analysis/jvm_archive.py): a cold
+# The Spark driver JVM's class-data-sharing archive into the cache (spark_analysis/session/jvm_archive.py): a cold
 # verify starts about 4 s sooner. Built once per Java runtime and pyspark (about 35 s). Best effort: without
 # it the verifiers start as before.
 spark-archive: venv java

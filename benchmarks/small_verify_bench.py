@@ -36,13 +36,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.spark_checks_bench import build_copy, generate  # noqa: E402
-from spark_analysis.jvm_archive import usable_archive  # noqa: E402
-from spark_analysis.session import driver_java_options  # noqa: E402
+from spark_analysis.session.jvm_archive import usable_archive  # noqa: E402
+from spark_analysis.session.spark_session import driver_java_options  # noqa: E402
 
 BARE = """
 import time, sys
 t0 = time.perf_counter()
-from spark_analysis.session import get_session
+from spark_analysis.session.spark_session import get_session
 spark = get_session("local[2]", None if sys.argv[1] == "archive" else [])
 spark.range(1).count()
 print(time.perf_counter() - t0)
@@ -51,7 +51,7 @@ COLD = """
 import time, sys, shutil
 from pathlib import Path
 t0 = time.perf_counter()
-from spark_analysis.session import get_session
+from spark_analysis.session.spark_session import get_session
 from spark_analysis.verify import verify_run
 spark = get_session("local[2]")
 run = Path(sys.argv[1])
@@ -63,7 +63,7 @@ PASSES = 6
 WARM = """
 import json, sys, shutil, time
 from pathlib import Path
-from spark_analysis.session import get_session
+from spark_analysis.session.spark_session import get_session
 from spark_analysis.verify import verify_run
 spark = get_session("local[2]")
 run = Path(sys.argv[1])

@@ -5,8 +5,8 @@ the one-time Parquet conversion from history.jsonl alone and the one taking the 
 (`harness.history.columnar`, built here in a child process from the history's lines, as the recorder's thread
 builds it during a run; its time is printed, not counted), the checks, their events/s, the ratios to the floor
 (floor and checks each the best of ROUNDS rounds; the cold first rounds too), the whole path (conversion taking
-the copy + checks) against the floor; the same checks in the single-process pure-Python reference
-(`spark_analysis.reference`) and the ratio; the 10M-event time (scaling); and the peak RSS of the driver
+the copy + checks) against the floor; the same checks in the single-process in-process evaluator
+(`spark_analysis.inprocess.evaluator`) and the ratio; the 10M-event time (scaling); and the peak RSS of the driver
 (JVM + Python).
 
     .venv/bin/python benchmarks/spark_checks_bench.py [--events 5000000] [--no-10m] [--no-reference] [--workdir DIR]
@@ -270,7 +270,7 @@ class Measured:
 
 def _floor_round(spark, history: Path) -> tuple[float, float]:
     """(wall s, JVM CPU s) of one load + count of the JSON: the I/O floor."""
-    from spark_analysis.load import read_json
+    from spark_analysis.ingest.load import read_json
 
     t0, c0 = time.perf_counter(), jvm_cpu_s()
     read_json(spark, history).count()
@@ -281,9 +281,9 @@ def _checks_round(spark, run_dir: Path, loaded) -> tuple[float, float, dict[str,
     """(wall s, JVM CPU s, per-check s, statuses) of BENCH_CHECKS from a fresh context (nothing
     cached from the round before)."""
     from spark_analysis.checks import BY_ID
-    from spark_analysis.context import spark_context
+    from spark_analysis.facts.context import spark_context
+    from spark_analysis.ingest.runinfo import load_run_info
     from spark_analysis.result import run_check
-    from spark_analysis.runinfo import load_run_info
 
     ctx = spark_context(load_run_info(run_dir), spark, loaded.events, loaded.type_counts, loaded.end_t)
     per: dict[str, float] = {}
@@ -330,7 +330,7 @@ def build_copy(history: Path) -> float:
 def measure(spark, run_dir: Path) -> Measured:
     """Fresh Parquet conversions (from history.jsonl alone, then taking the recorder's columnar copy), then
     ROUNDS rounds of floor and checks in alternation."""
-    from spark_analysis.load import PARQUET_DIR, convert_to_parquet, load_history
+    from spark_analysis.ingest.load import PARQUET_DIR, convert_to_parquet, load_history
 
     name, history = run_dir.name, run_dir / "history.jsonl"
     shutil.rmtree(run_dir / ".analysis", ignore_errors=True)
@@ -373,7 +373,7 @@ def main() -> int:
     parser.add_argument("--no-10m", action="store_true", help="skip the 2x-events scaling run")
     parser.add_argument("--no-reference", action="store_true")
     args = parser.parse_args()
-    from spark_analysis.session import get_session
+    from spark_analysis.session.spark_session import get_session
 
     n = args.events
     small = args.workdir / f"warmup{WARMUP_EVENTS}"
@@ -419,8 +419,8 @@ def main() -> int:
         if not args.no_reference:
             # In a child process: its memory is its own, not the Spark driver's.
             code = ("import sys,time,json; sys.path.insert(0, sys.argv[2]); "
-                    "from pathlib import Path; from spark_analysis.reference import reference_checks; "
-                    "t=time.perf_counter(); r=reference_checks(Path(sys.argv[1])); "
+                    "from pathlib import Path; from spark_analysis.inprocess.evaluator import inprocess_checks; "
+                    "t=time.perf_counter(); r=inprocess_checks(Path(sys.argv[1])); "
                     "print(json.dumps([time.perf_counter()-t, [(x.check_id, x.status) for x in r]]))")
             mem.paused = True
             proc = subprocess.run([sys.executable, "-c", code, str(base), str(ROOT)], capture_output=True,
@@ -428,7 +428,7 @@ def main() -> int:
             mem.paused = False
             rt, ref_statuses = json.loads(proc.stdout.strip().splitlines()[-1])
             ref = [f"{cid}={st}" for cid, st in ref_statuses]
-            print(f"pure-Python reference:            {rt:7.1f}s  {n / rt:12,.0f} events/s")
+            print(f"in-process evaluator:            {rt:7.1f}s  {n / rt:12,.0f} events/s")
             print(f"Spark speed-up over reference: {rt / total:.2f}x incl. conversion, {rt / checks:.2f}x checks "
                   f"only (goal >= 3x)")
             print("   reference statuses:", " ".join(ref))

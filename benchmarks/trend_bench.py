@@ -72,7 +72,7 @@ def main() -> int:
         size_mb = sum(p.stat().st_size for p in work.rglob("verdict.json")) / 1e6
         print(f"{args.runs} runs over {args.nights} nights, verdict files {size_mb:.1f} MB")
 
-        from spark_analysis.session import get_session
+        from spark_analysis.session.spark_session import get_session
         from spark_analysis.trend import build_trend
 
         t0 = time.perf_counter()

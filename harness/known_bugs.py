@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+from spark_analysis.ingest.runinfo import load_run_info
 from spark_analysis.report.known_bugs import AFFECTED, FIXED, BugRow, BugRun, bug_rows, collect_bug_runs, write_corpus
-from spark_analysis.runinfo import load_run_info
 
 CORPUS_DIR = Path("experiments/known-bugs")
 

@@ -18,8 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from spark_analysis.jvm_archive import QUIET, archive_path, install_archive, usable_archive
-from spark_analysis.session import driver_java_options, get_session, stop_session
+from spark_analysis.session.jvm_archive import QUIET, archive_path, install_archive, usable_archive
+from spark_analysis.session.spark_session import driver_java_options, get_session, stop_session
 from spark_analysis.verify import verify_run
 
 DUMP_TIMEOUT_S = 300.0

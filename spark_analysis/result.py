@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from spark_analysis.context import CheckContext
+    from spark_analysis.facts.context import CheckContext
 
 Status = Literal["pass", "fail", "unknown"]
 STATUSES: tuple[Status, ...] = ("pass", "unknown", "fail")

@@ -19,23 +19,16 @@ from pyspark.sql import SparkSession
 
 from harness.install.cache import cache_root
 from spark_analysis.checks import ALL_CHECKS
-from spark_analysis.checks.delivery_damage import apply_damage_rule
-from spark_analysis.context import spark_context
-from spark_analysis.load import PARQUET_DIR, load_history
+from spark_analysis.checks.shared.damage import apply_damage_rule
+from spark_analysis.facts.completion import ENDING_TYPES, incompleteness
+from spark_analysis.facts.context import spark_context
+from spark_analysis.ingest.load import PARQUET_DIR, load_history
+from spark_analysis.ingest.runinfo import RunInfo, load_run_info
 from spark_analysis.report import write_reports
+from spark_analysis.report.timeline import build_timeline
 from spark_analysis.result import Check, CheckResult, run_check
-from spark_analysis.runinfo import RunInfo, load_run_info
-from spark_analysis.session import SMALL_RUN_BYTES, SMALL_RUN_CONF, get_session, scoped_conf
-from spark_analysis.timeline import build_timeline
-from spark_analysis.verdict import (
-    ENDING_TYPES,
-    Verdict,
-    apply_allow,
-    apply_expect,
-    incompleteness,
-    run_metadata,
-    run_status,
-)
+from spark_analysis.session.spark_session import SMALL_RUN_BYTES, SMALL_RUN_CONF, get_session, scoped_conf
+from spark_analysis.verdict import Verdict, apply_allow, apply_expect, run_metadata, run_status
 
 HISTORY_FILE = "history.jsonl"
 

@@ -78,7 +78,7 @@ def versions() -> dict[str, Any]:
 
 def workload_settings(exp: Experiment) -> dict[str, Any]:
     """What the checks need of the workload to know which promises its configuration asks Kafka for
-    (`spark_analysis.runinfo.WriterSettings`): each writer's value range, acks, idempotence, transactions and
+    (`spark_analysis.ingest.runinfo.WriterSettings`): each writer's value range, acks, idempotence, transactions and
     `max.in.flight.requests.per.connection` (as librdkafka reads it; None: its default), each group's isolation."""
     def in_flight(config: Any) -> int | None:
         text = str(config.get("max.in.flight.requests.per.connection", config.get("max.in.flight", ""))).strip()

@@ -25,7 +25,7 @@ from harness.errors import HarnessError
 from spark_analysis.compare.collect import collect_run
 from spark_analysis.compare.document import compare_document
 from spark_analysis.compare.page import render_compare
-from spark_analysis.session import get_session
+from spark_analysis.session.spark_session import get_session
 from spark_analysis.trend.discover import RUN_MARKERS
 
 COMPARE_HTML = "compare.html"

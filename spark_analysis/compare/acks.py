@@ -4,7 +4,7 @@ Owns the fault windows on the history clock (`fault_segments`) and `ack_stalls`.
 is every moment `FaultIndex.active_at` attributes to it: from its start until its end plus the
 attribution grace, minus the moments a later fault takes over (so each moment belongs to at most
 one fault, as it does for the checks' summaries). A value's wait runs from its first send to its
-first ack (the per-value frame `checks.frames.per_value`, shared with the delivery checks); per
+first ack (the per-value frame `checks.shared.frames.per_value`, shared with the delivery checks); per
 fault and acked partition, the longest wait that overlaps the window is the stall. Sends made
 within the window that got no ack are counted apart: unanswered (no ack, no error) or errored.
 """
@@ -17,12 +17,12 @@ from itertools import pairwise
 
 from pyspark.sql import functions as F
 
-from spark_analysis.checks.common import tp_label
-from spark_analysis.checks.frames import per_value, topic_hash
+from spark_analysis.checks.shared.common import tp_label
+from spark_analysis.checks.shared.frames import per_value, topic_hash
 from spark_analysis.compare.facts import AckStall
-from spark_analysis.context import CheckContext
-from spark_analysis.faults import ATTRIBUTION_GRACE_S, FaultIndex
-from spark_analysis.local_frame import local_frame
+from spark_analysis.facts.context import CheckContext
+from spark_analysis.facts.faults import ATTRIBUTION_GRACE_S, FaultIndex
+from spark_analysis.session.local_frame import local_frame
 
 
 @dataclass(frozen=True, slots=True)

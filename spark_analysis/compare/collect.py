@@ -8,7 +8,7 @@ does (Parquet once, the same `CheckContext`), and measures per fault:
   (`intervals.measured_spans`), each attributed to the fault in force when it started;
 - elections and ISR changes: leader and ISR changes between consecutive partition states (the
   ZooKeeper observer's when it reported any, as the partition checks read them), with the
-  election rule `partition.election_conforms` infers (`checks.partition._strategy`), each
+  election rule `partition.election_conforms` infers (`checks.partition.checks._strategy`), each
   attributed to the fault in force at the change;
 - ack stalls: `acks.ack_stalls` in Spark.
 
@@ -26,10 +26,9 @@ from typing import Any, TypeVar
 from pyspark.sql import SparkSession
 
 from spark_analysis.checks import CHECK_IDS
-from spark_analysis.checks.common import plural, tp_label
-from spark_analysis.checks.liveness import build_liveness
-from spark_analysis.checks.partition import _by_partition, _states, _strategy
-from spark_analysis.checks.slo import Interval
+from spark_analysis.checks.partition.checks import _by_partition, _states, _strategy
+from spark_analysis.checks.shared.common import plural, tp_label
+from spark_analysis.checks.slo.checks import Interval
 from spark_analysis.compare.acks import FaultAcks, ack_stalls, fault_segments
 from spark_analysis.compare.facts import (
     NOT_RUN,
@@ -45,9 +44,10 @@ from spark_analysis.compare.facts import (
     Span,
 )
 from spark_analysis.compare.intervals import leaderless_partition, measured_spans, rebalance_group
-from spark_analysis.context import CheckContext, spark_context
-from spark_analysis.load import load_history
-from spark_analysis.runinfo import RunInfo, RunInfoError, load_run_info
+from spark_analysis.facts.context import CheckContext, spark_context
+from spark_analysis.facts.liveness import build_liveness
+from spark_analysis.ingest.load import load_history
+from spark_analysis.ingest.runinfo import RunInfo, RunInfoError, load_run_info
 from spark_analysis.verdict import VERDICT_FILE, read_verdict
 from spark_analysis.verify import HISTORY_FILE
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from spark_analysis.faults import FaultWindow
+from spark_analysis.facts.faults import FaultWindow
 
 NOT_VERIFIED = "not verified"
 """A check's status in a run without a readable verdict.json (never counted as a pass)."""

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from spark_analysis.checks.slo import ControllerFailover, Interval, PartitionUnavailable, Rebalance
-from spark_analysis.context import CheckContext
+from spark_analysis.checks.slo.checks import ControllerFailover, Interval, PartitionUnavailable, Rebalance
+from spark_analysis.facts.context import CheckContext
 
 LEADERLESS_SUFFIX = " without a leader"
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from typing import Any
 
-from spark_analysis.faults import ATTRIBUTION_GRACE_S
+from spark_analysis.facts.faults import ATTRIBUTION_GRACE_S
 from spark_analysis.report.html import CSS
 
 EXTRA_CSS = """

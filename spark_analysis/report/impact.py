@@ -6,7 +6,7 @@ partition that the stall SLOs tied to it (`slo.write_unavailable` / `slo.read_un
 `by_fault`), the rebalances that started under it (group states of the timeline), the elections
 (leader changes) and the ISR changes (size changes) of the timeline's partitions under it. An event
 belongs to the fault in force at its time, or that ended less than `ATTRIBUTION_GRACE_S` before
-(`spark_analysis.faults.FaultIndex.active_at`, the rule failures are tied to faults by). Also the
+(`spark_analysis.facts.faults.FaultIndex.active_at`, the rule failures are tied to faults by). Also the
 write-stall bands of the timeline (`stall_bands`) and the worst stalls for JUnit (`worst_stalls`).
 """
 
@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from spark_analysis.checks.slo import REBALANCING
-from spark_analysis.faults import FaultIndex, FaultWindow
+from spark_analysis.checks.slo.checks import REBALANCING
+from spark_analysis.facts.faults import FaultIndex, FaultWindow
 from spark_analysis.verdict import Verdict
 
 WRITE_CHECK = "slo.write_unavailable"

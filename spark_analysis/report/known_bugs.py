@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from spark_analysis.runinfo import load_run_info
+from spark_analysis.ingest.runinfo import load_run_info
 from spark_analysis.verdict import VERDICT_FILE, read_verdict
 
 JSON_FILE = "known-bugs.json"

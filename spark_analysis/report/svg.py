@@ -4,7 +4,7 @@ Owns the drawing: shaded fault windows across every lane; controller (broker and
 per partition (a colour per broker, grey hatching when there is none) with its write stalls as a
 red band under it; ISR size per partition;
 group state and generation; produce/consume rate; ack latency (p50 and max). Input is the
-`timeline` mapping `spark_analysis.timeline.build_timeline` produced.
+`timeline` mapping `spark_analysis.report.timeline.build_timeline` produced.
 """
 
 from __future__ import annotations

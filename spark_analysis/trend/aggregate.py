@@ -12,7 +12,7 @@ Definitions (the tests recompute them from the verdict files):
 - a night's run pass rate = runs that passed / all runs of that night (no-verdict runs included;
   counted on the driver from the per-run rows Spark returns);
 - durations are the SLO checks' `metrics.samples` pooled per night; p50/p90/p99 are nearest-rank
-  percentiles (as `spark_analysis.checks.common.percentile`), max the largest sample; `runs`
+  percentiles (as `spark_analysis.checks.shared.common.percentile`), max the largest sample; `runs`
   counts the runs whose check reported a distribution (an `unknown` check reports none), and
   `runs_without_samples` those among them with no samples (verdicts written before samples
   existed): counted, never guessed.
@@ -181,7 +181,7 @@ def _check_counts(checks: DataFrame) -> dict[str, dict[str, Any]]:
 
 
 def _nth(sorted_values: Column, q: int) -> Column:
-    """Nearest-rank percentile of a sorted array column (same arithmetic as checks.common.percentile)."""
+    """Nearest-rank percentile of a sorted array column (same arithmetic as checks.shared.common.percentile)."""
     rank = F.greatest(F.lit(1), F.ceil(F.lit(q / 100.0) * F.size(sorted_values))).cast("int")
     return F.when(F.size(sorted_values) > 0, F.element_at(sorted_values, rank))
 

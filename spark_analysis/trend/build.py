@@ -23,7 +23,7 @@ from urllib.parse import quote
 from pyspark.sql import SparkSession
 
 from spark_analysis.report.html import REPORT_FILE
-from spark_analysis.session import get_session
+from spark_analysis.session.spark_session import get_session
 from spark_analysis.trend.aggregate import NO_VERDICT, Aggregates, aggregate
 from spark_analysis.trend.discover import RunEntry, TrendError, discover_runs, reproduce_for
 from spark_analysis.trend.page import render_trend

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import HarnessError
-from spark_analysis.runinfo import RunInfo, RunInfoError, load_run_info
+from spark_analysis.ingest.runinfo import RunInfo, RunInfoError, load_run_info
 from spark_analysis.verdict import VERDICT_FILE
 
 RUN_MARKERS = ("run.json", VERDICT_FILE, "history.jsonl")

@@ -2,11 +2,19 @@
 functions included): the history and the model at the bottom; cluster, faults, observers, workloads above them;
 the engine, the analysis, the CLI and pytest on top. A lower layer never imports a higher one.
 
-`python -m tests.unit.test_layers` prints the import graph between the packages (the issue's "before and after")."""
+Inside spark_analysis the same holds by job (`SPARK_LAYERS`, docs/design.md "spark_analysis, by job"): the
+session, then ingest, the facts, the result type, the checks (shared helpers below the families, the families
+beside each other, the registry above them), the in-process evaluator, the verdict, the reports, verify, trend,
+compare and the entry points. And no spark_analysis module imports back into itself through others at all
+(`test_no_import_cycle_in_spark_analysis`).
+
+`python -m tests.unit.test_layers` prints the import graph between the packages (the issue's "before and after")
+and any import cycle among spark_analysis's modules."""
 
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -66,7 +74,9 @@ def _imports(path: Path) -> set[str]:
     return {m for m in found if m.startswith(("harness", "spark_analysis"))}
 
 
+@functools.cache
 def _modules() -> dict[str, set[str]]:
+    """Every module of harness and spark_analysis -> the project modules it imports (read once; do not modify)."""
     out: dict[str, set[str]] = {}
     for top in ("harness", "spark_analysis"):
         for path in sorted((ROOT / top).rglob("*.py")):
@@ -99,6 +109,149 @@ def test_every_ruled_package_exists(package: str) -> None:
     assert any(m == package or m.startswith(package + ".") for m in _modules()), package
 
 
+SPARK_LAYERS: tuple[tuple[str, ...], ...] = (
+    ("",),  # spark_analysis/__init__.py: the map of the package, importing nothing
+    ("session",),
+    ("ingest",),
+    ("facts",),
+    ("result",),
+    ("checks.shared",),
+    ("checks.controller", "checks.quorum", "checks.partition", "checks.delivery", "checks.consumer", "checks.group",
+     "checks.txn", "checks.operation", "checks.slo"),
+    ("checks",),  # the registry, checks/__init__.py
+    ("inprocess",),
+    ("verdict",),
+    ("report",),
+    ("verify",),
+    ("trend",),
+    ("compare",),
+    ("jvm_archive_build", "__main__"),
+)
+"""spark_analysis's parts (sub-packages and top-level modules, relative to spark_analysis), lowest first. A module
+belongs to the longest part its name starts with; it imports only its own part and the parts of lower layers, never
+a part beside it (no check family imports another: what two families share is checks.shared or facts)."""
+
+_SPARK = "spark_analysis"
+
+
+def _spark_part(name: str) -> str | None:
+    """The part of SPARK_LAYERS a spark_analysis module or imported name belongs to (None: none declared)."""
+    rel = name[len(_SPARK) + 1:] if name.startswith(_SPARK + ".") else ("" if name == _SPARK else None)
+    if rel is None:
+        return None
+    parts = [p for layer in SPARK_LAYERS for p in layer]
+    matching = [p for p in parts if p and (rel == p or rel.startswith(p + "."))]
+    return max(matching, key=len) if matching else ("" if rel == "" else None)
+
+
+def _spark_rank(part: str) -> int:
+    return next(i for i, layer in enumerate(SPARK_LAYERS) if part in layer)
+
+
+def _spark_violations() -> list[str]:
+    bad: list[str] = []
+    for module, imports in module_graph().items():
+        mine = _spark_part(module)
+        if mine is None:
+            bad.append(f"{module} is in no part of SPARK_LAYERS")
+            continue
+        for imp in sorted(imports):
+            theirs = _spark_part(imp)
+            if theirs is None or theirs == mine:
+                continue
+            if _spark_rank(theirs) > _spark_rank(mine):
+                bad.append(f"{module} ({mine or _SPARK}) imports {imp} ({theirs}, a higher layer)")
+            elif _spark_rank(theirs) == _spark_rank(mine):
+                bad.append(f"{module} ({mine}) imports {imp} ({theirs}, beside it in the same layer)")
+    return bad
+
+
+def test_spark_analysis_parts_import_only_lower_layers() -> None:
+    assert _spark_violations() == []
+
+
+@pytest.mark.parametrize("part", [p for layer in SPARK_LAYERS for p in layer if p])
+def test_every_spark_analysis_part_exists(part: str) -> None:
+    name = f"{_SPARK}.{part}"
+    assert any(m == name or m.startswith(name + ".") for m in _modules()), name
+
+
+@functools.cache
+def module_graph(top: str = _SPARK) -> dict[str, set[str]]:
+    """Module -> the modules of `top` it imports (lazy and TYPE_CHECKING imports included). An imported name is
+    the module it names, or the module it is defined in (`from a.b import c`: `a.b.c` if that is a module, else
+    `a.b`). Importing `a.b.c` is an edge to `a.b.c` alone, not to the packages `a` and `a.b` whose `__init__`
+    Python runs first: a package's `__init__` may import its own modules (the check registry does) without a
+    cycle, as long as none of them names the package (`from spark_analysis.checks import BY_ID` inside checks/
+    would be an edge to the registry, and a cycle)."""
+    modules = {m for m in _modules() if m == top or m.startswith(top + ".")}
+    graph: dict[str, set[str]] = {}
+    for module, imports in _modules().items():
+        if module not in modules:
+            continue
+        targets: set[str] = set()
+        for imp in imports:
+            name = imp
+            while name and name not in modules:
+                name = name.rpartition(".")[0]
+            if name and name != module:
+                targets.add(name)
+        graph[module] = targets
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted: every import cycle."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component: list[str] = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(cycles)
+
+
+def test_no_import_cycle_in_spark_analysis() -> None:
+    assert import_cycles(module_graph()) == []
+
+
+def test_the_cycle_finder_finds_a_cycle_through_three_modules() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set()}
+    assert import_cycles(graph) == [["a", "b", "c"]]
+    assert import_cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_module_graph_reads_lazy_imports_and_leaves_parent_packages_out() -> None:
+    graph = module_graph()
+    assert "spark_analysis.checks.slo.stall" in graph["spark_analysis.inprocess.evaluator"]
+    assert "spark_analysis.checks.shared.bitsets" in graph["spark_analysis.checks.slo.stall"]  # inside a method
+    assert "spark_analysis.checks" not in graph["spark_analysis.checks.slo.stall"]
+
+
 def package_graph() -> dict[str, set[str]]:
     """Package -> the packages it imports (harness.<x> / spark_analysis.<x>)."""
     def pkg(name: str) -> str:
@@ -117,6 +270,8 @@ def package_graph() -> dict[str, set[str]]:
 if __name__ == "__main__":
     for source, targets in sorted(package_graph().items()):
         print(f"{source} -> {', '.join(sorted(targets))}")
-    problems = _violations()
+    problems = _violations() + _spark_violations()
     print(f"\n{len(problems)} layer violation(s)" + ("".join(f"\n  {p}" for p in problems) if problems else ""))
-    sys.exit(1 if problems else 0)
+    cycles = import_cycles(module_graph())
+    print(f"{len(cycles)} import cycle(s) in spark_analysis" + "".join(f"\n  {' <-> '.join(c)}" for c in cycles))
+    sys.exit(1 if problems or cycles else 0)

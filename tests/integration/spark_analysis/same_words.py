@@ -1,5 +1,6 @@
-"""The checks that decide their verdict in one judge for the Spark path and the single-process reference
-(`spark_analysis.reference`): both gather the same facts and call the same judge, so each must say the same words on
+"""The checks that decide their verdict in one judge for the Spark path and the in-process evaluator
+(`spark_analysis.inprocess.evaluator`): both gather the same facts and call the same judge, so each must say the same
+words on
 both paths (status, summary, fault, metrics, evidence and the settings that permit what it found)."""
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ SAME_WORDS = ("delivery.lost_write", "delivery.duplicate", "delivery.inconsisten
               "consumer.nonmonotonic_poll", "consumer.poll_skip", "group.commit_monotonic", "slo.write_unavailable",
               "slo.read_unavailable", "txn.aborted_read", "txn.atomic_visibility", "txn.lost_commit",
               "txn.zombie_fenced", "txn.exactly_once_pipeline")
-"""Every check that reads the bulk events: one judge for both paths (`checks.delivery_judge`, `placement_judge`,
-`consumer_judge`, `group_judge`, `slo_stall`, `txn_judge`, `txn_eos_judge`)."""
+"""Every check that reads the bulk events: one judge for both paths (`checks.delivery.judge`, `placement_judge`,
+`checks.consumer.judge`, `checks.group.judge`, `checks.slo.stall`, `checks.txn.judge`, `checks.txn.eos_judge`)."""
 
 
 def words(result: CheckResult) -> dict[str, Any]:

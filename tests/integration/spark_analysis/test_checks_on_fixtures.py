@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from spark_analysis.checks import BY_ID, CHECK_IDS
-from spark_analysis.context import spark_context
-from spark_analysis.load import load_history
+from spark_analysis.facts.context import spark_context
+from spark_analysis.ingest.load import load_history
+from spark_analysis.ingest.runinfo import RunInfo, load_run_info
 from spark_analysis.result import CheckResult, run_check
-from spark_analysis.runinfo import RunInfo, load_run_info
 from spark_analysis.verify import verify_run
 from tests.fixtures.histories import EXPECTED_FAILURES, RUN_JSON, scenario
 from tests.integration.spark_analysis.same_words import SAME_WORDS, assert_same_words
@@ -56,7 +56,7 @@ def test_healthy_run_passes_every_check_and_writes_all_reports(spark: Any, make_
 @pytest.mark.parametrize("bug", sorted(EXPECTED_FAILURES))
 def test_check_fails_for_its_bug(spark: Any, make_run: Any, bug: str) -> None:
     """The check a bug exists for fails, with the expected summary and the evidence that proves it, on Spark and
-    on the single-process reference (with the same words, for a check with one judge for both paths)."""
+    on the in-process evaluator (with the same words, for a check with one judge for both paths)."""
     check_id, text = EXPECTED_FAILURES[bug]
     run_dir = make_run(bug, scenario(**{bug: True}))
     result = run_one(spark, run_dir, check_id)
@@ -64,9 +64,9 @@ def test_check_fails_for_its_bug(spark: Any, make_run: Any, bug: str) -> None:
     assert text in result.summary, result.summary
     assert 0 < len(result.evidence) <= 20
     EVIDENCE_ASSERTIONS.get(bug, lambda ev: None)(list(result.evidence))
-    from spark_analysis.reference import reference_checks
+    from spark_analysis.inprocess.evaluator import inprocess_checks
 
-    reference = {r.check_id: r for r in reference_checks(run_dir)}
+    reference = {r.check_id: r for r in inprocess_checks(run_dir)}
     assert reference[check_id].status == "fail"  # the reference agrees
     if check_id in SAME_WORDS:
         assert_same_words({check_id: result}, reference)
@@ -140,15 +140,15 @@ def test_cli_exit_status_is_1_on_failure(spark: Any, make_run: Any) -> None:
 
 
 def test_spark_and_reference_agree_on_fixtures(spark: Any, make_run: Any) -> None:
-    """The pure-Python reference and the Spark checks reach the same statuses, and the same words for the checks
+    """The in-process evaluator and the Spark checks reach the same statuses, and the same words for the checks
     with one judge for both paths, on every check of the whole verify."""
-    from spark_analysis.reference import REFERENCE_CHECKS, reference_checks
+    from spark_analysis.inprocess.evaluator import INPROCESS_CHECKS, inprocess_checks
 
     for bug in ("lost", "inconsistent", "skip"):
         run_dir = make_run(f"ref-{bug}", scenario(**{bug: True}))
-        ref = {r.check_id: r for r in reference_checks(run_dir)}
+        ref = {r.check_id: r for r in inprocess_checks(run_dir)}
         verdict = verify_run(run_dir, spark=spark, write=False)
-        got = {r.check_id: r for r in verdict.checks if r.check_id in REFERENCE_CHECKS}
+        got = {r.check_id: r for r in verdict.checks if r.check_id in INPROCESS_CHECKS}
         assert {k: r.status for k, r in got.items()} == {k: r.status for k, r in ref.items()}, bug
         assert_same_words(got, ref)
 

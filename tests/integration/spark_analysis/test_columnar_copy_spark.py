@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from harness.history.columnar import COLUMNS_DIR, MANIFEST, copy_history
-from spark_analysis.load import convert_to_parquet, load_history
+from spark_analysis.ingest.load import convert_to_parquet, load_history
 from tests.integration.spark_analysis.test_parquet_conversion import _history, _rows
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]

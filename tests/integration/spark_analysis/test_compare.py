@@ -20,7 +20,7 @@ from spark_analysis.checks import CHECK_IDS
 from spark_analysis.compare import COMPARE_HTML, COMPARE_JSON, cmd_compare, compare_runs, default_out_dir
 from spark_analysis.compare.document import compare_document
 from spark_analysis.compare.facts import NOT_VERIFIED, FaultFacts, Measures, RunFacts, RunHeader
-from spark_analysis.faults import FaultWindow
+from spark_analysis.facts.faults import FaultWindow
 from spark_analysis.verify import verify_run
 from tests.fixtures.histories import RUN_JSON, Event, scenario, write_run
 

@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 
 from spark_analysis.checks import BY_ID
-from spark_analysis.checks.bitsets import write_counters
-from spark_analysis.checks.delivery import LOST_COUNTERS
-from spark_analysis.checks.frames import per_value_stats
-from spark_analysis.checks.slots import acks_in_value_order, increasing_within, location_summary
-from spark_analysis.context import CheckContext, spark_context
-from spark_analysis.load import load_history
+from spark_analysis.checks.delivery.checks import LOST_COUNTERS
+from spark_analysis.checks.delivery.slots import acks_in_value_order, increasing_within, location_summary
+from spark_analysis.checks.shared.bitsets import write_counters
+from spark_analysis.checks.shared.frames import per_value_stats
+from spark_analysis.facts.context import CheckContext, spark_context
+from spark_analysis.ingest.load import load_history
+from spark_analysis.ingest.runinfo import load_run_info
 from spark_analysis.result import run_check
-from spark_analysis.runinfo import load_run_info
 from tests.fixtures.histories import scenario
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]

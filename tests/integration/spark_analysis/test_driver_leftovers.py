@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from harness.cluster.leftovers import clean_leftovers
-from spark_analysis.session import DRIVER_WHAT
+from spark_analysis.session.spark_session import DRIVER_WHAT
 from tests.fixtures.processes import alive as _alive
 from tests.fixtures.processes import leftover_records as _records
 
@@ -28,7 +28,7 @@ START_TIMEOUT_S = 300.0  # a driver JVM on a busy 2-core machine
 VERIFY_THEN_HANG = textwrap.dedent("""
     import time
     from pyspark import SparkContext
-    from spark_analysis.session import get_session
+    from spark_analysis.session.spark_session import get_session
     session = get_session("local[1]")
     assert session.range(3).count() == 3
     print(SparkContext._gateway.proc.pid, flush=True)
@@ -40,7 +40,7 @@ SESSION_STOP_AND_EXIT = textwrap.dedent("""
     from pathlib import Path
     import psutil
     from pyspark import SparkContext
-    from spark_analysis.session import get_session, stop_session
+    from spark_analysis.session.spark_session import get_session, stop_session
     records = lambda: sorted(json.loads(p.read_text())["pid"] for p in Path(sys.argv[1]).glob("*.json"))
     session = get_session("local[1]")
     first = SparkContext._gateway.proc.pid

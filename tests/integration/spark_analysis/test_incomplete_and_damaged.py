@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from harness.cli import main as cli_main
-from spark_analysis.load import load_history
+from spark_analysis.ingest.load import load_history
 from spark_analysis.verify import verify_run
 from tests.fixtures.histories import (
     history_lines,

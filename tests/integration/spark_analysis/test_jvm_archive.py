@@ -1,4 +1,4 @@
-"""The driver JVM's class-data-sharing archive (`spark_analysis.jvm_archive`): only a whole archive that a JVM
+"""The driver JVM's class-data-sharing archive (`spark_analysis.session.jvm_archive`): only a whole archive that a JVM
 maps is put in place and used; a truncated one (which would crash every JVM mapping it with SIGBUS) or one
 whose size is not the recorded one is not. The archives here are real but tiny: what `java -version` loads."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from spark_analysis import jvm_archive
-from spark_analysis.jvm_archive import archive_options, archive_path, install_archive, java_home, usable_archive
-from spark_analysis.session import session_config
+from spark_analysis.session.jvm_archive import archive_options, archive_path, install_archive, java_home, usable_archive
+from spark_analysis.session.spark_session import session_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

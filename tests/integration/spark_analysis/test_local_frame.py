@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from spark_analysis.local_frame import local_frame
+from spark_analysis.session.local_frame import local_frame
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

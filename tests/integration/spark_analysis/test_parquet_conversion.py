@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from harness.history.jsonl import iter_lines
-from spark_analysis.load import convert_to_parquet, load_history
-from spark_analysis.schema import PARQUET_SCHEMA
+from spark_analysis.ingest.load import convert_to_parquet, load_history
+from spark_analysis.ingest.schema import PARQUET_SCHEMA
 from tests.fixtures.histories import scenario
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]

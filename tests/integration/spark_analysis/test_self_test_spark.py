@@ -1,6 +1,6 @@
 """The checker's self-test on the Spark path (docs/kafka-behaviour.md §10): every check fails on its must-fail
 history and passes on its must-pass history when the history is loaded and verified through Spark, with the
-same statuses as the single-process reference for every check. The `scenario()` bug switches run on Spark in
+same statuses as the in-process evaluator for every check. The `scenario()` bug switches run on Spark in
 test_checks_on_fixtures.py (`test_check_fails_for_its_bug`, which also compares the reference); here: the healthy
 scenario and every case that is not a switch, each distinct history once (the transaction checks share their
 must-pass history). The checks that read the bulk events decide their verdicts in one judge for both paths
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from spark_analysis.checks import CHECK_IDS
-from spark_analysis.reference import reference_checks
+from spark_analysis.inprocess.evaluator import inprocess_checks
 from spark_analysis.verify import verify_run
 from tests.fixtures.histories import scenario, write_run
 from tests.fixtures.self_test import SELF_TEST
@@ -55,7 +55,7 @@ def test_spark_path_reaches_the_self_test_status_and_agrees_with_the_reference(
     run_dir = write_run(tmp_path / "run", build(), run=run)
     verdict = verify_run(run_dir, spark=spark, write=False)
     got = {r.check_id: r for r in verdict.checks}
-    reference = {r.check_id: r for r in reference_checks(run_dir)}
+    reference = {r.check_id: r for r in inprocess_checks(run_dir)}
     if check_id == "scenario":
         assert all(r.status == "pass" for r in got.values()), {k: r.summary for k, r in got.items()
                                                                if r.status != "pass"}

@@ -1,4 +1,4 @@
-"""The small events read in Python (`spark_analysis.side_rows`) land in the Parquet copy exactly as Spark's own
+"""The small events read in Python (`spark_analysis.ingest.side_rows`) land in the Parquet copy exactly as Spark's own
 parse writes them: every column of every row, for events of every small type recorded on Apache Kafka and the
 reference broker (tests/data/small_events.jsonl) and for edge values; and a history verifies to the same
 verdict either way."""
@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from harness.history.bulk import with_seq
-from spark_analysis.load import _spark_convert, convert_to_parquet, load_history
-from spark_analysis.schema import PARQUET_SCHEMA
-from spark_analysis.side_rows import side_table, write_small_tier
+from spark_analysis.ingest.load import _spark_convert, convert_to_parquet, load_history
+from spark_analysis.ingest.schema import PARQUET_SCHEMA
+from spark_analysis.ingest.side_rows import side_table, write_small_tier
 from spark_analysis.verify import verify_run
 from tests.fixtures.histories import BUGS, scenario, write_run
 
@@ -64,7 +64,7 @@ def test_a_run_verifies_to_the_same_verdict_whichever_reads_its_small_events(spa
     run = write_run(tmp_path / "python", scenario(**dict.fromkeys(BUGS, True)))
     python_verdict = verify_run(run, spark=spark, write=False)
     shutil.copytree(run, tmp_path / "spark", ignore=shutil.ignore_patterns(".analysis"))
-    monkeypatch.setattr("spark_analysis.load.side_table", lambda side: None)
+    monkeypatch.setattr("spark_analysis.ingest.load.side_table", lambda side: None)
     spark_verdict = verify_run(tmp_path / "spark", spark=spark, write=False)
     assert "fail" in {c.status for c in python_verdict.checks}
     assert [(c.check_id, c.status, c.summary, c.evidence, c.metrics) for c in python_verdict.checks] == \

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from spark_analysis.session import SMALL_RUN_CONF
+from spark_analysis.session.spark_session import SMALL_RUN_CONF
 from spark_analysis.verify import verify_run
 from tests.fixtures.histories import BUGS, scenario
 

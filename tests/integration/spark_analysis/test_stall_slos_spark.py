@@ -1,4 +1,4 @@
-"""`slo.write_unavailable` and `slo.read_unavailable` on Spark give what the single-process reference gives
+"""`slo.write_unavailable` and `slo.read_unavailable` on Spark give what the in-process evaluator gives
 (status, summary, the worst stall per key, the per-fault stalls, the distribution and counters) on the
 hand-written stall histories (tests/unit/spark_analysis/test_stall_slos.py states their behaviour) and on
 the healthy fixture run."""
@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from spark_analysis.checks import BY_ID
-from spark_analysis.context import spark_context
-from spark_analysis.load import load_history
-from spark_analysis.reference import reference_checks
+from spark_analysis.facts.context import spark_context
+from spark_analysis.ingest.load import load_history
+from spark_analysis.ingest.runinfo import load_run_info
+from spark_analysis.inprocess.evaluator import inprocess_checks
 from spark_analysis.result import CheckResult, run_check
-from spark_analysis.runinfo import load_run_info
 from tests.fixtures.histories import STALL_HISTORIES, scenario, stall_slo_run
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -35,7 +35,7 @@ def on_spark(spark: Any, run_dir: Path) -> dict[str, CheckResult]:
 
 
 def assert_same(spark: Any, run_dir: Path) -> dict[str, CheckResult]:
-    ref = {r.check_id: r for r in reference_checks(run_dir)}
+    ref = {r.check_id: r for r in inprocess_checks(run_dir)}
     got = on_spark(spark, run_dir)
     for check_id in STALL_CHECKS:
         a, b = got[check_id], ref[check_id]

@@ -14,15 +14,15 @@ from typing import Any
 import pytest
 
 from spark_analysis.checks import BY_ID
-from spark_analysis.checks.bitsets import write_counters
-from spark_analysis.checks.delivery import LOST_COUNTERS
-from spark_analysis.checks.frames import per_value_stats
-from spark_analysis.context import spark_context
-from spark_analysis.load import load_history
-from spark_analysis.reference import reference_checks
+from spark_analysis.checks.delivery.checks import LOST_COUNTERS
+from spark_analysis.checks.shared.bitsets import write_counters
+from spark_analysis.checks.shared.frames import per_value_stats
+from spark_analysis.facts.context import spark_context
+from spark_analysis.ingest.load import load_history
+from spark_analysis.ingest.runinfo import load_run_info
+from spark_analysis.inprocess.evaluator import inprocess_checks
 from spark_analysis.result import CheckResult, run_check
-from spark_analysis.runinfo import load_run_info
-from spark_analysis.session import SMALL_RUN_CONF, scoped_conf
+from spark_analysis.session.spark_session import SMALL_RUN_CONF, scoped_conf
 from tests.fixtures.histories import write_run
 from tests.fixtures.histories_txn import (
     CRASHED_RUN,
@@ -58,7 +58,7 @@ def on_spark(spark: Any, run_dir: Path) -> tuple[dict[str, CheckResult], dict[st
 
 def agree(spark: Any, run_dir: Path) -> dict[str, CheckResult]:
     got, fast, slow = on_spark(spark, run_dir)
-    ref = {r.check_id: r for r in reference_checks(run_dir)}
+    ref = {r.check_id: r for r in inprocess_checks(run_dir)}
     assert {c: r.status for c, r in got.items()} == {c: ref[c].status for c in CHECKS}
     for c in CHECKS:
         if c.startswith("txn."):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from harness.engine.bundle import RunBundle
 from harness.experiment import load_experiment_text
-from spark_analysis.runinfo import load_run_info
+from spark_analysis.ingest.runinfo import load_run_info
 
 EXP = """
 name: bundle

@@ -15,8 +15,8 @@ from harness.experiment import load_experiment_text
 from harness.faults.operations import OperationOutcome, OperationRunner, PartitionOutcome
 from harness.faults.schedule import plan_operations
 from harness.history.jsonl import read_history, record_of
-from spark_analysis.checks.operation import OperationCompletes
-from spark_analysis.operations import build_operation_index
+from spark_analysis.checks.operation.checks import OperationCompletes
+from spark_analysis.facts.operations import build_operation_index
 from tests.unit.engine.fakes import FakeBackend, fake_parts
 
 EXP = """

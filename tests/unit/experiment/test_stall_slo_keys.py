@@ -13,7 +13,7 @@ from harness.engine.bundle import RunBundle
 from harness.errors import ValidationError
 from harness.experiment import load_experiment_text
 from harness.experiment.dump import dump_experiment
-from spark_analysis.runinfo import load_run_info
+from spark_analysis.ingest.runinfo import load_run_info
 
 MINIMAL = "name: tiny\nduration: 30s\n"
 

@@ -1,4 +1,5 @@
-"""The event classes and the verifiers' Spark schema (`spark_analysis.schema.HISTORY_SCHEMA`) agree: every field a
+"""The event classes and the verifiers' Spark schema (`spark_analysis.ingest.schema.HISTORY_SCHEMA`) agree: every field
+a
 class declares is a schema column of a compatible type or one of `NOT_READ` (recorded for people and the run's
 own bookkeeping, never read by a verifier), and every schema column is some class's field. Fails when either side
 gains, loses or retypes a field without the other."""
@@ -14,7 +15,7 @@ from pyspark.sql.types import ArrayType, BooleanType, DataType, DoubleType, Long
 
 from harness.history.events import EVENT_CLASSES, HistoryEvent, Unset
 from harness.history.events_base import event_fields
-from spark_analysis.schema import CORRUPT, HISTORY_SCHEMA, LOOSE_LEADER_TYPES
+from spark_analysis.ingest.schema import CORRUPT, HISTORY_SCHEMA, LOOSE_LEADER_TYPES
 
 NOT_READ = frozenset({
     "variant",  # run.start: the experiment's variant (run.json has it)
@@ -43,7 +44,7 @@ INTERNAL_COLUMNS = frozenset({CORRUPT})
 
 TEXT_TOLERATED = frozenset({("poll", "value"), ("pipe.read", "value")})
 """(type, field) whose value may be text where the column is an integer: a record the harness did not write keeps
-its text, and the verifiers count that line as ill-typed (`spark_analysis.json_read`)."""
+its text, and the verifiers count that line as ill-typed (`spark_analysis.ingest.json_read`)."""
 
 COLUMNS: dict[str, DataType] = {f.name: f.dataType for f in HISTORY_SCHEMA.fields}
 

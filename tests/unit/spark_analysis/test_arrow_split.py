@@ -17,8 +17,8 @@ from harness.history.bulk import (
     one_object_per_line,
     with_seq,
 )
-from spark_analysis.arrow_split import SplitStats, arrow_type, split_history
-from spark_analysis.schema import PARQUET_SCHEMA
+from spark_analysis.ingest.arrow_split import SplitStats, arrow_type, split_history
+from spark_analysis.ingest.schema import PARQUET_SCHEMA
 
 
 def _split(history: Path, target: Path, side: Path, **options: int) -> SplitStats:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from spark_analysis.checks.group import AssignmentConforms
+from spark_analysis.checks.group.checks import AssignmentConforms
 from tests.fixtures.histories import python_context
 
 
@@ -53,7 +53,7 @@ def test_a_deviating_assignment_fails_with_the_fallback_protocol() -> None:
 def test_a_restarted_member_does_not_inherit_the_partitions_of_its_killed_incarnation() -> None:
     """consumer g/1 is killed (no revoke, as with SIGKILL); its partitions move in generation 3; its
     restart joins generation 4 with a new member id and must not count as still holding them."""
-    from spark_analysis.checks.group import ExclusiveOwnership
+    from spark_analysis.checks.group.checks import ExclusiveOwnership
 
     events = [
         _ev(1.0, "assign", "consumer:g/0", group="g", member="a", generation=2, partitions=[["t", 0]]),

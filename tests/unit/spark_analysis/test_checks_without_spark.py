@@ -1,4 +1,4 @@
-"""The checks that run in Python on collected rows, the registry, and the pure-Python reference,
+"""The checks that run in Python on collected rows, the registry, and the in-process evaluator,
 exercised on the hand-written fixture histories without starting Spark."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from spark_analysis.checks import ALL_CHECKS, BY_ID, CHECK_IDS
-from spark_analysis.reference import REFERENCE_CHECKS, reference_checks, reference_damage
+from spark_analysis.ingest.runinfo import RunInfo
+from spark_analysis.inprocess.evaluator import INPROCESS_CHECKS, inprocess_checks, inprocess_damage
 from spark_analysis.result import Check, run_check
-from spark_analysis.runinfo import RunInfo
 from tests.fixtures.histories import (
     EXPECTED_FAILURES,
     history_lines,
@@ -53,12 +53,12 @@ def test_registry_holds_exactly_the_fixed_check_ids_in_order() -> None:
 
 @pytest.mark.parametrize("check", ALL_CHECKS, ids=lambda c: c.id)
 def test_every_check_complies_with_the_check_protocol(check: Check) -> None:
-    """id/family/needs are declared, the family prefixes the id, and the class lives in checks/<family>.py."""
+    """id/family/needs are declared, the family prefixes the id, and the class lives in checks/<family>/."""
     assert isinstance(check, Check)
     assert check.id.split(".")[0] == check.family
     assert isinstance(check.needs, frozenset) and all(isinstance(n, str) for n in check.needs)
     module = importlib.import_module(type(check).__module__)
-    assert module.__name__.split(".")[-1].split("_")[0] == check.family
+    assert module.__name__.split(".")[:3] == ["spark_analysis", "checks", check.family], module.__name__
 
 
 @pytest.mark.parametrize("check_id", ROW_CHECKS)
@@ -92,15 +92,15 @@ def test_election_check_uses_liveness_and_ar_order() -> None:
 
 
 def test_reference_passes_the_healthy_history(tmp_path: Path) -> None:
-    results = reference_checks(write_run(tmp_path / "ok", scenario()))
-    assert [r.check_id for r in results] == [c for c in REFERENCE_CHECKS if RunInfo().applies(c)]
+    results = inprocess_checks(write_run(tmp_path / "ok", scenario()))
+    assert [r.check_id for r in results] == [c for c in INPROCESS_CHECKS if RunInfo().applies(c)]
     assert {r.status for r in results} == {"pass"}, [(r.check_id, r.summary) for r in results]
 
 
-@pytest.mark.parametrize("bug", sorted(b for b, (c, _) in EXPECTED_FAILURES.items() if c in REFERENCE_CHECKS))
+@pytest.mark.parametrize("bug", sorted(b for b, (c, _) in EXPECTED_FAILURES.items() if c in INPROCESS_CHECKS))
 def test_reference_fails_the_same_check_for_each_bug(tmp_path: Path, bug: str) -> None:
     check_id, _ = EXPECTED_FAILURES[bug]
-    by_id = {r.check_id: r for r in reference_checks(write_run(tmp_path / bug, scenario(**{bug: True})))}
+    by_id = {r.check_id: r for r in inprocess_checks(write_run(tmp_path / bug, scenario(**{bug: True})))}
     assert by_id[check_id].status == "fail", by_id[check_id].summary
 
 
@@ -111,7 +111,7 @@ def test_reference_on_a_torn_history_of_a_crash_counts_unfinished_writes_as_unkn
     from tests.fixtures.histories import RUN_JSON
 
     run_dir = write_run(tmp_path / "torn", events, run=dict(RUN_JSON, status="crashed"), torn=True)
-    lost = {r.check_id: r for r in reference_checks(run_dir)}["delivery.lost_write"]
+    lost = {r.check_id: r for r in inprocess_checks(run_dir)}["delivery.lost_write"]
     assert lost.status != "fail" and lost.metrics["lost"] == 0 and lost.metrics["unfinished"] >= 1
 
 
@@ -120,10 +120,10 @@ def test_reference_skips_a_wrong_typed_value_and_answers_unknown_instead_of_blam
     tests/integration/spark_analysis), not a poll without a value: the checks it would make fail are unknown."""
     events, line = ill_typed(scenario(), "poll", "value", "not-a-number", nth=10)
     run_dir = write_run(tmp_path / "ill-typed", events)
-    damage = reference_damage(run_dir / "history.jsonl")
+    damage = inprocess_damage(run_dir / "history.jsonl")
     assert (damage.total_lines, damage.skipped) == (len(events), 1)
     assert [(d.line, d.kind, d.type) for d in damage.listed] == [(line, "ill-typed", "poll")]
-    by_id = {r.check_id: r for r in reference_checks(run_dir)}
+    by_id = {r.check_id: r for r in inprocess_checks(run_dir)}
     lost, skip = by_id["delivery.lost_write"], by_id["consumer.poll_skip"]
     assert lost.status == "unknown" and lost.metrics["status_without_damage_rule"] == "fail" and lost.fault is None
     assert skip.status == "unknown" and "1 inside fault windows" in skip.summary
@@ -133,10 +133,10 @@ def test_reference_skips_a_wrong_typed_value_and_answers_unknown_instead_of_blam
 def test_reference_counts_torn_lines_in_the_middle_and_no_delivery_check_fails(tmp_path: Path) -> None:
     lines, torn = tear_middle(history_lines(scenario()), 37)
     run_dir = write_lines(tmp_path / "torn37", lines)
-    damage = reference_damage(run_dir / "history.jsonl")
+    damage = inprocess_damage(run_dir / "history.jsonl")
     assert damage.skipped == 37 and dict(damage.by_kind) == {"torn": 37}
     assert [d.line for d in damage.listed] == torn
-    results = reference_checks(run_dir)
+    results = inprocess_checks(run_dir)
     assert not [r.check_id for r in results if r.status == "fail"]
     delivery = [r for r in results if r.check_id.startswith("delivery.")]
     assert all(r.status == "unknown" and "damaged history line" in r.summary for r in delivery), delivery
@@ -167,7 +167,7 @@ def test_reference_takes_the_json_types_sparks_reader_takes(
     (a number's digits as a string leader, "NaN" as a double, any JSON in a string column, nulls in arrays,
     a column no check reads, text after the object) does not."""
     run_dir = write_lines(tmp_path / "run", ['{"t":0.0,"src":"engine","type":"run.start"}', line, "", "  "])
-    found = reference_damage(run_dir / "history.jsonl")
+    found = inprocess_damage(run_dir / "history.jsonl")
     assert found.total_lines == 2, "blank lines are no lines"
     assert [(d.kind, d.type) for d in found.listed] == ([damage] if damage else [])
 

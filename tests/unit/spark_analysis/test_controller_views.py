@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from spark_analysis.checks.controller import ControllerEpochMonotonic, stale_views
+from spark_analysis.checks.controller.checks import ControllerEpochMonotonic, stale_views
 from spark_analysis.result import CheckResult, run_check
 from tests.fixtures.histories import WALL0, python_context, scenario
 
@@ -77,7 +77,7 @@ def test_views_of_controllers_no_epoch_event_names_are_skipped() -> None:
 
 
 def _unique(events: list[Event]) -> CheckResult:
-    from spark_analysis.checks.controller import ControllerUnique
+    from spark_analysis.checks.controller.checks import ControllerUnique
 
     return run_check(ControllerUnique(), python_context(sorted(events, key=lambda e: e["t"])))
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.model.assignors import assignment_problems, cooperative_revoking
-from spark_analysis.checks.group import AssignmentConforms
+from spark_analysis.checks.group.checks import AssignmentConforms
 from tests.fixtures.histories import python_context
 
 P = "payments"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from spark_analysis.checks.partition import ElectionConforms
+from spark_analysis.checks.partition.checks import ElectionConforms
 from spark_analysis.result import CheckResult, run_check
 from tests.fixtures.histories import python_context
 

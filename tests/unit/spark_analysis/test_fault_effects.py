@@ -1,5 +1,5 @@
-"""The verifiers read what a fault did from `fault.start`'s `effect` (`spark_analysis.fault_effect`), and from
-the kind name only in the legacy reader (`spark_analysis.faults_legacy`), for histories recorded before `effect`:
+"""The verifiers read what a fault did from `fault.start`'s `effect` (`spark_analysis.facts.fault_effect`), and from
+the kind name only in the legacy reader (`spark_analysis.facts.faults_legacy`), for histories recorded before `effect`:
 both answer the verifiers' questions alike for every kind the harness injects, and no check module names a fault
 kind."""
 
@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from harness.faults.catalog import CATALOG
-from spark_analysis.fault_effect import FaultEffect
-from spark_analysis.faults import build_fault_index, describe_target
-from spark_analysis.faults_legacy import legacy_effect
+from spark_analysis.facts.fault_effect import FaultEffect
+from spark_analysis.facts.faults import build_fault_index, describe_target
+from spark_analysis.facts.faults_legacy import legacy_effect
 from tests.unit.faults.test_kinds import _run
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -100,9 +100,11 @@ def _kind_literals(path: Path) -> list[str]:
 
 
 def test_no_check_module_names_a_fault_kind() -> None:
-    """Checks ask a fault's effect; only the legacy reader (`spark_analysis/faults_legacy.py`) knows kind names."""
-    paths = [*sorted((ROOT / "spark_analysis" / "checks").rglob("*.py")),
-             ROOT / "spark_analysis" / "faults.py", ROOT / "spark_analysis" / "fault_effect.py"]
+    """Checks and the facts they read ask a fault's effect; only the legacy reader
+    (`spark_analysis/facts/faults_legacy.py`) knows kind names."""
+    facts = [p for p in sorted((ROOT / "spark_analysis" / "facts").glob("*.py")) if p.name != "faults_legacy.py"]
+    paths = [*sorted((ROOT / "spark_analysis" / "checks").rglob("*.py")), *facts]
+    assert ROOT / "spark_analysis" / "facts" / "faults.py" in paths
     assert [hit for p in paths for hit in _kind_literals(p)] == []
 
 

@@ -3,7 +3,7 @@ the count before the growth, until the generation holds one of the new partition
 
 from __future__ import annotations
 
-from spark_analysis.checks.holdings import Holding, base_partition_counts, generation_counts
+from spark_analysis.checks.group.holdings import Holding, base_partition_counts, generation_counts
 
 
 def _held(*parts: int) -> Holding:

@@ -11,18 +11,17 @@ from typing import Any
 
 import pytest
 
-from spark_analysis.checks.delivery_damage import DEPENDS, apply_damage_rule, finding, judge_with_damage
-from spark_analysis.faults import build_fault_index
-from spark_analysis.load import DamagedLine, HistoryDamage
+from spark_analysis.checks.shared.damage import DEPENDS, apply_damage_rule, finding, judge_with_damage
+from spark_analysis.facts.completion import PHASES, incompleteness
+from spark_analysis.facts.faults import build_fault_index
+from spark_analysis.ingest.load import DamagedLine, HistoryDamage
+from spark_analysis.ingest.runinfo import RunInfo, run_info_from_mapping
 from spark_analysis.report.html import render_html
 from spark_analysis.report.junit import RUN_COMPLETE_CASE, render_junit
 from spark_analysis.result import CheckResult, failed, passed, unknown
-from spark_analysis.runinfo import RunInfo, run_info_from_mapping
 from spark_analysis.verdict import (
-    PHASES,
     Verdict,
     damage_note,
-    incompleteness,
     read_verdict,
     run_metadata,
     run_status,
@@ -251,7 +250,7 @@ def test_no_damage_changes_nothing() -> None:
 def test_the_spark_log_config_is_one_shared_file_in_the_cache_not_one_per_process(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each verify used to leave /tmp/kafka-chaos-spark-log4j2-<pid>.properties behind (issue 22)."""
-    from spark_analysis.session import LOG4J2_PROPERTIES, quiet_log_config
+    from spark_analysis.session.spark_session import LOG4J2_PROPERTIES, quiet_log_config
 
     monkeypatch.setenv("KAFKA_CHAOS_CACHE", str(tmp_path))
     first = quiet_log_config()

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from spark_analysis.checks import ALL_CHECKS, BY_ID, select
-from spark_analysis.checks.liveness import build_liveness, build_voter_liveness
-from spark_analysis.checks.slo import ControllerFailover, PartitionUnavailable, controller_events
-from spark_analysis.faults_legacy import legacy_effect
+from spark_analysis.checks.slo.checks import ControllerFailover, PartitionUnavailable
+from spark_analysis.facts.faults_legacy import legacy_effect
+from spark_analysis.facts.liveness import build_liveness, build_voter_liveness, controller_events
+from spark_analysis.ingest.runinfo import RunInfo, run_info_from_mapping
+from spark_analysis.ingest.schema import HISTORY_SCHEMA
 from spark_analysis.result import CheckResult, run_check
-from spark_analysis.runinfo import RunInfo, run_info_from_mapping
-from spark_analysis.schema import HISTORY_SCHEMA
 from tests.fixtures.histories import python_context, run_json, scenario
 from tests.fixtures.kraft_histories import (
     KRAFT_RUN,

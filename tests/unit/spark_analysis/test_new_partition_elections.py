@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from spark_analysis.checks.partition import ElectionConforms
+from spark_analysis.checks.partition.checks import ElectionConforms
 from tests.fixtures.histories import Event, python_context, scenario
 
 

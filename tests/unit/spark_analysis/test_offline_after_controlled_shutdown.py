@@ -4,7 +4,7 @@ unknown, as if nothing could be judged, in experiments/consumer-scaling.yaml).""
 
 from __future__ import annotations
 
-from spark_analysis.checks.partition_isr import OfflineReplicaLeavesIsr
+from spark_analysis.checks.partition.isr import OfflineReplicaLeavesIsr
 from tests.fixtures.histories import Event, python_context
 
 

@@ -1,12 +1,12 @@
-"""The ISR and controlled-shutdown checks (`spark_analysis.checks.partition_isr`) on tiny hand-written
+"""The ISR and controlled-shutdown checks (`spark_analysis.checks.partition.isr`) on tiny hand-written
 histories: each rule's must-pass and must-fail cases and the exceptions Apache Kafka makes."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from spark_analysis.checks.partition_isr import OFFLINE_GRACE_S, OfflineReplicaLeavesIsr, UncleanOnlyWhenEnabled
-from spark_analysis.checks.partition_shutdown import ControlledShutdownMovesLeaders
+from spark_analysis.checks.partition.isr import OFFLINE_GRACE_S, OfflineReplicaLeavesIsr, UncleanOnlyWhenEnabled
+from spark_analysis.checks.partition.shutdown import ControlledShutdownMovesLeaders
 from spark_analysis.result import CheckResult, run_check
 from tests.fixtures.histories import RUN_JSON, python_context, run_json
 

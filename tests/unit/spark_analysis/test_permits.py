@@ -3,9 +3,9 @@ breaks; the rest is reported as permitted, naming the setting, and never fails t
 
 from __future__ import annotations
 
-from spark_analysis.checks.permits import settle
+from spark_analysis.checks.shared.permits import settle
+from spark_analysis.ingest.runinfo import run_info_from_mapping
 from spark_analysis.result import CheckResult, failed
-from spark_analysis.runinfo import run_info_from_mapping
 from spark_analysis.verdict import Verdict, run_status
 
 FOUND = failed("delivery.duplicate", "3 values appear at more than one offset", [{"t": 1.0, "value": 7}], {"n": 3})

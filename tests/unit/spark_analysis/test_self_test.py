@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from spark_analysis.checks import BY_ID, CHECK_IDS
-from spark_analysis.reference import reference_checks
+from spark_analysis.inprocess.evaluator import inprocess_checks
 from spark_analysis.result import CheckResult, run_check
 from tests.fixtures.histories import EXPECTED_FAILURES, python_context, write_run
 from tests.fixtures.recorded import RECORDED
@@ -68,7 +68,7 @@ def test_every_rule_row_names_a_check_or_says_why_there_is_none() -> None:
 def _reference(tmp_path: Path, case: Case, which: str, check_id: str) -> CheckResult:
     events = case.fail() if which == "fail" else case.passing()
     run_dir = write_run(tmp_path / which, events, run=case.run)
-    return {r.check_id: r for r in reference_checks(run_dir)}[check_id]
+    return {r.check_id: r for r in inprocess_checks(run_dir)}[check_id]
 
 
 @pytest.mark.parametrize("check_id", [c for c in CHECK_IDS if c not in SPARK_ONLY])

@@ -1,4 +1,4 @@
-"""Which side-file lines Python reads for the small tier (`spark_analysis.side_rows`) and which it leaves to
+"""Which side-file lines Python reads for the small tier (`spark_analysis.ingest.side_rows`) and which it leaves to
 Spark, and the values it stores; Spark's own reading is compared in tests/integration (test_side_rows_spark)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.history.bulk import with_seq
-from spark_analysis.side_rows import side_table
+from spark_analysis.ingest.side_rows import side_table
 
 GOOD = '{"t":5,"src":"zk","type":"partition.state","topic":"orders","partition":0,"leader":"3","isr":[3,1]}'
 

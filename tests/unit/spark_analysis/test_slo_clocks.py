@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from spark_analysis.checks.slo import ControllerFailover, PartitionUnavailable
+from spark_analysis.checks.slo.checks import ControllerFailover, PartitionUnavailable
 from tests.fixtures.histories import python_context
 
 RUN = {"verify": {"slo": {"controller_failover": 5.0, "partition_unavailable": 5.0, "rebalance": 60.0}}}

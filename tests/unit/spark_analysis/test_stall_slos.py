@@ -1,5 +1,5 @@
 """`slo.write_unavailable` and `slo.read_unavailable` on tiny hand-written histories, without Spark: the
-single-process reference (`reference_checks` on a written run) and the checks themselves on in-memory rows
+in-process evaluator (`inprocess_checks` on a written run) and the checks themselves on in-memory rows
 (`python_context`) give the same answers. tests/integration/spark_analysis/test_stall_slos_spark.py holds
 the Spark path to the same histories."""
 
@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from spark_analysis.checks import BY_ID
-from spark_analysis.faults import FaultWindow
-from spark_analysis.reference import reference_checks
-from spark_analysis.reference_stall import stall_fault
+from spark_analysis.checks.slo.stalls import stall_fault
+from spark_analysis.facts.faults import FaultWindow
+from spark_analysis.inprocess.evaluator import inprocess_checks
 from spark_analysis.result import CheckResult, run_check
 from tests.fixtures.histories import (
     ClientHistory,
@@ -36,7 +36,7 @@ WRITE, READ = "slo.write_unavailable", "slo.read_unavailable"
 
 def results(tmp_path: Path, events: list[dict[str, Any]], run: dict[str, Any]) -> dict[str, CheckResult]:
     """Both stall checks by the reference; asserts the checks on in-memory rows agree (status, summary, metrics)."""
-    ref = {r.check_id: r for r in reference_checks(write_run(tmp_path / "run", events, run=run))}
+    ref = {r.check_id: r for r in inprocess_checks(write_run(tmp_path / "run", events, run=run))}
     for check_id in (WRITE, READ):
         rows = run_check(BY_ID[check_id], python_context(events, run))
         assert (rows.status, rows.summary, dict(rows.metrics)) == (

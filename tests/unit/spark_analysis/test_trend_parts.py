@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from harness.cli import main as cli_main
-from spark_analysis.checks.slo import MAX_SAMPLES, samples
+from spark_analysis.checks.slo.checks import MAX_SAMPLES, samples
 from spark_analysis.trend import TrendError
 from spark_analysis.trend.discover import discover_runs, reproduce_for
 from spark_analysis.trend.page import render_trend
@@ -73,7 +73,7 @@ def test_reproduce_line_comes_from_the_cli_and_needs_source_seed_and_backend(tmp
 
 def test_slo_checks_keep_sorted_samples_thinned_evenly_above_the_cap() -> None:
     """metrics.samples: every closed duration ascending (ms); above the cap min and max are kept."""
-    from spark_analysis.checks.slo import ControllerFailover
+    from spark_analysis.checks.slo.checks import ControllerFailover
 
     result = ControllerFailover().run(python_context(scenario(slow_failover=True)))
     assert result.metrics["samples"] == sorted(result.metrics["samples"])

@@ -1,5 +1,5 @@
-"""Transactional producers (issue 24) without Spark: how transactions end (`spark_analysis.transactions`), the
-three `txn.*` checks on the single-process reference (the Spark path reaches the same words:
+"""Transactional producers (issue 24) without Spark: how transactions end (`spark_analysis.facts.transactions`), the
+three `txn.*` checks on the in-process evaluator (the Spark path reaches the same words:
 tests/integration/spark_analysis/test_self_test_spark.py and test_txn_checks_spark.py), and the existing checks
 on transactional records: aborted records are no acknowledged writes, occupy offsets, may be skipped by a
 read_committed consumer only, and never make a read_committed group wait."""
@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from spark_analysis.checks import BY_ID
-from spark_analysis.checks.txn_judge import NO_TXN
-from spark_analysis.reference import reference_checks
+from spark_analysis.checks.txn.judge import NO_TXN
+from spark_analysis.facts.transactions import build_transaction_index
+from spark_analysis.inprocess.evaluator import inprocess_checks
 from spark_analysis.result import CheckResult, run_check
-from spark_analysis.transactions import build_transaction_index
 from tests.fixtures.histories import ill_typed, python_context, scenario, write_run
 from tests.fixtures.histories_txn import (
     CRASHED_RUN,
@@ -33,7 +33,7 @@ TXN_CHECKS = ("txn.aborted_read", "txn.atomic_visibility", "txn.lost_commit")
 
 def reference(tmp_path: Path, events: list[dict[str, Any]], run: dict[str, Any] | None = None,
               name: str = "run") -> dict[str, CheckResult]:
-    return {r.check_id: r for r in reference_checks(write_run(tmp_path / name, events, run=run))}
+    return {r.check_id: r for r in inprocess_checks(write_run(tmp_path / name, events, run=run))}
 
 
 def _end(kind: str, txn: int, outcome: str | None, definite: bool | None = None, seq: int = 0) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""`txn.zombie_fenced` and `txn.exactly_once_pipeline` on the single-process reference (the Spark path reaches the
+"""`txn.zombie_fenced` and `txn.exactly_once_pipeline` on the in-process evaluator (the Spark path reaches the
 same words: tests/integration/spark_analysis/test_txn_checks_spark.py and test_self_test_spark.py), and
 `delivery.lost_write` reading a pipeline's `pipe.read`s as reads of its input topic."""
 
@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from spark_analysis.checks.txn_eos_judge import NO_PIPELINE, NO_ZOMBIE
-from spark_analysis.reference import reference_checks
+from spark_analysis.checks.txn.eos_judge import NO_PIPELINE, NO_ZOMBIE
+from spark_analysis.facts.transactions import build_transaction_index
+from spark_analysis.inprocess.evaluator import inprocess_checks
 from spark_analysis.result import CheckResult
-from spark_analysis.transactions import build_transaction_index
 from tests.fixtures.histories import ill_typed, scenario, write_run
 from tests.fixtures.histories_txn import (
     PIPELINE_FAULTS,
@@ -27,7 +27,7 @@ ZOMBIE, PIPELINE = "txn.zombie_fenced", "txn.exactly_once_pipeline"
 
 
 def reference(tmp_path: Path, events: list[dict[str, Any]], name: str = "run") -> dict[str, CheckResult]:
-    return {r.check_id: r for r in reference_checks(write_run(tmp_path / name, events))}
+    return {r.check_id: r for r in inprocess_checks(write_run(tmp_path / name, events))}
 
 
 def test_a_fenced_zombie_and_a_pipeline_that_processes_each_input_once_pass(tmp_path: Path) -> None:

@@ -5,17 +5,17 @@ with leader 1, ISR [1, 2], for a move of [3, 2] to [1, 2]); with no skipped epoc
 
 from __future__ import annotations
 
-from spark_analysis.checks.partition import _caught_up
-from spark_analysis.checks.partition_isr import UncleanOnlyWhenEnabled
+from spark_analysis.checks.partition.isr import UncleanOnlyWhenEnabled
+from spark_analysis.facts.partitions import caught_up
 from tests.fixtures.histories import Event, python_context, scenario
 
 BEFORE = {"leader": 3, "leader_epoch": 1, "isr": [3, 2], "replicas": [1, 2, 3]}
 
 
 def test_a_replica_in_the_new_isr_may_have_caught_up_only_when_states_were_missed() -> None:
-    assert _caught_up(BEFORE, {"leader": 1, "leader_epoch": 3, "isr": [1, 2], "replicas": [1, 2]}) == [1]
-    assert _caught_up(BEFORE, {"leader": 1, "leader_epoch": 2, "isr": [1, 2], "replicas": [1, 2]}) == []
-    assert _caught_up(BEFORE, {"leader": 1, "leader_epoch": 3, "isr": [1], "replicas": [1, 2]}) == []
+    assert caught_up(BEFORE, {"leader": 1, "leader_epoch": 3, "isr": [1, 2], "replicas": [1, 2]}) == [1]
+    assert caught_up(BEFORE, {"leader": 1, "leader_epoch": 2, "isr": [1, 2], "replicas": [1, 2]}) == []
+    assert caught_up(BEFORE, {"leader": 1, "leader_epoch": 3, "isr": [1], "replicas": [1, 2]}) == []
 
 
 def _moved(epoch: int) -> list[Event]:
@@ -35,6 +35,6 @@ def test_one_epoch_up_with_the_whole_old_isr_and_the_new_leader_in_the_new_one_i
     """An ISR expansion keeps the leader epoch, so leader 2, ISR [2, 1], then leader 3, ISR [2, 1, 3] one epoch
     later (Apache Kafka, broker 3 back from a kill) is clean; an unclean election writes the ISR [3] alone."""
     before = {"leader": 2, "leader_epoch": 3, "isr": [2, 1], "replicas": [3, 1, 2]}
-    assert _caught_up(before, {"leader": 3, "leader_epoch": 4, "isr": [2, 1, 3], "replicas": [3, 1, 2]}) == [3]
-    assert _caught_up(before, {"leader": 3, "leader_epoch": 4, "isr": [3], "replicas": [3, 1, 2]}) == []
-    assert _caught_up(before, {"leader": 3, "leader_epoch": 4, "isr": [2, 3], "replicas": [3, 1, 2]}) == []
+    assert caught_up(before, {"leader": 3, "leader_epoch": 4, "isr": [2, 1, 3], "replicas": [3, 1, 2]}) == [3]
+    assert caught_up(before, {"leader": 3, "leader_epoch": 4, "isr": [3], "replicas": [3, 1, 2]}) == []
+    assert caught_up(before, {"leader": 3, "leader_epoch": 4, "isr": [2, 3], "replicas": [3, 1, 2]}) == []

@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from spark_analysis.__main__ import main
-from spark_analysis.faults import build_fault_index, describe_target
+from spark_analysis.facts.faults import build_fault_index, describe_target
+from spark_analysis.ingest.runinfo import RunInfo, load_run_info, parse_seconds, run_info_from_mapping
 from spark_analysis.report import render_runs
 from spark_analysis.report.html import render_html
 from spark_analysis.report.junit import render_junit
 from spark_analysis.result import CheckResult, failed, passed, run_check, unknown, worst
-from spark_analysis.runinfo import RunInfo, load_run_info, parse_seconds, run_info_from_mapping
 from spark_analysis.verdict import (
     Verdict,
     apply_allow,

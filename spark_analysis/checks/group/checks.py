@@ -1,0 +1,337 @@
+"""Consumer-group checks (KAFKA-BEHAVIOUR.md §7.8-§7.11).
+
+- `group.generation_monotonic`: per observer and group, the generation in `group.state` never
+  decreases, and two Stable observations with different member sets never share a generation;
+  per consumer, the generation of its assigns strictly increases (each assignment ends a rebalance,
+  and each rebalance is a new generation: the same generation twice is a reused generation).
+- `group.exclusive_ownership`: within one generation no partition is held by two members (holdings
+  reconstructed from assign/revoke); once the group is Stable with exactly the members that
+  reported assigns for that generation, every partition of their topics is held by one of them.
+- `group.assignment_conforms`: the holdings of a generation equal `harness.model.assignors`'s
+  range/roundrobin result for the protocol the group elected (`group.state.protocol`), or, for
+  sticky/cooperative-sticky, are valid, balanced and break no stickiness rule of the model.
+  Both judge a generation against the topic's partitions before an `add_partitions` grew it, until the
+  generation holds one of the new partitions (`holdings.generation_counts`).
+- `group.coordinator_conforms`: the coordinator in `group.state` is the leader of the group's
+  `__consumer_offsets` partition (`harness.model.coordinator.coordinator_partition`) at that time,
+  within a grace for observer skew.
+- `group.commit_monotonic` (Spark): a group's committed offset for a partition never goes back
+  within one generation; the verdict is `checks.group.judge`'s, which the in-process evaluator calls with the
+  same facts.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from typing import Any
+
+from pyspark.sql import functions as F
+from pyspark.sql.window import Window
+
+from spark_analysis.checks.group.holdings import Holding, base_partition_counts, generation_counts, holdings
+from spark_analysis.checks.group.judge import (
+    COMMIT_FIELDS,
+    SAMPLE,
+    CommitRegressions,
+    RegressedCommit,
+    judge_commit_monotonic,
+)
+from spark_analysis.checks.shared.common import as_members, evidence, plural, tp_label
+from spark_analysis.facts.context import CheckContext, Row
+from spark_analysis.result import CheckResult, failed, passed, unknown
+
+COORDINATOR_GRACE_S = 10.0
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+def _with_fault(ctx: CheckContext, text: str, t: float) -> tuple[str, str | None]:
+    fault = ctx.faults.active_at(t)
+    return (f"{text} during {fault.label}" if fault else text), (fault.label if fault else None)
+
+
+class GenerationMonotonic:
+    id = "group.generation_monotonic"
+    family = "group"
+    needs: frozenset[str] = frozenset()
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        states = [e for e in ctx.rows("group.state") if e.get("generation") is not None]
+        assigns = [e for e in ctx.rows("assign") if e.get("generation") is not None]
+        if not states and not assigns:
+            return unknown(self.id, "no group.state or assign event carries a generation")
+        bad: list[dict[str, Any]] = []
+        last: dict[tuple[str, str], Row] = {}
+        stable: dict[tuple[str, str], Row] = {}
+        for ev in states:
+            key = (str(ev.get("src")), str(ev.get("group")))
+            prev = last.get(key)
+            if prev is not None and ev["generation"] < prev["generation"]:
+                bad += [evidence(prev), evidence(ev, problem=f"group {ev.get('group')} generation went back "
+                                                             f"{prev['generation']} -> {ev['generation']}")]
+            if ev.get("state") == "Stable":
+                ps = stable.get(key)
+                if (ps is not None and ps["generation"] == ev["generation"] and ev.get("members") is not None
+                        and ps.get("members") is not None
+                        and sorted(as_members(ps["members"])) != sorted(as_members(ev["members"]))):
+                    bad += [evidence(ps), evidence(ev, problem=f"group {ev.get('group')} members changed in "
+                                                               f"generation {ev['generation']} without a rebalance")]
+                stable[key] = ev
+            last[key] = ev
+        last_assign: dict[tuple[str, str], Row] = {}
+        for ev in assigns:
+            key = (str(ev.get("src")), str(ev.get("group")))
+            prev = last_assign.get(key)
+            if prev is not None and ev["generation"] < prev["generation"]:
+                bad += [evidence(prev), evidence(ev, problem=f"{ev.get('src')} assigned in generation "
+                                                             f"{ev['generation']} after {prev['generation']}")]
+            elif prev is not None and ev["generation"] == prev["generation"]:
+                # Every assignment a consumer receives ends a completed JoinGroup/SyncGroup round, and
+                # every such round starts a new generation: a second one under the same id is reused.
+                bad += [evidence(prev), evidence(ev, problem=f"{ev.get('src')} assigned again in generation "
+                                                             f"{ev['generation']} (a rebalance without a new "
+                                                             "generation: generation reused)")]
+            last_assign[key] = ev
+        gens = {(str(e.get("group")), int(e["generation"])) for e in states + assigns}
+        metrics = {"group_states": len(states), "assigns": len(assigns), "generations": len(gens),
+                   "violations": len(bad) // 2}
+        if bad:
+            summary, fault = _with_fault(ctx, f"{plural(len(bad) // 2, 'violation')}: {bad[1]['problem']}",
+                                         float(bad[1].get("t") or 0.0))
+            return failed(self.id, summary, bad, metrics, fault)
+        return passed(self.id, f"generations only increased ({plural(len(gens), 'group generation')})", metrics)
+
+
+def _stable_members(ctx: CheckContext) -> dict[tuple[str, int], list[str]]:
+    out: dict[tuple[str, int], list[str]] = {}
+    for ev in ctx.rows("group.state"):
+        if ev.get("state") == "Stable" and ev.get("generation") is not None and ev.get("members") is not None:
+            out[(str(ev.get("group")), int(ev["generation"]))] = as_members(ev["members"])
+    return out
+
+
+def _grown_at(ctx: CheckContext) -> dict[str, float]:
+    """When each topic was first grown by an `add_partitions` operation."""
+    out: dict[str, float] = {}
+    for w in ctx.operations.windows:
+        if w.action == "add_partitions" and w.topic is not None:
+            out[w.topic] = min(out.get(w.topic, w.start), w.start)
+    return out
+
+
+class ExclusiveOwnership:
+    id = "group.exclusive_ownership"
+    family = "group"
+    needs = frozenset({"assign"})
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        held = holdings(ctx.rows("assign", "revoke"))
+        base = base_partition_counts(ctx.rows("partition.state"), _grown_at(ctx))
+        stable = _stable_members(ctx)
+        bad: list[dict[str, Any]] = []
+        covered = 0
+        for (group, gen), members in sorted(held.items()):
+            counts = generation_counts(base, members.values())
+            owners: dict[tuple[str, int], list[Holding]] = defaultdict(list)
+            for h in members.values():
+                for tp in h.partitions:
+                    owners[tp].append(h)
+            for tp, hs in sorted(owners.items()):
+                if len(hs) > 1:
+                    names = ", ".join(h.member for h in hs)
+                    bad += [evidence(h.event, problem=f"{tp_label(*tp)} held by {len(hs)} members ({names}) "
+                                                      f"in generation {gen} of {group}") for h in hs]
+            if (group, gen) in stable and sorted(stable[(group, gen)]) == sorted(members):
+                covered += 1
+                topics = {t for h in members.values() for t, _ in h.partitions}
+                unowned = [(t, p) for t in sorted(topics) for p in range(counts.get(t, 0)) if (t, p) not in owners]
+                if unowned:
+                    last = max(members.values(), key=lambda h: int(h.event.get("seq") or 0))
+                    bad.append(evidence(last.event, problem=f"Stable generation {gen} of {group} leaves "
+                                                            f"{', '.join(tp_label(*x) for x in unowned[:5])} unowned"))
+        metrics = {"generations": len(held), "generations_checked_complete": covered, "violations": len(bad)}
+        if bad:
+            summary, fault = _with_fault(ctx, f"{bad[0]['problem']}" + (f" (+{len(bad) - 1} more rows)"
+                                                                          if len(bad) > 1 else ""),
+                                         float(bad[0].get("t") or 0.0))
+            return failed(self.id, summary, bad, metrics, fault)
+        return passed(self.id, f"no partition held twice in any of {plural(len(held), 'generation')}", metrics)
+
+
+def _protocols(ctx: CheckContext) -> dict[tuple[str, int], str]:
+    out: dict[tuple[str, int], str] = {}
+    for ev in ctx.rows("group.state"):
+        if ev.get("protocol") and ev.get("generation") is not None:
+            out[(str(ev.get("group")), int(ev["generation"]))] = str(ev["protocol"]).lower()
+    return out
+
+
+def _stable_protocols(ctx: CheckContext) -> dict[str, list[tuple[float, str]]]:
+    """Per group, (t, protocol) of every Stable group.state naming a protocol, in time order."""
+    out: dict[str, list[tuple[float, str]]] = {}
+    for ev in ctx.rows("group.state"):
+        if ev.get("state") == "Stable" and ev.get("protocol"):
+            out.setdefault(str(ev.get("group")), []).append((float(ev.get("t") or 0.0), str(ev["protocol"]).lower()))
+    for items in out.values():
+        items.sort()
+    return out
+
+
+STABLE_BEFORE_ASSIGN_S = 2.0
+"""The coordinator turns a group Stable when SyncGroup completes, a moment before the members' assignment
+callbacks run, so the Admin observer (polling every 0.5 s) may see Stable between two members' `assign`
+events, or just before the first (seen: 0.2 s before the last)."""
+
+
+def _protocol_between(timeline: list[tuple[float, str]], after: float, before: float) -> str | None:
+    """The protocol of the first Stable state seen in [after, before): where the Admin API reports no
+    generation, the generation whose assignments were just delivered is the one that became Stable."""
+    return next((proto for t, proto in timeline if after <= t < before), None)
+
+
+class AssignmentConforms:
+    id = "group.assignment_conforms"
+    family = "group"
+    needs = frozenset({"assign", "group.state"})
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        from harness.model import assignors
+
+        held = holdings(ctx.rows("assign", "revoke"))
+        base = base_partition_counts(ctx.rows("partition.state"), _grown_at(ctx))
+        protocols = _protocols(ctx)
+        by_time = _stable_protocols(ctx)
+        first_assign: dict[tuple[str, int], float] = {}
+        for (group, gen), members in held.items():
+            first_assign[(group, gen)] = min(float(h.event.get("t") or 0.0) for h in members.values())
+        stable = _stable_members(ctx)
+        judged = 0
+        bad: list[dict[str, Any]] = []
+        previous: dict[str, dict[str, list[tuple[str, int]]]] = {}
+        for (group, gen), members in sorted(held.items()):
+            current = {m: sorted(h.partitions) for m, h in members.items()}
+            prev = previous.get(group)
+            previous[group] = current
+            protocol = protocols.get((group, gen))
+            if protocol is None:
+                t_prev = max((float(h.event.get("t") or 0.0) for (g, n), ms in held.items() if g == group and n < gen
+                              for h in ms.values()), default=float("-inf"))
+                t_from = max(t_prev, first_assign[(group, gen)] - STABLE_BEFORE_ASSIGN_S)
+                t_next = min((t for (g, n), t in first_assign.items() if g == group and n > gen), default=float("inf"))
+                protocol = _protocol_between(by_time.get(group, []), t_from, t_next)
+            if protocol is None or ((group, gen) in stable and sorted(stable[(group, gen)]) != sorted(members)):
+                continue
+            topics = sorted({t for ps in current.values() for t, _ in ps})
+            counts = generation_counts(base, members.values())
+            parts = {t: counts[t] for t in topics if t in counts}
+            last = max(members.values(), key=lambda h: int(h.event.get("seq") or 0)).event
+            problem = None
+            if protocol in ("range", "roundrobin"):
+                fn = assignors.range_assign if protocol == "range" else assignors.roundrobin_assign
+                want = {m: sorted(v) for m, v in fn(sorted(current), parts).items()}
+                judged += 1
+                if want != current:
+                    diff = [m for m in sorted(current) if want.get(m) != current[m]]
+                    m0 = diff[0]
+                    held_now = [tp_label(*x) for x in current[m0]]
+                    model = [tp_label(*x) for x in want.get(m0, [])]
+                    problem = f"{group} generation {gen} ({protocol}): {m0} holds {held_now}, model assigns {model}"
+            elif "sticky" in protocol:
+                judged += 1
+                # A cooperative first round (KIP-429) leaves the partitions it takes from staying members
+                # unassigned, and so unbalanced; the follow-up generation is judged whole.
+                revoking = (assignors.cooperative_revoking(prev, current)
+                            if prev is not None and protocol == "cooperative-sticky" else frozenset())
+                issues = list(assignors.assignment_problems(current, parts, may_be_unassigned=revoking))
+                if not revoking and not assignors.is_balanced(current):
+                    issues.append("unbalanced: " + ", ".join(f"{m}={len(v)}" for m, v in sorted(current.items())))
+                if prev is not None:
+                    issues += [f"{v.kind}: {tp_label(*v.partition)} moved {v.from_member} -> {v.to_member}"
+                               for v in assignors.sticky_violations(prev, current)]
+                if issues:
+                    problem = f"{group} generation {gen} ({protocol}): {issues[0]}" + (
+                        f" (+{len(issues) - 1} more)" if len(issues) > 1 else "")
+            if problem:
+                bad.append(evidence(last, protocol=protocol, problem=problem,
+                                    assignment={m: [tp_label(*x) for x in v] for m, v in current.items()}))
+        metrics = {"generations": len(held), "judged": judged, "violations": len(bad)}
+        if bad:
+            summary, fault = _with_fault(ctx, f"{plural(len(bad), 'generation')} off the strategy: {bad[0]['problem']}",
+                                         float(bad[0].get("t") or 0.0))
+            return failed(self.id, summary, bad, metrics, fault)
+        if judged == 0:
+            return unknown(self.id, "no generation with a known protocol and a complete assignment", metrics)
+        return passed(self.id, f"{plural(judged, 'generation')} assigned as the elected strategy prescribes", metrics)
+
+
+class CoordinatorConforms:
+    id = "group.coordinator_conforms"
+    family = "group"
+    needs = frozenset({"group.state", "partition.state"})
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        from harness.model.coordinator import coordinator_partition
+
+        offsets = [e for e in ctx.rows("partition.state") if e.get("topic") == OFFSETS_TOPIC]
+        zk = [e for e in offsets if e.get("src") == "zk"]
+        offsets = zk or offsets
+        if not offsets:
+            return unknown(self.id, f"no partition.state events for {OFFSETS_TOPIC}")
+        n = ctx.run.offsets_topic_partitions or (max(int(e["partition"]) for e in offsets) + 1)
+        timeline: dict[int, tuple[list[float], list[int]]] = {}
+        for e in offsets:
+            ts, ls = timeline.setdefault(int(e["partition"]), ([], []))
+            ts.append(float(e.get("t") or 0.0))
+            ls.append(int(e["leader"]) if e.get("leader") is not None else -1)
+        judged = 0
+        bad: list[dict[str, Any]] = []
+        for ev in ctx.rows("group.state"):
+            coord = ev.get("coordinator")
+            if coord is None or coord < 0 or ev.get("group") is None:
+                continue
+            p = coordinator_partition(str(ev["group"]), n)
+            if p not in timeline:
+                continue
+            ts, ls = timeline[p]
+            t = float(ev.get("t") or 0.0)
+            i0 = max(0, bisect.bisect_right(ts, t - COORDINATOR_GRACE_S) - 1)
+            i1 = bisect.bisect_right(ts, t + COORDINATOR_GRACE_S)
+            candidates = set(ls[i0:i1])
+            judged += 1
+            if coord not in candidates:
+                at = ls[max(0, bisect.bisect_right(ts, t) - 1)]
+                bad.append(evidence(ev, expected=at, problem=f"group {ev['group']} coordinated by {coord}, but "
+                                                             f"{OFFSETS_TOPIC}/{p} is led by {at}"))
+        metrics = {"group_states": judged, "offsets_topic_partitions": n, "violations": len(bad)}
+        if bad:
+            summary, fault = _with_fault(ctx, f"{plural(len(bad), 'observation')} with the wrong coordinator: "
+                                              f"{bad[0]['problem']}", float(bad[0].get("t") or 0.0))
+            return failed(self.id, summary, bad, metrics, fault)
+        if judged == 0:
+            return unknown(self.id, "no group.state with a coordinator whose offsets partition was observed", metrics)
+        return passed(self.id, f"coordinator matched the {OFFSETS_TOPIC} leader in {plural(judged, 'observation')}",
+                      metrics)
+
+
+class CommitMonotonic:
+    id = "group.commit_monotonic"
+    family = "group"
+    needs = frozenset({"commit"})
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        return judge_commit_monotonic(self.facts(ctx), ctx.faults)
+
+    def facts(self, ctx: CheckContext) -> CommitRegressions:
+        w = Window.partitionBy("group", "topic", "partition", "generation").orderBy("seq")
+        commits = ctx.df("commit").where(F.col("offset").isNotNull()).select(*COMMIT_FIELDS)
+        bad = (commits.withColumn("prev_offset", F.lag("offset").over(w))
+               .withColumn("prev_seq", F.lag("seq").over(w))
+               .withColumn("prev_member", F.lag("member").over(w))
+               .where(F.col("offset") < F.col("prev_offset")))
+        sample = bad.orderBy("seq").limit(SAMPLE).collect()
+        total = ctx.count("commit")
+        if not sample:
+            return CommitRegressions(total)
+        return CommitRegressions(total, bad.count(), [
+            RegressedCommit({k: r[k] for k in COMMIT_FIELDS}, int(r["prev_seq"]), r["prev_member"],
+                            int(r["prev_offset"])) for r in sample])

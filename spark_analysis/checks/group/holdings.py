@@ -1,0 +1,86 @@
+"""Who owned which partitions in which generation, reconstructed from assign/revoke events.
+
+Owns `holdings`: per group member (its member id; the consumer's `src` when no id is recorded), so
+that a restarted consumer or one fenced into a new member id starts with nothing, since a killed
+incarnation never revokes (SIGKILL), and its partitions go elsewhere with the next generation; the
+partitions it held right after each
+`assign` (union of assigns minus revokes, which is right for both the eager protocol — revoke
+everything, assign the full set — and the cooperative one — incremental assign/revoke), keyed
+by (group, generation). Also the partition count of every topic, from `partition.state` events
+(highest partition + 1), else from what assignments mention; and the count one generation is judged
+against when `add_partitions` grew a topic during the run (`generation_counts`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from spark_analysis.checks.shared.common import TopicPartition, as_partitions
+
+
+@dataclass(frozen=True, slots=True)
+class Holding:
+    """One consumer's partitions right after an assign in `generation`."""
+
+    group: str
+    generation: int
+    src: str
+    member: str
+    partitions: frozenset[TopicPartition]
+    event: Mapping[str, Any]
+
+
+def holdings(events: Iterable[Mapping[str, Any]]) -> dict[tuple[str, int], dict[str, Holding]]:
+    """(group, generation) -> member -> Holding (the last assign of that member in that generation)."""
+    held: dict[tuple[str, str], set[TopicPartition]] = defaultdict(set)
+    out: dict[tuple[str, int], dict[str, Holding]] = defaultdict(dict)
+    for ev in events:
+        group = str(ev.get("group"))
+        src = str(ev.get("src"))
+        member = str(ev.get("member") or src)
+        parts = as_partitions(ev.get("partitions"))
+        if ev.get("type") == "revoke":
+            held[(group, member)].difference_update(parts)
+        elif ev.get("type") == "assign":
+            held[(group, member)].update(parts)
+            if ev.get("generation") is None:
+                continue
+            gen = int(ev["generation"])
+            out[(group, gen)][member] = Holding(group, gen, src, member, frozenset(held[(group, member)]), ev)
+    return out
+
+
+def topic_partition_counts(
+    partition_states: Iterable[Mapping[str, Any]], assignments: Iterable[Holding] = ()
+) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for ev in partition_states:
+        if ev.get("topic") is not None and ev.get("partition") is not None:
+            counts[str(ev["topic"])] = max(counts.get(str(ev["topic"]), 0), int(ev["partition"]) + 1)
+    for h in assignments:
+        for topic, part in h.partitions:
+            if topic not in counts or counts[topic] <= part:
+                counts[topic] = max(counts.get(topic, 0), part + 1)
+    return counts
+
+
+def base_partition_counts(partition_states: Iterable[Mapping[str, Any]],
+                          grown_at: Mapping[str, float]) -> dict[str, int]:
+    """Partitions per topic from `partition.state` events; for a topic that an `add_partitions` grew (its
+    first start in `grown_at`), only the events before that count: its partitions before the growth."""
+    return topic_partition_counts(ev for ev in partition_states
+                                  if float(ev.get("t") or 0.0) < grown_at.get(str(ev.get("topic")), float("inf")))
+
+
+def generation_counts(base: Mapping[str, int], members: Iterable[Holding]) -> dict[str, int]:
+    """The partition count a generation is judged against, per topic: the count before any growth, raised to
+    cover the partitions its members hold (added partitions count once the group has taken one of them: a
+    group cannot be faulted for partitions its leader's metadata did not show yet)."""
+    out = dict(base)
+    for h in members:
+        for topic, part in h.partitions:
+            out[topic] = max(out.get(topic, 0), part + 1)
+    return out

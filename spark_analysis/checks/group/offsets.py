@@ -1,0 +1,160 @@
+"""`group.offsets_kept` (Spark): a consumer group resumes where it committed (KAFKA-BEHAVIOUR.md G10).
+
+A member assigned a partition starts reading at the group's committed offset for it (OffsetFetch, then Fetch from
+there; `auto.offset.reset` only where the group has none). The coordinator keeps a group's committed offsets while
+the group has members, and expires them only once the group has stayed Empty for `offsets.retention.minutes`
+(KIP-211; `GroupMetadata.removeExpiredOffsets`: measured from the moment it became Empty). So a member's first
+poll of a newly assigned partition is at or past the last offset the group committed for it before the
+assignment. Reading before it means the commit was lost: Kafka 3.1.0 and earlier expired the offsets of a group
+rebalancing out of Empty by their commit time (KAFKA-13636, fixed in 2.8.2, 3.0.1, 3.1.1 and 3.2.0).
+
+Judged per `assign` of a partition: the last `commit` of its group for it before the assignment, against the
+member's first `poll` of it after the assignment (none: not judged). Spark reduces the polls and commits (the bulk
+events) to those pairs; without Spark the same reduction runs over the rows (`_pairs_rows`); the judging is one.
+Not a violation: the group observed Empty
+(`group.state`) without a break for at least the retention before the assignment (a legitimate expiry), and a
+partition a permitted unclean election truncated (its committed offset may lie past the new log end:
+`checks.shared.permits`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import functions as F
+
+from spark_analysis.checks.shared.common import as_partitions, plural, tp_label
+from spark_analysis.checks.shared.permits import settle, unclean_partitions
+from spark_analysis.facts.context import CheckContext, Row
+from spark_analysis.result import CheckResult, failed, passed
+from spark_analysis.session.local_frame import local_frame
+
+RETENTION_MINUTES = 10080
+"""Kafka's default `offsets.retention.minutes` (7 days since 2.0, KIP-186)."""
+EVIDENCE_ROWS = 10
+
+
+def _consumer(ev: Row) -> str:
+    """The consumer an event is about: its `consumer` field, else its source (`consumer:<id>`)."""
+    return str(ev.get("consumer") or str(ev.get("src") or "").removeprefix("consumer:"))
+
+
+def _empty_since(states: list[Row], group: str, t: float) -> float | None:
+    """When the group's latest run of Empty observations before `t` began (None: not Empty just before t)."""
+    since: float | None = None
+    for ev in states:
+        if ev.get("group") != group or float(ev.get("t") or 0.0) > t:
+            continue
+        since = (since if since is not None else float(ev.get("t") or 0.0)) if ev.get("state") == "Empty" else None
+    return since
+
+
+Assignment = tuple[str, str, str, int, float, float]
+"""(consumer, group, topic, partition, t of its assign, t of its next assign or revoke of the partition)."""
+Pair = dict[str, Any]
+"""An assignment with its member's first poll after it (pt, poll_offset, poll_seq) and its group's last commit
+before it (ct, committed, commit_seq)."""
+_KEY = ("consumer", "group", "topic", "partition", "t_assign")
+
+
+def _pairs_spark(ctx: CheckContext, rows: list[Assignment]) -> list[Pair]:
+    """`Pair`s of the assignments that have both a poll and a commit, reduced in Spark (polls and commits are the
+    bulk events)."""
+    spark = ctx.spark
+    assert spark is not None
+    judged = local_frame(spark, rows, "consumer string, group string, topic string, partition long, "
+                                      "t_assign double, t_end double")
+    polls = ctx.df("poll").where(F.col("offset").isNotNull()).select(
+        "consumer", "topic", "partition", F.col("t").alias("pt"), F.col("offset").alias("poll_offset"),
+        F.col("seq").alias("poll_seq"))
+    first = (judged.join(polls, ["consumer", "topic", "partition"])
+             .where((F.col("pt") > F.col("t_assign")) & (F.col("pt") < F.col("t_end")))
+             .groupBy(*_KEY).agg(F.min(F.struct("pt", "poll_offset", "poll_seq")).alias("p")))
+    commits = ctx.df("commit").where(F.col("offset").isNotNull()).select(
+        "group", "topic", "partition", F.col("t").alias("ct"), F.col("offset").alias("committed"),
+        F.col("seq").alias("commit_seq"))
+    last = (judged.join(commits, ["group", "topic", "partition"]).where(F.col("ct") < F.col("t_assign"))
+            .groupBy(*_KEY).agg(F.max(F.struct("ct", "committed", "commit_seq")).alias("c")))
+    out = first.join(last, list(_KEY)).select(
+        *_KEY, F.col("p.pt").alias("pt"), F.col("p.poll_offset").alias("poll_offset"),
+        F.col("p.poll_seq").alias("poll_seq"), F.col("c.ct").alias("ct"), F.col("c.committed").alias("committed"),
+        F.col("c.commit_seq").alias("commit_seq")).collect()
+    return [r.asDict() for r in out]
+
+
+def _pairs_rows(ctx: CheckContext, rows: list[Assignment]) -> list[Pair]:
+    """The same `Pair`s over collected rows (the single-process evaluator: no Spark)."""
+    polls, commits = ctx.rows("poll"), ctx.rows("commit")
+    out: list[Pair] = []
+    for consumer, group, topic, part, t_assign, t_end in rows:
+        mine = [p for p in polls if p.get("offset") is not None and _consumer(p) == consumer
+                and p.get("topic") == topic and p.get("partition") == part
+                and t_assign < float(p.get("t") or 0.0) < t_end]
+        theirs = [c for c in commits if c.get("offset") is not None and str(c.get("group")) == group
+                  and c.get("topic") == topic and c.get("partition") == part and float(c.get("t") or 0.0) < t_assign]
+        if not mine or not theirs:
+            continue
+        p = min(mine, key=lambda e: (float(e["t"]), int(e["offset"]), int(e.get("seq") or 0)))
+        c = max(theirs, key=lambda e: (float(e["t"]), int(e["offset"]), int(e.get("seq") or 0)))
+        out.append({"consumer": consumer, "group": group, "topic": topic, "partition": part, "t_assign": t_assign,
+                    "pt": float(p["t"]), "poll_offset": int(p["offset"]), "poll_seq": p.get("seq"),
+                    "ct": float(c["t"]), "committed": int(c["offset"]), "commit_seq": c.get("seq")})
+    return out
+
+
+class OffsetsKept:
+    id = "group.offsets_kept"
+    family = "group"
+    needs = frozenset({"commit", "poll", "assign"})
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        retention_s = 60.0 * ctx.run.broker_setting("offsets.retention.minutes", RETENTION_MINUTES)
+        states = sorted(ctx.rows("group.state"), key=lambda e: float(e.get("t") or 0.0))
+        assigns = sorted(ctx.rows("assign", "revoke"), key=lambda e: float(e.get("t") or 0.0))
+        rows: list[Assignment] = []
+        expired = 0
+        for i, ev in enumerate(assigns):
+            if ev.get("type") != "assign":
+                continue
+            consumer, group, t = _consumer(ev), str(ev.get("group")), float(ev.get("t") or 0.0)
+            since = _empty_since(states, group, t)
+            if since is not None and t - since >= retention_s:
+                expired += 1
+                continue
+            for topic, part in as_partitions(ev.get("partitions")):
+                end = next((float(o.get("t") or 0.0) for o in assigns[i + 1:] if _consumer(o) == consumer
+                            and (topic, part) in as_partitions(o.get("partitions"))), ctx.end_t + 1.0)
+                rows.append((consumer, group, topic, part, t, end))
+        if not rows:
+            return passed(self.id, "no partition was assigned to a group member (nothing to judge)",
+                          {"assignments": 0, "expired_legitimately": expired})
+        pairs = _pairs_spark(ctx, rows) if ctx.spark is not None else _pairs_rows(ctx, rows)
+        bad = [r for r in pairs if int(r["poll_offset"]) < int(r["committed"])]
+        metrics: dict[str, Any] = {"assignments_judged": len(pairs), "rewound": len(bad),
+                                   "expired_legitimately": expired, "retention_s": retention_s}
+        if not bad:
+            return passed(self.id, f"every member resumed at or past its group's committed offset "
+                                   f"({plural(len(pairs), 'assignment')} judged)", metrics)
+        unclean = unclean_partitions(ctx)
+        return settle(self._failed(ctx, bad, metrics), [(unclean.get((r["topic"], int(r["partition"]))), 1)
+                                                        for r in bad], ("rewound assignment", "rewound assignments"),
+                      lambda _n: self._failed(ctx, [r for r in bad if (r["topic"], int(r["partition"]))
+                                                    not in unclean], metrics))
+
+    def _failed(self, ctx: CheckContext, bad: list[Pair], metrics: dict[str, Any]) -> CheckResult:
+        bad = sorted(bad, key=lambda r: float(r["pt"]))
+        ev: list[dict[str, Any]] = []
+        for r in bad[:EVIDENCE_ROWS]:
+            label = tp_label(r["topic"], r["partition"])
+            ev.append({"type": "commit", "seq": r["commit_seq"], "t": r["ct"], "group": r["group"],
+                       "topic": r["topic"], "partition": r["partition"], "offset": r["committed"]})
+            ev.append({"type": "poll", "seq": r["poll_seq"], "t": r["pt"], "consumer": r["consumer"],
+                       "group": r["group"], "topic": r["topic"], "partition": r["partition"],
+                       "offset": r["poll_offset"],
+                       "problem": f"{r['consumer']} assigned {label} at {float(r['t_assign']):.3f}s read from offset "
+                                  f"{r['poll_offset']}, before {r['group']}'s committed offset {r['committed']}"})
+        first = bad[0]
+        fault = ctx.faults.active_at(float(first["pt"]))
+        summary = (f"{plural(len(bad), 'assignment')} read before the group's committed offset, e.g. "
+                   f"{ev[1]['problem']}" + (f" during {fault.label}" if fault else ""))
+        return failed(self.id, summary, ev, metrics, fault.label if fault else None)

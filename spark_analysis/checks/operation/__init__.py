@@ -1,0 +1,2 @@
+"""The operation family: `checks` (`operation.completes`).
+"""

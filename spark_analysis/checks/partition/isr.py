@@ -1,0 +1,221 @@
+"""What the controller must do when a broker goes (KAFKA-BEHAVIOUR.md §7.3, §7.4, §7.6), in Python over
+the authoritative `partition.state` events (`partition.authoritative`) and the registrations.
+
+- `partition.offline_replica_leaves_isr`: once the controller has seen a broker go (its registration
+  vanished: `broker.down`; in KRaft also `broker.fenced`), the broker leaves the ISR of every
+  partition it was in, the ones it led and the ones it followed. Apache Kafka's ZooKeeper controller
+  does it in one pass (`KafkaController.onBrokerFailure` -> `onReplicasBecomeOffline`: the led
+  partitions get an election without it, then `ReplicaStateMachine` moves every replica of it to
+  OfflineReplica, `removeReplicasFromIsr`); KRaft's does it when it fences the broker
+  (`ReplicationControlManager.handleBrokerFenced`). The only exception is a partition where it was
+  the last ISR member (the ISR never becomes empty). The rule holds for the controller's whole answer to
+  the event: brokers lost together leave one write per replica, so a write that lists the broker and is
+  followed at once by writes that take only gone replicas out, it among them, is a step (`_steps_out`).
+  Fails when a controller write for such a
+  partition after the broker went (a state with a higher leader epoch) still lists it, or when no
+  state without it appears while the broker stays down longer than `OFFLINE_GRACE_S` with a controller in office
+  (no controller, no write: brokers cut off from ZooKeeper while the controller's own session expired left none
+  for 25 s on Apache Kafka 3.9.2, false-fail hunt zookeeper schedule 8). A replica already
+  out of the ISR when its broker went (a controlled shutdown took it out) holds the rule; a run whose
+  only gone broker did that passes, saying so (it was unknown, as if nothing could be judged).
+- `partition.unclean_only_when_enabled`: a leader from outside the last ISR (in KRaft also outside
+  the ELR and not the last known leader, which Kafka may elect cleanly) only when
+  `unclean.leader.election.enable` is true; then each such election is recorded as unclean in the
+  metrics and evidence (`unclean_elections`). A replica that joined the ISR between two observed states
+  (the leader epoch skipped one) is not outside it (`partitions.caught_up`).
+- `partition.controlled_shutdown_moves_leaders` lives in `checks.partition.shutdown`, over the same timeline.
+
+Event order: the states and the registrations come from the same observer (ZooKeeper watches, or the
+KRaft metadata observer), so "before" is file order (`seq`) there and the history clock otherwise.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+from typing import Any
+
+from spark_analysis.checks.partition.checks import STEP_S, _summary_with_fault
+from spark_analysis.checks.shared.common import evidence, plural, tp_label
+from spark_analysis.facts.context import CheckContext, Row
+from spark_analysis.facts.liveness import LIVENESS_TYPES, Liveness, build_liveness, controller_events
+from spark_analysis.facts.partitions import UncleanElection, leader_elections, partition_timeline
+from spark_analysis.result import CheckResult, failed, passed, unknown
+
+OFFLINE_GRACE_S = 10.0
+"""How long a broker may stay in an ISR after its registration vanished with no controller write at all
+(the controller's reaction takes milliseconds; the observers' polls and a loaded machine take seconds)."""
+
+def controllers_by_time(ctx: CheckContext) -> list[Row]:
+    """The authoritative `controller` events (`liveness.controller_events`), by the history clock."""
+    return sorted(controller_events(ctx.rows("controller")), key=lambda e: float(e.get("t") or 0.0))
+
+
+def controller_in_office(controllers: list[Row], t0: float, t1: float) -> float:
+    """Seconds of [t0, t1] during which some controller held office, by the authoritative `controller` events
+    (`liveness.controller_events`: broker -1 is none). Before the first event, and with none recorded, all of it
+    (nothing says it was missing)."""
+    if t1 <= t0:
+        return 0.0
+    if not controllers:
+        return t1 - t0
+    first = float(controllers[0].get("t") or 0.0)
+    total = max(0.0, min(first, t1) - t0)
+    for ev, nxt in itertools.zip_longest(controllers, controllers[1:]):
+        if ev.get("broker") is None or int(ev["broker"]) < 0:
+            continue
+        start, end = float(ev.get("t") or 0.0), float(nxt.get("t") or 0.0) if nxt is not None else t1
+        total += max(0.0, min(end, t1) - max(start, t0))
+    return total
+
+
+def _steps_out(states: list[Row], broker: int, live: Liveness) -> bool:
+    """Whether `states[0]`, which still lists `broker` in the ISR, is a step of the controller's answer rather than
+    its end: each following write, within `STEP_S` of the one before, only takes replicas of gone brokers out of
+    the ISR, until one takes `broker` out. Apache Kafka's controller takes the replicas of brokers lost in one
+    event out one replica at a time (`ReplicaStateMachine.doRemoveReplicasFromIsr`, a write per replica; seen on
+    3.9.2 with brokers 2 and 3 expiring together: `leader -1, isr [3, 1]`, then `isr [1]` 52 ms later)."""
+    for cur, nxt in itertools.pairwise(states):
+        t = float(nxt.get("t") or 0.0)
+        removed, added = set(_isr(cur)) - set(_isr(nxt)), set(_isr(nxt)) - set(_isr(cur))
+        if added or not removed or t - float(cur.get("t") or 0.0) > STEP_S:
+            return False
+        if any(live.state_at(b, t) is not False for b in removed):
+            return False
+        if broker in removed:
+            return True
+    return False
+
+
+def _isr(st: Row) -> list[int]:
+    return [int(b) for b in st.get("isr") or []]
+
+
+def _epoch(st: Row) -> int:
+    value = st.get("leader_epoch")
+    return int(value) if value is not None else -1
+
+
+def _result(check_id: str, ctx: CheckContext, bad: list[dict[str, Any]], metrics: dict[str, Any],
+            noun: str, ok_text: str, none_text: str | None) -> CheckResult:
+    if bad:
+        first = next(e for e in bad if "problem" in e)
+        summary, fault = _summary_with_fault(ctx, f"{plural(metrics['violations'], noun)}: {first['problem']}",
+                                             float(first.get("t") or 0.0))
+        return failed(check_id, summary, bad, metrics, fault)
+    if none_text is not None:
+        return unknown(check_id, none_text, metrics)
+    return passed(check_id, ok_text, metrics)
+
+
+class OfflineReplicaLeavesIsr:
+    id = "partition.offline_replica_leaves_isr"
+    family = "partition"
+    needs = frozenset({"partition.state"})
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        tl = partition_timeline(ctx)
+        if not tl.states:
+            return unknown(self.id, "no partition.state event carries an ISR")
+        judged = last_member = not_judged = already_out = no_controller = 0
+        bad: list[dict[str, Any]] = []
+        live = build_liveness(ctx.rows(*LIVENESS_TYPES))
+        controllers = controllers_by_time(ctx)
+        for down in tl.downs:
+            broker, t_down = int(down["broker"]), float(down.get("t") or 0.0)
+            back = tl.next_up(down)
+            horizon = float(back.get("t") or 0.0) if back is not None else ctx.end_t
+            for (topic, part), states in tl.states.items():
+                prev = tl.before(down, states)
+                if prev is None:
+                    continue
+                if broker not in _isr(prev):
+                    already_out += broker in (prev.get("replicas") or [])  # a controlled shutdown took it out
+                    continue
+                if len(_isr(prev)) == 1:
+                    last_member += 1
+                    continue
+                later = tl.after(down, states, back)
+                kept = [st for i, st in enumerate(later) if broker in _isr(st) and _epoch(st) > _epoch(prev)
+                        and _isr(st) != [broker]  # the other members went first: it stays as the last one (seen
+                        # on 3.9.2: `leader 2, isr [2]` then `leader -1, isr [2]`, hunt zookeeper schedule 6)
+                        and not _steps_out(later[i:], broker, live)]
+                left = [st for st in later if broker not in _isr(st)]
+                role = "led" if prev.get("leader") == broker else "followed"
+                label = tp_label(topic, part)
+                if kept and (not left or tl.order(kept[0]) < tl.order(left[0])):
+                    judged += 1
+                    bad += [evidence(down), evidence(prev), evidence(
+                        kept[0], problem=f"{label}: broker {broker} (which {role} it) is still in the ISR "
+                                         f"{_isr(kept[0])} written in leader epoch {_epoch(kept[0])} after its "
+                                         f"registration vanished at {t_down:.3f}s")]
+                elif left:
+                    judged += 1
+                elif any(_isr(st) == [broker] for st in later):
+                    last_member += 1  # the others went first: it stays as the last member (Kafka keeps one)
+                elif controller_in_office(controllers, t_down, horizon) > OFFLINE_GRACE_S:
+                    judged += 1
+                    bad += [evidence(down), evidence(
+                        prev, problem=f"{label}: broker {broker} (which {role} it) is still in the ISR "
+                                      f"{_isr(prev)} {horizon - t_down:.1f}s after its registration vanished "
+                                      f"at {t_down:.3f}s: the controller wrote nothing for the partition",
+                        t=t_down)]
+                elif horizon - t_down > OFFLINE_GRACE_S:
+                    no_controller += 1  # no controller to write anything (all cut off from ZooKeeper, say)
+                else:
+                    not_judged += 1
+        violations = sum(1 for e in bad if "problem" in e)
+        metrics = {"brokers_gone": len(tl.downs), "replicas_judged": judged, "last_isr_member": last_member,
+                   "not_judged_short": not_judged, "not_judged_no_controller": no_controller,
+                   "out_before_going": already_out, "violations": violations}
+        if not tl.downs:
+            return passed(self.id, "no broker went away during the run (nothing to judge)", metrics)
+        none = None if judged or already_out else (
+            f"no replica of a gone broker could be judged ({plural(len(tl.downs), 'broker')} went, {not_judged} "
+            f"not down for {OFFLINE_GRACE_S:g}s before the end, {no_controller} while no controller was in office "
+            f"for {OFFLINE_GRACE_S:g}s)")
+        text = f"every gone broker left the ISR of all {plural(judged, 'partition')} it was in"
+        if not judged:
+            text = f"every gone broker had left the ISR before it went ({plural(already_out, 'replica')}: " \
+                   "controlled shutdown)"
+        elif already_out:
+            text += (f"; {plural(already_out, 'replica')} had left the ISR before its broker went (controlled "
+                     f"shutdown)")
+        return _result(self.id, ctx, bad, metrics, "replica", text, none)
+
+
+class UncleanOnlyWhenEnabled:
+    id = "partition.unclean_only_when_enabled"
+    family = "partition"
+    needs = frozenset({"partition.state"})
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        tl = partition_timeline(ctx)
+        if not tl.states:
+            return unknown(self.id, "no partition.state event carries an ISR")
+        elections, found = leader_elections(ctx)
+        refused = [u for u in found if not ctx.run.unclean_for(u.topic)]
+        allowed = [u for u in found if ctx.run.unclean_for(u.topic)]
+        metrics = {"elections": elections, "unclean_elections": len(found), "unclean_enabled": ctx.run.unclean_election,
+                   "violations": len(refused)}
+        if refused:
+            return _result(self.id, ctx, _unclean_rows(refused), metrics, "unclean election", "", None)
+        if allowed:
+            rows = _unclean_rows(allowed)
+            result = passed(self.id, f"{plural(len(allowed), 'unclean election')} recorded, allowed by "
+                                     f"unclean.leader.election.enable=true, e.g. {rows[1]['problem']}", metrics)
+            return replace(result, evidence=tuple(rows), permitted=("unclean.leader.election.enable=true",))
+        if not elections:
+            return passed(self.id, "no leader was elected after the first state (nothing unclean)", metrics)
+        return passed(self.id, f"all {plural(elections, 'election')} chose from the ISR"
+                      + (" or the ELR" if any(st.get("elr") is not None for s in tl.states.values() for st in s)
+                         else ""), metrics)
+
+
+def _unclean_rows(found: list[UncleanElection]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for u in found:
+        elr = f" and the ELR {list(u.prev['elr'])}" if u.prev.get("elr") else ""
+        rows += [evidence(u.prev), evidence(u.ev, unclean=True, problem=f"{tp_label(u.topic, u.partition)}: unclean "
+                                            f"election of broker {u.leader}, outside the ISR {_isr(u.prev)}{elr}")]
+    return rows

@@ -1,0 +1,2 @@
+"""The KRaft quorum family: `checks` (`quorum.no_split_brain`, `quorum.leader_resigns`).
+"""

@@ -1,0 +1,142 @@
+"""Anomalies the run's configuration permits (docs/kafka-behaviour.md §9, the "Promised by" column): a delivery or
+consumer anomaly is a violation only when the settings in force asked Kafka for the guarantee it breaks
+(`harness.model.promises`). Otherwise it is still reported, as permitted, naming the setting, and it does not fail
+the run: users of weak configurations see exactly what they trade.
+
+Owns the rule of permits, for every path that judges these checks (Spark and the in-process evaluator):
+- what permits each kind of anomaly (`Reason`: `once_permit`, `order_permit`, `ack_permit`, `truncation_permit`),
+  from the settings of the writer of its value (`harness.model.promises`) and its partition's unclean election;
+- `unclean_partitions` (per partition: the unclean election its topic's `unclean.leader.election.enable`
+  allowed, which truncates what only the old ISR held), and `permit_of`, one anomaly's permit;
+- `Weighed`, a check's anomalies counted by what permits them, with the facts its judge needs about all of them
+  and about the violations alone; `judge_weighed` and `settle` turn them into one result: pass with `permitted`
+  when every anomaly is permitted, else a failure on the violations with the permitted ones counted beside them.
+
+Counting anomalies by permit in Spark (`frames.weigh`) groups rows by writer and partition and calls the same
+`Reason` once per group.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from harness.model.promises import Writer, ack_withdrawn, once_withdrawn, order_withdrawn, unclean_permits
+from spark_analysis.checks.shared.common import plural, tp_label
+from spark_analysis.facts.partitions import leader_elections
+from spark_analysis.result import CheckResult, passed
+
+if TYPE_CHECKING:
+    from spark_analysis.facts.context import CheckContext
+
+Partition = tuple[str, int]
+Anomalies = tuple[tuple[str | None, int], ...]
+"""(the setting that permits them or None for violations, how many), as many entries as the path likes."""
+Facts = TypeVar("Facts")
+
+Reason = Callable[[Writer | None, str | None], str | None]
+"""What permits an anomaly of a value written by a writer (None: not known) at a partition's setting (None: no
+unclean election permitted there): the setting, or None for a violation."""
+
+
+def once_permit(writer: Writer | None, unclean: str | None) -> str | None:
+    """R5 holds for idempotent writers; a truncation by a permitted unclean election also stores a retry again."""
+    return (once_withdrawn(writer) if writer is not None else None) or unclean
+
+
+def order_permit(writer: Writer | None, unclean: str | None) -> str | None:
+    """R7 holds for idempotent writers and those with one request in flight; a permitted truncation reorders too."""
+    return (order_withdrawn(writer) if writer is not None else None) or unclean
+
+
+def ack_permit(writer: Writer | None, unclean: str | None) -> str | None:
+    """R3/R6: only acks=all writes survive every clean election; a permitted unclean one truncates any."""
+    return unclean or (ack_withdrawn(writer) if writer is not None else None)
+
+
+def truncation_permit(_writer: Writer | None, unclean: str | None) -> str | None:
+    """Consumers read only below the high watermark, which no clean election takes back: their reads go back or
+    jump only when a permitted unclean election truncated the log under them."""
+    return unclean
+
+
+def unclean_partitions(ctx: CheckContext) -> Mapping[Partition, str]:
+    """Partition -> the setting that permitted its first unclean election (which truncates what only the old ISR
+    held), computed once per verify."""
+    if "unclean_permits" not in ctx.shared:
+        unclean: dict[Partition, str] = {}
+        if ctx.count("partition.state"):
+            for u in leader_elections(ctx)[1]:
+                reason = unclean_permits(ctx.run.unclean_for(u.topic), u.leader, u.t, tp_label(u.topic, u.partition))
+                if reason is not None:
+                    unclean.setdefault((u.topic, u.partition), reason)
+        ctx.shared["unclean_permits"] = unclean
+    return ctx.shared["unclean_permits"]
+
+
+def permit_of(ctx: CheckContext, reason: Reason, value: int | None, partition: Partition | None) -> str | None:
+    """What permits one anomaly (`reason`): the writer of `value` (each writer writes from its own `value_base`
+    on; None: no writer), and the unclean election of `partition` (None: not known)."""
+    writer = ctx.run.writer_of(value) if value is not None else None
+    unclean = unclean_partitions(ctx).get(partition) if partition is not None else None
+    return reason(writer, unclean)
+
+
+def tally(permits: Iterable[str | None]) -> Anomalies:
+    """Anomalies, one permit (or None) each, counted by permit."""
+    return tuple(Counter(permits).items())
+
+
+def mixed(anomalies: Anomalies) -> bool:
+    """Whether `settle` judges the violations alone: some anomalies are permitted and some are not."""
+    return any(n for r, n in anomalies if r is None) and any(n for r, n in anomalies if r is not None)
+
+
+@dataclass(frozen=True, slots=True)
+class Weighed(Generic[Facts]):
+    """A check's anomalies weighed against the configuration: the facts its judge needs about all of them
+    (`found`), counted by what permits them (`anomalies`), and the same facts about the violations alone
+    (`violations`: gathered only when they differ, i.e. when the anomalies are `mixed`)."""
+
+    found: Facts
+    anomalies: Anomalies = ()
+    violations: Facts | None = None
+
+
+def judge_weighed(weighed: Weighed[Facts], judge: Callable[[Facts], CheckResult],
+                  noun: tuple[str, str]) -> CheckResult:
+    """`settle` the failure `judge` makes of the anomalies found, judging the violations alone when needed."""
+    def on_violations(_n: int) -> CheckResult:
+        assert weighed.violations is not None, "mixed anomalies come with the facts of their violations"
+        return judge(weighed.violations)
+
+    return settle(judge(weighed.found), weighed.anomalies, noun, on_violations)
+
+
+def settle(result: CheckResult, anomalies: Iterable[tuple[str | None, int]], noun: tuple[str, str],
+           violations: Callable[[int], CheckResult]) -> CheckResult:
+    """The check's result once each anomaly is weighed against the configuration: `anomalies` are (the setting
+    that permits it or None, how many); `noun` names one and many of them; `result` is the failure the check
+    found, `violations(n)` builds the
+    failure on the `n` unpermitted ones alone (called only when there are some). Every permitted anomaly is named
+    in `permitted` and counted in the metrics (`permitted`, `permitted_by`)."""
+    by: Counter[str | None] = Counter()
+    for reason, n in anomalies:
+        by[reason] += n
+    allowed = {r: n for r, n in by.items() if r is not None}
+    if not allowed:
+        return result
+    count = sum(allowed.values())
+    reasons = tuple(sorted(allowed, key=lambda r: (-allowed[r], r)))
+    extra: dict[str, Any] = {"permitted": count, "permitted_by": dict(allowed)}
+    shown = "; ".join(reasons[:3]) + (f"; +{len(reasons) - 3} more" if len(reasons) > 3 else "")
+    if not by.get(None):
+        text = f"{plural(count, *noun)}: permitted by {shown}"
+        return replace(passed(result.check_id, text, {**result.metrics, **extra, "violations": 0}),
+                       evidence=tuple({**e, "permitted": True} for e in result.evidence), permitted=reasons,
+                       fault=result.fault)
+    failure = violations(by[None])
+    return replace(failure, summary=f"{failure.summary} ({count} more permitted by {shown})",
+                   metrics={**failure.metrics, **extra}, permitted=reasons)

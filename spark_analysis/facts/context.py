@@ -1,0 +1,168 @@
+"""What a check gets to work with: the events (as a Spark DataFrame and as small row lists),
+the run's metadata, the fault windows, the transactions, how the history ended, and what loading skipped.
+
+Owns `CheckContext`. Big checks (delivery, consumer, commits) use `df(...)` and stay in Spark;
+small ones (controller, partitions, groups, SLOs) call `rows(...)`, which collects the few
+events of the given types once, in file order, as plain dicts with JSON-valued fields decoded.
+The in-process evaluator builds the same context from a parsed file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from spark_analysis.facts.completion import ENDING_TYPES, incompleteness
+from spark_analysis.facts.faults import FaultIndex, build_fault_index
+from spark_analysis.facts.operations import OperationIndex, build_operation_index
+from spark_analysis.facts.transactions import TXN_TYPES, TransactionIndex, build_transaction_index
+from spark_analysis.ingest.load import HistoryDamage
+from spark_analysis.ingest.runinfo import RunInfo
+from spark_analysis.ingest.schema import BULK_TYPES, SMALL_TIER, tiers_of
+
+Row = dict[str, Any]
+RowsProvider = Callable[[tuple[str, ...]], list[Row]]
+
+_JSON_FIELDS = ("target", "params", "effect")
+
+
+def _decode(row: Row) -> Row:
+    out = {k: v for k, v in row.items() if v is not None}
+    for name in _JSON_FIELDS:
+        value = out.get(name)
+        if isinstance(value, str) and value[:1] in "[{":
+            with contextlib.suppress(ValueError):
+                out[name] = json.loads(value)
+    return out
+
+
+def of_types(events: DataFrame, types: list[str]) -> F.Column:
+    """Filter: events of `types`, pruned to the Parquet `tier` partitions they can be in (if tiered)."""
+    where = F.col("type").isin(types)
+    if "tier" in events.columns:
+        where = where & F.col("tier").isin(tiers_of(types))
+    return where
+
+
+def spark_rows_provider(events: DataFrame) -> RowsProvider:
+    """Collect events of the given types (file order) as dicts without null fields.
+
+    The first request for any small type collects ALL small-type events in one Spark job and
+    serves later requests from memory; bulk types are collected per request.
+    """
+    small: dict[str, list[Row]] = {}
+
+    def collect(where: F.Column) -> list[Row]:
+        rows = [_decode(r.asDict(recursive=True)) for r in events.where(where).drop("tier").collect()]
+        rows.sort(key=lambda r: r.get("seq", 0))
+        return rows
+
+    def provide(types: tuple[str, ...]) -> list[Row]:
+        bulk = [t for t in types if t in BULK_TYPES]
+        out: list[Row] = collect(of_types(events, bulk)) if bulk else []
+        if any(t not in BULK_TYPES for t in types):
+            if not small:
+                small["*"] = collect(F.col("tier") == SMALL_TIER)
+            wanted = set(types)
+            out.extend(r for r in small["*"] if r.get("type") in wanted)
+            out.sort(key=lambda r: r.get("seq", 0))
+        return out
+
+    return provide
+
+
+@dataclass
+class CheckContext:
+    """Inputs of every check. `events`/`spark` are None in the in-process evaluator."""
+
+    run: RunInfo
+    type_counts: Mapping[str, int]
+    end_t: float
+    rows_provider: RowsProvider
+    spark: SparkSession | None = None
+    events: DataFrame | None = None
+    skipped_lines: int = 0
+    damage: HistoryDamage | None = None
+    """The skipped lines by kind and type (None where the loader did not say: every line was read)."""
+    shared: dict[str, Any] = field(default_factory=dict)
+    """Intermediate results several checks reuse (e.g. cached per-value DataFrames)."""
+    _cache: dict[tuple[str, ...], list[Row]] = field(default_factory=dict)
+    _faults: FaultIndex | None = None
+    _operations: OperationIndex | None = None
+    _transactions: TransactionIndex | None = None
+
+    def close(self) -> None:
+        """Release cached DataFrames."""
+        for value in self.shared.values():
+            if isinstance(value, DataFrame):
+                value.unpersist()
+        self.shared.clear()
+
+    def count(self, event_type: str) -> int:
+        return int(self.type_counts.get(event_type, 0))
+
+    def rows(self, *types: str) -> list[Row]:
+        """Events of `types` in file order (each dict carries `seq`); cached per type set."""
+        key = tuple(sorted(types))
+        if key not in self._cache:
+            present = tuple(t for t in key if self.count(t) > 0)
+            self._cache[key] = self.rows_provider(present) if present else []
+        return self._cache[key]
+
+    def df(self, *types: str) -> DataFrame:
+        """Events of `types` as a DataFrame (Spark contexts only)."""
+        if self.events is None:
+            raise RuntimeError("this check needs Spark; the context has no DataFrame")
+        return self.events.where(of_types(self.events, list(types)))
+
+    @property
+    def faults(self) -> FaultIndex:
+        if self._faults is None:
+            self._faults = build_fault_index(self.rows("fault.start", "fault.end"))
+        return self._faults
+
+    @property
+    def operations(self) -> OperationIndex:
+        if self._operations is None:
+            self._operations = build_operation_index(self.rows("op.start", "op.end"))
+        return self._operations
+
+    @property
+    def transactions(self) -> TransactionIndex:
+        """The run's transactions and how each ended (`spark_analysis.facts.transactions`); empty without any."""
+        if self._transactions is None:
+            self._transactions = build_transaction_index(self.rows(*TXN_TYPES))
+        return self._transactions
+
+    @property
+    def completed(self) -> bool:
+        """Whether the run ended normally: run.json (if any) says `completed` and so does the
+        history's run.end (`spark_analysis.facts.completion.incompleteness`)."""
+        return incompleteness(self.run, self.rows(*ENDING_TYPES)) is None
+
+
+def spark_context(
+    run: RunInfo,
+    spark: SparkSession,
+    events: DataFrame,
+    type_counts: Mapping[str, int],
+    end_t: float,
+    skipped_lines: int = 0,
+    damage: HistoryDamage | None = None,
+) -> CheckContext:
+    return CheckContext(
+        run=run,
+        type_counts=dict(type_counts),
+        end_t=end_t,
+        rows_provider=spark_rows_provider(events),
+        spark=spark,
+        events=events,
+        skipped_lines=skipped_lines,
+        damage=damage,
+    )
