@@ -117,6 +117,18 @@ class FaultIndex:
                 out |= window.effect.stopped_gracefully()
         return out
 
+    def maybe_gone_between(self, t0: float, t1: float) -> set[int]:
+        """Brokers a fault in force at some time in (t0, t1] stopped or cut off from the metadata quorum (the KRaft
+        controllers or ZooKeeper): the controller may have fenced or expired them in between, unobserved when the
+        observer's view was frozen (it asked a broker cut off from the controllers too)."""
+        out: set[int] = set()
+        for w in self.windows:
+            if w.start <= t1 and (w.end is None or w.end > t0):
+                eff = w.effect
+                out |= (eff.stopped(("broker",)) | eff.cut_off(("broker",), "controller")
+                        | eff.cut_off(("broker",), "zookeeper"))
+        return out
+
     def link_cut(self, src: str, dst: str, t: float) -> FaultWindow | None:
         """A fault in force at t that cuts the directed link `src -> dst` ("broker:3" -> "broker:1")."""
         return next((w for w in self.windows if w.contains(t) and w.effect.cuts(src, dst)), None)

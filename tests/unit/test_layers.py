@@ -119,6 +119,7 @@ SPARK_LAYERS: tuple[tuple[str, ...], ...] = (
     ("checks.controller", "checks.quorum", "checks.partition", "checks.delivery", "checks.consumer", "checks.group",
      "checks.txn", "checks.operation", "checks.slo"),
     ("checks",),  # the registry, checks/__init__.py
+    ("catalogue",),  # what the layers below know of the registry (the loader's generated check ids)
     ("inprocess",),
     ("verdict",),
     ("report",),

@@ -60,6 +60,7 @@ class GenerationMonotonic:
         assigns = [e for e in ctx.rows("assign") if e.get("generation") is not None]
         if not states and not assigns:
             return unknown(self.id, "no group.state or assign event carries a generation")
+        all_states = ctx.rows("group.state")
         bad: list[dict[str, Any]] = []
         last: dict[tuple[str, str], Row] = {}
         stable: dict[tuple[str, str], Row] = {}
@@ -85,12 +86,12 @@ class GenerationMonotonic:
             if prev is not None and ev["generation"] < prev["generation"]:
                 bad += [evidence(prev), evidence(ev, problem=f"{ev.get('src')} assigned in generation "
                                                              f"{ev['generation']} after {prev['generation']}")]
-            elif prev is not None and ev["generation"] == prev["generation"]:
-                # Every assignment a consumer receives ends a completed JoinGroup/SyncGroup round, and
-                # every such round starts a new generation: a second one under the same id is reused.
-                bad += [evidence(prev), evidence(ev, problem=f"{ev.get('src')} assigned again in generation "
-                                                             f"{ev['generation']} (a rebalance without a new "
-                                                             "generation: generation reused)")]
+            elif (prev is not None and ev["generation"] == prev["generation"]
+                  and not _current_generation_again(prev, ev, all_states)):
+                bad += [evidence(prev), evidence(ev, problem=f"{ev.get('src')} assigned {_parts(ev)} in generation "
+                                                             f"{ev['generation']}, which gave it {_parts(prev)} "
+                                                             "(a rebalance without a new generation: generation "
+                                                             "reused)")]
             last_assign[key] = ev
         gens = {(str(e.get("group")), int(e["generation"])) for e in states + assigns}
         metrics = {"group_states": len(states), "assigns": len(assigns), "generations": len(gens),
@@ -100,6 +101,31 @@ class GenerationMonotonic:
                                          float(bad[1].get("t") or 0.0))
             return failed(self.id, summary, bad, metrics, fault)
         return passed(self.id, f"generations only increased ({plural(len(gens), 'group generation')})", metrics)
+
+
+def _current_generation_again(prev: Row, ev: Row, states: list[Row]) -> bool:
+    """Whether `ev`, a second assignment of a member under `prev`'s generation, is Kafka handing a rejoining
+    follower the current generation again rather than a rebalance that kept its generation: the same member and
+    partitions, and either no rebalance of the group observed in between (a follower that rejoins a Stable group
+    with unchanged metadata gets the current generation and, from SyncGroup, its assignment:
+    GroupCoordinator.doJoinGroup, GroupMetadataManager.classicGroupJoinExistingMember, "for followers with no
+    actual change to their metadata, just return group information for the current generation") or a new
+    coordinator in between (it loads the group's last stored generation; the rebalance in flight at the old one is
+    lost: seen on 4.4.0, hunt kraft schedule 27, the coordinator killed mid-rebalance)."""
+    if prev.get("member") != ev.get("member") or _parts(prev) != _parts(ev):
+        return False
+    t0, t1 = float(prev.get("t") or 0.0), float(ev.get("t") or 0.0)
+    group = prev.get("group")
+    mine = [st for st in states if st.get("group") == group]
+    between = [st for st in mine if t0 < float(st.get("t") or 0.0) <= t1]
+    if not any(st.get("state") in ("PreparingRebalance", "CompletingRebalance") for st in between):
+        return True
+    before = [st.get("coordinator") for st in mine if float(st.get("t") or 0.0) <= t0]
+    return bool(before) and any(st.get("coordinator") != before[-1] for st in between)
+
+
+def _parts(ev: Row) -> list[str]:
+    return sorted(f"{t}/{p}" for t, p in (ev.get("partitions") or ()))
 
 
 def _stable_members(ctx: CheckContext) -> dict[tuple[str, int], list[str]]:

@@ -255,6 +255,29 @@ def _plausible_live_sets(live: Liveness, t: float, exclude: set[int]) -> list[fr
     return sorted(sets, key=sorted)
 
 
+def _with_unseen_losses(lives: list[frozenset[int]], prev: Row, t: float, ctx: CheckContext, shut: set[int],
+                        live: Liveness) -> list[frozenset[int]]:
+    """The live sets, without the brokers that were surely not acceptable leaders and with or without those that
+    may have been lost unobserved between the state before (`prev`) and the election observed at t.
+    - A broker whose graceful stop began before `prev`, not seen back since, was shutting down or down: neither
+      Kafka's ZooKeeper controller (`liveBrokerIds` leaves out `shuttingDownBrokerIds`) nor KRaft's
+      (`isAcceptableLeader`: unfenced and not in controlled shutdown; its completed shutdown fences it,
+      `processBrokerHeartbeat` SHUTDOWN_NOW) elects it, though the fence went unobserved (hunt kraft schedule 29:
+      the ELR's only member was stopped).
+    - A broker a fault stopped or cut off from the metadata quorum in between may have been fenced or expired and
+      back unobserved: the observer asked a broker whose cache froze (hunt kraft schedule 24: brokers 1 and 2 cut
+      off from the controllers, 3 elected; the observer saw neither fence)."""
+    t0 = float(prev.get("t") or 0.0)
+    started = {b: w.start for w in ctx.faults.windows if w.contains(t0) for b in w.effect.stopped_gracefully()}
+    surely = {b for b in shut & set(started)  # back (registered, unfenced) before the heal ended: electable again
+              if not any(up and started[b] < tt <= t + LIVENESS_GRACE_S for tt, up in live.transitions.get(b, ()))}
+    unsure = sorted(ctx.faults.maybe_gone_between(t0, t) - surely)
+    if len(unsure) > MAX_UNSURE:
+        unsure = []
+    drops = [frozenset(c) for n in range(len(unsure) + 1) for c in itertools.combinations(unsure, n)]
+    return sorted({lv - surely - d for lv in lives for d in drops}, key=sorted)
+
+
 def _eligible(prev: Row, usable: frozenset[int]) -> list[int]:
     """The replicas a clean election chooses from: the ISR; in KRaft with an ELR, the ELR instead
     when no ISR member is `usable` (PartitionChangeBuilder.isValidNewLeader: in the ISR, or in the
@@ -325,9 +348,11 @@ class ElectionConforms:
                         rejoined = sorted({*_rejoined(prev, ev, live), *caught_up(prev, ev),
                                            *(_reassigned_in(prev, ev, assigned) if strategy == "reassign" else ())})
                         views = [prev, {**prev, "isr": [*prev["isr"], *rejoined]}] if rejoined else [prev]
+                        lives = _with_unseen_losses(_plausible_live_sets(live, t, exclude), prev, t, ctx, shut,
+                                                    live)
                         expected = {elect_leader(strategy, assigned, _eligible(p, frozenset(lv) - shut), lv,
                                                  frozenset(shut), ctx.run.unclean_election)
-                                    for p in views for lv in _plausible_live_sets(live, t, exclude)}
+                                    for p in views for lv in lives}
                         last_known = last_known_leader(prev)
                         if last_known is not None:
                             expected.add(last_known)

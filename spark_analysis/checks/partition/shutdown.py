@@ -34,7 +34,7 @@ class ControlledShutdownMovesLeaders:
         if not tl.states:
             return unknown(self.id, "no partition.state event carries an ISR")
         live = build_liveness(ctx.rows(*LIVENESS_TYPES))
-        moved = no_alternative = unseen = gone_before = cut_from_controller = 0
+        moved = no_alternative = unseen = gone_before = cut_from_controller = led_nothing = unobserved = 0
         bad: list[dict[str, Any]] = []
         controllers = controllers_by_time(ctx)
         for window in stops:
@@ -50,10 +50,13 @@ class ControlledShutdownMovesLeaders:
                     continue
                 others_stopping = ctx.faults.stopping_gracefully(window.start) - {broker}
                 usable = live.live_at(window.start) - others_stopping - {broker}
+                leading = 0
                 for (topic, part), states in tl.states.items():
                     led = _led_at(states, window.start)
+                    unobserved += led is None
                     if led is None or led.get("leader") != broker:
                         continue
+                    leading += 1
                     if not any(b in usable for b in _isr(led)):
                         no_alternative += 1
                         continue
@@ -67,10 +70,12 @@ class ControlledShutdownMovesLeaders:
                                       f"registration vanished during its graceful stop (live ISR members "
                                       f"{sorted(b for b in _isr(led) if b in usable)} could have taken over "
                                       f"before its registration went)")]
+                led_nothing += not leading
         violations = sum(1 for e in bad if "problem" in e)
         metrics = {"graceful_stops": len(stops), "leaders_moved": moved, "no_live_alternative": no_alternative,
                    "stops_without_deregistration": unseen, "unregistered_before_the_stop": gone_before,
-                   "controller_unreachable": cut_from_controller, "violations": violations}
+                   "controller_unreachable": cut_from_controller, "led_nothing": led_nothing,
+                   "partitions_unobserved_at_a_stop": unobserved, "violations": violations}
         if cut_from_controller and not moved and not bad and not no_alternative and gone_before == unseen:
             cut = plural(cut_from_controller, "graceful stop")
             return passed(self.id, f"no graceful stop could reach its controller ({cut} cut off from it: Kafka's "
@@ -79,8 +84,20 @@ class ControlledShutdownMovesLeaders:
             # its ZooKeeper session had already expired (an isolation, say): it led nothing Kafka could move
             return passed(self.id, f"every gracefully stopped broker had lost its registration before the stop "
                                    f"({plural(len(stops), 'graceful stop')}; nothing to move)", metrics)
+        if not moved and not bad and not unobserved and gone_before == unseen:
+            # Kafka moves a leadership only to a live ISR member that is not stopping too: a stopped broker that
+            # led nothing (every partition offline or led elsewhere), or only partitions without such a member,
+            # leaves the rule nothing to judge (hunt zookeeper schedule 28: the stopped controller led nothing).
+            stopped = plural(len(stops), "graceful stop")
+            alone = plural(no_alternative, "led partition")
+            return passed(self.id, f"no graceful stop left a leadership Kafka could move ({stopped}: {led_nothing} "
+                                   f"led nothing, {alone} without a live ISR member to take it, "
+                                   f"{cut_from_controller} cut off from the controller, {gone_before} unregistered "
+                                   "before; nothing to judge)", metrics)
         none = None if moved or bad else (
-            f"no led partition with a live alternative to judge across {plural(len(stops), 'graceful stop')}")
+            f"no led partition with a live alternative could be judged across {plural(len(stops), 'graceful stop')}"
+            f" ({unseen - gone_before} without an observed deregistration, {unobserved} partition states unobserved "
+            "at a stop)")
         return _result(self.id, ctx, bad, metrics, "partition",
                        f"every graceful stop moved its {plural(moved, 'led partition')} before deregistering", none)
 

@@ -124,11 +124,22 @@ def test_deregistering_while_still_leading_fails() -> None:
     assert "t/0: broker 2" not in result.summary and "t/0: broker 1 still led it" in result.summary
 
 
-def test_a_leader_without_a_live_alternative_is_not_judged() -> None:
+def test_a_leader_without_a_live_alternative_leaves_nothing_to_judge() -> None:
+    """Kafka moves a leadership only to a live ISR member: a stopped broker leading only partitions without one
+    leaves the rule nothing to judge (pass, counted), as does one that led nothing."""
     events = [*_ev_list_single_isr(), *_stop(5.0, 1, 9.0), _ev(6.0, "broker.down", broker=1)]
     result = _run(ControlledShutdownMovesLeaders(), events)
-    assert result.status == "unknown"
-    assert result.metrics["no_live_alternative"] == 1
+    assert result.status == "pass", result.summary
+    assert result.metrics["no_live_alternative"] == 1 and result.metrics["violations"] == 0
+
+
+def test_a_stop_with_partition_states_unobserved_is_unknown_not_pass() -> None:
+    """Without the partitions' states at the stop the check cannot tell what the broker led: unknown."""
+    events = [*_ev_list_single_isr(), *_stop(5.0, 1, 9.0), _ev(6.0, "broker.down", broker=1)]
+    late = [{**e, "t": 7.0} if e.get("type") == "partition.state" else e for e in events]
+    result = _run(ControlledShutdownMovesLeaders(), late)
+    assert result.status == "unknown", result.summary
+    assert result.metrics["partitions_unobserved_at_a_stop"] >= 1
 
 
 def test_without_a_graceful_stop_there_is_nothing_to_move() -> None:
