@@ -137,6 +137,13 @@ class Check(Protocol):
     def run(self, ctx: CheckContext) -> CheckResult: ...
 
 
+def reads_frames(check: Check) -> bool:
+    """Whether `check` gathers its facts from Spark frames of the bulk events (class attribute `frames = True`):
+    it cannot run on rows in memory, and the in-process evaluator (`spark_analysis.inprocess`) gathers the same
+    facts from its own parse and calls the same judge. Every other check runs as it is on rows, on both paths."""
+    return getattr(check, "frames", False) is True
+
+
 def run_check(check: Check, ctx: CheckContext) -> CheckResult:
     """Run `check`: missing events -> unknown; an exception -> unknown naming it; timed."""
     start = time.perf_counter()

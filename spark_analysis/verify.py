@@ -18,7 +18,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from harness.install.cache import cache_root
-from spark_analysis.checks import ALL_CHECKS
+from spark_analysis.checks import ALL_CHECKS, DAMAGE
 from spark_analysis.checks.shared.damage import apply_damage_rule
 from spark_analysis.facts.completion import ENDING_TYPES, incompleteness
 from spark_analysis.facts.context import spark_context
@@ -89,7 +89,7 @@ def _verify(run_dir: Path, run: RunInfo, session: SparkSession, checks: tuple[Ch
     try:
         selected = [c for c in checks if run.is_selected(c.id)]
         results: list[CheckResult] = [run_check(c, ctx) for c in selected]
-        results = apply_damage_rule(results, loaded.damage, ctx.faults)
+        results = apply_damage_rule(results, loaded.damage, ctx.faults, DAMAGE)
         incomplete = incompleteness(run, ctx.rows(*ENDING_TYPES))
         checks_s = time.perf_counter() - started - load_s
         try:

@@ -35,7 +35,7 @@ CHECK_IDS: tuple[str, ...] = (
     "operation.completes",
     "slo.controller_failover",
     "slo.partition_unavailable",
+    "slo.rebalance",
     "slo.write_unavailable",
     "slo.read_unavailable",
-    "slo.rebalance",
 )

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from spark_analysis.checks import ALL_CHECKS
+from spark_analysis.checks import ALL_CHECKS, DAMAGE
 from spark_analysis.checks.consumer.judge import (
     EVIDENCE_PAIRS,
     NonmonotonicPolls,
@@ -412,4 +412,4 @@ def inprocess_checks(run_dir: Path, history: Path | None = None) -> list[CheckRe
     # The other checks read only small events: they run as they are on this parse's rows. Missing inputs
     # answer as `run_check` has every check answer them (unknown), this module's own checks included.
     results = [_own_or_run(c, own, ctx) for c in ALL_CHECKS if run.applies(c.id)]
-    return apply_damage_rule(results, damage, ctx.faults)
+    return apply_damage_rule(results, damage, ctx.faults, DAMAGE)

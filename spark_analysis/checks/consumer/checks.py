@@ -28,6 +28,7 @@ from spark_analysis.checks.consumer.judge import (
     judge_nonmonotonic_poll,
     judge_poll_skip,
 )
+from spark_analysis.checks.shared.damage import TXN_LINES, Depends
 from spark_analysis.checks.shared.frames import events_by_seq, poll_pairs, topic_hash, weighed
 from spark_analysis.checks.shared.permits import truncation_permit
 from spark_analysis.checks.shared.txn_frames import hidden_values
@@ -47,7 +48,10 @@ def _pairs(ctx: CheckContext, df: DataFrame, n: int) -> PollPairs:
 class NonmonotonicPoll:
     id = "consumer.nonmonotonic_poll"
     family = "consumer"
+    frames = True
     needs = frozenset({"poll"})
+
+    damage = Depends(frozenset({"poll", "assign", "revoke"}), frozenset({"assign", "revoke"}))
 
     def run(self, ctx: CheckContext) -> CheckResult:
         return judge_nonmonotonic_poll(self.facts(ctx), ctx.faults)
@@ -64,7 +68,11 @@ class NonmonotonicPoll:
 class PollSkip:
     id = "consumer.poll_skip"
     family = "consumer"
+    frames = True
     needs = frozenset({"poll"})
+
+    damage = Depends(frozenset({"poll", "ack", "assign", "revoke"}) | TXN_LINES,
+                     frozenset({"poll", "assign", "revoke"}))
 
     def run(self, ctx: CheckContext) -> CheckResult:
         return judge_poll_skip(self.facts(ctx), ctx.faults)

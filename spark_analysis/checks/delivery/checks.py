@@ -72,6 +72,7 @@ from spark_analysis.checks.delivery.placement_judge import (
 )
 from spark_analysis.checks.delivery.slots import acks_in_value_order, location_summary
 from spark_analysis.checks.shared.bitsets import per_location, write_counters
+from spark_analysis.checks.shared.damage import TXN_LINES, Depends
 from spark_analysis.checks.shared.frames import (
     PIPE_READ,
     events_by_seq,
@@ -102,8 +103,12 @@ __all__ = ["LOST_COUNTERS", "NO_READS", "Duplicate", "InconsistentOffsets", "Key
 class LostWrite:
     id = "delivery.lost_write"
     family = "delivery"
+    frames = True
     needs = frozenset({"ack"})
     """And a reader: some poll, or a pipeline's pipe.read (`NO_READS`)."""
+
+    # a pipeline's pipe.read reads its input topic as a poll does
+    damage = Depends(frozenset({"ack", "poll", "pipe.read"}) | TXN_LINES, frozenset({"poll", "pipe.read"}))
 
     def run(self, ctx: CheckContext) -> CheckResult:
         return judge_lost_write(self.facts(ctx), ctx.faults)
@@ -167,7 +172,10 @@ def _rows_for_values(ctx: CheckContext, values: list[int]) -> list[dict[str, Any
 class Duplicate:
     id = "delivery.duplicate"
     family = "delivery"
+    frames = True
     needs = frozenset({"poll"})
+
+    damage = Depends(frozenset({"ack", "poll"}))
 
     def run(self, ctx: CheckContext) -> CheckResult:
         return judge_duplicate(self.facts(ctx), ctx.faults)
@@ -195,7 +203,10 @@ class Duplicate:
 class InconsistentOffsets:
     id = "delivery.inconsistent_offsets"
     family = "delivery"
+    frames = True
     needs = frozenset({"poll"})
+
+    damage = Depends(frozenset({"ack", "poll"}))
 
     def run(self, ctx: CheckContext) -> CheckResult:
         return judge_inconsistent_offsets(self.facts(ctx), ctx.faults)
@@ -228,7 +239,10 @@ class InconsistentOffsets:
 class KeyOrder:
     id = "delivery.key_order"
     family = "delivery"
+    frames = True
     needs = frozenset({"send", "ack"})
+
+    damage = Depends(frozenset({"send", "ack"}))
 
     def run(self, ctx: CheckContext) -> CheckResult:
         return judge_key_order(self.facts(ctx), ctx.faults)

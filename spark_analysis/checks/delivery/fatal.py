@@ -23,6 +23,7 @@ classic-protocol consumer).
 from __future__ import annotations
 
 from spark_analysis.checks.shared.common import plural
+from spark_analysis.checks.shared.damage import Depends
 from spark_analysis.facts.context import CheckContext
 from spark_analysis.result import CheckResult, failed, passed
 
@@ -35,6 +36,9 @@ class FatalError:
     family = "delivery"
     needs = frozenset({"send"})
     """Producers ran: without them there is nothing to judge."""
+
+    # a lost client.error line hides a producer's fatal error: a pass could be wrong, a failure could not
+    damage = Depends(frozenset({"client.error", "txn.fenced"}))
 
     def run(self, ctx: CheckContext) -> CheckResult:
         rows = ctx.rows("client.error", "txn.fenced")

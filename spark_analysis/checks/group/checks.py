@@ -38,6 +38,7 @@ from spark_analysis.checks.group.judge import (
     judge_commit_monotonic,
 )
 from spark_analysis.checks.shared.common import as_members, evidence, plural, tp_label
+from spark_analysis.checks.shared.damage import Depends
 from spark_analysis.facts.context import CheckContext, Row
 from spark_analysis.result import CheckResult, failed, passed, unknown
 
@@ -342,7 +343,10 @@ class CoordinatorConforms:
 class CommitMonotonic:
     id = "group.commit_monotonic"
     family = "group"
+    frames = True
     needs = frozenset({"commit"})
+    # a lost commit line hides a regression: a pass could be wrong, a failure (two intact commits) could not
+    damage = Depends(frozenset({"commit"}))
 
     def run(self, ctx: CheckContext) -> CheckResult:
         return judge_commit_monotonic(self.facts(ctx), ctx.faults)

@@ -24,6 +24,7 @@ from typing import Any
 from pyspark.sql import functions as F
 
 from spark_analysis.checks.shared.common import as_partitions, plural, tp_label
+from spark_analysis.checks.shared.damage import Depends
 from spark_analysis.checks.shared.permits import settle, unclean_partitions
 from spark_analysis.facts.context import CheckContext, Row
 from spark_analysis.result import CheckResult, failed, passed
@@ -106,6 +107,10 @@ class OffsetsKept:
     id = "group.offsets_kept"
     family = "group"
     needs = frozenset({"commit", "poll", "assign"})
+
+    # a lost poll line makes a member's first read later (higher), a lost commit line its committed offset lower:
+    # neither can make a read look before the committed offset
+    damage = Depends(frozenset({"commit", "poll", "assign", "revoke"}))
 
     def run(self, ctx: CheckContext) -> CheckResult:
         retention_s = 60.0 * ctx.run.broker_setting("offsets.retention.minutes", RETENTION_MINUTES)

@@ -96,39 +96,6 @@ class LeaderInIsr:
         return passed(self.id, f"leader in ISR in all {plural(len(events), 'partition state')}", metrics)
 
 
-class LeaderEpochMonotonic:
-    id = "partition.leader_epoch_monotonic"
-    family = "partition"
-    needs = frozenset({"partition.state"})
-
-    def run(self, ctx: CheckContext) -> CheckResult:
-        events = [e for e in ctx.rows("partition.state") if e.get("leader_epoch") is not None]
-        if not events:
-            return unknown(self.id, "no partition.state event carries a leader_epoch")
-        bad: list[dict[str, Any]] = []
-        changes = 0
-        for (_src, topic, part), evs in _by_partition(events).items():
-            prev = None
-            for ev in evs:
-                if prev is not None:
-                    changed = ev.get("leader") != prev.get("leader")
-                    changes += int(changed)
-                    if ev["leader_epoch"] < prev["leader_epoch"]:
-                        bad += [evidence(prev), evidence(ev, problem=f"{tp_label(topic, part)} leader_epoch went "
-                                                        f"back {prev['leader_epoch']} -> {ev['leader_epoch']}")]
-                    elif changed and ev["leader_epoch"] == prev["leader_epoch"]:
-                        bad += [evidence(prev), evidence(ev, problem=f"{tp_label(topic, part)} leader changed "
-                                                        f"{prev.get('leader')} -> {ev.get('leader')} in the same "
-                                                        f"leader_epoch {ev['leader_epoch']}")]
-                prev = ev
-        metrics = {"states": len(events), "leader_changes": changes, "violations": len(bad) // 2}
-        if bad:
-            summary, fault = _summary_with_fault(
-                ctx, f"{plural(len(bad) // 2, 'violation')}: {bad[1]['problem']}", float(bad[1].get("t") or 0.0))
-            return failed(self.id, summary, bad, metrics, fault)
-        return passed(self.id, f"leader_epoch increased at all {plural(changes, 'leader change')}", metrics)
-
-
 def _strategy(prev: Row, ev: Row, live: Liveness, shutting: set[int], t: float,
               ops: OperationIndex) -> tuple[str | None, list[int] | None]:
     """The election strategy of a leader change, and the replica list it elects from when that is not
@@ -389,3 +356,36 @@ class ElectionConforms:
                            metrics)
         return passed(self.id, f"all {plural(judged, 'election')} conform to the model"
                                + (f" ({unexplained} unexplained not judged)" if unexplained else ""), metrics)
+
+
+class LeaderEpochMonotonic:
+    id = "partition.leader_epoch_monotonic"
+    family = "partition"
+    needs = frozenset({"partition.state"})
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        events = [e for e in ctx.rows("partition.state") if e.get("leader_epoch") is not None]
+        if not events:
+            return unknown(self.id, "no partition.state event carries a leader_epoch")
+        bad: list[dict[str, Any]] = []
+        changes = 0
+        for (_src, topic, part), evs in _by_partition(events).items():
+            prev = None
+            for ev in evs:
+                if prev is not None:
+                    changed = ev.get("leader") != prev.get("leader")
+                    changes += int(changed)
+                    if ev["leader_epoch"] < prev["leader_epoch"]:
+                        bad += [evidence(prev), evidence(ev, problem=f"{tp_label(topic, part)} leader_epoch went "
+                                                        f"back {prev['leader_epoch']} -> {ev['leader_epoch']}")]
+                    elif changed and ev["leader_epoch"] == prev["leader_epoch"]:
+                        bad += [evidence(prev), evidence(ev, problem=f"{tp_label(topic, part)} leader changed "
+                                                        f"{prev.get('leader')} -> {ev.get('leader')} in the same "
+                                                        f"leader_epoch {ev['leader_epoch']}")]
+                prev = ev
+        metrics = {"states": len(events), "leader_changes": changes, "violations": len(bad) // 2}
+        if bad:
+            summary, fault = _summary_with_fault(
+                ctx, f"{plural(len(bad) // 2, 'violation')}: {bad[1]['problem']}", float(bad[1].get("t") or 0.0))
+            return failed(self.id, summary, bad, metrics, fault)
+        return passed(self.id, f"leader_epoch increased at all {plural(changes, 'leader change')}", metrics)

@@ -11,8 +11,9 @@ are fault windows).
 Over the threshold the check answers `unknown`, naming the count and what it would have said,
 with one exception: a `fail` that no missing line can produce stays a `fail` (a value at two
 offsets, an offset holding two values, a key out of order, a poll going back: each is proven by
-events that were read intact). `DEPENDS` says, per check, which types it reads and which of
-them, missing, could produce its failure. Checks not listed here are left alone.
+events that were read intact). A check's `damage` attribute (a `Depends`, in its own module; the registry
+collects them as `spark_analysis.checks.DAMAGE`) says which types it reads and which of them, missing, could
+produce its failure. A check without one is left alone.
 """
 
 from __future__ import annotations
@@ -40,43 +41,12 @@ class Depends:
     fabricated_by: frozenset[str] = frozenset()
 
 
-_TXN = frozenset(TXN_TYPES)
+TXN_LINES = frozenset(TXN_TYPES)
 """A lost txn.* line leaves its transaction's outcome unknown: its records are then never blamed (a pass
 could be wrong, a failure could not)."""
-_TXN_READS = frozenset({"poll", "pipe.read", "send", "ack", "send.error"}) | _TXN
+TXN_READS = frozenset({"poll", "pipe.read", "send", "ack", "send.error"}) | TXN_LINES
 """What the transaction checks read."""
 
-DEPENDS: Mapping[str, Depends] = {
-    # a pipeline's pipe.read reads its input topic as a poll does
-    "delivery.lost_write": Depends(frozenset({"ack", "poll", "pipe.read"}) | _TXN, frozenset({"poll", "pipe.read"})),
-    "delivery.duplicate": Depends(frozenset({"ack", "poll"})),
-    "delivery.inconsistent_offsets": Depends(frozenset({"ack", "poll"})),
-    "delivery.key_order": Depends(frozenset({"send", "ack"})),
-    # a lost client.error line hides a producer's fatal error: a pass could be wrong, a failure could not
-    "delivery.fatal_error": Depends(frozenset({"client.error", "txn.fenced"})),
-    "consumer.poll_skip": Depends(frozenset({"poll", "ack", "assign", "revoke"}) | _TXN,
-                                  frozenset({"poll", "assign", "revoke"})),
-    # a lost poll line makes a member's first read later (higher), a lost commit line its committed offset lower:
-    # neither can make a read look before the committed offset
-    "group.offsets_kept": Depends(frozenset({"commit", "poll", "assign", "revoke"})),
-    "consumer.nonmonotonic_poll": Depends(frozenset({"poll", "assign", "revoke"}), frozenset({"assign", "revoke"})),
-    # a lost ack line makes a write look stalled until the next one; a lost poll, a read look stalled
-    "slo.write_unavailable": Depends(frozenset({"send", "ack", "send.error"}), frozenset({"ack"})),
-    "slo.read_unavailable": Depends(frozenset({"ack", "poll"}) | _TXN, frozenset({"poll"})),
-    # a read_committed poll of an aborted record is proven by intact lines: no lost line can produce it
-    "txn.aborted_read": Depends(_TXN_READS),
-    # a lost poll (or pipe.read) line makes a record look missed (a partial view) or never read (a lost commit)
-    "txn.atomic_visibility": Depends(_TXN_READS, frozenset({"poll", "pipe.read"})),
-    "txn.lost_commit": Depends(_TXN_READS, frozenset({"poll", "pipe.read"})),
-    # a zombie's commit and a read of its record are proven by intact lines (txn.zombie; a read and a write with
-    # `zombie: true`): no lost line can produce either
-    "txn.zombie_fenced": Depends(_TXN_READS | {"txn.zombie"}),
-    # a lost pipe.read line makes a committed offset look past what was read; a lost output line (send, ack,
-    # send.error) an input look lost
-    # a write or commit failed with NETWORK_EXCEPTION is proven by its intact line: no lost line can produce it
-    "txn.verification_retriable": Depends(frozenset({"send.error"}) | _TXN),
-    "txn.exactly_once_pipeline": Depends(_TXN_READS - {"poll"}, frozenset({"pipe.read", "send", "ack", "send.error"})),
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,11 +115,12 @@ def judge_with_damage(result: CheckResult, found: DamageFinding | None) -> Check
                            f"{result.summary}")
 
 
-def apply_damage_rule(results: Iterable[CheckResult], damage: HistoryDamage | None,
-                      faults: FaultIndex) -> list[CheckResult]:
-    """Every result of a check in DEPENDS judged under the damage rule; the others unchanged."""
+def apply_damage_rule(results: Iterable[CheckResult], damage: HistoryDamage | None, faults: FaultIndex,
+                      depends: Mapping[str, Depends]) -> list[CheckResult]:
+    """Every result of a check in `depends` (the registry's `DAMAGE`: each check's `damage` attribute) judged under
+    the damage rule; the others unchanged."""
     out: list[CheckResult] = []
     for r in results:
-        depends = DEPENDS.get(r.check_id)
-        out.append(r if depends is None else judge_with_damage(r, finding(damage, depends, faults)))
+        reads = depends.get(r.check_id)
+        out.append(r if reads is None else judge_with_damage(r, finding(damage, reads, faults)))
     return out

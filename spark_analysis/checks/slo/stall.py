@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spark_analysis.checks.shared.common import distribution, plural
+from spark_analysis.checks.shared.damage import TXN_LINES, Depends
 from spark_analysis.checks.slo.checks import samples
 from spark_analysis.checks.slo.stalls import (
     Cell,
@@ -216,6 +217,9 @@ class WriteUnavailable:
     family = "slo"
     needs = frozenset({"ack"})
 
+    # a lost ack line makes a write look stalled until the next one; a lost poll, a read look stalled
+    damage = Depends(frozenset({"send", "ack", "send.error"}), frozenset({"ack"}))
+
     def run(self, ctx: CheckContext) -> CheckResult:
         if ctx.events is None:  # a context without Spark (rows in memory)
             rows = ctx.rows("send", "ack", "send.error")
@@ -233,6 +237,8 @@ class ReadUnavailable:
     id = "slo.read_unavailable"
     family = "slo"
     needs = frozenset({"ack", "poll"})
+
+    damage = Depends(frozenset({"ack", "poll"}) | TXN_LINES, frozenset({"poll"}))
 
     def run(self, ctx: CheckContext) -> CheckResult:
         if ctx.events is None:  # a context without Spark (rows in memory)

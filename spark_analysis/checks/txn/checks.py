@@ -34,6 +34,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from spark_analysis.checks.shared.damage import TXN_READS, Depends
 from spark_analysis.checks.shared.txn_frames import read_polls, txn_records
 from spark_analysis.checks.txn.judge import (
     ABORTED_READ,
@@ -71,8 +72,12 @@ def _records(ctx: CheckContext, outcome: str) -> DataFrame:
 class AbortedRead:
     id = ABORTED_READ
     family = "txn"
+    frames = True
     needs = frozenset({"send"})
     """Producers ran: without them, whether any was transactional cannot be told."""
+
+    # a read_committed poll of an aborted record is proven by intact lines: no lost line can produce it
+    damage = Depends(TXN_READS)
 
     def run(self, ctx: CheckContext) -> CheckResult:
         index = ctx.transactions
@@ -106,8 +111,12 @@ class AbortedRead:
 class AtomicVisibility:
     id = ATOMIC_VISIBILITY
     family = "txn"
+    frames = True
     needs = frozenset({"send"})
     """Producers ran: without them, whether any was transactional cannot be told."""
+
+    # a lost poll (or pipe.read) line makes a record look missed (a partial view) or never read (a lost commit)
+    damage = Depends(TXN_READS, frozenset({"poll", "pipe.read"}))
 
     def run(self, ctx: CheckContext) -> CheckResult:
         index = ctx.transactions
@@ -165,8 +174,11 @@ class AtomicVisibility:
 class LostCommit:
     id = LOST_COMMIT
     family = "txn"
+    frames = True
     needs = frozenset({"send"})
     """Producers ran: without them, whether any was transactional cannot be told."""
+
+    damage = Depends(TXN_READS, frozenset({"poll", "pipe.read"}))
 
     def run(self, ctx: CheckContext) -> CheckResult:
         index = ctx.transactions

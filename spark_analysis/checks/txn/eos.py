@@ -42,6 +42,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
+from spark_analysis.checks.shared.damage import TXN_READS, Depends
 from spark_analysis.checks.shared.txn_frames import pipe_reads, producer_column, read_polls, with_txn_outcome
 from spark_analysis.checks.txn.eos_judge import (
     EVIDENCE_ROWS,
@@ -81,8 +82,13 @@ def _output_of(row: Any) -> dict[str, Any]:
 class ZombieFenced:
     id = ZOMBIE_FENCED
     family = "txn"
+    frames = True
     needs = frozenset({"send"})
     """Producers ran: without them, whether any was a zombie cannot be told."""
+
+    # a zombie's commit and a read of its record are proven by intact lines (txn.zombie; a read and a write with
+    # `zombie: true`): no lost line can produce either
+    damage = Depends(TXN_READS | {"txn.zombie"})
 
     def run(self, ctx: CheckContext) -> CheckResult:
         index, attempts = ctx.transactions, ctx.rows("txn.zombie")
@@ -116,8 +122,11 @@ def _persist(ctx: CheckContext, name: str, df: DataFrame) -> DataFrame:
 class ExactlyOncePipeline:
     id = EXACTLY_ONCE_PIPELINE
     family = "txn"
+    frames = True
     needs = frozenset({"send"})
     """Producers ran: a pipeline's outputs are sends; without them nothing can be told."""
+
+    damage = Depends(TXN_READS - {"poll"}, frozenset({"pipe.read", "send", "ack", "send.error"}))
 
     def run(self, ctx: CheckContext) -> CheckResult:
         index = ctx.transactions

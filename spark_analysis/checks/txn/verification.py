@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from spark_analysis.checks.shared.common import evidence, plural
+from spark_analysis.checks.shared.damage import TXN_LINES, Depends
 from spark_analysis.facts.context import CheckContext
 from spark_analysis.result import CheckResult, failed, passed
 
@@ -31,6 +32,11 @@ class VerificationRetriable:
     id = "txn.verification_retriable"
     family = "txn"
     needs = frozenset({"send"})
+
+    # a lost pipe.read line makes a committed offset look past what was read; a lost output line (send, ack,
+    # send.error) an input look lost
+    # a write or commit failed with NETWORK_EXCEPTION is proven by its intact line: no lost line can produce it
+    damage = Depends(frozenset({"send.error"}) | TXN_LINES)
 
     def run(self, ctx: CheckContext) -> CheckResult:
         begun = ctx.count("txn.begin")

@@ -8,10 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from spark_analysis.checks import ALL_CHECKS, BY_ID, CHECK_IDS
+from harness.experiment.schema import CHECK_IDS as SCHEMA_IDS
+from spark_analysis.catalogue import IDS_MODULE, WRITE_IDS, ids_module_text
+from spark_analysis.checks import ALL_CHECKS, BY_ID, CHECK_IDS, DAMAGE, FAMILIES
 from spark_analysis.ingest.runinfo import RunInfo
 from spark_analysis.inprocess.evaluator import INPROCESS_CHECKS, inprocess_checks, inprocess_damage
-from spark_analysis.result import Check, run_check
+from spark_analysis.result import Check, reads_frames, run_check
 from tests.fixtures.histories import (
     EXPECTED_FAILURES,
     history_lines,
@@ -24,31 +26,27 @@ from tests.fixtures.histories import (
     write_run,
 )
 
-FIXED_IDS = (
-    "controller.unique", "controller.epoch_monotonic", "quorum.no_split_brain", "quorum.leader_resigns",
-    "partition.leader_in_isr",
-    "partition.election_conforms",
-    "partition.leader_epoch_monotonic", "partition.offline_replica_leaves_isr",
-    "partition.unclean_only_when_enabled", "partition.controlled_shutdown_moves_leaders", "delivery.lost_write",
-    "delivery.duplicate",
-    "delivery.inconsistent_offsets", "delivery.key_order", "delivery.fatal_error", "consumer.nonmonotonic_poll",
-    "consumer.poll_skip", "group.generation_monotonic", "group.exclusive_ownership", "group.assignment_conforms",
-    "group.coordinator_conforms", "group.commit_monotonic", "group.offsets_kept", "txn.aborted_read",
-    "txn.atomic_visibility",
-    "txn.lost_commit", "txn.zombie_fenced", "txn.exactly_once_pipeline", "txn.verification_retriable",
-    "operation.completes",
-    "slo.controller_failover",
-    "slo.partition_unavailable", "slo.write_unavailable", "slo.read_unavailable", "slo.rebalance",
-)
-SPARK_ONLY = {"delivery.lost_write", "delivery.duplicate", "delivery.inconsistent_offsets", "delivery.key_order",
-              "consumer.nonmonotonic_poll", "consumer.poll_skip", "group.commit_monotonic", "txn.aborted_read",
-              "txn.atomic_visibility", "txn.lost_commit", "txn.zombie_fenced", "txn.exactly_once_pipeline"}
+SPARK_ONLY = {c.id for c in ALL_CHECKS if reads_frames(c)}
+"""The checks that gather their facts from Spark frames (`frames = True`): no rows path."""
 ROW_CHECKS = [c.id for c in ALL_CHECKS if c.id not in SPARK_ONLY and RunInfo().applies(c.id)]
 """The row checks that apply to the ZooKeeper-mode fixtures (`quorum.*` is KRaft only)."""
 
 
-def test_registry_holds_exactly_the_fixed_check_ids_in_order() -> None:
-    assert CHECK_IDS == FIXED_IDS
+def test_the_loaders_check_ids_are_the_registrys_in_order() -> None:
+    """The experiment loader validates check names against harness/experiment/check_ids.py, generated from the
+    registry: a check added or renamed in its module needs the command, nothing else."""
+    assert IDS_MODULE.read_text(encoding="utf-8") == ids_module_text(), f"stale: run `{WRITE_IDS}`"
+    assert SCHEMA_IDS == CHECK_IDS
+
+
+def test_every_check_gathering_from_frames_declares_its_damage_rule() -> None:
+    """A check reading the bulk events at volume says which types it reads (its `damage` attribute)."""
+    assert SPARK_ONLY <= set(DAMAGE), sorted(SPARK_ONLY - set(DAMAGE))
+
+
+def test_the_registry_finds_every_check_class_once() -> None:
+    assert len(set(CHECK_IDS)) == len(CHECK_IDS) == len(ALL_CHECKS) >= 35
+    assert [c.family for c in ALL_CHECKS] == sorted((c.family for c in ALL_CHECKS), key=FAMILIES.index)
 
 
 @pytest.mark.parametrize("check", ALL_CHECKS, ids=lambda c: c.id)

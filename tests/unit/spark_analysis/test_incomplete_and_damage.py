@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from spark_analysis.checks.shared.damage import DEPENDS, apply_damage_rule, finding, judge_with_damage
+from spark_analysis.checks import DAMAGE
+from spark_analysis.checks.shared.damage import apply_damage_rule, finding, judge_with_damage
 from spark_analysis.facts.completion import PHASES, incompleteness
 from spark_analysis.facts.faults import build_fault_index
 from spark_analysis.ingest.load import DamagedLine, HistoryDamage
@@ -194,7 +195,7 @@ DUP = failed("delivery.duplicate", "1 value appear at more than one offset", [{"
 
 
 def test_a_damaged_poll_inside_a_fault_window_turns_a_lost_write_into_unknown_with_the_count() -> None:
-    found = finding(_damage(("poll", 6.0, "torn")), DEPENDS["delivery.lost_write"], FAULTS)
+    found = finding(_damage(("poll", 6.0, "torn")), DAMAGE["delivery.lost_write"], FAULTS)
     assert found is not None and found.over and found.in_faults == 1
     r = judge_with_damage(LOST, found)
     assert r.status == "unknown" and r.fault is None
@@ -207,44 +208,44 @@ def test_a_damaged_poll_inside_a_fault_window_turns_a_lost_write_into_unknown_wi
 def test_a_pass_over_the_threshold_is_unknown_too() -> None:
     ok = passed("delivery.lost_write", "all 100 acked writes were polled", {"acked": 100})
     many = _damage(*[("ack", 20.0 + i, "ill-typed") for i in range(101)])  # > 0.1% of 100,000, outside faults
-    (r,) = apply_damage_rule([ok], many, FAULTS)
+    (r,) = apply_damage_rule([ok], many, FAULTS, DAMAGE)
     assert r.status == "unknown" and "101 damaged history lines" in r.summary
 
 
 def test_below_the_threshold_and_outside_fault_windows_the_status_stands() -> None:
     few = _damage(("poll", 20.0, "torn"), ("ack", 21.0, "torn"))
-    (r,) = apply_damage_rule([LOST], few, FAULTS)
+    (r,) = apply_damage_rule([LOST], few, FAULTS, DAMAGE)
     assert r.status == "fail" and r.metrics["damaged_lines"] == 2 and r.fault == LOST.fault
 
 
 def test_damaged_lines_of_other_types_leave_a_check_alone() -> None:
     other = _damage(("group.state", 6.0, "torn"), ("send", 6.0, "torn"))
-    results = apply_damage_rule([LOST, passed("group.generation_monotonic", "ok")], other, FAULTS)
+    results = apply_damage_rule([LOST, passed("group.generation_monotonic", "ok")], other, FAULTS, DAMAGE)
     assert [r.status for r in results] == ["fail", "pass"]
     assert "damaged_lines" not in results[0].metrics
 
 
 def test_a_line_of_unknown_type_or_time_counts_for_every_check_and_every_window() -> None:
-    found = finding(_damage(("?", None, "torn")), DEPENDS["delivery.key_order"], FAULTS)
+    found = finding(_damage(("?", None, "torn")), DAMAGE["delivery.key_order"], FAULTS)
     assert found is not None and found.over and found.by_type == {"?": 1}
     no_faults = build_fault_index([])
-    later = finding(_damage(("?", None, "torn")), DEPENDS["delivery.key_order"], no_faults)
+    later = finding(_damage(("?", None, "torn")), DAMAGE["delivery.key_order"], no_faults)
     assert later is not None and not later.over
 
 
 def test_a_failure_missing_lines_cannot_produce_stays_a_failure() -> None:
-    (r,) = apply_damage_rule([DUP], _damage(("poll", 6.0, "torn")), FAULTS)
+    (r,) = apply_damage_rule([DUP], _damage(("poll", 6.0, "torn")), FAULTS, DAMAGE)
     assert r.status == "fail" and "missing lines cannot produce this" in r.summary
     # A poll skip is exactly what a missing poll looks like: unknown.
     skip = failed("consumer.poll_skip", "1 poll skip", [{"offset": 5}], {"poll_skips": 1})
-    (s,) = apply_damage_rule([skip], _damage(("poll", 6.0, "torn")), FAULTS)
+    (s,) = apply_damage_rule([skip], _damage(("poll", 6.0, "torn")), FAULTS, DAMAGE)
     assert s.status == "unknown"
 
 
 def test_no_damage_changes_nothing() -> None:
     results = [LOST, DUP]
-    assert apply_damage_rule(results, None, FAULTS) == results
-    assert apply_damage_rule(results, HistoryDamage(100), FAULTS) == results
+    assert apply_damage_rule(results, None, FAULTS, DAMAGE) == results
+    assert apply_damage_rule(results, HistoryDamage(100), FAULTS, DAMAGE) == results
 
 
 def test_the_spark_log_config_is_one_shared_file_in_the_cache_not_one_per_process(

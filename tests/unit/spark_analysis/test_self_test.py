@@ -11,19 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from spark_analysis.checks import BY_ID, CHECK_IDS
+from spark_analysis.checks import ALL_CHECKS, BY_ID, CHECK_IDS
 from spark_analysis.inprocess.evaluator import inprocess_checks
-from spark_analysis.result import CheckResult, run_check
+from spark_analysis.result import CheckResult, reads_frames, run_check
 from tests.fixtures.histories import EXPECTED_FAILURES, python_context, write_run
 from tests.fixtures.recorded import RECORDED
 from tests.fixtures.self_test import SELF_TEST, Case
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "kafka-behaviour.md"
-SPARK_ONLY = {"delivery.lost_write", "delivery.duplicate", "delivery.inconsistent_offsets", "delivery.key_order",
-              "consumer.nonmonotonic_poll", "consumer.poll_skip", "group.commit_monotonic",
-              "slo.write_unavailable", "slo.read_unavailable", "txn.aborted_read", "txn.atomic_visibility",
-              "txn.lost_commit", "txn.zombie_fenced", "txn.exactly_once_pipeline"}
-"""Checks that read the bulk events through Spark DataFrames: no Python-rows path (the reference has its own)."""
+SPARK_ONLY = {c.id for c in ALL_CHECKS if reads_frames(c)}
+"""Checks that gather their facts from Spark frames (`frames = True`): no Python-rows path (the in-process
+evaluator has its own)."""
 
 
 def _section(number: int) -> str:
