@@ -37,18 +37,13 @@ from spark_analysis.checks.group.judge import (
     RegressedCommit,
     judge_commit_monotonic,
 )
-from spark_analysis.checks.shared.common import as_members, evidence, plural, tp_label
+from spark_analysis.checks.shared.common import as_members, evidence, plural, summary_with_fault, tp_label
 from spark_analysis.checks.shared.damage import Depends
 from spark_analysis.facts.context import CheckContext, Row
 from spark_analysis.result import CheckResult, failed, passed, unknown
 
 COORDINATOR_GRACE_S = 10.0
 OFFSETS_TOPIC = "__consumer_offsets"
-
-
-def _with_fault(ctx: CheckContext, text: str, t: float) -> tuple[str, str | None]:
-    fault = ctx.faults.active_at(t)
-    return (f"{text} during {fault.label}" if fault else text), (fault.label if fault else None)
 
 
 class GenerationMonotonic:
@@ -98,8 +93,8 @@ class GenerationMonotonic:
         metrics = {"group_states": len(states), "assigns": len(assigns), "generations": len(gens),
                    "violations": len(bad) // 2}
         if bad:
-            summary, fault = _with_fault(ctx, f"{plural(len(bad) // 2, 'violation')}: {bad[1]['problem']}",
-                                         float(bad[1].get("t") or 0.0))
+            summary, fault = summary_with_fault(ctx, f"{plural(len(bad) // 2, 'violation')}: {bad[1]['problem']}",
+                                                float(bad[1].get("t") or 0.0))
             return failed(self.id, summary, bad, metrics, fault)
         return passed(self.id, f"generations only increased ({plural(len(gens), 'group generation')})", metrics)
 
@@ -178,9 +173,9 @@ class ExclusiveOwnership:
                                                             f"{', '.join(tp_label(*x) for x in unowned[:5])} unowned"))
         metrics = {"generations": len(held), "generations_checked_complete": covered, "violations": len(bad)}
         if bad:
-            summary, fault = _with_fault(ctx, f"{bad[0]['problem']}" + (f" (+{len(bad) - 1} more rows)"
+            summary, fault = summary_with_fault(ctx, f"{bad[0]['problem']}" + (f" (+{len(bad) - 1} more rows)"
                                                                           if len(bad) > 1 else ""),
-                                         float(bad[0].get("t") or 0.0))
+                                                float(bad[0].get("t") or 0.0))
             return failed(self.id, summary, bad, metrics, fault)
         return passed(self.id, f"no partition held twice in any of {plural(len(held), 'generation')}", metrics)
 
@@ -283,8 +278,9 @@ class AssignmentConforms:
                                     assignment={m: [tp_label(*x) for x in v] for m, v in current.items()}))
         metrics = {"generations": len(held), "judged": judged, "violations": len(bad)}
         if bad:
-            summary, fault = _with_fault(ctx, f"{plural(len(bad), 'generation')} off the strategy: {bad[0]['problem']}",
-                                         float(bad[0].get("t") or 0.0))
+            summary, fault = summary_with_fault(
+                ctx, f"{plural(len(bad), 'generation')} off the strategy: {bad[0]['problem']}",
+                float(bad[0].get("t") or 0.0))
             return failed(self.id, summary, bad, metrics, fault)
         if judged == 0:
             return unknown(self.id, "no generation with a known protocol and a complete assignment", metrics)
@@ -331,8 +327,8 @@ class CoordinatorConforms:
                                                              f"{OFFSETS_TOPIC}/{p} is led by {at}"))
         metrics = {"group_states": judged, "offsets_topic_partitions": n, "violations": len(bad)}
         if bad:
-            summary, fault = _with_fault(ctx, f"{plural(len(bad), 'observation')} with the wrong coordinator: "
-                                              f"{bad[0]['problem']}", float(bad[0].get("t") or 0.0))
+            summary, fault = summary_with_fault(ctx, f"{plural(len(bad), 'observation')} with the wrong coordinator: "
+                                                f"{bad[0]['problem']}", float(bad[0].get("t") or 0.0))
             return failed(self.id, summary, bad, metrics, fault)
         if judged == 0:
             return unknown(self.id, "no group.state with a coordinator whose offsets partition was observed", metrics)

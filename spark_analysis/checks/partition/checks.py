@@ -42,7 +42,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from spark_analysis.checks.shared.common import evidence, plural, tp_label
+from spark_analysis.checks.shared.common import evidence, plural, summary_with_fault, tp_label
 from spark_analysis.facts.context import CheckContext, Row
 from spark_analysis.facts.liveness import LIVENESS_GRACE_S, LIVENESS_TYPES, Liveness, authoritative, build_liveness
 from spark_analysis.facts.operations import OperationIndex
@@ -63,11 +63,6 @@ def _by_partition(events: Iterable[Row], per_source: bool = True) -> dict[tuple[
 def _states(ctx: CheckContext) -> list[Row]:
     """partition.state events; only the ZooKeeper (else the KRaft metadata) observer's when it reported any."""
     return authoritative(ctx.rows("partition.state"))
-
-
-def _summary_with_fault(ctx: CheckContext, text: str, t: float) -> tuple[str, str | None]:
-    fault = ctx.faults.active_at(t)
-    return (f"{text} during {fault.label}" if fault else text), (fault.label if fault else None)
 
 
 class LeaderInIsr:
@@ -91,7 +86,7 @@ class LeaderInIsr:
             text = (f"{plural(len(bad), 'state')} with the leader outside the ISR on "
                     f"{plural(len(parts), 'partition')}, first {tp_label(first['topic'], first['partition'])}: "
                     f"{first['problem']}")
-            summary, fault = _summary_with_fault(ctx, text, float(first.get("t") or 0.0))
+            summary, fault = summary_with_fault(ctx, text, float(first.get("t") or 0.0))
             return failed(self.id, summary, bad, metrics, fault)
         return passed(self.id, f"leader in ISR in all {plural(len(events), 'partition state')}", metrics)
 
@@ -345,7 +340,7 @@ class ElectionConforms:
                    "offline_replica_steps": offline_replica_steps, "by_strategy": dict(per_strategy),
                    "by_eligibility": dict(per_eligibility), "violations": len(bad) // 2}
         if bad:
-            summary, fault = _summary_with_fault(
+            summary, fault = summary_with_fault(
                 ctx, f"{plural(len(bad) // 2, 'election')} off the model: {bad[1]['problem']}",
                 float(bad[1].get("t") or 0.0))
             return failed(self.id, summary, bad, metrics, fault)
@@ -385,7 +380,7 @@ class LeaderEpochMonotonic:
                 prev = ev
         metrics = {"states": len(events), "leader_changes": changes, "violations": len(bad) // 2}
         if bad:
-            summary, fault = _summary_with_fault(
+            summary, fault = summary_with_fault(
                 ctx, f"{plural(len(bad) // 2, 'violation')}: {bad[1]['problem']}", float(bad[1].get("t") or 0.0))
             return failed(self.id, summary, bad, metrics, fault)
         return passed(self.id, f"leader_epoch increased at all {plural(changes, 'leader change')}", metrics)

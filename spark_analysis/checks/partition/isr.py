@@ -35,8 +35,8 @@ import itertools
 from dataclasses import replace
 from typing import Any
 
-from spark_analysis.checks.partition.checks import STEP_S, _summary_with_fault
-from spark_analysis.checks.shared.common import evidence, plural, tp_label
+from spark_analysis.checks.partition.checks import STEP_S
+from spark_analysis.checks.shared.common import evidence, plural, summary_with_fault, tp_label
 from spark_analysis.facts.context import CheckContext, Row
 from spark_analysis.facts.liveness import LIVENESS_TYPES, Liveness, build_liveness, controller_events
 from spark_analysis.facts.partitions import UncleanElection, leader_elections, partition_timeline
@@ -100,7 +100,7 @@ def _result(check_id: str, ctx: CheckContext, bad: list[dict[str, Any]], metrics
             noun: str, ok_text: str, none_text: str | None) -> CheckResult:
     if bad:
         first = next(e for e in bad if "problem" in e)
-        summary, fault = _summary_with_fault(ctx, f"{plural(metrics['violations'], noun)}: {first['problem']}",
+        summary, fault = summary_with_fault(ctx, f"{plural(metrics['violations'], noun)}: {first['problem']}",
                                              float(first.get("t") or 0.0))
         return failed(check_id, summary, bad, metrics, fault)
     if none_text is not None:

@@ -10,7 +10,10 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from spark_analysis.facts.context import CheckContext
 
 TopicPartition = tuple[str, int]
 
@@ -99,3 +102,10 @@ def evidence(event: Mapping[str, Any], **extra: Any) -> dict[str, Any]:
 
 def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+def summary_with_fault(ctx: CheckContext, text: str, t: float) -> tuple[str, str | None]:
+    """`text` with the fault in force at t named after it ("... during fault #2 kill broker 3"), and that fault's
+    label (None outside every fault): a failed check's summary and `fault`."""
+    fault = ctx.faults.active_at(t)
+    return (f"{text} during {fault.label}" if fault else text), (fault.label if fault else None)
