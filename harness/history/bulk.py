@@ -1,12 +1,13 @@
 """The bulk events of a history in columns: which event types are bulk, the Arrow schema they are parsed with,
 and the splitter that turns chunks of history lines into per-type Parquet files plus a side file of the rest.
 
-The recorder's columnar copy (`harness.history.columnar`) and the verifiers' conversion (`spark_analysis.load`,
-through `spark_analysis.arrow_split`) both split lines with `BulkSplitter`, so a chunk the recorder split and a chunk
-the conversion split give the same rows. Arrow, whose types are strict, takes a chunk only when every line is one
-complete JSON object that matches `BULK_SCHEMA`; otherwise the whole chunk goes to the side file, where the
-verifiers read it as Spark would (`spark_analysis.side_rows`, `load.with_damage`). Each side line carries its line
-number (`SEQ_FIELD`, injected as the object's first field), so `seq` is the line number whichever parser read it.
+The recorder's columnar copy (`harness.history.columnar`) and the verifiers' conversion
+(`spark_analysis.ingest.load`, through `spark_analysis.ingest.arrow_split`) both split lines with `BulkSplitter`,
+so a chunk the recorder split and a chunk the conversion split give the same rows. Arrow, whose types are strict,
+takes a chunk only when every line is one complete JSON object that matches `BULK_SCHEMA`; otherwise the whole
+chunk goes to the side file, where the verifiers read it as Spark would (`spark_analysis.ingest.side_rows`,
+`load.with_damage`). Each side line carries its line number (`SEQ_FIELD`, injected as the object's first field),
+so `seq` is the line number whichever parser read it.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Owns the writer (thread-safe, stamps `t` and `wall`, flushes at least every 100 ms and on every
 phase change, so a run killed with SIGKILL leaves every complete line readable), which takes typed events
 (`harness.history.events`), and the tolerant reader (`iter_lines`: a torn last line is handed on as no object,
-and `read_history` skips and counts it; unknown fields are kept) used by the verifiers' single-process reference
+and `read_history` skips and counts it; unknown fields are kept) used by the verifiers' in-process evaluator
 and by tests.
 Event types and fields are the classes of `harness.history.events` (docs/design.md's "History" reference is
 generated from them); extend, never rename.
@@ -254,7 +254,7 @@ def iter_lines(path: str | os.PathLike[str], *,
                decode: Callable[[str], object] = json.loads) -> Iterator[HistoryLine]:
     """Every non-blank line of `path` with the object `decode` reads from it (a line it refuses with a ValueError,
     or reads as anything but an object, has none). The one line loop over a history: `read_history`, the tests'
-    helpers and the verifiers' single-process reference (which passes Spark's leniency as `decode`) all read
+    helpers and the verifiers' in-process evaluator (which passes Spark's leniency as `decode`) all read
     through it."""
     with open(path, "rb") as fh:
         for number, raw in enumerate(fh, start=1):
