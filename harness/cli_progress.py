@@ -10,7 +10,7 @@ from rich.console import Console
 
 class RichProgress:
     def __init__(self, console: Console | None = None) -> None:
-        self.console = console or Console(stderr=True)
+        self.console = console or Console(stderr=True, log_path=False)  # no "cli_progress.py:23" at the right edge
         self._phase = "-"
         self._t0 = time.monotonic()
         self._last_line = 0.0

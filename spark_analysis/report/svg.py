@@ -139,7 +139,7 @@ def render_timeline_svg(timeline: Mapping[str, Any],
         c.heading("Group state / generation")
         for name, pts in groups.items():
             c.segments(name, pts, lambda p: STATE_COLOURS.get(str(p[1]), "#aaa"),
-                       lambda p: f"{p[1]} g{p[2]}")
+                       lambda p: str(p[1]) if p[2] is None else f"{p[1]} g{p[2]}")  # KRaft: no generation
     rates = timeline.get("rates") or {}
     if rates.get("t"):
         c.heading("Produce / consume rate (per s)")

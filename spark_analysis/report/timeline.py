@@ -17,6 +17,8 @@ from spark_analysis.facts.context import CheckContext
 
 MAX_BINS = 300
 MAX_PARTITION_ROWS = 48
+MAX_INTERNAL_ROWS = 8
+"""Rows for partitions of Kafka's internal topics, which are drawn only when their leader or ISR changed."""
 
 
 def _bin_width(end_t: float) -> float:
@@ -56,8 +58,11 @@ def build_timeline(ctx: CheckContext) -> dict[str, Any]:
     user = {k: v for k, v in parts.items() if not k.startswith("__")}
     internal = {k: v for k, v in parts.items() if k.startswith("__")}
     chosen = dict(sorted(user.items())[:MAX_PARTITION_ROWS])
-    if len(chosen) < MAX_PARTITION_ROWS:
-        chosen.update(dict(sorted(internal.items())[: MAX_PARTITION_ROWS - len(chosen)]))
+    # Kafka's own topics (__consumer_offsets' 50 partitions) only where something happened: a leader or ISR change,
+    # the most changed first, never more than the user's topics get
+    moved = sorted(((k, v) for k, v in internal.items() if len(v) > 1), key=lambda kv: (-len(kv[1]), kv[0]))
+    room = min(MAX_INTERNAL_ROWS, MAX_PARTITION_ROWS - len(chosen))
+    chosen.update(dict(sorted(moved[:max(room, 0)])))
     out["partitions"] = chosen
     out["partitions_omitted"] = len(parts) - len(chosen)
     groups: dict[str, list[list[Any]]] = {}

@@ -202,10 +202,48 @@ def get_session(master: str | None = None, java_options: Sequence[str] | None = 
     builder = SparkSession.builder.appName(APP_NAME).master(chosen)
     for key, value in session_config(chosen, java_options).items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    launching = SparkContext._active_spark_context is None and "PYSPARK_GATEWAY_PORT" not in os.environ
+    with _jvm_output_to(driver_log_path()) if launching else contextlib.nullcontext():
+        spark = builder.getOrCreate()
     _record_driver()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+DRIVER_LOG_MAX_BYTES = 4 << 20
+
+
+def driver_log_path() -> Path:
+    """Where the driver JVM this process launches writes its own console output (the JVM's and Spark's start-up
+    lines: "Using incubator modules", "Setting default log level"; anything it prints later): one file per user,
+    appended to, started afresh past `DRIVER_LOG_MAX_BYTES`."""
+    return cache_root() / "spark-driver.log"
+
+
+@contextlib.contextmanager
+def _jvm_output_to(path: Path) -> Iterator[None]:
+    """While pyspark launches the driver JVM, point this process's stderr (fd 2, which the JVM inherits for good) at
+    `path`, so the user's terminal shows the verdict, not the JVM's start-up chatter; restored at once after. When
+    the launch fails, the log's last lines are shown."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(OSError):
+        if path.stat().st_size > DRIVER_LOG_MAX_BYTES:
+            path.unlink()
+    saved = os.dup(2)
+    try:
+        with open(path, "ab") as log:  # appended: drivers of concurrent processes (test workers) share it
+            os.dup2(log.fileno(), 2)
+        yield
+    except BaseException:
+        os.dup2(saved, 2)
+        with contextlib.suppress(OSError):
+            tail = path.read_text(encoding="utf-8", errors="replace").splitlines()[-20:]
+            os.write(2, ("the driver JVM's output (" + str(path) + "), last lines:\n" + "\n".join(tail)
+                         + "\n").encode())
+        raise
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def stop_session(spark: SparkSession, timeout_s: float = DRIVER_STOP_S) -> None:

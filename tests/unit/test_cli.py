@@ -170,3 +170,14 @@ def test_an_interrupted_run_is_not_verified_and_says_how_to_verify_later(
     assert "run interrupted: " in out and "interrupted by SIGTERM" in out
     assert f"verify later with: kafka-chaos verify {tmp_path / 'fixture-run'}" in out
     assert "reproduce: kafka-chaos run fixture.yaml" in out
+
+
+def test_progress_lines_carry_no_source_location(capsys: pytest.CaptureFixture[str]) -> None:
+    """A user reads "phase chaos", not "phase chaos  cli_progress.py:23"."""
+    from harness.cli_progress import RichProgress
+
+    progress = RichProgress()
+    progress.phase("chaos")
+    progress.close()
+    err = capsys.readouterr().err
+    assert "phase chaos" in err and ".py:" not in err

@@ -186,3 +186,29 @@ def test_other_checks_still_fail_a_run_with_its_expected_failure() -> None:
     v = _expecting(failed("delivery.duplicate", "twice", [{"v": 1}]), failed("delivery.lost_write", "lost", [{}]),
                    fail=("delivery.lost_write",))
     assert v.status == "fail"
+
+
+def test_the_group_lane_names_a_generation_only_when_the_observer_saw_one() -> None:
+    """The Admin API's group description has no generation (KRaft and ZooKeeper alike): the lane says "Stable",
+    not "Stable gNone"; a generation seen is shown."""
+    from spark_analysis.report.svg import render_timeline_svg
+
+    svg = render_timeline_svg({"end_t": 10.0, "groups": {"billing": [[1.0, "Stable", None], [5.0, "Stable", 3]]}})
+    assert "gNone" not in svg and "Stable g3" in svg
+
+
+def test_the_timeline_draws_kafkas_internal_partitions_only_where_something_changed() -> None:
+    """__consumer_offsets' 50 partitions would crowd out the user's topics: only those whose leader or ISR changed
+    get a row."""
+    from spark_analysis.report.timeline import build_timeline
+    from tests.fixtures.histories import python_context
+
+    def state(t: float, topic: str, p: int, leader: int, isr: list[int]) -> dict[str, object]:
+        return {"t": t, "wall": 0, "src": "zk", "type": "partition.state", "topic": topic, "partition": p,
+                "leader": leader, "leader_epoch": 0, "isr": isr, "replicas": [1, 2, 3]}
+
+    events = [state(1.0, "orders", 0, 1, [1, 2, 3])]
+    events += [state(1.0, "__consumer_offsets", p, 1, [1, 2, 3]) for p in range(50)]
+    events += [state(5.0, "__consumer_offsets", 7, 2, [2, 3])]
+    drawn = build_timeline(python_context(events))["partitions"]
+    assert sorted(drawn) == ["__consumer_offsets/7", "orders/0"]
