@@ -16,7 +16,10 @@
   A broker that came back between two observed states and is in the new ISR (with a member of the old
   one) may have rejoined the ISR unobserved in between; so may a replica outside the old ISR when the
   leader epoch skipped a value (a reassignment's new replica caught up); the election is judged with and
-  without them.
+  without them. A broker whose graceful stop began before the state judged from, not seen back, is no
+  candidate (shutting down, or fenced at its shutdown, though unobserved); a broker a fault stopped or cut off
+  from the metadata quorum between the two states may have been fenced and back unobserved (an observer
+  reading a frozen cache): tried with and without (`_with_unseen_losses`).
   A write of leader -1 that only takes the dead leader out of a larger ISR, or keeps it as the last ISR
   member just before a write that elects a leader, is the controller's OfflineReplica step (Apache Kafka
   does it on controller failover, before electing), not an election: the election is the write after it.
