@@ -28,7 +28,7 @@ FIGURES = {
 }
 
 
-def run_bench(tree: Path, events: int, workdir: Path) -> dict[str, float]:
+def run_bench(label: str, tree: Path, events: int, workdir: Path) -> dict[str, float]:
     proc = subprocess.run([sys.executable, str(tree / "benchmarks" / "spark_checks_bench.py"), "--events",
                            str(events), "--no-10m", "--no-reference", "--workdir", str(workdir)], cwd=tree,
                           capture_output=True, text=True, check=False)
@@ -39,7 +39,7 @@ def run_bench(tree: Path, events: int, workdir: Path) -> dict[str, float]:
         raise SystemExit(f"spark_checks_bench.py in {tree} printed no {sorted(set(FIGURES) - set(found))}:\n"
                          f"{proc.stdout[-3000:]}")
     statuses = re.search(r"statuses: (.*)", proc.stdout)
-    print(f"  {tree.name:<10} floor {found['floor']:5.1f}s  checks {found['checks']:5.1f}s  whole path "
+    print(f"  {label:<7} floor {found['floor']:5.1f}s  checks {found['checks']:5.1f}s  whole path "
           f"{found['whole']:5.1f}s  ({statuses.group(1) if statuses else '?'})", flush=True)
     return found
 
@@ -63,8 +63,8 @@ def main() -> int:
             runs: dict[str, list[dict[str, float]]] = {"before": [], "after": []}
             for r in range(args.rounds):
                 print(f"round {r + 1}/{args.rounds} (before = {rev}, after = {head} and the working tree)", flush=True)
-                runs["before"].append(run_bench(base_tree, args.events, args.workdir))
-                runs["after"].append(run_bench(ROOT, args.events, args.workdir))
+                runs["before"].append(run_bench("before", base_tree, args.events, args.workdir))
+                runs["after"].append(run_bench("after", ROOT, args.events, args.workdir))
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(base_tree)], cwd=ROOT, check=False,
                            capture_output=True)
