@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import graphlib
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -201,49 +202,24 @@ def module_graph(top: str = _SPARK) -> dict[str, set[str]]:
     return graph
 
 
-def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan), each sorted: every import cycle."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    cycles: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in sorted(graph.get(v, ())):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component: list[str] = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                cycles.append(sorted(component))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return sorted(cycles)
+def import_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """An import cycle of `graph` (module -> the modules it imports) as the standard library's `graphlib` finds
+    one (`[a, b, ..., a]`), or None when there is none."""
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as exc:
+        return list(exc.args[1])
+    return None
 
 
 def test_no_import_cycle_in_spark_analysis() -> None:
-    assert import_cycles(module_graph()) == []
+    assert import_cycle(module_graph()) is None
 
 
 def test_the_cycle_finder_finds_a_cycle_through_three_modules() -> None:
-    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set()}
-    assert import_cycles(graph) == [["a", "b", "c"]]
-    assert import_cycles({"a": {"b"}, "b": set()}) == []
+    cycle = import_cycle({"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set()})
+    assert cycle is not None and cycle[0] == cycle[-1] and set(cycle) == {"a", "b", "c"}
+    assert import_cycle({"a": {"b"}, "b": set()}) is None
 
 
 def test_the_module_graph_reads_lazy_imports_and_leaves_parent_packages_out() -> None:
@@ -273,6 +249,6 @@ if __name__ == "__main__":
         print(f"{source} -> {', '.join(sorted(targets))}")
     problems = _violations() + _spark_violations()
     print(f"\n{len(problems)} layer violation(s)" + ("".join(f"\n  {p}" for p in problems) if problems else ""))
-    cycles = import_cycles(module_graph())
-    print(f"{len(cycles)} import cycle(s) in spark_analysis" + "".join(f"\n  {' <-> '.join(c)}" for c in cycles))
-    sys.exit(1 if problems or cycles else 0)
+    cycle = import_cycle(module_graph())
+    print("no import cycle in spark_analysis" if cycle is None else f"an import cycle: {' -> '.join(cycle)}")
+    sys.exit(1 if problems or cycle else 0)
