@@ -184,8 +184,11 @@ def _verify(run_dir: Path, spark_master: str | None, out: Path | None = None) ->
     if target != run_dir:
         why = "as asked (--out)" if out is not None else f"{run_dir} is read-only"
         print(f"verdict, report.html and junit.xml go to {target} ({why})")
+    from harness.cli_progress import VerifyProgress
+
     try:
-        verdict = verify_run(run_dir, spark_master=spark_master, out=out)
+        with VerifyProgress() as progress:
+            verdict = verify_run(run_dir, spark_master=spark_master, out=out, progress=progress)
     except HarnessError as exc:
         _err(f"error: verification of {run_dir} failed: {exc}")
         return EXIT_ERROR

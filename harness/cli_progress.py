@@ -1,5 +1,6 @@
-"""Live progress of `kafka-chaos run` on the terminal (rich): phase, elapsed/total, next fault,
-events recorded; plain lines when the output is not a terminal (CI logs)."""
+"""Live progress on the terminal (rich): of `kafka-chaos run` (phase, elapsed/total, next fault, events recorded)
+and of the verify that follows it or `kafka-chaos verify` (its step: Spark starting, the history read, check i of
+n); plain lines when the output is not a terminal (CI logs), without the per-check steps."""
 
 from __future__ import annotations
 
@@ -37,3 +38,28 @@ class RichProgress:
     def close(self) -> None:
         if self._status is not None:
             self._status.stop()
+
+
+class VerifyProgress:
+    """The verify's current step on a status line (stderr); each step but the per-check ones as a plain line when
+    stderr is not a terminal. A context manager: the status line goes when the verify ends."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        self.console = console or Console(stderr=True, log_path=False)
+        self._status = self.console.status("verifying") if self.console.is_terminal else None
+
+    def __enter__(self) -> VerifyProgress:
+        if self._status is not None:
+            self._status.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._status is not None:
+            self._status.stop()
+
+    def __call__(self, step: str) -> None:
+        if self._status is not None:
+            self._status.update(f"verifying: {step}")
+        elif not step.startswith("check "):
+            self.console.log(f"verifying: {step}")
+

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -54,6 +55,7 @@ def verify_run(
     write: bool = True,
     small_run_bytes: int = SMALL_RUN_BYTES,
     out: Path | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> Verdict:
     """Verify the run in `run_dir`; writes verdict.json, report.html, junit.xml unless `write=False`, into
     `output_dir(run_dir, out)` (the run directory unless it is read-only or `out` says otherwise), the Parquet
@@ -61,17 +63,24 @@ def verify_run(
 
     A history of at most `small_run_bytes` verifies in the small-run mode: `SMALL_RUN_CONF` for the
     duration, and the events cached in memory as one partition (same results, less per-query overhead).
+    `progress` hears each step ("starting Spark", "reading the history", "check 3/33: <id>", "writing the
+    reports"): the CLI shows it while the verdict is due.
     """
     run_dir = Path(run_dir)
     target = output_dir(run_dir, out)
     run = load_run_info(run_dir)
+    say = progress or (lambda _text: None)
+    if spark is None:
+        say("starting Spark")
     session = spark or get_session(spark_master)
     history = run_dir / HISTORY_FILE
     small = history.is_file() and history.stat().st_size <= small_run_bytes
+    say(f"reading the history ({history.stat().st_size / 1e6:.1f} MB)" if history.is_file() else "reading the history")
     parquet = None if target == run_dir else target / PARQUET_DIR
     with scoped_conf(session, SMALL_RUN_CONF if small else {}):
-        verdict = _verify(run_dir, run, session, checks, small, parquet)
+        verdict = _verify(run_dir, run, session, checks, small, parquet, say)
     if write:
+        say("writing verdict.json, report.html, junit.xml")
         target.mkdir(parents=True, exist_ok=True)
         verdict.write(target)
         write_reports(verdict, target, source=run_dir)
@@ -79,7 +88,7 @@ def verify_run(
 
 
 def _verify(run_dir: Path, run: RunInfo, session: SparkSession, checks: tuple[Check, ...], small: bool,
-            parquet: Path | None = None) -> Verdict:
+            parquet: Path | None, say: Callable[[str], None]) -> Verdict:
     started = time.perf_counter()
     loaded = load_history(session, run_dir / HISTORY_FILE, parquet_dir=parquet)
     events = loaded.events.coalesce(1).cache() if small else loaded.events
@@ -88,7 +97,10 @@ def _verify(run_dir: Path, run: RunInfo, session: SparkSession, checks: tuple[Ch
                         loaded.damage)
     try:
         selected = [c for c in checks if run.is_selected(c.id)]
-        results: list[CheckResult] = [run_check(c, ctx) for c in selected]
+        results: list[CheckResult] = []
+        for i, check in enumerate(selected, 1):
+            say(f"check {i}/{len(selected)}: {check.id}")
+            results.append(run_check(check, ctx))
         results = apply_damage_rule(results, loaded.damage, ctx.faults, DAMAGE)
         incomplete = incompleteness(run, ctx.rows(*ENDING_TYPES))
         checks_s = time.perf_counter() - started - load_s

@@ -76,7 +76,7 @@ class _Canvas:
         self.parts.append(f'<line x1="{LEFT}" y1="{self.y + h}" x2="{WIDTH - RIGHT}" y2="{self.y + h}" '
                           'stroke="#999" stroke-width="0.5"/>')
         legend_x = LEFT + 4
-        for name, (vs, colour) in series.items():
+        for k, (name, (vs, colour)) in enumerate(series.items()):
             pts: list[str] = []
             prev_y: float | None = None
             for t, v in zip(xs, vs, strict=False):
@@ -88,7 +88,10 @@ class _Canvas:
                 pts.append(f"{self.x(float(t)):.1f},{yy:.1f}")
                 prev_y = yy
             if pts:
-                self.parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="1.2" '
+                # the first series wide and solid, the others thin and dashed over it: lines that coincide (acks
+                # and polls at the same rate) stay both visible
+                style = 'stroke-width="2.4"' if k == 0 else 'stroke-width="1.2" stroke-dasharray="5 3"'
+                self.parts.append(f'<polyline fill="none" stroke="{colour}" {style} '
                                   f'points="{" ".join(pts)}"><title>{escape(name)}</title></polyline>')
             self.text(legend_x, self.y + 10, name, 9, fill=colour)
             legend_x += 8 + 6 * len(name)
@@ -139,7 +142,7 @@ def render_timeline_svg(timeline: Mapping[str, Any],
         c.heading("Group state / generation")
         for name, pts in groups.items():
             c.segments(name, pts, lambda p: STATE_COLOURS.get(str(p[1]), "#aaa"),
-                       lambda p: str(p[1]) if p[2] is None else f"{p[1]} g{p[2]}")  # KRaft: no generation
+                       lambda p: f"{p[1]} (generation unknown)" if p[2] is None else f"{p[1]} g{p[2]}")
     rates = timeline.get("rates") or {}
     if rates.get("t"):
         c.heading("Produce / consume rate (per s)")

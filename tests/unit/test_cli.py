@@ -181,3 +181,17 @@ def test_progress_lines_carry_no_source_location(capsys: pytest.CaptureFixture[s
     progress.close()
     err = capsys.readouterr().err
     assert "phase chaos" in err and ".py:" not in err
+
+
+def test_verify_progress_prints_each_step_but_the_per_check_ones_off_a_terminal(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """In a CI log the verify says what it waits for (Spark, the history, the reports), without 33 check lines."""
+    from harness.cli_progress import VerifyProgress
+
+    with VerifyProgress() as progress:
+        for step in ("starting Spark", "reading the history (1.2 MB)", "check 1/33: controller.unique",
+                     "writing verdict.json, report.html, junit.xml"):
+            progress(step)
+    err = capsys.readouterr().err
+    assert "verifying: starting Spark" in err and "verifying: writing verdict.json" in err
+    assert "controller.unique" not in err

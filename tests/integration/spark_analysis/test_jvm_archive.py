@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_analysis import jvm_archive
+from spark_analysis.session import jvm_archive
 from spark_analysis.session.jvm_archive import archive_options, archive_path, install_archive, java_home, usable_archive
 from spark_analysis.session.spark_session import session_config
 

@@ -189,12 +189,23 @@ def test_other_checks_still_fail_a_run_with_its_expected_failure() -> None:
 
 
 def test_the_group_lane_names_a_generation_only_when_the_observer_saw_one() -> None:
-    """The Admin API's group description has no generation (KRaft and ZooKeeper alike): the lane says "Stable",
-    not "Stable gNone"; a generation seen is shown."""
+    """The Admin API's group description has no generation (KRaft and ZooKeeper alike): the lane says "Stable
+    (generation unknown)", not "Stable gNone"; a generation seen is shown."""
     from spark_analysis.report.svg import render_timeline_svg
 
     svg = render_timeline_svg({"end_t": 10.0, "groups": {"billing": [[1.0, "Stable", None], [5.0, "Stable", 3]]}})
-    assert "gNone" not in svg and "Stable g3" in svg
+    assert "gNone" not in svg and "Stable (generation unknown)" in svg and "Stable g3" in svg
+
+
+def test_the_rate_plot_draws_coinciding_series_both_visible() -> None:
+    """Acks and polls at the same rate: the acks line wide and solid, the polls line dashed over it."""
+    from spark_analysis.report.svg import render_timeline_svg
+
+    rates = {"t": [0.0, 1.0, 2.0], "acks_per_s": [100, 100, 100], "polls_per_s": [100, 100, 100],
+             "lat_max": [None, None, None]}
+    svg = render_timeline_svg({"end_t": 2.0, "rates": rates})
+    lines = [part for part in svg.split("<polyline")[1:] if "acks/s" in part or "polls/s" in part]
+    assert len(lines) == 2 and "stroke-dasharray" not in lines[0] and "stroke-dasharray" in lines[1]
 
 
 def test_the_timeline_draws_kafkas_internal_partitions_only_where_something_changed() -> None:
