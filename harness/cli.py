@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError, ValidationError
 from harness.experiment.reproduce import reproduce_line as reproduce
+from harness.experiment.schema import CLIENTS
 from harness.install.kafka import BROKERS, DEFAULT_LINE, RETIRED_BROKER
 
 if TYPE_CHECKING:
@@ -92,10 +93,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
         exps = tuple(dataclasses.replace(e, cluster=dataclasses.replace(
             e.cluster, broker=args.broker or e.cluster.broker,
             kafka_version=args.kafka or e.cluster.kafka_version)) for e in exps)
-    if args.seed is not None or args.broker is not None or args.kafka is not None:
+    if args.client is not None or args.client_version is not None:
+        exps = tuple(dataclasses.replace(e, workload=dataclasses.replace(
+            e.workload, client=args.client or e.workload.client,
+            client_version=args.client_version or e.workload.client_version)) for e in exps)
+    if any(v is not None for v in (args.seed, args.broker, args.kafka, args.client, args.client_version)):
         try:  # the overrides pass the loader's rules too, before any process starts
             for e in exps:
-                load_experiment_text(dump_experiment(e), f"{e.source} (with --seed/--broker/--kafka)")
+                load_experiment_text(dump_experiment(e), f"{e.source} (with --seed/--broker/--kafka/--client)")
         except ValidationError as exc:
             _err(str(exc))
             return EXIT_ERROR
@@ -317,6 +322,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=None, help="override the experiment's seed")
     p.add_argument("--broker", default=None, type=_broker, choices=BROKERS,
                    help="override cluster.broker (auto: Apache Kafka where it is or can be installed)")
+    p.add_argument("--client", default=None, choices=CLIENTS,
+                   help="override workload.client: the client library the workloads run on")
+    p.add_argument("--client-version", default=None, metavar="VERSION",
+                   help="override workload.client_version: the Java client's kafka-clients release (default: the "
+                   "broker's)")
     p.add_argument("--kafka", default=None, metavar="VERSION",
                    help="override cluster.kafka: an Apache Kafka release (3.9.2) or line (3.9)")
     p.add_argument("--variant", default=None, help="run one variant of a matrix experiment (default: every one)")

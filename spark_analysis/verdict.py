@@ -103,6 +103,7 @@ def run_metadata(run: RunInfo) -> dict[str, Any]:
         "backend": run.backend,
         "backend_reason": run.backend_reason,
         "broker": {"flavour": run.flavour, "version": run.version, "bugs": list(run.bugs)},
+        "client": {"name": run.client, "version": run.client_version, "title": run.client_title},
         "versions": dict(run.versions),
         "started": run.started,
         "ended": run.ended,

@@ -76,6 +76,17 @@ def versions() -> dict[str, Any]:
     }
 
 
+def client_info(exp: Experiment, broker_version: str | None) -> dict[str, Any]:
+    """run.json's `client`: the library the workloads ran on and its version (the Java client's is known once the
+    broker's release is, when the experiment names none)."""
+    if exp.workload.client == "java":
+        version = exp.workload.java_release(broker_version) if broker_version else exp.workload.client_version
+        return {"name": "java", "library": "kafka-clients", "version": version}
+    import confluent_kafka
+
+    return {"name": "librdkafka", "library": "confluent-kafka", "version": confluent_kafka.libversion()[0]}
+
+
 def workload_settings(exp: Experiment) -> dict[str, Any]:
     """What the checks need of the workload to know which promises its configuration asks Kafka for
     (`spark_analysis.ingest.runinfo.WriterSettings`): each writer's value range, acks, idempotence, transactions and
@@ -170,6 +181,7 @@ class RunBundle:
                         # the verifiers read broker settings from here (unclean.leader.election.enable)
                         "broker_config": {k: str(v) for k, v in exp.cluster.broker_config.items()}},
             "workload": workload_settings(exp),
+            "client": client_info(exp, None),
             "topics": [{"name": t.name, "partitions": t.partitions, "replication_factor": t.replication_factor,
                         "config": dict(t.config)} for t in exp.topics],
             "versions": versions(),

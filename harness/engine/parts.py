@@ -1,12 +1,14 @@
 """The real parts a run is made of: observers (ZooKeeper, Admin, per-broker Metadata; in KRaft the quorum, KRaft
 metadata and Admin observers), workloads (confluent-kafka
-producers and consumer groups) built from the experiment's specs, and topic creation. The runner
+producers and consumer groups, or on `workload.client: java` the Java client's workers) built from the experiment's
+specs, and topic creation. The runner
 takes them through `RunParts`, so its phase logic is testable without a cluster; so is the operator that
 carries out the schedule's operations. Every librdkafka
 client made here logs to `LIBRDKAFKA_LOGGER` (the run's `clients.log`), never to stderr."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -72,6 +74,14 @@ def real_producers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[W
     from harness.workload.txn_producer import TransactionalProducerWorkload
 
     out: list[Workload] = []
+    if exp.workload.client == "java":
+        from harness.workload.java_client import JavaProducerWorkload, java_client
+
+        client = java_client(exp.workload.java_release(cluster.flavour.version))
+        return [JavaProducerWorkload(cluster.bootstrap_servers, sink, client=client, producer_id=p.id, topic=p.topic,
+                                     rate=p.rate, acks=p.acks, idempotence=p.idempotence, keys=p.keys,
+                                     value_base=value_base(exp, p.id), extra_config=dict(p.config))
+                for p in exp.workload.producers]  # the loader refuses transactions on the Java client
     for p in exp.workload.producers:
         base = value_base(exp, p.id)
         t = p.transactions
@@ -91,10 +101,16 @@ def real_consumers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[W
     from harness.workload.consumer import ConsumerGroupWorkload
     from harness.workload.pipeline import PipelineWorkload
 
+    new_member = None
+    if exp.workload.client == "java" and exp.workload.consumers:
+        from harness.workload.java_client import JavaMember, java_client
+
+        client = java_client(exp.workload.java_release(cluster.flavour.version))
+        new_member = functools.partial(JavaMember, client=client)
     return [
         *(ConsumerGroupWorkload(cluster.bootstrap_servers, sink, group=c.group, topics=list(c.topics),
                                 members=c.members, strategy=c.strategy, commit=c.commit, extra_config=dict(c.config),
-                                isolation=c.isolation)
+                                isolation=c.isolation, new_member=new_member)
           for c in exp.workload.consumers),
         *(PipelineWorkload(cluster.bootstrap_servers, sink, pipeline_id=p.id, group=p.group, input_topic=p.input,
                            output_topic=p.output, transactional_id=p.transactions.id, records=p.transactions.records,

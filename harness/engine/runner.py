@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from harness.cluster.base import Cluster, ClusterBackend, ClusterSpec
 from harness.cluster.links import LinkGraph
 from harness.cluster.render_kraft import kraft_cluster_id
-from harness.engine.bundle import RunBundle
+from harness.engine.bundle import RunBundle, client_info
 from harness.engine.delivery import DeliveryCount
 from harness.engine.interrupts import INTERRUPTS, Interrupts
 from harness.engine.lanes import FaultLanes
@@ -219,7 +219,7 @@ class Run:
         info = dict(self.cluster.describe())
         self.bundle.update(broker={"flavour": flavour.name, "version": flavour.version,
                                    "describe": flavour.describe(), "choice": str(info.get("broker_choice") or "")},
-                           cluster_info=info)
+                           cluster_info=info, client=client_info(self.exp, flavour.version))
         self.progress.note(f"cluster up: {flavour.describe()} at {self.cluster.bootstrap_servers}")
         self.parts.create_topics(self.exp, self.cluster)
         self.observers = list(self.parts.observers(self.exp, self.cluster, self.sink))

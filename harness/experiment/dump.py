@@ -82,6 +82,8 @@ def experiment_to_dict(exp: Experiment) -> dict[str, Any]:
                           for g in exp.workload.consumers],
             "pipelines": [{"id": p.id, "input": p.input, "output": p.output, "group": p.group,
                            **_transactions(p.transactions)} for p in exp.workload.pipelines],
+            "client": exp.workload.client,
+            **({"client_version": exp.workload.client_version} if exp.workload.client_version else {}),
         },
         "steady_state": list(exp.steady_state),
         "steady_timeout": format_duration(exp.steady_timeout),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shlex
 from pathlib import Path
+from typing import Any
 
 
 def reproduce_line(source: str, *, seed: int, backend: str, run_dir: Path, variant: str = "",
@@ -16,18 +17,32 @@ def reproduce_line(source: str, *, seed: int, backend: str, run_dir: Path, varia
     flags = f" --variant {shlex.quote(variant)}" if variant else ""
     flags += f" --seed {seed} --backend {backend}"
     flags += "" if broker == "auto" else f" --broker {broker}"
+    client = _run_json(run_dir).get("client") or {}
+    if client.get("name") == "java":  # the client, exactly: a --client override is not in the file
+        flags += " --client java" + (f" --client-version {shlex.quote(str(client['version']))}"
+                                     if client.get("version") else "")
     return f"reproduce: kafka-chaos run {shlex.quote(source)}{flags}  # {tested_versions(run_dir)}"
+
+
+def _run_json(run_dir: Path) -> dict[str, Any]:
+    try:
+        info = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return info if isinstance(info, dict) else {}
 
 
 def tested_versions(run_dir: Path) -> str:
     """Broker, harness, client and JVM versions from run.json (all of them are in that file)."""
     where = f"all versions in {run_dir / 'run.json'}"
-    try:
-        info = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    info = _run_json(run_dir)
+    if not info:
         return where
     v = info.get("versions") or {}
+    client = info.get("client") or {}
+    java = client.get("name") == "java"
     parts = [(info.get("broker") or {}).get("describe"),
              v.get("harness") and f"kafka-chaos {v['harness']}",
+             f"Java client kafka-clients {client.get('version')}" if java else
              v.get("librdkafka") and f"librdkafka {v['librdkafka']}", v.get("java")]
     return ", ".join(str(p) for p in parts if p) + f"; {where}"

@@ -82,11 +82,24 @@ class PipelineSpec:
     transactions: TransactionSpec
 
 
+CLIENTS = ("librdkafka", "java")
+"""`workload.client`: librdkafka (confluent-kafka, in the harness's process) or the Java client (kafka-clients, one
+worker process per producer and per consumer-group member)."""
+
+
 @dataclass(frozen=True, slots=True)
 class WorkloadSpec:
     producers: tuple[ProducerSpec, ...] = ()
     consumers: tuple[ConsumerSpec, ...] = ()
     pipelines: tuple[PipelineSpec, ...] = ()
+    client: str = "librdkafka"
+    client_version: str | None = None
+    """The Java client's kafka-clients release; None: the broker's release. Always None for librdkafka (the
+    installed confluent-kafka)."""
+
+    def java_release(self, broker_version: str) -> str:
+        """The kafka-clients release the Java client runs: the experiment's, else the broker's."""
+        return self.client_version or broker_version
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.errors import ConfigError
 from harness.experiment.fields import MISSING, Fields, count_items
 from harness.experiment.limits import (
     MAX_CONSUMER_GROUPS,
@@ -17,6 +18,7 @@ from harness.experiment.limits import (
     MAX_TXN_TIMEOUT_S,
 )
 from harness.experiment.schema import (
+    CLIENTS,
     ConsumerSpec,
     PipelineSpec,
     ProducerSpec,
@@ -25,6 +27,7 @@ from harness.experiment.schema import (
     frozen_map,
 )
 from harness.experiment.yamlsource import Path
+from harness.install.java_client import check_client_version
 
 _OWN_FIELDS = {"transactional.id": "transactions.id", "transaction.timeout.ms": "transactions.timeout",
                "isolation.level": "isolation"}
@@ -35,9 +38,11 @@ def read_workload(f: Fields, raw: object) -> WorkloadSpec | None:
     """The workload, or None after any error in it (so the cross-field rules, which name producers and groups
     by their position, never see a list that lost an item)."""
     before = len(f.problems)
-    m = f.mapping(("workload",), raw, ("producers", "consumers", "pipelines"), "workload")
+    m = f.mapping(("workload",), raw, ("producers", "consumers", "pipelines", "client", "client_version"),
+                  "workload")
     if m is None:
         return None
+    client, client_version = _client(f, m)
     producers: list[ProducerSpec] = []
     items = f.sequence(("workload", "producers"), m.get("producers"), "producers")
     count_items(f, ("workload", "producers"), items, MAX_PRODUCERS, "producers")
@@ -100,7 +105,56 @@ def read_workload(f: Fields, raw: object) -> WorkloadSpec | None:
             consumers.append(ConsumerSpec(group, topics, members, strategy, commit, frozen_map(config),  # type: ignore[arg-type]
                                           isolation))
     pipelines = _pipelines(f, m.get("pipelines"), txn_ids, {p.id for p in producers}, groups)
-    return WorkloadSpec(tuple(producers), tuple(consumers), pipelines) if len(f.problems) == before else None
+    if client == "java":
+        _java_supports(f, producers, pipelines)
+    if len(f.problems) != before:
+        return None
+    return WorkloadSpec(tuple(producers), tuple(consumers), pipelines, client, client_version)
+
+
+def _client(f: Fields, m: dict[str, Any]) -> tuple[Any, str | None]:
+    """`client` and `client_version`: the Java client takes any kafka-clients release from 2.8.0 on; librdkafka is
+    the installed confluent-kafka's (other librdkafka versions are not built yet, so a version is refused)."""
+    client = f.string(m, ("workload",), "client", default="librdkafka", choices=CLIENTS)
+    raw = m.get("client_version")
+    if raw is None:
+        return client, None
+    version = f.string(m, ("workload",), "client_version")
+    if version is MISSING:
+        return client, None
+    if client == "librdkafka":
+        f.error(("workload", "client_version"), f"librdkafka runs as the installed confluent-kafka "
+                f"{confluent_version()}: other librdkafka versions are not supported yet", raw,
+                "leave client_version out, or use client: java with a kafka-clients release")
+        return client, None
+    try:
+        check_client_version(str(version))
+    except ConfigError as exc:
+        f.error(("workload", "client_version"), str(exc), raw)
+        return client, None
+    return client, str(version)
+
+
+def confluent_version() -> str:
+    """The installed confluent-kafka and its librdkafka, in words (no import of the client at load time)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("confluent-kafka")
+    except PackageNotFoundError:
+        return "(not installed)"
+
+
+def _java_supports(f: Fields, producers: list[ProducerSpec], pipelines: tuple[PipelineSpec, ...]) -> None:
+    """What the Java client's worker runs so far: plain and idempotent producers and consumer groups."""
+    for i, p in enumerate(producers):
+        if p.transactions is not None:
+            f.error(("workload", "producers", i, "transactions"), "the Java client runs plain and idempotent "
+                    "producers and consumer groups; transactional producers run on librdkafka only so far",
+                    p.transactions.id, "use client: librdkafka for transactions")
+    for i, pipe in enumerate(pipelines):
+        f.error(("workload", "pipelines", i), "the Java client runs plain and idempotent producers and consumer "
+                "groups; pipelines run on librdkafka only so far", pipe.id, "use client: librdkafka for pipelines")
 
 
 def _unique_txn_id(f: Fields, path: Path, txn: Any, seen: set[str]) -> None:

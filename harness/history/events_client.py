@@ -77,6 +77,18 @@ class ClientError(HistoryEvent):
     fatal: bool
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClientCrash(HistoryEvent):
+    TYPE: ClassVar[str] = "client.crash"
+    SOURCES: ClassVar[str] = "`producer:<id>`, `consumer:<id>`"
+    DOC: ClassVar[str] = ("a client's worker process (the Java client, `harness/workload/worker.py`) ended without "
+                          "being asked to: client, exit_code (negative: the signal), last_words (the last lines it "
+                          "wrote to stderr); what it had in flight stays unresolved (unknown)")
+    client: str
+    exit_code: int | None
+    last_words: str
+
+
 # -- transactions ------------------------------------------------------------------------------------------
 
 
@@ -248,5 +260,5 @@ class Revoke(_Rebalance):
 
 
 CLIENT_EVENTS: tuple[type[HistoryEvent], ...] = (
-    Send, Ack, SendError, ClientError, TxnBegin, TxnCommit, TxnAbort, TxnZombie, TxnFenced, PipeRead, Poll, Commit,
-    CommitError, ConsumerError, Assign, Revoke)
+    Send, Ack, SendError, ClientError, ClientCrash, TxnBegin, TxnCommit, TxnAbort, TxnZombie, TxnFenced, PipeRead,
+    Poll, Commit, CommitError, ConsumerError, Assign, Revoke)

@@ -4,9 +4,11 @@ once its `installed.json` exists (written last, after an atomic rename of the di
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 MANIFEST = "installed.json"
@@ -34,3 +36,15 @@ def write_manifest(directory: Path, manifest: Mapping[str, object]) -> None:
     tmp = directory / (MANIFEST + ".tmp")
     tmp.write_text(json.dumps(dict(manifest), indent=2, sort_keys=True) + "\n", encoding="utf-8")
     tmp.replace(directory / MANIFEST)
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on `path` (created if missing): one build of an install at a time, across
+    processes (two test workers asking for the same install build it once)."""
+    with open(path, "a+b") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)

@@ -13,7 +13,6 @@ installed one, else None (the embedded server).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import os
 import shlex
@@ -22,11 +21,11 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from harness.errors import ConfigError
-from harness.install.cache import cache_root, read_manifest, write_manifest
+from harness.install.cache import cache_root, locked, read_manifest, write_manifest
 
 MODULE = "github.com/Shopify/toxiproxy/v2"
 PACKAGE = MODULE + "/cmd/server"
@@ -72,7 +71,7 @@ def install_toxiproxy(version: str = DEFAULT_VERSION, *, cache: Path | None = No
         root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"{tried}: cannot create the cache directory {root}: {exc}") from exc
-    with _locked(root / f".toxiproxy-{version}.lock"):
+    with locked(root / f".toxiproxy-{version}.lock"):
         found = installed_toxiproxy(version, cache=root)
         if found is not None:
             return found
@@ -171,13 +170,3 @@ def _sha256(path: Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with open(path, "a+b") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)

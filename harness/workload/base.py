@@ -1,4 +1,5 @@
-"""The `Workload` extension point: drives load on the cluster and records every operation as events."""
+"""The `Workload` extension point: drives load on the cluster and records every operation as events; and
+`MemberClient`, one consumer-group member whichever client runs it."""
 
 from __future__ import annotations
 
@@ -19,3 +20,41 @@ class Workload(Protocol):
     def drain(self, timeout_s: float) -> None: ...
 
     def close(self) -> None: ...
+
+
+class MemberClient(Protocol):
+    """One incarnation of a consumer-group slot as `ConsumerGroupWorkload` drives it: a librdkafka consumer on a
+    thread (`member.Member`) or a Java consumer in a worker process (`java_client.JavaMember`)."""
+
+    src: str
+    member_id: str | None
+    caught_up: bool
+    known_partitions: set[tuple[str, int]]
+    last_check_error: str | None
+
+    @property
+    def alive(self) -> bool: ...
+
+    @property
+    def paused(self) -> bool: ...
+
+    @property
+    def assignment(self) -> frozenset[tuple[str, int]]: ...
+
+    @property
+    def failure(self) -> BaseException | None: ...
+
+    @failure.setter
+    def failure(self, value: BaseException | None) -> None: ...
+
+    def start(self, timeout_s: float = ...) -> None: ...
+
+    def pause(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+    def set_draining(self, on: bool) -> None: ...
+
+    def end(self, mode: str) -> None: ...
+
+    def join(self, timeout_s: float) -> bool: ...

@@ -6,13 +6,14 @@ used for targets `consumer:<group>/<n>`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
 from harness.errors import TeardownError
 from harness.history.jsonl import EventSink
 from harness.waiting import poll_until
+from harness.workload.base import MemberClient
 from harness.workload.common import LIBRDKAFKA_LOGGER, WorkloadConfigError, WorkloadError
 from harness.workload.member import COMMIT_MODES, Member
 
@@ -60,7 +61,10 @@ class ConsumerGroupWorkload:
         auto_offset_reset: str = "earliest",
         poll_timeout_s: float = 0.1,
         isolation: str = "read_committed",
+        new_member: Callable[..., MemberClient] | None = None,
     ) -> None:
+        """`new_member` makes a slot's member (keyword arguments as `Member`'s but `poll_timeout_s`); default: a
+        librdkafka `Member`. The Java client's is `java_client.JavaMember` with its client and work directory."""
         who = f"ConsumerGroupWorkload({group!r})"
         if not group:
             raise WorkloadConfigError(who, "group", group, "a non-empty group id")
@@ -104,9 +108,10 @@ class ConsumerGroupWorkload:
         self._base_config = base
         self._commit_interval_s = commit_interval_s
         self._poll_timeout_s = poll_timeout_s
-        self._slots: list[Member | None] = [None] * members
+        self._new_member_client = new_member
+        self._slots: list[MemberClient | None] = [None] * members
         self._incarnations = [0] * members
-        self._retired: list[Member] = []
+        self._retired: list[MemberClient] = []
         self._stopping = False
         self.last_drain_complete = False
 
@@ -126,7 +131,7 @@ class ConsumerGroupWorkload:
         """Members whose client is running (paused ones included, killed/stopped ones not)."""
         return sum(1 for m in self._slots if m is not None and m.alive)
 
-    def member(self, n: int) -> Member:
+    def member(self, n: int) -> MemberClient:
         """The current incarnation of slot n (raises when the slot has never been started)."""
         member = self._slots[self._check_slot(n)]
         if member is None:
@@ -143,10 +148,14 @@ class ConsumerGroupWorkload:
         return n
 
     # -- lifecycle -----------------------------------------------------------------------------
-    def _new_member(self, n: int) -> Member:
+    def _new_member(self, n: int) -> MemberClient:
         self._incarnations[n] += 1
         config = dict(self._base_config)
         config.setdefault("client.id", f"{self.group}-{n}")
+        if self._new_member_client is not None:
+            return self._new_member_client(group=self.group, slot=n, topics=self.topics, config=config,
+                                           commit=self.commit, commit_interval_s=self._commit_interval_s,
+                                           incremental=self._incremental, sink=self._sink)
         return Member(
             group=self.group,
             slot=n,
@@ -207,7 +216,7 @@ class ConsumerGroupWorkload:
         }
 
     @staticmethod
-    def _drained(live: list[Member]) -> bool:
+    def _drained(live: list[MemberClient]) -> bool:
         expected: set[tuple[str, int]] = set()
         owned: set[tuple[str, int]] = set()
         for m in live:

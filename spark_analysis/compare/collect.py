@@ -73,7 +73,8 @@ def check_statuses(run_dir: Path) -> tuple[tuple[CheckStatus, ...], str, list[st
 
 def run_header(run_dir: Path, info: RunInfo, verdict_status: str) -> RunHeader:
     return RunHeader(path=str(run_dir), name=run_dir.resolve().name, experiment=info.experiment, seed=info.seed,
-                     backend=info.backend, flavour=info.flavour, version=info.version, tested=info.title,
+                     backend=info.backend, flavour=info.flavour, version=info.version,
+                     tested=f"{info.title}, {info.client_title}",
                      run_status=info.status, verdict_status=verdict_status)
 
 

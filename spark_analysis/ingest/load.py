@@ -59,7 +59,7 @@ _STAMP = "_source.json"
 PARQUET_BLOCK_BYTES = 8 * 1024 * 1024
 PARQUET_CODEC = "none"
 CONVERSION_SPLIT_BYTES = 64 * 1024 * 1024
-PARQUET_FORMAT = 14
+PARQUET_FORMAT = 15
 """Bumped whenever the Parquet layout changes, so older conversions are redone, not misread."""
 CONCURRENT_WRITERS = len(BULK_TYPES) + 1
 """One open Parquet file per tier and task: no sort by the partition column."""

@@ -87,6 +87,9 @@ class RunInfo:
     topic_configs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     mode: str = ZOOKEEPER
     """The cluster mode: "zookeeper" (the default, also for run.json files written before the field) or "kraft"."""
+    client: str = "librdkafka"
+    """The client library the workloads ran on (run.json `client`; librdkafka for runs written before the field)."""
+    client_version: str | None = None
     raw: Mapping[str, Any] = field(default_factory=dict)
 
     @property
@@ -100,6 +103,12 @@ class RunInfo:
                 text += " with bug flags " + ", ".join(self.bugs)
             return text
         return "unknown broker" + (f" {self.version}" if self.version else "")
+
+    @property
+    def client_title(self) -> str:
+        """The workloads' client, for report headers: "Java client (kafka-clients 3.9.2)" or "librdkafka 2.16.0"."""
+        version = self.client_version or self.versions.get(self.client) or "(version unknown)"
+        return f"Java client (kafka-clients {version})" if self.client == "java" else f"librdkafka {version}"
 
     def unclean_for(self, topic: str) -> bool:
         """`unclean.leader.election.enable` for `topic`: its own config, else the brokers'."""
@@ -197,6 +206,8 @@ def run_info_from_mapping(data: Mapping[str, Any]) -> RunInfo:
     broker_config = cluster.get("broker_config") if isinstance(cluster.get("broker_config"), Mapping) else {}
     assert isinstance(broker_config, Mapping)
     otp = cluster.get("offsets_topic_partitions", broker_config.get("offsets.topic.num.partitions"))
+    client = data.get("client") if isinstance(data.get("client"), Mapping) else {}
+    assert isinstance(client, Mapping)
     versions = data.get("versions") if isinstance(data.get("versions"), Mapping) else {}
     assert isinstance(versions, Mapping)
     seed = data.get("seed")
@@ -225,6 +236,8 @@ def run_info_from_mapping(data: Mapping[str, Any]) -> RunInfo:
         writers=_writers(data),
         topic_configs=_topic_configs(data),
         mode=_mode(cluster.get("mode")),
+        client=str(client.get("name") or "librdkafka"),
+        client_version=_opt_str(client.get("version")),
         raw=dict(data),
     )
 

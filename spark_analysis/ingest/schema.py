@@ -105,6 +105,8 @@ HISTORY_SCHEMA = StructType(
         _f("coordinator", _L),
         _f("protocol", _S),
         _f("members", ArrayType(_S)),
+        _f("group_type", _S),  # classic or consumer (KIP-848): how group.assignment_conforms judges the group
+        _f("lost", _B),  # revoke: lost (fenced), not revoked: churn, which a KIP-848 group's stickiness rule skips
         _f("member", _S),
         _f("partitions", ArrayType(ArrayType(_S))),
         # produce / consume

@@ -95,7 +95,8 @@ def _check_row(r: CheckResult) -> str:
 def _meta_rows(verdict: Verdict) -> str:
     run = dict(verdict.run)
     items: list[tuple[str, object]] = [
-        ("tested", verdict.title), ("experiment", run.get("experiment")), ("seed", run.get("seed")),
+        ("tested", verdict.title), ("client", (run.get("client") or {}).get("title")),
+        ("experiment", run.get("experiment")), ("seed", run.get("seed")),
         ("backend", run.get("backend")), ("backend reason", run.get("backend_reason")),
         ("run status", run.get("status")), ("started", run.get("started")), ("ended", run.get("ended")),
         ("versions", run.get("versions")), ("verify", run.get("verify")),

@@ -40,6 +40,9 @@ def render_junit(verdict: Verdict) -> str:
         if verdict.run.get(key) is not None:
             ET.SubElement(props, "property", name=key, value=str(verdict.run[key]))
     ET.SubElement(props, "property", name="broker", value=verdict.title)
+    client = verdict.run.get("client") or {}
+    if client.get("title"):
+        ET.SubElement(props, "property", name="client", value=str(client["title"]))
     ET.SubElement(props, "property", name="run_status", value=verdict.status)
     ET.SubElement(props, "property", name="skipped_history_lines",
                   value=str(int(verdict.history.get("skipped_lines") or 0)))

@@ -3,13 +3,17 @@
 - `group.generation_monotonic`: per observer and group, the generation in `group.state` never
   decreases, and two Stable observations with different member sets never share a generation;
   per consumer, the generation of its assigns strictly increases (each assignment ends a rebalance,
-  and each rebalance is a new generation: the same generation twice is a reused generation).
+  and each rebalance is a new generation: the same generation twice is a reused generation). In a KIP-848 group
+  the generation is the member's epoch, which never decreases but may carry several assignments: a partition
+  its previous owner has not released yet is added later in the same epoch (the coordinator's
+  `CurrentAssignmentBuilder`, state UNRELEASED_PARTITIONS).
 - `group.exclusive_ownership`: within one generation no partition is held by two members (holdings
   reconstructed from assign/revoke); once the group is Stable with exactly the members that
   reported assigns for that generation, every partition of their topics is held by one of them.
 - `group.assignment_conforms`: the holdings of a generation equal `harness.model.assignors`'s
   range/roundrobin result for the protocol the group elected (`group.state.protocol`), or, for
-  sticky/cooperative-sticky, are valid, balanced and break no stickiness rule of the model.
+  sticky/cooperative-sticky, are valid, balanced and break no stickiness rule of the model; a KIP-848 group
+  (`group.protocol=consumer`) is judged on its Stable snapshots against the server-side assignor (`modern.py`).
   Both judge a generation against the topic's partitions before an `add_partitions` grew it, until the
   generation holds one of the new partitions (`holdings.generation_counts`).
 - `group.coordinator_conforms`: the coordinator in `group.state` is the leader of the group's
@@ -37,6 +41,7 @@ from spark_analysis.checks.group.judge import (
     RegressedCommit,
     judge_commit_monotonic,
 )
+from spark_analysis.checks.group.modern import judge_modern, modern_groups
 from spark_analysis.checks.shared.common import as_members, evidence, plural, summary_with_fault, tp_label
 from spark_analysis.checks.shared.damage import Depends
 from spark_analysis.facts.context import CheckContext, Row
@@ -76,13 +81,14 @@ class GenerationMonotonic:
                 stable[key] = ev
             last[key] = ev
         last_assign: dict[tuple[str, str], Row] = {}
+        modern = modern_groups(ctx)
         for ev in assigns:
             key = (str(ev.get("src")), str(ev.get("group")))
             prev = last_assign.get(key)
             if prev is not None and ev["generation"] < prev["generation"]:
                 bad += [evidence(prev), evidence(ev, problem=f"{ev.get('src')} assigned in generation "
                                                              f"{ev['generation']} after {prev['generation']}")]
-            elif (prev is not None and ev["generation"] == prev["generation"]
+            elif (prev is not None and ev["generation"] == prev["generation"] and key[1] not in modern
                   and not _current_generation_again(prev, ev, all_states)):
                 bad += [evidence(prev), evidence(ev, problem=f"{ev.get('src')} assigned {_parts(ev)} in generation "
                                                              f"{ev['generation']}, which gave it {_parts(prev)} "
@@ -227,10 +233,13 @@ class AssignmentConforms:
         for (group, gen), members in held.items():
             first_assign[(group, gen)] = min(float(h.event.get("t") or 0.0) for h in members.values())
         stable = _stable_members(ctx)
+        modern = modern_groups(ctx)
+        snapshots, bad = judge_modern(ctx, _grown_at(ctx)) if modern else (0, [])
         judged = 0
-        bad: list[dict[str, Any]] = []
         previous: dict[str, dict[str, list[tuple[str, int]]]] = {}
         for (group, gen), members in sorted(held.items()):
+            if group in modern:
+                continue  # members' epochs are no shared generation: judged on its Stable snapshots (modern.py)
             current = {m: sorted(h.partitions) for m, h in members.items()}
             prev = previous.get(group)
             previous[group] = current
@@ -277,14 +286,18 @@ class AssignmentConforms:
                 bad.append(evidence(last, protocol=protocol, problem=problem,
                                     assignment={m: [tp_label(*x) for x in v] for m, v in current.items()}))
         metrics = {"generations": len(held), "judged": judged, "violations": len(bad)}
+        if modern:
+            metrics["modern_snapshots"] = snapshots
         if bad:
             summary, fault = summary_with_fault(
-                ctx, f"{plural(len(bad), 'generation')} off the strategy: {bad[0]['problem']}",
+                ctx, f"{plural(len(bad), 'assignment')} off the strategy: {bad[0]['problem']}",
                 float(bad[0].get("t") or 0.0))
             return failed(self.id, summary, bad, metrics, fault)
-        if judged == 0:
+        if judged + snapshots == 0:
             return unknown(self.id, "no generation with a known protocol and a complete assignment", metrics)
-        return passed(self.id, f"{plural(judged, 'generation')} assigned as the elected strategy prescribes", metrics)
+        what = [plural(judged, "generation")] if judged else []
+        what += [plural(snapshots, "KIP-848 Stable assignment")] if snapshots else []
+        return passed(self.id, f"{' and '.join(what)} assigned as the elected strategy prescribes", metrics)
 
 
 class CoordinatorConforms:

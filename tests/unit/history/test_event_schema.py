@@ -28,11 +28,11 @@ NOT_READ = frozenset({
     "source",  # controller: which call named it (a controller event's observer; test_kraft_checks.py keeps it out)
     "host", "port",  # broker.up
     "leader_recovery_state",  # partition.state (ZooKeeper)
-    "group_type",  # group.state
     "call", "node",  # observer.error
     "retriable",  # send.error
-    "client",  # client.error
-    "assignment", "incremental", "lost",  # assign / revoke
+    "client",  # client.error, client.crash
+    "exit_code", "last_words",  # client.crash: the run's teardown reports it (a harness failure, not Kafka's)
+    "assignment", "incremental",  # assign / revoke
 })
 """Fields the classes declare that no verifier reads (not schema columns)."""
 

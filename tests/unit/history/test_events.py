@@ -94,6 +94,8 @@ RECORDS: list[dict[str, Any]] = [
      "error_detail": "x", "fatal": False},
     {"client": "consumer:c", "error": "E", "error_detail": "x", "fatal": True, "type": "client.error",
      "src": "consumer:c", "wall": 1, "consumer": "c", "group": "g", "member": None},
+    {"type": "client.crash", "src": "consumer:g/0", "wall": 1, "client": "consumer:g/0", "exit_code": -9,
+     "last_words": "java.lang.OutOfMemoryError: Java heap space"},
     {"type": "txn.begin", "src": "producer:p", "wall": 1, "producer": "p", "transactional_id": "tid", "txn": 0},
     {"type": "txn.commit", "src": "producer:p", "wall": 1, "producer": "p", "transactional_id": "tid", "txn": 0,
      "outcome": "committed", "definite": True, "error": None, "error_detail": None},

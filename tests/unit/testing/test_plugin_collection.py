@@ -33,6 +33,7 @@ def test_experiments_dir_collects_one_item_per_experiment_and_matrix_variant(pyt
                       for e in load_experiments(path)], "the known-bugs corpus (experiments/**), one item per release"
     assert sorted(set(lines) - set(corpus)) == sorted([
         "experiments/consumer-rebalance.yaml::consumer-rebalance",
+        "experiments/consumer-rebalance-kip848.yaml::consumer-rebalance-kip848",
         "experiments/consumer-scaling.yaml::consumer-scaling",
         "experiments/controller-failover.yaml::controller-failover",
         "experiments/correlated-partition.yaml::correlated-partition",

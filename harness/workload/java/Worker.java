@@ -1,0 +1,264 @@
+/*
+ * kafka-chaos: the Java client worker. One process drives one Java client (org.apache.kafka:kafka-clients) of the
+ * version on its classpath: a producer (ProducerRole), or one member of a consumer group (MemberRole). It writes the history's own events
+ * (harness/history/events_client.py: send, ack, send.error, client.error, poll, assign, revoke, commit,
+ * commit.error, consumer.error) to stdout, one JSON object per line, each stamped with System.nanoTime()
+ * ("mono_ns": CLOCK_MONOTONIC on Linux, the clock of the harness's history), and control lines
+ * ({"ctl": ...}). It reads commands from stdin, one per line: pause, resume, stop (a producer sends no more),
+ * drain <ms> (a producer waits that long for its outstanding acks, then says "drained"), draining on|off (a member
+ * reports whether it has caught up), close.
+ * End of stdin (the harness is gone) halts the process at once.
+ *
+ * Only APIs of kafka-clients 2.8 and later are used, so the sources build against every client version
+ * (harness/install/java_client.py compiles them once per version). The harness's Python side
+ * (harness/workload/worker.py) turns the lines into typed events; nothing here is a second definition of an event:
+ * the field names are the history's.
+ *
+ * Usage: java -cp <classes>:<kafka-clients and its dependencies> kafkachaos.Worker
+ *   stdin starts with the settings, java.util.Properties text ended by a line "--end-of-settings--" (never on the
+ *   command line: a secured cluster's credentials are among them): worker.role=producer|member, the worker.*
+ *   settings read below, and client.<name>=<value>, handed to the client as <name>=<value>.
+ */
+
+package kafkachaos;
+
+import java.io.BufferedOutputStream;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.io.StringReader;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
+import org.apache.kafka.clients.consumer.ConsumerInterceptor;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.AuthorizationException;
+import org.apache.kafka.common.errors.OutOfOrderSequenceException;
+import org.apache.kafka.common.errors.ProducerFencedException;
+import org.apache.kafka.common.errors.RetriableException;
+import org.apache.kafka.common.errors.UnsupportedVersionException;
+import org.apache.kafka.common.errors.WakeupException;
+import org.apache.kafka.common.protocol.Errors;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+
+public final class Worker {
+    private Worker() {}
+
+    // -- output: one JSON object per line, flushed within 5 ms ----------------------------------------------------
+    static final class Out {
+        private static final OutputStream OUT = new BufferedOutputStream(System.out, 1 << 16);
+        private static boolean dirty;
+
+        static synchronized void line(Map<String, Object> record) {
+            StringBuilder sb = new StringBuilder(256);
+            json(sb, record);
+            sb.append('\n');
+            try {
+                OUT.write(sb.toString().getBytes(StandardCharsets.UTF_8));
+                dirty = true;
+            } catch (IOException e) {
+                Runtime.getRuntime().halt(3); // the harness is gone
+            }
+        }
+
+        static synchronized void flush() {
+            if (!dirty) return;
+            try {
+                OUT.flush();
+                dirty = false;
+            } catch (IOException e) {
+                Runtime.getRuntime().halt(3);
+            }
+        }
+
+        static void startFlusher() {
+            Thread t = new Thread(() -> {
+                while (true) {
+                    try {
+                        Thread.sleep(5);
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                    flush();
+                }
+            }, "kafka-chaos-flush");
+            t.setDaemon(true);
+            t.start();
+        }
+
+        static void json(StringBuilder sb, Object v) {
+            if (v == null) {
+                sb.append("null");
+            } else if (v instanceof String) {
+                String s = (String) v;
+                sb.append('"');
+                for (int i = 0; i < s.length(); i++) {
+                    char c = s.charAt(i);
+                    if (c == '"' || c == '\\') sb.append('\\').append(c);
+                    else if (c < 0x20) sb.append(String.format("\\u%04x", (int) c));
+                    else sb.append(c);
+                }
+                sb.append('"');
+            } else if (v instanceof Number || v instanceof Boolean) {
+                sb.append(v);
+            } else if (v instanceof Map) {
+                sb.append('{');
+                boolean first = true;
+                for (Map.Entry<?, ?> e : ((Map<?, ?>) v).entrySet()) {
+                    if (!first) sb.append(',');
+                    first = false;
+                    json(sb, String.valueOf(e.getKey()));
+                    sb.append(':');
+                    json(sb, e.getValue());
+                }
+                sb.append('}');
+            } else if (v instanceof Collection) {
+                sb.append('[');
+                boolean first = true;
+                for (Object o : (Collection<?>) v) {
+                    if (!first) sb.append(',');
+                    first = false;
+                    json(sb, o);
+                }
+                sb.append(']');
+            } else {
+                json(sb, v.toString());
+            }
+        }
+    }
+
+    static Map<String, Object> event(String type) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("type", type);
+        m.put("mono_ns", System.nanoTime());
+        return m;
+    }
+
+    static Map<String, Object> ctl(String what) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("ctl", what);
+        m.put("mono_ns", System.nanoTime());
+        return m;
+    }
+
+    /** Kafka's error name for an exception (Errors.forException), or its class name when Kafka has none. */
+    static String errorName(Throwable e) {
+        Errors err = Errors.forException(e);
+        return err == Errors.UNKNOWN_SERVER_ERROR ? e.getClass().getSimpleName() : err.name();
+    }
+
+    static String detail(Throwable e) {
+        String m = e.getMessage();
+        return e.getClass().getName() + (m == null ? "" : ": " + m);
+    }
+
+    static Object decodeValue(byte[] raw) {
+        if (raw == null) return null;
+        String s = new String(raw, StandardCharsets.UTF_8);
+        try {
+            return Long.parseLong(s);
+        } catch (NumberFormatException e) {
+            return s;
+        }
+    }
+
+    static final String END_OF_SETTINGS = "--end-of-settings--";
+
+    // -- commands from the harness --------------------------------------------------------------------------------
+    static volatile boolean paused;
+    static volatile boolean closing;
+    static volatile boolean stopped;
+    static volatile boolean draining;
+    static volatile long drainDeadlineNs;
+
+    static void readCommands(BufferedReader in) {
+        Thread t = new Thread(() -> {
+            try {
+                String line;
+                while ((line = in.readLine()) != null) {
+                    String[] w = line.trim().split(" ");
+                    switch (w[0]) {
+                        case "pause": paused = true; break;
+                        case "resume": paused = false; break;
+                        case "draining": draining = w.length > 1 && w[1].equals("on"); break;
+                        case "drain":
+                            drainDeadlineNs = System.nanoTime() + Long.parseLong(w[1]) * 1_000_000L;
+                            draining = true;
+                            break;
+                        case "stop": stopped = true; break;
+                        case "close": closing = true; stopped = true; paused = false; break;
+                        default: break;
+                    }
+                }
+            } catch (IOException | RuntimeException e) {
+                // fall through: no harness
+            }
+            Out.flush();
+            Runtime.getRuntime().halt(2); // stdin closed: the harness is gone, nothing may outlive it
+        }, "kafka-chaos-commands");
+        t.setDaemon(true);
+        t.start();
+    }
+
+    static Properties clientProps(Properties all) {
+        Properties p = new Properties();
+        for (String k : all.stringPropertyNames()) {
+            if (k.startsWith("client.")) p.setProperty(k.substring("client.".length()), all.getProperty(k));
+        }
+        return p;
+    }
+
+    public static void main(String[] args) throws Exception {
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        StringBuilder text = new StringBuilder();
+        for (String line = in.readLine(); line != null && !line.equals(END_OF_SETTINGS); line = in.readLine()) {
+            text.append(line).append('\n');
+        }
+        Properties all = new Properties();
+        all.load(new StringReader(text.toString()));
+        Out.startFlusher();
+        readCommands(in);
+        int rc = 0;
+        try {
+            String role = all.getProperty("worker.role");
+            if ("producer".equals(role)) new ProducerRole(all).run();
+            else if ("member".equals(role)) new MemberRole(all).run();
+            else throw new IllegalArgumentException("worker.role must be producer or member, not " + role);
+            Out.line(ctl("closed"));
+        } catch (Throwable e) {
+            Map<String, Object> m = ctl("failed");
+            m.put("error", detail(e));
+            Out.line(m);
+            e.printStackTrace();
+            rc = 1;
+        }
+        Out.flush();
+        System.err.flush();
+        Runtime.getRuntime().halt(rc);
+    }
+}

@@ -1,0 +1,127 @@
+"""The Java client's workloads (`workload.client: java`) against Apache Kafka 3.9: one broker and a real ZooKeeper
+through the process backend, the Java client (kafka-clients 3.9.2, the broker's release) in worker processes built
+from `harness/workload/java/`. The same events and controls as the librdkafka workloads: acks
+at the offsets the records were written at, a group's generations, a SIGKILLed member's partitions moving after its
+session timeout, and a worker that dies recorded as `client.crash`."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+
+import pytest
+
+from harness.cluster.base import ClusterSpec
+from harness.cluster.process import ProcessBackend, ProcessCluster
+from harness.errors import TeardownError
+from harness.install.java_client import JavaClient
+from harness.workload.consumer import ConsumerGroupWorkload
+from harness.workload.java_client import JavaMember, JavaProducerWorkload, java_client
+from tests.fixtures.process_cluster import APACHE_KAFKA, apache_kafka
+from tests.integration.workload.support import CLASSIC, Events, create_topic, read_back, wait_until
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
+    apache_kafka()
+    spec = ClusterSpec(brokers=1, zookeepers=1, ready_timeout_s=120, broker=APACHE_KAFKA, broker_config={
+        "zookeeper.session.timeout.ms": "6000", "offsets.topic.replication.factor": "1",
+        "offsets.topic.num.partitions": "3", "group.initial.rebalance.delay.ms": "0",
+        "group.min.session.timeout.ms": "1000"})
+    with ProcessBackend(broker=APACHE_KAFKA).up(spec, tmp_path_factory.mktemp("java-kafka")) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def client(kafka: ProcessCluster) -> JavaClient:
+    return java_client(kafka.flavour.version)
+
+
+def group_of(kafka: ProcessCluster, client: JavaClient, events: Events, topic: str, members: int,
+             ) -> ConsumerGroupWorkload:
+    return ConsumerGroupWorkload(kafka.bootstrap_servers, events, group=f"g-{topic}", topics=[topic], members=members,
+                                 strategy="range", commit="sync", extra_config=CLASSIC,
+                                 new_member=lambda **kw: JavaMember(client=client, **kw))
+
+
+def test_java_producer_acks_carry_the_offsets_the_records_were_written_at_on_apache_kafka(
+    kafka: ProcessCluster, client: JavaClient,
+) -> None:
+    """Every send is acked once, at a dense per-partition offset that holds exactly that value, with its latency."""
+    create_topic(kafka.bootstrap_servers, "jacks", 4)
+    events = Events()
+    with JavaProducerWorkload(kafka.bootstrap_servers, events, client=client, producer_id="j1", topic="jacks",
+                              rate=300, keys=9, value_base=2 * 10**9) as producer:
+        producer.start()
+        wait_until(lambda: len(events.of("ack")) >= 150, 60.0, "150 acks", lambda: len(events.of("ack")))
+        producer.stop()
+        producer.drain(10.0)
+    acks = events.of("ack")
+    assert len(acks) == len(events.of("send")) and not events.of("send.error")
+    assert [e["value"] for e in events.of("send")] == list(range(2 * 10**9, 2 * 10**9 + len(acks)))
+    assert all(a["latency_ms"] > 0 and a["acks"] == "all" for a in acks)
+    by_partition: dict[int, list[int]] = defaultdict(list)
+    for ack in acks:
+        by_partition[ack["partition"]].append(ack["offset"])
+    assert all(sorted(o) == list(range(len(o))) for o in by_partition.values())
+    assert {(a["partition"], a["offset"]): a["value"] for a in acks} == read_back(
+        kafka.bootstrap_servers, "jacks", 4, len(acks))
+
+
+def test_java_group_records_generations_commits_and_a_killed_members_partitions_moving_on_apache_kafka(
+    kafka: ProcessCluster, client: JavaClient,
+) -> None:
+    """A range group of 2 Java members shares the topic in one generation; SIGKILL of member 1 (no LeaveGroup)
+    moves its partitions to member 0 only after the session timeout, in a newer generation; every acked record is
+    polled at its offset, and commits carry the generation they were made in."""
+    create_topic(kafka.bootstrap_servers, "jgroup", 4)
+    events = Events()
+    with group_of(kafka, client, events, "jgroup", 2) as group, JavaProducerWorkload(
+            kafka.bootstrap_servers, events, client=client, producer_id="jfeed", topic="jgroup", rate=100) as feed:
+        group.start()
+        feed.start()
+        wait_until(lambda: sorted(len(a) for a in group.assignments().values()) == [2, 2], 60.0,
+                   "2 members owning 2 partitions each", group.assignments)
+        killed_at = time.time() * 1000
+        group.kill_member(1)
+        wait_until(lambda: len(group.assignments().get(0, ())) == 4, 60.0, "member 0 owns all", group.assignments)
+        feed.stop()
+        feed.drain(10.0)
+        group.drain(30.0)
+        assert group.last_drain_complete, str(group.drain_report())
+    gens = [e["generation"] for e in events.of("assign", consumer="g-jgroup/0")]
+    assert all(isinstance(g, int) for g in gens) and gens == sorted(gens) and len(set(gens)) == len(gens) >= 2
+    assert not [e for e in events.of("revoke", consumer="g-jgroup/1") if e["wall"] >= killed_at]
+    moved = [e for e in events.of("assign", consumer="g-jgroup/0") if e["wall"] > killed_at]
+    assert moved and moved[0]["wall"] - killed_at >= 1000  # after the 2 s session timeout, not at once
+    commits = events.of("commit", consumer="g-jgroup/0")
+    assert commits and all(c["generation"] in gens and c["member"] for c in commits)
+    acked = {(e["partition"], e["offset"]): e["value"] for e in events.of("ack")}
+    polled = {(e["partition"], e["offset"]): e["value"] for e in events.of("poll")}
+    assert acked.items() <= polled.items()
+    assert not events.of("client.crash")
+
+
+def test_a_java_worker_killed_from_outside_is_a_client_crash_and_its_close_says_so_on_apache_kafka(
+    kafka: ProcessCluster, client: JavaClient,
+) -> None:
+    """A worker SIGKILLed by someone else (the OOM killer, an operator) is recorded as `client.crash` with the
+    signal, the run goes on, and the workload's close names the crash instead of passing quietly."""
+    create_topic(kafka.bootstrap_servers, "jcrash", 2)
+    events = Events()
+    producer = JavaProducerWorkload(kafka.bootstrap_servers, events, client=client, producer_id="jc", topic="jcrash",
+                                    rate=50)
+    producer.start()
+    wait_until(lambda: events.of("ack"), 60.0, "a first ack")
+    pid = producer.worker_pid  # the test plays the OOM killer
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    (crash,) = wait_until(lambda: events.of("client.crash"), 30.0, "client.crash")
+    assert crash["client"] == "producer:jc" and crash["exit_code"] == -signal.SIGKILL
+    with pytest.raises(TeardownError, match="exited with -9"):
+        producer.close()

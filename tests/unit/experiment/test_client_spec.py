@@ -1,0 +1,64 @@
+"""`workload.client` and `workload.client_version`: which client library runs the workload, what each accepts, and
+the resolved YAML keeping both."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.errors import ValidationError
+from harness.experiment import load_experiment_text
+from harness.experiment.dump import dump_experiment
+
+BASE = """name: c
+duration: 30s
+topics: [{name: t, partitions: 3}, {name: out}]
+workload:
+  CLIENT
+  producers:
+    - {id: p, topic: t}
+  consumers:
+    - {group: g, topics: [t], members: 2}
+"""
+
+
+def _load(client: str, extra: str = "") -> object:
+    return load_experiment_text(BASE.replace("CLIENT", client) + extra, "c.yaml")
+
+
+def test_the_default_client_is_librdkafka_with_no_version() -> None:
+    exp = load_experiment_text(BASE.replace("CLIENT", ""), "c.yaml")
+    assert (exp.workload.client, exp.workload.client_version) == ("librdkafka", None)
+
+
+def test_the_java_client_takes_a_kafka_clients_release_and_the_resolved_yaml_keeps_it() -> None:
+    exp = load_experiment_text(BASE.replace("CLIENT", "client: java\n  client_version: '3.9.1'"), "c.yaml")
+    assert (exp.workload.client, exp.workload.client_version) == ("java", "3.9.1")
+    assert load_experiment_text(dump_experiment(exp), "resolved.yaml").workload == exp.workload
+
+
+@pytest.mark.parametrize(("client", "message"), [
+    ("client: go", "not a valid choice"),
+    ("client: java\n  client_version: '2.7.0'", "older than 2.8.0"),
+    ("client: java\n  client_version: '3.9'", "not a kafka-clients release"),
+    ("client_version: '2.1.0'", "librdkafka runs as the installed confluent-kafka"),
+])
+def test_a_client_or_version_the_harness_cannot_run_is_refused_at_its_line(client: str, message: str) -> None:
+    with pytest.raises(ValidationError, match=message) as err:
+        _load(client)
+    assert "c.yaml:5" in str(err.value) or "c.yaml:6" in str(err.value)
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ("    - {id: tx, topic: t, transactions: {}}\n", "transactional producers run on librdkafka only so far"),
+])
+def test_the_java_client_refuses_what_its_worker_does_not_run_yet(extra: str, message: str) -> None:
+    text = BASE.replace("CLIENT", "client: java")
+    text = text.replace("    - {id: p, topic: t}\n", "    - {id: p, topic: t}\n" + extra)
+    with pytest.raises(ValidationError, match=message):
+        load_experiment_text(text, "c.yaml")
+
+
+def test_the_java_client_refuses_pipelines_naming_the_pipeline() -> None:
+    text = BASE.replace("CLIENT", "client: java") + "  pipelines:\n    - {id: e, input: t, output: out}\n"
+    with pytest.raises(ValidationError, match="pipelines run on librdkafka only so far"):
+        load_experiment_text(text, "c.yaml")
