@@ -75,13 +75,16 @@ def real_producers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[W
 
     out: list[Workload] = []
     if exp.workload.client == "java":
-        from harness.workload.java_client import JavaProducerWorkload, java_client
+        from harness.workload.java_client import JavaProducerWorkload, JavaTransactions, java_client
 
         client = java_client(exp.workload.java_release(cluster.flavour.version))
         return [JavaProducerWorkload(cluster.bootstrap_servers, sink, client=client, producer_id=p.id, topic=p.topic,
                                      rate=p.rate, acks=p.acks, idempotence=p.idempotence, keys=p.keys,
-                                     value_base=value_base(exp, p.id), extra_config=dict(p.config))
-                for p in exp.workload.producers]  # the loader refuses transactions on the Java client
+                                     value_base=value_base(exp, p.id), extra_config=dict(p.config),
+                                     transactions=None if p.transactions is None else JavaTransactions(
+                                         p.transactions.id, p.transactions.records, p.transactions.abort_rate,
+                                         p.transactions.timeout, exp.seed))
+                for p in exp.workload.producers]
     for p in exp.workload.producers:
         base = value_base(exp, p.id)
         t = p.transactions
@@ -101,16 +104,31 @@ def real_consumers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[W
     from harness.workload.consumer import ConsumerGroupWorkload
     from harness.workload.pipeline import PipelineWorkload
 
-    new_member = None
-    if exp.workload.client == "java" and exp.workload.consumers:
-        from harness.workload.java_client import JavaMember, java_client
+    if exp.workload.client == "java":
+        from harness.workload.java_client import (
+            JavaMember,
+            JavaPipeline,
+            JavaProducerWorkload,
+            JavaTransactions,
+            java_client,
+        )
 
         client = java_client(exp.workload.java_release(cluster.flavour.version))
         new_member = functools.partial(JavaMember, client=client)
+        pipelines: list[Workload] = [
+            JavaProducerWorkload(cluster.bootstrap_servers, sink, client=client, producer_id=p.id, topic=p.output,
+                                 rate=1.0, value_base=value_base(exp, p.id), pipeline=JavaPipeline(p.group, p.input),
+                                 transactions=JavaTransactions(p.transactions.id, p.transactions.records,
+                                                               timeout_s=p.transactions.timeout, seed=exp.seed))
+            for p in exp.workload.pipelines]
+        return [*(ConsumerGroupWorkload(cluster.bootstrap_servers, sink, group=c.group, topics=list(c.topics),
+                                        members=c.members, strategy=c.strategy, commit=c.commit,
+                                        extra_config=dict(c.config), isolation=c.isolation, new_member=new_member)
+                  for c in exp.workload.consumers), *pipelines]
     return [
         *(ConsumerGroupWorkload(cluster.bootstrap_servers, sink, group=c.group, topics=list(c.topics),
                                 members=c.members, strategy=c.strategy, commit=c.commit, extra_config=dict(c.config),
-                                isolation=c.isolation, new_member=new_member)
+                                isolation=c.isolation)
           for c in exp.workload.consumers),
         *(PipelineWorkload(cluster.bootstrap_servers, sink, pipeline_id=p.id, group=p.group, input_topic=p.input,
                            output_topic=p.output, transactional_id=p.transactions.id, records=p.transactions.records,

@@ -101,6 +101,7 @@ def _check_operation(f: Fields, exp: Experiment, op: OperationSpec, counts: dict
         elif op.zombie and next(p for p in exp.workload.producers if p.id == op.producer).transactions is None:
             f.error((*path, "zombie"), "only a transactional producer can be fenced (declare its `transactions`)",
                     op.zombie)
+
     for i, b in enumerate(op.brokers):
         if b > exp.cluster.brokers:
             f.error((*path, "brokers", i), f"broker {b} does not exist (brokers 1..{exp.cluster.brokers})", b)

@@ -105,8 +105,6 @@ def read_workload(f: Fields, raw: object) -> WorkloadSpec | None:
             consumers.append(ConsumerSpec(group, topics, members, strategy, commit, frozen_map(config),  # type: ignore[arg-type]
                                           isolation))
     pipelines = _pipelines(f, m.get("pipelines"), txn_ids, {p.id for p in producers}, groups)
-    if client == "java":
-        _java_supports(f, producers, pipelines)
     if len(f.problems) != before:
         return None
     return WorkloadSpec(tuple(producers), tuple(consumers), pipelines, client, client_version)
@@ -144,17 +142,6 @@ def confluent_version() -> str:
     except PackageNotFoundError:
         return "(not installed)"
 
-
-def _java_supports(f: Fields, producers: list[ProducerSpec], pipelines: tuple[PipelineSpec, ...]) -> None:
-    """What the Java client's worker runs so far: plain and idempotent producers and consumer groups."""
-    for i, p in enumerate(producers):
-        if p.transactions is not None:
-            f.error(("workload", "producers", i, "transactions"), "the Java client runs plain and idempotent "
-                    "producers and consumer groups; transactional producers run on librdkafka only so far",
-                    p.transactions.id, "use client: librdkafka for transactions")
-    for i, pipe in enumerate(pipelines):
-        f.error(("workload", "pipelines", i), "the Java client runs plain and idempotent producers and consumer "
-                "groups; pipelines run on librdkafka only so far", pipe.id, "use client: librdkafka for pipelines")
 
 
 def _unique_txn_id(f: Fields, path: Path, txn: Any, seen: set[str]) -> None:

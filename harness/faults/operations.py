@@ -146,7 +146,7 @@ class OperationRunner:
         return OperationOutcome("done", via, scaler.scale_to(op.spec.members, abrupt=op.spec.abrupt))
 
     def _restart_producer(self, op: PlannedOperation) -> OperationOutcome:
-        via = "a new librdkafka producer"
+        via = "a new client session"
         producer = self.producers.get(str(op.spec.producer))
         if producer is None:
             return OperationOutcome("error", via, f"no producer {op.spec.producer!r} runs in this experiment")

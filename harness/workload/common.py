@@ -4,6 +4,7 @@ librdkafka's consumer-group metadata blob (the source of the generation of assig
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import struct
 import time
@@ -37,6 +38,14 @@ class WorkloadConfigError(WorkloadError):
 def wall_ms() -> int:
     """Epoch milliseconds now (passed as `wall` so the history keeps the observation time)."""
     return int(time.time() * 1000)
+
+
+def txn_abort_drawn(seed: int, producer: str, txn: int, rate: float) -> bool:
+    """Whether transaction `txn` of `producer` is aborted on purpose: the first 53 bits of SHA-256 of
+    "seed:producer:txn" as a fraction of 1, below `rate`. A pure function of the seed, so both clients draw the same
+    transactions (the Java worker's `TxnProducerRole.abortDrawn` computes the same number)."""
+    digest = hashlib.sha256(f"{seed}:{producer}:{txn}".encode()).digest()
+    return (int.from_bytes(digest[:8], "big") >> 11) / 2.0**53 < rate
 
 
 def encode_value(value: int) -> bytes:

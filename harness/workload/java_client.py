@@ -1,13 +1,13 @@
-"""The workloads on the Java client (`workload.client: java`): a producer and consumer-group members, each one worker
-process (`harness.workload.worker`) running the `java/` worker (`kafkachaos.Worker`) on kafka-clients of the chosen
-version.
+"""The workloads on the Java client (`workload.client: java`): producers (plain, idempotent, transactional),
+read-process-write pipelines and consumer-group members, each one worker process (`harness.workload.worker`)
+running the `java/` worker (`kafkachaos.Worker`) on kafka-clients of the chosen version.
 
 They record the events the librdkafka workloads record, with the same fields (the worker writes them; see its
 source for where each field comes from in the Java client), and offer the same controls: a producer's pause, resume
-and restart (`restart_producer`); a member's kill (SIGKILL of its process: no LeaveGroup, no final commit), pause
-(it stops calling poll(); the Java client's heartbeat thread goes on, so the member is dropped after
-max.poll.interval.ms), graceful close and the drain's caught-up report. `JavaMember` plugs into
-`ConsumerGroupWorkload`, which keeps the group's slots, scaling and drain for both clients.
+and restart (`restart_producer`; a transactional producer's zombie restart too); a member's kill (SIGKILL of its
+process: no LeaveGroup, no final commit), pause (it stops calling poll(); the Java client's heartbeat thread goes
+on, so the member is dropped after max.poll.interval.ms), graceful close and the drain's caught-up report.
+`JavaMember` plugs into `ConsumerGroupWorkload`, which keeps the group's slots, scaling and drain for both clients.
 
 Settings: the librdkafka workloads' own properties have the same names in the Java client (bootstrap.servers,
 client.id, acks, enable.idempotence, group.id, auto.offset.reset, enable.auto.commit, auto.commit.interval.ms,
@@ -20,15 +20,16 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from harness.errors import TeardownError
-from harness.history.events import Assign, HistoryEvent, Revoke, Send
+from harness.history.events import Assign, HistoryEvent, Revoke, Send, TxnAbort, TxnBegin, TxnCommit
 from harness.history.jsonl import EventSink
 from harness.install.java_client import JavaClient, install_java_client
-from harness.workload.common import WorkloadConfigError, WorkloadError
+from harness.workload.common import WorkloadConfigError, WorkloadError, txn_abort_drawn
 from harness.workload.worker import WorkerProcess
 
 JAVA_SOURCES = Path(__file__).with_name("java")
@@ -74,18 +75,42 @@ def client_properties(config: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class JavaTransactions:
+    """A Java producer's transactions (the worker's `TxnProducerRole`), as `TransactionalProducerWorkload`'s."""
+
+    transactional_id: str
+    records: int = 10
+    abort_rate: float = 0.0
+    timeout_s: float = 60.0
+    seed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class JavaPipeline:
+    """A read-process-write pipeline on the Java client (the worker's `PipelineRole`), as `PipelineWorkload`: it
+    consumes `input_topic` as `group` and writes each record to the producer's topic in its transactions."""
+
+    group: str
+    input_topic: str
+
+
 class JavaProducerWorkload:
     """Sends `value_base + n` to `topic` at `rate` per second on a Java KafkaProducer in a worker process; the
-    same events, lifecycle and controls as `ProducerWorkload` (see the module doc)."""
+    same events, lifecycle and controls as `ProducerWorkload`, with `transactions` those of
+    `TransactionalProducerWorkload`, and with `pipeline` too those of `PipelineWorkload` (see the module doc)."""
 
     def __init__(self, bootstrap_servers: str, sink: EventSink, *, client: JavaClient, producer_id: str, topic: str,
                  rate: float, acks: str = "all", idempotence: bool = True, keys: int = 0, value_base: int = 0,
-                 extra_config: Mapping[str, str] | None = None) -> None:
+                 extra_config: Mapping[str, str] | None = None, transactions: JavaTransactions | None = None,
+                 pipeline: JavaPipeline | None = None) -> None:
         who = f"JavaProducerWorkload({producer_id!r})"
         if not rate > 0:
             raise WorkloadConfigError(who, "rate", rate, "messages per second > 0")
         if idempotence and acks != "all":
             raise WorkloadConfigError(who, "acks", acks, "'all' when idempotence is on (the Java client requires it)")
+        if transactions is not None and (acks != "all" or not idempotence):
+            raise WorkloadConfigError(who, "transactions", transactions, "acks 'all' with idempotence")
         self.name = f"producer:{producer_id}"
         self.producer_id = producer_id
         self.topic = topic
@@ -94,8 +119,33 @@ class JavaProducerWorkload:
         self._sink = sink
         self._settings = {"worker.role": "producer", "worker.producer": producer_id, "worker.topic": topic,
                           "worker.acks": acks, "worker.rate": repr(float(rate)), "worker.keys": str(keys)}
-        self._config = client_properties({"bootstrap.servers": bootstrap_servers, "client.id": producer_id,
-                                          "acks": acks, "enable.idempotence": idempotence, **dict(extra_config or {})})
+        config: dict[str, Any] = {"bootstrap.servers": bootstrap_servers, "client.id": producer_id, "acks": acks,
+                                  "enable.idempotence": idempotence, **dict(extra_config or {})}
+        self.transactions = transactions
+        if transactions is not None:
+            t = transactions
+            self._settings.update({"worker.role": "txn_producer", "worker.transactional_id": t.transactional_id,
+                                   "worker.records": str(t.records), "worker.abort_rate": repr(float(t.abort_rate)),
+                                   "worker.seed": str(t.seed), "worker.timeout_ms": str(int(t.timeout_s * 1000))})
+            config.update({"transactional.id": t.transactional_id,
+                           "transaction.timeout.ms": str(int(t.timeout_s * 1000))})
+        self._config = client_properties(config)
+        if pipeline is not None:
+            if transactions is None:
+                raise WorkloadConfigError(who, "pipeline", pipeline, "a transactional producer (pipelines commit in "
+                                          "transactions)")
+            self.name, self.group = f"pipeline:{producer_id}", pipeline.group
+            self._settings.update({"worker.role": "pipeline", "worker.group": pipeline.group,
+                                   "worker.input": pipeline.input_topic})
+            self._config.update({f"consumer.{k}": v for k, v in {
+                "bootstrap.servers": bootstrap_servers, "group.id": pipeline.group,
+                "isolation.level": "read_committed", "enable.auto.commit": "false", "auto.offset.reset": "earliest",
+                "client.id": f"{producer_id}-in", "max.poll.records": str(transactions.records)}.items()})
+        self._next_txn = 0
+        self._open_txn: int | None = None
+        """The transaction begun and not ended yet (an abrupt restart leaves it for the next session to abort)."""
+        self._committing_txn: int | None = None
+        """The transaction whose commit the worker has asked for (its outcome is unknown if the worker is killed)."""
         self._next_value = value_base
         self._lock = threading.Lock()
         self._worker: WorkerProcess | None = None
@@ -109,18 +159,31 @@ class JavaProducerWorkload:
         return None if self._worker is None else self._worker.pid
 
     def _record(self, event: HistoryEvent) -> None:
-        if isinstance(event, Send):
-            with self._lock:
+        with self._lock:
+            if isinstance(event, Send):
                 self.sent += 1
                 self._next_value = max(self._next_value, event.value + 1)
+            elif isinstance(event, TxnBegin) and event.txn is not None:
+                self._next_txn, self._open_txn = max(self._next_txn, event.txn + 1), event.txn
+            elif isinstance(event, (TxnCommit, TxnAbort)) and event.txn == self._open_txn:
+                self._open_txn = None
         self._sink(event)
 
-    def _spawn(self) -> None:
+    def _control(self, line: dict[str, Any]) -> None:
+        if line.get("ctl") == "committing" and isinstance(line.get("txn"), int):
+            with self._lock:
+                self._committing_txn = int(line["txn"])
+
+    def _spawn(self, abandoned: int | None = None) -> None:
         with self._lock:
-            base = self._next_value
-        worker = WorkerProcess(["java", *self.client.java_args()],
-                               {**self._settings, "worker.value_base": str(base), **self._config},
-                               src=self.name, sink=self._record)
+            session = {"worker.value_base": str(self._next_value), "worker.txn_base": str(self._next_txn)}
+        if abandoned is not None and self.transactions is not None:
+            t = self.transactions
+            session.update({"worker.abandoned_txn": str(abandoned), "worker.abandoned_abort": java_value(
+                txn_abort_drawn(t.seed, self.producer_id, abandoned, t.abort_rate)),
+                "worker.abandoned_committing": java_value(abandoned == self._committing_txn)})
+        worker = WorkerProcess(["java", *self.client.java_args()], {**self._settings, **session, **self._config},
+                               src=self.name, sink=self._record, on_control=self._control)
         self._worker = worker
         self.sessions += 1
         worker.start()
@@ -153,21 +216,59 @@ class JavaProducerWorkload:
         worker.wait_control("drained", timeout_s + 5.0, after=t0)
 
     def restart(self, *, abrupt: bool = False, timeout_s: float = 30.0, zombie: bool = False) -> str:
-        """A new client session in a new worker, sending on from the next value: the old worker delivers what it
-        holds within `timeout_s` and closes (abrupt: it is killed at once, its outstanding writes stay unknown)."""
-        if zombie:
-            raise WorkloadError(f"{self.name}: only a transactional producer can be kept as a zombie")
+        """A new client session in a new worker, sending on from the next value: the old worker ends its open
+        transaction, delivers what it holds within `timeout_s` and closes (abrupt: it is killed at once, its
+        outstanding writes stay unknown, and the new session's initTransactions aborts its open transaction, which
+        the new worker records as aborted, `_ABANDONED`)."""
         old = self._worker
         if old is None:
             raise WorkloadError(f"{self.name}: restart() needs a running producer")
+        if zombie:
+            return self._zombie_restart(old, timeout_s)
+        abandoned = None
         if abrupt:
             old.kill()
+            with self._lock:
+                abandoned, self._open_txn = self._open_txn, None
         else:
             self.drain(timeout_s)
             old.close(_CLOSE_TIMEOUT_S)
         self._retired.append(old)
-        self._spawn()
+        self._spawn(abandoned)
         return f"session {self.sessions}: a new Java producer (worker pid {self._worker.pid if self._worker else '?'})"
+
+    def _zombie_restart(self, old: WorkerProcess, timeout_s: float) -> str:
+        """As `TransactionalProducerWorkload`'s: the old worker keeps its transaction open ("hold"), a new session
+        starts (its initTransactions fences the old one and aborts that transaction), then the old one writes
+        `records` more records into it, from values kept for it, and tries to commit (`txn.zombie`)."""
+        if self.transactions is None:
+            raise WorkloadError(f"{self.name}: only a transactional producer can be kept as a zombie")
+        t0 = time.monotonic()
+        old.command("hold")
+        held = old.wait_control("held", timeout_s, after=t0)
+        if held is None or held.get("txn") is None:
+            raise WorkloadError(f"{self.name}: the old session did not hold a transaction open within {timeout_s:g}s "
+                                f"({old.failure or 'no held line'})")
+        txn = int(held["txn"])
+        with self._lock:
+            zombie_base = self._next_value
+            self._next_value += self.transactions.records  # the zombie's values: no session writes them
+            self._open_txn = None
+        self._retired.append(old)
+        self._spawn(abandoned=txn)
+        new = self._worker
+        assert new is not None
+        if new.wait_control("initialized", timeout_s, after=t0) is None:
+            old.close(_CLOSE_TIMEOUT_S)
+            return (f"session {self.sessions}: its initTransactions did not succeed within {timeout_s:g}s, so the "
+                    f"zombie (transaction {txn}) wrote nothing")
+        t1 = time.monotonic()
+        old.command(f"zombie {zombie_base}")
+        done = old.wait_control("zombied", timeout_s, after=t1)
+        old.close(_CLOSE_TIMEOUT_S)
+        return (f"session {self.sessions}: the old client, fenced with transaction {txn} open, wrote "
+                f"{self.transactions.records} more records and tried to commit"
+                + ("" if done is not None else f" (no answer within {timeout_s:g}s)"))
 
     def close(self) -> None:
         failures: list[tuple[str, BaseException]] = []

@@ -4,8 +4,8 @@ producer workload's sender thread, recording each transaction's begin and end an
 Each transaction holds `records` records, sent at the producer's rate to the topic's partitions in turn
 (record i of a transaction goes to partition i mod the partition count), so one transaction spans several
 partitions. Whether a transaction is meant to be aborted is drawn from the seed when it begins
-(`abort_rate`). Events (src `producer:<id>`), besides the producer workload's `send`/`ack`/`send.error`,
-which carry `txn` here:
+(`abort_rate`; `common.txn_abort_drawn`, which the Java client's worker computes too). Events (src
+`producer:<id>`), besides the producer workload's `send`/`ack`/`send.error`, which carry `txn` here:
 - `txn.begin` {producer, transactional_id, txn}: `txn` numbers the producer's transactions 0, 1, 2, …
   across client sessions.
 - `txn.commit` / `txn.abort` {producer, transactional_id, txn, outcome, definite, error, error_detail}: the end
@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import random
 import threading
 import time
 from collections.abc import Mapping
@@ -54,7 +53,7 @@ import confluent_kafka
 from harness.history.events import Send, TxnAbort, TxnBegin, TxnCommit, TxnFenced, TxnZombie
 from harness.history.jsonl import EventSink
 from harness.waiting import Deadline
-from harness.workload.common import WorkloadConfigError, wall_ms
+from harness.workload.common import WorkloadConfigError, txn_abort_drawn, wall_ms
 from harness.workload.producer import Pacer, ProducerWorkload, is_fatal
 
 CALL_TIMEOUT_S = 10.0
@@ -108,7 +107,7 @@ class TransactionalProducerWorkload(ProducerWorkload):
         self._join_timeout_s = timeout_s + 3 * CALL_TIMEOUT_S
         self._give_up_at: float | None = None
         """When ending the open transaction stops being retried: the transaction timeout after `stop()`."""
-        self._draws = random.Random(f"{seed}:{producer_id}")
+        self._seed = seed
         self._next_txn = 0
         self._open: tuple[int, bool] | None = None
         """The transaction under way: (txn, meant to be aborted)."""
@@ -314,7 +313,7 @@ class TransactionalProducerWorkload(ProducerWorkload):
         producer.begin_transaction()
         txn = self._next_txn
         self._next_txn += 1
-        self._open = (txn, self._draws.random() < self.abort_rate)
+        self._open = (txn, txn_abort_drawn(self._seed, self.producer_id, txn, self.abort_rate))
         self._opened_at, self._committing = time.monotonic(), False
         self._sink(TxnBegin(src=self.name, wall=wall_ms(), producer=self.producer_id,
                             transactional_id=self.transactional_id, txn=txn))

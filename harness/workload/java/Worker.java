@@ -1,12 +1,15 @@
 /*
  * kafka-chaos: the Java client worker. One process drives one Java client (org.apache.kafka:kafka-clients) of the
- * version on its classpath: a producer (ProducerRole), or one member of a consumer group (MemberRole). It writes the history's own events
- * (harness/history/events_client.py: send, ack, send.error, client.error, poll, assign, revoke, commit,
+ * version on its classpath: a producer (ProducerRole), a transactional producer (TxnProducerRole), a
+ * read-process-write pipeline (PipelineRole), or one member of a consumer group (MemberRole). It writes the history's own events (harness/history/events_client.py: send, ack,
+ * send.error, client.error, txn.begin, txn.commit, txn.abort, txn.fenced, txn.zombie, pipe.read, poll, assign, revoke, commit,
  * commit.error, consumer.error) to stdout, one JSON object per line, each stamped with System.nanoTime()
  * ("mono_ns": CLOCK_MONOTONIC on Linux, the clock of the harness's history), and control lines
  * ({"ctl": ...}). It reads commands from stdin, one per line: pause, resume, stop (a producer sends no more),
  * drain <ms> (a producer waits that long for its outstanding acks, then says "drained"), draining on|off (a member
- * reports whether it has caught up), close.
+ * reports whether it has caught up), hold and zombie <first value> (a transactional producer keeps its transaction
+ * open, says "held", and on "zombie" writes values from <first value> on into it and tries to commit, after a new
+ * session fenced it), close.
  * End of stdin (the harness is gone) halts the process at once.
  *
  * Only APIs of kafka-clients 2.8 and later are used, so the sources build against every client version
@@ -193,6 +196,9 @@ public final class Worker {
     static volatile boolean paused;
     static volatile boolean closing;
     static volatile boolean stopped;
+    static volatile boolean holding;
+    static volatile boolean zombieGo;
+    static volatile long zombieBase;
     static volatile boolean draining;
     static volatile long drainDeadlineNs;
 
@@ -211,6 +217,11 @@ public final class Worker {
                             draining = true;
                             break;
                         case "stop": stopped = true; break;
+                        case "hold": holding = true; break;
+                        case "zombie":
+                            zombieBase = Long.parseLong(w[1]);
+                            zombieGo = true;
+                            break;
                         case "close": closing = true; stopped = true; paused = false; break;
                         default: break;
                     }
@@ -247,8 +258,10 @@ public final class Worker {
         try {
             String role = all.getProperty("worker.role");
             if ("producer".equals(role)) new ProducerRole(all).run();
+            else if ("txn_producer".equals(role)) new TxnProducerRole(all).run();
+            else if ("pipeline".equals(role)) new PipelineRole(all).run();
             else if ("member".equals(role)) new MemberRole(all).run();
-            else throw new IllegalArgumentException("worker.role must be producer or member, not " + role);
+            else throw new IllegalArgumentException("worker.role must be producer, txn_producer, pipeline or member, not " + role);
             Out.line(ctl("closed"));
         } catch (Throwable e) {
             Map<String, Object> m = ctl("failed");

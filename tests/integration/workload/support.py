@@ -65,10 +65,12 @@ class ThreadCheck:
         )
 
 
-def read_back(bootstrap: str, topic: str, partitions: int, expected: int) -> dict[tuple[int, int], int]:
+def read_back(bootstrap: str, topic: str, partitions: int, expected: int,
+              isolation: str = "read_uncommitted") -> dict[tuple[int, int], int]:
     """(partition, offset) -> value, read from offset 0 of every partition with a real consumer."""
     consumer = confluent_kafka.Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "verify", "enable.auto.commit": False}
+        {"bootstrap.servers": bootstrap, "group.id": "verify", "enable.auto.commit": False,
+         "isolation.level": isolation}
     )
     try:
         consumer.assign([confluent_kafka.TopicPartition(topic, p, 0) for p in range(partitions)])

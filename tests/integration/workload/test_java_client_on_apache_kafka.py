@@ -2,7 +2,7 @@
 through the process backend, the Java client (kafka-clients 3.9.2, the broker's release) in worker processes built
 from `harness/workload/java/`. The same events and controls as the librdkafka workloads: acks
 at the offsets the records were written at, a group's generations, a SIGKILLed member's partitions moving after its
-session timeout, and a worker that dies recorded as `client.crash`."""
+session timeout, transactions aborted as the seed draws them, and a worker that dies recorded as `client.crash`."""
 
 from __future__ import annotations
 
@@ -18,8 +18,9 @@ from harness.cluster.base import ClusterSpec
 from harness.cluster.process import ProcessBackend, ProcessCluster
 from harness.errors import TeardownError
 from harness.install.java_client import JavaClient
+from harness.workload.common import txn_abort_drawn
 from harness.workload.consumer import ConsumerGroupWorkload
-from harness.workload.java_client import JavaMember, JavaProducerWorkload, java_client
+from harness.workload.java_client import JavaMember, JavaProducerWorkload, JavaTransactions, java_client
 from tests.fixtures.process_cluster import APACHE_KAFKA, apache_kafka
 from tests.integration.workload.support import CLASSIC, Events, create_topic, read_back, wait_until
 
@@ -32,7 +33,8 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
     spec = ClusterSpec(brokers=1, zookeepers=1, ready_timeout_s=120, broker=APACHE_KAFKA, broker_config={
         "zookeeper.session.timeout.ms": "6000", "offsets.topic.replication.factor": "1",
         "offsets.topic.num.partitions": "3", "group.initial.rebalance.delay.ms": "0",
-        "group.min.session.timeout.ms": "1000"})
+        "group.min.session.timeout.ms": "1000", "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.min.isr": "1", "transaction.state.log.num.partitions": "3"})
     with ProcessBackend(broker=APACHE_KAFKA).up(spec, tmp_path_factory.mktemp("java-kafka")) as cluster:
         yield cluster
 
@@ -125,3 +127,31 @@ def test_a_java_worker_killed_from_outside_is_a_client_crash_and_its_close_says_
     assert crash["client"] == "producer:jc" and crash["exit_code"] == -signal.SIGKILL
     with pytest.raises(TeardownError, match="exited with -9"):
         producer.close()
+
+
+def test_java_transactions_commit_and_abort_the_transactions_the_seed_draws_on_apache_kafka(
+    kafka: ProcessCluster, client: JavaClient,
+) -> None:
+    """The Java worker aborts on purpose exactly the transactions `txn_abort_drawn` names (the one draw both clients
+    use), commits the others, and a read_committed reader sees the committed records and none of the aborted."""
+    create_topic(kafka.bootstrap_servers, "jtxn", 2)
+    events = Events()
+    txns = JavaTransactions("jtxn-tx", records=4, abort_rate=0.5, timeout_s=30.0, seed=7)
+    with JavaProducerWorkload(kafka.bootstrap_servers, events, client=client, producer_id="jt", topic="jtxn",
+                              rate=200, transactions=txns) as producer:
+        producer.start()
+        wait_until(lambda: len(events.of("txn.commit")) + len(events.of("txn.abort")) >= 12, 60.0,
+                   "12 transactions ended", lambda: len(events.of("txn.begin")))
+        producer.stop()
+        producer.drain(15.0)
+    ends = sorted(events.of("txn.commit") + events.of("txn.abort"), key=lambda e: e["txn"])
+    assert [e["txn"] for e in ends] == list(range(len(ends)))
+    for end in ends:
+        drawn = txn_abort_drawn(7, "jt", end["txn"], 0.5)
+        assert (end["type"], end["outcome"]) == (("txn.abort", "aborted") if drawn else ("txn.commit", "committed"))
+    committed = {a["value"] for a in events.of("ack") if any(e["txn"] == a["txn"] and e["type"] == "txn.commit"
+                                                             for e in ends)}
+    aborted = {a["value"] for a in events.of("ack") if a["value"] not in committed}
+    assert committed and aborted
+    read = set(read_back(kafka.bootstrap_servers, "jtxn", 2, len(committed), isolation="read_committed").values())
+    assert read == committed

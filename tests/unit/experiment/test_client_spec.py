@@ -48,17 +48,16 @@ def test_a_client_or_version_the_harness_cannot_run_is_refused_at_its_line(clien
     assert "c.yaml:5" in str(err.value) or "c.yaml:6" in str(err.value)
 
 
-@pytest.mark.parametrize(("extra", "message"), [
-    ("    - {id: tx, topic: t, transactions: {}}\n", "transactional producers run on librdkafka only so far"),
-])
-def test_the_java_client_refuses_what_its_worker_does_not_run_yet(extra: str, message: str) -> None:
+def test_the_java_client_runs_transactional_producers_and_their_zombie_restarts() -> None:
     text = BASE.replace("CLIENT", "client: java")
-    text = text.replace("    - {id: p, topic: t}\n", "    - {id: p, topic: t}\n" + extra)
-    with pytest.raises(ValidationError, match=message):
-        load_experiment_text(text, "c.yaml")
+    text = text.replace("    - {id: p, topic: t}\n",
+                        "    - {id: p, topic: t}\n    - {id: tx, topic: t, transactions: {}}\n")
+    assert load_experiment_text(text, "c.yaml").workload.producers[1].transactions is not None
+    zombie = text + "schedule:\n  - {at: 5s, action: restart_producer, producer: tx, zombie: true}\n"
+    assert load_experiment_text(zombie, "c.yaml").operations[0].zombie
 
 
-def test_the_java_client_refuses_pipelines_naming_the_pipeline() -> None:
+def test_the_java_client_runs_pipelines() -> None:
     text = BASE.replace("CLIENT", "client: java") + "  pipelines:\n    - {id: e, input: t, output: out}\n"
-    with pytest.raises(ValidationError, match="pipelines run on librdkafka only so far"):
-        load_experiment_text(text, "c.yaml")
+    (pipe,) = load_experiment_text(text, "c.yaml").workload.pipelines
+    assert (pipe.id, pipe.input, pipe.output) == ("e", "t", "out")
