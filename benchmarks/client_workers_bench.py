@@ -34,6 +34,7 @@ from harness.cluster.process import ProcessBackend, ProcessCluster  # noqa: E402
 from harness.history.events import Ack, HistoryEvent  # noqa: E402
 from harness.install.java_client import install_java_client  # noqa: E402
 from harness.install.kafka import install_kafka  # noqa: E402
+from harness.workload.common import LIBRDKAFKA_LOGGER  # noqa: E402
 from harness.workload.java_client import JavaProducerWorkload, java_client, worker_sources  # noqa: E402
 from harness.workload.producer import ProducerWorkload  # noqa: E402
 
@@ -78,15 +79,16 @@ def run_producer(cluster: ProcessCluster, kind: str, topic: str, seconds: float,
     return rate_seen, rec
 
 
-def startup(version: str, cold: bool) -> float:
-    """Seconds from asking for a Java producer worker to its ready line (cold: into an empty cache)."""
+def startup(bootstrap: str, version: str, cold: bool) -> float:
+    """Seconds from asking for a Java producer worker to its ready line (cold: into an empty cache: the jars fetched
+    by Maven from ~/.m2 or Central, the worker compiled, then started)."""
     env = dict(os.environ)
     if cold:
         env["KAFKA_CHAOS_CACHE"] = tempfile.mkdtemp(prefix="kafka-chaos-cold-")
     t0 = time.monotonic()
     client = install_java_client(version, worker_sources(), environ=env)
-    workload = JavaProducerWorkload("127.0.0.1:1", lambda _e: None, client=client, producer_id="startup",
-                                    topic="none", rate=1.0)
+    workload = JavaProducerWorkload(bootstrap, lambda _e: None, client=client, producer_id="startup",
+                                    topic="bench", rate=1.0)
     workload.start()  # returns on the worker's ready line
     took = time.monotonic() - t0
     workload.close()
@@ -103,8 +105,9 @@ def main() -> None:
     spec = ClusterSpec(brokers=3, zookeepers=1, ready_timeout_s=120, broker_config={"min.insync.replicas": "2"})
     with tempfile.TemporaryDirectory(prefix="client-bench-") as work, \
             ProcessBackend().up(spec, Path(work)) as cluster:
-        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "logger": LIBRDKAFKA_LOGGER})
         admin.create_topics([NewTopic("bench", 3, 3)])["bench"].result(30)
+        del admin
         print(f"Apache Kafka {kafka.version}, 3 brokers, topic bench (3 partitions, RF 3), acks=all, idempotent; "
               f"asked for {args.rate:.0f}/s for {args.seconds:g} s, {args.rounds} rounds each, alternating")
         rates: dict[str, list[float]] = {"librdkafka": [], "java": []}
@@ -123,14 +126,14 @@ def main() -> None:
         print("\n2. ack in the client -> its event at the history's sink (ms)")
         for kind, values in delays.items():
             print(f"   {kind:10s} p50 {pct(values, 0.5):7.3f}   p99 {pct(values, 0.99):7.3f}   ({len(values)} acks)")
-    version = kafka.version
-    cold = [startup(version, cold=True) for _ in range(args.rounds)]
-    warm = [startup(version, cold=False) for _ in range(args.rounds)]
-    print(f"\n3. Java worker start-up to ready (kafka-clients {version}), median of {args.rounds}")
-    print(f"   cold (compile into an empty cache, then start) {statistics.median(cold):6.2f} s   rounds: "
-          + ", ".join(f"{v:.2f}" for v in cold))
-    print(f"   warm (cached build)                            {statistics.median(warm):6.2f} s   rounds: "
-          + ", ".join(f"{v:.2f}" for v in warm))
+        version = kafka.version
+        cold = [startup(cluster.bootstrap_servers, version, cold=True) for _ in range(args.rounds)]
+        warm = [startup(cluster.bootstrap_servers, version, cold=False) for _ in range(args.rounds)]
+        print(f"\n3. Java worker start-up to ready (kafka-clients {version}), median of {args.rounds}")
+        print(f"   cold (fetch + compile into an empty cache, then start) {statistics.median(cold):6.2f} s   rounds: "
+              + ", ".join(f"{v:.2f}" for v in cold))
+        print(f"   warm (cached build)                                    {statistics.median(warm):6.2f} s   rounds: "
+              + ", ".join(f"{v:.2f}" for v in warm))
 
 
 if __name__ == "__main__":

@@ -70,6 +70,8 @@ def read_workload(f: Fields, raw: object) -> WorkloadSpec | None:
         txn = _transactions(f, p, path, pid, acks, idem)
         _unique_txn_id(f, path, txn, txn_ids)
         _no_own_fields(f, path, config)
+        if client == "java":
+            _java_names(f, path, config)
         if MISSING not in (pid, topic, rate, acks, idem, keys, txn):
             producers.append(ProducerSpec(pid, topic, rate, acks, idem, keys, frozen_map(config),  # type: ignore[arg-type]
                                           txn))
@@ -97,6 +99,8 @@ def read_workload(f: Fields, raw: object) -> WorkloadSpec | None:
                              choices=("read_committed", "read_uncommitted"))
         config = f.properties(c, path, "config")
         _no_own_fields(f, path, config)
+        if client == "java":
+            _java_names(f, path, config)
         if group in groups:
             f.error((*path, "group"), "consumer group declared twice", group)
             continue
@@ -216,6 +220,29 @@ def _transactions(f: Fields, p: dict[str, Any], path: Path, pid: Any, acks: Any,
     if MISSING in (tid, records, abort_rate, timeout):
         return MISSING
     return TransactionSpec(tid, records, abort_rate, timeout)
+
+
+LIBRDKAFKA_NAMES = {
+    "message.timeout.ms": "delivery.timeout.ms", "queue.buffering.max.ms": "linger.ms",
+    "queue.buffering.max.kbytes": "buffer.memory (in bytes)", "queue.buffering.max.messages": None,
+    "batch.num.messages": None, "max.in.flight": "max.in.flight.requests.per.connection",
+    "message.send.max.retries": "retries", "compression.codec": "compression.type",
+    "topic.metadata.refresh.interval.ms": "metadata.max.age.ms", "fetch.wait.max.ms": "fetch.max.wait.ms",
+    "enable.partition.eof": None, "statistics.interval.ms": None, "debug": None, "socket.timeout.ms": None,
+}
+"""librdkafka settings (its CONFIGURATION.md) whose Java client name differs -> that name, or None where the Java client
+has none. The Java worker refuses any other name its client does not know when it starts (`Worker.known`)."""
+
+
+def _java_names(f: Fields, path: Path, config: Any) -> None:
+    if not isinstance(config, dict):
+        return
+    for prop in config:
+        if prop in LIBRDKAFKA_NAMES:
+            java = LIBRDKAFKA_NAMES[prop]
+            f.error((*path, "config", prop), "a librdkafka setting, and this workload runs on the Java client, "
+                    + (f"which calls it {java}" if java else "which has no such setting"), config[prop],
+                    f"write {java.split(' ')[0]}" if java else "leave it out, or use client: librdkafka")
 
 
 def _no_own_fields(f: Fields, path: Path, config: Any) -> None:

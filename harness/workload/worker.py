@@ -97,8 +97,10 @@ class WorkerProcess:
         ready = self.wait_control("ready", timeout_s)
         if ready is None:
             self.kill()
-            raise WorkloadError(f"{self.src}: the worker did not start within {timeout_s:g}s "
-                                f"({self.failure or 'no ready line'}); its last words: {self.last_words() or 'none'}")
+            failure, self.failure = self.failure, None  # reported here, not again at close
+            why = f"it {failure}" if failure else f"no ready line within {timeout_s:g}s"
+            raise WorkloadError(f"{self.src}: the worker did not start: {why}; its last words: "
+                                f"{self.last_words() or 'none'}")
 
     def last_words(self) -> str:
         return " | ".join(self._last_words)

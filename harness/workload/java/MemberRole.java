@@ -74,7 +74,7 @@ final class MemberRole implements ConsumerRebalanceListener {
         commit = all.getProperty("worker.commit");
         incremental = Boolean.parseBoolean(all.getProperty("worker.incremental"));
         commitIntervalNs = (long) (Double.parseDouble(all.getProperty("worker.commit_interval_s", "1")) * 1e9);
-        props = clientProps(all);
+        props = known(clientProps(all), org.apache.kafka.clients.consumer.ConsumerConfig.configNames(), "consumer");
         isolation = props.getProperty("isolation.level", "read_committed");
         props.setProperty("interceptor.classes", CommitRecorder.class.getName());
     }

@@ -45,6 +45,7 @@ final class PipelineRole extends TxnProducerRole {
         for (String k : all.stringPropertyNames()) {
             if (k.startsWith("consumer.")) consumerProps.setProperty(k.substring("consumer.".length()), all.getProperty(k));
         }
+        known(consumerProps, org.apache.kafka.clients.consumer.ConsumerConfig.configNames(), "consumer");
     }
 
     long n;

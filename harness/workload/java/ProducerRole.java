@@ -74,7 +74,7 @@ class ProducerRole {
         rate = Double.parseDouble(all.getProperty("worker.rate"));
         keys = Integer.parseInt(all.getProperty("worker.keys", "0"));
         valueBase = Long.parseLong(all.getProperty("worker.value_base", "0"));
-        props = clientProps(all);
+        props = known(clientProps(all), org.apache.kafka.clients.producer.ProducerConfig.configNames(), "producer");
     }
 
     Map<String, Object> write(String type, long value, String key, Long txn, boolean zombie, Long input) {

@@ -222,7 +222,12 @@ public final class Worker {
                             zombieBase = Long.parseLong(w[1]);
                             zombieGo = true;
                             break;
-                        case "close": closing = true; stopped = true; paused = false; break;
+                        case "close":
+                            closing = true;
+                            stopped = true;
+                            paused = false;
+                            closeWatchdog();
+                            break;
                         default: break;
                     }
                 }
@@ -234,6 +239,44 @@ public final class Worker {
         }, "kafka-chaos-commands");
         t.setDaemon(true);
         t.start();
+    }
+
+    static final long CLOSE_GRACE_MS = 10_000;
+
+    /** A close that the client cannot serve in time (the sending thread blocked in send(), which waits up to
+     *  max.block.ms for metadata no broker gives) ends the worker anyway: what it had in flight stays unresolved,
+     *  unknown, as librdkafka's purge at close leaves it. */
+    static void closeWatchdog() {
+        Thread t = new Thread(() -> {
+            try {
+                Thread.sleep(CLOSE_GRACE_MS);
+            } catch (InterruptedException e) {
+                return;
+            }
+            Map<String, Object> m = ctl("closed");
+            m.put("forced", true);
+            Out.line(m);
+            Out.flush();
+            Runtime.getRuntime().halt(0);
+        }, "kafka-chaos-close-watchdog");
+        t.setDaemon(true);
+        t.start();
+    }
+
+    /** `props` when the Java client knows every name in it; else the worker fails at start, naming the unknown ones
+     *  (the Java client would only log them and go on without them: a setting the experiment asked for would
+     *  silently not apply). */
+    static Properties known(Properties props, java.util.Set<String> names, String what) {
+        java.util.List<String> unknown = new java.util.ArrayList<>();
+        for (String k : props.stringPropertyNames()) {
+            if (!names.contains(k)) unknown.add(k);
+        }
+        if (!unknown.isEmpty()) {
+            java.util.Collections.sort(unknown);
+            throw new IllegalArgumentException("the Java " + what + " client has no setting named " + unknown
+                + " (a librdkafka name? the Java client's names are in its " + what + " configs' documentation)");
+        }
+        return props;
     }
 
     static Properties clientProps(Properties all) {

@@ -18,7 +18,7 @@ from harness.cluster.base import ClusterSpec
 from harness.cluster.process import ProcessBackend, ProcessCluster
 from harness.errors import TeardownError
 from harness.install.java_client import JavaClient
-from harness.workload.common import txn_abort_drawn
+from harness.workload.common import WorkloadError, txn_abort_drawn
 from harness.workload.consumer import ConsumerGroupWorkload
 from harness.workload.java_client import JavaMember, JavaProducerWorkload, JavaTransactions, java_client
 from tests.fixtures.process_cluster import APACHE_KAFKA, apache_kafka
@@ -155,3 +155,15 @@ def test_java_transactions_commit_and_abort_the_transactions_the_seed_draws_on_a
     assert committed and aborted
     read = set(read_back(kafka.bootstrap_servers, "jtxn", 2, len(committed), isolation="read_committed").values())
     assert read == committed
+
+
+def test_a_setting_the_java_client_does_not_know_fails_the_worker_at_start_naming_it(
+    kafka: ProcessCluster, client: JavaClient,
+) -> None:
+    """The Java client only logs a setting it does not know; the worker refuses it, so a setting the experiment
+    asked for never silently fails to apply."""
+    producer = JavaProducerWorkload(kafka.bootstrap_servers, Events(), client=client, producer_id="jn", topic="jacks",
+                                    rate=1, extra_config={"queue.buffering.max.messages": "10"})
+    with pytest.raises(WorkloadError, match=r"has no setting named \[queue.buffering.max.messages\]"):
+        producer.start()
+    producer.close()

@@ -61,3 +61,12 @@ def test_the_java_client_runs_pipelines() -> None:
     text = BASE.replace("CLIENT", "client: java") + "  pipelines:\n    - {id: e, input: t, output: out}\n"
     (pipe,) = load_experiment_text(text, "c.yaml").workload.pipelines
     assert (pipe.id, pipe.input, pipe.output) == ("e", "t", "out")
+
+
+def test_a_librdkafka_setting_on_the_java_client_is_refused_with_the_java_name() -> None:
+    text = BASE.replace("CLIENT", "client: java").replace("{id: p, topic: t}",
+                                                         "{id: p, topic: t, config: {message.timeout.ms: 5000}}")
+    with pytest.raises(ValidationError, match=r"which calls it delivery\.timeout\.ms") as err:
+        load_experiment_text(text, "c.yaml")
+    assert "c.yaml:7:34: workload.producers[0].config['message.timeout.ms']" in str(err.value)
+    assert load_experiment_text(text.replace("client: java", "client: librdkafka"), "c.yaml")
