@@ -22,8 +22,10 @@ from harness.observe.admin import AdminObserver
 from harness.observe.base import Observer
 from harness.observe.isolated import IsolatedAdminObserver
 from harness.observe.zookeeper import ZooKeeperObserver
-from harness.workload.base import Workload
+from harness.workload.base import MemberClient, Workload
 from harness.workload.consumer import ConsumerGroupWorkload
+from harness.workload.java_client import JavaMember, JavaProducerWorkload
+from harness.workload.member import Member
 from harness.workload.producer import ProducerWorkload
 
 _SKIP = {"__init__", "__subclasshook__", "__class_getitem__", "__init_subclass__", "__weakref__", "__dict__",
@@ -69,6 +71,11 @@ CASES: list[tuple[type, Any]] = [
     (ProducerWorkload, ProducerRestarter),
     (ProducerWorkload, ProducerControl),
     (ConsumerGroupWorkload, MemberControl),
+    (JavaProducerWorkload, Workload),
+    (JavaProducerWorkload, ProducerRestarter),
+    (JavaProducerWorkload, ProducerControl),
+    (Member, MemberClient),
+    (JavaMember, MemberClient),
     (FaultInjector, FaultEnv),
     *((kind, FaultKind) for kind in dict.fromkeys(type(k) for k in CATALOG.values())),
 ]

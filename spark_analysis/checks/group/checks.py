@@ -42,6 +42,7 @@ from spark_analysis.checks.group.judge import (
     judge_commit_monotonic,
 )
 from spark_analysis.checks.group.modern import judge_modern, modern_groups
+from spark_analysis.checks.group.sticky import balance_and_stickiness, first_issue
 from spark_analysis.checks.shared.common import as_members, evidence, plural, summary_with_fault, tp_label
 from spark_analysis.checks.shared.damage import Depends
 from spark_analysis.facts.context import CheckContext, Row
@@ -274,14 +275,9 @@ class AssignmentConforms:
                 revoking = (assignors.cooperative_revoking(prev, current)
                             if prev is not None and protocol == "cooperative-sticky" else frozenset())
                 issues = list(assignors.assignment_problems(current, parts, may_be_unassigned=revoking))
-                if not revoking and not assignors.is_balanced(current):
-                    issues.append("unbalanced: " + ", ".join(f"{m}={len(v)}" for m, v in sorted(current.items())))
-                if prev is not None:
-                    issues += [f"{v.kind}: {tp_label(*v.partition)} moved {v.from_member} -> {v.to_member}"
-                               for v in assignors.sticky_violations(prev, current)]
+                issues += balance_and_stickiness(prev, current, judge_balance=not revoking)
                 if issues:
-                    problem = f"{group} generation {gen} ({protocol}): {issues[0]}" + (
-                        f" (+{len(issues) - 1} more)" if len(issues) > 1 else "")
+                    problem = first_issue(f"{group} generation {gen} ({protocol})", issues)
             if problem:
                 bad.append(evidence(last, protocol=protocol, problem=problem,
                                     assignment={m: [tp_label(*x) for x in v] for m, v in current.items()}))

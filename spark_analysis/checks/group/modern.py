@@ -25,6 +25,7 @@ import json
 from typing import Any
 
 from spark_analysis.checks.group.holdings import base_partition_counts
+from spark_analysis.checks.group.sticky import balance_and_stickiness, first_issue
 from spark_analysis.checks.shared.common import evidence, member_id, tp_label
 from spark_analysis.facts.context import CheckContext, Row
 
@@ -85,14 +86,9 @@ def judge_modern(ctx: CheckContext, grown_at: dict[str, float]) -> tuple[int, li
                        f"{[tp_label(*x) for x in want.get(m, [])]}"
                        for m in sorted(current) if want.get(m) != current[m]]
         else:
-            if not assignors.is_balanced(current):
-                issues.append("unbalanced: " + ", ".join(f"{m}={len(v)}" for m, v in sorted(current.items())))
-            if prev is not None:
-                issues += [f"{v.kind}: {tp_label(*v.partition)} moved {v.from_member} -> {v.to_member}"
-                           for v in assignors.sticky_violations(prev, current)]
+            issues += balance_and_stickiness(prev, current)
         if issues:
-            problem = f"{group} Stable at {float(ev.get('t') or 0.0):.1f}s ({protocol}, KIP-848): {issues[0]}" + (
-                f" (+{len(issues) - 1} more)" if len(issues) > 1 else "")
+            problem = first_issue(f"{group} Stable at {t:.1f}s ({protocol}, KIP-848)", issues)
             bad.append(evidence(ev, protocol=protocol, problem=problem,
                                 assignment={m: [tp_label(*x) for x in v] for m, v in current.items()}))
     return judged, bad

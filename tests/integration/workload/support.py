@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import confluent_kafka
 import psutil
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from harness.cluster.base import ClusterSpec
+from harness.cluster.process import ProcessBackend, ProcessCluster
 from harness.errors import HarnessTimeout
 from harness.history.events import HistoryEvent
 from harness.history.jsonl import record_of
@@ -116,3 +120,18 @@ def create_topic(bootstrap: str, topic: str, partitions: int, replication_factor
         15.0,
         f"{topic} with {partitions} led partitions",
     )
+
+
+@contextlib.contextmanager
+def one_broker(workdir: Path, **extra: str) -> Iterator[ProcessCluster]:
+    """One Apache Kafka broker and a real ZooKeeper: the group coordinator's topic on it alone, 1 s sessions allowed
+    (CLASSIC), and `extra` broker settings."""
+    from tests.fixtures.process_cluster import APACHE_KAFKA, apache_kafka
+
+    apache_kafka()
+    spec = ClusterSpec(brokers=1, zookeepers=1, ready_timeout_s=120, broker=APACHE_KAFKA, broker_config={
+        "zookeeper.session.timeout.ms": "6000", "offsets.topic.replication.factor": "1",
+        "offsets.topic.num.partitions": "3", "group.initial.rebalance.delay.ms": "0",
+        "group.min.session.timeout.ms": "1000", **extra})
+    with ProcessBackend(broker=APACHE_KAFKA).up(spec, workdir) as cluster:
+        yield cluster

@@ -14,28 +14,23 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.cluster.base import ClusterSpec
-from harness.cluster.process import ProcessBackend, ProcessCluster
+from harness.cluster.process import ProcessCluster
 from harness.errors import TeardownError
 from harness.install.java_client import JavaClient
 from harness.workload.common import WorkloadError, txn_abort_drawn
 from harness.workload.consumer import ConsumerGroupWorkload
 from harness.workload.java_client import JavaMember, JavaProducerWorkload, JavaTransactions, java_client
-from tests.fixtures.process_cluster import APACHE_KAFKA, apache_kafka
-from tests.integration.workload.support import CLASSIC, Events, create_topic, read_back, wait_until
+from tests.integration.workload.support import CLASSIC, Events, create_topic, one_broker, read_back, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
 def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
-    apache_kafka()
-    spec = ClusterSpec(brokers=1, zookeepers=1, ready_timeout_s=120, broker=APACHE_KAFKA, broker_config={
-        "zookeeper.session.timeout.ms": "6000", "offsets.topic.replication.factor": "1",
-        "offsets.topic.num.partitions": "3", "group.initial.rebalance.delay.ms": "0",
-        "group.min.session.timeout.ms": "1000", "transaction.state.log.replication.factor": "1",
-        "transaction.state.log.min.isr": "1", "transaction.state.log.num.partitions": "3"})
-    with ProcessBackend(broker=APACHE_KAFKA).up(spec, tmp_path_factory.mktemp("java-kafka")) as cluster:
+    """One broker (as the librdkafka workload tests'), with a transaction log it can hold alone."""
+    with one_broker(tmp_path_factory.mktemp("java-kafka"), **{
+            "transaction.state.log.replication.factor": "1", "transaction.state.log.min.isr": "1",
+            "transaction.state.log.num.partitions": "3"}) as cluster:
         yield cluster
 
 

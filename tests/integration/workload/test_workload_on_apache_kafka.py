@@ -10,15 +10,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.cluster.base import ClusterSpec, NodeId
-from harness.cluster.process import ProcessBackend, ProcessCluster
+from harness.cluster.base import NodeId
+from harness.cluster.process import ProcessCluster
 from harness.workload import ConsumerGroupWorkload, ProducerWorkload
-from tests.fixtures.process_cluster import APACHE_KAFKA, apache_kafka
 from tests.integration.workload.support import (
     CLASSIC,
     Events,
     ThreadCheck,
     create_topic,
+    one_broker,
     read_back,
     stored_count,
     wait_until,
@@ -30,12 +30,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 @pytest.fixture(scope="module")
 def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
     """One Apache Kafka broker: the group coordinator's topic on it alone, and 1 s sessions allowed (CLASSIC)."""
-    apache_kafka()
-    spec = ClusterSpec(brokers=1, zookeepers=1, ready_timeout_s=120, broker=APACHE_KAFKA, broker_config={
-        "zookeeper.session.timeout.ms": "6000", "offsets.topic.replication.factor": "1",
-        "offsets.topic.num.partitions": "3", "group.initial.rebalance.delay.ms": "0",
-        "group.min.session.timeout.ms": "1000"})
-    with ProcessBackend(broker=APACHE_KAFKA).up(spec, tmp_path_factory.mktemp("workload-kafka")) as cluster:
+    with one_broker(tmp_path_factory.mktemp("workload-kafka")) as cluster:
         yield cluster
 
 

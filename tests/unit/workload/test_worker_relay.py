@@ -98,3 +98,16 @@ def test_settings_reach_the_worker_on_its_stdin_never_on_its_command_line() -> N
     assert echo["settings"] == {"client.sasl.jaas.config": "secret = x", "worker.role": "producer"}
     assert "secret" not in " ".join(map(str, echo["argv"]))  # type: ignore[call-overload]
     assert [c["ctl"] for c in seen] == ["ready", "echo", "closed"]
+
+
+def test_a_running_worker_has_a_leftover_record_and_loses_it_when_reaped() -> None:
+    """A harness killed with SIGKILL leaves no worker behind: the next run's clean_leftovers (or the reaper) kills
+    what the records name."""
+    from harness.workload import worker as worker_module
+
+    worker = WorkerProcess(stand_in("time.sleep(60)"), {}, src="producer:rec", sink=Sink())
+    worker.start(30.0)
+    records = {r.pid: r.what for r in worker_module._registry().registered()}
+    assert records.get(worker.pid) == "worker:producer:rec"
+    worker.kill()
+    assert worker.pid not in {r.pid for r in worker_module._registry().registered()}
