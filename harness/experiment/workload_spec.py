@@ -91,7 +91,7 @@ def read_workload(f: Fields, raw: object) -> WorkloadSpec | None:
             f.error((*path, "topics"), "a consumer group subscribes to at least one topic", [])
             topics = MISSING
         members = f.integer(c, path, "members", default=1, minimum=1, maximum=MAX_MEMBERS,
-                            why="every member is a librdkafka consumer of its own")
+                            why="every member is a client of its own")
         strategy = f.string(c, path, "strategy", default="range",
                             choices=("range", "roundrobin", "cooperative-sticky"))
         commit = f.string(c, path, "commit", default="auto", choices=("auto", "sync", "async"))
@@ -138,14 +138,13 @@ def _client(f: Fields, m: dict[str, Any]) -> tuple[Any, str | None]:
 
 
 def confluent_version() -> str:
-    """The installed confluent-kafka and its librdkafka, in words (no import of the client at load time)."""
+    """The installed confluent-kafka's version (read from its package metadata: the loader imports no client)."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
         return version("confluent-kafka")
     except PackageNotFoundError:
         return "(not installed)"
-
 
 
 def _unique_txn_id(f: Fields, path: Path, txn: Any, seen: set[str]) -> None:
