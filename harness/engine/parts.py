@@ -19,7 +19,7 @@ from harness.experiment.schema import Experiment
 from harness.faults.operations import Operator
 from harness.history.jsonl import EventSink
 from harness.observe.base import Observer
-from harness.workload.base import Workload
+from harness.workload.base import MemberClient, Workload
 from harness.workload.common import LIBRDKAFKA_LOGGER
 
 VALUE_STRIDE = 1_000_000_000
@@ -102,8 +102,8 @@ def real_producers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[W
 def real_consumers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[Workload]:
     """The consumer groups, and the pipelines (they consume until the drain ends, like the groups)."""
     from harness.workload.consumer import ConsumerGroupWorkload
-    from harness.workload.pipeline import PipelineWorkload
 
+    new_member: Callable[..., MemberClient] | None = None
     if exp.workload.client == "java":
         from harness.workload.java_client import (
             JavaMember,
@@ -121,20 +121,18 @@ def real_consumers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[W
                                  transactions=JavaTransactions(p.transactions.id, p.transactions.records,
                                                                timeout_s=p.transactions.timeout, seed=exp.seed))
             for p in exp.workload.pipelines]
-        return [*(ConsumerGroupWorkload(cluster.bootstrap_servers, sink, group=c.group, topics=list(c.topics),
-                                        members=c.members, strategy=c.strategy, commit=c.commit,
-                                        extra_config=dict(c.config), isolation=c.isolation, new_member=new_member)
-                  for c in exp.workload.consumers), *pipelines]
-    return [
-        *(ConsumerGroupWorkload(cluster.bootstrap_servers, sink, group=c.group, topics=list(c.topics),
-                                members=c.members, strategy=c.strategy, commit=c.commit, extra_config=dict(c.config),
-                                isolation=c.isolation)
-          for c in exp.workload.consumers),
-        *(PipelineWorkload(cluster.bootstrap_servers, sink, pipeline_id=p.id, group=p.group, input_topic=p.input,
-                           output_topic=p.output, transactional_id=p.transactions.id, records=p.transactions.records,
-                           timeout_s=p.transactions.timeout, value_base=value_base(exp, p.id))
-          for p in exp.workload.pipelines),
-    ]
+    else:
+        from harness.workload.pipeline import PipelineWorkload
+
+        pipelines = [
+            PipelineWorkload(cluster.bootstrap_servers, sink, pipeline_id=p.id, group=p.group, input_topic=p.input,
+                             output_topic=p.output, transactional_id=p.transactions.id, records=p.transactions.records,
+                             timeout_s=p.transactions.timeout, value_base=value_base(exp, p.id))
+            for p in exp.workload.pipelines]
+    return [*(ConsumerGroupWorkload(cluster.bootstrap_servers, sink, group=c.group, topics=list(c.topics),
+                                    members=c.members, strategy=c.strategy, commit=c.commit,
+                                    extra_config=dict(c.config), isolation=c.isolation, new_member=new_member)
+              for c in exp.workload.consumers), *pipelines]
 
 
 def create_topics(exp: Experiment, cluster: Cluster, timeout_s: float = 60.0) -> None:
