@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import functions as F
@@ -195,14 +196,25 @@ def _protocols(ctx: CheckContext) -> dict[tuple[str, int], str]:
     return out
 
 
-def _stable_protocols(ctx: CheckContext) -> dict[str, list[tuple[float, str]]]:
-    """Per group, (t, protocol) of every Stable group.state naming a protocol, in time order."""
-    out: dict[str, list[tuple[float, str]]] = {}
+@dataclass(frozen=True, slots=True)
+class StableSeen:
+    """A Stable group.state naming a protocol: when, which protocol, and its members (None: not recorded)."""
+
+    t: float
+    protocol: str
+    members: tuple[str, ...] | None
+
+
+def _stable_protocols(ctx: CheckContext) -> dict[str, list[StableSeen]]:
+    """Per group, every Stable group.state naming a protocol, in time order."""
+    out: dict[str, list[StableSeen]] = {}
     for ev in ctx.rows("group.state"):
         if ev.get("state") == "Stable" and ev.get("protocol"):
-            out.setdefault(str(ev.get("group")), []).append((float(ev.get("t") or 0.0), str(ev["protocol"]).lower()))
+            members = None if ev.get("members") is None else tuple(sorted(as_members(ev["members"])))
+            out.setdefault(str(ev.get("group")), []).append(
+                StableSeen(float(ev.get("t") or 0.0), str(ev["protocol"]).lower(), members))
     for items in out.values():
-        items.sort()
+        items.sort(key=lambda s: s.t)
     return out
 
 
@@ -212,10 +224,10 @@ callbacks run, so the Admin observer (polling every 0.5 s) may see Stable betwee
 events, or just before the first (seen: 0.2 s before the last)."""
 
 
-def _protocol_between(timeline: list[tuple[float, str]], after: float, before: float) -> str | None:
-    """The protocol of the first Stable state seen in [after, before): where the Admin API reports no
-    generation, the generation whose assignments were just delivered is the one that became Stable."""
-    return next((proto for t, proto in timeline if after <= t < before), None)
+def _stable_between(timeline: list[StableSeen], after: float, before: float) -> StableSeen | None:
+    """The first Stable state seen in [after, before): where the Admin API reports no generation, the
+    generation whose assignments were just delivered is the one that became Stable."""
+    return next((s for s in timeline if after <= s.t < before), None)
 
 
 class AssignmentConforms:
@@ -236,7 +248,7 @@ class AssignmentConforms:
         stable = _stable_members(ctx)
         modern = modern_groups(ctx)
         snapshots, bad = judge_modern(ctx, _grown_at(ctx)) if modern else (0, [])
-        judged = 0
+        judged = partial = 0
         previous: dict[str, dict[str, list[tuple[str, int]]]] = {}
         for (group, gen), members in sorted(held.items()):
             if group in modern:
@@ -245,13 +257,26 @@ class AssignmentConforms:
             prev = previous.get(group)
             previous[group] = current
             protocol = protocols.get((group, gen))
+            exact = stable.get((group, gen))
+            listed: tuple[str, ...] | None = None
             if protocol is None:
                 t_prev = max((float(h.event.get("t") or 0.0) for (g, n), ms in held.items() if g == group and n < gen
                               for h in ms.values()), default=float("-inf"))
                 t_from = max(t_prev, first_assign[(group, gen)] - STABLE_BEFORE_ASSIGN_S)
                 t_next = min((t for (g, n), t in first_assign.items() if g == group and n > gen), default=float("inf"))
-                protocol = _protocol_between(by_time.get(group, []), t_from, t_next)
-            if protocol is None or ((group, gen) in stable and sorted(stable[(group, gen)]) != sorted(members)):
+                seen = _stable_between(by_time.get(group, []), t_from, t_next)
+                if seen is not None:
+                    protocol, listed = seen.protocol, seen.members
+            if protocol is None:
+                continue
+            # Judged only where every member the coordinator reported recorded its assignment in this generation:
+            # a member whose callback ran late, or carried no generation (librdkafka had dropped it), would
+            # otherwise leave its partitions looking unassigned. (A Stable seen by time may be the previous
+            # generation's: a member that joined since is no sign of a gap, a member missing from the record is.)
+            if ((exact is not None and sorted(exact) != sorted(members))
+                    or (listed is not None and not set(listed) <= set(members))):
+                partial += 1  # the next generation's cooperative round still knows what the unrecorded held
+                previous[group] = {**(prev or {}), **current}
                 continue
             topics = sorted({t for ps in current.values() for t, _ in ps})
             counts = generation_counts(base, members.values())
@@ -281,7 +306,7 @@ class AssignmentConforms:
             if problem:
                 bad.append(evidence(last, protocol=protocol, problem=problem,
                                     assignment={m: [tp_label(*x) for x in v] for m, v in current.items()}))
-        metrics = {"generations": len(held), "judged": judged, "violations": len(bad)}
+        metrics = {"generations": len(held), "judged": judged, "members_unrecorded": partial, "violations": len(bad)}
         if modern:
             metrics["modern_snapshots"] = snapshots
         if bad:

@@ -64,3 +64,21 @@ def test_a_restarted_member_does_not_inherit_the_partitions_of_its_killed_incarn
     ]
     result = ExclusiveOwnership().run(python_context(events))
     assert result.status == "pass", result.summary
+
+
+def test_a_generation_whose_recorded_members_are_not_the_stable_members_is_not_judged() -> None:
+    """Seen on a loaded make test: a member's assign callback carried no generation (or ran after the next
+    join), so the generation's recorded assignments came from one member of two; its partitions are not
+    "unassigned", the generation is not judged, and the metrics count it."""
+    events = _history([["t", 2]])
+    events[5]["generation"] = None
+    result = AssignmentConforms().run(python_context(events))
+    assert result.status != "fail", result.summary
+    assert result.metrics["members_unrecorded"] == 1, result.metrics
+
+
+def test_a_generation_with_every_stable_member_recorded_and_a_partition_unassigned_fails() -> None:
+    events = _history([])
+    events[6]["protocol"] = "cooperative-sticky"
+    result = AssignmentConforms().run(python_context(events))
+    assert result.status == "fail" and "t/2 is subscribed but unassigned" in result.summary, result.summary
