@@ -78,7 +78,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from harness.cluster.select import choose_backend
+    from harness.cluster.select import choose_backend, process_only
     from harness.experiment import load_experiment, load_experiment_text, load_experiments
     from harness.experiment.dump import dump_experiment
 
@@ -105,7 +105,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             _err(str(exc))
             return EXIT_ERROR
     try:
-        backend, reason = choose_backend(args.backend, progress=print)
+        needs = next((process_only(e.cluster) for e in exps if process_only(e.cluster)), "")
+        backend, reason = choose_backend(args.backend, progress=print, process_only=needs)
     except HarnessError as exc:
         _err(f"error: {exc}")
         return EXIT_ERROR

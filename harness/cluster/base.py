@@ -87,6 +87,9 @@ class ClusterSpec:
     """KRaft: feature levels `kafka-storage format --feature name=level` sets (Kafka 3.8+, KIP-1022), e.g.
     `eligible.leader.replicas.version: 1` (ELR is off by default on 4.0)."""
     ready_timeout_s: float = 90.0
+    log_dir_mb: int = 0
+    """`cluster.log_dir_mb`: each broker's and KRaft controller's log directory is a tmpfs of this many MB, which
+    the `disk_full` fault fills (process backend, as root; `harness.cluster.disks`); 0: a plain directory."""
 
     @property
     def kraft(self) -> bool:
@@ -184,6 +187,15 @@ class Cluster(Protocol):
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None: ...
+
+
+@runtime_checkable
+class DiskControl(Protocol):
+    """What a cluster whose log directories are size-limited (`ClusterSpec.log_dir_mb`) offers the disk faults."""
+
+    def fill_disk(self, node: NodeId) -> int: ...  # every later write to the node's log directory fails (ENOSPC)
+
+    def free_disk(self, node: NodeId) -> None: ...
 
 
 @runtime_checkable

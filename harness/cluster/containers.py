@@ -137,6 +137,10 @@ class ContainersBackend:
         First removes what harnesses that died without teardown left (`clean_leftovers`; listed in the
         cluster's `cleaned_leftovers` and `describe()`). With the local images the broker is decided first
         (`containers_spec.broker_launcher`; Apache Kafka is installed into the cache when wanted and missing)."""
+        if spec.log_dir_mb:
+            raise ConfigError(f"containers backend: cluster.log_dir_mb ({spec.log_dir_mb}) and the disk faults "
+                              f"need the process backend (a tmpfs per log directory, mounted by the harness); "
+                              f"run with --backend process")
         if spec.kraft:
             check_kraft_spec(spec)
         elif spec.brokers < 1 or spec.zookeepers not in (1, 3, 5):

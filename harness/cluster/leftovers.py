@@ -1,7 +1,8 @@
 """Nothing outlives the harness: a record of every process group the process backend starts, the
 atexit / SIGTERM fallbacks that kill them when the harness exits without tearing down, the lifeline
 (`harness.cluster.reaper`: a watchdog that kills them within a second or two of a SIGKILL of the harness), and
-`clean_leftovers()`, which the reaper and the next run call to kill groups left by a harness that was SIGKILLed.
+`clean_leftovers()`, which the reaper and the next run call to kill groups left by a harness that was SIGKILLed
+(and to unmount the log directory mounts it left, `harness.cluster.disks`).
 
 Each started process gets a record file `<owner-pid>-<pid>.json` in a per-user directory
 (`$KAFKA_CHAOS_LEFTOVERS_DIR`, else `$XDG_RUNTIME_DIR/kafka-chaos/leftovers`, else
@@ -33,6 +34,7 @@ from types import FrameType
 
 import psutil
 
+from harness.cluster.disks import clean_mount_leftovers
 from harness.cluster.reaper import start_reaper
 from harness.errors import BackendError
 from harness.waiting import poll_until
@@ -84,7 +86,7 @@ class ProcessRecord:
 
 @dataclass(frozen=True, slots=True)
 class CleanedLeftover:
-    """A leftover process group that `clean_leftovers()` killed."""
+    """A leftover process group that `clean_leftovers()` killed (or, with pid 0, a mount it unmounted)."""
 
     what: str
     pid: int
@@ -96,6 +98,8 @@ class CleanedLeftover:
         """One line: what it was, its pid (and group, when it led one), the dead harness that left it,
         its command."""
         command = " ".join(self.cmdline)
+        if self.pid == 0:  # not a process: a mount (`harness.cluster.disks`)
+            return f"{self.what}: {command}"
         if len(command) > 160:
             command = command[:157] + "..."
         group = f", group {self.pgid}" if self.pgid == self.pid else ""
@@ -285,6 +289,8 @@ def clean_leftovers(directory: Path | None = None, wait_s: float = 5.0) -> list[
     alive = _wait_gone(victims, wait_s)
     if alive:
         raise BackendError(f"leftover processes survived SIGKILL for {wait_s}s: {[p.pid for p in alive]}")
+    for mount in clean_mount_leftovers(directory):  # once the processes that used them are gone
+        cleaned.append(CleanedLeftover(f"tmpfs log directory {mount}", 0, 0, ("umount", "-l", mount), 0))
     return cleaned
 
 

@@ -17,24 +17,26 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from harness.cluster import disks
 from harness.cluster.base import (
     BrokerFlavour,
     Cluster,
     ClusterBackend,
     ClusterSpec,
+    DiskControl,
     Link,
     LinkGroup,
     LinkSource,
     NodeId,
 )
-from harness.cluster.leftovers import CleanedLeftover, LeftoverRegistry, clean_leftovers
+from harness.cluster.disks import LogDirMounts, kafka_data_dir
+from harness.cluster.leftovers import CleanedLeftover, LeftoverRegistry, clean_leftovers, leftovers_dir
 from harness.cluster.lifecycle import start_or_teardown
 from harness.cluster.links import LinkGraph
 from harness.cluster.process_brokers import BrokerNodes
@@ -47,13 +49,12 @@ from harness.cluster.process_flavour import (
     zookeeper_jar_version,
 )
 from harness.cluster.process_kraft import KraftNodes
-from harness.cluster.process_node import ManagedProcess, tail
+from harness.cluster.process_node import ManagedProcess
 from harness.cluster.process_topology import process_topology
 from harness.cluster.process_toxiproxy import ProcessLink, ToxiproxyProcess
 from harness.cluster.render import EXTERNAL, Topology, ZooKeeperEndpoint
 from harness.cluster.zookeeper import ZooKeeperEnsemble, ZooKeeperMember, zookeeper_classpath
 from harness.errors import BackendError, ConfigError, HarnessError, TeardownError
-from harness.waiting import wait_until
 
 HOST = "127.0.0.1"
 
@@ -145,6 +146,7 @@ class ProcessCluster:
         self._classpath = ""
         self._java_version_text = ""
         self.cleaned_leftovers: tuple[CleanedLeftover, ...] = ()
+        self._mounts = LogDirMounts(backend.leftovers_dir or leftovers_dir())
         self._down = False
 
     # -- bring-up ---------------------------------------------------------------------------------
@@ -155,6 +157,10 @@ class ProcessCluster:
         self._toxiproxy = ToxiproxyProcess(
             self.workdir / "toxiproxy", self._registry, HOST, binary=env.get("TOXIPROXY_BIN") or None)
         self._toxiproxy.start(timeout_s=max(1.0, deadline - time.monotonic()))
+        if self.spec.log_dir_mb:
+            for node in self.nodes:
+                if node.role != "zookeeper":
+                    self._mounts.mount(kafka_data_dir(self.workdir, node), self.spec.log_dir_mb)
         if self.spec.kraft:
             self.topology = process_topology(self.spec, (), self._toxiproxy, HOST)
             self.bootstrap_servers = self.topology.bootstrap_servers
@@ -259,7 +265,23 @@ class ProcessCluster:
         if 2 * running > len(self._ensemble.members):
             member.wait_serving(timeout)
         else:
-            _wait_port(node, member.host, member.client_port, timeout, member.log_path)
+            member.wait_listening(timeout)
+
+    def fill_disk(self, node: NodeId) -> int:
+        """Fill the node's log directory (a tmpfs of `cluster.log_dir_mb`): every later write fails with ENOSPC.
+        The bytes taken."""
+        return disks.fill(self._disk(node))
+
+    def free_disk(self, node: NodeId) -> None:
+        """Give back what `fill_disk` took."""
+        disks.free(self._disk(node))
+
+    def _disk(self, node: NodeId) -> Path:
+        self._check(node)
+        if node.role == "zookeeper" or not self.spec.log_dir_mb:
+            raise BackendError(f"{node}: no size-limited log directory to fill (cluster.log_dir_mb is "
+                               f"{self.spec.log_dir_mb}, and only brokers and KRaft controllers have one)")
+        return kafka_data_dir(self.workdir, node)
 
     def pause(self, node: NodeId) -> None:
         """SIGSTOP the node's process group; returns once every thread of the node is stopped."""
@@ -382,6 +404,7 @@ class ProcessCluster:
                 failures += exc.failures
             except Exception as exc:
                 failures.append(("close zookeeper ensemble", exc))
+        failures += self._mounts.unmount_all()
         if self._toxiproxy is not None:
             try:
                 self._toxiproxy.close()
@@ -403,19 +426,9 @@ class ProcessCluster:
         self.down()
 
 
-def _wait_port(node: NodeId, host: str, port: int, timeout_s: float, log: Path) -> None:
-    def connects() -> bool:
-        with socket.create_connection((host, port), timeout=1.0):
-            return True
-
-    wait_until(f"{node} to accept connections on {host}:{port}", connects, timeout_s, retry_on=(OSError,),
-               last_seen=lambda last: f"{last}; log {log} ends with:\n{tail(log)}",
-               hint="check the node's log for a startup error")
-
-
-
 if TYPE_CHECKING:  # mypy checks that the classes implement the protocols of harness.cluster.base
     def _implements(backend: ProcessBackend, cluster: ProcessCluster, link: ProcessLink) -> None:
         _b: ClusterBackend = backend
         _c: Cluster = cluster
+        _d: DiskControl = cluster
         _l: Link = link

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from harness.cluster.base import CLIENT, ClusterSpec, NodeId
+from harness.cluster.disks import kafka_data_dir
 from harness.cluster.leftovers import LeftoverRegistry
 from harness.cluster.process_flavour import BrokerLauncher
 from harness.cluster.process_node import ManagedProcess
@@ -55,17 +56,17 @@ class KraftNodes:
         self.properties: dict[NodeId, Path] = {}
         for c in topology.controllers:
             if c.node.role == "controller":
-                self._add(c.node, workdir / f"controller-{c.node.id}", render_kraft_controller,
-                          spec.broker_config)
+                self._add(c.node, kafka_data_dir(workdir, c.node), render_kraft_controller, spec.broker_config)
         for b in topology.brokers:
-            self._add(NodeId.broker(b.broker_id), workdir / f"broker-{b.broker_id}", render_kraft_broker,
-                      spec.broker_config)
+            node = NodeId.broker(b.broker_id)
+            self._add(node, kafka_data_dir(workdir, node), render_kraft_broker, spec.broker_config)
 
-    def _add(self, node: NodeId, node_dir: Path, render: Callable[..., str], overrides: Mapping[str, str]) -> None:
-        (node_dir / "data").mkdir(parents=True, exist_ok=True)
+    def _add(self, node: NodeId, data: Path, render: Callable[..., str], overrides: Mapping[str, str]) -> None:
+        node_dir = data.parent
+        data.mkdir(parents=True, exist_ok=True)
         (node_dir / "logs").mkdir(parents=True, exist_ok=True)
         props = node_dir / "server.properties"
-        text = render(self.topology, node.id, log_dirs=str(node_dir / "data"), overrides=overrides,
+        text = render(self.topology, node.id, log_dirs=str(data), overrides=overrides,
                       advertise_controllers=self.launcher.advertises_controllers)
         props.write_text(text, encoding="utf-8")
         self.properties[node] = props

@@ -7,7 +7,7 @@ import importlib.util
 import os
 from collections.abc import Callable
 
-from harness.cluster.base import ClusterBackend
+from harness.cluster.base import ClusterBackend, ClusterSpec
 from harness.errors import BackendError
 
 BACKENDS = ("auto", "containers", "process")
@@ -44,12 +44,23 @@ def _process_backend(progress: Callable[[str], None] | None) -> ClusterBackend:
     return ProcessBackend(progress=progress)
 
 
-def choose_backend(name: str = "auto", progress: Callable[[str], None] | None = None) -> tuple[ClusterBackend, str]:
+def process_only(spec: ClusterSpec) -> str:
+    """What of `spec` only the process backend offers (`choose_backend`'s `process_only`), or ""."""
+    return "cluster.log_dir_mb (the disk faults)" if spec.log_dir_mb else ""
+
+
+def choose_backend(name: str = "auto", progress: Callable[[str], None] | None = None,
+                   process_only: str = "") -> tuple[ClusterBackend, str]:
     """The backend to use and a one-line reason (recorded in run.json and printed). `progress` hears the
-    steps of an Apache Kafka install, where the process backend needs one."""
+    steps of an Apache Kafka install, where the process backend needs one. `process_only` names what only the
+    process backend offers (e.g. `cluster.log_dir_mb`): `auto` then takes the process backend."""
     if name not in BACKENDS:
         raise BackendError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")
-    if name in ("auto", "containers"):
+    if name == "containers" and process_only:
+        raise BackendError(f"{process_only} needs the process backend; use --backend process (or auto)")
+    if name == "auto" and process_only:
+        name, why = "process", f"auto: {process_only} needs the process backend"
+    elif name in ("auto", "containers"):
         answers, why = docker_api()
         containers = _containers_backend(progress) if answers else None
         if containers is not None:
@@ -60,7 +71,7 @@ def choose_backend(name: str = "auto", progress: Callable[[str], None] | None = 
                                    "use --backend process, or set DOCKER_HOST")
             raise BackendError("the containers backend is not part of this build yet; use --backend process")
         why = why if not answers else f"{why}, but the containers backend is not part of this build yet"
-    else:
+    elif name == "process":
         why = "asked for with --backend process"
     process = _process_backend(progress)
     ok, detail = process.available()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import socket
 import tempfile
 import threading
 from collections.abc import Sequence
@@ -164,6 +165,16 @@ class ZooKeeperMember:
     def mode(self) -> str | None:
         """What `srvr` reports now: standalone / leader / follower, or None when not serving."""
         return server_mode(self.host, self.client_port, timeout_s=1.0)
+
+    def wait_listening(self, timeout_s: float) -> None:
+        """Block until this member's client port accepts connections (a member without a quorum yet)."""
+        def connects() -> bool:
+            with socket.create_connection((self.host, self.client_port), timeout=1.0):
+                return True
+
+        wait_until(f"ZooKeeper member {self.id} to accept connections on {self.address}", connects, timeout_s,
+                   retry_on=(OSError,), last_seen=lambda last: f"{last}; log {self.log_path} ends with:\n"
+                   f"{tail(self.log_path)}", hint="check the member's log for a startup error")
 
     def wait_serving(self, timeout_s: float) -> None:
         """Block until this member answers `srvr` with a Mode (it is part of a serving quorum)."""

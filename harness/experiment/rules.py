@@ -66,6 +66,9 @@ def _check_fault(f: Fields, exp: Experiment, fault: FaultSpec) -> None:
     if exp.cluster.mode == "kraft" and fault.kind in ("isolate_zookeeper", "kill_zookeeper"):
         f.error((*path, "fault"), "a KRaft cluster has no ZooKeeper", fault.kind,
                 "isolate or kill a controller (target: controller, controller:any, controller:<id>)")
+    if fault.kind == "disk_full" and not exp.cluster.log_dir_mb:
+        f.error((*path, "fault"), "disk_full fills a size-limited log directory, and cluster.log_dir_mb is not set",
+                fault.kind, "cluster: {log_dir_mb: 64} puts each log directory on a 64 MB tmpfs (process backend)")
     if fault.target is not None:
         _check_target(f, exp, (*path, "target"), fault.target)
     if fault.link is not None:

@@ -19,7 +19,7 @@ from harness.errors import HarnessError
 from spark_analysis.verdict import counted_status, expectation_note
 
 if TYPE_CHECKING:
-    from harness.cluster.base import ClusterBackend
+    from harness.cluster.base import ClusterBackend, ClusterSpec
     from harness.experiment.schema import Experiment
     from spark_analysis.result import CheckResult
     from spark_analysis.verdict import Verdict
@@ -126,16 +126,21 @@ class ChaosSession:
     """Shared by every experiment of a pytest session; created at configure, closed at unconfigure."""
 
     options: ChaosOptions
-    _backend: tuple[ClusterBackend, str] | None = None
+    _backends: dict[str, tuple[ClusterBackend, str]] | None = None
 
-    def backend(self) -> tuple[ClusterBackend, str]:
-        """The backend (chosen once; raises `HarnessError` naming why none can run). Leftovers of dead
-        harnesses are cleaned by the backend's own `up` and recorded in each run's run.json."""
-        if self._backend is None:
-            from harness.cluster.select import choose_backend
+    def backend(self, spec: ClusterSpec | None = None) -> tuple[ClusterBackend, str]:
+        """The backend for a cluster like `spec` (chosen once, and once more for clusters only the process backend
+        runs; raises `HarnessError` naming why none can run). Leftovers of dead harnesses are cleaned by the
+        backend's own `up` and recorded in each run's run.json."""
+        from harness.cluster.select import choose_backend, process_only
 
-            self._backend = choose_backend(self.options.backend)
-        return self._backend
+        needs = process_only(spec) if spec is not None else ""
+        if self._backends is None:
+            self._backends = {}
+        key = "process" if needs else ""
+        if key not in self._backends:
+            self._backends[key] = choose_backend(self.options.backend, process_only=needs)
+        return self._backends[key]
 
     def seeded(self, exp: Experiment) -> list[Experiment]:
         """The experiment once per `--chaos-seed` seed, or as its file has it when none was given."""
@@ -150,7 +155,7 @@ class ChaosSession:
         """Run `exp` (after `prepare`) and verify it; a harness error becomes an unknown outcome."""
         from harness.engine.runner import run_experiment
 
-        cluster_backend, reason = backend or self.backend()
+        cluster_backend, reason = backend or self.backend(exp.cluster)
         result = run_experiment(exp, cluster_backend, backend_reason=reason, runs_dir=self.options.runs_dir)
         verdict, error = None, result.error
         try:

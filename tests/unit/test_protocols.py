@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from harness.cluster.base import Cluster, ClusterBackend, Link
+from harness.cluster.base import Cluster, ClusterBackend, DiskControl, Link
 from harness.cluster.process import ProcessBackend, ProcessCluster
 from harness.cluster.process_toxiproxy import ProcessLink
 from harness.faults.catalog import CATALOG
@@ -59,6 +59,7 @@ def _declared_data(cls: type) -> set[str]:
 CASES: list[tuple[type, Any]] = [
     (ProcessBackend, ClusterBackend),
     (ProcessCluster, Cluster),
+    (ProcessCluster, DiskControl),
     (ProcessLink, Link),
     (ZooKeeperObserver, Observer),
     (AdminObserver, Observer),

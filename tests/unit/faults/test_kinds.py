@@ -21,7 +21,7 @@ from harness.history.state import ClusterState
 HEAD = """name: k
 duration: 30s
 topics: [{name: t}]
-cluster: {brokers: 3}
+cluster: {brokers: 3, log_dir_mb: 64}
 workload:
   consumers: [{group: g, topics: [t], members: 2}]
 schedule:

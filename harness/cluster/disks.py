@@ -1,0 +1,175 @@
+"""Size-limited log directories for disk faults (process backend): with `cluster.log_dir_mb: N`, each Kafka node's
+log directory is a tmpfs of N MB (mount(8); root), which the `disk_full` fault fills so that every later write
+fails with ENOSPC, and frees again at the heal.
+
+Owns the mounts and their records. Every mount is recorded before it is made, as `mount-<owner pid>-<n>.mount`
+(JSON) in the leftovers directory (`harness.cluster.leftovers`), and unmounted at teardown. A mount whose owner is
+dead (a SIGKILLed harness) is unmounted by `clean_mount_leftovers`, which `clean_leftovers` runs: the reaper does
+within seconds of the SIGKILL, and so does the next run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from harness.cluster.base import NodeId
+from harness.errors import BackendError
+
+FILLER = ".kafka-chaos-disk-full"
+"""The file `fill` writes into a log directory (Kafka loads only sub-directories of a log dir, so it ignores it)."""
+_CHUNK = 1 << 20
+_MOUNT_TIMEOUT_S = 30.0
+
+
+def kafka_data_dir(workdir: Path, node: NodeId) -> Path:
+    """A broker's or KRaft controller's log directory in a process cluster's working directory."""
+    return workdir / (f"controller-{node.id}" if node.role == "controller" else f"broker-{node.id}") / "data"
+
+
+@dataclass(frozen=True, slots=True)
+class MountRecord:
+    """One tmpfs mount made by a harness, as its record file stores it."""
+
+    path: str
+    owner_pid: int
+    owner_create_time: float
+
+    def to_json(self) -> str:
+        return json.dumps({"path": self.path, "owner_pid": self.owner_pid,
+                           "owner_create_time": self.owner_create_time})
+
+    @staticmethod
+    def from_json(text: str) -> MountRecord:
+        d = json.loads(text)
+        return MountRecord(str(d["path"]), int(d["owner_pid"]), float(d["owner_create_time"]))
+
+
+def _run(argv: list[str], what: str) -> None:
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=_MOUNT_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise BackendError(f"{what}: {' '.join(argv)} failed: {exc}") from exc
+    if done.returncode != 0:
+        raise BackendError(f"{what}: {' '.join(argv)} exited {done.returncode}: {done.stderr.strip()}")
+
+
+def is_mounted(path: Path) -> bool:
+    target = str(path.resolve())
+    return any(p.mountpoint == target for p in psutil.disk_partitions(all=True))
+
+
+class LogDirMounts:
+    """The tmpfs mounts of one cluster's log directories (a context manager: leaving unmounts them all)."""
+
+    def __init__(self, records: Path) -> None:
+        self._records = records
+        self._mounted: dict[Path, Path] = {}  # mount point -> its record file
+        me = psutil.Process()
+        self._owner = (me.pid, me.create_time())
+
+    def mount(self, path: Path, size_mb: int) -> None:
+        """Mount a tmpfs of `size_mb` MB at `path` (created if missing)."""
+        if os.geteuid() != 0:
+            raise BackendError(f"cluster.log_dir_mb puts each log directory on a tmpfs of its own, which needs "
+                               f"root to mount (uid {os.geteuid()}); run as root, or remove log_dir_mb and the "
+                               f"disk faults")
+        path = path.resolve()
+        path.mkdir(parents=True, exist_ok=True)
+        record = self._records / f"mount-{self._owner[0]}-{len(self._mounted)}.mount"
+        self._records.mkdir(mode=0o700, parents=True, exist_ok=True)
+        record.write_text(MountRecord(str(path), *self._owner).to_json(), encoding="utf-8")
+        try:
+            _run(["mount", "-t", "tmpfs", "-o", f"size={int(size_mb)}m,mode=0755", "kafka-chaos", str(path)],
+                 f"log directory {path}")
+        except BackendError:
+            record.unlink(missing_ok=True)
+            raise
+        self._mounted[path] = record
+
+    def unmount_all(self) -> list[tuple[str, BaseException]]:
+        """Unmount every mount made here (lazily: a process still holding a file does not keep it); failures
+        are returned, every mount attempted."""
+        failures: list[tuple[str, BaseException]] = []
+        for path, record in list(self._mounted.items()):
+            try:
+                if is_mounted(path):
+                    _run(["umount", "-l", str(path)], f"log directory {path}")
+                record.unlink(missing_ok=True)
+                del self._mounted[path]
+            except Exception as exc:
+                failures.append((f"unmount {path}", exc))
+        return failures
+
+    def __enter__(self) -> LogDirMounts:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        failures = self.unmount_all()
+        if failures:
+            raise BackendError("; ".join(f"{what}: {err}" for what, err in failures))
+
+
+def fill(path: Path) -> int:
+    """Take every free byte of the filesystem at `path` with a filler file; the bytes taken."""
+    filler = path / FILLER
+    taken = 0
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        st = os.statvfs(path)
+        free = st.f_bavail * st.f_frsize
+        if free > 0:
+            with contextlib.suppress(OSError):
+                os.posix_fallocate(fd, os.fstat(fd).st_size, free)
+        zeros = bytes(_CHUNK)
+        while True:  # whatever fallocate left (or Kafka freed meanwhile), down to the last block
+            try:
+                os.write(fd, zeros)
+            except OSError as exc:
+                if exc.errno != errno.ENOSPC:
+                    raise
+                if len(zeros) == 1:
+                    break
+                zeros = bytes(max(1, len(zeros) // 16))
+        taken = os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+    return taken
+
+
+def free(path: Path) -> None:
+    """Give back what `fill` took."""
+    (path / FILLER).unlink(missing_ok=True)
+
+
+def clean_mount_leftovers(directory: Path) -> list[str]:
+    """Unmount the recorded mounts of harnesses that are gone; the mount points unmounted."""
+    cleaned: list[str] = []
+    for record_path in sorted(directory.glob("mount-*.mount")):
+        try:
+            record = MountRecord.from_json(record_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, KeyError, TypeError):
+            record_path.unlink(missing_ok=True)
+            continue
+        if _alive(record.owner_pid, record.owner_create_time):
+            continue
+        path = Path(record.path)
+        if is_mounted(path):
+            _run(["umount", "-l", str(path)], f"leftover log directory {path}")
+            cleaned.append(str(path))
+        record_path.unlink(missing_ok=True)
+    return cleaned
+
+
+def _alive(pid: int, create_time: float) -> bool:
+    try:
+        return abs(psutil.Process(pid).create_time() - create_time) < 0.05
+    except psutil.Error:
+        return False

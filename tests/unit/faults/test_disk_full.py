@@ -1,0 +1,104 @@
+"""`disk_full`: what the kind asks of the cluster and in which order (on a fake cluster that records calls; the
+real fill of a tmpfs log directory and Kafka's reaction are in
+tests/integration/process_backend/test_disk_full_on_apache_kafka.py), and what the loader refuses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from harness.cluster.base import NodeId
+from harness.cluster.links import LinkGraph
+from harness.errors import HarnessError, ValidationError
+from harness.experiment import load_experiment_text
+from harness.experiment.cluster_fields import cluster_to_dict
+from harness.faults.inject import FaultInjector
+from harness.faults.schedule import plan
+from harness.history.jsonl import record_of
+from harness.history.state import ClusterState
+
+EXPERIMENT = """name: d
+duration: 30s
+topics: [{name: t}]
+cluster: {brokers: 3%s}
+schedule:
+  - {at: 1s, fault: disk_full, target: '%s', duration: 5s}
+"""
+
+
+class RecordingDisks:
+    """A cluster double that records the disk calls; `exits` says whether the node halted while its disk was full."""
+
+    def __init__(self, exits: bool) -> None:
+        self.calls: list[str] = []
+        self.exits = exits
+
+    def fill_disk(self, node: NodeId) -> int:
+        self.calls.append(f"fill {node}")
+        return 1
+
+    def free_disk(self, node: NodeId) -> None:
+        self.calls.append(f"free {node}")
+
+    def is_running(self, node: NodeId) -> bool:
+        return not self.exits
+
+    def start(self, node: NodeId) -> None:
+        self.calls.append(f"start {node}")
+
+
+def _inject(cluster: object, target: str = "broker:2") -> list[dict[str, Any]]:
+    (fault,) = plan(load_experiment_text(EXPERIMENT % (", log_dir_mb: 64", target), "d.yaml"))
+    events: list[dict[str, Any]] = []
+    injector = FaultInjector(cluster, ClusterState(), LinkGraph((1, 2, 3), (1,)),  # type: ignore[arg-type]
+                             lambda e: events.append(record_of(e)))
+    assert injector.inject(fault)
+    injector.heal(fault)
+    return events
+
+
+def test_disk_full_fills_the_node_and_the_heal_frees_it_then_starts_the_node_that_halted() -> None:
+    cluster = RecordingDisks(exits=True)
+    events = _inject(cluster)
+    assert cluster.calls == ["fill broker:2", "free broker:2", "start broker:2"]
+    assert events[0]["effect"]["nodes"] == [{"role": "broker", "id": 2}] and events[0]["effect"]["down"] is False
+    assert events[-1]["type"] == "fault.end" and not events[-1].get("heal_errors")
+
+
+def test_the_heal_leaves_a_node_that_kept_running_alone() -> None:
+    cluster = RecordingDisks(exits=False)
+    _inject(cluster)
+    assert cluster.calls == ["fill broker:2", "free broker:2"]
+
+
+def test_a_cluster_without_size_limited_log_directories_is_told_why() -> None:
+    class Plain:
+        def is_running(self, node: NodeId) -> bool:
+            return True
+
+    with pytest.raises(HarnessError, match=r"cluster.log_dir_mb; this cluster \(Plain\) has no size-limited"):
+        _inject(Plain())
+
+
+def test_disk_full_without_log_dir_mb_is_refused_naming_the_field() -> None:
+    with pytest.raises(ValidationError, match=r"d.yaml:6:\d+: schedule\[0\].fault: .*cluster.log_dir_mb"):
+        load_experiment_text(EXPERIMENT % ("", "broker:2"), "d.yaml")
+
+
+def test_a_log_dir_too_small_for_kafka_is_refused() -> None:
+    with pytest.raises(ValidationError, match=r"cluster.log_dir_mb: .*at least 32 MB"):
+        load_experiment_text(EXPERIMENT % (", log_dir_mb: 8", "broker:2"), "d.yaml")
+
+
+def test_disk_full_on_a_zookeeper_member_is_refused() -> None:
+    with pytest.raises(ValidationError, match=r"schedule\[0\]"):
+        load_experiment_text(EXPERIMENT % (", log_dir_mb: 64", "zookeeper:1"), "d.yaml")
+
+
+def test_log_dir_mb_round_trips_and_is_left_out_when_unset() -> None:
+    exp = load_experiment_text(EXPERIMENT % (", log_dir_mb: 64", "broker:2"), "d.yaml")
+    assert exp.cluster.log_dir_mb == 64 and cluster_to_dict(exp.cluster)["log_dir_mb"] == 64
+    assert "log_dir_mb" not in cluster_to_dict(load_experiment_text(
+        EXPERIMENT.replace("  - {at: 1s, fault: disk_full, target: '%s', duration: 5s}\n", "  []\n")
+        .replace("schedule:\n  []", "schedule: []") % "", "d.yaml").cluster)
