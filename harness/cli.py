@@ -78,7 +78,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from harness.cluster.select import choose_backend, process_only
+    from harness.cluster.select import choose_backend
+    from harness.engine.runner import needs_process_backend
     from harness.experiment import load_experiment, load_experiment_text, load_experiments
     from harness.experiment.dump import dump_experiment
 
@@ -105,7 +106,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             _err(str(exc))
             return EXIT_ERROR
     try:
-        needs = next((process_only(e.cluster) for e in exps if process_only(e.cluster)), "")
+        needs = next((needs_process_backend(e) for e in exps if needs_process_backend(e)), "")
         backend, reason = choose_backend(args.backend, progress=print, process_only=needs)
     except HarnessError as exc:
         _err(f"error: {exc}")

@@ -89,7 +89,9 @@ def chaos_cluster(request: pytest.FixtureRequest, chaos_session: ChaosSession,
     from harness.testing.shared import SharedCluster
 
     spec = _cluster_spec(request.node.get_closest_marker("chaos_cluster"), request.node.path)
-    backend, reason = chaos_session.backend(spec)
+    from harness.cluster.select import process_only
+
+    backend, reason = chaos_session.backend(process_only(spec))
     with SharedCluster(backend, reason, spec, tmp_path_factory.mktemp("chaos-cluster")) as shared:
         yield shared
 

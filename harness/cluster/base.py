@@ -199,6 +199,15 @@ class DiskControl(Protocol):
 
 
 @runtime_checkable
+class PacketControl(Protocol):
+    """What a cluster offers the packet faults: a fraction of a link's packets dropped, its connections left open."""
+
+    def drop_packets(self, src: LinkSource, dst: NodeId, probability: float) -> str: ...  # a handle
+
+    def stop_dropping(self, handle: str) -> None: ...
+
+
+@runtime_checkable
 class ClusterBackend(Protocol):
     """Brings clusters up. `available()` answers whether it can run here and why (or why not)."""
 

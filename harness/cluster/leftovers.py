@@ -2,7 +2,8 @@
 atexit / SIGTERM fallbacks that kill them when the harness exits without tearing down, the lifeline
 (`harness.cluster.reaper`: a watchdog that kills them within a second or two of a SIGKILL of the harness), and
 `clean_leftovers()`, which the reaper and the next run call to kill groups left by a harness that was SIGKILLed
-(and to unmount the log directory mounts it left, `harness.cluster.disks`).
+(and to unmount the log directory mounts and delete the packet loss rules it left, `harness.cluster.disks`,
+`harness.cluster.packets`).
 
 Each started process gets a record file `<owner-pid>-<pid>.json` in a per-user directory
 (`$KAFKA_CHAOS_LEFTOVERS_DIR`, else `$XDG_RUNTIME_DIR/kafka-chaos/leftovers`, else
@@ -35,6 +36,7 @@ from types import FrameType
 import psutil
 
 from harness.cluster.disks import clean_mount_leftovers
+from harness.cluster.packets import clean_packet_leftovers
 from harness.cluster.reaper import start_reaper
 from harness.errors import BackendError
 from harness.waiting import poll_until
@@ -291,6 +293,8 @@ def clean_leftovers(directory: Path | None = None, wait_s: float = 5.0) -> list[
         raise BackendError(f"leftover processes survived SIGKILL for {wait_s}s: {[p.pid for p in alive]}")
     for mount in clean_mount_leftovers(directory):  # once the processes that used them are gone
         cleaned.append(CleanedLeftover(f"tmpfs log directory {mount}", 0, 0, ("umount", "-l", mount), 0))
+    for rule in clean_packet_leftovers():
+        cleaned.append(CleanedLeftover("packet loss rule", 0, 0, ("iptables", rule.replace("-A", "-D", 1)), 0))
     return cleaned
 
 

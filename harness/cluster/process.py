@@ -34,11 +34,14 @@ from harness.cluster.base import (
     LinkGroup,
     LinkSource,
     NodeId,
+    PacketControl,
+    link_name,
 )
 from harness.cluster.disks import LogDirMounts, kafka_data_dir
 from harness.cluster.leftovers import CleanedLeftover, LeftoverRegistry, clean_leftovers, leftovers_dir
 from harness.cluster.lifecycle import start_or_teardown
 from harness.cluster.links import LinkGraph
+from harness.cluster.packets import PacketRules
 from harness.cluster.process_brokers import BrokerNodes
 from harness.cluster.process_flavour import (
     BrokerLauncher,
@@ -147,6 +150,7 @@ class ProcessCluster:
         self._java_version_text = ""
         self.cleaned_leftovers: tuple[CleanedLeftover, ...] = ()
         self._mounts = LogDirMounts(backend.leftovers_dir or leftovers_dir())
+        self._packets = PacketRules()
         self._down = False
 
     # -- bring-up ---------------------------------------------------------------------------------
@@ -266,6 +270,16 @@ class ProcessCluster:
             member.wait_serving(timeout)
         else:
             member.wait_listening(timeout)
+
+    def drop_packets(self, src: LinkSource, dst: NodeId, probability: float) -> str:
+        """Drop `probability` of the packets on link src->dst (its proxy's listener, both ways); a handle."""
+        self._check(dst)
+        if self.topology is None:
+            raise BackendError("the cluster was never started")
+        return self._packets.drop(self.topology.proxy(src, dst).listen.port, probability, link_name(src, dst))
+
+    def stop_dropping(self, handle: str) -> None:
+        self._packets.undrop(handle)
 
     def fill_disk(self, node: NodeId) -> int:
         """Fill the node's log directory (a tmpfs of `cluster.log_dir_mb`): every later write fails with ENOSPC.
@@ -405,6 +419,7 @@ class ProcessCluster:
             except Exception as exc:
                 failures.append(("close zookeeper ensemble", exc))
         failures += self._mounts.unmount_all()
+        failures += self._packets.remove_all()
         if self._toxiproxy is not None:
             try:
                 self._toxiproxy.close()
@@ -431,4 +446,5 @@ if TYPE_CHECKING:  # mypy checks that the classes implement the protocols of har
         _b: ClusterBackend = backend
         _c: Cluster = cluster
         _d: DiskControl = cluster
+        _p: PacketControl = cluster
         _l: Link = link

@@ -93,6 +93,16 @@ def cluster_spec(exp: Experiment) -> ClusterSpec:
     return dataclasses.replace(exp.cluster, cluster_id=kraft_cluster_id(exp.seed))
 
 
+def needs_process_backend(exp: Experiment) -> str:
+    """What of `exp` only the process backend runs (`choose_backend`'s `process_only`), or ""."""
+    from harness.cluster.select import process_only
+    from harness.faults.catalog import CATALOG
+
+    kinds = sorted({f.kind for f in exp.schedule
+                    if CATALOG[f.kind].spec.backends.get("containers", "").startswith("not available")})
+    return process_only(exp.cluster) or (f"the {', '.join(kinds)} fault" if kinds else "")
+
+
 class Run:
     def __init__(self, exp: Experiment, backend: ClusterBackend, bundle: RunBundle, *,
                  progress: Progress | None = None, parts: RunParts = REAL_PARTS,

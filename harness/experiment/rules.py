@@ -69,6 +69,10 @@ def _check_fault(f: Fields, exp: Experiment, fault: FaultSpec) -> None:
     if fault.kind == "disk_full" and not exp.cluster.log_dir_mb:
         f.error((*path, "fault"), "disk_full fills a size-limited log directory, and cluster.log_dir_mb is not set",
                 fault.kind, "cluster: {log_dir_mb: 64} puts each log directory on a 64 MB tmpfs (process backend)")
+    probability = fault.params.get("probability") if fault.kind == "packet_loss" else None
+    if isinstance(probability, (int, float)) and not 0 < probability <= 1:
+        f.error((*path, "params", "probability"), "the fraction of packets dropped is in (0, 1]", probability,
+                "e.g. probability: 0.1 drops one packet in ten")
     if fault.target is not None:
         _check_target(f, exp, (*path, "target"), fault.target)
     if fault.link is not None:

@@ -19,7 +19,7 @@ from harness.errors import HarnessError
 from spark_analysis.verdict import counted_status, expectation_note
 
 if TYPE_CHECKING:
-    from harness.cluster.base import ClusterBackend, ClusterSpec
+    from harness.cluster.base import ClusterBackend
     from harness.experiment.schema import Experiment
     from spark_analysis.result import CheckResult
     from spark_analysis.verdict import Verdict
@@ -128,13 +128,12 @@ class ChaosSession:
     options: ChaosOptions
     _backends: dict[str, tuple[ClusterBackend, str]] | None = None
 
-    def backend(self, spec: ClusterSpec | None = None) -> tuple[ClusterBackend, str]:
-        """The backend for a cluster like `spec` (chosen once, and once more for clusters only the process backend
-        runs; raises `HarnessError` naming why none can run). Leftovers of dead harnesses are cleaned by the
-        backend's own `up` and recorded in each run's run.json."""
-        from harness.cluster.select import choose_backend, process_only
+    def backend(self, needs: str = "") -> tuple[ClusterBackend, str]:
+        """The backend (chosen once, and once more when `needs` names what only the process backend runs:
+        `needs_process_backend`, `select.process_only`; raises `HarnessError` naming why none can run). Leftovers
+        of dead harnesses are cleaned by the backend's own `up` and recorded in each run's run.json."""
+        from harness.cluster.select import choose_backend
 
-        needs = process_only(spec) if spec is not None else ""
         if self._backends is None:
             self._backends = {}
         key = "process" if needs else ""
@@ -153,9 +152,9 @@ class ChaosSession:
 
     def run(self, exp: Experiment, *, backend: tuple[ClusterBackend, str] | None = None) -> Outcome:
         """Run `exp` (after `prepare`) and verify it; a harness error becomes an unknown outcome."""
-        from harness.engine.runner import run_experiment
+        from harness.engine.runner import needs_process_backend, run_experiment
 
-        cluster_backend, reason = backend or self.backend(exp.cluster)
+        cluster_backend, reason = backend or self.backend(needs_process_backend(exp))
         result = run_experiment(exp, cluster_backend, backend_reason=reason, runs_dir=self.options.runs_dir)
         verdict, error = None, result.error
         try:

@@ -1,6 +1,6 @@
 """`disk_full`: what the kind asks of the cluster and in which order (on a fake cluster that records calls; the
 real fill of a tmpfs log directory and Kafka's reaction are in
-tests/integration/process_backend/test_disk_full_on_apache_kafka.py), and what the loader refuses."""
+tests/integration/process_backend/test_faults_below_the_network_on_apache_kafka.py), and what the loader refuses."""
 
 from __future__ import annotations
 

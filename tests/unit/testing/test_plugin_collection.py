@@ -37,6 +37,7 @@ def test_experiments_dir_collects_one_item_per_experiment_and_matrix_variant(pyt
         "experiments/consumer-scaling.yaml::consumer-scaling",
         "experiments/controller-failover.yaml::controller-failover",
         "experiments/disk-full.yaml::disk-full",
+        "experiments/packet-loss.yaml::packet-loss",
         "experiments/correlated-partition.yaml::correlated-partition",
         "experiments/exactly-once-pipeline.yaml::exactly-once-pipeline",
         "experiments/kraft-controller-failover.yaml::kraft-controller-failover",

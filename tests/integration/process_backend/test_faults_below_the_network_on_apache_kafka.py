@@ -1,9 +1,15 @@
-"""`disk_full` on Apache Kafka 3.9 (process backend, ZooKeeper mode): each broker's log directory is a real tmpfs
+"""Faults below the network on Apache Kafka 3.9 (process backend, ZooKeeper mode), on one cluster.
+
+`packet_loss`: iptables drops the packets of the client->1 link's proxy listener, and only those: with every
+packet dropped a write waits, and is delivered once the rules go; the rules carry their
+owner, leave with the fault, and a SIGKILLed owner's rules are deleted by the next `clean_leftovers`.
+
+`disk_full`: each broker's log directory is a real tmpfs
 of `cluster.log_dir_mb`; filling broker 2's takes its only log directory offline, and Kafka halts it ("Shutdown
 broker because all log dirs ... have failed", LogManager.handleLogDirFailure); the other two keep taking acks=all
 writes; freed and started again, broker 2 rejoins the ISR and no acknowledged write is missing. The mounts leave
 with the cluster, and a mount a SIGKILLed harness left is unmounted by the next `clean_leftovers`. Needs root for
-the mounts (CI runs as root)."""
+the mounts and the rules (CI runs as root)."""
 
 from __future__ import annotations
 
@@ -51,13 +57,39 @@ def _isr(admin: AdminClient, topic: str) -> tuple[int, list[int]]:
     return md.leader, sorted(md.isrs)
 
 
-def _produce(producer: Producer, values: range) -> list[str]:
-    """acks=all writes of `values`; the errors (none expected)."""
+def _produce(producer: Producer, values: range, topic: str = "d") -> list[str]:
+    """Writes of `values`; the errors (none expected)."""
     errors: list[str] = []
     for v in values:
-        producer.produce("d", str(v).encode(), on_delivery=lambda err, _m: err and errors.append(str(err)))
+        producer.produce(topic, str(v).encode(), on_delivery=lambda err, _m: err and errors.append(str(err)))
     producer.flush(60)
     return errors
+
+
+def _rules(owner: str) -> list[str]:
+    listing = subprocess.run(["iptables", "-w", "10", "-S", "INPUT"], capture_output=True, text=True, check=True)
+    return [line for line in listing.stdout.splitlines() if owner in line]
+
+
+def test_packet_loss_holds_writes_on_its_link_only_while_it_lasts_and_leaves_no_rule(cluster: ProcessCluster) -> None:
+    conf = {"bootstrap.servers": cluster.bootstrap_servers}
+    admin = AdminClient(conf)  # held: a collected client ends its futures with _DESTROY
+    admin.create_topics([NewTopic("p", num_partitions=1, replica_assignment=[[1]])])["p"].result(60)
+    producer = Producer(cast(dict[str, Any], {**conf, "acks": "1", "message.timeout.ms": 120000}))
+    assert _produce(producer, range(5), "p") == []
+    port = cluster.topology.proxy("client", NodeId.broker(1)).listen.port  # type: ignore[union-attr]
+    handle = cluster.drop_packets("client", NodeId.broker(1), 1.0)
+    owner = f"kafka-chaos:{os.getpid()}:"  # this process runs the cluster: it owns the rules
+    rules = _rules(owner)
+    assert len(rules) == 2 and any(f"--dport {port}" in r for r in rules) and any(f"--sport {port}" in r for r in rules)
+    delivered: list[str] = []
+    producer.produce("p", b"held", on_delivery=lambda err, m: delivered.append("ok" if err is None else str(err)))
+    producer.flush(3)
+    assert delivered == [], "a write went through a link whose every packet is dropped"
+    cluster.stop_dropping(handle)
+    assert _rules(owner) == []
+    producer.flush(60)
+    assert delivered == ["ok"]
 
 
 def test_a_full_log_directory_halts_its_broker_and_the_other_replicas_keep_every_acked_write(
@@ -103,6 +135,33 @@ def _poll_into(consumer: Consumer, seen: set[str]) -> set[str]:
     if msg is not None and msg.error() is None and msg.value() is not None:
         seen.add(msg.value().decode())
     return seen
+
+
+_KILLED_RULE_OWNER = """
+import os, signal
+from harness.cluster.packets import PacketRules
+rules = PacketRules()
+print(rules.owner, flush=True)
+rules.drop(9, 0.5, "probe")
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_the_packet_loss_rules_of_a_sigkilled_harness_are_deleted_by_the_next_clean_leftovers(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("iptables rules need root (CI runs as root)")
+    done = subprocess.run([sys.executable, "-c", _KILLED_RULE_OWNER], check=False, capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[3], timeout=60)
+    owner = done.stdout.strip()
+    assert done.returncode == -9 and owner.startswith("kafka-chaos:"), done.stderr
+    try:
+        assert len(_rules(owner)) == 2
+        cleaned = [str(c) for c in clean_leftovers(tmp_path)]
+        assert sum(1 for c in cleaned if c.startswith("packet loss rule") and owner in c) == 2, cleaned
+        assert _rules(owner) == []
+    finally:
+        for rule in _rules(owner):
+            subprocess.run(["iptables", "-w", "10", "-D", *rule.split()[1:]], check=False)
 
 
 _KILLED_OWNER = """
