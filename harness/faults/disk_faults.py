@@ -37,6 +37,11 @@ class DiskFull:
 
     spec: KindSpec
 
+    def brings_nodes_back(self) -> bool:
+        """At teardown the heal is skipped (`BringsNodesBack`): the tmpfs, filler and all, goes with the cluster, and
+        starting a halted broker only to stop it again would cost the seconds a signalled run must not spend."""
+        return True
+
     def apply(self, fault: PlannedFault, env: FaultEnv, done: Applied) -> None:
         assert fault.target is not None
         node = resolve_node(fault.target, env.state, env.topology)

@@ -102,3 +102,14 @@ def test_log_dir_mb_round_trips_and_is_left_out_when_unset() -> None:
     assert "log_dir_mb" not in cluster_to_dict(load_experiment_text(
         EXPERIMENT.replace("  - {at: 1s, fault: disk_full, target: '%s', duration: 5s}\n", "  []\n")
         .replace("schedule:\n  []", "schedule: []") % "", "d.yaml").cluster)
+
+
+def test_at_teardown_disk_full_ends_without_starting_the_halted_node() -> None:
+    (fault,) = plan(load_experiment_text(EXPERIMENT % (", log_dir_mb: 64", "broker:2"), "d.yaml"))
+    cluster = RecordingDisks(exits=True)
+    events: list[dict[str, Any]] = []
+    injector = FaultInjector(cluster, ClusterState(), LinkGraph((1, 2, 3), (1,)),  # type: ignore[arg-type]
+                             lambda e: events.append(record_of(e)))
+    assert injector.inject(fault)
+    assert injector.heal_all(teardown=True) == []
+    assert cluster.calls == ["fill broker:2"] and events[-1]["left_down"] is True
