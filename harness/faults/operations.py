@@ -119,6 +119,8 @@ class OperationRunner:
         thread.start()
 
     def _run(self, op: PlannedOperation) -> None:
+        result = OperationOutcome("error", "", "ended by something raised that is no Exception (a client library's "
+                                  "error object; see the run's log)")
         try:
             if op.spec.action == "reassign":
                 assert op.spec.topic is not None
@@ -136,7 +138,8 @@ class OperationRunner:
                 result = self.operator.elect_preferred(op.spec.topic, op.partitions, op.spec.timeout)
         except Exception as exc:  # an operator bug or an unexpected client error: recorded, never lost
             result = OperationOutcome("error", "", f"{type(exc).__name__}: {exc}")
-        self._end(op.index, result)
+        finally:  # whatever ended it, the operation ends: op.end is recorded
+            self._end(op.index, result)
 
     def _scale(self, op: PlannedOperation) -> OperationOutcome:
         via = "consumer clients"

@@ -46,7 +46,7 @@ import dataclasses
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import confluent_kafka
 
@@ -57,8 +57,21 @@ from harness.workload.common import WorkloadConfigError, txn_abort_drawn, wall_m
 from harness.workload.producer import Pacer, ProducerWorkload, is_fatal
 
 CALL_TIMEOUT_S = 10.0
+CLIENT_RAISES = cast(tuple[type[BaseException], ...], (confluent_kafka.KafkaException, confluent_kafka.KafkaError))
+"""What a confluent-kafka call on a fenced client may raise: a KafkaException, or the fatal KafkaError itself, which
+is no Exception subclass (its type is raisable, but `except Exception` misses it). Seen on a loaded make test: a
+zombie's flush raised KafkaError{FATAL,_FENCED}, and the restart_producer operation's thread died with it."""
 """The timeout of each init_transactions/commit_transaction/abort_transaction call (retried after it)."""
 FENCE_ERRORS = frozenset({"_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"})
+
+
+def _error_of(exc: BaseException) -> confluent_kafka.KafkaError:
+    """The KafkaError a CLIENT_RAISES exception carries (a raised KafkaError is its own)."""
+    if isinstance(exc, confluent_kafka.KafkaError):
+        return exc
+    arg = exc.args[0] if exc.args else None
+    return arg if isinstance(arg, confluent_kafka.KafkaError) else confluent_kafka.KafkaError(
+        confluent_kafka.KafkaError._FAIL, str(exc))
 
 
 def is_fence(err: confluent_kafka.KafkaError) -> bool:
@@ -170,7 +183,7 @@ class TransactionalProducerWorkload(ProducerWorkload):
                         f"the zombie (transaction {txn}) wrote nothing")
             outcome, n = self._zombie_writes(old, txn)
         finally:
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception, *CLIENT_RAISES):
                 old.purge(in_queue=True, in_flight=True, blocking=False)
                 old.flush(1.0)
             del old
@@ -188,11 +201,14 @@ class TransactionalProducerWorkload(ProducerWorkload):
             try:
                 old.commit_transaction(CALL_TIMEOUT_S)
                 outcome, err = "committed", None
-            except confluent_kafka.KafkaException as exc:
-                err = exc.args[0]
+            except CLIENT_RAISES as exc:
+                err = _error_of(exc)
                 fenced = err.fatal() or err.name() in ("PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH", "_FENCED")
                 outcome = "fenced" if fenced else "refused"
-            old.flush(CALL_TIMEOUT_S)
+            try:
+                old.flush(CALL_TIMEOUT_S)
+            except CLIENT_RAISES as exc:  # the fence, raised again from the delivery reports' poll
+                err = err or _error_of(exc)
             err = err or self._zombie_error
         finally:
             self._zombie = None

@@ -207,3 +207,36 @@ duration: 1s
     lonely.start(op)
     lonely.join(5)
     assert written[-1]["outcome"] == "error" and "no producer 'p0'" in str(written[-1]["detail"])
+
+
+def test_an_operation_ended_by_a_raised_kafka_error_still_ends_as_an_error() -> None:
+    """confluent-kafka raises a fatal KafkaError object itself, which is no Exception subclass: the operation's
+    thread must still record op.end (seen on a loaded make test: a zombie's flush raised _FENCED and the
+    operation stayed "running" until teardown). Real librdkafka: the KafkaError type is confluent-kafka's own."""
+    import confluent_kafka
+
+    class Raising(FakeRestarter):
+        def restart(self, *, abrupt: bool = False, timeout_s: float = 30.0, zombie: bool = False) -> str:
+            raise confluent_kafka.KafkaError(confluent_kafka.KafkaError._FENCED, "fenced", fatal=True)
+
+    exp = load_experiment_text("""name: restart
+topics: [{name: t}]
+workload: {producers: [{id: p0, topic: t}]}
+schedule:
+  - {at: 0s, action: restart_producer, producer: p0, timeout: 5s}
+duration: 1s
+""", "restart.yaml")
+    written: list[dict[str, object]] = []
+    (op,) = plan_operations(exp)
+    ops = OperationRunner(FakeOperator(), lambda e: written.append(record_of(e)), producers={"p0": Raising()})
+    seen: list[object] = []
+    import threading
+
+    hook, threading.excepthook = threading.excepthook, lambda args: seen.append(args.exc_value)
+    try:
+        ops.start(op)
+        assert ops.join(5) == []
+    finally:
+        threading.excepthook = hook
+    assert written[-1]["type"] == "op.end" and written[-1]["outcome"] == "error", written[-1]
+    assert "no Exception" in str(written[-1]["detail"]) and len(seen) == 1
