@@ -2,7 +2,7 @@
 passes, and the graceful stop of a partition's leader moves its leadership before the broker's registration
 vanishes (controlled shutdown, KAFKA-BEHAVIOUR.md), as observed in ZooKeeper; the kill of a broker that leads
 nothing takes it out of the ISRs it was in, which `partition.offline_replica_leaves_isr` judged. (The KRaft variant:
-test_kraft_leader_election_on_apache_kafka.py.)"""
+tests/nightly/test_kraft_leader_election_on_apache_kafka.py, nightly.)"""
 
 from __future__ import annotations
 
