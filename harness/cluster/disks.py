@@ -21,6 +21,7 @@ from pathlib import Path
 import psutil
 
 from harness.cluster.base import NodeId
+from harness.cluster.owners import owner_alive, this_owner
 from harness.errors import BackendError
 
 FILLER = ".kafka-chaos-disk-full"
@@ -72,8 +73,7 @@ class LogDirMounts:
     def __init__(self, records: Path) -> None:
         self._records = records
         self._mounted: dict[Path, Path] = {}  # mount point -> its record file
-        me = psutil.Process()
-        self._owner = (me.pid, me.create_time())
+        self._owner = this_owner()
 
     def mount(self, path: Path, size_mb: int) -> None:
         """Mount a tmpfs of `size_mb` MB at `path` (created if missing)."""
@@ -158,7 +158,7 @@ def clean_mount_leftovers(directory: Path) -> list[str]:
         except (OSError, ValueError, KeyError, TypeError):
             record_path.unlink(missing_ok=True)
             continue
-        if _alive(record.owner_pid, record.owner_create_time):
+        if owner_alive(record.owner_pid, record.owner_create_time):
             continue
         path = Path(record.path)
         if is_mounted(path):
@@ -167,9 +167,3 @@ def clean_mount_leftovers(directory: Path) -> list[str]:
         record_path.unlink(missing_ok=True)
     return cleaned
 
-
-def _alive(pid: int, create_time: float) -> bool:
-    try:
-        return abs(psutil.Process(pid).create_time() - create_time) < 0.05
-    except psutil.Error:
-        return False

@@ -18,8 +18,7 @@ import shutil
 import subprocess
 import threading
 
-import psutil
-
+from harness.cluster.owners import owner_alive, this_owner
 from harness.errors import BackendError
 
 CHAIN = "INPUT"
@@ -56,8 +55,8 @@ class PacketRules:
     it, `remove_all` removes what is left (teardown)."""
 
     def __init__(self) -> None:
-        me = psutil.Process()
-        self.owner = f"kafka-chaos:{me.pid}:{me.create_time():.2f}"
+        pid, started = this_owner()
+        self.owner = f"kafka-chaos:{pid}:{started:.2f}"
         self._active: dict[str, list[list[str]]] = {}
         self._lock = threading.Lock()
         self._n = 0
@@ -113,15 +112,9 @@ def clean_packet_leftovers() -> list[str]:
         found = _COMMENT.search(line)
         if not line.startswith(f"-A {CHAIN} ") or found is None:
             continue
-        if _alive(int(found.group(1)), float(found.group(2))):
+        if owner_alive(int(found.group(1)), float(found.group(2))):
             continue
         _run(["-D", *shlex.split(line)[1:]], "delete a leftover packet loss rule")
         cleaned.append(line)
     return cleaned
 
-
-def _alive(pid: int, create_time: float) -> bool:
-    try:
-        return abs(psutil.Process(pid).create_time() - create_time) < 0.05
-    except psutil.Error:
-        return False

@@ -174,6 +174,15 @@ duration: 1s
     assert written[-1]["outcome"] == "error" and "no consumer group 'g'" in str(written[-1]["detail"])
 
 
+RESTART = """name: restart
+topics: [{name: t}]
+workload: {producers: [{id: p0, topic: t}]}
+schedule:
+  - {at: 0s, action: restart_producer, producer: p0, timeout: 5s}
+duration: 1s
+"""
+
+
 class FakeRestarter:
     """A producer that records the restarts it is asked for."""
 
@@ -186,13 +195,7 @@ class FakeRestarter:
 
 
 def test_restart_producer_goes_to_the_named_producer_and_an_unknown_one_is_an_error() -> None:
-    exp = load_experiment_text("""name: restart
-topics: [{name: t}]
-workload: {producers: [{id: p0, topic: t}]}
-schedule:
-  - {at: 0s, action: restart_producer, producer: p0, timeout: 5s}
-duration: 1s
-""", "restart.yaml")
+    exp = load_experiment_text(RESTART, "restart.yaml")
     written: list[dict[str, object]] = []
     restarter = FakeRestarter()
     (op,) = plan_operations(exp)
@@ -219,13 +222,7 @@ def test_an_operation_ended_by_a_raised_kafka_error_still_ends_as_an_error() -> 
         def restart(self, *, abrupt: bool = False, timeout_s: float = 30.0, zombie: bool = False) -> str:
             raise confluent_kafka.KafkaError(confluent_kafka.KafkaError._FENCED, "fenced", fatal=True)
 
-    exp = load_experiment_text("""name: restart
-topics: [{name: t}]
-workload: {producers: [{id: p0, topic: t}]}
-schedule:
-  - {at: 0s, action: restart_producer, producer: p0, timeout: 5s}
-duration: 1s
-""", "restart.yaml")
+    exp = load_experiment_text(RESTART, "restart.yaml")
     written: list[dict[str, object]] = []
     (op,) = plan_operations(exp)
     ops = OperationRunner(FakeOperator(), lambda e: written.append(record_of(e)), producers={"p0": Raising()})

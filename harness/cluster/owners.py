@@ -1,0 +1,22 @@
+"""Who owns what the harness leaves outside its processes (a mount, an iptables rule): this process, named by its pid
+and start time so that a reused pid never passes for it, and whether such an owner still runs."""
+
+from __future__ import annotations
+
+import psutil
+
+_TIME_SLACK_S = 0.05
+
+
+def this_owner() -> tuple[int, float]:
+    """(pid, start time) of this process."""
+    me = psutil.Process()
+    return me.pid, me.create_time()
+
+
+def owner_alive(pid: int, create_time: float) -> bool:
+    """Whether process `pid` runs and is the one that started at `create_time`."""
+    try:
+        return abs(psutil.Process(pid).create_time() - create_time) < _TIME_SLACK_S
+    except psutil.Error:
+        return False
