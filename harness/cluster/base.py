@@ -87,6 +87,8 @@ class ClusterSpec:
     """KRaft: feature levels `kafka-storage format --feature name=level` sets (Kafka 3.8+, KIP-1022), e.g.
     `eligible.leader.replicas.version: 1` (ELR is off by default on 4.0)."""
     ready_timeout_s: float = 90.0
+    log_dirs: int = 1
+    """`cluster.log_dirs`: log directories per broker (and KRaft controller), Kafka's JBOD (KIP-112)."""
     log_dir_mb: int = 0
     """`cluster.log_dir_mb`: each broker's and KRaft controller's log directory is a tmpfs of this many MB, which
     the `disk_full` fault fills (process backend, as root; `harness.cluster.disks`); 0: a plain directory."""
@@ -193,9 +195,9 @@ class Cluster(Protocol):
 class DiskControl(Protocol):
     """What a cluster whose log directories are size-limited (`ClusterSpec.log_dir_mb`) offers the disk faults."""
 
-    def fill_disk(self, node: NodeId) -> int: ...  # every later write to the node's log directory fails (ENOSPC)
+    def fill_disk(self, node: NodeId, directory: int = 0) -> int: ...  # later writes there fail (ENOSPC)
 
-    def free_disk(self, node: NodeId) -> None: ...
+    def free_disk(self, node: NodeId, directory: int = 0) -> None: ...
 
 
 @runtime_checkable

@@ -30,9 +30,12 @@ _CHUNK = 1 << 20
 _MOUNT_TIMEOUT_S = 30.0
 
 
-def kafka_data_dir(workdir: Path, node: NodeId) -> Path:
-    """A broker's or KRaft controller's log directory in a process cluster's working directory."""
-    return workdir / (f"controller-{node.id}" if node.role == "controller" else f"broker-{node.id}") / "data"
+def kafka_log_dirs(workdir: Path, node: NodeId, count: int = 1) -> tuple[Path, ...]:
+    """A broker's or KRaft controller's log directories in a process cluster's working directory: `data`, then
+    `data-1`, `data-2`... when it has several (JBOD, `cluster.log_dirs`); the first holds a KRaft node's metadata
+    log."""
+    home = workdir / (f"controller-{node.id}" if node.role == "controller" else f"broker-{node.id}")
+    return tuple(home / ("data" if i == 0 else f"data-{i}") for i in range(max(1, count)))
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,7 +37,7 @@ from harness.cluster.base import (
     PacketControl,
     link_name,
 )
-from harness.cluster.disks import LogDirMounts, kafka_data_dir
+from harness.cluster.disks import LogDirMounts, kafka_log_dirs
 from harness.cluster.leftovers import CleanedLeftover, LeftoverRegistry, clean_leftovers, leftovers_dir
 from harness.cluster.lifecycle import start_or_teardown
 from harness.cluster.links import LinkGraph
@@ -164,7 +164,8 @@ class ProcessCluster:
         if self.spec.log_dir_mb:
             for node in self.nodes:
                 if node.role != "zookeeper":
-                    self._mounts.mount(kafka_data_dir(self.workdir, node), self.spec.log_dir_mb)
+                    for data in kafka_log_dirs(self.workdir, node, self.spec.log_dirs):
+                        self._mounts.mount(data, self.spec.log_dir_mb)
         if self.spec.kraft:
             self.topology = process_topology(self.spec, (), self._toxiproxy, HOST)
             self.bootstrap_servers = self.topology.bootstrap_servers
@@ -281,21 +282,24 @@ class ProcessCluster:
     def stop_dropping(self, handle: str) -> None:
         self._packets.undrop(handle)
 
-    def fill_disk(self, node: NodeId) -> int:
-        """Fill the node's log directory (a tmpfs of `cluster.log_dir_mb`): every later write fails with ENOSPC.
-        The bytes taken."""
-        return disks.fill(self._disk(node))
+    def fill_disk(self, node: NodeId, directory: int = 0) -> int:
+        """Fill one of the node's log directories (a tmpfs of `cluster.log_dir_mb`): every later write there fails
+        with ENOSPC. The bytes taken."""
+        return disks.fill(self._disk(node, directory))
 
-    def free_disk(self, node: NodeId) -> None:
+    def free_disk(self, node: NodeId, directory: int = 0) -> None:
         """Give back what `fill_disk` took."""
-        disks.free(self._disk(node))
+        disks.free(self._disk(node, directory))
 
-    def _disk(self, node: NodeId) -> Path:
+    def _disk(self, node: NodeId, directory: int) -> Path:
         self._check(node)
         if node.role == "zookeeper" or not self.spec.log_dir_mb:
             raise BackendError(f"{node}: no size-limited log directory to fill (cluster.log_dir_mb is "
                                f"{self.spec.log_dir_mb}, and only brokers and KRaft controllers have one)")
-        return kafka_data_dir(self.workdir, node)
+        dirs = kafka_log_dirs(self.workdir, node, self.spec.log_dirs)
+        if not 0 <= directory < len(dirs):
+            raise BackendError(f"{node}: no log directory {directory} (it has {len(dirs)}: cluster.log_dirs)")
+        return dirs[directory]
 
     def pause(self, node: NodeId) -> None:
         """SIGSTOP the node's process group; returns once every thread of the node is stopped."""

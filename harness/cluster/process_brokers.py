@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from harness.cluster.base import CLIENT, ClusterSpec, NodeId
-from harness.cluster.disks import kafka_data_dir
+from harness.cluster.disks import kafka_log_dirs
 from harness.cluster.leftovers import LeftoverRegistry
 from harness.cluster.process_flavour import BrokerLauncher
 from harness.cluster.process_node import ManagedProcess
@@ -42,13 +42,14 @@ class BrokerNodes:
         self.properties: dict[int, Path] = {}
         for b in topology.brokers:
             k = b.broker_id
-            data = kafka_data_dir(workdir, NodeId.broker(k))
-            node_dir = data.parent
-            data.mkdir(parents=True, exist_ok=True)
+            dirs = kafka_log_dirs(workdir, NodeId.broker(k), spec.log_dirs)
+            node_dir = dirs[0].parent
+            for data in dirs:
+                data.mkdir(parents=True, exist_ok=True)
             (node_dir / "logs").mkdir(parents=True, exist_ok=True)
             props = node_dir / "server.properties"
             props.write_text(render_server_properties(
-                topology, k, log_dirs=str(data), overrides=spec.broker_config), encoding="utf-8")
+                topology, k, log_dirs=",".join(map(str, dirs)), overrides=spec.broker_config), encoding="utf-8")
             self.properties[k] = props
             self._procs[k] = ManagedProcess(
                 f"broker:{k}", launcher.argv(props), cwd=node_dir, log_path=node_dir / "broker.log",

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from harness.cluster.base import CLIENT, ClusterSpec, NodeId
-from harness.cluster.disks import kafka_data_dir
+from harness.cluster.disks import kafka_log_dirs
 from harness.cluster.leftovers import LeftoverRegistry
 from harness.cluster.process_flavour import BrokerLauncher
 from harness.cluster.process_node import ManagedProcess
@@ -56,17 +56,20 @@ class KraftNodes:
         self.properties: dict[NodeId, Path] = {}
         for c in topology.controllers:
             if c.node.role == "controller":
-                self._add(c.node, kafka_data_dir(workdir, c.node), render_kraft_controller, spec.broker_config)
+                self._add(c.node, kafka_log_dirs(workdir, c.node, spec.log_dirs), render_kraft_controller,
+                          spec.broker_config)
         for b in topology.brokers:
             node = NodeId.broker(b.broker_id)
-            self._add(node, kafka_data_dir(workdir, node), render_kraft_broker, spec.broker_config)
+            self._add(node, kafka_log_dirs(workdir, node, spec.log_dirs), render_kraft_broker, spec.broker_config)
 
-    def _add(self, node: NodeId, data: Path, render: Callable[..., str], overrides: Mapping[str, str]) -> None:
-        node_dir = data.parent
-        data.mkdir(parents=True, exist_ok=True)
+    def _add(self, node: NodeId, dirs: tuple[Path, ...], render: Callable[..., str],
+             overrides: Mapping[str, str]) -> None:
+        node_dir = dirs[0].parent
+        for data in dirs:
+            data.mkdir(parents=True, exist_ok=True)
         (node_dir / "logs").mkdir(parents=True, exist_ok=True)
         props = node_dir / "server.properties"
-        text = render(self.topology, node.id, log_dirs=str(data), overrides=overrides,
+        text = render(self.topology, node.id, log_dirs=",".join(map(str, dirs)), overrides=overrides,
                       advertise_controllers=self.launcher.advertises_controllers)
         props.write_text(text, encoding="utf-8")
         self.properties[node] = props

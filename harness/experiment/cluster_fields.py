@@ -32,7 +32,7 @@ from harness.model.releases import feature_problem
 SPEC_FIELDS = {"brokers": "brokers", "zookeepers": "zookeepers", "kafka": "kafka_version", "mode": "mode",
                "controllers": "controllers", "combined": "combined", "broker": "broker",
                "broker_config": "broker_config", "images": "images", "features": "features",
-               "log_dir_mb": "log_dir_mb"}
+               "log_dirs": "log_dirs", "log_dir_mb": "log_dir_mb"}
 """`cluster:` key (and marker keyword) -> the `ClusterSpec` field it sets."""
 RETIRED_KEYS = ("reference_bugs",)
 """`cluster:` keys of the retired reference broker: refused with `RETIRED_BROKER`, not as unknown keys."""
@@ -48,6 +48,7 @@ IMAGE_ROLES = ("zookeeper", "kafka", "toxiproxy")
 MARKER = "chaos_cluster"
 _JAVA_INT_MAX = 2**31 - 1
 MIN_LOG_DIR_MB = 32
+MAX_LOG_DIRS = 4
 MAX_LOG_DIR_MB = 4096
 _FEATURE_NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$")
 _INTEGER = re.compile(r"[+-]?[0-9]+")
@@ -78,6 +79,8 @@ def read_cluster(f: Fields, raw: object, path: Path = ("cluster",), what: str = 
         f.error((*path, "reference_bugs"), RETIRED_BROKER, m["reference_bugs"], "remove reference_bugs")
     config = broker_config(f, m, path)
     features = _features(f, m, path, mode, kafka)
+    log_dirs = f.integer(m, path, "log_dirs", default=DEFAULTS.log_dirs, minimum=1, maximum=MAX_LOG_DIRS,
+                         why="each log directory of each node is a directory (a tmpfs with log_dir_mb) of its own")
     log_dir_mb = f.integer(m, path, "log_dir_mb", default=DEFAULTS.log_dir_mb, minimum=0, maximum=MAX_LOG_DIR_MB,
                            why="each log directory is a tmpfs, held in memory")
     if isinstance(log_dir_mb, int) and 0 < log_dir_mb < MIN_LOG_DIR_MB:
@@ -87,7 +90,8 @@ def read_cluster(f: Fields, raw: object, path: Path = ("cluster",), what: str = 
     values = {"brokers": brokers, "zookeepers": zookeepers, "kafka": kafka, "mode": mode, "controllers": controllers,
               "combined": combined, "broker": broker, "broker_config": frozen_map(config),
               "images": frozen_map(images) if images is not MISSING else MISSING,
-              "features": frozen_map(features) if features is not MISSING else MISSING, "log_dir_mb": log_dir_mb}
+              "features": frozen_map(features) if features is not MISSING else MISSING, "log_dirs": log_dirs,
+              "log_dir_mb": log_dir_mb}
     if any(v is MISSING for v in values.values()):
         return None
     return ClusterSpec(**{SPEC_FIELDS[key]: value for key, value in values.items()})
@@ -123,7 +127,7 @@ def cluster_to_dict(spec: ClusterSpec) -> dict[str, Any]:
         if key in (("zookeepers",) if spec.kraft else ("controllers", "combined", "features")):
             continue
         value = getattr(spec, name)
-        if key == "log_dir_mb" and not value:
+        if value == getattr(DEFAULTS, name) and key in ("log_dirs", "log_dir_mb"):
             continue
         out[key] = dict(value) if isinstance(value, Mapping) else list(value) if isinstance(value, tuple) else value
     return out

@@ -66,6 +66,10 @@ def _check_fault(f: Fields, exp: Experiment, fault: FaultSpec) -> None:
     if exp.cluster.mode == "kraft" and fault.kind in ("isolate_zookeeper", "kill_zookeeper"):
         f.error((*path, "fault"), "a KRaft cluster has no ZooKeeper", fault.kind,
                 "isolate or kill a controller (target: controller, controller:any, controller:<id>)")
+    directory = fault.params.get("dir", 0) if fault.kind == "disk_full" else 0
+    if isinstance(directory, int) and directory >= exp.cluster.log_dirs:
+        f.error((*path, "params", "dir"), f"the nodes have {exp.cluster.log_dirs} log directories (cluster.log_dirs), "
+                "numbered from 0", directory, f"dir: 0 to {exp.cluster.log_dirs - 1}, or more cluster.log_dirs")
     if fault.kind == "disk_full" and not exp.cluster.log_dir_mb:
         f.error((*path, "fault"), "disk_full fills a size-limited log directory, and cluster.log_dir_mb is not set",
                 fault.kind, "cluster: {log_dir_mb: 64} puts each log directory on a 64 MB tmpfs (process backend)")

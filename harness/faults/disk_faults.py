@@ -10,14 +10,14 @@ the space and, if the node has exited, starts it again, as an operator who clear
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from harness.cluster.base import DiskControl, NodeId
 from harness.errors import HarnessError
-from harness.faults.kind import Applied, FaultEnv, KindSpec, attempt, effect
+from harness.faults.kind import Applied, FaultEnv, KindSpec, ParamSpec, attempt, effect
 from harness.faults.resolve import resolve_node
 
 if TYPE_CHECKING:
@@ -36,6 +36,8 @@ class DiskFull:
     """Fill the node's log directory; heal: free it, and start the node if it has exited meanwhile."""
 
     spec: KindSpec
+    _filled: dict[int, int] = field(default_factory=dict, compare=False)
+    """The directory each active fault filled, by its `Applied` (the heal frees that one)."""
 
     def brings_nodes_back(self) -> bool:
         """At teardown the heal is skipped (`BringsNodesBack`): the tmpfs, filler and all, goes with the cluster, and
@@ -50,27 +52,36 @@ class DiskFull:
         disks = _disks(env)
         done.targets.append(str(node))
         done.nodes.append(node)
-        disks.fill_disk(node)
+        disks.fill_disk(node, _directory(fault))
+        self._filled[id(done)] = _directory(fault)
 
     def heal(self, env: FaultEnv, done: Applied) -> list[tuple[str, BaseException]]:
+        directory = self._filled.pop(id(done), 0)
         steps: list[tuple[str, Callable[[], None]]] = []
         for node in done.nodes:
             assert isinstance(node, NodeId)
-            steps.append((f"start {node} if it exited", partial(_start_if_exited, env, node)))
-            steps.append((f"free the log directory of {node}", partial(_free, env, node)))
+            steps.append((f"start {node} again", partial(_start_again, env, node)))
+            steps.append((f"free log directory {directory} of {node}", partial(_free, env, node, directory)))
         return attempt(steps)  # latest first: free, then start
 
     def describe(self, fault: PlannedFault, done: Applied) -> dict[str, Any]:
         return effect(nodes=done.nodes)
 
 
-def _free(env: FaultEnv, node: NodeId) -> None:
-    _disks(env).free_disk(node)
+def _directory(fault: PlannedFault) -> int:
+    return int(fault.spec.params.get("dir", 0))
 
 
-def _start_if_exited(env: FaultEnv, node: NodeId) -> None:
-    if not env.cluster.is_running(node):
-        env.cluster.start(node)
+def _free(env: FaultEnv, node: NodeId, directory: int) -> None:
+    _disks(env).free_disk(node, directory)
+
+
+def _start_again(env: FaultEnv, node: NodeId) -> None:
+    """Start the node if Kafka halted it; restart it (gracefully) if it kept running on its other log directories,
+    since a failed log directory stays offline until the broker restarts (KIP-112)."""
+    if env.cluster.is_running(node):
+        env.cluster.stop(node)
+    env.cluster.start(node)
 
 
 DISK_KINDS: tuple[DiskFull, ...] = (
@@ -78,8 +89,11 @@ DISK_KINDS: tuple[DiskFull, ...] = (
         "disk_full", "Fill a broker's (or KRaft controller's) log directory: every later write there fails with "
         "ENOSPC. Kafka takes the directory offline (KIP-112): its replicas go offline and lead elsewhere, and a node "
         "whose only log directory failed halts. Needs cluster.log_dir_mb (a tmpfs per log directory).",
-        frozenset({"broker", "controller"}), (), "required", "disk",
-        "frees the space, and starts the node again if it exited",
+        frozenset({"broker", "controller"}),
+        (ParamSpec("dir", "int", "which of the node's log directories (cluster.log_dirs) to fill: 0, the first, "
+                   "holds a KRaft node's metadata log", default=0, minimum=0),),
+        "required", "disk", "frees the space, and starts the node again (restarts it, gracefully, if it kept "
+        "running on its other log directories: a failed directory comes back only with a restart)",
         MappingProxyType({"process": "a filler file takes the free space of the node's tmpfs log directory",
                           "containers": "not available: needs the process backend (cluster.log_dir_mb)"}))),
 )

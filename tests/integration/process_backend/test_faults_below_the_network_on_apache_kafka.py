@@ -4,10 +4,12 @@
 packet dropped a write waits, and is delivered once the rules go; the rules carry their
 owner, leave with the fault, and a SIGKILLed owner's rules are deleted by the next `clean_leftovers`.
 
-`disk_full`: each broker's log directory is a real tmpfs
-of `cluster.log_dir_mb`; filling broker 2's takes its only log directory offline, and Kafka halts it ("Shutdown
-broker because all log dirs ... have failed", LogManager.handleLogDirFailure); the other two keep taking acks=all
-writes; freed and started again, broker 2 rejoins the ISR and no acknowledged write is missing. The mounts leave
+`disk_full`: each broker has two log directories (JBOD, `cluster.log_dirs: 2`), each a real tmpfs of
+`cluster.log_dir_mb`. Filling one of broker 3's takes that directory offline (KIP-112): the replicas in it leave
+their ISRs, those in the other stay, and the broker keeps running; freed and restarted, it is whole again. Filling
+both of broker 2's takes every directory offline, and Kafka halts it ("Shutdown broker because all log dirs ...
+have failed", LogManager.handleLogDirFailure); the other two keep taking acks=all writes; freed and started again,
+broker 2 rejoins the ISR and no acknowledged write is missing. The mounts leave
 with the cluster, and a mount a SIGKILLed harness left is unmounted by the next `clean_leftovers`. Needs root for
 the mounts and the rules (CI runs as root)."""
 
@@ -25,7 +27,7 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from harness.cluster.base import ClusterSpec, NodeId
-from harness.cluster.disks import FILLER, is_mounted, kafka_data_dir
+from harness.cluster.disks import FILLER, is_mounted, kafka_log_dirs
 from harness.cluster.leftovers import clean_leftovers
 from harness.cluster.process import ProcessCluster
 from harness.waiting import wait_until
@@ -40,20 +42,20 @@ B2 = NodeId.broker(2)
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
     if os.geteuid() != 0:
         pytest.skip("tmpfs log directories need root to mount (CI runs as root)")
-    spec = ClusterSpec(brokers=3, zookeepers=1, ready_timeout_s=120, log_dir_mb=64, broker_config={
+    spec = ClusterSpec(brokers=3, zookeepers=1, ready_timeout_s=120, log_dirs=2, log_dir_mb=64, broker_config={
         "zookeeper.session.timeout.ms": "6000", "min.insync.replicas": "2", "offsets.topic.replication.factor": "3"})
     with apache_kafka_backend().up(spec, tmp_path_factory.mktemp("disk-full")) as c:
         yield c
     for node in (NodeId.broker(k) for k in (1, 2, 3)):
-        assert not is_mounted(kafka_data_dir(c.workdir, node)), f"{node}'s log directory still mounted"
+        assert not any(map(is_mounted, kafka_log_dirs(c.workdir, node, 2))), f"{node}'s log directories mounted"
 
 
 def _until(what: str, condition: Callable[[], bool], timeout_s: float, seen: Callable[[], object]) -> None:
     wait_until(what, lambda: True if condition() else None, timeout_s, last_seen=lambda _: seen())
 
 
-def _isr(admin: AdminClient, topic: str) -> tuple[int, list[int]]:
-    md = admin.list_topics(topic, timeout=10).topics[topic].partitions[0]
+def _isr(admin: AdminClient, topic: str, partition: int = 0) -> tuple[int, list[int]]:
+    md = admin.list_topics(topic, timeout=10).topics[topic].partitions[partition]
     return md.leader, sorted(md.isrs)
 
 
@@ -92,10 +94,49 @@ def test_packet_loss_holds_writes_on_its_link_only_while_it_lasts_and_leaves_no_
     assert delivered == ["ok"]
 
 
-def test_a_full_log_directory_halts_its_broker_and_the_other_replicas_keep_every_acked_write(
+B3 = NodeId.broker(3)
+
+
+def test_one_full_log_directory_of_several_takes_only_its_replicas_offline_and_the_broker_keeps_running(
     cluster: ProcessCluster,
 ) -> None:
-    assert all(is_mounted(kafka_data_dir(cluster.workdir, NodeId.broker(k))) for k in (1, 2, 3))
+    assert all(is_mounted(d) for k in (1, 2, 3) for d in kafka_log_dirs(cluster.workdir, NodeId.broker(k), 2))
+    conf = {"bootstrap.servers": cluster.bootstrap_servers}
+    admin = AdminClient(conf)
+    admin.create_topics([NewTopic("j", num_partitions=4, replica_assignment=[[3, 1, 2], [1, 3, 2]] * 2)])[
+        "j"].result(60)
+    _until("full ISRs of j", lambda: all(len(_isr(admin, "j", p)[1]) == 3 for p in range(4)), 60,
+           lambda: [_isr(admin, "j", p) for p in range(4)])
+    first, second = kafka_log_dirs(cluster.workdir, B3, 2)
+    in_first = {p for p in range(4) if (first / f"j-{p}").is_dir()}
+    assert in_first and len(in_first) < 4, f"Kafka spreads a broker's replicas over its directories: {in_first}"
+    producer = Producer(cast(dict[str, Any], {**conf, "acks": "all", "enable.idempotence": True}))
+    assert _produce(producer, range(40), "j") == []
+
+    cluster.fill_disk(B3, 0)
+    for p in range(4):  # writes for broker 3 to fail on (its checkpoints would, within 5 s)
+        producer.produce("j", b"after-fill", partition=p)
+    producer.poll(0)
+    _until("broker 3's first log directory offline",
+           lambda: f"Stopping serving replicas in dir {first}" in cluster.log_path(B3).read_text(errors="replace"),
+           60, lambda: f"no such line; see {cluster.log_path(B3)}")
+    _until("the replicas of the full directory out of their ISRs, the others in",
+           lambda: all((3 not in _isr(admin, "j", p)[1]) == (p in in_first) for p in range(4)), 60,
+           lambda: [_isr(admin, "j", p) for p in range(4)])
+    assert cluster.is_running(B3) and "have failed" not in cluster.log_path(B3).read_text(errors="replace")
+    assert not (second / FILLER).exists()
+
+    cluster.free_disk(B3, 0)
+    cluster.stop(B3)
+    cluster.start(B3)
+    _until("full ISRs of j after broker 3's restart", lambda: all(len(_isr(admin, "j", p)[1]) == 3 for p in range(4)),
+           90, lambda: [_isr(admin, "j", p) for p in range(4)])
+    assert producer.flush(60) == 0
+
+
+def test_full_log_directories_halt_their_broker_and_the_other_replicas_keep_every_acked_write(
+    cluster: ProcessCluster,
+) -> None:
     conf = {"bootstrap.servers": cluster.bootstrap_servers}
     admin = AdminClient(conf)
     admin.create_topics([NewTopic("d", num_partitions=1, replica_assignment=[[2, 1, 3]])])["d"].result(60)
@@ -104,10 +145,10 @@ def test_a_full_log_directory_halts_its_broker_and_the_other_replicas_keep_every
     producer = Producer(cast(dict[str, Any], {**conf, "acks": "all", "enable.idempotence": True}))
     assert _produce(producer, range(0, 50)) == []
 
-    taken = cluster.fill_disk(B2)
-    assert taken > 0 and (kafka_data_dir(cluster.workdir, B2) / FILLER).exists()
+    taken = cluster.fill_disk(B2, 0) + cluster.fill_disk(B2, 1)
+    assert taken > 0 and all((d / FILLER).exists() for d in kafka_log_dirs(cluster.workdir, B2, 2))
     producer.produce("d", b"after-fill")  # a write for broker 2 to fail on (its checkpoints would, in time)
-    _until("broker 2 halting on its full log directory", lambda: not cluster.is_running(B2), 60,
+    _until("broker 2 halting on its full log directories", lambda: not cluster.is_running(B2), 60,
            lambda: f"running; see {cluster.log_path(B2)}")
     log = cluster.log_path(B2).read_text(encoding="utf-8", errors="replace")
     assert "have failed" in log and "No space left on device" in log, log[-3000:]
@@ -116,8 +157,9 @@ def test_a_full_log_directory_halts_its_broker_and_the_other_replicas_keep_every
            lambda: _isr(admin, "d")[0] in (1, 3) and 2 not in _isr(admin, "d")[1], 60, lambda: _isr(admin, "d"))
     assert _produce(producer, range(50, 100)) == []
 
-    cluster.free_disk(B2)
-    assert not (kafka_data_dir(cluster.workdir, B2) / FILLER).exists()
+    cluster.free_disk(B2, 0)
+    cluster.free_disk(B2, 1)
+    assert not any((d / FILLER).exists() for d in kafka_log_dirs(cluster.workdir, B2, 2))
     cluster.start(B2)
     _until("broker 2 back in d/0's ISR", lambda: _isr(admin, "d")[1] == [1, 2, 3], 90, lambda: _isr(admin, "d"))
 

@@ -27,6 +27,11 @@ schedule:
 """
 
 
+def _text(cluster_keys: str, target: str = "broker:2", params: str = "") -> str:
+    text = EXPERIMENT % (cluster_keys, target)
+    return text.replace("duration: 5s}", f"duration: 5s, params: {{{params}}}}}") if params else text
+
+
 class RecordingDisks:
     """A cluster double that records the disk calls; `exits` says whether the node halted while its disk was full."""
 
@@ -34,12 +39,15 @@ class RecordingDisks:
         self.calls: list[str] = []
         self.exits = exits
 
-    def fill_disk(self, node: NodeId) -> int:
-        self.calls.append(f"fill {node}")
+    def fill_disk(self, node: NodeId, directory: int = 0) -> int:
+        self.calls.append(f"fill {node} dir {directory}")
         return 1
 
-    def free_disk(self, node: NodeId) -> None:
-        self.calls.append(f"free {node}")
+    def free_disk(self, node: NodeId, directory: int = 0) -> None:
+        self.calls.append(f"free {node} dir {directory}")
+
+    def stop(self, node: NodeId) -> None:
+        self.calls.append(f"stop {node}")
 
     def is_running(self, node: NodeId) -> bool:
         return not self.exits
@@ -48,8 +56,8 @@ class RecordingDisks:
         self.calls.append(f"start {node}")
 
 
-def _inject(cluster: object, target: str = "broker:2") -> list[dict[str, Any]]:
-    (fault,) = plan(load_experiment_text(EXPERIMENT % (", log_dir_mb: 64", target), "d.yaml"))
+def _inject(cluster: object, cluster_keys: str = ", log_dir_mb: 64", params: str = "") -> list[dict[str, Any]]:
+    (fault,) = plan(load_experiment_text(_text(cluster_keys, params=params), "d.yaml"))
     events: list[dict[str, Any]] = []
     injector = FaultInjector(cluster, ClusterState(), LinkGraph((1, 2, 3), (1,)),  # type: ignore[arg-type]
                              lambda e: events.append(record_of(e)))
@@ -61,15 +69,21 @@ def _inject(cluster: object, target: str = "broker:2") -> list[dict[str, Any]]:
 def test_disk_full_fills_the_node_and_the_heal_frees_it_then_starts_the_node_that_halted() -> None:
     cluster = RecordingDisks(exits=True)
     events = _inject(cluster)
-    assert cluster.calls == ["fill broker:2", "free broker:2", "start broker:2"]
+    assert cluster.calls == ["fill broker:2 dir 0", "free broker:2 dir 0", "start broker:2"]
     assert events[0]["effect"]["nodes"] == [{"role": "broker", "id": 2}] and events[0]["effect"]["down"] is False
     assert events[-1]["type"] == "fault.end" and not events[-1].get("heal_errors")
 
 
-def test_the_heal_leaves_a_node_that_kept_running_alone() -> None:
+def test_a_node_that_kept_running_on_its_other_log_directory_is_restarted_to_bring_the_failed_one_back() -> None:
+    """KIP-112: a failed log directory stays offline until the broker restarts."""
     cluster = RecordingDisks(exits=False)
-    _inject(cluster)
-    assert cluster.calls == ["fill broker:2", "free broker:2"]
+    _inject(cluster, ", log_dirs: 2, log_dir_mb: 64", "dir: 1")
+    assert cluster.calls == ["fill broker:2 dir 1", "free broker:2 dir 1", "stop broker:2", "start broker:2"]
+
+
+def test_a_log_directory_the_nodes_do_not_have_is_refused_naming_the_field() -> None:
+    with pytest.raises(ValidationError, match=r"schedule\[0\]\.params\.dir: the nodes have 2 log directories"):
+        load_experiment_text(_text(", log_dirs: 2, log_dir_mb: 64", params="dir: 2"), "d.yaml")
 
 
 def test_a_cluster_without_size_limited_log_directories_is_told_why() -> None:
@@ -97,11 +111,12 @@ def test_disk_full_on_a_zookeeper_member_is_refused() -> None:
 
 
 def test_log_dir_mb_round_trips_and_is_left_out_when_unset() -> None:
-    exp = load_experiment_text(EXPERIMENT % (", log_dir_mb: 64", "broker:2"), "d.yaml")
-    assert exp.cluster.log_dir_mb == 64 and cluster_to_dict(exp.cluster)["log_dir_mb"] == 64
-    assert "log_dir_mb" not in cluster_to_dict(load_experiment_text(
+    exp = load_experiment_text(EXPERIMENT % (", log_dirs: 2, log_dir_mb: 64", "broker:2"), "d.yaml")
+    assert (exp.cluster.log_dirs, exp.cluster.log_dir_mb) == (2, 64)
+    assert (cluster_to_dict(exp.cluster)["log_dirs"], cluster_to_dict(exp.cluster)["log_dir_mb"]) == (2, 64)
+    assert not {"log_dirs", "log_dir_mb"} & set(cluster_to_dict(load_experiment_text(
         EXPERIMENT.replace("  - {at: 1s, fault: disk_full, target: '%s', duration: 5s}\n", "  []\n")
-        .replace("schedule:\n  []", "schedule: []") % "", "d.yaml").cluster)
+        .replace("schedule:\n  []", "schedule: []") % "", "d.yaml").cluster))
 
 
 def test_at_teardown_disk_full_ends_without_starting_the_halted_node() -> None:
@@ -112,4 +127,4 @@ def test_at_teardown_disk_full_ends_without_starting_the_halted_node() -> None:
                              lambda e: events.append(record_of(e)))
     assert injector.inject(fault)
     assert injector.heal_all(teardown=True) == []
-    assert cluster.calls == ["fill broker:2"] and events[-1]["left_down"] is True
+    assert cluster.calls == ["fill broker:2 dir 0"] and events[-1]["left_down"] is True
