@@ -24,7 +24,7 @@ KNOWN_BUGS_SEEDS ?= 1 2 3
 KNOWN_BUGS_OUT ?= runs/known-bugs
 KNOWN_BUGS_ARGS ?=
 
-.PHONY: demo test nightly known-bugs lint unit integration java kafka toxiproxy spark-archive venv podman clean
+.PHONY: demo test nightly known-bugs lint unit integration java faketime kafka toxiproxy spark-archive venv podman clean
 
 venv: $(STAMP)
 
@@ -40,6 +40,15 @@ java:
 	  echo "java or mvn not found: installing a headless JRE and Maven (ZooKeeper, Spark, Apache Kafka)"; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq default-jre-headless maven; }
+
+# libfaketime (Debian), which the clock_skew fault loads into the nodes. Best effort: without it clock_skew says
+# what to install, and its test fails saying so.
+faketime:
+	-@ls /usr/lib/*/faketime/libfaketimeMT.so.1 >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get install -y -qq libfaketime >/dev/null 2>&1 \
+	  || { $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq libfaketime >/dev/null; } \
+	  || echo "libfaketime could not be installed: clock_skew needs it"; }
 
 # Apache Kafka $(KAFKA) into the cache (KAFKA_HOME, the Apache tarball or Maven Central; cached after the
 # first time). Best effort: where no source works the reason is printed, and the Apache Kafka tests skip
@@ -62,7 +71,7 @@ demo: venv java kafka spark-archive
 	$(VENV)/bin/kafka-chaos run $(DEMO) --backend $(BACKEND)
 
 # Every experiment x NIGHTLY_SEEDS into $(NIGHTLY_OUT)/<date>/, then $(NIGHTLY_OUT)/trend.html (docs/nightly-ci.md).
-nightly: venv java spark-archive
+nightly: venv java faketime spark-archive
 	$(PY) -m harness.nightly $(NIGHTLY_EXPERIMENTS) --seeds $(NIGHTLY_SEEDS) --backend $(BACKEND) --out $(NIGHTLY_OUT) $(NIGHTLY_ARGS)
 
 # The known-bugs corpus: every experiments/known-bugs/ file (a real Kafka bug) on its affected and its fixed
@@ -80,7 +89,7 @@ lint: venv
 	$(VENV)/bin/ruff check harness spark_analysis tests benchmarks
 	$(VENV)/bin/mypy
 
-test: venv java kafka toxiproxy spark-archive lint podman
+test: venv java kafka toxiproxy faketime spark-archive lint podman
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15 $(PYTEST_ARGS)
 
 unit: venv

@@ -51,9 +51,9 @@ def _frozen_map(data: Mapping[str, str] | None = None) -> Mapping[str, str]:
 
 
 ClusterMode = Literal["zookeeper", "kraft"]
-RUN_FIELDS = ("cluster_id", "ready_timeout_s")
-"""The `ClusterSpec` fields a run sets (from its seed and workload: `harness.engine.runner.cluster_spec`); every
-other field is the cluster's shape, read from `cluster:` or the `chaos_cluster` marker."""
+RUN_FIELDS = ("cluster_id", "ready_timeout_s", "fake_clocks")
+"""The `ClusterSpec` fields a run sets (from its seed, workload and schedule: `harness.engine.runner.cluster_spec`);
+every other field is the cluster's shape, read from `cluster:` or the `chaos_cluster` marker."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +87,10 @@ class ClusterSpec:
     """KRaft: feature levels `kafka-storage format --feature name=level` sets (Kafka 3.8+, KIP-1022), e.g.
     `eligible.leader.replicas.version: 1` (ELR is off by default on 4.0)."""
     ready_timeout_s: float = 90.0
+    fake_clocks: bool = False
+    """Each broker and KRaft controller runs under libfaketime, so that `clock_skew` can step its wall clock (set by
+    the run when its schedule has a clock_skew fault, not a `cluster:` key; process backend;
+    `harness.cluster.clocks`)."""
     log_dirs: int = 1
     """`cluster.log_dirs`: log directories per broker (and KRaft controller), Kafka's JBOD (KIP-112)."""
     log_dir_mb: int = 0
@@ -207,6 +211,13 @@ class PacketControl(Protocol):
     def drop_packets(self, src: LinkSource, dst: NodeId, probability: float) -> str: ...  # a handle
 
     def stop_dropping(self, handle: str) -> None: ...
+
+
+@runtime_checkable
+class ClockControl(Protocol):
+    """What a cluster whose nodes run on fake clocks (`ClusterSpec.fake_clocks`) offers the clock faults."""
+
+    def skew_clock(self, node: NodeId, offset_s: int) -> None: ...  # 0: the real time again
 
 
 @runtime_checkable

@@ -23,9 +23,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from harness.cluster import disks
+from harness.cluster import clocks, disks
 from harness.cluster.base import (
     BrokerFlavour,
+    ClockControl,
     Cluster,
     ClusterBackend,
     ClusterSpec,
@@ -282,6 +283,14 @@ class ProcessCluster:
     def stop_dropping(self, handle: str) -> None:
         self._packets.undrop(handle)
 
+    def skew_clock(self, node: NodeId, offset_s: int) -> None:
+        """Step the node's wall clock `offset_s` seconds from the real one (0: back to it); needs `fake_clocks`."""
+        self._check(node)
+        if node.role == "zookeeper" or not self.spec.fake_clocks:
+            raise BackendError(f"{node}: not on a fake clock (only brokers and KRaft controllers of a run with a "
+                               f"clock_skew fault are)")
+        clocks.set_offset(kafka_log_dirs(self.workdir, node)[0].parent, offset_s)
+
     def fill_disk(self, node: NodeId, directory: int = 0) -> int:
         """Fill one of the node's log directories (a tmpfs of `cluster.log_dir_mb`): every later write there fails
         with ENOSPC. The bytes taken."""
@@ -451,4 +460,5 @@ if TYPE_CHECKING:  # mypy checks that the classes implement the protocols of har
         _c: Cluster = cluster
         _d: DiskControl = cluster
         _p: PacketControl = cluster
+        _t: ClockControl = cluster
         _l: Link = link

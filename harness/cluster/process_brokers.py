@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from harness.cluster.base import CLIENT, ClusterSpec, NodeId
+from harness.cluster.clocks import faketime_env
 from harness.cluster.disks import kafka_log_dirs
 from harness.cluster.leftovers import LeftoverRegistry
 from harness.cluster.process_flavour import BrokerLauncher
@@ -53,7 +54,8 @@ class BrokerNodes:
             self.properties[k] = props
             self._procs[k] = ManagedProcess(
                 f"broker:{k}", launcher.argv(props), cwd=node_dir, log_path=node_dir / "broker.log",
-                registry=registry, env=launcher.env(node_dir, environ))
+                registry=registry, env=launcher.env(node_dir, environ) | (faketime_env(node_dir) if spec.fake_clocks
+                                                                          else {}))
 
     def process(self, broker_id: int) -> ManagedProcess:
         try:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from harness.cluster.base import CLIENT, ClusterSpec, NodeId
+from harness.cluster.clocks import faketime_env
 from harness.cluster.disks import kafka_log_dirs
 from harness.cluster.leftovers import LeftoverRegistry
 from harness.cluster.process_flavour import BrokerLauncher
@@ -51,6 +52,7 @@ class KraftNodes:
         self.features = spec.features
         self._registry = registry
         self._environ = environ
+        self._fake_clocks = spec.fake_clocks
         self._ready = BrokerReadiness("", hint=_HINT)
         self._procs: dict[NodeId, ManagedProcess] = {}
         self.properties: dict[NodeId, Path] = {}
@@ -74,8 +76,9 @@ class KraftNodes:
         props.write_text(text, encoding="utf-8")
         self.properties[node] = props
         log = node_dir / ("controller.log" if node.role == "controller" else "broker.log")
+        env = self.launcher.env(node_dir, self._environ) | (faketime_env(node_dir) if self._fake_clocks else {})
         self._procs[node] = ManagedProcess(str(node), self.launcher.argv(props), cwd=node_dir, log_path=log,
-                                           registry=self._registry, env=self.launcher.env(node_dir, self._environ))
+                                           registry=self._registry, env=env)
 
     def process(self, node: NodeId) -> ManagedProcess:
         try:

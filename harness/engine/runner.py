@@ -89,8 +89,10 @@ class RunResult:
 
 
 def cluster_spec(exp: Experiment) -> ClusterSpec:
-    """The experiment's cluster with what the run sets: its cluster id (from the seed)."""
-    return dataclasses.replace(exp.cluster, cluster_id=kraft_cluster_id(exp.seed))
+    """The experiment's cluster with what the run sets: its cluster id (from the seed), and fake clocks when a
+    clock_skew fault will step them."""
+    return dataclasses.replace(exp.cluster, cluster_id=kraft_cluster_id(exp.seed),
+                               fake_clocks=any(f.kind == "clock_skew" for f in exp.schedule))
 
 
 def needs_process_backend(exp: Experiment) -> str:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from harness.faults.clock_faults import CLOCK_KINDS
 from harness.faults.disk_faults import DISK_KINDS
 from harness.faults.kind import FaultKind, KindSpec, ParamSpec
 from harness.faults.link_faults import LINK_KINDS
@@ -24,7 +25,7 @@ from harness.faults.toxics import TOXIC_KINDS
 __all__ = ["CATALOG", "OPERATIONS", "FaultKind", "KindSpec", "OperationKey", "OperationKind", "ParamSpec",
            "describe_catalog"]
 
-_KINDS: tuple[FaultKind, ...] = (*NODE_KINDS, *LINK_KINDS, *TOXIC_KINDS, *PACKET_KINDS, *DISK_KINDS)
+_KINDS: tuple[FaultKind, ...] = (*NODE_KINDS, *LINK_KINDS, *TOXIC_KINDS, *PACKET_KINDS, *DISK_KINDS, *CLOCK_KINDS)
 
 CATALOG: Mapping[str, FaultKind] = MappingProxyType({k.spec.name: k for k in _KINDS})
 """Every fault kind by name: its specification and its behaviour (`harness.faults.kind.FaultKind`). A new kind is

@@ -7,7 +7,8 @@ it cut off, from whom) and never a fault's kind name.
      "unreachable": [{"role": "broker", "id": 2, "from": ["broker", "client", "zookeeper"]}],
      "links": [{"src": "client", "dst": "broker:2", "proxy": "client->2"}],
      "toxics": [{"type": "latency", "stream": "downstream", "toxicity": 1.0, "attributes": {"latency": 100},
-                 "links": ["1->2"]}]}
+                 "links": ["1->2"]}],
+     "clocks": [{"role": "broker", "id": 1, "offset_s": 3600}]}
 """
 
 from __future__ import annotations
@@ -48,6 +49,14 @@ class FaultEffect:
     """The directed links cut: {"src", "dst", "proxy"}."""
     toxics: tuple[Mapping[str, Any], ...] = ()
     """The Toxiproxy toxics added: {"type", "stream", "toxicity", "attributes", "links"}."""
+    clocks: tuple[Mapping[str, Any], ...] = ()
+    """The wall clocks stepped: {"role", "id", "offset_s"} (clock_skew; the monotonic clocks run on)."""
+
+    @property
+    def steps_a_clock_ahead(self) -> bool:
+        """Whether this fault stepped a node's wall clock forward: deadlines Kafka computes from wall time (a
+        transaction's timeout at its coordinator) then fall due early."""
+        return any(isinstance(c.get("offset_s"), (int, float)) and c["offset_s"] > 0 for c in self.clocks)
 
     def stopped(self, roles: Iterable[str] = SERVERS) -> set[int]:
         """Ids of the nodes of `roles` this fault stops serving (abruptly or gracefully)."""
@@ -98,7 +107,8 @@ class FaultEffect:
                      for c in _objects(value.get("unreachable")))
         return FaultEffect(tuple((str(n.get("role")), _id(n.get("id"))) for n in _objects(value.get("nodes"))),
                            bool(value.get("down")), bool(value.get("graceful")), cuts,
-                           _objects(value.get("links")), _objects(value.get("toxics")))
+                           _objects(value.get("links")), _objects(value.get("toxics")),
+                           _objects(value.get("clocks")))
 
 
 def _objects(value: object) -> tuple[Mapping[str, Any], ...]:

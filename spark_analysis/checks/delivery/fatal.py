@@ -11,8 +11,11 @@ A transactional producer's fence is recorded as `txn.fenced`, not as a `client.e
 whose transaction stayed open past `transaction.timeout.ms` (the coordinator aborts it and bumps the epoch;
 KAFKA-BEHAVIOUR.md T8), and the workload goes on with a new session. That fence is explained when the fenced
 transaction had been open at least `timeout_ms` by the client's clock (the coordinator's clock for it starts
-later, at its first AddPartitionsToTxn). A fence with no transaction open, or one open for less, is nothing Kafka
-promises: it fails here like any other fatal error.
+later, at its first AddPartitionsToTxn), or when a fault stepped a broker's wall clock ahead while it was open: the
+coordinator measures the timeout on its wall clock (`TransactionStateManager.timedOutTransactions`:
+`txnStartTimestamp + txnTimeoutMs < time.milliseconds()`), so a step ahead makes ongoing transactions due at once
+(seen with `experiments/clock-skew.yaml`). A fence with no transaction open, or one open for less with no clock
+step, is nothing Kafka promises: it fails here like any other fatal error.
 
 Fails on each `client.error` with `fatal: true` (or librdkafka's `_FATAL` code) from a producer
 (`src: producer:<id>`), and on each unexplained `txn.fenced`, naming the producer, the error and librdkafka's
@@ -25,6 +28,7 @@ from __future__ import annotations
 from spark_analysis.checks.shared.common import plural
 from spark_analysis.checks.shared.damage import Depends
 from spark_analysis.facts.context import CheckContext
+from spark_analysis.facts.faults import ATTRIBUTION_GRACE_S, FaultIndex
 from spark_analysis.result import CheckResult, failed, passed
 
 FATAL = "_FATAL"
@@ -42,13 +46,16 @@ class FatalError:
 
     def run(self, ctx: CheckContext) -> CheckResult:
         rows = ctx.rows("client.error", "txn.fenced")
-        fatal = [r for r in rows if _unexplained(r)]
+        fatal = [r for r in rows if _unexplained(r) and not _clock_stepped_ahead(ctx.faults, r)]
         fences = [r for r in rows if r.get("type") == "txn.fenced"]
+        stepped = sum(1 for r in fences if _unexplained(r) and _clock_stepped_ahead(ctx.faults, r))
         metrics = {"fatal_errors": len(fatal), "producers_ended": len({r.get("src") for r in fatal}),
-                   "fenced_after_timeout": len(fences) - sum(1 for r in fatal if r.get("type") == "txn.fenced")}
+                   "fenced_after_timeout": len(fences) - sum(1 for r in fatal if r.get("type") == "txn.fenced"),
+                   "fenced_by_clock_step": stepped}
         if not fatal:
             after = (f"; {plural(metrics['fenced_after_timeout'], 'transactional session')} fenced after a "
                      "transaction outlived transaction.timeout.ms (as Kafka does)") if fences else ""
+            after += (f", {stepped} of them on a coordinator's clock stepped ahead by a fault" if stepped else "")
             return passed(self.id, f"no producer was ended by a fatal client error{after}", metrics)
         first = fatal[0]
         who = str(first.get("src")).removeprefix("producer:")
@@ -59,6 +66,18 @@ class FatalError:
         summary = (f"{plural(metrics['producers_ended'], 'producer')} ended by a fatal error: {who}: {reason}"
                    + (f" during {fault.label}" if fault else ""))
         return failed(self.id, summary, evidence, metrics, fault.label if fault else None)
+
+
+def _clock_stepped_ahead(faults: FaultIndex, row: dict[str, object]) -> bool:
+    """Whether a fault stepped a wall clock ahead while the fenced transaction was open (its coordinator's clock then
+    counts it timed out at once; which broker coordinated it is not known here, so any step ahead explains it)."""
+    open_ms = row.get("open_ms")
+    if row.get("type") != "txn.fenced" or not isinstance(open_ms, int):
+        return False
+    t = float(row.get("t") or 0.0)  # type: ignore[arg-type]
+    opened = t - open_ms / 1000.0
+    return any(w.effect.steps_a_clock_ahead and w.start <= t
+               and (w.end is None or w.end + ATTRIBUTION_GRACE_S >= opened) for w in faults.windows)
 
 
 def _unexplained(row: dict[str, object]) -> bool:

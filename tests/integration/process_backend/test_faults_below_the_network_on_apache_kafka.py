@@ -4,6 +4,9 @@
 packet dropped a write waits, and is delivered once the rules go; the rules carry their
 owner, leave with the fault, and a SIGKILLed owner's rules are deleted by the next `clean_leftovers`.
 
+`clock_skew`: every broker runs under libfaketime; stepping broker 1's clock an hour ahead moves the log-append
+time it stamps on records an hour ahead, and stepping it back brings it back, while the broker goes on serving.
+
 `disk_full`: each broker has two log directories (JBOD, `cluster.log_dirs: 2`), each a real tmpfs of
 `cluster.log_dir_mb`. Filling one of broker 3's takes that directory offline (KIP-112): the replicas in it leave
 their ISRs, those in the other stay, and the broker keeps running; freed and restarted, it is whole again. Filling
@@ -18,6 +21,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -42,7 +46,8 @@ B2 = NodeId.broker(2)
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
     if os.geteuid() != 0:
         pytest.skip("tmpfs log directories need root to mount (CI runs as root)")
-    spec = ClusterSpec(brokers=3, zookeepers=1, ready_timeout_s=120, log_dirs=2, log_dir_mb=64, broker_config={
+    spec = ClusterSpec(brokers=3, zookeepers=1, ready_timeout_s=120, log_dirs=2, log_dir_mb=64, fake_clocks=True,
+                       broker_config={
         "zookeeper.session.timeout.ms": "6000", "min.insync.replicas": "2", "offsets.topic.replication.factor": "3"})
     with apache_kafka_backend().up(spec, tmp_path_factory.mktemp("disk-full")) as c:
         yield c
@@ -97,6 +102,32 @@ def test_packet_loss_holds_writes_on_its_link_only_while_it_lasts_and_leaves_no_
 B3 = NodeId.broker(3)
 
 
+def _append_time_ms(producer: Producer) -> int:
+    """The log-append time broker 1 stamped on one record of topic c (its delivery report carries it)."""
+    stamped: list[int] = []
+    producer.produce("c", b"t", on_delivery=lambda err, m: stamped.append(-1 if err else m.timestamp()[1]))
+    producer.flush(30)
+    assert stamped and stamped[0] > 0, stamped
+    return stamped[0]
+
+
+def test_a_clock_stepped_an_hour_ahead_stamps_records_an_hour_ahead_until_it_is_stepped_back(
+    cluster: ProcessCluster,
+) -> None:
+    conf = {"bootstrap.servers": cluster.bootstrap_servers}
+    admin = AdminClient(conf)
+    admin.create_topics([NewTopic("c", num_partitions=1, replica_assignment=[[1]],
+                                  config={"message.timestamp.type": "LogAppendTime"})])["c"].result(60)
+    producer = Producer(cast(dict[str, Any], {**conf, "acks": "1"}))
+    assert abs(_append_time_ms(producer) - time.time() * 1000) < 60_000
+    cluster.skew_clock(NodeId.broker(1), 3600)
+    _until("broker 1 stamping an hour ahead", lambda: abs(_append_time_ms(producer) - time.time() * 1000 - 3_600_000)
+           < 60_000, 30, lambda: f"append time - now = {(_append_time_ms(producer) - time.time() * 1000) / 1000:.1f}s")
+    cluster.skew_clock(NodeId.broker(1), 0)
+    _until("broker 1 stamping the real time again", lambda: abs(_append_time_ms(producer) - time.time() * 1000)
+           < 60_000, 30, lambda: f"append time - now = {(_append_time_ms(producer) - time.time() * 1000) / 1000:.1f}s")
+
+
 def test_one_full_log_directory_of_several_takes_only_its_replicas_offline_and_the_broker_keeps_running(
     cluster: ProcessCluster,
 ) -> None:
@@ -108,6 +139,9 @@ def test_one_full_log_directory_of_several_takes_only_its_replicas_offline_and_t
     _until("full ISRs of j", lambda: all(len(_isr(admin, "j", p)[1]) == 3 for p in range(4)), 60,
            lambda: [_isr(admin, "j", p) for p in range(4)])
     first, second = kafka_log_dirs(cluster.workdir, B3, 2)
+    _until("broker 3's four replicas of j on disk (a new topic's ISR is full before its followers' logs exist)",
+           lambda: all((first / f"j-{p}").is_dir() or (second / f"j-{p}").is_dir() for p in range(4)), 60,
+           lambda: sorted(str(d.relative_to(first.parent)) for d in (*first.glob("j-*"), *second.glob("j-*"))))
     in_first = {p for p in range(4) if (first / f"j-{p}").is_dir()}
     assert in_first and len(in_first) < 4, f"Kafka spreads a broker's replicas over its directories: {in_first}"
     producer = Producer(cast(dict[str, Any], {**conf, "acks": "all", "enable.idempotence": True}))
@@ -122,7 +156,8 @@ def test_one_full_log_directory_of_several_takes_only_its_replicas_offline_and_t
            60, lambda: f"no such line; see {cluster.log_path(B3)}")
     _until("the replicas of the full directory out of their ISRs, the others in",
            lambda: all((3 not in _isr(admin, "j", p)[1]) == (p in in_first) for p in range(4)), 60,
-           lambda: [_isr(admin, "j", p) for p in range(4)])
+           lambda: f"in the full directory: {sorted(in_first)}; (leader, ISR): "
+                   f"{[_isr(admin, 'j', p) for p in range(4)]}")
     assert cluster.is_running(B3) and "have failed" not in cluster.log_path(B3).read_text(errors="replace")
     assert not (second / FILLER).exists()
 

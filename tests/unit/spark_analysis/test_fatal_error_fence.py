@@ -38,3 +38,25 @@ def test_a_fence_within_the_transaction_timeout_fails_naming_how_long_the_transa
 def test_a_fence_with_no_transaction_open_fails() -> None:
     result = _verdict(_fenced(None))
     assert result.status == "fail" and "fenced with no transaction open" in result.summary
+
+
+def _clock_step(start: float, end: float, offset_s: int) -> list[dict[str, Any]]:
+    effect = {"nodes": [{"role": "broker", "id": 1}], "down": False, "graceful": False, "unreachable": [],
+              "links": [], "toxics": [], "clocks": [{"role": "broker", "id": 1, "offset_s": offset_s}]}
+    return [{"t": start, "src": "engine", "type": "fault.start", "fault_id": 0, "kind": "clock_skew",
+             "target": ["broker:1"], "effect": effect},
+            {"t": end, "src": "engine", "type": "fault.end", "fault_id": 0, "kind": "clock_skew",
+             "target": ["broker:1"]}]
+
+
+def test_a_fence_within_the_timeout_while_a_clock_was_stepped_ahead_passes_and_says_so() -> None:
+    """The coordinator measures a transaction's timeout on its wall clock (TransactionStateManager
+    .timedOutTransactions), so a clock stepped an hour ahead makes it due at once (seen in clock-skew.yaml)."""
+    result = _verdict(_fenced(1245), *_clock_step(11.5, 20.0, 3600))
+    assert result.status == "pass", result.summary
+    assert result.metrics["fenced_by_clock_step"] == 1 and "clock stepped ahead" in result.summary
+
+
+def test_a_clock_stepped_back_or_before_the_transaction_opened_explains_no_fence() -> None:
+    assert _verdict(_fenced(1245), *_clock_step(11.5, 20.0, -3600)).status == "fail"
+    assert _verdict(_fenced(1245), *_clock_step(1.0, 3.0, 3600)).status == "fail"

@@ -35,6 +35,7 @@ def test_experiments_dir_collects_one_item_per_experiment_and_matrix_variant(pyt
         "experiments/consumer-rebalance.yaml::consumer-rebalance",
         "experiments/consumer-rebalance-kip848.yaml::consumer-rebalance-kip848",
         "experiments/consumer-scaling.yaml::consumer-scaling",
+        "experiments/clock-skew.yaml::clock-skew",
         "experiments/controller-failover.yaml::controller-failover",
         "experiments/disk-full.yaml::disk-full[log_dirs=1]",
         "experiments/disk-full.yaml::disk-full[log_dirs=2]",

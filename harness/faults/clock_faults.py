@@ -1,0 +1,69 @@
+"""Faults on time: `clock_skew` steps a broker's (or KRaft controller's) wall clock by ±N seconds for the fault's
+duration while its monotonic clock runs on, as an NTP step does (`harness.cluster.clocks`: libfaketime with a
+control file; the heal steps it back). Kafka reads wall time through `Time.milliseconds()` for record and
+log-append timestamps, time-based retention and index lookups, and deadlines such as a transaction's timeout;
+what it measures with `Time.nanoseconds()` is untouched.
+
+Its effect: the nodes it acts on, and `clocks`, each with the offset its wall clock was stepped by; nothing is down
+or cut."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from harness.cluster.base import ClockControl, NodeId
+from harness.errors import HarnessError
+from harness.faults.kind import Applied, FaultEnv, KindSpec, ParamSpec, attempt, effect, node_ref
+from harness.faults.resolve import resolve_node
+
+if TYPE_CHECKING:
+    from harness.faults.schedule import PlannedFault
+
+
+def _clocks(env: FaultEnv) -> ClockControl:
+    if not isinstance(env.cluster, ClockControl):
+        raise HarnessError(f"clock_skew needs the process backend; this cluster ({type(env.cluster).__name__}) "
+                           f"cannot step a node's clock")
+    return env.cluster
+
+
+@dataclass(frozen=True, slots=True)
+class ClockSkew:
+    """Step the node's wall clock by `offset_s`; heal: step it back."""
+
+    spec: KindSpec
+
+    def apply(self, fault: PlannedFault, env: FaultEnv, done: Applied) -> None:
+        assert fault.target is not None
+        node = resolve_node(fault.target, env.state, env.topology)
+        if not isinstance(node, NodeId) or node.role == "zookeeper":
+            raise HarnessError(f"{node}: clock_skew steps a broker's or KRaft controller's clock")
+        clocks = _clocks(env)
+        done.targets.append(str(node))
+        done.nodes.append(node)
+        clocks.skew_clock(node, int(fault.spec.params.get("offset_s", 3600)))
+
+    def heal(self, env: FaultEnv, done: Applied) -> list[tuple[str, BaseException]]:
+        return attempt([(f"step the clock of {node} back", partial(_clocks(env).skew_clock, node, 0))
+                        for node in done.nodes if isinstance(node, NodeId)])
+
+    def describe(self, fault: PlannedFault, done: Applied) -> dict[str, Any]:
+        offset = int(fault.spec.params.get("offset_s", 3600))
+        return effect(nodes=done.nodes, clocks=[{**node_ref(n), "offset_s": offset} for n in done.nodes])
+
+
+CLOCK_KINDS: tuple[ClockSkew, ...] = (
+    ClockSkew(KindSpec(
+        "clock_skew", "Step a broker's (or KRaft controller's) wall clock by offset_s seconds, forward or back, while "
+        "its monotonic clock runs on (an NTP step): timestamps, retention and wall-time deadlines jump.",
+        frozenset({"broker", "controller"}),
+        (ParamSpec("offset_s", "int", "seconds to step the wall clock by (negative: back)", default=3600),),
+        "required", "clock", "steps the clock back to the real time",
+        MappingProxyType({"process": "libfaketime in every Kafka node, with a control file per node (the run's "
+                                     "nodes start under it when the schedule has a clock_skew)",
+                          "containers": "not available: needs the process backend"}))),
+)
+"""The clock kinds, in `kafka-chaos faults` order."""

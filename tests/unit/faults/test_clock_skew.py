@@ -1,0 +1,62 @@
+"""`clock_skew`: what the kind asks of the cluster (on a double that records calls; libfaketime under a real
+broker is in tests/integration/process_backend/test_faults_below_the_network_on_apache_kafka.py), and that a run
+whose schedule has one starts its nodes on fake clocks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.cluster.base import NodeId
+from harness.cluster.links import LinkGraph
+from harness.engine.runner import cluster_spec, needs_process_backend
+from harness.experiment import load_experiment_text
+from harness.faults.inject import FaultInjector
+from harness.faults.schedule import plan
+from harness.history.jsonl import record_of
+from harness.history.state import ClusterState
+
+EXPERIMENT = """name: c
+duration: 30s
+topics: [{name: t}]
+cluster: {brokers: 3}
+schedule:
+  - {at: 1s, fault: clock_skew, target: 'broker:2', duration: 5s%s}
+"""
+
+
+class RecordingClocks:
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def skew_clock(self, node: NodeId, offset_s: int) -> None:
+        self.calls.append(f"{node} {offset_s:+d}")
+
+
+def _inject(params: str = "") -> tuple[list[dict[str, Any]], list[str]]:
+    (fault,) = plan(load_experiment_text(EXPERIMENT % params, "c.yaml"))
+    cluster = RecordingClocks()
+    events: list[dict[str, Any]] = []
+    injector = FaultInjector(cluster, ClusterState(), LinkGraph((1, 2, 3), (1,)),  # type: ignore[arg-type]
+                             lambda e: events.append(record_of(e)))
+    assert injector.inject(fault)
+    injector.heal(fault)
+    return events, cluster.calls
+
+
+def test_clock_skew_steps_the_clock_an_hour_ahead_by_default_and_the_heal_steps_it_back() -> None:
+    events, calls = _inject()
+    assert calls == ["broker:2 +3600", "broker:2 +0"]
+    assert events[0]["effect"]["nodes"] == [{"role": "broker", "id": 2}] and events[0]["effect"]["down"] is False
+
+
+def test_a_negative_offset_steps_the_clock_back() -> None:
+    _events, calls = _inject(", params: {offset_s: -600}")
+    assert calls == ["broker:2 -600", "broker:2 +0"]
+
+
+def test_a_run_with_a_clock_skew_starts_its_nodes_on_fake_clocks_on_the_process_backend() -> None:
+    exp = load_experiment_text(EXPERIMENT % "", "c.yaml")
+    assert cluster_spec(exp).fake_clocks and not exp.cluster.fake_clocks
+    assert needs_process_backend(exp) == "the clock_skew fault"
+    plain = load_experiment_text(EXPERIMENT.replace("clock_skew", "kill") % "", "c.yaml")
+    assert not cluster_spec(plain).fake_clocks
