@@ -30,7 +30,7 @@ def libfaketime() -> str:
                    + glob.glob("/usr/lib/faketime/libfaketimeMT.so.1"))
     if not found:
         raise BackendError("clock_skew runs the nodes under libfaketime, which is not installed here: apt-get install "
-                           "libfaketime (make test and make demo install it)")
+                           "libfaketime (make test and make nightly install it)")
     return found[0]
 
 
