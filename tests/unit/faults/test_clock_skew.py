@@ -7,13 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from harness.cluster.base import NodeId
-from harness.cluster.links import LinkGraph
 from harness.engine.runner import cluster_spec, needs_process_backend
 from harness.experiment import load_experiment_text
-from harness.faults.inject import FaultInjector
-from harness.faults.schedule import plan
-from harness.history.jsonl import record_of
-from harness.history.state import ClusterState
+from tests.unit.faults.support import inject_and_heal
 
 EXPERIMENT = """name: c
 duration: 30s
@@ -33,14 +29,8 @@ class RecordingClocks:
 
 
 def _inject(params: str = "") -> tuple[list[dict[str, Any]], list[str]]:
-    (fault,) = plan(load_experiment_text(EXPERIMENT % params, "c.yaml"))
     cluster = RecordingClocks()
-    events: list[dict[str, Any]] = []
-    injector = FaultInjector(cluster, ClusterState(), LinkGraph((1, 2, 3), (1,)),  # type: ignore[arg-type]
-                             lambda e: events.append(record_of(e)))
-    assert injector.inject(fault)
-    injector.heal(fault)
-    return events, cluster.calls
+    return inject_and_heal(EXPERIMENT % params, cluster, "c.yaml"), cluster.calls
 
 
 def test_clock_skew_steps_the_clock_an_hour_ahead_by_default_and_the_heal_steps_it_back() -> None:

@@ -17,6 +17,7 @@ from harness.faults.inject import FaultInjector
 from harness.faults.schedule import plan
 from harness.history.jsonl import record_of
 from harness.history.state import ClusterState
+from tests.unit.faults.support import inject_and_heal
 
 EXPERIMENT = """name: d
 duration: 30s
@@ -57,13 +58,7 @@ class RecordingDisks:
 
 
 def _inject(cluster: object, cluster_keys: str = ", log_dir_mb: 64", params: str = "") -> list[dict[str, Any]]:
-    (fault,) = plan(load_experiment_text(_text(cluster_keys, params=params), "d.yaml"))
-    events: list[dict[str, Any]] = []
-    injector = FaultInjector(cluster, ClusterState(), LinkGraph((1, 2, 3), (1,)),  # type: ignore[arg-type]
-                             lambda e: events.append(record_of(e)))
-    assert injector.inject(fault)
-    injector.heal(fault)
-    return events
+    return inject_and_heal(_text(cluster_keys, params=params), cluster, "d.yaml")
 
 
 def test_disk_full_fills_the_node_and_the_heal_frees_it_then_starts_the_node_that_halted() -> None:

@@ -9,13 +9,9 @@ from typing import Any
 import pytest
 
 from harness.cluster.base import LinkSource, NodeId, link_name
-from harness.cluster.links import LinkGraph
 from harness.errors import ValidationError
 from harness.experiment import load_experiment_text
-from harness.faults.inject import FaultInjector
-from harness.faults.schedule import plan
-from harness.history.jsonl import record_of
-from harness.history.state import ClusterState
+from tests.unit.faults.support import inject_and_heal
 
 EXPERIMENT = """name: p
 duration: 30s
@@ -47,14 +43,8 @@ class RecordingPackets:
 
 
 def _inject(link: str, params: str = "") -> tuple[list[dict[str, Any]], list[str]]:
-    (fault,) = plan(load_experiment_text(EXPERIMENT % (link, params), "p.yaml"))
     cluster = RecordingPackets()
-    events: list[dict[str, Any]] = []
-    injector = FaultInjector(cluster, ClusterState(), LinkGraph((1, 2, 3), (1,)),  # type: ignore[arg-type]
-                             lambda e: events.append(record_of(e)))
-    assert injector.inject(fault)
-    injector.heal(fault)
-    return events, cluster.calls
+    return inject_and_heal(EXPERIMENT % (link, params), cluster, "p.yaml"), cluster.calls
 
 
 def test_packet_loss_drops_on_the_link_and_the_heal_stops_it() -> None:
