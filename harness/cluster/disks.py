@@ -123,7 +123,6 @@ class LogDirMounts:
 def fill(path: Path) -> int:
     """Take every free byte of the filesystem at `path` with a filler file; the bytes taken."""
     filler = path / FILLER
-    taken = 0
     fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:
         st = os.statvfs(path)

@@ -46,9 +46,12 @@ class FatalError:
 
     def run(self, ctx: CheckContext) -> CheckResult:
         rows = ctx.rows("client.error", "txn.fenced")
-        fatal = [r for r in rows if _unexplained(r) and not _clock_stepped_ahead(ctx.faults, r)]
+        by_timeout = [r for r in rows if _unexplained(r)]
+        by_clock = [r for r in by_timeout if _clock_stepped_ahead(ctx.faults, r)]
+        explained = {id(r) for r in by_clock}
+        fatal = [r for r in by_timeout if id(r) not in explained]
         fences = [r for r in rows if r.get("type") == "txn.fenced"]
-        stepped = sum(1 for r in fences if _unexplained(r) and _clock_stepped_ahead(ctx.faults, r))
+        stepped = len(by_clock)
         metrics = {"fatal_errors": len(fatal), "producers_ended": len({r.get("src") for r in fatal}),
                    "fenced_after_timeout": len(fences) - sum(1 for r in fatal if r.get("type") == "txn.fenced"),
                    "fenced_by_clock_step": stepped}
