@@ -42,6 +42,7 @@ from harness.experiment.schema import (
     SloSpec,
     TopicSpec,
     VerifySpec,
+    default_steady_state,
     frozen_map,
 )
 from harness.experiment.workload_spec import read_workload
@@ -195,8 +196,7 @@ def _build(f: Fields, top: dict[str, Any], file: str, variant: Variant | None) -
     cluster = read_cluster(f, top.get("cluster"))
     topics = _topics(f, top.get("topics"))
     workload = read_workload(f, top.get("workload"))
-    steady = f.strings(top, (), "steady_state", default=["controller_present", "all_partitions_led"],
-                       choices=PROBES.keys())
+    steady = f.strings(top, (), "steady_state", default=default_steady_state(workload), choices=PROBES.keys())
     steady_timeout = f.duration(top, (), "steady_timeout", default=60.0)
     drain = f.duration(top, (), "drain", default=10.0, positive=False)
     schedule, operations = read_schedule(f, top.get("schedule"))

@@ -243,4 +243,16 @@ class Experiment:
 
 
 
+def default_steady_state(workload: object) -> list[str]:
+    """The probes a run waits for before chaos when the experiment names none: a live controller and a live
+    leader for every declared partition, and, when the workload has consumer groups, every group Stable. A
+    fault that lands while a group still forms its first generation makes its start-up the rebalance that
+    `slo.rebalance` measures: in CI a start-up rebalance of experiments/reassignment.yaml, its coordinator
+    then cut off and killed by the schedule, took 32 s."""
+    steady = ["controller_present", "all_partitions_led"]
+    if isinstance(workload, WorkloadSpec) and workload.consumers:
+        steady.append("group_stable")
+    return steady
+
+
 CHECK_FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(c.split(".")[0] for c in CHECK_IDS))

@@ -63,6 +63,14 @@ def test_minimal_experiment_gets_every_default() -> None:
     assert exp.steady_state == ("controller_present", "all_partitions_led")
 
 
+
+def test_an_experiment_with_consumer_groups_waits_for_them_to_be_stable_unless_it_names_its_probes() -> None:
+    groups = MINIMAL + "topics: [{name: t, partitions: 1}]\nworkload: {consumers: [{group: g, topics: [t]}]}\n"
+    assert load_experiment_text(groups, "mem.yaml").steady_state == (
+        "controller_present", "all_partitions_led", "group_stable")
+    named = groups + "steady_state: [controller_present]\n"
+    assert load_experiment_text(named, "mem.yaml").steady_state == ("controller_present",)
+
 def test_durations_accept_units_and_round_trip() -> None:
     assert parse_duration("500ms") == 0.5
     assert parse_duration("1m30s") == 90.0
