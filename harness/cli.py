@@ -19,6 +19,7 @@ from harness.install.kafka import BROKERS, DEFAULT_LINE, RETIRED_BROKER
 if TYPE_CHECKING:
     from harness.cluster.base import ClusterBackend
     from harness.experiment.schema import Experiment
+    from spark_analysis.warmup import Warmup
 
 EXIT_PASS, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
 
@@ -140,6 +141,19 @@ def _interrupted() -> bool:
 
 
 def _run_one(exp: Experiment, backend: ClusterBackend, reason: str, args: argparse.Namespace) -> int:
+    """Run, then verify: Spark starts and warms in the background during the run (`--no-warmup`: not)."""
+    if args.no_verify or args.no_warmup:
+        return _run_and_verify(exp, backend, reason, args, None)
+    try:
+        from spark_analysis.warmup import Warmup
+    except ImportError:  # the verify says what is missing
+        return _run_and_verify(exp, backend, reason, args, None)
+    with Warmup(args.spark_master) as warmup:
+        return _run_and_verify(exp, backend, reason, args, warmup)
+
+
+def _run_and_verify(exp: Experiment, backend: ClusterBackend, reason: str, args: argparse.Namespace,
+                    warmup: Warmup | None) -> int:
     from harness.cli_progress import RichProgress
     from harness.engine.runner import run_experiment
 
@@ -169,6 +183,8 @@ def _run_one(exp: Experiment, backend: ClusterBackend, reason: str, args: argpar
     if args.no_verify:
         print(f"verify later with: kafka-chaos verify {result.run_dir}")
         return code
+    if warmup is not None:
+        print(warmup.wait().describe())
     verdict_code = _verify(result.run_dir, args.spark_master)
     if max(code, verdict_code) != EXIT_PASS:
         print(reproduce_line(exp, backend.name, result.run_dir))
@@ -334,6 +350,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--variant", default=None, help="run one variant of a matrix experiment (default: every one)")
     p.add_argument("--runs-dir", default="runs")
     p.add_argument("--no-verify", action="store_true", help="record the history only")
+    p.add_argument("--no-warmup", action="store_true",
+                   help="start Spark when the run ends, not in the background while it runs (a cold verify)")
     p.add_argument("--spark-master", default=None)
     p.set_defaults(func=cmd_run)
     p = sub.add_parser("verify", help="run the Spark verifiers on a run directory")

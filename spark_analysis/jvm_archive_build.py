@@ -11,7 +11,6 @@ could be built (it says why; verifiers then start without one), 2 on a usage err
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -21,51 +20,10 @@ from pathlib import Path
 from spark_analysis.session.jvm_archive import QUIET, archive_path, install_archive, usable_archive
 from spark_analysis.session.spark_session import driver_java_options, get_session, stop_session
 from spark_analysis.verify import verify_run
+from spark_analysis.warmup import training_history
 
 DUMP_TIMEOUT_S = 300.0
 """How long the training JVM may take to exit: it writes the archive (about 190 MB) on its way out."""
-TRAINING_VALUES = 300
-
-
-def training_history(run_dir: Path) -> Path:
-    """Write a small, healthy run into `run_dir` (history.jsonl, run.json) and return `run_dir`."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    events: list[dict[str, object]] = [{"src": "engine", "type": "run.start", "experiment": "jvm-archive"}]
-    events += [{"src": "zk", "type": "broker.up", "broker": b} for b in (1, 2, 3)]
-    events.append({"src": "zk", "type": "controller", "broker": 1, "epoch": 1})
-    events += [{"src": "zk", "type": "partition.state", "topic": "orders", "partition": p, "leader": p + 1,
-                "leader_epoch": 0, "isr": [1, 2, 3], "replicas": [1, 2, 3], "controller_epoch": 1} for p in range(3)]
-    events.append({"src": "admin", "type": "group.state", "group": "g", "state": "Stable", "generation": 1,
-                   "coordinator": 2, "leader": "m0", "protocol": "range", "members": ["m0"]})
-    events.append({"src": "consumer:m0", "type": "assign", "group": "g", "member": "m0", "generation": 1,
-                   "partitions": [["orders", p] for p in range(3)]})
-    offsets = [0, 0, 0]
-    for value in range(1, TRAINING_VALUES + 1):
-        p = value % 3
-        o = offsets[p]
-        offsets[p] += 1
-        common = {"value": value, "key": f"k{value % 17}", "topic": "orders"}
-        events.append({"src": "producer:p1", "type": "send", "producer": "p1", "acks": "all", **common})
-        events.append({"src": "producer:p1", "type": "ack", "producer": "p1", "partition": p, "offset": o,
-                       "latency_ms": 2.0, **common})
-        events.append({"src": "consumer:m0", "type": "poll", "consumer": "m0", "group": "g", "member": "m0",
-                       "partition": p, "offset": o, **common})
-        if value % 20 == 0:
-            events.append({"src": "consumer:m0", "type": "commit", "group": "g", "member": "m0", "generation": 1,
-                           "topic": "orders", "partition": p, "offset": o + 1})
-        if value == TRAINING_VALUES // 2:
-            events.append({"src": "zk", "type": "controller", "broker": 2, "epoch": 2})
-    events.append({"src": "engine", "type": "run.end", "status": "completed"})
-    with open(run_dir / "history.jsonl", "w", encoding="utf-8") as out:
-        for i, event in enumerate(events):
-            t = round(i * 0.01, 3)
-            out.write(json.dumps({"t": t, "wall": 1_767_225_600_000 + int(t * 1000), **event}) + "\n")
-    run = {"experiment": "jvm-archive", "seed": 1, "backend": "synthetic", "status": "completed",
-           "verify": {"checks": ["all"], "allow": [], "slo": {}}}
-    (run_dir / "run.json").write_text(json.dumps(run), encoding="utf-8")
-    return run_dir
-
-
 def build(run_dir: Path | None = None) -> tuple[Path, bool]:
     """The archive's path, and whether it was built now (False: it was there already)."""
     options = driver_java_options()

@@ -119,7 +119,7 @@ def test_verify_of_a_complete_intact_run_prints_no_such_note(
 
 
 def _run_one_with(result_status: str, error: str, tmp_path: Path,
-                  monkeypatch: pytest.MonkeyPatch) -> tuple[int, list[Path]]:
+                  monkeypatch: pytest.MonkeyPatch, warm: bool = False) -> tuple[int, list[Path]]:
     import argparse
     import types
 
@@ -136,7 +136,7 @@ def _run_one_with(result_status: str, error: str, tmp_path: Path,
     seen = _fake_verify(monkeypatch, _incomplete_verdict())
     exp = types.SimpleNamespace(variant="", source="fixture.yaml", seed=7, cluster=types.SimpleNamespace(broker="auto"))
     backend = types.SimpleNamespace(name="process")
-    args = argparse.Namespace(runs_dir=str(tmp_path), no_verify=False, spark_master=None)
+    args = argparse.Namespace(runs_dir=str(tmp_path), no_verify=False, no_warmup=not warm, spark_master=None)
     return _run_one(exp, backend, "test", args), seen  # type: ignore[arg-type]
 
 
@@ -171,6 +171,47 @@ def test_an_interrupted_run_is_not_verified_and_says_how_to_verify_later(
     assert f"verify later with: kafka-chaos verify {tmp_path / 'fixture-run'}" in out
     assert "reproduce: kafka-chaos run fixture.yaml" in out
 
+
+
+class _FakeWarmup:
+    """Stands in for `spark_analysis.warmup.Warmup` (no Spark here): records what the CLI did with it."""
+
+    calls: list[str] = []
+
+    def __init__(self, spark_master: str | None) -> None:
+        self.calls.append(f"start {spark_master}")
+
+    def __enter__(self) -> _FakeWarmup:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.calls.append("exit")
+
+    def wait(self) -> object:
+        from spark_analysis.warmup import WarmupResult
+
+        self.calls.append("wait")
+        return WarmupResult(True, 4.2)
+
+
+def test_run_waits_for_the_background_warmup_before_verifying_and_says_how_long_it_took(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import spark_analysis.warmup
+
+    monkeypatch.setattr(spark_analysis.warmup, "Warmup", _FakeWarmup)
+    _FakeWarmup.calls = []
+    _, seen = _run_one_with("completed", "", tmp_path, monkeypatch, warm=True)
+    assert seen == [tmp_path / "fixture-run"] and _FakeWarmup.calls == ["start None", "wait", "exit"]
+    assert "verifier warmed in the background in 4.2 s" in capsys.readouterr().out
+
+
+def test_an_interrupted_run_does_not_wait_for_the_warmup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import spark_analysis.warmup
+
+    monkeypatch.setattr(spark_analysis.warmup, "Warmup", _FakeWarmup)
+    _FakeWarmup.calls = []
+    code, seen = _run_one_with("interrupted", "interrupted by SIGINT", tmp_path, monkeypatch, warm=True)
+    assert code == 2 and seen == [] and _FakeWarmup.calls == ["start None", "exit"]
 
 def test_progress_lines_carry_no_source_location(capsys: pytest.CaptureFixture[str]) -> None:
     """A user reads "phase chaos", not "phase chaos  cli_progress.py:23"."""

@@ -127,6 +127,7 @@ SPARK_LAYERS: tuple[tuple[str, ...], ...] = (
     ("verify",),
     ("trend",),
     ("compare",),
+    ("warmup",),  # the background warm-up of `kafka-chaos run` (a verify of a built-in history)
     ("jvm_archive_build", "__main__"),
 )
 """spark_analysis's parts (sub-packages and top-level modules, relative to spark_analysis), lowest first. A module

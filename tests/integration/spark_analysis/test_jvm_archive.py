@@ -77,8 +77,8 @@ def test_the_session_maps_the_archive_only_when_one_is_built(cache: Path) -> Non
 
 def test_the_training_history_verifies_without_a_failed_or_crashed_check(spark: object, tmp_path: Path) -> None:
     """The build's built-in run takes the checks through their queries: none fails, none crashes."""
-    from spark_analysis.jvm_archive_build import training_history
     from spark_analysis.verify import verify_run
+    from spark_analysis.warmup import training_history
 
     verdict = verify_run(training_history(tmp_path / "run"), spark=spark, write=False)  # type: ignore[arg-type]
     assert not [(c.check_id, c.summary) for c in verdict.checks if c.status == "fail"]
