@@ -11,21 +11,22 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.cli_verify import EXIT_ERROR, EXIT_FAIL, EXIT_PASS
+from harness.cli_verify import err as _err
+from harness.cli_verify import verify_and_print as _verify
 from harness.errors import HarnessError, ValidationError
 from harness.experiment.reproduce import reproduce_line as reproduce
 from harness.experiment.schema import CLIENTS
 from harness.install.kafka import BROKERS, DEFAULT_LINE, RETIRED_BROKER
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from harness.cluster.base import ClusterBackend
     from harness.experiment.schema import Experiment
     from spark_analysis.warmup import Warmup
 
-EXIT_PASS, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
-
-
-def _err(text: str) -> None:
-    print(text, file=sys.stderr)
+__all__ = ["EXIT_ERROR", "EXIT_FAIL", "EXIT_PASS", "build_parser", "main"]
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -157,7 +158,7 @@ def _run_and_verify(exp: Experiment, backend: ClusterBackend, reason: str, args:
     from harness.cli_progress import RichProgress
     from harness.engine.runner import run_experiment
 
-    progress = RichProgress()
+    progress = RichProgress(on_phase=_lowering(warmup))
     try:
         result = run_experiment(exp, backend, backend_reason=reason, runs_dir=Path(args.runs_dir), progress=progress)
     finally:
@@ -191,60 +192,17 @@ def _run_and_verify(exp: Experiment, backend: ClusterBackend, reason: str, args:
     return max(code, verdict_code)
 
 
+def _lowering(warmup: Warmup | None) -> Callable[[str], None] | None:
+    """What hears the run's phases: at chaos the warm-up yields the CPU to what is measured."""
+    if warmup is None:
+        return None
+    return lambda phase: warmup.lower_priority() if phase == "chaos" else None
+
+
 def reproduce_line(exp: Experiment, backend: str, run_dir: Path) -> str:
     """The command that runs this exact experiment again (variant, seed, backend) and what it ran on."""
     return reproduce(exp.source, seed=exp.seed, backend=backend, run_dir=run_dir, variant=exp.variant,
                      broker=exp.cluster.broker)
-
-
-def _verify(run_dir: Path, spark_master: str | None, out: Path | None = None) -> int:
-    try:
-        from spark_analysis.verify import output_dir, verify_run
-    except ImportError as exc:
-        _err(f"error: the Spark verifiers are not available: {exc}")
-        return EXIT_ERROR
-    target = output_dir(run_dir, out)
-    if target != run_dir:
-        why = "as asked (--out)" if out is not None else f"{run_dir} is read-only"
-        print(f"verdict, report.html and junit.xml go to {target} ({why})")
-    from harness.cli_progress import VerifyProgress
-
-    try:
-        with VerifyProgress() as progress:
-            verdict = verify_run(run_dir, spark_master=spark_master, out=out, progress=progress)
-    except HarnessError as exc:
-        _err(f"error: verification of {run_dir} failed: {exc}")
-        return EXIT_ERROR
-    except OSError as exc:
-        _err(f"error: verification of {run_dir} could not write its results to {target}: {exc}; hint: --out DIR")
-        return EXIT_ERROR
-    for check in verdict.checks:
-        note = " (allowed)" if check.allowed else ""
-        if check.expected:
-            note += " (expected: a known failure)" if check.status == "fail" else " (EXPECTED TO FAIL)"
-        print(f"  {check.status:<8} {check.check_id:<34} {check.summary}{note}")
-    for line in verdict_notes(verdict):
-        print(line)
-    print(f"verdict: {verdict.status}  report: {target / 'report.html'}")
-    return EXIT_PASS if verdict.status == "pass" else EXIT_FAIL
-
-
-def verdict_notes(verdict: Any) -> list[str]:
-    """What `verify` (and `run`) print above the verdict line: the history lines skipped as
-    damaged, and why a run that did not complete cannot pass."""
-    from spark_analysis.verdict import damage_note, expectation_note
-
-    lines = []
-    note = damage_note(verdict.history)
-    if note:
-        lines.append(f"damaged history: {note}")
-    incomplete = verdict.incomplete or {}
-    if incomplete:
-        lines.append(f"incomplete run ({incomplete.get('status')}), cannot pass: {incomplete.get('reason')}")
-    expected = expectation_note(verdict.expectation)
-    if expected:
-        lines.append(expected)
-    return lines
 
 
 def cmd_verify(args: argparse.Namespace) -> int:

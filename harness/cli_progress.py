@@ -5,13 +5,17 @@ n); plain lines when the output is not a terminal (CI logs), without the per-che
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from rich.console import Console
 
 
 class RichProgress:
-    def __init__(self, console: Console | None = None) -> None:
+    """`on_phase` hears each phase's name as it begins (the CLI lowers the verifier warm-up's priority at chaos)."""
+
+    def __init__(self, console: Console | None = None, on_phase: Callable[[str], None] | None = None) -> None:
         self.console = console or Console(stderr=True, log_path=False)  # no "cli_progress.py:23" at the right edge
+        self._on_phase = on_phase
         self._phase = "-"
         self._t0 = time.monotonic()
         self._last_line = 0.0
@@ -22,6 +26,8 @@ class RichProgress:
     def phase(self, name: str) -> None:
         self._phase = name
         self.console.log(f"[bold]phase[/bold] {name}")
+        if self._on_phase is not None:
+            self._on_phase(name)
 
     def tick(self, *, elapsed: float, total: float, next_fault: str | None, events: int) -> None:
         text = (f"{self._phase}: {elapsed:5.1f}s / {total:.0f}s · next: {next_fault or 'none'} · "

@@ -1,14 +1,14 @@
-"""Warm the verifier while the chaos runs, so that the verdict is a warm verify (issue 39).
+"""Warm the verifier while the run lasts, so that the verdict is a warm verify (issue 39).
 
-`Warmup` is a context manager around a run: on entry a background thread lowers its own CPU priority
-(`nice` +`WARM_NICE`; Linux keeps a nice value per thread and a child inherits its creator's), starts the
-Spark session (so the driver JVM pyspark launches from that thread runs at the same low priority, all its
-threads included) and verifies `training_history` once, writing nothing. The run's own processes (brokers,
-ZooKeeper, Toxiproxy, the engine's threads) keep their priority, so the warm-up takes only CPU they leave
-idle. `wait()` (before the verify) waits for the thread (a run shorter than the warm-up waits for its end, no
-longer than a cold start would have taken), and the verify then finds the session there, its query paths
-compiled; leaving the block does not wait, so an interrupted run exits at once.
-A warm-up that fails only says so: the verify then starts Spark as it would have without one.
+`Warmup` is a context manager around a run: on entry a background thread starts the Spark session and verifies
+`training_history` once, writing nothing. It starts at normal priority, while the cluster comes up and nothing is
+measured yet; `lower_priority()` (the CLI calls it when the chaos phase begins) lowers the warm-up thread and every
+thread of the driver JVM it launched by `WARM_NICE` (Linux keeps a nice value per thread, and a thread or process
+inherits its creator's), so that what remains of the warm-up takes only CPU the brokers, clients and observers
+leave idle while faults are measured. `wait()` (before the verify) waits for the thread: a run shorter than the
+warm-up waits for its end, no longer than a cold start would have taken, and the verify then finds the session
+there, its query paths compiled. Leaving the block does not wait, so an interrupted run exits at once. A warm-up
+that fails only says so: the verify then starts Spark as it would have without one.
 
 Also owns `training_history`, the small healthy run that takes the checks through their query shapes (the
 class-data-sharing archive build trains on it too).
@@ -16,6 +16,7 @@ class-data-sharing archive build trains on it too).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -91,7 +92,9 @@ class Warmup:
     def __init__(self, spark_master: str | None, *, nice: int = WARM_NICE) -> None:
         self._master = spark_master
         self._nice = nice
+        self._lowered = threading.Event()
         self._result: WarmupResult | None = None
+        self._tid: int | None = None
         self._thread = threading.Thread(target=self._warm, name="verifier-warmup", daemon=True)
 
     def __enter__(self) -> Warmup:
@@ -104,6 +107,16 @@ class Warmup:
         and the session's driver JVM is stopped at interpreter exit (`spark_session`'s atexit hook), so a warm-up
         cut short leaves nothing running."""
 
+    def lower_priority(self) -> None:
+        """From now on the warm-up yields the CPU: its thread and the driver JVM's threads run `nice` lower. Once;
+        best effort (a platform without per-thread priorities warms at normal priority)."""
+        if self._lowered.is_set():
+            return
+        self._lowered.set()
+        if self._tid is not None:
+            _renice([self._tid], self._nice)
+        _renice(_driver_threads(), self._nice)
+
     def wait(self) -> WarmupResult:
         """Wait for the warm-up to end (at most as long as a cold start would take) and say how it went."""
         self._thread.join()
@@ -111,12 +124,16 @@ class Warmup:
 
     def _warm(self) -> None:
         started = time.monotonic()
+        self._tid = threading.get_native_id()
         try:
-            _lower_priority(self._nice)
             from spark_analysis.session.spark_session import get_session
             from spark_analysis.verify import verify_run
 
+            if self._lowered.is_set():  # the chaos began before the warm-up did: the JVM inherits the priority
+                _renice([self._tid], self._nice)
             spark = get_session(self._master)
+            if self._lowered.is_set():  # lowered while the JVM was being launched: it may not have inherited it
+                _renice(_driver_threads(), self._nice)
             with tempfile.TemporaryDirectory(prefix="kafka-chaos-warmup-") as tmp:
                 verify_run(training_history(Path(tmp) / "run"), spark=spark, write=False)
             self._result = WarmupResult(True, time.monotonic() - started)
@@ -124,11 +141,20 @@ class Warmup:
             self._result = WarmupResult(False, time.monotonic() - started, f"{type(exc).__name__}: {exc}")
 
 
-def _lower_priority(nice: int) -> None:
-    """Lower this thread's CPU priority by `nice` (its children inherit it). Best effort: a platform without
-    per-thread priorities warms at normal priority."""
+def _driver_threads() -> list[int]:
+    """The thread ids of the driver JVM this process launched (none: no JVM yet, or one it did not launch)."""
     try:
-        tid = threading.get_native_id()
-        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + nice))
-    except (AttributeError, OSError):
-        pass
+        from pyspark import SparkContext
+
+        proc = getattr(SparkContext._gateway, "proc", None)
+        pid = getattr(proc, "pid", None)
+        return [int(t) for t in os.listdir(f"/proc/{pid}/task")] if pid else []
+    except (ImportError, OSError, ValueError):
+        return []
+
+
+def _renice(tids: list[int], nice: int) -> None:
+    """Lower each thread's CPU priority by `nice` (ignoring threads that ended, and platforms without it)."""
+    for tid in tids:
+        with contextlib.suppress(AttributeError, OSError):
+            os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + nice))

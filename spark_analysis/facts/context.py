@@ -93,6 +93,7 @@ class CheckContext:
     shared: dict[str, Any] = field(default_factory=dict)
     """Intermediate results several checks reuse (e.g. cached per-value DataFrames)."""
     _cache: dict[tuple[str, ...], list[Row]] = field(default_factory=dict)
+    _frames: dict[tuple[str, ...], DataFrame] = field(default_factory=dict)
     _faults: FaultIndex | None = None
     _operations: OperationIndex | None = None
     _transactions: TransactionIndex | None = None
@@ -103,6 +104,7 @@ class CheckContext:
             if isinstance(value, DataFrame):
                 value.unpersist()
         self.shared.clear()
+        self._frames.clear()
 
     def count(self, event_type: str) -> int:
         return int(self.type_counts.get(event_type, 0))
@@ -116,10 +118,14 @@ class CheckContext:
         return self._cache[key]
 
     def df(self, *types: str) -> DataFrame:
-        """Events of `types` as a DataFrame (Spark contexts only)."""
+        """Events of `types` as a DataFrame (Spark contexts only); one frame per type set, built once (each
+        build is a handful of JVM round trips, and checks ask for the same sets)."""
         if self.events is None:
             raise RuntimeError("this check needs Spark; the context has no DataFrame")
-        return self.events.where(of_types(self.events, list(types)))
+        key = tuple(sorted(set(types)))
+        if key not in self._frames:
+            self._frames[key] = self.events.where(of_types(self.events, list(key)))
+        return self._frames[key]
 
     @property
     def faults(self) -> FaultIndex:
