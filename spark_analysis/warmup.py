@@ -7,8 +7,10 @@ thread of the driver JVM it launched by `WARM_NICE` (Linux keeps a nice value pe
 inherits its creator's), so that what remains of the warm-up takes only CPU the brokers, clients and observers
 leave idle while faults are measured. `wait()` (before the verify) waits for the thread: a run shorter than the
 warm-up waits for its end, no longer than a cold start would have taken, and the verify then finds the session
-there, its query paths compiled. Leaving the block does not wait, so an interrupted run exits at once. A warm-up
-that fails only says so: the verify then starts Spark as it would have without one.
+there, its query paths compiled, and the driver's threads back at their priority where the system allows raising
+it again (root; otherwise they stay lowered, with the cluster gone by then). Leaving the block does not wait, so
+an interrupted run exits at once. A warm-up that fails only says so: the verify then starts Spark as it would
+have without one.
 
 Also owns `training_history`, the small healthy run that takes the checks through their query shapes (the
 class-data-sharing archive build trains on it too).
@@ -95,6 +97,8 @@ class Warmup:
         self._lowered = threading.Event()
         self._result: WarmupResult | None = None
         self._tid: int | None = None
+        self._was: dict[int, int] = {}
+        """The driver JVM's threads this warm-up lowered, and their priority before."""
         self._thread = threading.Thread(target=self._warm, name="verifier-warmup", daemon=True)
 
     def __enter__(self) -> Warmup:
@@ -115,11 +119,16 @@ class Warmup:
         self._lowered.set()
         if self._tid is not None:
             _renice([self._tid], self._nice)
-        _renice(_driver_threads(), self._nice)
+        self._was.update(_renice(_driver_threads(), self._nice))
 
     def wait(self) -> WarmupResult:
-        """Wait for the warm-up to end (at most as long as a cold start would take) and say how it went."""
+        """Wait for the warm-up to end (at most as long as a cold start would take) and say how it went. The driver
+        JVM's threads get their priority back where the system allows it (root, or a nice limit that permits it):
+        the verify that follows, and whatever else this process verifies later, is what is measured now."""
         self._thread.join()
+        for tid, nice in self._was.items():
+            with contextlib.suppress(OSError):
+                os.setpriority(os.PRIO_PROCESS, tid, nice)
         return self._result or WarmupResult(False, 0.0, "it never ran")
 
     def _warm(self) -> None:
@@ -133,7 +142,7 @@ class Warmup:
                 _renice([self._tid], self._nice)
             spark = get_session(self._master)
             if self._lowered.is_set():  # lowered while the JVM was being launched: it may not have inherited it
-                _renice(_driver_threads(), self._nice)
+                self._was.update(_renice(_driver_threads(), self._nice))
             with tempfile.TemporaryDirectory(prefix="kafka-chaos-warmup-") as tmp:
                 verify_run(training_history(Path(tmp) / "run"), spark=spark, write=False)
             self._result = WarmupResult(True, time.monotonic() - started)
@@ -153,8 +162,13 @@ def _driver_threads() -> list[int]:
         return []
 
 
-def _renice(tids: list[int], nice: int) -> None:
-    """Lower each thread's CPU priority by `nice` (ignoring threads that ended, and platforms without it)."""
+def _renice(tids: list[int], nice: int) -> dict[int, int]:
+    """Lower each thread's CPU priority by `nice` (ignoring threads that ended, and platforms without it); return
+    the priority each lowered thread had."""
+    was: dict[int, int] = {}
     for tid in tids:
         with contextlib.suppress(AttributeError, OSError):
-            os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + nice))
+            before = os.getpriority(os.PRIO_PROCESS, tid)
+            os.setpriority(os.PRIO_PROCESS, tid, min(19, before + nice))
+            was[tid] = before
+    return was
