@@ -81,8 +81,12 @@ class WarmupResult:
     ok: bool
     seconds: float
     error: str = ""
+    already: bool = False
+    """The process had a Spark session before (a pytest worker's shared one, spark-submit): nothing to warm."""
 
     def describe(self) -> str:
+        if self.already:
+            return "verifier already running in this process"
         if self.ok:
             return f"verifier warmed in the background in {self.seconds:.1f} s"
         return f"verifier warm-up failed after {self.seconds:.1f} s ({self.error}); the verify starts Spark itself"
@@ -135,8 +139,14 @@ class Warmup:
         started = time.monotonic()
         self._tid = threading.get_native_id()
         try:
+            from pyspark import SparkContext
+
             from spark_analysis.session.spark_session import get_session
             from spark_analysis.verify import verify_run
+
+            if SparkContext._active_spark_context is not None:  # its owner configured it; leave it alone
+                self._result = WarmupResult(True, 0.0, already=True)
+                return
 
             if self._lowered.is_set():  # the chaos began before the warm-up did: the JVM inherits the priority
                 _renice([self._tid], self._nice)

@@ -1,0 +1,38 @@
+"""The warm-up (`spark_analysis.warmup.Warmup`) where it has nothing to do: one that fails only says so (nothing raises
+into the run; what it says names the cause and that the verify starts Spark itself), and one in a process that
+has a Spark session already warms nothing. Spark is replaced by fakes (a `get_session` that raises, an active
+context), since those cases are the subject; the real warm-up is tests/integration/spark_analysis/test_warmup.py."""
+
+from __future__ import annotations
+
+import pytest
+
+import spark_analysis.session.spark_session
+from spark_analysis.warmup import Warmup
+
+
+def test_a_failed_warmup_is_reported_not_raised_with_a_fake_session_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_java(master: str | None = None, java_options: object = None) -> object:
+        raise RuntimeError("Java gateway process exited before sending its port number")
+
+    monkeypatch.setattr(spark_analysis.session.spark_session, "get_session", no_java)
+    with Warmup("local[1]", nice=0) as warmup:
+        result = warmup.wait()
+    assert not result.ok and "Java gateway process exited" in result.error
+    assert result.describe().endswith("; the verify starts Spark itself")
+
+
+def test_a_process_with_a_spark_context_already_warms_nothing_with_a_fake_context(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fake stands for the active SparkContext (a pytest worker's shared session, spark-submit): no session is
+    asked for, and the CLI's line says the verifier is running already."""
+    from pyspark import SparkContext
+
+    asked: list[str | None] = []
+    monkeypatch.setattr(SparkContext, "_active_spark_context", object())
+    monkeypatch.setattr(spark_analysis.session.spark_session, "get_session",
+                        lambda master=None, java_options=None: asked.append(master))
+    with Warmup("local[1]", nice=0) as warmup:
+        result = warmup.wait()
+    assert result.ok and result.already and asked == []
+    assert result.describe() == "verifier already running in this process"
