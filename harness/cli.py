@@ -20,8 +20,6 @@ from harness.experiment.schema import CLIENTS
 from harness.install.kafka import BROKERS, DEFAULT_LINE, RETIRED_BROKER
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from harness.cluster.base import ClusterBackend
     from harness.experiment.schema import Experiment
     from spark_analysis.warmup import Warmup
@@ -158,12 +156,14 @@ def _run_and_verify(exp: Experiment, backend: ClusterBackend, reason: str, args:
     from harness.cli_progress import RichProgress
     from harness.engine.runner import run_experiment
 
-    progress = RichProgress(on_phase=_lowering(warmup))
+    progress = RichProgress(on_phase=warmup.hear_phase if warmup is not None else None)
     try:
         result = run_experiment(exp, backend, backend_reason=reason, runs_dir=Path(args.runs_dir), progress=progress)
     finally:
         with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP): the run is recorded anyway
             progress.close()
+    if warmup is not None and (result.status in ("interrupted", "failed") or _interrupted()):
+        warmup.abandon()  # not verified here: its driver JVM goes before the CLI returns
     if result.status == "interrupted" or _interrupted():  # never verified here: exit promptly
         with contextlib.suppress(OSError):
             print(f"run {result.status}: {result.run_dir}")
@@ -184,19 +184,12 @@ def _run_and_verify(exp: Experiment, backend: ClusterBackend, reason: str, args:
     if args.no_verify:
         print(f"verify later with: kafka-chaos verify {result.run_dir}")
         return code
-    if warmup is not None:
+    if warmup is not None and warmup.started:
         print(warmup.wait().describe())
     verdict_code = _verify(result.run_dir, args.spark_master)
     if max(code, verdict_code) != EXIT_PASS:
         print(reproduce_line(exp, backend.name, result.run_dir))
     return max(code, verdict_code)
-
-
-def _lowering(warmup: Warmup | None) -> Callable[[str], None] | None:
-    """What hears the run's phases: at chaos the warm-up yields the CPU to what is measured."""
-    if warmup is None:
-        return None
-    return lambda phase: warmup.lower_priority() if phase == "chaos" else None
 
 
 def reproduce_line(exp: Experiment, backend: str, run_dir: Path) -> str:

@@ -27,6 +27,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 TRAINING_VALUES = 300
 
@@ -72,6 +76,8 @@ def training_history(run_dir: Path) -> Path:
 
 WARM_NICE = 10
 """How much the warm-up thread and the driver JVM it launches lower their CPU priority."""
+ABANDON_STOP_S = 10.0
+"""How long an abandoned warm-up waits for a driver JVM still being launched, and then for it to stop."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,12 +99,17 @@ class WarmupResult:
 
 
 class Warmup:
-    """Start and warm the Spark session on a background thread for the length of a `with` block."""
+    """Start and warm the Spark session on a background thread while a run lasts; `hear_phase` is the run's
+    progress hook (`RichProgress(on_phase=...)`)."""
 
     def __init__(self, spark_master: str | None, *, nice: int = WARM_NICE) -> None:
         self._master = spark_master
         self._nice = nice
         self._lowered = threading.Event()
+        self._abandoned = threading.Event()
+        self._launch_done = threading.Event()
+        self._spark: SparkSession | None = None
+        """The session this warm-up launched (None: none yet, or the process had one already)."""
         self._result: WarmupResult | None = None
         self._tid: int | None = None
         self._was: dict[int, int] = {}
@@ -106,14 +117,30 @@ class Warmup:
         self._thread = threading.Thread(target=self._warm, name="verifier-warmup", daemon=True)
 
     def __enter__(self) -> Warmup:
-        self._thread.start()
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        """Does not wait: a run that is not verified (interrupted, crashed) exits at once. The thread is a daemon
-        and the session's driver JVM is stopped at interpreter exit (`spark_session`'s atexit hook), so a warm-up
-        cut short leaves nothing running."""
+        """A run that raised is not verified: the driver JVM this warm-up launched stops now."""
+        if exc_type is not None:
+            self.abandon()
+
+    @property
+    def started(self) -> bool:
+        return self._thread.ident is not None
+
+    def start(self) -> None:
+        """Begin the warm-up (once)."""
+        if not self.started:
+            self._thread.start()
+
+    def hear_phase(self, name: str) -> None:
+        """The run's phases: the warm-up begins with the steady phase (the cluster is up: a run stopped while it
+        comes up has no driver JVM to stop) and yields the CPU from the chaos phase on."""
+        if name in ("steady", "chaos"):
+            self.start()
+        if name == "chaos":
+            self.lower_priority()
 
     def lower_priority(self) -> None:
         """From now on the warm-up yields the CPU: its thread and the driver JVM's threads run `nice` lower. Once;
@@ -129,11 +156,26 @@ class Warmup:
         """Wait for the warm-up to end (at most as long as a cold start would take) and say how it went. The driver
         JVM's threads get their priority back where the system allows it (root, or a nice limit that permits it):
         the verify that follows, and whatever else this process verifies later, is what is measured now."""
+        if not self.started:
+            return WarmupResult(False, 0.0, "the run ended before its steady phase")
         self._thread.join()
         for tid, nice in self._was.items():
             with contextlib.suppress(OSError):
                 os.setpriority(os.PRIO_PROCESS, tid, nice)
         return self._result or WarmupResult(False, 0.0, "it never ran")
+
+    def abandon(self, timeout_s: float = ABANDON_STOP_S) -> None:
+        """The run will not be verified (interrupted, its record not written, crashed): stop the session and the
+        driver JVM this warm-up launched before the CLI returns, even mid-job (the job fails; the warm-up reports
+        it), waiting for a JVM still being launched. Nothing to do for a session the process had already."""
+        self._abandoned.set()
+        if not self.started:
+            return
+        self._launch_done.wait(timeout_s)
+        if self._spark is not None:
+            from spark_analysis.session.spark_session import stop_session_now
+
+            stop_session_now(self._spark, timeout_s)
 
     def _warm(self) -> None:
         started = time.monotonic()
@@ -147,17 +189,25 @@ class Warmup:
             if SparkContext._active_spark_context is not None:  # its owner configured it; leave it alone
                 self._result = WarmupResult(True, 0.0, already=True)
                 return
-
+            if self._abandoned.is_set():
+                raise RuntimeError("the run ended unverified")
             if self._lowered.is_set():  # the chaos began before the warm-up did: the JVM inherits the priority
                 _renice([self._tid], self._nice)
-            spark = get_session(self._master)
+            try:
+                self._spark = spark = get_session(self._master)
+            finally:
+                self._launch_done.set()
             if self._lowered.is_set():  # lowered while the JVM was being launched: it may not have inherited it
                 self._was.update(_renice(_driver_threads(), self._nice))
+            if self._abandoned.is_set():
+                raise RuntimeError("the run ended unverified")
             with tempfile.TemporaryDirectory(prefix="kafka-chaos-warmup-") as tmp:
                 verify_run(training_history(Path(tmp) / "run"), spark=spark, write=False)
             self._result = WarmupResult(True, time.monotonic() - started)
         except Exception as exc:  # a warm-up never fails a run; the verify starts Spark itself
             self._result = WarmupResult(False, time.monotonic() - started, f"{type(exc).__name__}: {exc}")
+        finally:
+            self._launch_done.set()
 
 
 def _driver_threads() -> list[int]:

@@ -177,9 +177,16 @@ class _FakeWarmup:
     """Stands in for `spark_analysis.warmup.Warmup` (no Spark here): records what the CLI did with it."""
 
     calls: list[str] = []
+    started = True
 
     def __init__(self, spark_master: str | None) -> None:
         self.calls.append(f"start {spark_master}")
+
+    def hear_phase(self, name: str) -> None:
+        self.calls.append(f"phase {name}")
+
+    def abandon(self) -> None:
+        self.calls.append("abandon")
 
     def __enter__(self) -> _FakeWarmup:
         return self
@@ -205,13 +212,15 @@ def test_run_waits_for_the_background_warmup_before_verifying_and_says_how_long_
     assert "verifier warmed in the background in 4.2 s" in capsys.readouterr().out
 
 
-def test_an_interrupted_run_does_not_wait_for_the_warmup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("status", ["interrupted", "failed"])
+def test_a_run_that_is_not_verified_abandons_the_warmup_instead_of_waiting_for_it(
+        status: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import spark_analysis.warmup
 
     monkeypatch.setattr(spark_analysis.warmup, "Warmup", _FakeWarmup)
     _FakeWarmup.calls = []
-    code, seen = _run_one_with("interrupted", "interrupted by SIGINT", tmp_path, monkeypatch, warm=True)
-    assert code == 2 and seen == [] and _FakeWarmup.calls == ["start None", "exit"]
+    code, seen = _run_one_with(status, "interrupted by SIGINT", tmp_path, monkeypatch, warm=True)
+    assert code == 2 and seen == [] and _FakeWarmup.calls == ["start None", "abandon", "exit"]
 
 def test_progress_lines_carry_no_source_location(capsys: pytest.CaptureFixture[str]) -> None:
     """A user reads "phase chaos", not "phase chaos  cli_progress.py:23"."""

@@ -17,6 +17,7 @@ def test_a_failed_warmup_is_reported_not_raised_with_a_fake_session_start(monkey
 
     monkeypatch.setattr(spark_analysis.session.spark_session, "get_session", no_java)
     with Warmup("local[1]", nice=0) as warmup:
+        warmup.hear_phase("steady")
         result = warmup.wait()
     assert not result.ok and "Java gateway process exited" in result.error
     assert result.describe().endswith("; the verify starts Spark itself")
@@ -33,6 +34,16 @@ def test_a_process_with_a_spark_context_already_warms_nothing_with_a_fake_contex
     monkeypatch.setattr(spark_analysis.session.spark_session, "get_session",
                         lambda master=None, java_options=None: asked.append(master))
     with Warmup("local[1]", nice=0) as warmup:
+        warmup.hear_phase("steady")
         result = warmup.wait()
     assert result.ok and result.already and asked == []
     assert result.describe() == "verifier already running in this process"
+
+
+def test_a_run_that_never_reached_its_steady_phase_started_no_warmup_and_abandoning_it_does_nothing() -> None:
+    with Warmup("local[1]", nice=0) as warmup:
+        warmup.hear_phase("setup")
+        warmup.abandon(timeout_s=0.1)
+        assert not warmup.started
+        result = warmup.wait()
+    assert not result.ok and result.error == "the run ended before its steady phase"
