@@ -23,6 +23,7 @@ import hashlib
 import os
 import re
 import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -202,9 +203,9 @@ def get_session(master: str | None = None, java_options: Sequence[str] | None = 
     builder = SparkSession.builder.appName(APP_NAME).master(chosen)
     for key, value in session_config(chosen, java_options).items():
         builder = builder.config(key, value)
-    launching = SparkContext._active_spark_context is None and "PYSPARK_GATEWAY_PORT" not in os.environ
-    with _jvm_output_to(driver_log_path()) if launching else contextlib.nullcontext():
-        spark = builder.getOrCreate()
+    if SparkContext._active_spark_context is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
+        _launch_driver(chosen, session_config(chosen, java_options), driver_log_path())
+    spark = builder.getOrCreate()
     _record_driver()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
@@ -220,30 +221,30 @@ def driver_log_path() -> Path:
     return cache_root() / "spark-driver.log"
 
 
-@contextlib.contextmanager
-def _jvm_output_to(path: Path) -> Iterator[None]:
-    """While pyspark launches the driver JVM, point this process's stderr (fd 2, which the JVM inherits for good) at
-    `path`, so the user's terminal shows the verdict, not the JVM's start-up chatter; restored at once after. When
-    the launch fails, the log's last lines are shown."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+def _launch_driver(master: str, config: Mapping[str, str], log_path: Path) -> None:
+    """Launch the driver JVM with its console output (the JVM's and Spark's start-up chatter) going to `log_path`,
+    and start the SparkContext on it. This process's own stdout and stderr are untouched: the JVM gets the log as
+    its own (pyspark's `launch_gateway(popen_kwargs=...)`), so a warm-up launching it on a background thread does
+    not swallow what the run prints meanwhile. When the launch fails, the log's last lines are shown."""
+    from pyspark import SparkConf
+    from pyspark.java_gateway import launch_gateway
+
+    log_path.parent.mkdir(parents=True, exist_ok=True)
     with contextlib.suppress(OSError):
-        if path.stat().st_size > DRIVER_LOG_MAX_BYTES:
-            path.unlink()
-    saved = os.dup(2)
+        if log_path.stat().st_size > DRIVER_LOG_MAX_BYTES:
+            log_path.unlink()
+    conf = SparkConf().setMaster(master).setAppName(APP_NAME)
+    for key, value in config.items():
+        conf.set(key, value)
     try:
-        with open(path, "ab") as log:  # appended: drivers of concurrent processes (test workers) share it
-            os.dup2(log.fileno(), 2)
-        yield
+        with open(log_path, "ab") as log:  # appended: drivers of concurrent processes (test workers) share it
+            gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
+        SparkContext(conf=conf, gateway=gateway)
     except BaseException:
-        os.dup2(saved, 2)
         with contextlib.suppress(OSError):
-            tail = path.read_text(encoding="utf-8", errors="replace").splitlines()[-20:]
-            os.write(2, ("the driver JVM's output (" + str(path) + "), last lines:\n" + "\n".join(tail)
-                         + "\n").encode())
+            tail = log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-20:]
+            sys.stderr.write(f"the driver JVM's output ({log_path}), last lines:\n" + "\n".join(tail) + "\n")
         raise
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
 
 
 def stop_session(spark: SparkSession, timeout_s: float = DRIVER_STOP_S) -> None:

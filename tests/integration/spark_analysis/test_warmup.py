@@ -24,7 +24,13 @@ from spark_analysis.verify import verify_run
 from spark_analysis.warmup import WARM_NICE, Warmup, training_history
 
 def nices(pid):
-    return sorted({os.getpriority(os.PRIO_PROCESS, int(t)) for t in os.listdir(f"/proc/{pid}/task")})
+    seen = set()
+    for t in os.listdir(f"/proc/{pid}/task"):
+        try:
+            seen.add(os.getpriority(os.PRIO_PROCESS, int(t)))
+        except ProcessLookupError:  # a thread that ended meanwhile
+            pass
+    return sorted(seen)
 
 before = os.getpriority(os.PRIO_PROCESS, 0)
 with Warmup("local[1]") as warmup:

@@ -15,6 +15,9 @@ def test_a_failed_warmup_is_reported_not_raised_with_a_fake_session_start(monkey
     def no_java(master: str | None = None, java_options: object = None) -> object:
         raise RuntimeError("Java gateway process exited before sending its port number")
 
+    from pyspark import SparkContext
+
+    monkeypatch.setattr(SparkContext, "_active_spark_context", None)  # a test worker may have a session already
     monkeypatch.setattr(spark_analysis.session.spark_session, "get_session", no_java)
     with Warmup("local[1]", nice=0) as warmup:
         warmup.hear_phase("steady")
