@@ -1,16 +1,19 @@
 """Warm the verifier while the run lasts, so that the verdict is a warm verify (issue 39).
 
-`Warmup` is a context manager around a run: on entry a background thread starts the Spark session and verifies
-`training_history` once, writing nothing. It starts at normal priority, while the cluster comes up and nothing is
-measured yet; `lower_priority()` (the CLI calls it when the chaos phase begins) lowers the warm-up thread and every
-thread of the driver JVM it launched by `WARM_NICE` (Linux keeps a nice value per thread, and a thread or process
-inherits its creator's), so that what remains of the warm-up takes only CPU the brokers, clients and observers
-leave idle while faults are measured. `wait()` (before the verify) waits for the thread: a run shorter than the
-warm-up waits for its end, no longer than a cold start would have taken, and the verify then finds the session
-there, its query paths compiled, and the driver's threads back at their priority where the system allows raising
-it again (root; otherwise they stay lowered, with the cluster gone by then). Leaving the block does not wait, so
-an interrupted run exits at once. A warm-up that fails only says so: the verify then starts Spark as it would
-have without one.
+`Warmup` hears the run's phases (`hear_phase`, the CLI's progress hook).
+- At the steady phase (the cluster is up) a background thread starts the Spark session and verifies
+  `training_history` once, writing nothing, at normal priority: nothing is measured yet.
+- At the chaos phase `lower_priority()` lowers the warm-up thread and every thread of the driver JVM it launched by
+  `WARM_NICE` (Linux keeps a nice value per thread, and a thread or process inherits its creator's), so what
+  remains of the warm-up takes only CPU the brokers, clients and observers leave idle while faults are measured.
+- `wait()` (before the verify) waits for the thread: a run shorter than the warm-up waits for its end, no longer
+  than a cold start would have taken. The verify then finds the session there, its query paths compiled, and the
+  driver's threads back at their priority where the system allows raising it again (root; otherwise they stay
+  lowered, with the cluster gone by then).
+- `abandon()` (a run that ends unverified: interrupted, its record not written, crashed; leaving the `with`
+  block on an exception) stops the session and the driver JVM the warm-up launched before the CLI returns.
+A warm-up that fails only says so: the verify then starts Spark as it would have without one. A process that has
+a Spark session already warms nothing.
 
 Also owns `training_history`, the small healthy run that takes the checks through their query shapes (the
 class-data-sharing archive build trains on it too).
@@ -171,7 +174,9 @@ class Warmup:
         self._abandoned.set()
         if not self.started:
             return
-        self._launch_done.wait(timeout_s)
+        if not self._launch_done.wait(timeout_s):
+            _kill_launching_driver()  # still starting after the wait (a loaded machine): the launch then fails
+            return
         if self._spark is not None:
             from spark_analysis.session.spark_session import stop_session_now
 
@@ -208,6 +213,20 @@ class Warmup:
             self._result = WarmupResult(False, time.monotonic() - started, f"{type(exc).__name__}: {exc}")
         finally:
             self._launch_done.set()
+
+
+def _kill_launching_driver() -> None:
+    """SIGKILL the driver JVM this process is launching (its `spark-submit` child, `SparkSubmit` in its command
+    line), before pyspark has a handle on it: what an abandoned warm-up leaves when the JVM has not come up in
+    time. The JVM would exit by itself once this process is gone (its stdin closes), but only after its shutdown
+    hooks, too late for a CLI that promises no process of the run outlives it."""
+    import psutil
+
+    for child in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            args = child.cmdline()
+            if "org.apache.spark.deploy.SparkSubmit" in args or any(a.endswith("/bin/spark-submit") for a in args):
+                child.kill()
 
 
 def _driver_threads() -> list[int]:

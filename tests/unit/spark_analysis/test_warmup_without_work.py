@@ -50,3 +50,24 @@ def test_a_run_that_never_reached_its_steady_phase_started_no_warmup_and_abandon
         assert not warmup.started
         result = warmup.wait()
     assert not result.ok and result.error == "the run ended before its steady phase"
+
+
+def test_an_abandoned_warmup_kills_a_driver_still_launching_and_nothing_else_with_fake_processes() -> None:
+    """Two stand-in children (no JVM here): one whose command line names Spark's `SparkSubmit`, as the driver JVM
+    pyspark is launching does, and one that does not (a broker, say)."""
+    import subprocess
+    import sys
+
+    from spark_analysis.warmup import _kill_launching_driver
+
+    sleep = [sys.executable, "-c", "import time; time.sleep(60)"]
+    driver = subprocess.Popen([*sleep, "org.apache.spark.deploy.SparkSubmit", "pyspark-shell"])
+    other = subprocess.Popen([*sleep, "kafka.Kafka"])
+    try:
+        _kill_launching_driver()
+        assert driver.wait(10) == -9
+        assert other.poll() is None
+    finally:
+        for proc in (driver, other):
+            proc.kill()
+            proc.wait()
