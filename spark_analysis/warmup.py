@@ -33,6 +33,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import psutil
     from pyspark.sql import SparkSession
 
 TRAINING_VALUES = 300
@@ -215,14 +216,15 @@ class Warmup:
             self._launch_done.set()
 
 
-def _kill_launching_driver() -> None:
+def _kill_launching_driver(children: list[psutil.Process] | None = None) -> None:
     """SIGKILL the driver JVM this process is launching (its `spark-submit` child, `SparkSubmit` in its command
     line), before pyspark has a handle on it: what an abandoned warm-up leaves when the JVM has not come up in
     time. The JVM would exit by itself once this process is gone (its stdin closes), but only after its shutdown
-    hooks, too late for a CLI that promises no process of the run outlives it."""
+    hooks, too late for a CLI that promises no process of the run outlives it. `children`: the processes to look
+    at instead of all of this process's (a test's stand-ins)."""
     import psutil
 
-    for child in psutil.Process().children(recursive=True):
+    for child in psutil.Process().children(recursive=True) if children is None else children:
         with contextlib.suppress(psutil.Error):
             args = child.cmdline()
             if "org.apache.spark.deploy.SparkSubmit" in args or any(a.endswith("/bin/spark-submit") for a in args):
