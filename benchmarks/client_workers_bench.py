@@ -2,7 +2,7 @@
 cluster (process backend, RF 3, acks=all, idempotent):
 
   1. events per second that one producer workload records: librdkafka in the harness's process
-     (`ProducerWorkload`) and the Java client in a worker process (`JavaProducerWorkload`), each asked for more
+     (`ProducerWorkload`) and the Java client in a worker process (`WorkerProducerWorkload`), each asked for more
      than it can send (--rate) for --seconds, alternately, --rounds times;
   2. the time from an ack in the client to its event reaching the history's sink (p50, p99): librdkafka's
      delivery callback stamps and hands the event over on the same thread; the Java worker stamps it with
@@ -35,7 +35,7 @@ from harness.history.events import Ack, HistoryEvent  # noqa: E402
 from harness.install.java_client import install_java_client  # noqa: E402
 from harness.install.kafka import install_kafka  # noqa: E402
 from harness.workload.common import LIBRDKAFKA_LOGGER  # noqa: E402
-from harness.workload.java_client import JavaProducerWorkload, java_client, worker_sources  # noqa: E402
+from harness.workload.java_client import WorkerProducerWorkload, java_client, worker_sources  # noqa: E402
 from harness.workload.producer import ProducerWorkload  # noqa: E402
 
 
@@ -63,10 +63,10 @@ def pct(values: list[float], q: float) -> float:
 def run_producer(cluster: ProcessCluster, kind: str, topic: str, seconds: float, rate: float) -> tuple[float, Recorder]:
     rec = Recorder()
     if kind == "librdkafka":
-        workload: ProducerWorkload | JavaProducerWorkload = ProducerWorkload(
+        workload: ProducerWorkload | WorkerProducerWorkload = ProducerWorkload(
             cluster.bootstrap_servers, rec, producer_id=f"bench-{kind}", topic=topic, rate=rate)
     else:
-        workload = JavaProducerWorkload(cluster.bootstrap_servers, rec, client=java_client(cluster.flavour.version),
+        workload = WorkerProducerWorkload(cluster.bootstrap_servers, rec, client=java_client(cluster.flavour.version),
                                         producer_id=f"bench-{kind}", topic=topic, rate=rate)
     with workload:
         workload.start()
@@ -87,7 +87,7 @@ def startup(bootstrap: str, version: str, cold: bool) -> float:
         env["KAFKA_CHAOS_CACHE"] = tempfile.mkdtemp(prefix="kafka-chaos-cold-")
     t0 = time.monotonic()
     client = install_java_client(version, worker_sources(), environ=env)
-    workload = JavaProducerWorkload(bootstrap, lambda _e: None, client=client, producer_id="startup",
+    workload = WorkerProducerWorkload(bootstrap, lambda _e: None, client=client, producer_id="startup",
                                     topic="bench", rate=1.0)
     workload.start()  # returns on the worker's ready line
     took = time.monotonic() - t0

@@ -294,8 +294,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--client", default=None, choices=CLIENTS,
                    help="override workload.client: the client library the workloads run on")
     p.add_argument("--client-version", default=None, metavar="VERSION",
-                   help="override workload.client_version: the Java client's kafka-clients release (default: the "
-                   "broker's)")
+                   help="override workload.client_version: a kafka-clients release for java (default: the broker's), "
+                   "a confluent-kafka release for librdkafka (default: the installed one, in process)")
     p.add_argument("--kafka", default=None, metavar="VERSION",
                    help="override cluster.kafka: an Apache Kafka release (3.9.2) or line (3.9)")
     p.add_argument("--variant", default=None, help="run one variant of a matrix experiment (default: every one)")

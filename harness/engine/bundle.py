@@ -82,6 +82,8 @@ def client_info(exp: Experiment, broker_version: str | None) -> dict[str, Any]:
     if exp.workload.client == "java":
         version = exp.workload.java_release(broker_version) if broker_version else exp.workload.client_version
         return {"name": "java", "library": "kafka-clients", "version": version}
+    if exp.workload.client_version is not None:
+        return {"name": "librdkafka", "library": "confluent-kafka", "version": exp.workload.client_version}
     import confluent_kafka
 
     return {"name": "librdkafka", "library": "confluent-kafka", "version": confluent_kafka.libversion()[0]}

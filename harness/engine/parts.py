@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from harness.cluster.base import Cluster
 from harness.errors import HarnessError, HarnessTimeout
@@ -21,6 +21,9 @@ from harness.history.jsonl import EventSink
 from harness.observe.base import Observer
 from harness.workload.base import MemberClient, Workload
 from harness.workload.common import LIBRDKAFKA_LOGGER
+
+if TYPE_CHECKING:
+    from harness.workload.java_client import WorkerClient
 
 VALUE_STRIDE = 1_000_000_000
 """Producer i writes the unique values i*VALUE_STRIDE + n (n = 0, 1, ...)."""
@@ -69,19 +72,31 @@ def real_observers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[O
             MetadataObserver.from_bootstrap(cluster.bootstrap_servers, brokers, sink)]
 
 
+def worker_client(exp: Experiment, cluster: Cluster) -> WorkerClient | None:
+    """The client the workloads run on out of process (the Java client; librdkafka of a `client_version`), or None
+    for the installed confluent-kafka in process."""
+    from harness.workload.java_client import java_client, librdkafka_client
+
+    if exp.workload.client == "java":
+        return java_client(exp.workload.java_release(cluster.flavour.version))
+    if exp.workload.client_version is not None:
+        return librdkafka_client(exp.workload.client_version)
+    return None
+
+
 def real_producers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[Workload]:
     from harness.workload.producer import ProducerWorkload
     from harness.workload.txn_producer import TransactionalProducerWorkload
 
     out: list[Workload] = []
-    if exp.workload.client == "java":
-        from harness.workload.java_client import JavaProducerWorkload, JavaTransactions, java_client
+    client = worker_client(exp, cluster)
+    if client is not None:
+        from harness.workload.java_client import WorkerProducerWorkload, WorkerTransactions
 
-        client = java_client(exp.workload.java_release(cluster.flavour.version))
-        return [JavaProducerWorkload(cluster.bootstrap_servers, sink, client=client, producer_id=p.id, topic=p.topic,
+        return [WorkerProducerWorkload(cluster.bootstrap_servers, sink, client=client, producer_id=p.id, topic=p.topic,
                                      rate=p.rate, acks=p.acks, idempotence=p.idempotence, keys=p.keys,
                                      value_base=value_base(exp, p.id), extra_config=dict(p.config),
-                                     transactions=None if p.transactions is None else JavaTransactions(
+                                     transactions=None if p.transactions is None else WorkerTransactions(
                                          p.transactions.id, p.transactions.records, p.transactions.abort_rate,
                                          p.transactions.timeout, exp.seed))
                 for p in exp.workload.producers]
@@ -104,21 +119,20 @@ def real_consumers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[W
     from harness.workload.consumer import ConsumerGroupWorkload
 
     new_member: Callable[..., MemberClient] | None = None
-    if exp.workload.client == "java":
+    client = worker_client(exp, cluster)
+    if client is not None:
         from harness.workload.java_client import (
-            JavaMember,
-            JavaPipeline,
-            JavaProducerWorkload,
-            JavaTransactions,
-            java_client,
+            WorkerMember,
+            WorkerPipeline,
+            WorkerProducerWorkload,
+            WorkerTransactions,
         )
 
-        client = java_client(exp.workload.java_release(cluster.flavour.version))
-        new_member = functools.partial(JavaMember, client=client)
+        new_member = functools.partial(WorkerMember, client=client)
         pipelines: list[Workload] = [
-            JavaProducerWorkload(cluster.bootstrap_servers, sink, client=client, producer_id=p.id, topic=p.output,
-                                 rate=1.0, value_base=value_base(exp, p.id), pipeline=JavaPipeline(p.group, p.input),
-                                 transactions=JavaTransactions(p.transactions.id, p.transactions.records,
+            WorkerProducerWorkload(cluster.bootstrap_servers, sink, client=client, producer_id=p.id, topic=p.output,
+                                 rate=1.0, value_base=value_base(exp, p.id), pipeline=WorkerPipeline(p.group, p.input),
+                                 transactions=WorkerTransactions(p.transactions.id, p.transactions.records,
                                                                timeout_s=p.transactions.timeout, seed=exp.seed))
             for p in exp.workload.pipelines]
     else:

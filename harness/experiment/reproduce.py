@@ -41,8 +41,9 @@ def tested_versions(run_dir: Path) -> str:
     v = info.get("versions") or {}
     client = info.get("client") or {}
     java = client.get("name") == "java"
+    librdkafka = client.get("version") if client.get("name") == "librdkafka" else None
     parts = [(info.get("broker") or {}).get("describe"),
              v.get("harness") and f"kafka-chaos {v['harness']}",
              f"Java client kafka-clients {client.get('version')}" if java else
-             v.get("librdkafka") and f"librdkafka {v['librdkafka']}", v.get("java")]
+             (librdkafka or v.get("librdkafka")) and f"librdkafka {librdkafka or v['librdkafka']}", v.get("java")]
     return ", ".join(str(p) for p in parts if p) + f"; {where}"

@@ -28,6 +28,7 @@ from harness.experiment.schema import (
 )
 from harness.experiment.yamlsource import Path
 from harness.install.java_client import check_client_version
+from harness.install.librdkafka_client import check_librdkafka_version
 
 _OWN_FIELDS = {"transactional.id": "transactions.id", "transaction.timeout.ms": "transactions.timeout",
                "isolation.level": "isolation"}
@@ -109,14 +110,18 @@ def read_workload(f: Fields, raw: object) -> WorkloadSpec | None:
             consumers.append(ConsumerSpec(group, topics, members, strategy, commit, frozen_map(config),  # type: ignore[arg-type]
                                           isolation))
     pipelines = _pipelines(f, m.get("pipelines"), txn_ids, {p.id for p in producers}, groups)
+    if client == "librdkafka" and client_version is not None and (pipelines or any(p.transactions for p in producers)):
+        f.error(("workload", "client_version"), "a pinned librdkafka runs plain and idempotent producers and consumer "
+                "groups (its worker has no transactional role yet)", client_version,
+                "leave client_version out for transactions and pipelines on the installed confluent-kafka")
     if len(f.problems) != before:
         return None
     return WorkloadSpec(tuple(producers), tuple(consumers), pipelines, client, client_version)
 
 
 def _client(f: Fields, m: dict[str, Any]) -> tuple[Any, str | None]:
-    """`client` and `client_version`: the Java client takes any kafka-clients release from 2.8.0 on; librdkafka is
-    the installed confluent-kafka's (other librdkafka versions are not built yet, so a version is refused)."""
+    """`client` and `client_version`: the Java client takes any kafka-clients release from 2.8.0 on; librdkafka any
+    confluent-kafka release with a wheel for this Python (without a version: the installed one, in process)."""
     client = f.string(m, ("workload",), "client", default="librdkafka", choices=CLIENTS)
     raw = m.get("client_version")
     if raw is None:
@@ -124,27 +129,12 @@ def _client(f: Fields, m: dict[str, Any]) -> tuple[Any, str | None]:
     version = f.string(m, ("workload",), "client_version")
     if version is MISSING:
         return client, None
-    if client == "librdkafka":
-        f.error(("workload", "client_version"), f"librdkafka runs as the installed confluent-kafka "
-                f"{confluent_version()}: other librdkafka versions are not supported yet", raw,
-                "leave client_version out, or use client: java with a kafka-clients release")
-        return client, None
     try:
-        check_client_version(str(version))
+        (check_librdkafka_version if client == "librdkafka" else check_client_version)(str(version))
     except ConfigError as exc:
         f.error(("workload", "client_version"), str(exc), raw)
         return client, None
     return client, str(version)
-
-
-def confluent_version() -> str:
-    """The installed confluent-kafka's version (read from its package metadata: the loader imports no client)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("confluent-kafka")
-    except PackageNotFoundError:
-        return "(not installed)"
 
 
 def _unique_txn_id(f: Fields, path: Path, txn: Any, seen: set[str]) -> None:

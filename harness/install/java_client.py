@@ -70,6 +70,16 @@ class JavaClient:
     def classpath(self) -> str:
         return ":".join([str(self.classes), *(str(j) for j in self.libs)])
 
+    kind = "java"
+
+    def argv(self) -> list[str]:
+        """The worker's command line."""
+        return ["java", *self.java_args()]
+
+    def env(self) -> None:
+        """The worker inherits the harness's environment."""
+        return None
+
     def java_args(self) -> list[str]:
         """The JVM options and class of the worker (its properties file is the one argument after these). A small
         heap, the serial collector and C1 only: a client worker starts in about a second and holds little."""

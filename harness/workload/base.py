@@ -24,7 +24,7 @@ class Workload(Protocol):
 
 class MemberClient(Protocol):
     """One incarnation of a consumer-group slot as `ConsumerGroupWorkload` drives it: a librdkafka consumer on a
-    thread (`member.Member`) or a Java consumer in a worker process (`java_client.JavaMember`)."""
+    thread (`member.Member`) or a Java consumer in a worker process (`java_client.WorkerMember`)."""
 
     src: str
     member_id: str | None

@@ -1,13 +1,15 @@
-"""The workloads on the Java client (`workload.client: java`): producers (plain, idempotent, transactional),
-read-process-write pipelines and consumer-group members, each one worker process (`harness.workload.worker`)
-running the `java/` worker (`kafkachaos.Worker`) on kafka-clients of the chosen version.
+"""The workloads out of process: on the Java client (`workload.client: java`): producers (plain, idempotent,
+transactional), read-process-write pipelines and consumer-group members, each one worker process
+(`harness.workload.worker`) running the `java/` worker (`kafkachaos.Worker`) on kafka-clients of the chosen version;
+on a pinned librdkafka (`client: librdkafka` with a `client_version`): producers and members, each one
+`py_worker` process on that confluent-kafka. Both are a `WorkerClient`; the classes below drive either.
 
 They record the events the librdkafka workloads record, with the same fields (the worker writes them; see its
 source for where each field comes from in the Java client), and offer the same controls: a producer's pause, resume
 and restart (`restart_producer`; a transactional producer's zombie restart too); a member's kill (SIGKILL of its
 process: no LeaveGroup, no final commit), pause (it stops calling poll(); the Java client's heartbeat thread goes
 on, so the member is dropped after max.poll.interval.ms), graceful close and the drain's caught-up report.
-`JavaMember` plugs into `ConsumerGroupWorkload`, which keeps the group's slots, scaling and drain for both clients.
+`WorkerMember` plugs into `ConsumerGroupWorkload`, which keeps the group's slots, scaling and drain for both clients.
 
 Settings: the librdkafka workloads' own properties have the same names in the Java client (bootstrap.servers,
 client.id, acks, enable.idempotence, group.id, auto.offset.reset, enable.auto.commit, auto.commit.interval.ms,
@@ -23,12 +25,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 from harness.errors import TeardownError
 from harness.history.events import Assign, HistoryEvent, Revoke, Send, TxnAbort, TxnBegin, TxnCommit
 from harness.history.jsonl import EventSink
 from harness.install.java_client import JavaClient, install_java_client
+from harness.install.librdkafka_client import LibrdkafkaClient, install_librdkafka_client
 from harness.workload.common import WorkloadConfigError, WorkloadError, txn_abort_drawn
 from harness.workload.worker import WorkerProcess
 
@@ -47,10 +50,30 @@ _NOT_PASSED = frozenset({"logger", "on_commit", "error_cb"})
 _BUILD_LOCK = threading.Lock()
 
 
+class WorkerClient(Protocol):
+    """How to start one worker of a client library (`JavaClient`, `LibrdkafkaClient`)."""
+
+    @property
+    def version(self) -> str: ...
+
+    @property
+    def kind(self) -> str: ...
+
+    def argv(self) -> list[str]: ...
+
+    def env(self) -> Mapping[str, str] | None: ...
+
+
 def java_client(version: str) -> JavaClient:
     """The worker built for kafka-clients `version` (from the cache, or built now)."""
     with _BUILD_LOCK:
         return install_java_client(version, worker_sources())
+
+
+def librdkafka_client(version: str) -> LibrdkafkaClient:
+    """confluent-kafka `version` for the Python worker (from the cache, or installed now)."""
+    with _BUILD_LOCK:
+        return install_librdkafka_client(version)
 
 
 def worker_sources() -> dict[str, bytes]:
@@ -63,20 +86,21 @@ def java_value(value: object) -> str:
     return str(value)
 
 
-def client_properties(config: Mapping[str, Any]) -> dict[str, str]:
-    """A workload's client configuration as the worker's `client.*` properties, for the Java client."""
+def client_properties(config: Mapping[str, Any], kind: str = "java") -> dict[str, str]:
+    """A workload's client configuration as the worker's `client.*` properties (for the Java client, the assignment
+    strategy's names become its assignor classes; librdkafka's worker takes them as they are)."""
     out: dict[str, str] = {}
     for key, value in config.items():
         if key in _NOT_PASSED:
             continue
-        if key == "partition.assignment.strategy":
+        if key == "partition.assignment.strategy" and kind == "java":
             value = ",".join(ASSIGNORS.get(s.strip(), s.strip()) for s in str(value).split(","))
         out[f"client.{key}"] = java_value(value)
     return out
 
 
 @dataclass(frozen=True, slots=True)
-class JavaTransactions:
+class WorkerTransactions:
     """A Java producer's transactions (the worker's `TxnProducerRole`), as `TransactionalProducerWorkload`'s."""
 
     transactional_id: str
@@ -87,7 +111,7 @@ class JavaTransactions:
 
 
 @dataclass(frozen=True, slots=True)
-class JavaPipeline:
+class WorkerPipeline:
     """A read-process-write pipeline on the Java client (the worker's `PipelineRole`), as `PipelineWorkload`: it
     consumes `input_topic` as `group` and writes each record to the producer's topic in its transactions."""
 
@@ -95,20 +119,23 @@ class JavaPipeline:
     input_topic: str
 
 
-class JavaProducerWorkload:
-    """Sends `value_base + n` to `topic` at `rate` per second on a Java KafkaProducer in a worker process; the
+class WorkerProducerWorkload:
+    """Sends `value_base + n` to `topic` at `rate` per second on a producer in a worker process; the
     same events, lifecycle and controls as `ProducerWorkload`, with `transactions` those of
     `TransactionalProducerWorkload`, and with `pipeline` too those of `PipelineWorkload` (see the module doc)."""
 
-    def __init__(self, bootstrap_servers: str, sink: EventSink, *, client: JavaClient, producer_id: str, topic: str,
+    def __init__(self, bootstrap_servers: str, sink: EventSink, *, client: WorkerClient, producer_id: str, topic: str,
                  rate: float, acks: str = "all", idempotence: bool = True, keys: int = 0, value_base: int = 0,
-                 extra_config: Mapping[str, str] | None = None, transactions: JavaTransactions | None = None,
-                 pipeline: JavaPipeline | None = None) -> None:
-        who = f"JavaProducerWorkload({producer_id!r})"
+                 extra_config: Mapping[str, str] | None = None, transactions: WorkerTransactions | None = None,
+                 pipeline: WorkerPipeline | None = None) -> None:
+        who = f"WorkerProducerWorkload({producer_id!r})"
         if not rate > 0:
             raise WorkloadConfigError(who, "rate", rate, "messages per second > 0")
         if idempotence and acks != "all":
             raise WorkloadConfigError(who, "acks", acks, "'all' when idempotence is on (the Java client requires it)")
+        if transactions is not None and client.kind != "java":
+            raise WorkloadConfigError(who, "transactions", transactions,
+                                      "the Java client (a pinned librdkafka's worker runs no transactions)")
         if transactions is not None and (acks != "all" or not idempotence):
             raise WorkloadConfigError(who, "transactions", transactions, "acks 'all' with idempotence")
         self.name = f"producer:{producer_id}"
@@ -129,7 +156,7 @@ class JavaProducerWorkload:
                                    "worker.seed": str(t.seed), "worker.timeout_ms": str(int(t.timeout_s * 1000))})
             config.update({"transactional.id": t.transactional_id,
                            "transaction.timeout.ms": str(int(t.timeout_s * 1000))})
-        self._config = client_properties(config)
+        self._config = client_properties(config, client.kind)
         if pipeline is not None:
             if transactions is None:
                 raise WorkloadConfigError(who, "pipeline", pipeline, "a transactional producer (pipelines commit in "
@@ -182,8 +209,8 @@ class JavaProducerWorkload:
             session.update({"worker.abandoned_txn": str(abandoned), "worker.abandoned_abort": java_value(
                 txn_abort_drawn(t.seed, self.producer_id, abandoned, t.abort_rate)),
                 "worker.abandoned_committing": java_value(abandoned == self._committing_txn)})
-        worker = WorkerProcess(["java", *self.client.java_args()], {**self._settings, **session, **self._config},
-                               src=self.name, sink=self._record, on_control=self._control)
+        worker = WorkerProcess(self.client.argv(), {**self._settings, **session, **self._config},
+                               src=self.name, sink=self._record, on_control=self._control, env=self.client.env())
         self._worker = worker
         self.sessions += 1
         worker.start()
@@ -235,7 +262,8 @@ class JavaProducerWorkload:
             old.close(_CLOSE_TIMEOUT_S)
         self._retired.append(old)
         self._spawn(abandoned)
-        return f"session {self.sessions}: a new Java producer (worker pid {self._worker.pid if self._worker else '?'})"
+        pid = self._worker.pid if self._worker else "?"
+        return f"session {self.sessions}: a new {self.client.kind} producer (worker pid {pid})"
 
     def _zombie_restart(self, old: WorkerProcess, timeout_s: float) -> str:
         """As `TransactionalProducerWorkload`'s: the old worker keeps its transaction open ("hold"), a new session
@@ -281,7 +309,7 @@ class JavaProducerWorkload:
         if failures:
             raise TeardownError(failures)
 
-    def __enter__(self) -> JavaProducerWorkload:
+    def __enter__(self) -> WorkerProducerWorkload:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -289,11 +317,11 @@ class JavaProducerWorkload:
         self.close()
 
 
-class JavaMember:
-    """One incarnation of slot `slot` of a consumer group on the Java client: the interface of
+class WorkerMember:
+    """One incarnation of slot `slot` of a consumer group in a worker process: the interface of
     `harness.workload.member.Member` that `ConsumerGroupWorkload` drives."""
 
-    def __init__(self, *, client: JavaClient, group: str, slot: int, topics: Sequence[str], config: dict[str, Any],
+    def __init__(self, *, client: WorkerClient, group: str, slot: int, topics: Sequence[str], config: dict[str, Any],
                  commit: str, commit_interval_s: float, incremental: bool, sink: EventSink) -> None:
         self.group = group
         self.slot = slot
@@ -311,8 +339,8 @@ class JavaMember:
                     "worker.topics": ",".join(topics), "worker.commit": commit,
                     "worker.incremental": "true" if incremental else "false",
                     "worker.commit_interval_s": repr(float(commit_interval_s))}
-        self._worker = WorkerProcess(["java", *client.java_args()], {**settings, **client_properties(config)},
-                                     src=self.src, sink=self._record, on_control=self._control)
+        self._worker = WorkerProcess(client.argv(), {**settings, **client_properties(config, client.kind)},
+                                     src=self.src, sink=self._record, on_control=self._control, env=client.env())
 
     @property
     def alive(self) -> bool:
@@ -346,8 +374,11 @@ class JavaMember:
     def _control(self, line: dict[str, Any]) -> None:
         if line.get("ctl") == "drain":
             self.known_partitions = {(str(t), int(p)) for t, p in line.get("known") or ()}
-            self.caught_up = bool(line.get("caught_up"))
-            detail = line.get("detail")
+            owned = line.get("owned")
+            agrees = owned is None or {(str(t), int(p)) for t, p in owned} == set(self._assignment)
+            self.caught_up = bool(line.get("caught_up")) and agrees
+            detail = line.get("detail") if agrees else (
+                f"the worker owns {sorted(map(tuple, owned or ()))}, its events said {sorted(self._assignment)}")
             self.last_check_error = None if detail is None else str(detail)
 
     def start(self, timeout_s: float = 60.0) -> None:

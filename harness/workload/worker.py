@@ -1,5 +1,6 @@
-"""A client out of process: one worker process (the Java client: `java/`, `kafkachaos.Worker`) whose stdout lines are
-the history's own events, relayed to the sink as typed events.
+"""A client out of process: one worker process (the Java client: `java/`, `kafkachaos.Worker`; a pinned librdkafka:
+`py_worker`, which speaks the same protocol) whose stdout lines are the history's own events, relayed to the sink as
+typed events.
 
 Owns the process's life and the relay:
 - every line with a `type` is an event of `harness.history.events`; its `mono_ns` (the worker's CLOCK_MONOTONIC:
@@ -60,9 +61,11 @@ class WorkerProcess:
     does not within the timeout. `failure` names why it is gone when it went on its own."""
 
     def __init__(self, argv: list[str], properties: Mapping[str, str], *, src: str, sink: EventSink,
-                 on_control: Callable[[dict[str, Any]], None] | None = None) -> None:
+                 on_control: Callable[[dict[str, Any]], None] | None = None,
+                 env: Mapping[str, str] | None = None) -> None:
         self.src = src
         self._argv = argv
+        self._env = None if env is None else dict(env)
         self._properties = dict(properties)
         self._sink = sink
         self._on_control = on_control
@@ -86,7 +89,7 @@ class WorkerProcess:
 
     def start(self, timeout_s: float = 60.0) -> None:
         self._proc = subprocess.Popen(self._argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, start_new_session=True)
+                                      stderr=subprocess.PIPE, start_new_session=True, env=self._env)
         _registry().register(self._proc.pid, f"worker:{self.src}")
         settings = "".join(f"{_escape(k)}={_escape(v)}\n" for k, v in sorted(self._properties.items()))
         self.command(settings + END_OF_SETTINGS)

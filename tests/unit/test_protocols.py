@@ -18,13 +18,15 @@ from harness.faults.inject import FaultInjector, MemberControl, ProducerControl
 from harness.faults.kafka_operator import KafkaOperator
 from harness.faults.kind import FaultEnv, FaultKind
 from harness.faults.operations import GroupScaler, NodeCycler, Operator, ProducerRestarter
+from harness.install.java_client import JavaClient
+from harness.install.librdkafka_client import LibrdkafkaClient
 from harness.observe.admin import AdminObserver
 from harness.observe.base import Observer
 from harness.observe.isolated import IsolatedAdminObserver
 from harness.observe.zookeeper import ZooKeeperObserver
 from harness.workload.base import MemberClient, Workload
 from harness.workload.consumer import ConsumerGroupWorkload
-from harness.workload.java_client import JavaMember, JavaProducerWorkload
+from harness.workload.java_client import WorkerClient, WorkerMember, WorkerProducerWorkload
 from harness.workload.member import Member
 from harness.workload.producer import ProducerWorkload
 
@@ -72,11 +74,13 @@ CASES: list[tuple[type, Any]] = [
     (ProducerWorkload, ProducerRestarter),
     (ProducerWorkload, ProducerControl),
     (ConsumerGroupWorkload, MemberControl),
-    (JavaProducerWorkload, Workload),
-    (JavaProducerWorkload, ProducerRestarter),
-    (JavaProducerWorkload, ProducerControl),
+    (WorkerProducerWorkload, Workload),
+    (WorkerProducerWorkload, ProducerRestarter),
+    (WorkerProducerWorkload, ProducerControl),
     (Member, MemberClient),
-    (JavaMember, MemberClient),
+    (WorkerMember, MemberClient),
+    (JavaClient, WorkerClient),
+    (LibrdkafkaClient, WorkerClient),
     (FaultInjector, FaultEnv),
     *((kind, FaultKind) for kind in dict.fromkeys(type(k) for k in CATALOG.values())),
 ]

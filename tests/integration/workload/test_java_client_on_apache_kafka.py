@@ -19,7 +19,7 @@ from harness.errors import TeardownError
 from harness.install.java_client import JavaClient
 from harness.workload.common import WorkloadError, txn_abort_drawn
 from harness.workload.consumer import ConsumerGroupWorkload
-from harness.workload.java_client import JavaMember, JavaProducerWorkload, JavaTransactions, java_client
+from harness.workload.java_client import WorkerMember, WorkerProducerWorkload, WorkerTransactions, java_client
 from tests.integration.workload.support import CLASSIC, Events, create_topic, one_broker, read_back, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -43,7 +43,7 @@ def group_of(kafka: ProcessCluster, client: JavaClient, events: Events, topic: s
              ) -> ConsumerGroupWorkload:
     return ConsumerGroupWorkload(kafka.bootstrap_servers, events, group=f"g-{topic}", topics=[topic], members=members,
                                  strategy="range", commit="sync", extra_config=CLASSIC,
-                                 new_member=lambda **kw: JavaMember(client=client, **kw))
+                                 new_member=lambda **kw: WorkerMember(client=client, **kw))
 
 
 def test_java_producer_acks_carry_the_offsets_the_records_were_written_at_on_apache_kafka(
@@ -52,7 +52,7 @@ def test_java_producer_acks_carry_the_offsets_the_records_were_written_at_on_apa
     """Every send is acked once, at a dense per-partition offset that holds exactly that value, with its latency."""
     create_topic(kafka.bootstrap_servers, "jacks", 4)
     events = Events()
-    with JavaProducerWorkload(kafka.bootstrap_servers, events, client=client, producer_id="j1", topic="jacks",
+    with WorkerProducerWorkload(kafka.bootstrap_servers, events, client=client, producer_id="j1", topic="jacks",
                               rate=300, keys=9, value_base=2 * 10**9) as producer:
         producer.start()
         wait_until(lambda: len(events.of("ack")) >= 150, 60.0, "150 acks", lambda: len(events.of("ack")))
@@ -78,7 +78,7 @@ def test_java_group_records_generations_commits_and_a_killed_members_partitions_
     polled at its offset, and commits carry the generation they were made in."""
     create_topic(kafka.bootstrap_servers, "jgroup", 4)
     events = Events()
-    with group_of(kafka, client, events, "jgroup", 2) as group, JavaProducerWorkload(
+    with group_of(kafka, client, events, "jgroup", 2) as group, WorkerProducerWorkload(
             kafka.bootstrap_servers, events, client=client, producer_id="jfeed", topic="jgroup", rate=100) as feed:
         group.start()
         feed.start()
@@ -111,7 +111,7 @@ def test_a_java_worker_killed_from_outside_is_a_client_crash_and_its_close_says_
     signal, the run goes on, and the workload's close names the crash instead of passing quietly."""
     create_topic(kafka.bootstrap_servers, "jcrash", 2)
     events = Events()
-    producer = JavaProducerWorkload(kafka.bootstrap_servers, events, client=client, producer_id="jc", topic="jcrash",
+    producer = WorkerProducerWorkload(kafka.bootstrap_servers, events, client=client, producer_id="jc", topic="jcrash",
                                     rate=50)
     producer.start()
     wait_until(lambda: events.of("ack"), 60.0, "a first ack")
@@ -131,8 +131,8 @@ def test_java_transactions_commit_and_abort_the_transactions_the_seed_draws_on_a
     use), commits the others, and a read_committed reader sees the committed records and none of the aborted."""
     create_topic(kafka.bootstrap_servers, "jtxn", 2)
     events = Events()
-    txns = JavaTransactions("jtxn-tx", records=4, abort_rate=0.5, timeout_s=30.0, seed=7)
-    with JavaProducerWorkload(kafka.bootstrap_servers, events, client=client, producer_id="jt", topic="jtxn",
+    txns = WorkerTransactions("jtxn-tx", records=4, abort_rate=0.5, timeout_s=30.0, seed=7)
+    with WorkerProducerWorkload(kafka.bootstrap_servers, events, client=client, producer_id="jt", topic="jtxn",
                               rate=200, transactions=txns) as producer:
         producer.start()
         wait_until(lambda: len(events.of("txn.commit")) + len(events.of("txn.abort")) >= 12, 60.0,
@@ -157,7 +157,7 @@ def test_a_setting_the_java_client_does_not_know_fails_the_worker_at_start_namin
 ) -> None:
     """The Java client only logs a setting it does not know; the worker refuses it, so a setting the experiment
     asked for never silently fails to apply."""
-    producer = JavaProducerWorkload(kafka.bootstrap_servers, Events(), client=client, producer_id="jn", topic="jacks",
+    producer = WorkerProducerWorkload(kafka.bootstrap_servers, Events(), client=client, producer_id="jn", topic="jacks",
                                     rate=1, extra_config={"queue.buffering.max.messages": "10"})
     with pytest.raises(WorkloadError, match=r"has no setting named \[queue.buffering.max.messages\]"):
         producer.start()

@@ -40,12 +40,38 @@ def test_the_java_client_takes_a_kafka_clients_release_and_the_resolved_yaml_kee
     ("client: go", "not a valid choice"),
     ("client: java\n  client_version: '2.7.0'", "older than 2.8.0"),
     ("client: java\n  client_version: '3.9'", "not a kafka-clients release"),
-    ("client_version: '2.1.0'", "librdkafka runs as the installed confluent-kafka"),
+    ("client_version: '2.1.2'", "not a confluent-kafka release with wheels on PyPI"),
+    ("client_version: '1.9.2'", "not a confluent-kafka release with wheels on PyPI"),
 ])
 def test_a_client_or_version_the_harness_cannot_run_is_refused_at_its_line(client: str, message: str) -> None:
     with pytest.raises(ValidationError, match=message) as err:
         _load(client)
     assert "c.yaml:5" in str(err.value) or "c.yaml:6" in str(err.value)
+
+
+def test_a_pinned_librdkafka_takes_a_confluent_kafka_release_and_the_resolved_yaml_keeps_it() -> None:
+    exp = load_experiment_text(BASE.replace("CLIENT", "client_version: '2.1.0'"), "c.yaml")
+    assert (exp.workload.client, exp.workload.client_version) == ("librdkafka", "2.1.0")
+    assert load_experiment_text(dump_experiment(exp), "resolved.yaml").workload == exp.workload
+
+
+def test_a_confluent_kafka_release_without_a_wheel_for_the_python_is_refused_with_the_first_that_has_one() -> None:
+    from harness.errors import ConfigError
+    from harness.install.librdkafka_client import check_librdkafka_version
+
+    assert check_librdkafka_version("2.1.0", "cp311") == "2.1.0"
+    with pytest.raises(ConfigError, match=r"no wheel for this Python \(cp312\); the first with one is 2\.3\.0"):
+        check_librdkafka_version("2.1.0", "cp312")
+    with pytest.raises(ConfigError, match=r"no confluent-kafka wheel is known for this Python \(cp315\)"):
+        check_librdkafka_version("2.16.1", "cp315")
+
+
+def test_a_pinned_librdkafka_refuses_transactions_with_the_reason() -> None:
+    text = BASE.replace("CLIENT", "client_version: '2.1.0'").replace(
+        "    - {id: p, topic: t}\n", "    - {id: p, topic: t}\n    - {id: tx, topic: t, transactions: {}}\n")
+    with pytest.raises(ValidationError, match="its worker has no transactional role yet") as err:
+        load_experiment_text(text, "c.yaml")
+    assert "c.yaml:5" in str(err.value)
 
 
 def test_the_java_client_runs_transactional_producers_and_their_zombie_restarts() -> None:

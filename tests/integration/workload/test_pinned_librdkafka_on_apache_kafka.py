@@ -1,0 +1,90 @@
+"""A pinned librdkafka (`client: librdkafka`, `client_version: "2.6.0"`) against Apache Kafka 3.9: one broker and a
+real ZooKeeper through the process backend; confluent-kafka 2.6.0 installed from PyPI into the cache, its workers
+(`harness.workload.py_worker`) running the harness's own producer and member on it. The same events and controls as
+in process: acks at the offsets the records were written at, a group's generations and commits, a SIGKILLed
+member's partitions moving after its session timeout."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+
+import pytest
+
+from harness.cluster.process import ProcessCluster
+from harness.install.librdkafka_client import LibrdkafkaClient
+from harness.workload.consumer import ConsumerGroupWorkload
+from harness.workload.java_client import WorkerMember, WorkerProducerWorkload, librdkafka_client
+from tests.integration.workload.support import CLASSIC, Events, create_topic, one_broker, read_back, wait_until
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+VERSION = "2.6.0"
+
+
+@pytest.fixture(scope="module")
+def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
+    with one_broker(tmp_path_factory.mktemp("pinned-kafka")) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def client() -> LibrdkafkaClient:
+    return librdkafka_client(VERSION)
+
+
+def test_the_workers_interpreter_imports_the_pinned_confluent_kafka_and_its_librdkafka(
+    client: LibrdkafkaClient,
+) -> None:
+    """The worker's environment puts the cached confluent-kafka first: it reports that release and its bundled
+    librdkafka, not the harness's own."""
+    seen = subprocess.run([*client.argv()[:1], "-c", "import confluent_kafka as c; print(c.version()[0], "
+                           "c.libversion()[0], c.__file__)"], env=client.env(), capture_output=True, text=True,
+                          check=True).stdout.split()
+    assert seen[:2] == [VERSION, VERSION] and str(client.site) in seen[2]
+
+
+def test_a_pinned_librdkafka_producer_and_group_record_acks_generations_and_a_killed_members_move_on_apache_kafka(
+    kafka: ProcessCluster, client: LibrdkafkaClient,
+) -> None:
+    """A range group of 2 members on librdkafka 2.6.0 shares the topic; SIGKILL of member 1's worker moves its
+    partitions to member 0 only after the session timeout, in a newer generation; every send is acked once at a
+    dense offset holding its value, and every acked record is polled at its offset."""
+    create_topic(kafka.bootstrap_servers, "pinned", 4)
+    events = Events()
+    group = ConsumerGroupWorkload(kafka.bootstrap_servers, events, group="g-pinned", topics=["pinned"], members=2,
+                                  strategy="range", commit="sync", extra_config=CLASSIC,
+                                  new_member=lambda **kw: WorkerMember(client=client, **kw))
+    with group, WorkerProducerWorkload(kafka.bootstrap_servers, events, client=client, producer_id="p211",
+                                       topic="pinned", rate=100, keys=9, value_base=3 * 10**9) as feed:
+        group.start()
+        feed.start()
+        wait_until(lambda: sorted(len(a) for a in group.assignments().values()) == [2, 2], 60.0,
+                   "2 members owning 2 partitions each", group.assignments)
+        killed_at = time.time() * 1000
+        group.kill_member(1)
+        wait_until(lambda: len(group.assignments().get(0, ())) == 4, 60.0, "member 0 owns all", group.assignments)
+        feed.stop()
+        feed.drain(10.0)
+        group.drain(30.0)
+        assert group.last_drain_complete, str(group.drain_report())
+    acks = events.of("ack")
+    assert acks and len(acks) == len(events.of("send")) and not events.of("send.error")
+    assert [e["value"] for e in events.of("send")] == list(range(3 * 10**9, 3 * 10**9 + len(acks)))
+    by_partition: dict[int, list[int]] = defaultdict(list)
+    for ack in acks:
+        by_partition[ack["partition"]].append(ack["offset"])
+    assert all(sorted(o) == list(range(len(o))) for o in by_partition.values())
+    assert {(a["partition"], a["offset"]): a["value"] for a in acks} == read_back(
+        kafka.bootstrap_servers, "pinned", 4, len(acks))
+    gens = [e["generation"] for e in events.of("assign", consumer="g-pinned/0")]
+    assert all(isinstance(g, int) for g in gens) and gens == sorted(gens) and len(set(gens)) == len(gens) >= 2
+    moved = [e for e in events.of("assign", consumer="g-pinned/0") if e["wall"] > killed_at]
+    assert moved and moved[0]["wall"] - killed_at >= 1000  # after the 2 s session timeout, not at once
+    commits = events.of("commit", consumer="g-pinned/0")
+    assert commits and all(c["generation"] in gens and c["member"] for c in commits)
+    polled = {(e["partition"], e["offset"]): e["value"] for e in events.of("poll")}
+    missing = {(a["partition"], a["offset"]) for a in acks} - set(polled)
+    assert not missing, sorted(missing)[:5]
+    assert not events.of("client.crash")
