@@ -259,6 +259,19 @@ class Revoke(_Rebalance):
     DOC: ClassVar[str] = "partitions were revoked from the member (lost: true when they were lost): as assign"
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupDrain(HistoryEvent):
+    TYPE: ClassVar[str] = "group.drain"
+    SOURCES: ClassVar[str] = "`group:<group>`"
+    DOC: ClassVar[str] = ("how a consumer group's drain ended: group, ok (every live member read up to the end of "
+                          "every partition it owns, and the members owned every partition), detail (who was behind "
+                          "where, when not ok); the delivery checks count an acked write no consumer polled as "
+                          "lost only after a drain that ended ok")
+    group: str
+    ok: bool
+    detail: str | None = None
+
+
 CLIENT_EVENTS: tuple[type[HistoryEvent], ...] = (
     Send, Ack, SendError, ClientError, ClientCrash, TxnBegin, TxnCommit, TxnAbort, TxnZombie, TxnFenced, PipeRead,
-    Poll, Commit, CommitError, ConsumerError, Assign, Revoke)
+    Poll, Commit, CommitError, ConsumerError, Assign, Revoke, GroupDrain)

@@ -11,6 +11,7 @@ from types import TracebackType
 from typing import Any
 
 from harness.errors import TeardownError
+from harness.history.events import GroupDrain
 from harness.history.jsonl import EventSink
 from harness.waiting import poll_until
 from harness.workload.base import MemberClient
@@ -64,7 +65,7 @@ class ConsumerGroupWorkload:
         new_member: Callable[..., MemberClient] | None = None,
     ) -> None:
         """`new_member` makes a slot's member (keyword arguments as `Member`'s but `poll_timeout_s`); default: a
-        librdkafka `Member`. The Java client's is `java_client.JavaMember` with its client and work directory."""
+        librdkafka `Member`. The Java client's is `java_client.WorkerMember` with its client and work directory."""
         who = f"ConsumerGroupWorkload({group!r})"
         if not group:
             raise WorkloadConfigError(who, "group", group, "a non-empty group id")
@@ -199,6 +200,21 @@ class ConsumerGroupWorkload:
             for slot in self._slots:
                 if slot is not None:
                     slot.set_draining(False)
+            self._sink(GroupDrain(src=f"group:{self.group}", group=self.group, ok=self.last_drain_complete,
+                                  detail=None if self.last_drain_complete else self._behind()))
+
+    def _behind(self) -> str:
+        """Who was behind where when the drain ended (the `group.drain` event's detail)."""
+        report = self.drain_report()
+        if not report:
+            return "no live member"
+        owned = {tp for r in report.values() for tp in r["owned"]}
+        known = {tp for r in report.values() for tp in r["known"]}
+        parts = [f"member {n}: " + ("paused" if r["paused"] else str(r["last_check_error"] or "not caught up"))
+                 for n, r in report.items() if r["paused"] or not r["caught_up"]]
+        if known - owned:
+            parts.append("unowned: " + ", ".join(f"{t}/{p}" for t, p in sorted(known - owned)))
+        return "; ".join(parts) or "caught up only after the drain's end"
 
     def drain_report(self) -> dict[int, dict[str, Any]]:
         """Per live slot: what `drain` looks at (for diagnostics when it did not complete)."""

@@ -372,10 +372,11 @@ class Member:
     def _check_caught_up(self, consumer: confluent_kafka.Consumer) -> bool:
         """True when this member has read up to the high watermark of every partition it owns.
 
-        Uses only what the client already knows (the high watermark of the last Fetch response,
-        the member's own read position) so that the check never waits behind a Fetch long-poll
-        on the broker connection; committed offsets are asked for only for owned partitions it
-        has not read from (handed over already consumed), at most every 2 s.
+        Uses first what the client already knows (the high watermark of the last Fetch response,
+        the member's own read position) so that the check seldom waits behind a Fetch long-poll
+        on the broker connection, and asks the leaders only to confirm a pass; committed offsets
+        are asked for only for owned partitions it has not read from (handed over already
+        consumed), at most every 2 s.
         """
         try:
             if not self.known_partitions:
@@ -399,6 +400,30 @@ class Member:
                 read = max(self._positions.get(key, -1), self._committed.get(key, -1), self._position(consumer, key))
                 if high > low and read < high:
                     self.last_check_error = f"{key[0]}/{key[1]}: read up to {read}, high watermark {high}"
+                    return False
+            return self._confirm_caught_up(consumer, owned)
+        except confluent_kafka.KafkaException as exc:
+            self.last_check_error = str(exc)
+            return False
+
+    def _confirm_caught_up(self, consumer: confluent_kafka.Consumer, owned: list[TopicPartitionKey]) -> bool:
+        """The cached high watermark is that of the partition's last Fetch response: a partition the client stopped
+        fetching (a stuck client) keeps an old one, or none but an empty partition's, and would look read to the end
+        (librdkafka 2.3.0 never fetched a partition whose first metadata said UNKNOWN_TOPIC_OR_PART). So a check
+        that passes on the cached values is confirmed against the leaders' ends (ListOffsets), as the Java worker's
+        `endOffsets`."""
+        if not owned:
+            self.last_check_error = None
+            return True
+        try:  # one ListOffsets per leader for every partition: timestamp -1 asks for the end (the LSO under
+            # read_committed, the isolation level the client sends)
+            ends = consumer.offsets_for_times([confluent_kafka.TopicPartition(t, p, -1) for t, p in owned],
+                                              timeout=2.0)
+            for end in ends:
+                key = (end.topic, end.partition)
+                read = max(self._positions.get(key, -1), self._committed.get(key, -1), self._position(consumer, key))
+                if end.offset > 0 and read < end.offset:
+                    self.last_check_error = f"{key[0]}/{key[1]}: read up to {read}, the leader's end {end.offset}"
                     return False
             self.last_check_error = None
             return True

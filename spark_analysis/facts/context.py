@@ -152,6 +152,12 @@ class CheckContext:
         history's run.end (`spark_analysis.facts.completion.incompleteness`)."""
         return incompleteness(self.run, self.rows(*ENDING_TYPES)) is None
 
+    @property
+    def drained(self) -> bool:
+        """Whether the consumers read everything there was to read: the run completed and no group's drain ended
+        behind (`group.drain` not ok). Only then is an acked write no consumer polled lost rather than unread."""
+        return self.completed and all(r.get("ok") is not False for r in self.rows("group.drain"))
+
 
 def spark_context(
     run: RunInfo,

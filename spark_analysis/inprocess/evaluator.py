@@ -175,8 +175,8 @@ def _lost(st: Parsed, ctx: CheckContext) -> LostWrites:
             return False
         return v.ack_offset <= st.frontier.get((str(v.ack_topic), v.ack_partition), -1)
 
-    # A completed run drained its consumers: every acked write never polled is lost.
-    lost = [v for v in candidates if ctx.completed or read_past(v)]
+    # A completed run whose groups caught up in the drain: every acked write never polled is lost.
+    lost = [v for v in candidates if ctx.drained or read_past(v)]
     if not lost:
         return LostWrites(counts=counts, unseen=len(candidates))
     by_tp: dict[tuple[str, int], int] = defaultdict(int)

@@ -79,7 +79,7 @@ def aborted_reads(ctx: CheckContext, records: Mapping[int, TxnRecord], polls: Se
         if r.ack is None:
             continue
         _t, _seq, topic, partition, offset = r.ack
-        if (topic in topics) if ctx.completed else offset <= frontier.get((topic, partition), -1):
+        if (topic in topics) if ctx.drained else offset <= frontier.get((topic, partition), -1):
             judged += 1
     sample = [{**_poll_row(p), "producer": aborted[p.value].producer, "txn": aborted[p.value].txn}
               for p in bad[:EVIDENCE_ROWS] if p.value is not None]
@@ -147,7 +147,7 @@ def lost_commits(ctx: CheckContext, records: Mapping[int, TxnRecord], polls: Seq
         _t, _seq, topic, partition, offset = r.ack
         if topic not in topics:
             continue
-        if ctx.completed or offset <= frontier.get((topic, partition), -1):
+        if ctx.drained or offset <= frontier.get((topic, partition), -1):
             lost.append(r)
         else:
             unseen += 1

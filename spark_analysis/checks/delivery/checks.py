@@ -3,8 +3,9 @@
 - `delivery.lost_write`: a value acknowledged to an acks=all producer (a `send` without `acks`
   counts as acks=all) that no consumer ever polled. It is *lost* when its offset is at or below
   the highest offset polled from its partition (consumers read past it: Jepsen's definition) or
-  the run completed (the drain should have read it); otherwise, in a run cut short, it is
-  *unseen* and the check is unknown. Writes to topics no consumer ever polled cannot be judged
+  the run completed and every group's drain caught up (`group.drain` ok: the drain should have read
+  it); otherwise (a run cut short, or a group still behind, e.g. a stuck client) it is *unseen* and
+  the check is unknown. Writes to topics no consumer ever polled cannot be judged
   (counted as `unverifiable_no_consumer`). Sends with no ack and no error, and errors that are not
   definite, are unknown outcomes (Jepsen's `info`): counted, never lost. A read-process-write
   pipeline's `pipe.read` of an input record is a poll here (of that value, at that offset): its input
@@ -132,8 +133,8 @@ class LostWrite:
         frontier: list[tuple[str, int, int, int]] = []
         if not counts.acked_never_polled:
             classified, n_lost, unseen = cand, 0, 0
-        elif ctx.completed:
-            # A completed run drained its consumers: every acked write never polled is lost.
+        elif ctx.drained:
+            # A completed run whose groups caught up in the drain: every acked write never polled is lost.
             classified = cand.withColumn("lost", F.lit(True))
             n_lost, unseen = cand.count(), 0
         else:

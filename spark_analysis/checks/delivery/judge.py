@@ -176,15 +176,17 @@ def judge_lost_write(facts: LostWrites, faults: FaultIndex) -> CheckResult:
 
 
 def _nothing_lost(metrics: dict[str, Any], unseen: int) -> CheckResult:
-    """Pass, or unknown when writes were unseen (run cut short) or nothing could be judged."""
+    """Pass, or unknown when writes were unseen (run cut short, or a group behind at the drain's end) or nothing
+    could be judged."""
     info_note = ""
     if metrics.get("unfinished") or metrics.get("indefinite_errors"):
         info_note = (f"; {metrics.get('unfinished', 0)} unfinished sends and "
                      f"{metrics.get('indefinite_errors', 0)} indefinite errors are unknown outcomes, not lost")
     info_note += txn_note(metrics)
     if unseen:
-        return unknown(LOST_WRITE, f"{plural(unseen, 'acked write')} not yet polled when the run ended early "
-                                   f"(beyond what consumers reached){info_note}", metrics)
+        return unknown(LOST_WRITE, f"{plural(unseen, 'acked write')} not yet polled when the run ended early or "
+                                   f"its consumers had not caught up by the drain's end (beyond what they reached)"
+                                   f"{info_note}", metrics)
     unverifiable = metrics["unverifiable_no_consumer"]
     checked = metrics.get("acked", 0) - metrics.get("unpolled_acks_weaker_than_all", 0) - unverifiable
     if checked <= 0:

@@ -93,7 +93,7 @@ class AbortedRead:
         # The aborted records and those a consumer's frontier passed, in one job: each record meets at most one
         # frontier row (its topic's, or its partition's), so the left join keeps every record once.
         frontier = polls.groupBy("topic", "partition").agg(F.max("offset").alias("frontier"))
-        if ctx.completed:
+        if ctx.drained:
             passed_by = aborted.join(F.broadcast(frontier.select("topic").distinct().withColumn(
                 "frontier", F.lit(True))), "topic", "left").select(
                 "offset", F.coalesce(F.col("frontier"), F.lit(False)).alias("passed"))
@@ -187,7 +187,7 @@ class LostCommit:
         polls = read_polls(ctx)
         polled = polls.select("value").distinct().withColumn("polled", F.lit(1))
         # A committed, acked record no consumer polled is lost when a consumer's frontier passed its offset in its
-        # partition (a completed run: any partition of a topic consumers read), unseen otherwise; records of
+        # partition (a drained run: any partition of a topic consumers read), unseen otherwise; records of
         # topics nobody read are unverifiable. One job: each record meets at most one frontier row and one topic.
         frontier = (polls.where(F.col("topic").isNotNull()).groupBy("topic", "partition")
                     .agg(F.max("offset").alias("frontier")))
@@ -197,7 +197,7 @@ class LostCommit:
                       .join(F.broadcast(read_topics), "topic", "left")
                       .join(F.broadcast(frontier), ["topic", "partition"], "left")
                       .withColumns({"candidate": ~no_ack & ~was_polled & F.coalesce(F.col("read_topic"), F.lit(False)),
-                                    "lost": F.lit(ctx.completed)
+                                    "lost": F.lit(ctx.drained)
                                     | (F.col("offset") <= F.coalesce(F.col("frontier"), F.lit(-1)))}))
         cand, lost_col = F.col("candidate"), F.col("lost")
         totals = classified.agg(

@@ -123,6 +123,7 @@ RECORDS: list[dict[str, Any]] = [
      "type": "assign", "src": "consumer:c", "wall": 1, "consumer": "c", "group": "g", "member": "m"},
     {"generation": 1, "partitions": [["t", 0]], "incremental": True, "assignment": [], "lost": True,
      "type": "revoke", "src": "consumer:c", "wall": 1, "consumer": "c", "group": "g", "member": "m"},
+    {"type": "group.drain", "src": "group:g", "wall": 1, "group": "g", "ok": False, "detail": "member 0: paused"},
 ]
 """One record per shape each emitter writes (keys and value shapes as the emitters build them)."""
 
