@@ -153,6 +153,13 @@ class CheckContext:
         return incompleteness(self.run, self.rows(*ENDING_TYPES)) is None
 
     @property
+    def drains_behind(self) -> dict[str, float]:
+        """Per group whose drain ended behind (`group.drain` not ok): when it ended. Its consumers were still
+        expected to read there, so a partition of it left waiting stalls until then (`slo.read_unavailable`)."""
+        return {str(r["group"]): float(r["t"]) for r in self.rows("group.drain")
+                if r.get("ok") is False and r.get("group") is not None and r.get("t") is not None}
+
+    @property
     def drained(self) -> bool:
         """Whether the consumers read everything there was to read: the run completed and no group's drain ended
         behind (`group.drain` not ok). Only then is an acked write no consumer polled lost rather than unread."""

@@ -1,7 +1,8 @@
 """The known-bugs corpus report: `known-bugs.json` and `known-bugs.html` from the verified runs of
 `experiments/known-bugs/` (what `make known-bugs` writes; no Spark: it reads each run's `verdict.json`).
 
-Each corpus file is one real, fixed Kafka bug: its `matrix:` runs it on releases (`cluster.kafka`), and its
+Each corpus file is one real, fixed Kafka bug: its `matrix:` runs it on releases (`cluster.kafka`, or
+`workload.client_version` for a client's bug), and its
 `expect:` names the checks the affected releases fail; a release without an expectation is a fixed one. Owns
 `collect_bug_runs` (one `BugRun` per run directory: bug, release, seed, the checks that failed, whether the
 expectation held, the time from the run's start to its first failing evidence row), `bug_rows` (one row per
@@ -84,12 +85,22 @@ def _first_failure(checks: Sequence[Any]) -> float | None:
     return round(min(times), 3) if times else None
 
 
+def _release(info: Any) -> str:
+    """What the bug's matrix varies: the client's release for a client bug (its variant names `client_version`),
+    else the broker's."""
+    variant = str(info.raw.get("variant") or "")
+    client = info.raw.get("client")
+    if "client_version=" in variant and isinstance(client, Mapping) and client.get("version"):
+        return f"{client.get('name')} {client.get('version')}"
+    return str(info.version or variant or "?")
+
+
 def collect_bug_runs(run_dirs: Iterable[Path]) -> list[BugRun]:
     """A `BugRun` per run directory (its run.json names the experiment, variant and seed)."""
     out: list[BugRun] = []
     for run_dir in sorted(Path(d) for d in run_dirs):
         info = load_run_info(run_dir)
-        release = info.version or str(info.raw.get("variant") or "?")
+        release = _release(info)
         role = AFFECTED if info.expect_fail else FIXED
         verified = (run_dir / VERDICT_FILE).is_file()
         if not verified:

@@ -16,9 +16,10 @@
   position (no such ack: no stall), to P.t. Before the group's first poll of the partition the stall
   starts at the later of the group's first poll of the topic and the partition's first ack. Records
   still waiting after the last poll of the partition make a stall open until the group's last poll of
-  anything (a group that stopped consuming is not stalled). Transactions: for a read_committed group
-  (some poll of it has `isolation` read_committed, or none recorded), a record of a committed transaction
-  waits from the later of its ack and the commit (the last stable offset moves at the commit), and a
+  anything (a group that stopped consuming is not stalled), or until the group's drain ended when it ended
+  behind (`group.drain` not ok: a client that stopped fetching is stalled to the end). Transactions: for a
+  read_committed group (some poll of it has `isolation` read_committed, or none recorded), a record of a committed
+  transaction waits from the later of its ack and the commit (the last stable offset moves at the commit), and a
   record of an aborted transaction, or of one whose outcome is unknown, never waits (it never becomes
   readable to it); a read_uncommitted group reads every record from its ack.
 
@@ -195,8 +196,8 @@ def python_write(ctx: CheckContext, outcomes: list[Outcome], send_min: Mapping[i
 
 def python_read(ctx: CheckContext, outcomes: list[Outcome], polls: list[Poll]) -> CheckResult:
     """`slo.read_unavailable` without Spark, from the acks (outcomes) and polls (`checks.slo.stalls`)."""
-    cells = cells_of(read_stalls(outcomes, polls, readable_to_committed(ctx.transactions)), ctx.faults.windows,
-                     key_of_read=True)
+    cells = cells_of(read_stalls(outcomes, polls, readable_to_committed(ctx.transactions), ctx.drains_behind),
+                     ctx.faults.windows, key_of_read=True)
     return _read_result(ctx, cells, len({p.who for p in polls}), lambda seqs: events_at(seqs, outcomes, polls))
 
 

@@ -156,6 +156,9 @@ def read_cells(ctx: CheckContext) -> tuple[list[Cell], int]:
         last[str(r["who"])] = max(last.get(str(r["who"]), float(r["last"])), float(r["last"]))
         if r["rc"]:
             committed.add(str(r["who"]))
+    for group, t in ctx.drains_behind.items():  # a drain that ended behind: its partitions waited until then
+        if group in last:
+            last[group] = max(last[group], t)
     gt = local_frame(
         spark,
         [(str(r["who"]), str(r["topic"]), float(r["g0"]["t"]), int(r["g0"]["seq"]), last[str(r["who"])],

@@ -190,14 +190,16 @@ def _write_stall(who: str, topic: str, partition: int, prev: tuple[float, int] |
     return Stall(who, topic, partition, start, end, until, start_seq, end_seq, n)
 
 
-def read_stalls(acks: Iterable[Outcome], polls: Iterable[Poll], readable_at: ReadableAt | None = None
-                ) -> Iterator[Stall]:
+def read_stalls(acks: Iterable[Outcome], polls: Iterable[Poll], readable_at: ReadableAt | None = None,
+                behind: Mapping[str, float] | None = None) -> Iterator[Stall]:
     """Per (group, topic, partition) of the topics the group polls, in (t, seq) order: acks raise the
     high watermark to offset+1, the group's polls its position. A stall ends at each poll P: from the
     previous poll (if records were already waiting then, i.e. high watermark > position) or else from the
     first ack after it above the position, to P.t; before the group's first poll of the partition, from
     the later of the group's first poll of the topic and the partition's first ack. Records still waiting
-    after the group's last poll of the partition: an open stall until the group's last poll of anything.
+    after the group's last poll of the partition: an open stall until the group's last poll of anything, or
+    until its drain's end when the drain ended behind (`behind`: group -> that time; a stuck client is stalled,
+    a group that stopped consuming is not).
 
     For a read_committed group (some poll of it reads committed records only) and `readable_at`, an ack
     counts at `readable_at(ack)` instead of its t (a committed transaction's record waits from the commit),
@@ -214,6 +216,9 @@ def read_stalls(acks: Iterable[Outcome], polls: Iterable[Poll], readable_at: Rea
         last_poll[p.who] = max(last_poll.get(p.who, p.t), p.t)
         if p.committed_only:
             committed_groups.add(p.who)
+    for group, t in (behind or {}).items():
+        if group in last_poll:
+            last_poll[group] = max(last_poll[group], t)
     readers: dict[str, list[str]] = defaultdict(list)
     for group, topic in first_poll:
         readers[topic].append(group)

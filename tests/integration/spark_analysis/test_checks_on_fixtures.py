@@ -155,16 +155,16 @@ def test_spark_and_reference_agree_on_fixtures(spark: Any, make_run: Any) -> Non
 
 def test_writes_beyond_a_group_behind_at_the_drains_end_are_unseen_on_both_paths(spark: Any, make_run: Any) -> None:
     """The healthy run with the polls of orders/0's last 3 acked writes taken out: after a drain that ended with
-    the group behind (`group.drain` not ok) they are unseen (lost_write unknown); with no such event, lost. The
-    in-process evaluator and Spark agree on both."""
+    the group behind (`group.drain` not ok) they are unseen (lost_write unknown); with no such event, lost; and
+    their read stall stays open until the drain's end. The in-process evaluator and Spark agree on each."""
     from spark_analysis.inprocess.evaluator import inprocess_checks
 
     events = scenario()
     tail = sorted((e for e in events if e["type"] == "ack" and e["partition"] == 0), key=lambda e: e["offset"])[-3:]
     unread = {e["value"] for e in tail}
     events = [e for e in events if not (e["type"] == "poll" and e.get("value") in unread)]
-    behind = {"t": events[-1]["t"] - 0.01, "wall": 1, "src": "group:audit", "type": "group.drain", "group": "audit",
-              "ok": False, "detail": "member 0: orders/0: read up to 3 short of the end"}
+    behind = {"t": events[-1]["t"] - 0.01, "wall": 1, "src": "group:billing", "type": "group.drain",
+              "group": "billing", "ok": False, "detail": "member 0: orders/0: read up to 3 short of the end"}
     cases = (("behind", [*events[:-1], behind, events[-1]], "unknown"), ("caught", events, "fail"))
     for name, history, status in cases:
         run_dir = make_run(f"drain-{name}", history)
@@ -172,6 +172,12 @@ def test_writes_beyond_a_group_behind_at_the_drains_end_are_unseen_on_both_paths
         (ref,) = [r for r in inprocess_checks(run_dir) if r.check_id == "delivery.lost_write"]
         assert (got.status, ref.status) == (status, status), (got.summary, ref.summary)
         assert got.summary == ref.summary and got.metrics["lost"] == (0 if status == "unknown" else 3)
+    # The read stall of the unread tail: open until the drain's end when the group ended behind (both paths).
+    run_dir = make_run("drain-read", [*events[:-1], behind, events[-1]])
+    got = verify_run(run_dir, spark=spark, write=False).by_id("slo.read_unavailable")
+    (ref,) = [r for r in inprocess_checks(run_dir) if r.check_id == "slo.read_unavailable"]
+    assert got.metrics["worst"][0] == ref.metrics["worst"][0] and got.summary == ref.summary
+    assert got.metrics["worst"][0]["key"] == "billing orders/0" and got.metrics["open_at_end"] >= 1
 
 
 def test_duplicate_is_reported_when_an_ack_of_the_duplicated_value_has_no_offset(spark: Any, make_run: Any) -> None:

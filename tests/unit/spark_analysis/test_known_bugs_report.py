@@ -38,3 +38,16 @@ def test_rows_count_failing_seeds_per_release_with_the_time_to_the_first_problem
     doc = json.loads(json_path.read_text())
     assert doc["bugs"]["KAFKA-1"] == {"affected": ["2/3"], "fixed": ["0/2"]} and doc["wall_s"] == 123.4
     assert "goal ≥ 4/5" in html_path.read_text()
+
+
+def test_a_client_bugs_rows_name_the_client_release_its_matrix_varies(tmp_path: Path) -> None:
+    dirs = []
+    for name, version, expect in (("a", "2.1.0", ["consumer.nonmonotonic_poll"]), ("f", "2.1.1", [])):
+        d = _run(tmp_path, name, "3.9.2", 1, expect, {c: 30.0 for c in expect})
+        info = json.loads((d / "run.json").read_text())
+        info.update(variant=f"client_version={version}",
+                    client={"name": "librdkafka", "library": "confluent-kafka", "version": version})
+        (d / "run.json").write_text(json.dumps(info))
+        dirs.append(d)
+    rows = {r.role: r.release for r in bug_rows(collect_bug_runs(dirs))}
+    assert rows == {AFFECTED: "librdkafka 2.1.0", FIXED: "librdkafka 2.1.1"}

@@ -168,6 +168,19 @@ def test_a_trailing_read_stall_is_open_until_the_groups_last_poll_not_the_end_of
     assert within.status == "pass", "4.04 s open at the last poll, not 15 s to the end"
 
 
+def test_a_trailing_read_stall_of_a_group_behind_at_its_drains_end_is_open_until_that_end(tmp_path: Path) -> None:
+    """A client that stopped fetching (librdkafka 2.2.0 after repeated leader moves): its group's drain ended
+    behind (`group.drain` not ok, at 15 s), so the records left waiting stall until then, not only until the
+    group's last poll (5.05 s here)."""
+    events = read_trailing_history()
+    end = next(e for e in events if e["type"] == "run.end")
+    drain = {"t": 15.0, "wall": end["wall"] - 5000, "src": "group:g1", "type": "group.drain", "group": "g1",
+             "ok": False, "detail": "member 0: orders/1: read up to 3, the leader's end 5"}
+    read = results(tmp_path, sorted([*events, drain], key=lambda e: e["t"]), stall_slo_run(read="5s"))[READ]
+    assert read.status == "fail", read.summary
+    assert worst(read)[0][:4] == ("g1 orders/1", "g1", 5.01, None) and worst(read)[0][4] == pytest.approx(9.99)
+
+
 def test_a_group_stops_counting_when_it_polls_nothing_of_a_topic(tmp_path: Path) -> None:
     """Writes to a topic the group never polls are no read stall."""
     h = ClientHistory()
