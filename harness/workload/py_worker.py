@@ -175,7 +175,7 @@ def main() -> int:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
     LIBRDKAFKA_LOGGER.addHandler(handler)
-    LIBRDKAFKA_LOGGER.setLevel(logging.INFO)
+    LIBRDKAFKA_LOGGER.setLevel(logging.DEBUG if client.get("debug") else logging.INFO)  # `debug` contexts log at 7
     cmd = Commands()
     threading.Thread(target=cmd.read, args=(sys.stdin,), name="commands", daemon=True).start()
     role = settings.get("worker.role")

@@ -95,7 +95,8 @@ def _read_start(s: Stall, ev: Mapping[str, Any]) -> str:
 WRITE = Spec("slo.write_unavailable", "write_unavailable", "partition", "without an acknowledged write",
              "producer", "still open at the end", _write_start, "stall end: acknowledged after {d:.3f}s")
 READ = Spec("slo.read_unavailable", "read_unavailable", "group partition", "received nothing while records waited",
-            "", "still waiting at the group's last poll", _read_start, "stall end: polled after {d:.3f}s")
+            "", "still waiting at the group's last poll, or at a drain it ended behind", _read_start,
+            "stall end: polled after {d:.3f}s")
 
 
 def _row(s: Stall, key: str) -> dict[str, Any]:

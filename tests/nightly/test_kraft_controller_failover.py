@@ -1,5 +1,7 @@
-"""experiments/kraft-controller-failover.yaml on Apache Kafka 4.x (process backend): the quorum leader is killed
-twice; each time a voter takes over at a higher epoch, no split brain, no acked write lost, every check passes."""
+"""Nightly (KAFKA_CHAOS_NIGHTLY=1, `make nightly`): experiments/kraft-controller-failover.yaml on Apache Kafka 4.x
+(process backend): the quorum leader is killed twice; each time a voter takes over at a higher epoch, no split
+brain, no acked write lost, every check passes. In `make test` a KRaft quorum leader's loss is
+tests/integration/process_backend/test_kraft_cluster.py and KAFKA-15489's corpus pair."""
 
 from __future__ import annotations
 
