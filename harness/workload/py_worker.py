@@ -10,6 +10,7 @@ ends the process at once. Transactional producers and pipelines are refused (`ha
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import logging
 import os
@@ -164,6 +165,7 @@ def run_member(settings: dict[str, str], client: dict[str, str], cmd: Commands) 
 
 
 def main() -> int:
+    faulthandler.enable()  # a crash in librdkafka prints every thread's Python stack to stderr: the run's clients.log
     lines = []
     for raw in sys.stdin:
         line = raw.rstrip("\n")
