@@ -22,9 +22,8 @@ from typing import Any, TextIO
 
 from harness.history.events import HistoryEvent
 from harness.workload.common import LIBRDKAFKA_LOGGER
+from harness.workload.worker import END_OF_SETTINGS, parse_settings
 
-END_OF_SETTINGS = "--end-of-settings--"
-"""As `harness.workload.worker.END_OF_SETTINGS` (not imported: the worker stays light to start)."""
 _DRAIN_REPORT_S = 0.5
 _CLOSE_TIMEOUT_S = 10.0
 _OUT_LOCK = threading.Lock()
@@ -43,30 +42,6 @@ def event_line(event: HistoryEvent) -> None:
         record.pop("wall", None)
         record["mono_ns"] = time.monotonic_ns()
     out(record)
-
-
-def unescape(text: str) -> str:
-    """A java.util.Properties key or value as `harness.workload.worker._escape` wrote it."""
-    chars, i = [], 0
-    while i < len(text):
-        ch = text[i]
-        if ch == "\\" and i + 1 < len(text):
-            i += 1
-            ch = {"n": "\n", "r": "\r", "t": "\t"}.get(text[i], text[i])
-        chars.append(ch)
-        i += 1
-    return "".join(chars)
-
-
-def parse_settings(lines: list[str]) -> dict[str, str]:
-    """`key=value` lines, separators escaped in keys and values (the only form the harness writes)."""
-    settings: dict[str, str] = {}
-    for line in lines:
-        i = 0
-        while i < len(line) and line[i] != "=":
-            i += 2 if line[i] == "\\" else 1
-        settings[unescape(line[:i])] = unescape(line[i + 1:])
-    return settings
 
 
 class Commands:

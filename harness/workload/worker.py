@@ -229,3 +229,27 @@ def _escape(text: str) -> str:
     for ch in "=: #!":
         out = out.replace(ch, "\\" + ch)
     return out
+
+
+def _unescape(text: str) -> str:
+    """A java.util.Properties key or value as `_escape` wrote it."""
+    chars, i = [], 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and i + 1 < len(text):
+            i += 1
+            ch = {"n": "\n", "r": "\r", "t": "\t"}.get(text[i], text[i])
+        chars.append(ch)
+        i += 1
+    return "".join(chars)
+
+
+def parse_settings(lines: list[str]) -> dict[str, str]:
+    """`key=value` lines, separators escaped in keys and values (the only form the harness writes)."""
+    settings: dict[str, str] = {}
+    for line in lines:
+        i = 0
+        while i < len(line) and line[i] != "=":
+            i += 2 if line[i] == "\\" else 1
+        settings[_unescape(line[:i])] = _unescape(line[i + 1:])
+    return settings

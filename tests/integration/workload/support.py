@@ -135,3 +135,42 @@ def one_broker(workdir: Path, **extra: str) -> Iterator[ProcessCluster]:
         "group.min.session.timeout.ms": "1000", **extra})
     with ProcessBackend(broker=APACHE_KAFKA).up(spec, workdir) as cluster:
         yield cluster
+
+
+def kill_one_of_two_members(bootstrap: str, events: Events, topic: str, new_member: Callable[..., Any],
+                            feed: Any) -> None:
+    """A range group `g-<topic>` of 2 members (made by `new_member`) reads `topic` (4 partitions) while `feed` (a
+    producer workload) writes to it; once they own 2 partitions each, member 1 is SIGKILLed; once member 0 owns
+    all 4, the feed stops and drains and the group drains (asserted complete). Then it asserts what a killed
+    member means whatever the client: member 0's generations only grow; member 1 revoked nothing after the kill;
+    its partitions moved to member 0 after the (2 s) session timeout, not at once; member 0's commits carry its
+    generations; every acked record was polled at its offset; no worker crashed."""
+    from harness.workload.consumer import ConsumerGroupWorkload
+
+    group = ConsumerGroupWorkload(bootstrap, events, group=f"g-{topic}", topics=[topic], members=2, strategy="range",
+                                  commit="sync", extra_config=CLASSIC, new_member=new_member)
+    with group, feed:
+        group.start()
+        feed.start()
+        wait_until(lambda: sorted(len(a) for a in group.assignments().values()) == [2, 2], 60.0,
+                   "2 members owning 2 partitions each", group.assignments)
+        killed_at = time.time() * 1000
+        group.kill_member(1)
+        wait_until(lambda: len(group.assignments().get(0, ())) == 4, 60.0, "member 0 owns all", group.assignments)
+        feed.stop()
+        feed.drain(10.0)
+        group.drain(30.0)
+        assert group.last_drain_complete, str(group.drain_report())
+    first, second = f"g-{topic}/0", f"g-{topic}/1"
+    gens = [e["generation"] for e in events.of("assign", consumer=first)]
+    assert all(isinstance(g, int) for g in gens) and gens == sorted(gens) and len(set(gens)) == len(gens) >= 2
+    assert not [e for e in events.of("revoke", consumer=second) if e["wall"] >= killed_at]
+    moved = [e for e in events.of("assign", consumer=first) if e["wall"] > killed_at]
+    assert moved and moved[0]["wall"] - killed_at >= 1000  # after the 2 s session timeout, not at once
+    commits = events.of("commit", consumer=first)
+    assert commits and all(c["generation"] in gens and c["member"] for c in commits)
+    polled = {(e["partition"], e["offset"]): e["value"] for e in events.of("poll")}
+    unread = {(a["partition"], a["offset"]) for a in events.of("ack")} - set(polled)
+    assert not unread, sorted(unread)[:5]
+    assert {(e["partition"], e["offset"]): e["value"] for e in events.of("ack")}.items() <= polled.items()
+    assert not events.of("client.crash")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from collections import defaultdict
 from collections.abc import Iterator
 
@@ -18,9 +17,15 @@ from harness.cluster.process import ProcessCluster
 from harness.errors import TeardownError
 from harness.install.java_client import JavaClient
 from harness.workload.common import WorkloadError, txn_abort_drawn
-from harness.workload.consumer import ConsumerGroupWorkload
 from harness.workload.java_client import WorkerMember, WorkerProducerWorkload, WorkerTransactions, java_client
-from tests.integration.workload.support import CLASSIC, Events, create_topic, one_broker, read_back, wait_until
+from tests.integration.workload.support import (
+    Events,
+    create_topic,
+    kill_one_of_two_members,
+    one_broker,
+    read_back,
+    wait_until,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -37,13 +42,6 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
 @pytest.fixture(scope="module")
 def client(kafka: ProcessCluster) -> JavaClient:
     return java_client(kafka.flavour.version)
-
-
-def group_of(kafka: ProcessCluster, client: JavaClient, events: Events, topic: str, members: int,
-             ) -> ConsumerGroupWorkload:
-    return ConsumerGroupWorkload(kafka.bootstrap_servers, events, group=f"g-{topic}", topics=[topic], members=members,
-                                 strategy="range", commit="sync", extra_config=CLASSIC,
-                                 new_member=lambda **kw: WorkerMember(client=client, **kw))
 
 
 def test_java_producer_acks_carry_the_offsets_the_records_were_written_at_on_apache_kafka(
@@ -78,30 +76,9 @@ def test_java_group_records_generations_commits_and_a_killed_members_partitions_
     polled at its offset, and commits carry the generation they were made in."""
     create_topic(kafka.bootstrap_servers, "jgroup", 4)
     events = Events()
-    with group_of(kafka, client, events, "jgroup", 2) as group, WorkerProducerWorkload(
-            kafka.bootstrap_servers, events, client=client, producer_id="jfeed", topic="jgroup", rate=100) as feed:
-        group.start()
-        feed.start()
-        wait_until(lambda: sorted(len(a) for a in group.assignments().values()) == [2, 2], 60.0,
-                   "2 members owning 2 partitions each", group.assignments)
-        killed_at = time.time() * 1000
-        group.kill_member(1)
-        wait_until(lambda: len(group.assignments().get(0, ())) == 4, 60.0, "member 0 owns all", group.assignments)
-        feed.stop()
-        feed.drain(10.0)
-        group.drain(30.0)
-        assert group.last_drain_complete, str(group.drain_report())
-    gens = [e["generation"] for e in events.of("assign", consumer="g-jgroup/0")]
-    assert all(isinstance(g, int) for g in gens) and gens == sorted(gens) and len(set(gens)) == len(gens) >= 2
-    assert not [e for e in events.of("revoke", consumer="g-jgroup/1") if e["wall"] >= killed_at]
-    moved = [e for e in events.of("assign", consumer="g-jgroup/0") if e["wall"] > killed_at]
-    assert moved and moved[0]["wall"] - killed_at >= 1000  # after the 2 s session timeout, not at once
-    commits = events.of("commit", consumer="g-jgroup/0")
-    assert commits and all(c["generation"] in gens and c["member"] for c in commits)
-    acked = {(e["partition"], e["offset"]): e["value"] for e in events.of("ack")}
-    polled = {(e["partition"], e["offset"]): e["value"] for e in events.of("poll")}
-    assert acked.items() <= polled.items()
-    assert not events.of("client.crash")
+    kill_one_of_two_members(kafka.bootstrap_servers, events, "jgroup", lambda **kw: WorkerMember(client=client, **kw),
+                            WorkerProducerWorkload(kafka.bootstrap_servers, events, client=client, producer_id="jfeed",
+                                                   topic="jgroup", rate=100))
 
 
 def test_a_java_worker_killed_from_outside_is_a_client_crash_and_its_close_says_so_on_apache_kafka(

@@ -111,3 +111,13 @@ def test_a_running_worker_has_a_leftover_record_and_loses_it_when_reaped() -> No
     assert records.get(worker.pid) == "worker:producer:rec"
     worker.kill()
     assert worker.pid not in {r.pid for r in worker_module._registry().registered()}
+
+
+def test_the_settings_a_worker_is_sent_read_back_as_they_were_written() -> None:
+    """The pinned librdkafka's worker reads the java.util.Properties text the relay writes (`_escape`): separators,
+    backslashes and line breaks in keys and values survive."""
+    from harness.workload.worker import _escape, parse_settings
+
+    settings = {"client.sasl.jaas.config": 'a=b c:d #e !f \\g', "worker.topics": "t1,t2", "x\ny": "multi\nline\r"}
+    lines = [f"{_escape(k)}={_escape(v)}" for k, v in settings.items()]
+    assert parse_settings(lines) == settings
