@@ -41,9 +41,10 @@ def tested_versions(run_dir: Path) -> str:
     v = info.get("versions") or {}
     client = info.get("client") or {}
     java = client.get("name") == "java"
-    librdkafka = client.get("version") if client.get("name") == "librdkafka" else None
+    # the run's client release (a pinned one), else the librdkafka the harness ran (histories before `client`)
+    librdkafka = (client.get("version") if client.get("name") == "librdkafka" else None) or v.get("librdkafka")
     parts = [(info.get("broker") or {}).get("describe"),
              v.get("harness") and f"kafka-chaos {v['harness']}",
              f"Java client kafka-clients {client.get('version')}" if java else
-             (librdkafka or v.get("librdkafka")) and f"librdkafka {librdkafka or v['librdkafka']}", v.get("java")]
+             librdkafka and f"librdkafka {librdkafka}", v.get("java")]
     return ", ".join(str(p) for p in parts if p) + f"; {where}"

@@ -65,12 +65,11 @@ class JavaClient:
     classes: Path
     libs: tuple[Path, ...]
     home: Path
+    kind = "java"
 
     @property
     def classpath(self) -> str:
         return ":".join([str(self.classes), *(str(j) for j in self.libs)])
-
-    kind = "java"
 
     def argv(self) -> list[str]:
         """The worker's command line."""

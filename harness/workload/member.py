@@ -397,7 +397,7 @@ class Member:
                 if high < 0:
                     self.last_check_error = f"{key[0]}/{key[1]}: no high watermark fetched yet"
                     return False
-                read = max(self._positions.get(key, -1), self._committed.get(key, -1), self._position(consumer, key))
+                read = self._read_up_to(consumer, key)
                 if high > low and read < high:
                     self.last_check_error = f"{key[0]}/{key[1]}: read up to {read}, high watermark {high}"
                     return False
@@ -411,22 +411,21 @@ class Member:
         fetching (a stuck client) keeps an old one, or none but an empty partition's, and would look read to the end
         (librdkafka 2.3.0 never fetched a partition whose first metadata said UNKNOWN_TOPIC_OR_PART). So a check
         that passes on the cached values is confirmed against the leaders' ends (ListOffsets), as the Java worker's
-        `endOffsets`."""
-        if not owned:
-            self.last_check_error = None
-            return True
-        try:  # one ListOffsets per leader for every partition: timestamp -1 asks for the end (the LSO under
+        `endOffsets`. What the client raises, `_check_caught_up` reports."""
+        if owned:  # one ListOffsets per leader for every partition: timestamp -1 asks for the end (the LSO under
             # read_committed, the isolation level the client sends)
             ends = consumer.offsets_for_times([confluent_kafka.TopicPartition(t, p, -1) for t, p in owned],
                                               timeout=2.0)
             for end in ends:
                 key = (end.topic, end.partition)
-                read = max(self._positions.get(key, -1), self._committed.get(key, -1), self._position(consumer, key))
+                read = self._read_up_to(consumer, key)
                 if end.offset > 0 and read < end.offset:
                     self.last_check_error = f"{key[0]}/{key[1]}: read up to {read}, the leader's end {end.offset}"
                     return False
-            self.last_check_error = None
-            return True
-        except confluent_kafka.KafkaException as exc:
-            self.last_check_error = str(exc)
-            return False
+        self.last_check_error = None
+        return True
+
+    def _read_up_to(self, consumer: confluent_kafka.Consumer, key: TopicPartitionKey) -> int:
+        """How far this member has read `key`: its own polls, the committed offset of a partition handed over
+        already consumed, or librdkafka's position, whichever is furthest."""
+        return max(self._positions.get(key, -1), self._committed.get(key, -1), self._position(consumer, key))

@@ -29,11 +29,11 @@ _CLOSE_TIMEOUT_S = 10.0
 _OUT_LOCK = threading.Lock()
 
 
-def out(record: dict[str, Any], stream: TextIO | None = None) -> None:
+def out(record: dict[str, Any]) -> None:
     line = json.dumps(record, default=str, separators=(",", ":"))
     with _OUT_LOCK:
-        (stream or sys.stdout).write(line + "\n")
-        (stream or sys.stdout).flush()
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
 
 
 def event_line(event: HistoryEvent) -> None:
@@ -95,14 +95,15 @@ def run_producer(settings: dict[str, str], client: dict[str, str], cmd: Commands
                                 value_base=int(settings.get("worker.value_base", "0")), extra_config=config)
     producer.start()
     ctl("ready")
-    paused = False
+    paused = stopped = False
     while not cmd.closing.is_set():
         cmd.changed.wait(0.05)
         cmd.changed.clear()
         if cmd.paused is not None and cmd.paused != paused:
             paused = cmd.paused
             (producer.pause if paused else producer.resume)()
-        if cmd.stopped.is_set():
+        if cmd.stopped.is_set() and not stopped:
+            stopped = True
             producer.stop()
         if cmd.drain_ms is not None:
             ms, cmd.drain_ms = cmd.drain_ms, None
@@ -172,7 +173,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.stdout.reconfigure(line_buffering=False)  # type: ignore[union-attr]
     code = main()
     sys.stdout.flush()
     os._exit(code)
