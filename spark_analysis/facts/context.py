@@ -152,18 +152,22 @@ class CheckContext:
         history's run.end (`spark_analysis.facts.completion.incompleteness`)."""
         return incompleteness(self.run, self.rows(*ENDING_TYPES)) is None
 
+    def _drains_ended_behind(self) -> list[Row]:
+        """The `group.drain` events that say the group was still behind (not ok)."""
+        return [r for r in self.rows("group.drain") if r.get("ok") is False]
+
     @property
     def drains_behind(self) -> dict[str, float]:
         """Per group whose drain ended behind (`group.drain` not ok): when it ended. Its consumers were still
         expected to read there, so a partition of it left waiting stalls until then (`slo.read_unavailable`)."""
-        return {str(r["group"]): float(r["t"]) for r in self.rows("group.drain")
-                if r.get("ok") is False and r.get("group") is not None and r.get("t") is not None}
+        return {str(r["group"]): float(r["t"]) for r in self._drains_ended_behind()
+                if r.get("group") is not None and r.get("t") is not None}
 
     @property
     def drained(self) -> bool:
         """Whether the consumers read everything there was to read: the run completed and no group's drain ended
         behind (`group.drain` not ok). Only then is an acked write no consumer polled lost rather than unread."""
-        return self.completed and all(r.get("ok") is not False for r in self.rows("group.drain"))
+        return self.completed and not self._drains_ended_behind()
 
 
 def spark_context(

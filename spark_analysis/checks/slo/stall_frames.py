@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
 from spark_analysis.checks.shared.txn_frames import committed_only_column, with_txn_outcome
-from spark_analysis.checks.slo.stalls import Cell, Stall, read_key, write_key
+from spark_analysis.checks.slo.stalls import Cell, Stall, open_until, read_key, write_key
 from spark_analysis.facts.context import CheckContext
 from spark_analysis.facts.faults import ATTRIBUTION_GRACE_S, FaultWindow
 from spark_analysis.facts.transactions import COMMITTED
@@ -156,9 +156,7 @@ def read_cells(ctx: CheckContext) -> tuple[list[Cell], int]:
         last[str(r["who"])] = max(last.get(str(r["who"]), float(r["last"])), float(r["last"]))
         if r["rc"]:
             committed.add(str(r["who"]))
-    for group, t in ctx.drains_behind.items():  # a drain that ended behind: its partitions waited until then
-        if group in last:
-            last[group] = max(last[group], t)
+    open_until(last, ctx.drains_behind)
     gt = local_frame(
         spark,
         [(str(r["who"]), str(r["topic"]), float(r["g0"]["t"]), int(r["g0"]["seq"]), last[str(r["who"])],

@@ -190,6 +190,15 @@ def _write_stall(who: str, topic: str, partition: int, prev: tuple[float, int] |
     return Stall(who, topic, partition, start, end, until, start_seq, end_seq, n)
 
 
+def open_until(last_poll: dict[str, float], behind: Mapping[str, float]) -> None:
+    """Where each group's open read stalls end, in place: at its last poll of anything (a group that stopped
+    consuming is not stalled), or at the end of its drain when that drain ended behind (`behind`: group -> the
+    drain's end; a client that stopped fetching is). Both paths (this module's and `stall_frames`) end them here."""
+    for group, t in behind.items():
+        if group in last_poll:
+            last_poll[group] = max(last_poll[group], t)
+
+
 def read_stalls(acks: Iterable[Outcome], polls: Iterable[Poll], readable_at: ReadableAt | None = None,
                 behind: Mapping[str, float] | None = None) -> Iterator[Stall]:
     """Per (group, topic, partition) of the topics the group polls, in (t, seq) order: acks raise the
@@ -216,9 +225,7 @@ def read_stalls(acks: Iterable[Outcome], polls: Iterable[Poll], readable_at: Rea
         last_poll[p.who] = max(last_poll.get(p.who, p.t), p.t)
         if p.committed_only:
             committed_groups.add(p.who)
-    for group, t in (behind or {}).items():
-        if group in last_poll:
-            last_poll[group] = max(last_poll[group], t)
+    open_until(last_poll, behind or {})
     readers: dict[str, list[str]] = defaultdict(list)
     for group, topic in first_poll:
         readers[topic].append(group)
