@@ -110,10 +110,6 @@ def read_workload(f: Fields, raw: object) -> WorkloadSpec | None:
             consumers.append(ConsumerSpec(group, topics, members, strategy, commit, frozen_map(config),  # type: ignore[arg-type]
                                           isolation))
     pipelines = _pipelines(f, m.get("pipelines"), txn_ids, {p.id for p in producers}, groups)
-    if client == "librdkafka" and client_version is not None and (pipelines or any(p.transactions for p in producers)):
-        f.error(("workload", "client_version"), "a pinned librdkafka runs plain and idempotent producers and consumer "
-                "groups (its worker has no transactional role yet)", client_version,
-                "leave client_version out for transactions and pipelines on the installed confluent-kafka")
     if len(f.problems) != before:
         return None
     return WorkloadSpec(tuple(producers), tuple(consumers), pipelines, client, client_version)

@@ -1,8 +1,8 @@
 """The workloads out of process: on the Java client (`workload.client: java`): producers (plain, idempotent,
 transactional), read-process-write pipelines and consumer-group members, each one worker process
 (`harness.workload.worker`) running the `java/` worker (`kafkachaos.Worker`) on kafka-clients of the chosen version;
-on a pinned librdkafka (`client: librdkafka` with a `client_version`): producers and members, each one
-`py_worker` process on that confluent-kafka. Both are a `WorkerClient`; the classes below drive either.
+on a pinned librdkafka (`client: librdkafka` with a `client_version`): the same, each one `py_worker` process on
+that confluent-kafka. Both are a `WorkerClient`; the classes below drive either.
 
 They record the events the librdkafka workloads record, with the same fields (the worker writes them; see its
 source for where each field comes from in the Java client), and offer the same controls: a producer's pause, resume
@@ -101,7 +101,8 @@ def client_properties(config: Mapping[str, Any], kind: str = "java") -> dict[str
 
 @dataclass(frozen=True, slots=True)
 class WorkerTransactions:
-    """A Java producer's transactions (the worker's `TxnProducerRole`), as `TransactionalProducerWorkload`'s."""
+    """A worker producer's transactions (the Java worker's `TxnProducerRole`; `py_worker`'s `TxnSession`), as
+    `TransactionalProducerWorkload`'s."""
 
     transactional_id: str
     records: int = 10
@@ -112,7 +113,8 @@ class WorkerTransactions:
 
 @dataclass(frozen=True, slots=True)
 class WorkerPipeline:
-    """A read-process-write pipeline on the Java client (the worker's `PipelineRole`), as `PipelineWorkload`: it
+    """A read-process-write pipeline in a worker (the Java worker's `PipelineRole`; `py_worker`'s `PipelineSession`),
+    as `PipelineWorkload`: it
     consumes `input_topic` as `group` and writes each record to the producer's topic in its transactions."""
 
     group: str
@@ -133,9 +135,6 @@ class WorkerProducerWorkload:
             raise WorkloadConfigError(who, "rate", rate, "messages per second > 0")
         if idempotence and acks != "all":
             raise WorkloadConfigError(who, "acks", acks, "'all' when idempotence is on (the Java client requires it)")
-        if transactions is not None and client.kind != "java":
-            raise WorkloadConfigError(who, "transactions", transactions,
-                                      "the Java client (a pinned librdkafka's worker runs no transactions)")
         if transactions is not None and (acks != "all" or not idempotence):
             raise WorkloadConfigError(who, "transactions", transactions, "acks 'all' with idempotence")
         self.name = f"producer:{producer_id}"

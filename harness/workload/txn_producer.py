@@ -74,6 +74,13 @@ def _error_of(exc: BaseException) -> confluent_kafka.KafkaError:
         confluent_kafka.KafkaError._FAIL, str(exc))
 
 
+def give_up(client: confluent_kafka.Producer) -> None:
+    """A fenced client gives up what it holds: purged (recorded as unknown), its reports served for a second."""
+    with contextlib.suppress(Exception, *CLIENT_RAISES):
+        client.purge(in_queue=True, in_flight=True, blocking=False)
+        client.flush(1.0)
+
+
 def is_fence(err: confluent_kafka.KafkaError) -> bool:
     """Whether a fatal error fenced the producer: its epoch is stale (librdkafka's `_FENCED`; its error callback
     reports it as `_FATAL` with the reason in the text)."""
@@ -161,37 +168,45 @@ class TransactionalProducerWorkload(ProducerWorkload):
 
     def _zombie_restart(self, timeout_s: float) -> str:
         with self._lifecycle:
-            self._abandon = True
-            try:
-                old = self._halt_sender()
-            finally:
-                self._abandon = False
-            if self._abandoned is None:  # it stopped between transactions: the zombie opens one
-                self._begin(old)
-                self._abandoned, self._open = self._open, None
-            assert self._abandoned is not None
-            txn = self._abandoned[0]
-            self._open = self._abandoned  # one record the coordinator has seen, so the transaction is ongoing
-            self._send_one(old, 0 if self._partitions else None)
-            self._open = None
-            old.flush(timeout_s)
+            old, txn = self.hold_open(timeout_s)
             self._fenced.clear()
             self._new_session()
         try:
             if not self._fenced.wait(timeout_s):
                 return (f"session {self.sessions}: its init_transactions did not succeed within {timeout_s:g}s, so "
                         f"the zombie (transaction {txn}) wrote nothing")
-            outcome, n = self._zombie_writes(old, txn)
+            outcome, n = self.zombie_writes(old, txn)
         finally:
-            with contextlib.suppress(Exception, *CLIENT_RAISES):
-                old.purge(in_queue=True, in_flight=True, blocking=False)
-                old.flush(1.0)
+            give_up(old)
             del old
         return (f"session {self.sessions}: the old client, fenced with transaction {txn} open, wrote {n} more "
                 f"records and its commit was {outcome}")
 
-    def _zombie_writes(self, old: confluent_kafka.Producer, txn: int) -> tuple[str, int]:
-        """The fenced client writes into its open transaction and commits; (what Kafka answered, records)."""
+    def hold_open(self, timeout_s: float) -> tuple[confluent_kafka.Producer, int]:
+        """A zombie restart's first half (the lifecycle lock held, or no other caller: a worker's session): the
+        sender thread halted with a transaction left open (one opened if it stopped between transactions), one
+        more record in it that the coordinator has seen, so the transaction is ongoing, and everything delivered
+        within `timeout_s`; (the old client, that transaction). The transaction is `_abandoned`: a next session's
+        init_transactions aborts it."""
+        self._abandon = True
+        try:
+            old = self._halt_sender()
+        finally:
+            self._abandon = False
+        if self._abandoned is None:
+            self._begin(old)
+            self._abandoned, self._open = self._open, None
+        assert self._abandoned is not None
+        self._open = self._abandoned
+        self._send_one(old, 0 if self._partitions else None)
+        self._open = None
+        old.flush(timeout_s)
+        return old, self._abandoned[0]
+
+    def zombie_writes(self, old: confluent_kafka.Producer, txn: int) -> tuple[str, int]:
+        """A zombie restart's second half, once a new session has fenced `old`: the fenced client writes `records`
+        more records into its open transaction `txn` and commits; `txn.zombie` records Kafka's answer; (that
+        answer, records written)."""
         self._zombie, self._zombie_error = (threading.current_thread(), txn), None
         sent = 0
         try:
@@ -263,9 +278,7 @@ class TransactionalProducerWorkload(ProducerWorkload):
         """After a fence: the fenced client gives up what it holds (recorded as unknown) and a new one takes over."""
         old = self._producer
         if old is not None:
-            with contextlib.suppress(Exception):
-                old.purge(in_queue=True, in_flight=True, blocking=False)
-                old.flush(1.0)
+            give_up(old)
         del old
         self._new_client()
         self._fence = None

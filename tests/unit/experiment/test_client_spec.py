@@ -66,12 +66,12 @@ def test_a_confluent_kafka_release_without_a_wheel_for_the_python_is_refused_wit
         check_librdkafka_version("2.16.1", "cp315")
 
 
-def test_a_pinned_librdkafka_refuses_transactions_with_the_reason() -> None:
+def test_a_pinned_librdkafka_runs_transactional_producers_pipelines_and_zombie_restarts() -> None:
     text = BASE.replace("CLIENT", "client_version: '2.1.0'").replace(
         "    - {id: p, topic: t}\n", "    - {id: p, topic: t}\n    - {id: tx, topic: t, transactions: {}}\n")
-    with pytest.raises(ValidationError, match="its worker has no transactional role yet") as err:
-        load_experiment_text(text, "c.yaml")
-    assert "c.yaml:5" in str(err.value)
+    assert load_experiment_text(text, "c.yaml").workload.producers[1].transactions is not None
+    zombie = text + "schedule:\n  - {at: 5s, action: restart_producer, producer: tx, zombie: true}\n"
+    assert load_experiment_text(zombie, "c.yaml").operations[0].zombie
 
 
 def test_the_java_client_runs_transactional_producers_and_their_zombie_restarts() -> None:
