@@ -24,7 +24,7 @@ KNOWN_BUGS_SEEDS ?= 1 2 3
 KNOWN_BUGS_OUT ?= runs/known-bugs
 KNOWN_BUGS_ARGS ?=
 
-.PHONY: demo test nightly known-bugs lint unit integration java faketime kafka toxiproxy spark-archive venv podman clean
+.PHONY: demo test nightly known-bugs lint unit integration java faketime fuse kafka toxiproxy spark-archive venv podman clean
 
 venv: $(STAMP)
 
@@ -50,6 +50,15 @@ faketime:
 	  || { $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq libfaketime >/dev/null; } \
 	  || echo "libfaketime could not be installed: clock_skew needs it"; }
 
+# fuse3 and libfuse3 (Debian), which the power-loss filesystem (harness/cluster/lazyfs_daemon.py, mfusepy) mounts
+# with. Best effort: without them a power_loss run fails at start saying what is missing, and so does its test.
+fuse:
+	-@ls /usr/lib/*/libfuse3.so.3 >/dev/null 2>&1 && command -v fusermount3 >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get install -y -qq fuse3 >/dev/null 2>&1 \
+	  || { $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq fuse3 >/dev/null; } \
+	  || echo "fuse3 could not be installed: power_loss needs it"; }
+
 # Apache Kafka $(KAFKA) into the cache (KAFKA_HOME, the Apache tarball or Maven Central; cached after the
 # first time). Best effort: where no source works the reason is printed, and the Apache Kafka tests skip
 # with it (the demo then fails naming every source tried).
@@ -71,7 +80,7 @@ demo: venv java kafka spark-archive
 	$(VENV)/bin/kafka-chaos run $(DEMO) --backend $(BACKEND)
 
 # Every experiment x NIGHTLY_SEEDS into $(NIGHTLY_OUT)/<date>/, then $(NIGHTLY_OUT)/trend.html (docs/nightly-ci.md).
-nightly: venv java faketime spark-archive
+nightly: venv java faketime fuse spark-archive
 	$(PY) -m harness.nightly $(NIGHTLY_EXPERIMENTS) --seeds $(NIGHTLY_SEEDS) --backend $(BACKEND) --out $(NIGHTLY_OUT) $(NIGHTLY_ARGS)
 
 # The known-bugs corpus: every experiments/known-bugs/ file (a real Kafka bug) on its affected and its fixed
@@ -89,7 +98,7 @@ lint: venv
 	$(VENV)/bin/ruff check harness spark_analysis tests benchmarks
 	$(VENV)/bin/mypy
 
-test: venv java kafka toxiproxy faketime spark-archive lint podman
+test: venv java kafka toxiproxy faketime fuse spark-archive lint podman
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15 $(PYTEST_ARGS)
 
 unit: venv

@@ -51,7 +51,7 @@ def _frozen_map(data: Mapping[str, str] | None = None) -> Mapping[str, str]:
 
 
 ClusterMode = Literal["zookeeper", "kraft"]
-RUN_FIELDS = ("cluster_id", "ready_timeout_s", "fake_clocks")
+RUN_FIELDS = ("cluster_id", "ready_timeout_s", "fake_clocks", "lazy_fs")
 """The `ClusterSpec` fields a run sets (from its seed, workload and schedule: `harness.engine.runner.cluster_spec`);
 every other field is the cluster's shape, read from `cluster:` or the `chaos_cluster` marker."""
 
@@ -91,6 +91,10 @@ class ClusterSpec:
     """Each broker and KRaft controller runs under libfaketime, so that `clock_skew` can step its wall clock (set by
     the run when its schedule has a clock_skew fault, not a `cluster:` key; process backend;
     `harness.cluster.clocks`)."""
+    lazy_fs: bool = False
+    """Each broker's and KRaft controller's log directories are on a filesystem that keeps only what was fsynced
+    across a power loss (`harness.cluster.lazyfs`, FUSE), so that `power_loss` can lose the rest (set by the run when
+    its schedule has a power_loss fault, not a `cluster:` key; process backend, as root)."""
     log_dirs: int = 1
     """`cluster.log_dirs`: log directories per broker (and KRaft controller), Kafka's JBOD (KIP-112)."""
     log_dir_mb: int = 0
@@ -202,6 +206,27 @@ class DiskControl(Protocol):
     def fill_disk(self, node: NodeId, directory: int = 0) -> int: ...  # later writes there fail (ENOSPC)
 
     def free_disk(self, node: NodeId, directory: int = 0) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class UnsyncedLoss:
+    """What a power loss took from one node's log directories: the bytes each file lost (its unsynced writes, by
+    path under the node's home) and the entries removed (created or renamed since their directory's last fsync)."""
+
+    lost: Mapping[str, int]
+    removed: tuple[str, ...]
+
+    @property
+    def lost_bytes(self) -> int:
+        return sum(self.lost.values())
+
+
+@runtime_checkable
+class PowerControl(Protocol):
+    """What a cluster whose log directories keep only fsynced writes across a crash (`ClusterSpec.lazy_fs`) offers
+    the power_loss fault."""
+
+    def power_loss(self, node: NodeId) -> UnsyncedLoss: ...  # SIGKILL, then every write not fsynced is gone
 
 
 @runtime_checkable

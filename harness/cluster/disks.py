@@ -1,6 +1,8 @@
-"""Size-limited log directories for disk faults (process backend): with `cluster.log_dir_mb: N`, each Kafka node's
-log directory is a tmpfs of N MB (mount(8); root), which the `disk_full` fault fills so that every later write
-fails with ENOSPC, and frees again at the heal.
+"""Log directories for disk faults (process backend): with `cluster.log_dir_mb: N`, each Kafka node's log directory
+is a tmpfs of N MB (mount(8); root), which the `disk_full` fault fills so that every later write fails with ENOSPC,
+and frees again at the heal. With `ClusterSpec.lazy_fs` (a run with a `power_loss` fault), each log directory is a
+FUSE mount of `harness.cluster.lazyfs` over `<dir>.disk` (itself the tmpfs, with log_dir_mb), which tracks fsyncs so
+that a power loss can undo every write that was not synced.
 
 Owns the mounts and their records. Every mount is recorded before it is made, as `mount-<owner pid>-<n>.mount`
 (JSON) in the leftovers directory (`harness.cluster.leftovers`), and unmounted at teardown. A mount whose owner is
@@ -17,12 +19,16 @@ import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psutil
 
 from harness.cluster.base import NodeId
 from harness.cluster.owners import owner_alive, this_owner
 from harness.errors import BackendError
+
+if TYPE_CHECKING:
+    from harness.cluster.lazyfs import LazyFs
 
 FILLER = ".kafka-chaos-disk-full"
 """The file `fill` writes into a log directory (Kafka loads only sub-directories of a log dir, so it ignores it)."""
@@ -36,6 +42,11 @@ def kafka_log_dirs(workdir: Path, node: NodeId, count: int = 1) -> tuple[Path, .
     log."""
     home = workdir / (f"controller-{node.id}" if node.role == "controller" else f"broker-{node.id}")
     return tuple(home / ("data" if i == 0 else f"data-{i}") for i in range(max(1, count)))
+
+
+def backing_dir(data: Path) -> Path:
+    """Where a log directory on the power-loss filesystem keeps its contents: `<dir>.disk`, beside it."""
+    return data.with_name(data.name + ".disk")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,33 +87,63 @@ class LogDirMounts:
     def __init__(self, records: Path) -> None:
         self._records = records
         self._mounted: dict[Path, Path] = {}  # mount point -> its record file
+        self._lazy: dict[Path, LazyFs] = {}
         self._owner = this_owner()
 
     def mount(self, path: Path, size_mb: int) -> None:
         """Mount a tmpfs of `size_mb` MB at `path` (created if missing)."""
+        path = self._record(path, "cluster.log_dir_mb puts each log directory on a tmpfs of its own",
+                            "remove log_dir_mb and the disk faults")
+        try:
+            _run(["mount", "-t", "tmpfs", "-o", f"size={int(size_mb)}m,mode=0755", "kafka-chaos", str(path)],
+                 f"log directory {path}")
+        except BackendError:
+            self._mounted.pop(path).unlink(missing_ok=True)
+            raise
+
+    def mount_lazy(self, path: Path, backing: Path) -> None:
+        """Mount the power-loss filesystem at `path`, its contents in `backing` (both created if missing)."""
+        from harness.cluster.lazyfs import LazyFs
+
+        path = self._record(path, "a power_loss fault puts each log directory on a FUSE filesystem of its own",
+                            "remove the power_loss faults")
+        backing.mkdir(parents=True, exist_ok=True)
+        fs = LazyFs(backing, path, self._records / f"lazyfs-{self._owner[0]}-{len(self._mounted)}.sock")
+        try:
+            fs.start()
+        except BackendError:
+            self._mounted.pop(path).unlink(missing_ok=True)
+            raise
+        self._lazy[path] = fs
+
+    def lazy(self, path: Path) -> LazyFs:
+        """The power-loss filesystem mounted at `path`."""
+        fs = self._lazy.get(path.resolve())
+        if fs is None:
+            raise BackendError(f"{path} is not on the power-loss filesystem (the run has no power_loss fault)")
+        return fs
+
+    def _record(self, path: Path, why: str, instead: str) -> Path:
+        """Check for root, create `path` and record the mount about to be made there; the resolved path."""
         if os.geteuid() != 0:
-            raise BackendError(f"cluster.log_dir_mb puts each log directory on a tmpfs of its own, which needs "
-                               f"root to mount (uid {os.geteuid()}); run as root, or remove log_dir_mb and the "
-                               f"disk faults")
+            raise BackendError(f"{why}, which needs root to mount (uid {os.geteuid()}); run as root, or {instead}")
         path = path.resolve()
         path.mkdir(parents=True, exist_ok=True)
         record = self._records / f"mount-{self._owner[0]}-{len(self._mounted)}.mount"
         self._records.mkdir(mode=0o700, parents=True, exist_ok=True)
         record.write_text(MountRecord(str(path), *self._owner).to_json(), encoding="utf-8")
-        try:
-            _run(["mount", "-t", "tmpfs", "-o", f"size={int(size_mb)}m,mode=0755", "kafka-chaos", str(path)],
-                 f"log directory {path}")
-        except BackendError:
-            record.unlink(missing_ok=True)
-            raise
         self._mounted[path] = record
+        return path
 
     def unmount_all(self) -> list[tuple[str, BaseException]]:
-        """Unmount every mount made here (lazily: a process still holding a file does not keep it); failures
-        are returned, every mount attempted."""
+        """Unmount every mount made here, the latest first (a FUSE mount before the tmpfs under it; lazily: a
+        process still holding a file does not keep it); failures are returned, every mount attempted."""
         failures: list[tuple[str, BaseException]] = []
-        for path, record in list(self._mounted.items()):
+        for path, record in reversed(list(self._mounted.items())):
             try:
+                fs = self._lazy.pop(path, None)
+                if fs is not None:
+                    fs.close()
                 if is_mounted(path):
                     _run(["umount", "-l", str(path)], f"log directory {path}")
                 record.unlink(missing_ok=True)

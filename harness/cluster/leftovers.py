@@ -292,7 +292,7 @@ def clean_leftovers(directory: Path | None = None, wait_s: float = 5.0) -> list[
     if alive:
         raise BackendError(f"leftover processes survived SIGKILL for {wait_s}s: {[p.pid for p in alive]}")
     for mount in clean_mount_leftovers(directory):  # once the processes that used them are gone
-        cleaned.append(CleanedLeftover(f"tmpfs log directory {mount}", 0, 0, ("umount", "-l", mount), 0))
+        cleaned.append(CleanedLeftover(f"log directory mount {mount}", 0, 0, ("umount", "-l", mount), 0))
     for rule in clean_packet_leftovers():
         cleaned.append(CleanedLeftover("packet loss rule", 0, 0, ("iptables", rule.replace("-A", "-D", 1)), 0))
     return cleaned

@@ -20,7 +20,7 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from types import TracebackType
+from types import MappingProxyType, TracebackType
 from typing import TYPE_CHECKING
 
 from harness.cluster import clocks, disks
@@ -36,9 +36,11 @@ from harness.cluster.base import (
     LinkSource,
     NodeId,
     PacketControl,
+    PowerControl,
+    UnsyncedLoss,
     link_name,
 )
-from harness.cluster.disks import LogDirMounts, kafka_log_dirs
+from harness.cluster.disks import LogDirMounts, backing_dir, kafka_log_dirs
 from harness.cluster.leftovers import CleanedLeftover, LeftoverRegistry, clean_leftovers, leftovers_dir
 from harness.cluster.lifecycle import start_or_teardown
 from harness.cluster.links import LinkGraph
@@ -162,11 +164,12 @@ class ProcessCluster:
         self._toxiproxy = ToxiproxyProcess(
             self.workdir / "toxiproxy", self._registry, HOST, binary=env.get("TOXIPROXY_BIN") or None)
         self._toxiproxy.start(timeout_s=max(1.0, deadline - time.monotonic()))
-        if self.spec.log_dir_mb:
-            for node in self.nodes:
-                if node.role != "zookeeper":
-                    for data in kafka_log_dirs(self.workdir, node, self.spec.log_dirs):
-                        self._mounts.mount(data, self.spec.log_dir_mb)
+        for node in self.nodes if self.spec.log_dir_mb or self.spec.lazy_fs else ():
+            for data in kafka_log_dirs(self.workdir, node, self.spec.log_dirs) if node.role != "zookeeper" else ():
+                if self.spec.log_dir_mb:
+                    self._mounts.mount(backing_dir(data) if self.spec.lazy_fs else data, self.spec.log_dir_mb)
+                if self.spec.lazy_fs:
+                    self._mounts.mount_lazy(data, backing_dir(data))
         if self.spec.kraft:
             self.topology = process_topology(self.spec, (), self._toxiproxy, HOST)
             self.bootstrap_servers = self.topology.bootstrap_servers
@@ -291,6 +294,21 @@ class ProcessCluster:
                                f"clock_skew fault are)")
         clocks.set_offset(kafka_log_dirs(self.workdir, node)[0].parent, offset_s)
 
+    def power_loss(self, node: NodeId) -> UnsyncedLoss:
+        """SIGKILL the node, then undo every write it made to its log directories that was not fsynced."""
+        self._check(node)
+        if node.role == "zookeeper" or not self.spec.lazy_fs:
+            raise BackendError(f"{node}: its log directories are not on the power-loss filesystem (only brokers' and "
+                               f"KRaft controllers' are, in a run with a power_loss fault)")
+        self.kill(node)
+        lost: dict[str, int] = {}
+        removed: list[str] = []
+        for data in kafka_log_dirs(self.workdir, node, self.spec.log_dirs):
+            report = self._mounts.lazy(data).crash()
+            lost.update({f"{data.name}/{path}": n for path, n in report.lost.items()})
+            removed += [f"{data.name}/{path}" for path in report.removed]
+        return UnsyncedLoss(MappingProxyType(lost), tuple(removed))
+
     def fill_disk(self, node: NodeId, directory: int = 0) -> int:
         """Fill one of the node's log directories (a tmpfs of `cluster.log_dir_mb`): every later write there fails
         with ENOSPC. The bytes taken."""
@@ -308,7 +326,7 @@ class ProcessCluster:
         dirs = kafka_log_dirs(self.workdir, node, self.spec.log_dirs)
         if not 0 <= directory < len(dirs):
             raise BackendError(f"{node}: no log directory {directory} (it has {len(dirs)}: cluster.log_dirs)")
-        return dirs[directory]
+        return backing_dir(dirs[directory]) if self.spec.lazy_fs else dirs[directory]  # the tmpfs, beneath FUSE
 
     def pause(self, node: NodeId) -> None:
         """SIGSTOP the node's process group; returns once every thread of the node is stopped."""
@@ -461,4 +479,5 @@ if TYPE_CHECKING:  # mypy checks that the classes implement the protocols of har
         _d: DiskControl = cluster
         _p: PacketControl = cluster
         _t: ClockControl = cluster
+        _w: PowerControl = cluster
         _l: Link = link

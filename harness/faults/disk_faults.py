@@ -1,11 +1,20 @@
-"""Faults below the network, on a node's disk: `disk_full`. The node's log directory (a tmpfs of
-`cluster.log_dir_mb`, `harness.cluster.disks`) is filled, so that every write Kafka makes there fails with ENOSPC.
+"""Faults below the network, on a node's disk: `disk_full` and `power_loss`.
+
+`disk_full`: the node's log directory (a tmpfs of `cluster.log_dir_mb`, `harness.cluster.disks`) is filled, so that
+every write Kafka makes there fails with ENOSPC.
 
 What Kafka does then (docs/kafka-behaviour.md, D1): the failed write marks the log directory offline
 (`LogDirFailureChannel`, KIP-112); the broker stops serving the replicas in it and tells the controller, which
 elects new leaders; a broker whose every log directory has failed halts (`LogManager.handleLogDirFailure`:
 "Shutdown broker because all log dirs ... have failed"). So with one log directory the node exits. The heal frees
-the space and, if the node has exited, starts it again, as an operator who cleared the disk would."""
+the space and, if the node has exited, starts it again, as an operator who cleared the disk would.
+
+`power_loss`: the node dies at once (SIGKILL) and every write it made that was not fsynced is gone, with LazyFS's
+semantics (`harness.cluster.lazyfs`): each file's unsynced writes are undone, and an entry created or renamed since
+its directory's last fsync is removed. Several power_loss faults at the same instant are a correlated power loss
+(every replica of a partition). The heal starts the node again, and Kafka recovers its logs as after any crash. Its
+effect says what each node lost (`lost`: bytes and files), so that a lost write can be tied to it
+(docs/kafka-behaviour.md, D3-D4)."""
 
 from __future__ import annotations
 
@@ -15,9 +24,9 @@ from functools import partial
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from harness.cluster.base import DiskControl, NodeId
+from harness.cluster.base import DiskControl, NodeId, PowerControl, UnsyncedLoss
 from harness.errors import HarnessError
-from harness.faults.kind import Applied, FaultEnv, KindSpec, ParamSpec, attempt, effect
+from harness.faults.kind import Applied, FaultEnv, KindSpec, ParamSpec, attempt, effect, node_ref
 from harness.faults.resolve import resolve_node
 
 if TYPE_CHECKING:
@@ -84,7 +93,50 @@ def _start_again(env: FaultEnv, node: NodeId) -> None:
     env.cluster.start(node)
 
 
-DISK_KINDS: tuple[DiskFull, ...] = (
+def _power(env: FaultEnv) -> PowerControl:
+    if not isinstance(env.cluster, PowerControl):
+        raise HarnessError(f"power_loss needs the process backend, with the log directories on the power-loss "
+                           f"filesystem; this cluster ({type(env.cluster).__name__}) has none")
+    return env.cluster
+
+
+@dataclass(frozen=True, slots=True)
+class PowerLoss:
+    """SIGKILL the node, then lose its unsynced writes; heal: start it again."""
+
+    spec: KindSpec
+    _lost: dict[int, list[tuple[NodeId, UnsyncedLoss]]] = field(default_factory=dict, compare=False)
+
+    def brings_nodes_back(self) -> bool:
+        return True
+
+    def apply(self, fault: PlannedFault, env: FaultEnv, done: Applied) -> None:
+        assert fault.target is not None
+        node = resolve_node(fault.target, env.state, env.topology)
+        if not isinstance(node, NodeId) or node.role == "zookeeper":
+            raise HarnessError(f"{node}: power_loss cuts a broker's or KRaft controller's power")
+        power = _power(env)
+        done.targets.append(str(node))
+        done.nodes.append(node)
+        self._lost.setdefault(id(done), []).append((node, power.power_loss(node)))
+
+    def heal(self, env: FaultEnv, done: Applied) -> list[tuple[str, BaseException]]:
+        self._lost.pop(id(done), None)
+        return attempt([(f"start {node}", partial(env.cluster.start, node))
+                        for node in done.nodes if isinstance(node, NodeId)])
+
+    def describe(self, fault: PlannedFault, done: Applied) -> dict[str, Any]:
+        lost = []
+        for node, loss in self._lost.get(id(done), []):
+            segments = sorted(((path, n) for path, n in loss.lost.items() if path.endswith(".log")),
+                              key=lambda kv: (-kv[1], kv[0]))
+            lost.append({**node_ref(node), "bytes": loss.lost_bytes, "log_bytes": sum(n for _, n in segments),
+                         "files": len(loss.lost), "removed": len(loss.removed),
+                         "segments": [[path, n] for path, n in segments[:5]]})
+        return effect(nodes=done.nodes, down=True, lost=lost)
+
+
+DISK_KINDS: tuple[DiskFull | PowerLoss, ...] = (
     DiskFull(KindSpec(
         "disk_full", "Fill a broker's (or KRaft controller's) log directory: every later write there fails with "
         "ENOSPC. Kafka takes the directory offline (KIP-112): its replicas go offline and lead elsewhere, and a node "
@@ -96,5 +148,16 @@ DISK_KINDS: tuple[DiskFull, ...] = (
         "running on its other log directories: a failed directory comes back only with a restart)",
         MappingProxyType({"process": "a filler file takes the free space of the node's tmpfs log directory",
                           "containers": "not available: needs the process backend (cluster.log_dir_mb)"}))),
+    PowerLoss(KindSpec(
+        "power_loss", "Cut a broker's (or KRaft controller's) power: it dies at once (kill -9) and every write it "
+        "made that was not fsynced is lost, as LazyFS does: unsynced file tails and overwrites are undone, and files "
+        "created or renamed since their directory's last fsync are gone. Kafka does not fsync by default "
+        "(flush.messages), so several at the same instant (every replica) may lose acknowledged writes.",
+        frozenset({"broker", "controller"}), (), "optional", "power",
+        "starts the node again (Kafka recovers its logs, as after any crash)",
+        MappingProxyType({"process": "the run's log directories are on a FUSE filesystem (harness.cluster.lazyfs) "
+                                     "that tracks fsyncs; SIGKILL to the node, then its unsynced writes are undone",
+                          "containers": "not available: needs the process backend (a FUSE mount per log "
+                                        "directory)"}))),
 )
 """The disk kinds, in `kafka-chaos faults` order."""

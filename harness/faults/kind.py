@@ -14,7 +14,10 @@ so that `heal` can undo a partial apply too. `describe` gives the fault's effect
      "links": [{"src": "client", "dst": "broker:2", "proxy": "client->2"}],   # the directed links cut
      "toxics": [{"type": "latency", "stream": "downstream", "toxicity": 1.0, "attributes": {"latency": 100},
                  "links": ["1->2"]}],
-     "clocks": [{"role": "broker", "id": 1, "offset_s": 3600}]}   # wall clocks stepped (clock_skew)
+     "clocks": [{"role": "broker", "id": 1, "offset_s": 3600}],   # wall clocks stepped (clock_skew)
+     "lost": [{"role": "broker", "id": 1, "bytes": 9000, "log_bytes": 4096, "files": 5, "removed": 0,
+               "segments": [["data/orders-0/00000000000000000000.log", 4096]]}]}
+                                               # what a power loss undid, not fsynced (power_loss)
 """
 
 from __future__ import annotations
@@ -151,11 +154,12 @@ def link_ref(src: LinkSource, dst: NodeId) -> dict[str, str]:
 
 def effect(*, nodes: list[Any] | None = None, down: bool = False, graceful: bool = False,
            unreachable: list[dict[str, Any]] | None = None, links: list[tuple[LinkSource, NodeId]] | None = None,
-           toxics: list[dict[str, Any]] | None = None, clocks: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+           toxics: list[dict[str, Any]] | None = None, clocks: list[dict[str, Any]] | None = None,
+           lost: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The `effect` of `fault.start`, every key present (see the module doc)."""
     return {"nodes": [node_ref(n) for n in nodes or []], "down": down, "graceful": graceful,
             "unreachable": unreachable or [], "links": [link_ref(s, d) for s, d in links or []],
-            "toxics": toxics or [], "clocks": clocks or []}
+            "toxics": toxics or [], "clocks": clocks or [], "lost": lost or []}
 
 
 def attempt(steps: list[tuple[str, Callable[[], None]]]) -> list[tuple[str, BaseException]]:

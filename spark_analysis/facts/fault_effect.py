@@ -8,7 +8,9 @@ it cut off, from whom) and never a fault's kind name.
      "links": [{"src": "client", "dst": "broker:2", "proxy": "client->2"}],
      "toxics": [{"type": "latency", "stream": "downstream", "toxicity": 1.0, "attributes": {"latency": 100},
                  "links": ["1->2"]}],
-     "clocks": [{"role": "broker", "id": 1, "offset_s": 3600}]}
+     "clocks": [{"role": "broker", "id": 1, "offset_s": 3600}],
+     "lost": [{"role": "broker", "id": 1, "bytes": 9000, "log_bytes": 4096, "files": 5, "removed": 0,
+               "segments": [["data/orders-0/00000000000000000000.log", 4096]]}]}   # power_loss only
 """
 
 from __future__ import annotations
@@ -51,6 +53,15 @@ class FaultEffect:
     """The Toxiproxy toxics added: {"type", "stream", "toxicity", "attributes", "links"}."""
     clocks: tuple[Mapping[str, Any], ...] = ()
     """The wall clocks stepped: {"role", "id", "offset_s"} (clock_skew; the monotonic clocks run on)."""
+    lost: tuple[Mapping[str, Any], ...] = ()
+    """What a power loss undid on each node, not fsynced: {"role", "id", "bytes", "log_bytes" (of log segments:
+    records), "files", "removed", "segments" ([path, bytes], the largest)} (power_loss)."""
+
+    @property
+    def loses_unsynced(self) -> bool:
+        """Whether this fault undid writes a node had not fsynced (a power loss): what a replica acknowledged from
+        its page cache before it is gone from that replica."""
+        return bool(self.lost)
 
     @property
     def steps_a_clock_ahead(self) -> bool:
@@ -108,7 +119,7 @@ class FaultEffect:
         return FaultEffect(tuple((str(n.get("role")), _id(n.get("id"))) for n in _objects(value.get("nodes"))),
                            bool(value.get("down")), bool(value.get("graceful")), cuts,
                            _objects(value.get("links")), _objects(value.get("toxics")),
-                           _objects(value.get("clocks")))
+                           _objects(value.get("clocks")), _objects(value.get("lost")))
 
 
 def _objects(value: object) -> tuple[Mapping[str, Any], ...]:

@@ -109,6 +109,14 @@ class FaultIndex:
                 return window
         return None
 
+    def explaining_loss(self, t: float) -> FaultWindow | None:
+        """The fault a loss of a write acknowledged at `t` is laid to: the first power loss from `t` on (it undid what
+        the replicas had not fsynced, acknowledged before it), else the fault in force at `t` or the next one."""
+        for window in self.windows:
+            if window.start >= t and window.effect.loses_unsynced:
+                return window
+        return self.at_or_after(t)
+
     def stopping_gracefully(self, t: float) -> set[int]:
         """Brokers a fault in force at t stops by a controlled shutdown."""
         out: set[int] = set()

@@ -115,10 +115,12 @@ def lost_summary(
     """'lost 3 acked writes on orders/2 during fault #2 kill broker 1' (+ the other partitions)."""
     total = sum(lost_by_tp.values())
     fault_of: dict[TopicPartition, Counter[str]] = {}
+    power_lost = False
     for row in sample:
-        window = faults.at_or_after(float(row["t"]))
+        window = faults.explaining_loss(float(row["t"]))
         if window is not None:
             fault_of.setdefault((str(row["topic"]), int(row["partition"])), Counter())[window.label] += 1
+            power_lost = power_lost or window.effect.loses_unsynced
     ranked = sorted(lost_by_tp.items(), key=lambda kv: (-kv[1], kv[0]))
     overall: Counter[str] = Counter()
     for c in fault_of.values():
@@ -132,11 +134,14 @@ def lost_summary(
             text += (", " if with_count else " during ") + label[0][0]
         return text + (")" if with_count else "")
 
+    why = ("; acknowledged before a power loss, from the replicas' page cache: Kafka fsyncs only every "
+           "log.flush.interval.messages (default: never; it relies on replication), so a power loss of every replica "
+           "takes what none had synced") if power_lost else ""
     if len(ranked) == 1:
-        return f"lost {plural(total, 'acked write')} on {part(ranked[0][0], total, False)}", top_fault
+        return f"lost {plural(total, 'acked write')} on {part(ranked[0][0], total, False)}{why}", top_fault
     shown = "; ".join(part(tp, n, True) for tp, n in ranked[:4])
     more = f"; +{len(ranked) - 4} more partitions" if len(ranked) > 4 else ""
-    return f"lost {plural(total, 'acked write')} on {len(ranked)} partitions: {shown}{more}", top_fault
+    return f"lost {plural(total, 'acked write')} on {len(ranked)} partitions: {shown}{more}{why}", top_fault
 
 
 def txn_note(metrics: Mapping[str, Any]) -> str:

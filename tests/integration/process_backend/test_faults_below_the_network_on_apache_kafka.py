@@ -262,7 +262,7 @@ def test_a_log_directory_mount_left_by_a_sigkilled_harness_is_unmounted_by_the_n
     try:
         assert is_mounted(mount_point) and len(list(records.glob("mount-*.mount"))) == 1
         cleaned = clean_leftovers(records)
-        assert [str(c) for c in cleaned] == [f"tmpfs log directory {mount_point.resolve()}: umount -l "
+        assert [str(c) for c in cleaned] == [f"log directory mount {mount_point.resolve()}: umount -l "
                                              f"{mount_point.resolve()}"]
         assert not is_mounted(mount_point) and not list(records.glob("mount-*.mount"))
     finally:

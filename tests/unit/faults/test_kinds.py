@@ -91,7 +91,7 @@ def test_kill_takes_a_broker_down_abruptly_and_the_heal_starts_it() -> None:
     assert (start["type"], start["target"], start["brokers"], start["heal"]) == (
         "fault.start", ["broker:2"], [2], "starts the node again")
     assert start["effect"] == {"nodes": [{"role": "broker", "id": 2}], "down": True, "graceful": False,
-                               "unreachable": [], "links": [], "toxics": [], "clocks": []}
+                               "unreachable": [], "links": [], "toxics": [], "clocks": [], "lost": []}
     assert "effect" not in events[1]
 
 
@@ -143,7 +143,7 @@ def test_every_kind_describes_an_effect_with_every_key(name: str) -> None:
     kind = CATALOG[name]
     (fault,) = plan(load_experiment_text(HEAD + _entry(name) + "\n", "mem.yaml"))
     assert set(kind.describe(fault, Applied())) == {"nodes", "down", "graceful", "unreachable", "links", "toxics",
-                                                    "clocks"}
+                                                    "clocks", "lost"}
 
 
 def _entry(name: str) -> str:

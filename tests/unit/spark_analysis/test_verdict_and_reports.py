@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from spark_analysis.__main__ import main
+from spark_analysis.checks.delivery.judge import lost_summary
 from spark_analysis.facts.faults import build_fault_index, describe_target
 from spark_analysis.ingest.runinfo import RunInfo, load_run_info, parse_seconds, run_info_from_mapping
 from spark_analysis.report import render_runs
@@ -148,6 +149,26 @@ def test_fault_windows_name_the_fault_and_attribute_failures() -> None:
     assert nxt is not None and nxt.fault_id == "2"
     assert idx.stopping_gracefully(10.0) == set() and idx.took_from_clients(1, 9.0, 10.0) == idx.windows[1]
     assert describe_target("[1, 2]") == "broker 1, broker 2"
+
+
+def test_a_lost_write_acknowledged_before_a_power_loss_is_laid_to_it_and_the_summary_says_why() -> None:
+    """A write acked at 4 s, inside a consumer's pause window, and lost: the power loss at 10 s, which undid what no
+    replica had synced, explains it, not the pause in force at its ack; a write acked after the loss, as before."""
+    lost = [{"role": "broker", "id": 1, "bytes": 900, "log_bytes": 400, "files": 3, "removed": 0, "segments": []}]
+    idx = build_fault_index([
+        {"type": "fault.start", "t": 3.0, "fault_id": 0, "kind": "pause", "target": "consumer:audit/0",
+         "effect": {"nodes": [{"role": "consumer", "id": "audit/0"}], "down": True, "lost": []}},
+        {"type": "fault.start", "t": 10.0, "fault_id": 1, "kind": "power_loss", "target": "broker:1",
+         "effect": {"nodes": [{"role": "broker", "id": 1}], "down": True, "lost": lost}},
+        {"type": "fault.end", "t": 15.0, "fault_id": 1},
+        {"type": "fault.end", "t": 23.0, "fault_id": 0},
+    ])
+    before, after = idx.explaining_loss(4.0), idx.explaining_loss(16.0)
+    assert before is not None and before.fault_id == "1" and before.effect.loses_unsynced
+    assert after is not None and after.fault_id == "0"
+    summary, fault = lost_summary({("orders", 0): 1}, [{"t": 4.0, "topic": "orders", "partition": 0}], idx)
+    assert fault == "fault #1 power_loss broker 1"
+    assert "power_loss broker 1" in summary and "log.flush.interval.messages" in summary
 
 
 def _expecting(*checks: CheckResult, fail: tuple[str, ...]) -> Verdict:

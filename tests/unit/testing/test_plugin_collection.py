@@ -40,6 +40,8 @@ def test_experiments_dir_collects_one_item_per_experiment_and_matrix_variant(pyt
         "experiments/disk-full.yaml::disk-full[log_dirs=1]",
         "experiments/disk-full.yaml::disk-full[log_dirs=2]",
         "experiments/packet-loss.yaml::packet-loss",
+        "experiments/power-loss.yaml::power-loss[flush.messages=9223372036854775807]",
+        "experiments/power-loss.yaml::power-loss[flush.messages=1]",
         "experiments/correlated-partition.yaml::correlated-partition",
         "experiments/exactly-once-pipeline.yaml::exactly-once-pipeline",
         "experiments/kraft-controller-failover.yaml::kraft-controller-failover",
