@@ -93,8 +93,8 @@ class ClusterSpec:
     `harness.cluster.clocks`)."""
     lazy_fs: bool = False
     """Each broker's and KRaft controller's log directories are on a filesystem that keeps only what was fsynced
-    across a power loss (`harness.cluster.lazyfs`, FUSE), so that `power_loss` can lose the rest (set by the run when
-    its schedule has a power_loss fault, not a `cluster:` key; process backend, as root)."""
+    across a power loss (`harness.cluster.lazyfs`, FUSE), so that `power_loss` can lose the rest and `disk_error` can
+    fail I/O (set by the run when its schedule has either fault, not a `cluster:` key; process backend, as root)."""
     log_dirs: int = 1
     """`cluster.log_dirs`: log directories per broker (and KRaft controller), Kafka's JBOD (KIP-112)."""
     log_dir_mb: int = 0
@@ -227,6 +227,17 @@ class PowerControl(Protocol):
     the power_loss fault."""
 
     def power_loss(self, node: NodeId) -> UnsyncedLoss: ...  # SIGKILL, then every write not fsynced is gone
+
+
+@runtime_checkable
+class DiskErrorControl(Protocol):
+    """What a cluster whose log directories are on the power-loss filesystem (`ClusterSpec.lazy_fs`) offers the
+    disk_error fault: I/O there failing with an errno."""
+
+    def fail_disk_io(self, node: NodeId, directory: int, error: int, ops: tuple[str, ...], probability: float,
+                     pattern: str | None, seed: int) -> None: ...
+
+    def heal_disk_io(self, node: NodeId, directory: int) -> int: ...  # the operations that failed
 
 
 @runtime_checkable

@@ -20,10 +20,9 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from types import MappingProxyType, TracebackType
+from types import TracebackType
 from typing import TYPE_CHECKING
 
-from harness.cluster import clocks, disks
 from harness.cluster.base import (
     BrokerFlavour,
     ClockControl,
@@ -31,21 +30,22 @@ from harness.cluster.base import (
     ClusterBackend,
     ClusterSpec,
     DiskControl,
+    DiskErrorControl,
     Link,
     LinkGroup,
     LinkSource,
     NodeId,
     PacketControl,
     PowerControl,
-    UnsyncedLoss,
     link_name,
 )
-from harness.cluster.disks import LogDirMounts, backing_dir, kafka_log_dirs
+from harness.cluster.disks import LogDirMounts
 from harness.cluster.leftovers import CleanedLeftover, LeftoverRegistry, clean_leftovers, leftovers_dir
 from harness.cluster.lifecycle import start_or_teardown
 from harness.cluster.links import LinkGraph
 from harness.cluster.packets import PacketRules
 from harness.cluster.process_brokers import BrokerNodes
+from harness.cluster.process_disks import NodeDisks
 from harness.cluster.process_flavour import (
     BrokerLauncher,
     find_java,
@@ -126,7 +126,7 @@ class ProcessBackend:
         return clean_leftovers(directory)
 
 
-class ProcessCluster:
+class ProcessCluster(NodeDisks):
     """A running process cluster (implements `harness.cluster.base.Cluster`)."""
 
     def __init__(self, spec: ClusterSpec, workdir: Path, *, launcher: BrokerLauncher, java: str,
@@ -164,12 +164,7 @@ class ProcessCluster:
         self._toxiproxy = ToxiproxyProcess(
             self.workdir / "toxiproxy", self._registry, HOST, binary=env.get("TOXIPROXY_BIN") or None)
         self._toxiproxy.start(timeout_s=max(1.0, deadline - time.monotonic()))
-        for node in self.nodes if self.spec.log_dir_mb or self.spec.lazy_fs else ():
-            for data in kafka_log_dirs(self.workdir, node, self.spec.log_dirs) if node.role != "zookeeper" else ():
-                if self.spec.log_dir_mb:
-                    self._mounts.mount(backing_dir(data) if self.spec.lazy_fs else data, self.spec.log_dir_mb)
-                if self.spec.lazy_fs:
-                    self._mounts.mount_lazy(data, backing_dir(data))
+        self._mount_log_dirs(self.nodes)
         if self.spec.kraft:
             self.topology = process_topology(self.spec, (), self._toxiproxy, HOST)
             self.bootstrap_servers = self.topology.bootstrap_servers
@@ -285,48 +280,6 @@ class ProcessCluster:
 
     def stop_dropping(self, handle: str) -> None:
         self._packets.undrop(handle)
-
-    def skew_clock(self, node: NodeId, offset_s: int) -> None:
-        """Step the node's wall clock `offset_s` seconds from the real one (0: back to it); needs `fake_clocks`."""
-        self._check(node)
-        if node.role == "zookeeper" or not self.spec.fake_clocks:
-            raise BackendError(f"{node}: not on a fake clock (only brokers and KRaft controllers of a run with a "
-                               f"clock_skew fault are)")
-        clocks.set_offset(kafka_log_dirs(self.workdir, node)[0].parent, offset_s)
-
-    def power_loss(self, node: NodeId) -> UnsyncedLoss:
-        """SIGKILL the node, then undo every write it made to its log directories that was not fsynced."""
-        self._check(node)
-        if node.role == "zookeeper" or not self.spec.lazy_fs:
-            raise BackendError(f"{node}: its log directories are not on the power-loss filesystem (only brokers' and "
-                               f"KRaft controllers' are, in a run with a power_loss fault)")
-        self.kill(node)
-        lost: dict[str, int] = {}
-        removed: list[str] = []
-        for data in kafka_log_dirs(self.workdir, node, self.spec.log_dirs):
-            report = self._mounts.lazy(data).crash()
-            lost.update({f"{data.name}/{path}": n for path, n in report.lost.items()})
-            removed += [f"{data.name}/{path}" for path in report.removed]
-        return UnsyncedLoss(MappingProxyType(lost), tuple(removed))
-
-    def fill_disk(self, node: NodeId, directory: int = 0) -> int:
-        """Fill one of the node's log directories (a tmpfs of `cluster.log_dir_mb`): every later write there fails
-        with ENOSPC. The bytes taken."""
-        return disks.fill(self._disk(node, directory))
-
-    def free_disk(self, node: NodeId, directory: int = 0) -> None:
-        """Give back what `fill_disk` took."""
-        disks.free(self._disk(node, directory))
-
-    def _disk(self, node: NodeId, directory: int) -> Path:
-        self._check(node)
-        if node.role == "zookeeper" or not self.spec.log_dir_mb:
-            raise BackendError(f"{node}: no size-limited log directory to fill (cluster.log_dir_mb is "
-                               f"{self.spec.log_dir_mb}, and only brokers and KRaft controllers have one)")
-        dirs = kafka_log_dirs(self.workdir, node, self.spec.log_dirs)
-        if not 0 <= directory < len(dirs):
-            raise BackendError(f"{node}: no log directory {directory} (it has {len(dirs)}: cluster.log_dirs)")
-        return backing_dir(dirs[directory]) if self.spec.lazy_fs else dirs[directory]  # the tmpfs, beneath FUSE
 
     def pause(self, node: NodeId) -> None:
         """SIGSTOP the node's process group; returns once every thread of the node is stopped."""
@@ -480,4 +433,5 @@ if TYPE_CHECKING:  # mypy checks that the classes implement the protocols of har
         _p: PacketControl = cluster
         _t: ClockControl = cluster
         _w: PowerControl = cluster
+        _e: DiskErrorControl = cluster
         _l: Link = link

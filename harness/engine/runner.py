@@ -90,10 +90,11 @@ class RunResult:
 
 def cluster_spec(exp: Experiment) -> ClusterSpec:
     """The experiment's cluster with what the run sets: its cluster id (from the seed), fake clocks when a clock_skew
-    fault will step them, and log directories on the power-loss filesystem when a power_loss fault will cut them."""
+    fault will step them, and log directories on the power-loss filesystem when a power_loss or disk_error fault will
+    act on them."""
     return dataclasses.replace(exp.cluster, cluster_id=kraft_cluster_id(exp.seed),
                                fake_clocks=any(f.kind == "clock_skew" for f in exp.schedule),
-                               lazy_fs=any(f.kind == "power_loss" for f in exp.schedule))
+                               lazy_fs=any(f.kind in ("power_loss", "disk_error") for f in exp.schedule))
 
 
 def needs_process_backend(exp: Experiment) -> str:

@@ -66,17 +66,22 @@ def _check_fault(f: Fields, exp: Experiment, fault: FaultSpec) -> None:
     if exp.cluster.mode == "kraft" and fault.kind in ("isolate_zookeeper", "kill_zookeeper"):
         f.error((*path, "fault"), "a KRaft cluster has no ZooKeeper", fault.kind,
                 "isolate or kill a controller (target: controller, controller:any, controller:<id>)")
-    directory = fault.params.get("dir", 0) if fault.kind == "disk_full" else 0
+    directory = fault.params.get("dir", 0) if fault.kind in ("disk_full", "disk_error") else 0
     if isinstance(directory, int) and directory >= exp.cluster.log_dirs:
         f.error((*path, "params", "dir"), f"the nodes have {exp.cluster.log_dirs} log directories (cluster.log_dirs), "
                 "numbered from 0", directory, f"dir: 0 to {exp.cluster.log_dirs - 1}, or more cluster.log_dirs")
     if fault.kind == "disk_full" and not exp.cluster.log_dir_mb:
         f.error((*path, "fault"), "disk_full fills a size-limited log directory, and cluster.log_dir_mb is not set",
                 fault.kind, "cluster: {log_dir_mb: 64} puts each log directory on a 64 MB tmpfs (process backend)")
-    probability = fault.params.get("probability") if fault.kind == "packet_loss" else None
+    probability = fault.params.get("probability") if fault.kind in ("packet_loss", "disk_error") else None
     if isinstance(probability, (int, float)) and not 0 < probability <= 1:
-        f.error((*path, "params", "probability"), "the fraction of packets dropped is in (0, 1]", probability,
-                "e.g. probability: 0.1 drops one packet in ten")
+        what = "packets dropped" if fault.kind == "packet_loss" else "operations failed"
+        f.error((*path, "params", "probability"), f"the fraction of {what} is in (0, 1]", probability,
+                "e.g. probability: 0.1 fails one in ten")
+    pattern = fault.params.get("pattern") if fault.kind == "disk_error" else None
+    if isinstance(pattern, str) and (pattern.startswith("/") or ".." in pattern.split("/")):
+        f.error((*path, "params", "pattern"), "a glob of paths under the log directory, not outside it", pattern,
+                "e.g. pattern: 'orders-0/*' (one partition's directory) or '*.index'")
     if fault.target is not None:
         _check_target(f, exp, (*path, "target"), fault.target)
     if fault.link is not None:

@@ -190,8 +190,10 @@ def _param(f: Fields, raw: dict[str, Any], path: Path, spec: ParamSpec) -> Any:
             value = MISSING
     elif spec.type == "bool":
         value = f.boolean(raw, path, spec.name, default=default)
-    else:
-        value = f.string(raw, path, spec.name, default=default, choices=spec.choices)
+    elif spec.type == "text" and default is None and spec.name not in raw:
+        value = None  # an optional text without a default: absent
+    else:  # choice, or free text
+        value = f.string(raw, path, spec.name, default=default, choices=spec.choices if spec.type == "choice" else None)
     return value
 
 

@@ -1,4 +1,4 @@
-"""Faults below the network, on a node's disk: `disk_full` and `power_loss`.
+"""Faults below the network, on a node's disk: `disk_full`, `disk_error` and `power_loss`.
 
 `disk_full`: the node's log directory (a tmpfs of `cluster.log_dir_mb`, `harness.cluster.disks`) is filled, so that
 every write Kafka makes there fails with ENOSPC.
@@ -9,6 +9,11 @@ elects new leaders; a broker whose every log directory has failed halts (`LogMan
 "Shutdown broker because all log dirs ... have failed"). So with one log directory the node exits. The heal frees
 the space and, if the node has exited, starts it again, as an operator who cleared the disk would.
 
+`disk_error`: I/O under one of the node's log directories (on the power-loss filesystem, `harness.cluster.lazyfs`)
+fails with an errno, EIO by default: reads, writes or both, with a probability, optionally only for paths matching a
+glob (one partition's directory, the index files). Kafka takes a directory offline at the first I/O error it meets
+there as at ENOSPC (D1); the heal stops the errors and starts or restarts the node as disk_full's does.
+
 `power_loss`: the node dies at once (SIGKILL) and every write it made that was not fsynced is gone, with LazyFS's
 semantics (`harness.cluster.lazyfs`): each file's unsynced writes are undone, and an entry created or renamed since
 its directory's last fsync is removed. Several power_loss faults at the same instant are a correlated power loss
@@ -18,13 +23,14 @@ effect says what each node lost (`lost`: bytes and files), so that a lost write 
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from harness.cluster.base import DiskControl, NodeId, PowerControl, UnsyncedLoss
+from harness.cluster.base import DiskControl, DiskErrorControl, NodeId, PowerControl, UnsyncedLoss
 from harness.errors import HarnessError
 from harness.faults.kind import Applied, FaultEnv, KindSpec, ParamSpec, attempt, effect, node_ref
 from harness.faults.resolve import resolve_node
@@ -93,6 +99,64 @@ def _start_again(env: FaultEnv, node: NodeId) -> None:
     env.cluster.start(node)
 
 
+ERRNOS = {"EIO": errno.EIO, "ENOSPC": errno.ENOSPC, "EROFS": errno.EROFS, "EACCES": errno.EACCES,
+          "ENXIO": errno.ENXIO}
+"""The errors `disk_error` can inject, by name: a failing device (EIO, ENXIO), a full one (ENOSPC), a filesystem
+remounted read-only after an error (EROFS), a permission change (EACCES)."""
+_OPS = {"read": ("read",), "write": ("write",), "both": ("read", "write")}
+
+
+def _errors(env: FaultEnv) -> DiskErrorControl:
+    if not isinstance(env.cluster, DiskErrorControl):
+        raise HarnessError(f"disk_error needs the process backend, with the log directories on the power-loss "
+                           f"filesystem; this cluster ({type(env.cluster).__name__}) has none")
+    return env.cluster
+
+
+@dataclass(frozen=True, slots=True)
+class DiskError:
+    """Fail I/O under the node's log directory; heal: stop, and start (or restart) the node."""
+
+    spec: KindSpec
+    _failing: dict[int, int] = field(default_factory=dict, compare=False)
+    """The directory each active fault fails I/O in, by its `Applied`."""
+
+    def brings_nodes_back(self) -> bool:
+        return True
+
+    def apply(self, fault: PlannedFault, env: FaultEnv, done: Applied) -> None:
+        assert fault.target is not None
+        node = resolve_node(fault.target, env.state, env.topology)
+        if not isinstance(node, NodeId) or node.role == "zookeeper":
+            raise HarnessError(f"{node}: disk_error fails a broker's or KRaft controller's log directory")
+        params = fault.spec.params
+        directory = _directory(fault)
+        done.targets.append(str(node))
+        done.nodes.append(node)
+        pattern = params.get("pattern")
+        _errors(env).fail_disk_io(node, directory, ERRNOS[str(params.get("error", "EIO"))],
+                                  _OPS[str(params.get("ops", "both"))], float(params.get("probability", 1.0)),
+                                  None if pattern is None else str(pattern), fault.index)
+        self._failing[id(done)] = directory
+
+    def heal(self, env: FaultEnv, done: Applied) -> list[tuple[str, BaseException]]:
+        directory = self._failing.pop(id(done), 0)
+        steps: list[tuple[str, Callable[[], None]]] = []
+        for node in done.nodes:
+            assert isinstance(node, NodeId)
+            steps.append((f"start {node} again", partial(_start_again, env, node)))
+            steps.append((f"stop failing log directory {directory} of {node}",
+                          partial(_stop_errors, env, node, directory)))
+        return attempt(steps)  # latest first: no more errors, then start
+
+    def describe(self, fault: PlannedFault, done: Applied) -> dict[str, Any]:
+        return effect(nodes=done.nodes)
+
+
+def _stop_errors(env: FaultEnv, node: NodeId, directory: int) -> None:
+    _errors(env).heal_disk_io(node, directory)
+
+
 def _power(env: FaultEnv) -> PowerControl:
     if not isinstance(env.cluster, PowerControl):
         raise HarnessError(f"power_loss needs the process backend, with the log directories on the power-loss "
@@ -136,7 +200,7 @@ class PowerLoss:
         return effect(nodes=done.nodes, down=True, lost=lost)
 
 
-DISK_KINDS: tuple[DiskFull | PowerLoss, ...] = (
+DISK_KINDS: tuple[DiskFull | DiskError | PowerLoss, ...] = (
     DiskFull(KindSpec(
         "disk_full", "Fill a broker's (or KRaft controller's) log directory: every later write there fails with "
         "ENOSPC. Kafka takes the directory offline (KIP-112): its replicas go offline and lead elsewhere, and a node "
@@ -148,6 +212,25 @@ DISK_KINDS: tuple[DiskFull | PowerLoss, ...] = (
         "running on its other log directories: a failed directory comes back only with a restart)",
         MappingProxyType({"process": "a filler file takes the free space of the node's tmpfs log directory",
                           "containers": "not available: needs the process backend (cluster.log_dir_mb)"}))),
+    DiskError(KindSpec(
+        "disk_error", "Fail I/O under a broker's (or KRaft controller's) log directory with an errno (EIO by "
+        "default): reads, writes or both, with a probability, optionally only for paths matching a glob (one "
+        "partition's directory: 'orders-0/*'; the index files: '*.index'). Kafka takes the directory offline at the "
+        "first error it meets (KIP-112), as at ENOSPC.",
+        frozenset({"broker", "controller"}),
+        (ParamSpec("error", "choice", "the errno the operations fail with", default="EIO", choices=tuple(ERRNOS)),
+         ParamSpec("ops", "choice", "which operations fail: read, write (writes, truncates, fsyncs, creations) or "
+                   "both", default="both", choices=tuple(_OPS)),
+         ParamSpec("probability", "float", "the share of matching operations that fail, in (0, 1]", default=1.0),
+         ParamSpec("pattern", "text", "a glob of the paths under the log directory that fail (default: all)"),
+         ParamSpec("dir", "int", "which of the node's log directories (cluster.log_dirs) fails", default=0,
+                   minimum=0)),
+        "required", "disk", "stops the errors, and starts the node again (restarts it, gracefully, if it kept "
+        "running on its other log directories: a failed directory comes back only with a restart)",
+        MappingProxyType({"process": "the run's log directories are on a FUSE filesystem (harness.cluster.lazyfs) "
+                                     "that fails matching operations with the errno while the fault lasts",
+                          "containers": "not available: needs the process backend (a FUSE mount per log "
+                                        "directory)"}))),
     PowerLoss(KindSpec(
         "power_loss", "Cut a broker's (or KRaft controller's) power: it dies at once (kill -9) and every write it "
         "made that was not fsynced is lost, as LazyFS does: unsynced file tails and overwrites are undone, and files "

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from harness.faults.schedule import PlannedFault
     from harness.history.state import ClusterState
 
-ParamType = Literal["int", "float", "bool", "choice"]
+ParamType = Literal["int", "float", "bool", "choice", "text"]
 TargetSlot = Literal["broker", "zookeeper", "consumer", "producer", "controller", "link", "groups"]
 DurationRule = Literal["required", "optional", "forbidden"]
 

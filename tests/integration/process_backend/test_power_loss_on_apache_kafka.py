@@ -3,12 +3,15 @@ power-loss filesystem (`ClusterSpec.lazy_fs`: `harness.cluster.lazyfs` over FUSE
 gets). Two topics take 100 acks=all writes each: `unsynced` with Kafka's default flush (never: Kafka relies on
 replication), `synced` with `flush.messages=1` (every append fsynced before it is acknowledged). The power loss
 (SIGKILL, then every write not fsynced undone) takes every acknowledged record of `unsynced` and none of `synced`;
-the broker, started again, recovers its log and serves what survived. The mount leaves with the cluster, and a
+the broker, started again, recovers its log and serves what survived. `disk_error` on the same filesystem: EIO on
+the writes to one partition's directory takes the broker's only log directory offline, and Kafka halts it (D1);
+cleared and started again, it serves that partition's acknowledged records. The mount leaves with the cluster, and a
 mount a SIGKILLed harness left is unmounted by the next `clean_leftovers`, its daemon with it. Needs root and
 /dev/fuse (CI runs as root)."""
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 import sys
@@ -91,6 +94,28 @@ def test_a_power_loss_takes_the_acknowledged_writes_kafka_did_not_fsync_and_keep
     assert _stored(bootstrap, "unsynced") == 0  # its acknowledged writes lived in the page cache only
     log = cluster.log_path(B1).read_text(encoding="utf-8", errors="replace")
     assert "unclean" in log.lower() or "recover" in log.lower(), log[-3000:]
+
+
+def test_eio_on_one_partitions_writes_takes_the_only_log_directory_offline_and_the_broker_halts(
+    cluster: ProcessCluster,
+) -> None:
+    bootstrap = cluster.bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic("eio", 1, 1)])["eio"].result(60)
+    assert _produce(bootstrap, "eio", 20) == []
+    cluster.fail_disk_io(B1, 0, errno.EIO, ("write",), 1.0, "eio-0/*", 1)
+    producer = Producer(cast(dict[str, Any], {"bootstrap.servers": bootstrap, "acks": "all",
+                                              "message.timeout.ms": 5000}))
+    producer.produce("eio", b"after")
+    producer.flush(10)
+    wait_until("broker 1 halting on its failed log directory", lambda: not cluster.is_running(B1) or None, 60,
+               last_seen=lambda _: f"running; see {cluster.log_path(B1)}")
+    log = cluster.log_path(B1).read_text(encoding="utf-8", errors="replace")
+    assert "Input/output error" in log and "have failed" in log, log[-3000:]
+    assert cluster.heal_disk_io(B1, 0) >= 1
+    cluster.start(B1)
+    wait_until("eio's 20 acknowledged records served again", lambda: _stored(bootstrap, "eio") >= 20 or None, 90,
+               retry_on=(KafkaException,))
 
 
 _KILLED_OWNER = """

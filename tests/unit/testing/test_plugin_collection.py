@@ -37,6 +37,7 @@ def test_experiments_dir_collects_one_item_per_experiment_and_matrix_variant(pyt
         "experiments/consumer-scaling.yaml::consumer-scaling",
         "experiments/clock-skew.yaml::clock-skew",
         "experiments/controller-failover.yaml::controller-failover",
+        "experiments/disk-faults.yaml::disk-faults",
         "experiments/disk-full.yaml::disk-full[log_dirs=1]",
         "experiments/disk-full.yaml::disk-full[log_dirs=2]",
         "experiments/packet-loss.yaml::packet-loss",
