@@ -29,6 +29,7 @@ from harness.errors import BackendError
 
 if TYPE_CHECKING:
     from harness.cluster.lazyfs import LazyFs
+    from harness.cluster.leftovers import LeftoverRegistry
 
 FILLER = ".kafka-chaos-disk-full"
 """The file `fill` writes into a log directory (Kafka loads only sub-directories of a log dir, so it ignores it)."""
@@ -84,10 +85,13 @@ def is_mounted(path: Path) -> bool:
 class LogDirMounts:
     """The tmpfs mounts of one cluster's log directories (a context manager: leaving unmounts them all)."""
 
-    def __init__(self, records: Path) -> None:
+    def __init__(self, records: Path, processes: LeftoverRegistry | None = None) -> None:
+        """`records`: the leftovers directory; `processes`: where the power-loss daemons are registered (so that
+        `clean_leftovers` kills a dead owner's)."""
         self._records = records
         self._mounted: dict[Path, Path] = {}  # mount point -> its record file
         self._lazy: dict[Path, LazyFs] = {}
+        self._processes = processes
         self._owner = this_owner()
 
     def mount(self, path: Path, size_mb: int) -> None:
@@ -108,13 +112,16 @@ class LogDirMounts:
         path = self._record(path, "a power_loss fault puts each log directory on a FUSE filesystem of its own",
                             "remove the power_loss faults")
         backing.mkdir(parents=True, exist_ok=True)
-        fs = LazyFs(backing, path, self._records / f"lazyfs-{self._owner[0]}-{len(self._mounted)}.sock")
+        fs = LazyFs(backing, path, self._records / f"lazyfs-{self._owner[0]}-{len(self._mounted)}.sock",
+                    log=path.with_name(path.name + ".lazyfs.log"))
         try:
             fs.start()
         except BackendError:
             self._mounted.pop(path).unlink(missing_ok=True)
             raise
         self._lazy[path] = fs
+        if fs.pid is not None and self._processes is not None:  # a dead owner's daemon is killed by
+            self._processes.register(fs.pid, f"power-loss filesystem daemon at {path}")  # clean_leftovers
 
     def lazy(self, path: Path) -> LazyFs:
         """The power-loss filesystem mounted at `path`."""
@@ -143,7 +150,10 @@ class LogDirMounts:
             try:
                 fs = self._lazy.pop(path, None)
                 if fs is not None:
+                    pid = fs.pid
                     fs.close()
+                    if pid is not None and self._processes is not None:
+                        self._processes.unregister(pid)
                 if is_mounted(path):
                     _run(["umount", "-l", str(path)], f"log directory {path}")
                 record.unlink(missing_ok=True)

@@ -37,12 +37,18 @@ def fuse_mounted(path: Path | str) -> bool:
 
 
 class LazyFs:
-    """One LazyFS mount: `backing` served at `mount` by a daemon listening on `control` (log: control.log)."""
+    """One LazyFS mount: `backing` served at `mount` by a daemon listening on `control` (its log: `log`, by default
+    beside the socket)."""
 
-    def __init__(self, backing: Path, mount: Path, control: Path) -> None:
+    def __init__(self, backing: Path, mount: Path, control: Path, log: Path | None = None) -> None:
         self.backing, self.mount, self.control = backing.resolve(), mount.resolve(), control
-        self.log = control.with_suffix(".log")
+        self.log = log or control.with_suffix(".log")
         self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        """The daemon's process id, once started."""
+        return None if self._proc is None else self._proc.pid
 
     def start(self, timeout_s: float = 30.0) -> None:
         """Spawn the daemon and return once the mount is up and answers; BackendError (torn down) otherwise."""

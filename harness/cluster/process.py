@@ -152,7 +152,7 @@ class ProcessCluster(NodeDisks):
         self._classpath = ""
         self._java_version_text = ""
         self.cleaned_leftovers: tuple[CleanedLeftover, ...] = ()
-        self._mounts = LogDirMounts(backend.leftovers_dir or leftovers_dir())
+        self._mounts = LogDirMounts(backend.leftovers_dir or leftovers_dir(), self._registry)
         self._packets = PacketRules()
         self._down = False
 
