@@ -78,6 +78,10 @@ def _check_fault(f: Fields, exp: Experiment, fault: FaultSpec) -> None:
         what = "packets dropped" if fault.kind == "packet_loss" else "operations failed"
         f.error((*path, "params", "probability"), f"the fraction of {what} is in (0, 1]", probability,
                 "e.g. probability: 0.1 fails one in ten")
+    strobe = fault.params.get("strobe_s") if fault.kind == "clock_skew" else None
+    if isinstance(strobe, (int, float)) and 0 < strobe < 1:
+        f.error((*path, "params", "strobe_s"), "the nodes read their clock's offset once a second, so a strobe flips "
+                "it every second at the fastest", strobe, "strobe_s: 1 or more, or 0 for one step")
     pattern = fault.params.get("pattern") if fault.kind == "disk_error" else None
     if isinstance(pattern, str) and (pattern.startswith("/") or ".." in pattern.split("/")):
         f.error((*path, "params", "pattern"), "a glob of paths under the log directory, not outside it", pattern,

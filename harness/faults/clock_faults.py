@@ -1,5 +1,7 @@
 """Faults on time: `clock_skew` steps a broker's (or KRaft controller's) wall clock by ±N seconds for the fault's
-duration while its monotonic clock runs on, as an NTP step does (`harness.cluster.clocks`: libfaketime with a
+duration while its monotonic clock runs on, as an NTP step does; with `strobe_s` it flips the clock between the
+step and the real time every `strobe_s` seconds instead, as Jepsen's strobe nemesis does (a clock that an
+unhealthy NTP source keeps stepping back and forth) (`harness.cluster.clocks`: libfaketime with a
 control file; the heal steps it back). Kafka reads wall time through `Time.milliseconds()` for record and
 log-append timestamps, time-based retention and index lookups, and deadlines such as a transaction's timeout;
 what it measures with `Time.nanoseconds()` is untouched.
@@ -9,7 +11,8 @@ or cut."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from functools import partial
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -32,9 +35,11 @@ def _clocks(env: FaultEnv) -> ClockControl:
 
 @dataclass(frozen=True, slots=True)
 class ClockSkew:
-    """Step the node's wall clock by `offset_s`; heal: step it back."""
+    """Step the node's wall clock by `offset_s` (or strobe it: step and back every `strobe_s`); heal: step it back."""
 
     spec: KindSpec
+    _strobes: dict[int, threading.Event] = field(default_factory=dict, compare=False)
+    """The strobing of each active fault, by its `Applied`: set to stop it."""
 
     def apply(self, fault: PlannedFault, env: FaultEnv, done: Applied) -> None:
         assert fault.target is not None
@@ -44,15 +49,37 @@ class ClockSkew:
         clocks = _clocks(env)
         done.targets.append(str(node))
         done.nodes.append(node)
-        clocks.skew_clock(node, int(fault.spec.params.get("offset_s", 3600)))
+        offset, period = int(fault.spec.params.get("offset_s", 3600)), float(fault.spec.params.get("strobe_s", 0))
+        clocks.skew_clock(node, offset)
+        if period > 0:
+            stop = self._strobes[id(done)] = threading.Event()
+            threading.Thread(target=_strobe, args=(clocks, node, offset, period, stop), daemon=True,
+                             name=f"strobe-{node}").start()
 
     def heal(self, env: FaultEnv, done: Applied) -> list[tuple[str, BaseException]]:
+        stop = self._strobes.pop(id(done), None)
+        if stop is not None:
+            stop.set()
         return attempt([(f"step the clock of {node} back", partial(_clocks(env).skew_clock, node, 0))
                         for node in done.nodes if isinstance(node, NodeId)])
 
     def describe(self, fault: PlannedFault, done: Applied) -> dict[str, Any]:
         offset = int(fault.spec.params.get("offset_s", 3600))
-        return effect(nodes=done.nodes, clocks=[{**node_ref(n), "offset_s": offset} for n in done.nodes])
+        period = float(fault.spec.params.get("strobe_s", 0))
+        return effect(nodes=done.nodes, clocks=[{**node_ref(n), "offset_s": offset, **(
+            {"strobe_s": period} if period > 0 else {})} for n in done.nodes])
+
+
+def _strobe(clocks: ClockControl, node: NodeId, offset: int, period: float, stop: threading.Event) -> None:
+    """Flip the node's clock between the real time and `offset` every `period` seconds until `stop` (the heal then
+    steps it back for good)."""
+    stepped = True
+    while not stop.wait(period):
+        stepped = not stepped
+        try:
+            clocks.skew_clock(node, offset if stepped else 0)
+        except HarnessError:
+            return  # the cluster is going: the heal, or the teardown, has the last word
 
 
 CLOCK_KINDS: tuple[ClockSkew, ...] = (
@@ -60,7 +87,10 @@ CLOCK_KINDS: tuple[ClockSkew, ...] = (
         "clock_skew", "Step a broker's (or KRaft controller's) wall clock by offset_s seconds, forward or back, while "
         "its monotonic clock runs on (an NTP step): timestamps, retention and wall-time deadlines jump.",
         frozenset({"broker", "controller"}),
-        (ParamSpec("offset_s", "int", "seconds to step the wall clock by (negative: back)", default=3600),),
+        (ParamSpec("offset_s", "int", "seconds to step the wall clock by (negative: back)", default=3600),
+         ParamSpec("strobe_s", "float", "flip the clock between the step and the real time every this many seconds "
+                   "(1 or more: the nodes read their clock's offset once a second); 0: one step", default=0.0,
+                   minimum=0.0)),
         "required", "clock", "steps the clock back to the real time",
         MappingProxyType({"process": "libfaketime in every Kafka node, with a control file per node (the run's "
                                      "nodes start under it when the schedule has a clock_skew)",

@@ -4,11 +4,18 @@ whose schedule has one starts its nodes on fake clocks."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
+
+import pytest
 
 from harness.cluster.base import NodeId
 from harness.engine.runner import cluster_spec, needs_process_backend
+from harness.errors import ValidationError
 from harness.experiment import load_experiment_text
+from harness.faults.catalog import CATALOG
+from harness.faults.clock_faults import ClockSkew, _strobe
+from harness.waiting import wait_until
 from tests.unit.faults.support import inject_and_heal
 
 EXPERIMENT = """name: c
@@ -50,3 +57,29 @@ def test_a_run_with_a_clock_skew_starts_its_nodes_on_fake_clocks_on_the_process_
     assert needs_process_backend(exp) == "the clock_skew fault"
     plain = load_experiment_text(EXPERIMENT.replace("clock_skew", "kill") % "", "c.yaml")
     assert not cluster_spec(plain).fake_clocks
+
+
+def test_a_strobe_flips_the_clock_between_the_step_and_the_real_time_until_stopped() -> None:
+    """`_strobe` (the thread a `strobe_s` starts) alternates the offset and 0, one call per period."""
+    clocks, stop = RecordingClocks(), threading.Event()
+    thread = threading.Thread(target=_strobe, args=(clocks, NodeId.broker(2), 60, 0.01, stop))
+    thread.start()
+    wait_until("four flips", lambda: len(clocks.calls) >= 4 or None, 10.0)
+    stop.set()
+    thread.join(5.0)
+    assert not thread.is_alive()
+    assert clocks.calls[:4] == ["broker:2 +0", "broker:2 +60", "broker:2 +0", "broker:2 +60"]
+
+
+def test_a_strobing_clock_skew_starts_stepped_records_its_period_and_its_heal_ends_the_strobe() -> None:
+    events, calls = _inject(", params: {offset_s: 30, strobe_s: 5}")
+    assert calls[0] == "broker:2 +30" and calls[-1] == "broker:2 +0"
+    assert events[0]["effect"]["clocks"] == [{"role": "broker", "id": 2, "offset_s": 30, "strobe_s": 5.0}]
+    kind = CATALOG["clock_skew"]
+    assert isinstance(kind, ClockSkew) and not kind._strobes
+
+
+def test_a_strobe_faster_than_libfaketime_reads_its_file_is_refused_at_its_line() -> None:
+    with pytest.raises(ValidationError, match="once a second") as err:
+        load_experiment_text(EXPERIMENT % ", params: {strobe_s: 0.5}", "c.yaml")
+    assert "c.yaml:6" in str(err.value)
