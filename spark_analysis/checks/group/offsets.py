@@ -13,8 +13,8 @@ member's first `poll` of it after the assignment (none: not judged). Spark reduc
 events) to those pairs; without Spark the same reduction runs over the rows (`_pairs_rows`); the judging is one.
 Not a violation: the group observed Empty
 (`group.state`) without a break for at least the retention before the assignment (a legitimate expiry), and a
-partition a permitted unclean election truncated (its committed offset may lie past the new log end:
-`checks.shared.permits`).
+partition a permitted unclean election, or a power loss of every replica, truncated (its committed offset may lie
+past the new log end, and the client resets: `checks.shared.permits`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 
 from spark_analysis.checks.shared.common import as_partitions, plural, tp_label
 from spark_analysis.checks.shared.damage import Depends
-from spark_analysis.checks.shared.permits import settle, unclean_partitions
+from spark_analysis.checks.shared.permits import power_loss_truncations, settle, unclean_partitions
 from spark_analysis.facts.context import CheckContext, Row
 from spark_analysis.result import CheckResult, failed, passed
 from spark_analysis.session.local_frame import local_frame
@@ -140,7 +140,7 @@ class OffsetsKept:
         if not bad:
             return passed(self.id, f"every member resumed at or past its group's committed offset "
                                    f"({plural(len(pairs), 'assignment')} judged)", metrics)
-        unclean = unclean_partitions(ctx)
+        unclean = {**power_loss_truncations(ctx), **unclean_partitions(ctx)}
         return settle(self._failed(ctx, bad, metrics), [(unclean.get((r["topic"], int(r["partition"]))), 1)
                                                         for r in bad], ("rewound assignment", "rewound assignments"),
                       lambda _n: self._failed(ctx, [r for r in bad if (r["topic"], int(r["partition"]))

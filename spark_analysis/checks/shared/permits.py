@@ -7,7 +7,8 @@ Owns the rule of permits, for every path that judges these checks (Spark and the
 - what permits each kind of anomaly (`Reason`: `once_permit`, `order_permit`, `ack_permit`, `truncation_permit`),
   from the settings of the writer of its value (`harness.model.promises`) and its partition's unclean election;
 - `unclean_partitions` (per partition: the unclean election its topic's `unclean.leader.election.enable`
-  allowed, which truncates what only the old ISR held), and `permit_of`, one anomaly's permit;
+  allowed, which truncates what only the old ISR held), `power_loss_truncations` (a power loss of every replica,
+  which cuts the log back to what was fsynced), and `permit_of`, one anomaly's permit;
 - `Weighed`, a check's anomalies counted by what permits them, with the facts its judge needs about all of them
   and about the violations alone; `judge_weighed` and `settle` turn them into one result: pass with `permitted`
   when every anomaly is permitted, else a failure on the violations with the permitted ones counted beside them.
@@ -74,6 +75,29 @@ def unclean_partitions(ctx: CheckContext) -> Mapping[Partition, str]:
                     unclean.setdefault((u.topic, u.partition), reason)
         ctx.shared["unclean_permits"] = unclean
     return ctx.shared["unclean_permits"]
+
+
+def power_loss_truncations(ctx: CheckContext) -> Mapping[Partition, str]:
+    """Partition -> the power loss that may have cut its log back under its readers: one during which every replica
+    of it (as the last `partition.state` before it named them) was dark after losing what it had not fsynced
+    (docs/kafka-behaviour.md, D3). A group's committed offset may then lie past the log's new end, as after an
+    unclean election; whether the acknowledged writes it took were promised is `delivery.lost_write`'s to judge."""
+    if "power_loss_truncations" not in ctx.shared:
+        cut: dict[Partition, str] = {}
+        windows = [w for w in ctx.faults.windows if w.effect.loses_unsynced]
+        states = sorted(ctx.rows("partition.state"), key=lambda r: float(r.get("t") or 0.0)) if windows else []
+        for w in windows:
+            dark = {b for other in windows if other.contains(w.start) for b in other.effect.stopped(("broker",))}
+            replicas: dict[Partition, set[int]] = {}
+            for st in states:
+                if float(st.get("t") or 0.0) <= w.start and st.get("replicas"):
+                    replicas[(str(st["topic"]), int(st["partition"]))] = {int(b) for b in st["replicas"]}
+            for tp, held in replicas.items():
+                if held and held <= dark:
+                    cut.setdefault(tp, f"a power loss of every replica ({w.label}), which undid what none had "
+                                       f"fsynced")
+        ctx.shared["power_loss_truncations"] = cut
+    return ctx.shared["power_loss_truncations"]
 
 
 def permit_of(ctx: CheckContext, reason: Reason, value: int | None, partition: Partition | None) -> str | None:

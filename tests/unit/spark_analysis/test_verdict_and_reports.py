@@ -10,6 +10,7 @@ from typing import Any
 
 from spark_analysis.__main__ import main
 from spark_analysis.checks.delivery.judge import lost_summary
+from spark_analysis.checks.shared.permits import power_loss_truncations
 from spark_analysis.facts.faults import build_fault_index, describe_target
 from spark_analysis.ingest.runinfo import RunInfo, load_run_info, parse_seconds, run_info_from_mapping
 from spark_analysis.report import render_runs
@@ -169,6 +170,24 @@ def test_a_lost_write_acknowledged_before_a_power_loss_is_laid_to_it_and_the_sum
     summary, fault = lost_summary({("orders", 0): 1}, [{"t": 4.0, "topic": "orders", "partition": 0}], idx)
     assert fault == "fault #1 power_loss broker 1"
     assert "power_loss broker 1" in summary and "log.flush.interval.messages" in summary
+
+
+def test_a_power_loss_of_every_replica_of_a_partition_may_cut_its_log_back_and_of_some_replicas_not() -> None:
+    """`power_loss_truncations`: orders/0's replicas (1, 2, 3) were all dark together at the power loss of broker 1
+    (2 and 3 lost power in windows that hold its start), so its log may have been cut back under its readers;
+    orders/1 kept a replica on broker 4, which never lost power."""
+    lost = [{"role": "broker", "id": 1, "bytes": 1, "log_bytes": 1, "files": 1, "removed": 0, "segments": []}]
+    events = [
+        {"type": "partition.state", "t": 1.0, "topic": "orders", "partition": 0, "leader": 1, "replicas": [1, 2, 3],
+         "isr": [1, 2, 3], "leader_epoch": 0},
+        {"type": "partition.state", "t": 1.0, "topic": "orders", "partition": 1, "leader": 2, "replicas": [2, 3, 4],
+         "isr": [2, 3, 4], "leader_epoch": 0},
+        *({"type": "fault.start", "t": 10.0, "fault_id": k, "kind": "power_loss", "target": f"broker:{k}",
+           "effect": {"nodes": [{"role": "broker", "id": k}], "down": True, "lost": lost}} for k in (1, 2, 3)),
+        *({"type": "fault.end", "t": 15.0 + k, "fault_id": k} for k in (1, 2, 3)),
+    ]
+    cut = power_loss_truncations(python_context(events))
+    assert set(cut) == {("orders", 0)} and "power_loss broker 1" in cut[("orders", 0)]
 
 
 def _expecting(*checks: CheckResult, fail: tuple[str, ...]) -> Verdict:
