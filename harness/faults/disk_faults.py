@@ -47,48 +47,63 @@ def _disks(env: FaultEnv) -> DiskControl:
 
 
 @dataclass(frozen=True, slots=True)
-class DiskFull:
-    """Fill the node's log directory; heal: free it, and start the node if it has exited meanwhile."""
+class _DirectoryFault:
+    """A fault on one of a node's log directories (`params.dir`): `_act` when it fires; at the heal `_undo`, then the
+    node started again (restarted, gracefully, if it kept running on its other log directories)."""
 
     spec: KindSpec
-    _filled: dict[int, int] = field(default_factory=dict, compare=False)
-    """The directory each active fault filled, by its `Applied` (the heal frees that one)."""
+    _active: dict[int, int] = field(default_factory=dict, compare=False)
+    """The directory each active fault acts on, by its `Applied` (the heal undoes that one)."""
 
     def brings_nodes_back(self) -> bool:
-        """At teardown the heal is skipped (`BringsNodesBack`): the tmpfs, filler and all, goes with the cluster, and
-        starting a halted broker only to stop it again would cost the seconds a signalled run must not spend."""
+        """At teardown the heal is skipped (`BringsNodesBack`): the mounts go with the cluster, and starting a halted
+        broker only to stop it again would cost the seconds a signalled run must not spend."""
         return True
 
     def apply(self, fault: PlannedFault, env: FaultEnv, done: Applied) -> None:
         assert fault.target is not None
         node = resolve_node(fault.target, env.state, env.topology)
         if not isinstance(node, NodeId) or node.role == "zookeeper":
-            raise HarnessError(f"{node}: disk_full fills a broker's or KRaft controller's log directory")
-        disks = _disks(env)
+            raise HarnessError(f"{node}: {self.spec.name} acts on a broker's or KRaft controller's log directory")
+        directory = int(fault.spec.params.get("dir", 0))
         done.targets.append(str(node))
         done.nodes.append(node)
-        disks.fill_disk(node, _directory(fault))
-        self._filled[id(done)] = _directory(fault)
+        self._act(env, node, directory, fault)
+        self._active[id(done)] = directory
 
     def heal(self, env: FaultEnv, done: Applied) -> list[tuple[str, BaseException]]:
-        directory = self._filled.pop(id(done), 0)
+        directory = self._active.pop(id(done), 0)
         steps: list[tuple[str, Callable[[], None]]] = []
         for node in done.nodes:
             assert isinstance(node, NodeId)
             steps.append((f"start {node} again", partial(_start_again, env, node)))
-            steps.append((f"free log directory {directory} of {node}", partial(_free, env, node, directory)))
-        return attempt(steps)  # latest first: free, then start
+            steps.append((f"{self._undoing} log directory {directory} of {node}",
+                          partial(self._undo, env, node, directory)))
+        return attempt(steps)  # latest first: undo, then start
 
     def describe(self, fault: PlannedFault, done: Applied) -> dict[str, Any]:
         return effect(nodes=done.nodes)
 
+    _undoing = "heal"
 
-def _directory(fault: PlannedFault) -> int:
-    return int(fault.spec.params.get("dir", 0))
+    def _act(self, env: FaultEnv, node: NodeId, directory: int, fault: PlannedFault) -> None:
+        raise NotImplementedError
+
+    def _undo(self, env: FaultEnv, node: NodeId, directory: int) -> None:
+        raise NotImplementedError
 
 
-def _free(env: FaultEnv, node: NodeId, directory: int) -> None:
-    _disks(env).free_disk(node, directory)
+@dataclass(frozen=True, slots=True)
+class DiskFull(_DirectoryFault):
+    """Fill the node's log directory; heal: free it, and start the node if it has exited meanwhile."""
+
+    _undoing = "free"
+
+    def _act(self, env: FaultEnv, node: NodeId, directory: int, fault: PlannedFault) -> None:
+        _disks(env).fill_disk(node, directory)
+
+    def _undo(self, env: FaultEnv, node: NodeId, directory: int) -> None:
+        _disks(env).free_disk(node, directory)
 
 
 def _start_again(env: FaultEnv, node: NodeId) -> None:
@@ -114,47 +129,20 @@ def _errors(env: FaultEnv) -> DiskErrorControl:
 
 
 @dataclass(frozen=True, slots=True)
-class DiskError:
+class DiskError(_DirectoryFault):
     """Fail I/O under the node's log directory; heal: stop, and start (or restart) the node."""
 
-    spec: KindSpec
-    _failing: dict[int, int] = field(default_factory=dict, compare=False)
-    """The directory each active fault fails I/O in, by its `Applied`."""
+    _undoing = "stop failing"
 
-    def brings_nodes_back(self) -> bool:
-        return True
-
-    def apply(self, fault: PlannedFault, env: FaultEnv, done: Applied) -> None:
-        assert fault.target is not None
-        node = resolve_node(fault.target, env.state, env.topology)
-        if not isinstance(node, NodeId) or node.role == "zookeeper":
-            raise HarnessError(f"{node}: disk_error fails a broker's or KRaft controller's log directory")
+    def _act(self, env: FaultEnv, node: NodeId, directory: int, fault: PlannedFault) -> None:
         params = fault.spec.params
-        directory = _directory(fault)
-        done.targets.append(str(node))
-        done.nodes.append(node)
         pattern = params.get("pattern")
         _errors(env).fail_disk_io(node, directory, ERRNOS[str(params.get("error", "EIO"))],
                                   _OPS[str(params.get("ops", "both"))], float(params.get("probability", 1.0)),
                                   None if pattern is None else str(pattern), fault.index)
-        self._failing[id(done)] = directory
 
-    def heal(self, env: FaultEnv, done: Applied) -> list[tuple[str, BaseException]]:
-        directory = self._failing.pop(id(done), 0)
-        steps: list[tuple[str, Callable[[], None]]] = []
-        for node in done.nodes:
-            assert isinstance(node, NodeId)
-            steps.append((f"start {node} again", partial(_start_again, env, node)))
-            steps.append((f"stop failing log directory {directory} of {node}",
-                          partial(_stop_errors, env, node, directory)))
-        return attempt(steps)  # latest first: no more errors, then start
-
-    def describe(self, fault: PlannedFault, done: Applied) -> dict[str, Any]:
-        return effect(nodes=done.nodes)
-
-
-def _stop_errors(env: FaultEnv, node: NodeId, directory: int) -> None:
-    _errors(env).heal_disk_io(node, directory)
+    def _undo(self, env: FaultEnv, node: NodeId, directory: int) -> None:
+        _errors(env).heal_disk_io(node, directory)
 
 
 def _power(env: FaultEnv) -> PowerControl:
