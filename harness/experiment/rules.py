@@ -13,6 +13,7 @@ from harness.experiment.limits import MAX_VALUES_PER_PRODUCER
 from harness.experiment.schema import Experiment, FaultSpec, OperationSpec
 from harness.experiment.yamlsource import Path
 from harness.faults.catalog import CATALOG
+from harness.faults.clock_faults import MIN_STROBE_S
 from harness.faults.targets import Target
 
 
@@ -79,9 +80,10 @@ def _check_fault(f: Fields, exp: Experiment, fault: FaultSpec) -> None:
         f.error((*path, "params", "probability"), f"the fraction of {what} is in (0, 1]", probability,
                 "e.g. probability: 0.1 fails one in ten")
     strobe = fault.params.get("strobe_s") if fault.kind == "clock_skew" else None
-    if isinstance(strobe, (int, float)) and 0 < strobe < 1:
-        f.error((*path, "params", "strobe_s"), "the nodes read their clock's offset once a second, so a strobe flips "
-                "it every second at the fastest", strobe, "strobe_s: 1 or more, or 0 for one step")
+    if isinstance(strobe, (int, float)) and 0 < strobe < MIN_STROBE_S:
+        f.error((*path, "params", "strobe_s"), f"a node follows its clock's offset 1.6-2 s after a change (libfaketime "
+                f"reads it once a second), so a strobe flips it every {MIN_STROBE_S:g} s at the fastest", strobe,
+                f"strobe_s: {MIN_STROBE_S:g} or more, or 0 for one step")
     pattern = fault.params.get("pattern") if fault.kind == "disk_error" else None
     if isinstance(pattern, str) and (pattern.startswith("/") or ".." in pattern.split("/")):
         f.error((*path, "params", "pattern"), "a glob of paths under the log directory, not outside it", pattern,

@@ -5,7 +5,8 @@ packet dropped a write waits, and is delivered once the rules go; the rules carr
 owner, leave with the fault, and a SIGKILLed owner's rules are deleted by the next `clean_leftovers`.
 
 `clock_skew`: every broker runs under libfaketime; stepping broker 1's clock an hour ahead moves the log-append
-time it stamps on records an hour ahead, and stepping it back brings it back, while the broker goes on serving.
+time it stamps on records an hour ahead, and stepping it back brings it back, while the broker goes on serving; a
+strobe flips its stamps ahead and back by turns.
 
 `disk_full`: each broker has two log directories (JBOD, `cluster.log_dirs: 2`), each a real tmpfs of
 `cluster.log_dir_mb`. Filling one of broker 3's takes that directory offline (KIP-112): the replicas in it leave
@@ -18,9 +19,11 @@ the mounts and the rules (CI runs as root)."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -34,6 +37,7 @@ from harness.cluster.base import ClusterSpec, NodeId
 from harness.cluster.disks import FILLER, is_mounted, kafka_log_dirs
 from harness.cluster.leftovers import clean_leftovers
 from harness.cluster.process import ProcessCluster
+from harness.faults.clock_faults import MIN_STROBE_S, _strobe
 from harness.waiting import wait_until
 from tests.fixtures.process_cluster import apache_kafka_backend
 
@@ -124,6 +128,33 @@ def test_a_clock_stepped_an_hour_ahead_stamps_records_an_hour_ahead_until_it_is_
     _until("broker 1 stamping an hour ahead", lambda: abs(_append_time_ms(producer) - time.time() * 1000 - 3_600_000)
            < 60_000, 30, lambda: f"append time - now = {(_append_time_ms(producer) - time.time() * 1000) / 1000:.1f}s")
     cluster.skew_clock(NodeId.broker(1), 0)
+    _until("broker 1 stamping the real time again", lambda: abs(_append_time_ms(producer) - time.time() * 1000)
+           < 60_000, 30, lambda: f"append time - now = {(_append_time_ms(producer) - time.time() * 1000) / 1000:.1f}s")
+
+
+def test_a_strobing_clock_stamps_records_an_hour_ahead_and_at_the_real_time_by_turns(cluster: ProcessCluster) -> None:
+    """The strobe `clock_skew` runs (at the fastest, `MIN_STROBE_S`: 3 s) on broker 1, which stamps topic c's records
+    (created by the test above): the stamps go ahead and back at least twice each way, then the real time once it
+    stops."""
+    producer = Producer(cast(dict[str, Any], {"bootstrap.servers": cluster.bootstrap_servers, "acks": "1"}))
+    stop = threading.Event()
+    strobe = threading.Thread(target=_strobe, args=(cluster, NodeId.broker(1), 3600, MIN_STROBE_S, stop))
+    cluster.skew_clock(NodeId.broker(1), 3600)
+    strobe.start()
+    ahead: list[bool] = []
+
+    def flips() -> int:
+        ahead.append(_append_time_ms(producer) - time.time() * 1000 > 1_800_000)
+        time.sleep(0.2)
+        return sum(1 for a, b in itertools.pairwise(ahead) if a != b)
+
+    try:
+        _until("broker 1's stamps flipping ahead and back four times", lambda: flips() >= 4, 90,
+               lambda: "".join("A" if a else "r" for a in ahead))
+    finally:
+        stop.set()
+        strobe.join(10)
+        cluster.skew_clock(NodeId.broker(1), 0)
     _until("broker 1 stamping the real time again", lambda: abs(_append_time_ms(producer) - time.time() * 1000)
            < 60_000, 30, lambda: f"append time - now = {(_append_time_ms(producer) - time.time() * 1000) / 1000:.1f}s")
 
