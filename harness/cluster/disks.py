@@ -218,5 +218,16 @@ def clean_mount_leftovers(directory: Path) -> list[str]:
             _run(["umount", "-l", str(path)], f"leftover log directory {path}")
             cleaned.append(str(path))
         record_path.unlink(missing_ok=True)
+    for socket_path in directory.glob("lazyfs-*-*.sock"):  # a SIGKILLed daemon's control socket
+        owner = socket_path.name.split("-")[1]
+        if owner.isdigit() and not _running(int(owner)):
+            socket_path.unlink(missing_ok=True)
     return cleaned
 
+
+def _running(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie does not)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False

@@ -289,12 +289,14 @@ def clean_leftovers(directory: Path | None = None, wait_s: float = 5.0) -> list[
         with contextlib.suppress(OSError):
             path.unlink()
     alive = _wait_gone(victims, wait_s)
-    if alive:
-        raise BackendError(f"leftover processes survived SIGKILL for {wait_s}s: {[p.pid for p in alive]}")
-    for mount in clean_mount_leftovers(directory):  # once the processes that used them are gone
+    # the mounts once the processes that used them are gone, and even if some are not: a lazy unmount detaches
+    # a mount in use (seen: a broker stuck on a power-loss mount whose daemon had just been killed outlived 5 s)
+    for mount in clean_mount_leftovers(directory):
         cleaned.append(CleanedLeftover(f"log directory mount {mount}", 0, 0, ("umount", "-l", mount), 0))
     for rule in clean_packet_leftovers():
         cleaned.append(CleanedLeftover("packet loss rule", 0, 0, ("iptables", rule.replace("-A", "-D", 1)), 0))
+    if alive:
+        raise BackendError(f"leftover processes survived SIGKILL for {wait_s}s: {[p.pid for p in alive]}")
     return cleaned
 
 

@@ -15,8 +15,11 @@ def this_owner() -> tuple[int, float]:
 
 
 def owner_alive(pid: int, create_time: float) -> bool:
-    """Whether process `pid` runs and is the one that started at `create_time`."""
+    """Whether process `pid` runs and is the one that started at `create_time`. A zombie does not run: a SIGKILLed
+    harness whose parent has not reaped it yet is one (seen: its power-loss mounts were left, the reaper taking it for
+    alive)."""
     try:
-        return abs(psutil.Process(pid).create_time() - create_time) < _TIME_SLACK_S
+        proc = psutil.Process(pid)
+        return abs(proc.create_time() - create_time) < _TIME_SLACK_S and proc.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
