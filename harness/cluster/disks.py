@@ -1,8 +1,8 @@
 """Log directories for disk faults (process backend): with `cluster.log_dir_mb: N`, each Kafka node's log directory
 is a tmpfs of N MB (mount(8); root), which the `disk_full` fault fills so that every later write fails with ENOSPC,
-and frees again at the heal. With `ClusterSpec.lazy_fs` (a run with a `power_loss` fault), each log directory is a
-FUSE mount of `harness.cluster.lazyfs` over `<dir>.disk` (itself the tmpfs, with log_dir_mb), which tracks fsyncs so
-that a power loss can undo every write that was not synced.
+and frees again at the heal. With `ClusterSpec.lazy_fs` (a run with a `power_loss` or `disk_error` fault), each log
+directory is a FUSE mount of `harness.cluster.lazyfs` over `<dir>.disk` (itself the tmpfs, with log_dir_mb), which
+tracks fsyncs so that a power loss can undo every write that was not synced, and fails I/O on demand.
 
 Owns the mounts and their records. Every mount is recorded before it is made, as `mount-<owner pid>-<n>.mount`
 (JSON) in the leftovers directory (`harness.cluster.leftovers`), and unmounted at teardown. A mount whose owner is
@@ -52,7 +52,7 @@ def backing_dir(data: Path) -> Path:
 
 @dataclass(frozen=True, slots=True)
 class MountRecord:
-    """One tmpfs mount made by a harness, as its record file stores it."""
+    """One mount made by a harness (a tmpfs, or the power-loss filesystem), as its record file stores it."""
 
     path: str
     owner_pid: int
@@ -83,7 +83,8 @@ def is_mounted(path: Path) -> bool:
 
 
 class LogDirMounts:
-    """The tmpfs mounts of one cluster's log directories (a context manager: leaving unmounts them all)."""
+    """The mounts of one cluster's log directories, tmpfs and power-loss filesystem (a context manager: leaving
+    unmounts them all)."""
 
     def __init__(self, records: Path, processes: LeftoverRegistry | None = None) -> None:
         """`records`: the leftovers directory; `processes`: where the power-loss daemons are registered (so that
