@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import psutil
 
 from harness.cluster.base import NodeId
-from harness.cluster.owners import owner_alive, this_owner
+from harness.cluster.owners import owner_alive, running, this_owner
 from harness.errors import BackendError
 
 if TYPE_CHECKING:
@@ -221,14 +221,6 @@ def clean_mount_leftovers(directory: Path) -> list[str]:
         record_path.unlink(missing_ok=True)
     for socket_path in directory.glob("lazyfs-*-*.sock"):  # a SIGKILLed daemon's control socket
         owner = socket_path.name.split("-")[1]
-        if owner.isdigit() and not _running(int(owner)):
+        if owner.isdigit() and not running(int(owner)):
             socket_path.unlink(missing_ok=True)
     return cleaned
-
-
-def _running(pid: int) -> bool:
-    """Whether process `pid` runs (a zombie does not)."""
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False

@@ -23,3 +23,11 @@ def owner_alive(pid: int, create_time: float) -> bool:
         return abs(proc.create_time() - create_time) < _TIME_SLACK_S and proc.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
+
+
+def running(pid: int) -> bool:
+    """Whether process `pid` runs, whichever process it is (a zombie does not)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False

@@ -93,12 +93,15 @@ class NodeDisks:
         return dirs[directory]
 
     def _lazy_dirs(self, node: NodeId, fault: str) -> list[tuple[Path, LazyFs]]:
+        self._on_lazy_fs(node, fault)
+        return [(data, self._mounts.lazy(data)) for data in kafka_log_dirs(self.workdir, node, self.spec.log_dirs)]
+
+    def _lazy_dir(self, node: NodeId, directory: int, fault: str) -> LazyFs:
+        self._on_lazy_fs(node, fault)
+        return self._mounts.lazy(self._dir(node, directory))
+
+    def _on_lazy_fs(self, node: NodeId, fault: str) -> None:
         self._check(node)
         if node.role == "zookeeper" or not self.spec.lazy_fs:
             raise BackendError(f"{node}: its log directories are not on the power-loss filesystem (only brokers' and "
                                f"KRaft controllers' are, in a run with a {fault} fault)")
-        return [(data, self._mounts.lazy(data)) for data in kafka_log_dirs(self.workdir, node, self.spec.log_dirs)]
-
-    def _lazy_dir(self, node: NodeId, directory: int, fault: str) -> LazyFs:
-        self._lazy_dirs(node, fault)
-        return self._mounts.lazy(self._dir(node, directory))

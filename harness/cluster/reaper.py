@@ -24,6 +24,7 @@ from pathlib import Path
 
 import psutil
 
+from harness.cluster.owners import owner_alive
 from harness.waiting import poll_until
 
 OWNER_GONE_S = 10.0
@@ -56,20 +57,12 @@ def _project_root() -> str:
     return root if not old else f"{root}:{old}"
 
 
-def _owner_alive(pid: int, create_time: float) -> bool:
-    try:
-        proc = psutil.Process(pid)
-        return abs(proc.create_time() - create_time) < 0.05 and proc.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
 def reap(directory: Path, owner_pid: int, owner_create_time: float) -> int:
     """Wait for the lifeline to close, then for the owner to be gone, then kill what its records name."""
     with contextlib.suppress(OSError):
         while sys.stdin.buffer.read(4096):
             pass
-    poll_until(lambda: not _owner_alive(owner_pid, owner_create_time), OWNER_GONE_S, poll_s=0.05)
+    poll_until(lambda: not owner_alive(owner_pid, owner_create_time), OWNER_GONE_S, poll_s=0.05)
     from harness.cluster.leftovers import clean_leftovers
 
     try:

@@ -32,6 +32,10 @@ log-append time followed a step 1.6 s (ahead) and 2.0 s (back) after the control
 its stamps never left the real time in 60 s (aliasing), with 3 s they flipped by turns."""
 
 
+_STROBE_JOIN_S = 30.0
+"""How long the heal waits for a strobe's flip under way (one write of the node's control file)."""
+
+
 def _clocks(env: FaultEnv) -> ClockControl:
     if not isinstance(env.cluster, ClockControl):
         raise HarnessError(f"clock_skew needs the process backend; this cluster ({type(env.cluster).__name__}) "
@@ -44,8 +48,8 @@ class ClockSkew:
     """Step the node's wall clock by `offset_s` (or strobe it: step and back every `strobe_s`); heal: step it back."""
 
     spec: KindSpec
-    _strobes: dict[int, threading.Event] = field(default_factory=dict, compare=False)
-    """The strobing of each active fault, by its `Applied`: set to stop it."""
+    _strobes: dict[int, tuple[threading.Event, threading.Thread]] = field(default_factory=dict, compare=False)
+    """The strobing of each active fault, by its `Applied`: the event that stops it, and its thread."""
 
     def apply(self, fault: PlannedFault, env: FaultEnv, done: Applied) -> None:
         assert fault.target is not None
@@ -58,14 +62,17 @@ class ClockSkew:
         offset, period = int(fault.spec.params.get("offset_s", 3600)), float(fault.spec.params.get("strobe_s", 0))
         clocks.skew_clock(node, offset)
         if period > 0:
-            stop = self._strobes[id(done)] = threading.Event()
-            threading.Thread(target=_strobe, args=(clocks, node, offset, period, stop), daemon=True,
-                             name=f"strobe-{node}").start()
+            stop = threading.Event()
+            thread = threading.Thread(target=_strobe, args=(clocks, node, offset, period, stop), daemon=True,
+                                      name=f"strobe-{node}")
+            self._strobes[id(done)] = (stop, thread)
+            thread.start()
 
     def heal(self, env: FaultEnv, done: Applied) -> list[tuple[str, BaseException]]:
-        stop = self._strobes.pop(id(done), None)
-        if stop is not None:
-            stop.set()
+        strobe = self._strobes.pop(id(done), None)
+        if strobe is not None:  # stopped and joined first: a flip under way must not land after the step back
+            strobe[0].set()
+            strobe[1].join(_STROBE_JOIN_S)
         return attempt([(f"step the clock of {node} back", partial(_clocks(env).skew_clock, node, 0))
                         for node in done.nodes if isinstance(node, NodeId)])
 

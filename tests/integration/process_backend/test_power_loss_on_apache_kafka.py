@@ -21,7 +21,7 @@ from typing import Any, cast
 
 import psutil
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from harness.cluster.base import ClusterSpec, NodeId
@@ -30,6 +30,7 @@ from harness.cluster.leftovers import clean_leftovers
 from harness.cluster.process import ProcessCluster
 from harness.waiting import wait_until
 from tests.fixtures.process_cluster import apache_kafka_backend
+from tests.integration.workload.support import stored_count
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -63,15 +64,6 @@ def _produce(bootstrap: str, topic: str, n: int) -> list[str]:
     return errors
 
 
-def _stored(bootstrap: str, topic: str) -> int:
-    """The records `topic`'s partition 0 holds: its high watermark."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "power-loss-check"})
-    try:
-        return int(consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10.0)[1])
-    finally:
-        consumer.close()
-
-
 def test_a_power_loss_takes_the_acknowledged_writes_kafka_did_not_fsync_and_keeps_those_it_did(
     cluster: ProcessCluster,
 ) -> None:
@@ -89,9 +81,9 @@ def test_a_power_loss_takes_the_acknowledged_writes_kafka_did_not_fsync_and_keep
     assert not any(path.startswith("data/synced-0/") for path in segments), loss
 
     cluster.start(B1)
-    wait_until("synced's 100 records served again after the restart", lambda: _stored(bootstrap, "synced") == 100
-               or None, 90, retry_on=(KafkaException,))
-    assert _stored(bootstrap, "unsynced") == 0  # its acknowledged writes lived in the page cache only
+    wait_until("synced's 100 records served again after the restart",
+               lambda: stored_count(bootstrap, "synced", 1) == 100 or None, 90, retry_on=(KafkaException,))
+    assert stored_count(bootstrap, "unsynced", 1) == 0  # its acknowledged writes lived in the page cache only
     log = cluster.log_path(B1).read_text(encoding="utf-8", errors="replace")
     assert "unclean" in log.lower() or "recover" in log.lower(), log[-3000:]
 
@@ -114,8 +106,8 @@ def test_eio_on_one_partitions_writes_takes_the_only_log_directory_offline_and_t
     assert "Input/output error" in log and "have failed" in log, log[-3000:]
     assert cluster.heal_disk_io(B1, 0) >= 1
     cluster.start(B1)
-    wait_until("eio's 20 acknowledged records served again", lambda: _stored(bootstrap, "eio") >= 20 or None, 90,
-               retry_on=(KafkaException,))
+    wait_until("eio's 20 acknowledged records served again",
+               lambda: stored_count(bootstrap, "eio", 1) >= 20 or None, 90, retry_on=(KafkaException,))
 
 
 _KILLED_OWNER = """
