@@ -11,6 +11,9 @@ the authoritative `partition.state` events (`partition.authoritative`) and the r
   the last ISR member (the ISR never becomes empty). The rule holds for the controller's whole answer to
   the event: brokers lost together leave one write per replica, so a write that lists the broker and is
   followed at once by writes that take only gone replicas out, it among them, is a step (`_steps_out`).
+  A ZooKeeper controller still answering an earlier event (another broker gone, or its own election, within
+  `BACKLOG_S`) may write states that list the broker before it reaches the BrokerChange event, if the broker
+  leaves within `OFFLINE_GRACE_S` (`_answered_late`, counted as `left_after_backlog`).
   Fails when a controller write for such a
   partition after the broker went (a state with a higher leader epoch) still lists it, or when no
   state without it appears while the broker stays down longer than `OFFLINE_GRACE_S` with a controller in office
@@ -39,12 +42,17 @@ from spark_analysis.checks.partition.checks import STEP_S
 from spark_analysis.checks.shared.common import evidence, plural, summary_with_fault, tp_label
 from spark_analysis.facts.context import CheckContext, Row
 from spark_analysis.facts.liveness import LIVENESS_TYPES, Liveness, build_liveness, controller_events
-from spark_analysis.facts.partitions import UncleanElection, leader_elections, partition_timeline
+from spark_analysis.facts.partitions import PartitionTimeline, UncleanElection, leader_elections, partition_timeline
 from spark_analysis.result import CheckResult, failed, passed, unknown
 
 OFFLINE_GRACE_S = 10.0
 """How long a broker may stay in an ISR after its registration vanished with no controller write at all
 (the controller's reaction takes milliseconds; the observers' polls and a loaded machine take seconds)."""
+
+BACKLOG_S = 5.0
+"""How long before a broker went an earlier controller event (another broker gone, a new controller) may
+lie for the controller's writes in between to be its answer to that event (`_answered_late`)."""
+
 
 def controllers_by_time(ctx: CheckContext) -> list[Row]:
     """The authoritative `controller` events (`liveness.controller_events`), by the history clock."""
@@ -87,6 +95,27 @@ def _steps_out(states: list[Row], broker: int, live: Liveness) -> bool:
     return False
 
 
+def _answered_late(tl: PartitionTimeline, down: Row, kept: Row, left: Row, controllers: list[Row]) -> bool:
+    """Whether `kept` (a write after `down` that still lists its broker) was the controller answering an earlier
+    event: another broker went, or a controller took office, within `BACKLOG_S` before `down` (strictly
+    before: brokers seen gone in one watch firing are one BrokerChange event, answered together), and
+    the broker left the ISR (`left`) within `OFFLINE_GRACE_S` of going. Apache Kafka's ZooKeeper controller
+    handles its events one at a time, in order (`ControllerEventManager`'s single event thread): a controller
+    that took office, or lost another broker, just before acts on the liveness it read then until it reaches the
+    BrokerChange event. Seen on 3.9.2 (weak-durability, a ZooKeeper partition): broker 3's registration vanished
+    at 22.752 s, broker 1 took office at 22.914 s, broker 2's vanished at 23.241 s; the new controller still wrote
+    `leader -1, isr [2, 1]` (23.796 s) and elected broker 2 (24.358 s) before taking it out (24.673 s). KRaft's
+    controller fences a broker and takes it out of every ISR in one batch of records
+    (`ReplicationControlManager.handleBrokerFenced`), so its writes get no such allowance."""
+    t_down = float(down.get("t") or 0.0)
+    late = float(left.get("t") or 0.0) - t_down > OFFLINE_GRACE_S
+    if kept.get("src") != "zk" or tl.order(left) < tl.order(kept) or late:
+        return False
+    earlier = [ev for ev in tl.downs if ev.get("broker") != down.get("broker")]
+    elected = [ev for ev in controllers if ev.get("broker") is not None and int(ev["broker"]) >= 0]
+    return any(t_down - BACKLOG_S <= float(ev.get("t") or 0.0) < t_down for ev in [*earlier, *elected])
+
+
 def _isr(st: Row) -> list[int]:
     return [int(b) for b in st.get("isr") or []]
 
@@ -117,7 +146,7 @@ class OfflineReplicaLeavesIsr:
         tl = partition_timeline(ctx)
         if not tl.states:
             return unknown(self.id, "no partition.state event carries an ISR")
-        judged = last_member = not_judged = already_out = no_controller = 0
+        judged = last_member = not_judged = already_out = no_controller = backlog = 0
         bad: list[dict[str, Any]] = []
         live = build_liveness(ctx.rows(*LIVENESS_TYPES))
         controllers = controllers_by_time(ctx)
@@ -143,7 +172,8 @@ class OfflineReplicaLeavesIsr:
                 left = [st for st in later if broker not in _isr(st)]
                 role = "led" if prev.get("leader") == broker else "followed"
                 label = tp_label(topic, part)
-                if kept and (not left or tl.order(kept[0]) < tl.order(left[0])):
+                lagging = kept and left and _answered_late(tl, down, kept[0], left[0], controllers)
+                if kept and (not left or tl.order(kept[0]) < tl.order(left[0])) and not lagging:
                     judged += 1
                     bad += [evidence(down), evidence(prev), evidence(
                         kept[0], problem=f"{label}: broker {broker} (which {role} it) is still in the ISR "
@@ -151,6 +181,7 @@ class OfflineReplicaLeavesIsr:
                                          f"registration vanished at {t_down:.3f}s")]
                 elif left:
                     judged += 1
+                    backlog += bool(lagging)
                 elif any(_isr(st) == [broker] for st in later):
                     last_member += 1  # the others went first: it stays as the last member (Kafka keeps one)
                 elif controller_in_office(controllers, t_down, horizon) > OFFLINE_GRACE_S:
@@ -167,7 +198,7 @@ class OfflineReplicaLeavesIsr:
         violations = sum(1 for e in bad if "problem" in e)
         metrics = {"brokers_gone": len(tl.downs), "replicas_judged": judged, "last_isr_member": last_member,
                    "not_judged_short": not_judged, "not_judged_no_controller": no_controller,
-                   "out_before_going": already_out, "violations": violations}
+                   "out_before_going": already_out, "left_after_backlog": backlog, "violations": violations}
         if not tl.downs:
             return passed(self.id, "no broker went away during the run (nothing to judge)", metrics)
         none = None if judged or already_out else (

@@ -213,3 +213,33 @@ def test_a_graceful_stop_of_a_controller_cut_off_from_zookeeper_is_not_judged() 
               _ev(9.5, "fault.end", "engine", fault_id=0, kind="partition", target=["broker:1", "zookeeper:1"])]
     result = _run(ControlledShutdownMovesLeaders(), events)
     assert result.status == "pass" and result.metrics["controller_unreachable"] == 1, result.summary
+
+
+def test_a_zookeeper_controller_answering_an_earlier_expiry_may_list_the_next_gone_broker_until_it_gets_there() -> None:
+    """Weak-durability on 3.9.2: broker 3 (leader, controller) expired, broker 1 took office, broker 2 expired
+    0.3 s later; the new controller's failover still wrote broker 2 into the ISR and elected it, then took it out
+    when it reached broker 2's BrokerChange event. Its single event thread makes that lag Kafka's own."""
+    events = [*(_ev(0.1, "broker.up", broker=b) for b in (1, 2, 3)), _ev(0.1, "controller", broker=3, epoch=1),
+              _ps(0.2, 0, 3, 0, [3, 2, 1]), _ev(22.751, "controller", broker=-1, epoch=1),
+              _ev(22.752, "broker.down", broker=3), _ev(22.914, "controller", broker=1, epoch=2),
+              _ev(23.241, "broker.down", broker=2), _ps(23.796, 0, -1, 1, [2, 1]), _ps(24.358, 0, 2, 2, [2, 1]),
+              _ps(24.673, 0, 1, 3, [1]), _ev(60.0, "run.end", "engine")]
+    result = _run(OfflineReplicaLeavesIsr(), events)
+    assert result.status == "pass", result.summary
+    assert result.metrics["left_after_backlog"] == 1
+
+
+def test_a_gone_broker_listed_with_no_earlier_controller_event_still_fails_even_if_it_leaves_later() -> None:
+    events = [*_start(), _ev(5.0, "broker.down", broker=3), _ps(5.4, 0, 1, 1, [1, 2, 3]), _ps(8.0, 0, 1, 2, [1, 2]),
+              _ps(5.1, 1, 2, 1, [2, 1]), _ev(30.0, "run.end", "engine")]
+    result = _run(OfflineReplicaLeavesIsr(), events)
+    assert result.status == "fail", result.summary
+
+
+def test_a_kraft_write_listing_a_fenced_broker_gets_no_backlog_allowance() -> None:
+    events = [*(_ev(0.1, "broker.up", "kraft", broker=b) for b in (1, 2, 3)),
+              _ps(0.2, 0, 1, 0, [1, 2, 3], "kraft", elr=[]), _ev(4.0, "broker.fenced", "kraft", broker=2),
+              _ev(5.0, "broker.fenced", "kraft", broker=3), _ps(5.2, 0, 1, 1, [1, 3], "kraft", elr=[]),
+              _ps(8.0, 0, 1, 2, [1], "kraft", elr=[]), _ev(30.0, "run.end", "engine")]
+    result = _run(OfflineReplicaLeavesIsr(), events)
+    assert result.status == "fail", result.summary
