@@ -17,7 +17,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from spark_analysis.facts.context import CheckContext, Row
-from spark_analysis.facts.liveness import DOWN_TYPES, LIVENESS_TYPES, UP_TYPES, authoritative
+from spark_analysis.facts.liveness import DOWN_TYPES, LIVENESS_TYPES, UP_TYPES, Liveness, authoritative, build_liveness
 
 Partition = tuple[str, int]
 
@@ -113,21 +113,32 @@ def caught_up(prev: Row, ev: Row) -> list[int]:
     return [b for b in new if b not in old and b in replicas]
 
 
-def last_known_leader(prev: Row) -> int | None:
-    """The last known leader KRaft may elect when the ISR and the ELR are empty (canElectLastKnownLeader)."""
+def last_known_leader(prev: Row, ev: Row, live: Liveness) -> int | None:
+    """The last known leader KRaft may elect in `ev` when the ISR and the ELR are empty
+    (`PartitionChangeBuilder.canElectLastKnownLeader`). The ELR may be empty only in `ev`'s own change: a fenced
+    ELR member that registers again after an unclean shutdown leaves the ELR and the ISR
+    (`ReplicationControlManager.handleBrokerUncleanShutdown`), and the same change elects the last known leader
+    (seen on 4.4.0, power loss of all three brokers: ISR [], ELR [3], last known [2], then broker 3 registered
+    again and one record wrote leader 2, ISR [2], ELR []). So a member that left the ELR in `ev` must have been
+    gone (fenced, `live`) then: an unfenced one would have been elected from the ELR."""
     elr, last = prev.get("elr"), prev.get("last_known_elr")
-    if elr is None or last is None or prev.get("isr") or elr or len(last) != 1:
+    if elr is None or last is None or prev.get("isr") or len(last) != 1:
         return None
+    if set(elr) & {*(ev.get("elr") or []), *(ev.get("isr") or [])} - {int(last[0])}:
+        return None  # an ELR member is still in the ELR or the ISR: the ELR was not empty at the election
+    if any(live.state_at(int(b), float(ev.get("t") or 0.0)) for b in elr):
+        return None  # a live ELR member: KRaft elects from the ELR before the last known leader
     return int(last[0])
 
 
-def eligibility(prev: Row, leader: int) -> str:
-    """Where an elected leader came from in the state before it: isr, elr, last_known_leader or outside."""
+def eligibility(prev: Row, ev: Row, live: Liveness) -> str:
+    """Where `ev`'s elected leader came from in the state before it: isr, elr, last_known_leader or outside."""
+    leader = int(ev["leader"])
     if leader in (prev.get("isr") or []):
         return "isr"
     if leader in (prev.get("elr") or []):
         return "elr"
-    return "last_known_leader" if leader == last_known_leader(prev) else "outside"
+    return "last_known_leader" if leader == last_known_leader(prev, ev, live) else "outside"
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,13 +166,15 @@ def leader_elections(ctx: CheckContext) -> tuple[int, list[UncleanElection]]:
         return ctx.shared["leader_elections"]
     elections = 0
     unclean: list[UncleanElection] = []
+    registrations = authoritative(ctx.rows(*LIVENESS_TYPES))
+    live = build_liveness(registrations)
     for (topic, part), states in partition_timeline(ctx).states.items():
         for prev, ev in itertools.pairwise(states):
             leader = ev.get("leader")
             if leader is None or leader < 0 or leader == prev.get("leader"):
                 continue
             elections += 1
-            if eligibility(prev, int(leader)) == "outside" and int(leader) not in caught_up(prev, ev):
+            if eligibility(prev, ev, live) == "outside" and int(leader) not in caught_up(prev, ev):
                 unclean.append(UncleanElection(topic, part, prev, ev))
     ctx.shared["leader_elections"] = (elections, unclean)
     return elections, unclean

@@ -322,11 +322,11 @@ class ElectionConforms:
                         expected = {elect_leader(strategy, assigned, _eligible(p, frozenset(lv) - shut), lv,
                                                  frozenset(shut), ctx.run.unclean_election)
                                     for p in views for lv in lives}
-                        last_known = last_known_leader(prev)
+                        last_known = last_known_leader(prev, ev, live)
                         if last_known is not None:
                             expected.add(last_known)
                         got = None if ev["leader"] < 0 else ev["leader"]
-                        came_from = None if got is None else eligibility(prev, got)
+                        came_from = None if got is None else eligibility(prev, ev, live)
                         if came_from is not None:
                             per_eligibility[came_from] += 1
                         if ev.get("leader_fenced"):  # K4: only an active broker may lead, the last known one too

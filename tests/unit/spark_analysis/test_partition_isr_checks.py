@@ -243,3 +243,27 @@ def test_a_kraft_write_listing_a_fenced_broker_gets_no_backlog_allowance() -> No
               _ps(8.0, 0, 1, 2, [1], "kraft", elr=[]), _ev(30.0, "run.end", "engine")]
     result = _run(OfflineReplicaLeavesIsr(), events)
     assert result.status == "fail", result.summary
+
+
+def _power_loss_of_all_three(elr_member_up: bool) -> list[Event]:
+    """4.4.0, power loss of brokers 1-3 (recorded: kraft-4.4.0-last-known-leader-after-unclean-registration): the ISR
+    is empty, broker 3 is in the ELR, broker 2 the last known leader; broker 3 registers again after its unclean
+    shutdown (unobserved: the controller drops it from the ELR) and the same record elects broker 2."""
+    return [*(_ev(0.1, "broker.up", "kraft", broker=b) for b in (1, 2, 3)),
+            _ps(0.2, 0, 1, 0, [1, 2, 3], "kraft", elr=[], last_known_elr=[]),
+            *(_ev(62.5, "broker.fenced", "kraft", broker=b) for b in (2, 3)),
+            _ps(69.6, 0, -1, 2, [], "kraft", elr=[3], last_known_elr=[2]),
+            _ev(71.1, "broker.unfenced", "kraft", broker=2),
+            *([_ev(71.5, "broker.unfenced", "kraft", broker=3)] if elr_member_up else []),
+            _ps(72.4, 0, 2, 3, [2], "kraft", elr=[], last_known_elr=[]), _ev(90.0, "run.end", "engine")]
+
+
+def test_the_last_known_leader_elected_in_the_change_that_empties_the_elr_is_clean() -> None:
+    result = _run(UncleanOnlyWhenEnabled(), _power_loss_of_all_three(elr_member_up=False))
+    assert result.status == "pass", result.summary
+
+
+def test_the_last_known_leader_elected_over_a_live_elr_member_is_unclean() -> None:
+    """KRaft elects an unfenced ELR member before the last known leader (`PartitionChangeBuilder.electLeader`)."""
+    result = _run(UncleanOnlyWhenEnabled(), _power_loss_of_all_three(elr_member_up=True))
+    assert result.status == "fail", result.summary
