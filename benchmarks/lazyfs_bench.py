@@ -84,7 +84,7 @@ def power_loss(cluster: ProcessCluster, records: int, size: int) -> None:
     produce(cluster, "unsynced", records, size)
     produce(cluster, "synced", records, size)
     t0 = time.monotonic()
-    losses = [cluster.power_loss(node) for node in BROKERS]
+    losses = cluster.power_loss(*BROKERS)
     took = time.monotonic() - t0
     print(f"\n2. a power loss of all 3 brokers, after {records} acknowledged records into each topic")
     print(f"   the fault (SIGKILL, then the rollback), all 3 nodes: {took:.2f} s")

@@ -226,7 +226,7 @@ class PowerControl(Protocol):
     """What a cluster whose log directories keep only fsynced writes across a crash (`ClusterSpec.lazy_fs`) offers
     the power_loss fault."""
 
-    def power_loss(self, node: NodeId) -> UnsyncedLoss: ...  # SIGKILL, then every write not fsynced is gone
+    def power_loss(self, *nodes: NodeId) -> tuple[UnsyncedLoss, ...]: ...  # SIGKILL all, then unsynced writes go
 
 
 @runtime_checkable

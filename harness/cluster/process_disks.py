@@ -47,17 +47,22 @@ class NodeDisks:
                                f"clock_skew fault are)")
         clocks.set_offset(kafka_log_dirs(self.workdir, node)[0].parent, offset_s)
 
-    def power_loss(self, node: NodeId) -> UnsyncedLoss:
-        """SIGKILL the node, then undo every write it made to its log directories that was not fsynced."""
-        dirs = self._lazy_dirs(node, "power_loss")
-        self.kill(node)
-        lost: dict[str, int] = {}
-        removed: list[str] = []
-        for data, fs in dirs:
-            report = fs.crash()
-            lost.update({f"{data.name}/{path}": n for path, n in report.lost.items()})
-            removed += [f"{data.name}/{path}" for path in report.removed]
-        return UnsyncedLoss(MappingProxyType(lost), tuple(removed))
+    def power_loss(self, *nodes: NodeId) -> tuple[UnsyncedLoss, ...]:
+        """SIGKILL the nodes, all of them first (a correlated power loss: none replicates from another after its
+        loss), then undo every write each made to its log directories that was not fsynced; one loss per node."""
+        dirs = [self._lazy_dirs(node, "power_loss") for node in nodes]
+        for node in nodes:
+            self.kill(node)
+        out: list[UnsyncedLoss] = []
+        for node_dirs in dirs:
+            lost: dict[str, int] = {}
+            removed: list[str] = []
+            for data, fs in node_dirs:
+                report = fs.crash()
+                lost.update({f"{data.name}/{path}": n for path, n in report.lost.items()})
+                removed += [f"{data.name}/{path}" for path in report.removed]
+            out.append(UnsyncedLoss(MappingProxyType(lost), tuple(removed)))
+        return tuple(out)
 
     def fail_disk_io(self, node: NodeId, directory: int, error: int, ops: tuple[str, ...], probability: float,
                      pattern: str | None, seed: int) -> None:

@@ -14,7 +14,9 @@ from harness.faults.catalog import OPERATIONS
 
 def _fault(f: FaultSpec) -> dict[str, Any]:
     out: dict[str, Any] = {"at": format_duration(f.at), "fault": f.kind}
-    if f.target is not None:
+    if f.targets:
+        out["targets"] = [str(t) for t in f.targets]
+    elif f.target is not None:
         out["target"] = str(f.target)
     if f.link is not None:
         out["link"] = str(f.link)

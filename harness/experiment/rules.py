@@ -88,7 +88,10 @@ def _check_fault(f: Fields, exp: Experiment, fault: FaultSpec) -> None:
     if isinstance(pattern, str) and (pattern.startswith("/") or ".." in pattern.split("/")):
         f.error((*path, "params", "pattern"), "a glob of paths under the log directory, not outside it", pattern,
                 "e.g. pattern: 'orders-0/*' (one partition's directory) or '*.index'")
-    if fault.target is not None:
+    if fault.targets:
+        for i, node in enumerate(fault.targets):
+            _check_target(f, exp, (*path, "targets", i), node)
+    elif fault.target is not None:
         _check_target(f, exp, (*path, "target"), fault.target)
     if fault.link is not None:
         if fault.link.src is not None:
@@ -201,7 +204,7 @@ def _check_target(f: Fields, exp: Experiment, path: Path, t: Target) -> None:
 def _resources(fault: FaultSpec) -> set[str]:
     """What a fault holds while active, for the overlap rule (dynamic targets hold nothing)."""
     if fault.target is not None:
-        return {str(fault.target)} if fault.target.is_static else set()
+        return {str(t) for t in fault.nodes if t.is_static}
     if fault.link is not None:
         static = (fault.link.src is None or fault.link.src.is_static) and (
             fault.link.dst.is_static or fault.link.dst.id is None)

@@ -17,7 +17,7 @@ from harness.faults.catalog import CATALOG, KindSpec, ParamSpec
 from harness.faults.targets import LinkTarget, Target, parse_link, parse_target
 
 T = TypeVar("T")
-FAULT_KEYS = ("at", "fault", "target", "link", "groups", "params", "duration", "jitter")
+FAULT_KEYS = ("at", "fault", "target", "targets", "link", "groups", "params", "duration", "jitter")
 _MAX_TARGET_CHARS = 300
 
 
@@ -60,12 +60,18 @@ def _fault(f: Fields, path: Path, index: int, item: object) -> FaultSpec | None:
         return None
     kind = entry.spec
     duration = _duration(f, m, path, kind)
-    target, link, groups = _slots(f, m, path, kind)
+    targets: Any = ()
+    if "targets" in m and "target" not in m and kind.several:
+        targets = _several(f, m, path, kind)
+        target, link, groups = (MISSING if targets is MISSING else targets[0]), None, ()
+    else:
+        target, link, groups = _slots(f, m, path, kind)
     params = _params(f, m, path, kind)
-    if MISSING in (at, jitter, duration, target, link, groups, params):
+    if MISSING in (at, jitter, duration, target, link, groups, params, targets):
         return None
     return FaultSpec(index=index, at=at, kind=kind.name, target=target, link=link, groups=groups,
-                     params=frozen_map(params), duration=duration, jitter=jitter)  # type: ignore[arg-type]
+                     params=frozen_map(params), duration=duration, jitter=jitter,  # type: ignore[arg-type]
+                     targets=targets)
 
 
 def _duration(f: Fields, m: dict[str, Any], path: Path, kind: KindSpec) -> Any:
@@ -77,9 +83,42 @@ def _duration(f: Fields, m: dict[str, Any], path: Path, kind: KindSpec) -> Any:
     return f.duration(m, path, "duration", default=None)
 
 
+def _several(f: Fields, m: dict[str, Any], path: Path, kind: KindSpec) -> tuple[Target, ...] | Any:
+    """`targets:`: two or more distinct nodes named by id, which the fault acts on at one instant."""
+    raw = m["targets"]
+    if not isinstance(raw, list) or len(raw) < 2:
+        f.error((*path, "targets"), "targets is a list of two or more nodes (one node: `target:`)", raw,
+                "e.g. targets: [broker:1, broker:2, broker:3]")
+        return MISSING
+    out: list[Target] = []
+    for i, text in enumerate(raw):
+        if not isinstance(text, str):
+            f.error((*path, "targets", i), "a target is a string such as broker:1", text)
+            return MISSING
+        t = _node(f, (*path, "targets", i), text, kind)
+        if t is MISSING:
+            return MISSING
+        if not t.is_static:
+            f.error((*path, "targets", i), "targets name nodes by id (broker:<id>, controller:<id>): they act "
+                    "together at one instant, so none is chosen when the fault fires", text)
+            return MISSING
+        if t in out:
+            f.error((*path, "targets", i), "a node is named twice", text)
+            return MISSING
+        out.append(t)
+    return tuple(out)
+
+
 def _slots(f: Fields, m: dict[str, Any], path: Path, kind: KindSpec) -> tuple[Any, Any, Any]:
     """Reads target / link / groups, whichever the kind takes; the others must be absent."""
     wanted = "link" if "link" in kind.targets else "groups" if "groups" in kind.targets else "target"
+    if "targets" in m:
+        if "target" in m:
+            f.error((*path, "targets"), "a fault takes `target:` or `targets:`, not both", m["targets"])
+        else:
+            f.error((*path, "targets"), f"fault {kind.name!r} acts on one node", m["targets"],
+                    "use `target:`; for several nodes at one instant, one entry per node at the same `at`")
+        return MISSING, MISSING, MISSING
     for other in ("target", "link", "groups"):
         if other != wanted and other in m:
             f.error((*path, other), f"fault {kind.name!r} takes `{wanted}`, not `{other}`", m[other])
@@ -103,11 +142,15 @@ def _target(f: Fields, m: dict[str, Any], path: Path, key: str, kind: KindSpec) 
     text = f.string(m, path, key)
     if text is MISSING:
         return MISSING
-    target = _parsed(f, (*path, key), text, parse_target, "target")
+    return _node(f, (*path, key), text, kind)
+
+
+def _node(f: Fields, path: Path, text: str, kind: KindSpec) -> Target | Any:
+    target = _parsed(f, path, text, parse_target, "target")
     if target is MISSING:
         return MISSING
     if target.role not in kind.targets:
-        f.error((*path, key), f"fault {kind.name!r} cannot target a {target.role}", text,
+        f.error(path, f"fault {kind.name!r} cannot target a {target.role}", text,
                 f"it targets: {', '.join(sorted(kind.targets))}")
         return MISSING
     return target

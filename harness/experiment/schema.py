@@ -115,9 +115,18 @@ class FaultSpec:
     params: Mapping[str, ParamValue] = field(default_factory=frozen_map)  # type: ignore[arg-type]
     duration: float | None = None
     jitter: float = 0.0
+    targets: tuple[Target, ...] = ()
+    """Every node of a fault written with `targets:` (a kind with `KindSpec.several`), acting at one instant;
+    `target` is the first of them. Empty for a fault written with `target:`."""
+
+    @property
+    def nodes(self) -> tuple[Target, ...]:
+        """The node targets the fault acts on: `targets`, else `target` alone (none for a link or groups)."""
+        return self.targets or ((self.target,) if self.target is not None else ())
 
     def describe(self) -> str:
-        what = self.target or self.link or " | ".join(",".join(map(str, g)) for g in self.groups)
+        what = ",".join(map(str, self.targets)) or self.target or self.link or " | ".join(
+            ",".join(map(str, g)) for g in self.groups)
         return f"#{self.index} {self.kind} {what}"
 
 

@@ -122,7 +122,8 @@ def describe_catalog() -> str:
     lines: list[str] = ["Faults (`fault:` in the schedule):", ""]
     for kind in (k.spec for k in _KINDS):
         lines.append(f"{kind.name}: {kind.help}")
-        lines.append(f"    targets: {', '.join(sorted(kind.targets))}; duration: {kind.duration}; "
+        several = " (one `target:`, or several at one instant: `targets:` [...])" if kind.several else ""
+        lines.append(f"    targets: {', '.join(sorted(kind.targets))}{several}; duration: {kind.duration}; "
                      f"at the end: {kind.heal}")
         for p in kind.params:
             extra = f" (one of {', '.join(p.choices)})" if p.choices else ""

@@ -163,14 +163,18 @@ class PowerLoss:
         return True
 
     def apply(self, fault: PlannedFault, env: FaultEnv, done: Applied) -> None:
+        """Every node of the fault (`targets:`: a correlated power loss) dies before any loses its writes."""
         assert fault.target is not None
-        node = resolve_node(fault.target, env.state, env.topology)
-        if not isinstance(node, NodeId) or node.role == "zookeeper":
-            raise HarnessError(f"{node}: power_loss cuts a broker's or KRaft controller's power")
         power = _power(env)
-        done.targets.append(str(node))
-        done.nodes.append(node)
-        self._lost.setdefault(id(done), []).append((node, power.power_loss(node)))
+        nodes: list[NodeId] = []
+        for target in fault.spec.targets or (fault.target,):
+            node = resolve_node(target, env.state, env.topology)
+            if not isinstance(node, NodeId) or node.role == "zookeeper":
+                raise HarnessError(f"{node}: power_loss cuts a broker's or KRaft controller's power")
+            nodes.append(node)
+        done.targets += [str(node) for node in nodes]
+        done.nodes += nodes
+        self._lost.setdefault(id(done), []).extend(zip(nodes, power.power_loss(*nodes), strict=True))
 
     def heal(self, env: FaultEnv, done: Applied) -> list[tuple[str, BaseException]]:
         self._lost.pop(id(done), None)
@@ -223,12 +227,13 @@ DISK_KINDS: tuple[DiskFull | DiskError | PowerLoss, ...] = (
         "power_loss", "Cut a broker's (or KRaft controller's) power: it dies at once (kill -9) and every write it "
         "made that was not fsynced is lost, as LazyFS does: unsynced file tails and overwrites are undone, and files "
         "created or renamed since their directory's last fsync are gone. Kafka does not fsync by default "
-        "(flush.messages), so several at the same instant (every replica) may lose acknowledged writes.",
+        "(flush.messages), so a loss of every replica at once (`targets: [broker:1, broker:2, broker:3]`: all die "
+        "before any loses its writes) may lose acknowledged writes.",
         frozenset({"broker", "controller"}), (), "optional", "power",
         "starts the node again (Kafka recovers its logs, as after any crash)",
         MappingProxyType({"process": "the run's log directories are on a FUSE filesystem (harness.cluster.lazyfs) "
                                      "that tracks fsyncs; SIGKILL to the node, then its unsynced writes are undone",
                           "containers": "not available: needs the process backend (a FUSE mount per log "
-                                        "directory)"}))),
+                                        "directory)"}), several=True)),
 )
 """The disk kinds, in `kafka-chaos faults` order."""

@@ -65,6 +65,8 @@ class KindSpec:
     heal: str
     """What healing does, in words (`fault.start`'s `heal`)."""
     backends: Mapping[str, str]
+    several: bool = False
+    """Whether one fault may act on several nodes at once (`targets:`, a list): a correlated power loss."""
 
     def param(self, name: str) -> ParamSpec | None:
         return next((p for p in self.params if p.name == name), None)

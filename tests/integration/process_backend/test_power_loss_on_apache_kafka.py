@@ -74,7 +74,7 @@ def test_a_power_loss_takes_the_acknowledged_writes_kafka_did_not_fsync_and_keep
         future.result(60)
     assert _produce(bootstrap, "unsynced", 100) == [] and _produce(bootstrap, "synced", 100) == []
 
-    loss = cluster.power_loss(B1)
+    (loss,) = cluster.power_loss(B1)
     assert not cluster.is_running(B1)
     segments = {path: n for path, n in loss.lost.items() if path.endswith(".log")}
     assert any(path.startswith("data/unsynced-0/") for path in segments), loss

@@ -159,3 +159,17 @@ def test_a_tag_on_a_mapping_or_list_is_refused_at_its_line(value: str) -> None:
         load_experiment_text(text, "t.yaml")
     problem = next(p for p in err.value.problems if "is not honoured" in p.message)
     assert problem.line == 3 and problem.field == "cluster"
+
+
+def test_a_power_loss_may_name_several_nodes_which_round_trip_and_hold_each_for_the_overlap_rule() -> None:
+    from harness.experiment.dump import dump_experiment
+
+    text = ("name: x\nduration: 60s\ncluster: {brokers: 3}\nschedule:\n"
+            "  - {at: 5s, fault: power_loss, targets: [broker:1, broker:2, broker:3], duration: 10s}\n")
+    fault = load_experiment_text(text, "m.yaml").schedule[0]
+    assert [str(t) for t in fault.targets] == ["broker:1", "broker:2", "broker:3"]
+    assert str(fault.target) == "broker:1" and fault.nodes == fault.targets
+    again = load_experiment_text(dump_experiment(load_experiment_text(text, "m.yaml")), "dumped.yaml")
+    assert again.schedule[0].targets == fault.targets
+    with pytest.raises(ValidationError, match=r"schedule\[1\].*overlaps fault #0 .* on broker:3"):
+        load_experiment_text(text + "  - {at: 8s, fault: power_loss, target: broker:3}\n", "m.yaml")
