@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,11 +43,16 @@ def _decode(row: Row) -> Row:
 
 
 def of_types(events: DataFrame, types: list[str]) -> F.Column:
-    """Filter: events of `types`, pruned to the Parquet `tier` partitions they can be in (if tiered)."""
-    where = F.col("type").isin(types)
+    """Filter: events of `types`, pruned to the Parquet `tier` partitions they can be in (if tiered). SQL text: one
+    JVM call (the Column API took five)."""
+    where = f"`type` IN ({_sql_strings(types)})"
     if "tier" in events.columns:
-        where = where & F.col("tier").isin(tiers_of(types))
-    return where
+        where += f" AND tier IN ({_sql_strings(tiers_of(types))})"
+    return F.expr(where)
+
+
+def _sql_strings(values: Iterable[str]) -> str:
+    return ", ".join("'" + str(v).replace("\\", "\\\\").replace("'", "\\'") + "'" for v in values) or "NULL"
 
 
 def spark_rows_provider(events: DataFrame) -> RowsProvider:

@@ -11,8 +11,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pyspark.sql import functions as F
-
 from spark_analysis.facts.context import CheckContext
 
 MAX_BINS = 300
@@ -88,22 +86,22 @@ def _rates(ctx: CheckContext, width: float) -> dict[str, list[Any]]:
     """Per bin: acks, polls (per second) and ack latency p50/max (seconds). Spark only."""
     if ctx.events is None or (ctx.count("ack") == 0 and ctx.count("poll") == 0):
         return {}
-    ev = ctx.df("ack", "poll").select("type", (F.floor(F.col("t") / width)).cast("long").alias("bin"))
-    counts = ev.groupBy("bin").agg(
-        F.sum((F.col("type") == "ack").cast("int")).alias("acks"),
-        F.sum((F.col("type") == "poll").cast("int")).alias("polls"),
-    ).collect()
+    spark = ctx.spark
+    assert spark is not None
+    bin_of = f"CAST(floor({{t}} / CAST('{float(width)!r}' AS DOUBLE)) AS BIGINT)"  # SQL text: one JVM call a plan
+    counts = spark.sql(f"""
+        SELECT {bin_of.format(t="t")} AS bin, sum(CAST(`type` = 'ack' AS INT)) AS acks,
+          sum(CAST(`type` = 'poll' AS INT)) AS polls
+        FROM {{ev}} GROUP BY 1""", ev=ctx.df("ack", "poll")).collect()
     lat: dict[int, tuple[Any, Any]] = {}
     if ctx.count("send") and ctx.count("ack"):
         # Each value's first send and first ack, joined by value (both sides shuffled once, narrow).
-        first = {kind: ctx.df(kind).where(F.col("value").isNotNull()).groupBy("value").agg(
-            F.min("t").alias(f"{kind}_t")) for kind in ("send", "ack")}
-        pv = first["send"].join(first["ack"], "value")
-        rows = (pv.select((F.floor(F.col("ack_t") / width)).cast("long").alias("bin"),
-                          (F.col("ack_t") - F.col("send_t")).alias("lat"))
-                .groupBy("bin")
-                .agg(F.percentile_approx("lat", 0.5, P50_ACCURACY).alias("p50"), F.max("lat").alias("max"))
-                .collect())
+        rows = spark.sql(f"""
+            WITH s AS (SELECT value, min(t) AS send_t FROM {{sends}} WHERE value IS NOT NULL GROUP BY value),
+                 a AS (SELECT value, min(t) AS ack_t FROM {{acks}} WHERE value IS NOT NULL GROUP BY value)
+            SELECT {bin_of.format(t="ack_t")} AS bin, percentile_approx(ack_t - send_t, 0.5, {P50_ACCURACY}) AS p50,
+              max(ack_t - send_t) AS `max`
+            FROM s JOIN a USING (value) GROUP BY 1""", sends=ctx.df("send"), acks=ctx.df("ack")).collect()
         lat = {int(r["bin"]): (r["p50"], r["max"]) for r in rows}
     series: dict[str, list[Any]] = {"t": [], "acks_per_s": [], "polls_per_s": [], "lat_p50": [], "lat_max": []}
     for r in sorted(counts, key=lambda r: r["bin"]):

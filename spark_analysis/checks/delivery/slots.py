@@ -23,9 +23,8 @@ answer true.
 from __future__ import annotations
 
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 
-from spark_analysis.checks.shared.frames import producer_key_hash, topic_hash
+from spark_analysis.checks.shared.frames import PRODUCER_KEY_HASH, topic_hash_sql
 from spark_analysis.facts.context import CheckContext
 
 SLOT_BITS = 3
@@ -38,19 +37,22 @@ def _y(j: int, end: str) -> str:
     return f"y{end}{j}"
 
 
-# The expressions below are SQL text: one py4j round trip each, where the same expression built
-# from Column functions took dozens (850 per `increasing_within`).
+# The plans below are SQL text: one py4j round trip each, where the same plan built from Column
+# functions took dozens (850 per `increasing_within`).
 
 
 def slot_words(df: DataFrame, groups: list[str], x: str, y: str, both_ends: bool = True) -> DataFrame:
     """One row per (groups, word): `n` rows, `bits` (slots filled), `lo`/`hi` (least/greatest y), and per
     slot j `ylo<j>`/`yhi<j>` (null when the slot is empty; only `yhi<j>` when not `both_ends`)."""
-    rows = df.selectExpr(*(f"`{g}`" for g in groups), f"shiftright(`{x}`, {SLOT_BITS}) AS w",
-                         f"int(`{x}` & {SLOTS - 1}) AS slot", f"`{y}` AS y")
+    keys = ", ".join(f"`{g}`" for g in groups)
     ends = (("min", "lo"), ("max", "hi")) if both_ends else (("max", "hi"),)
     per_slot = [f"{fn}(if(slot = {j}, y, null)) AS {_y(j, end)}" for j in range(SLOTS) for fn, end in ends]
     aggs = ["count(1) AS n", "bit_or(shiftleft(1L, slot)) AS bits", "min(y) AS lo", "max(y) AS hi", *per_slot]
-    return rows.groupBy(*groups, "w").agg(*(F.expr(a) for a in aggs))
+    return df.sparkSession.sql(f"""
+        SELECT {keys}, w, {", ".join(aggs)}
+        FROM (SELECT {keys}, shiftright(`{x}`, {SLOT_BITS}) AS w, int(`{x}` & {SLOTS - 1}) AS slot, `{y}` AS y
+              FROM {{df}})
+        GROUP BY {keys}, w""", df=df)
 
 
 def _failing(df: DataFrame, groups: list[str], x: str, y: str) -> DataFrame:
@@ -83,12 +85,12 @@ def location_summary(ctx: CheckContext) -> dict[str, int]:
     and how many were `two_valued` (seen holding two different values). Kept in `ctx.shared`."""
     if "location_summary" in ctx.shared:
         return ctx.shared["location_summary"]
-    obs = ctx.df("ack", "poll").where(F.col("offset").isNotNull() & F.col("value").isNotNull()).select(
-        topic_hash().alias("topic_h"), "partition", "offset", "value")
+    obs = ctx.df("ack", "poll").where("`offset` IS NOT NULL AND value IS NOT NULL").selectExpr(
+        f"{topic_hash_sql()} AS topic_h", "`partition`", "`offset`", "value")
     words = slot_words(obs, ["topic_h", "partition"], "offset", "value")
     two = " + ".join(f"coalesce(int({_y(j, 'lo')} != {_y(j, 'hi')}), 0)" for j in range(SLOTS))
-    row = words.agg(F.expr("coalesce(sum(bit_count(bits)), 0) AS locations"),
-                    F.expr(f"coalesce(sum({two}), 0) AS two_valued")).first()
+    row = words.selectExpr("coalesce(sum(bit_count(bits)), 0) AS locations",
+                           f"coalesce(sum({two}), 0) AS two_valued").first()
     summary = {k: int(v) for k, v in row.asDict().items()} if row is not None else {"locations": 0, "two_valued": 0}
     ctx.shared["location_summary"] = summary
     return summary
@@ -103,19 +105,20 @@ def acks_in_value_order(ctx: CheckContext) -> bool:
     per producer first, in one pass over sends and acks (a producer's values are dense, and so are
     its offsets in a partition, so its words are full); per key only for a half that fails there.
     """
-    keyed = F.col("key").isNotNull() & F.col("value").isNotNull()
-    sends = ctx.df("send").where(keyed)
-    acks = ctx.df("ack").where(keyed & F.col("offset").isNotNull())
-    zero, p_h = F.lit(0).cast("long"), F.xxhash64("producer").alias("p_h")
-    by_producer = sends.select(F.lit(0).alias("half"), p_h, zero.alias("topic_h"), zero.alias("partition"),
-                               F.col("value").alias("x"), F.col("seq").alias("y")).unionByName(
-        acks.select(F.lit(1).alias("half"), p_h, topic_hash().alias("topic_h"), "partition",
-                    F.col("offset").alias("x"), F.col("value").alias("y")))
+    sends = ctx.df("send").where("key IS NOT NULL AND value IS NOT NULL")
+    acks = ctx.df("ack").where("key IS NOT NULL AND value IS NOT NULL AND `offset` IS NOT NULL")
+    by_producer = ctx.df("send").sparkSession.sql(f"""
+        SELECT 0 AS half, xxhash64(producer) AS p_h, 0L AS topic_h, 0L AS `partition`, value AS x, seq AS y
+        FROM {{sends}}
+        UNION ALL
+        SELECT 1 AS half, xxhash64(producer) AS p_h, {topic_hash_sql()} AS topic_h, CAST(`partition` AS BIGINT),
+          `offset` AS x, value AS y
+        FROM {{acks}}""", sends=sends, acks=acks)
     failing = {int(r["half"]) for r in _failing(by_producer, ["half", "p_h", "topic_h", "partition"], "x", "y")
                .select("half").distinct().collect()}
     if 0 in failing and not increasing_within(
-            sends.select(producer_key_hash().alias("pk_h"), "value", "seq"), ["pk_h"], "value", "seq"):
+            sends.selectExpr(f"{PRODUCER_KEY_HASH} AS pk_h", "value", "seq"), ["pk_h"], "value", "seq"):
         return False
     return 1 not in failing or increasing_within(
-        acks.select(producer_key_hash().alias("pk_h"), topic_hash().alias("topic_h"), "partition", "value", "offset"),
-        ["pk_h", "topic_h", "partition"], "value", "offset")
+        acks.selectExpr(f"{PRODUCER_KEY_HASH} AS pk_h", f"{topic_hash_sql()} AS topic_h", "`partition`", "value",
+                        "`offset`"), ["pk_h", "topic_h", "partition"], "value", "offset")

@@ -31,9 +31,6 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import functions as F
-from pyspark.sql.window import Window
-
 from spark_analysis.checks.group.holdings import Holding, base_partition_counts, generation_counts, holdings
 from spark_analysis.checks.group.judge import (
     COMMIT_FIELDS,
@@ -382,12 +379,15 @@ class CommitMonotonic:
         return judge_commit_monotonic(self.facts(ctx), ctx.faults)
 
     def facts(self, ctx: CheckContext) -> CommitRegressions:
-        w = Window.partitionBy("group", "topic", "partition", "generation").orderBy("seq")
-        commits = ctx.df("commit").where(F.col("offset").isNotNull()).select(*COMMIT_FIELDS)
-        bad = (commits.withColumn("prev_offset", F.lag("offset").over(w))
-               .withColumn("prev_seq", F.lag("seq").over(w))
-               .withColumn("prev_member", F.lag("member").over(w))
-               .where(F.col("offset") < F.col("prev_offset")))
+        assert ctx.spark is not None
+        fields = ", ".join(f"`{f}`" for f in COMMIT_FIELDS)
+        bad = ctx.spark.sql(f"""
+            SELECT * FROM (
+              SELECT {fields}, lag(`offset`) OVER w AS prev_offset, lag(seq) OVER w AS prev_seq,
+                lag(member) OVER w AS prev_member
+              FROM {{commits}} WHERE `offset` IS NOT NULL
+              WINDOW w AS (PARTITION BY `group`, topic, `partition`, generation ORDER BY seq))
+            WHERE `offset` < prev_offset""", commits=ctx.df("commit"))  # SQL text: one JVM call for the plan
         sample = bad.orderBy("seq").limit(SAMPLE).collect()
         total = ctx.count("commit")
         if not sample:

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql import functions as F
-
 from spark_analysis.checks.shared.common import as_partitions, plural, tp_label
 from spark_analysis.checks.shared.damage import Depends
 from spark_analysis.checks.shared.permits import power_loss_truncations, settle, unclean_partitions
@@ -55,7 +53,6 @@ Assignment = tuple[str, str, str, int, float, float]
 Pair = dict[str, Any]
 """An assignment with its member's first poll after it (pt, poll_offset, poll_seq) and its group's last commit
 before it (ct, committed, commit_seq)."""
-_KEY = ("consumer", "group", "topic", "partition", "t_assign")
 
 
 def _pairs_spark(ctx: CheckContext, rows: list[Assignment]) -> list[Pair]:
@@ -65,21 +62,27 @@ def _pairs_spark(ctx: CheckContext, rows: list[Assignment]) -> list[Pair]:
     assert spark is not None
     judged = local_frame(spark, rows, "consumer string, group string, topic string, partition long, "
                                       "t_assign double, t_end double")
-    polls = ctx.df("poll").where(F.col("offset").isNotNull()).select(
-        "consumer", "topic", "partition", F.col("t").alias("pt"), F.col("offset").alias("poll_offset"),
-        F.col("seq").alias("poll_seq"))
-    first = (judged.join(polls, ["consumer", "topic", "partition"])
-             .where((F.col("pt") > F.col("t_assign")) & (F.col("pt") < F.col("t_end")))
-             .groupBy(*_KEY).agg(F.min(F.struct("pt", "poll_offset", "poll_seq")).alias("p")))
-    commits = ctx.df("commit").where(F.col("offset").isNotNull()).select(
-        "group", "topic", "partition", F.col("t").alias("ct"), F.col("offset").alias("committed"),
-        F.col("seq").alias("commit_seq"))
-    last = (judged.join(commits, ["group", "topic", "partition"]).where(F.col("ct") < F.col("t_assign"))
-            .groupBy(*_KEY).agg(F.max(F.struct("ct", "committed", "commit_seq")).alias("c")))
-    out = first.join(last, list(_KEY)).select(
-        *_KEY, F.col("p.pt").alias("pt"), F.col("p.poll_offset").alias("poll_offset"),
-        F.col("p.poll_seq").alias("poll_seq"), F.col("c.ct").alias("ct"), F.col("c.committed").alias("committed"),
-        F.col("c.commit_seq").alias("commit_seq")).collect()
+    # SQL text: one JVM call for the plan (the Column API took about 290).
+    out = spark.sql("""
+        WITH firsts AS (
+          SELECT j.consumer, j.`group`, j.topic, j.`partition`, j.t_assign,
+            min(named_struct('pt', p.t, 'poll_offset', p.`offset`, 'poll_seq', p.seq)) AS p
+          FROM {judged} j JOIN {polls} p
+            ON p.consumer = j.consumer AND p.topic = j.topic AND p.`partition` = j.`partition`
+          WHERE p.`offset` IS NOT NULL AND p.t > j.t_assign AND p.t < j.t_end
+          GROUP BY j.consumer, j.`group`, j.topic, j.`partition`, j.t_assign
+        ), lasts AS (
+          SELECT j.consumer, j.`group`, j.topic, j.`partition`, j.t_assign,
+            max(named_struct('ct', c.t, 'committed', c.`offset`, 'commit_seq', c.seq)) AS c
+          FROM {judged} j JOIN {commits} c
+            ON c.`group` = j.`group` AND c.topic = j.topic AND c.`partition` = j.`partition`
+          WHERE c.`offset` IS NOT NULL AND c.t < j.t_assign
+          GROUP BY j.consumer, j.`group`, j.topic, j.`partition`, j.t_assign
+        )
+        SELECT consumer, `group`, topic, `partition`, t_assign, p.pt AS pt, p.poll_offset AS poll_offset,
+          p.poll_seq AS poll_seq, c.ct AS ct, c.committed AS committed, c.commit_seq AS commit_seq
+        FROM firsts JOIN lasts USING (consumer, `group`, topic, `partition`, t_assign)""",
+                    judged=judged, polls=ctx.df("poll"), commits=ctx.df("commit")).collect()
     return [r.asDict() for r in out]
 
 

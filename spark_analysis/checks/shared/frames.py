@@ -35,9 +35,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
 from spark_analysis.checks.shared.permits import Reason, Weighed, mixed, unclean_partitions
-from spark_analysis.checks.shared.txn_frames import committed_only_column, with_txn_outcome
+from spark_analysis.checks.shared.txn_frames import with_txn_outcome
 from spark_analysis.facts.context import CheckContext
-from spark_analysis.facts.transactions import ABORTED, UNKNOWN
+from spark_analysis.facts.transactions import ABORTED, READ_COMMITTED, UNKNOWN
 
 WRITE_TYPES = ("send", "ack", "send.error", "poll")
 PIPE_READ = "pipe.read"
@@ -50,19 +50,28 @@ def _is(kind: str) -> F.Column:
     return F.col("type") == kind
 
 
-def acks_all(col: F.Column) -> F.Column:
-    """acks=all/-1, or no acks recorded (treated as all)."""
-    return F.lower(F.coalesce(col, F.lit("all"))).isin("all", "-1")
+def acks_all(column: str) -> str:
+    """SQL: acks=all/-1 in `column`, or no acks recorded (treated as all)."""
+    return f"lower(coalesce(`{column}`, 'all')) IN ('all', '-1')"
 
 
-def topic_hash(topic: str | F.Column = "topic") -> F.Column:
-    """The 64-bit hash of a topic name: the `topic_h` every frame and check matches topics on."""
-    return F.xxhash64(topic)
+def topic_hash_sql(topic: str = "topic") -> str:
+    """SQL: the 64-bit hash of a topic name, the `topic_h` every frame and check matches topics on."""
+    return f"xxhash64({topic})"
+
+
+def topic_hash() -> F.Column:
+    """`topic_hash_sql()` as a Column."""
+    return F.expr(topic_hash_sql())
+
+
+PRODUCER_KEY_HASH = "xxhash64(producer, key)"
+"""SQL: the 64-bit hash of (producer, key), the `pk_h` key order groups writes by."""
 
 
 def producer_key_hash() -> F.Column:
-    """The 64-bit hash of (producer, key): the `pk_h` key order groups writes by."""
-    return F.xxhash64("producer", "key")
+    """`PRODUCER_KEY_HASH` as a Column."""
+    return F.expr(PRODUCER_KEY_HASH)
 
 
 FACT_BITS = {"sent": 1, "acked": 2, "polled": 4, "errored": 8, "definite": 16, "weak": 32, "aborted": 64,
@@ -82,9 +91,10 @@ def write_events(ctx: CheckContext) -> DataFrame:
     return with_txn_outcome(ctx, ev)
 
 
-def write_facts() -> dict[str, F.Column]:
-    """What one write event (of `write_events`) says about its value: a condition per fact. The per-value
-    frame and the word bit sets (`bitsets.py`) both count these, so the exact and the fast path agree.
+def write_facts() -> dict[str, str]:
+    """What one write event (of `write_events`) says about its value: a condition per fact, as SQL text (one JVM
+    call to build, where the Column API took one per operator). The per-value frame and the word bit sets
+    (`bitsets.py`) both count these, so the exact and the fast path agree.
 
     sent; acked (an ack, whatever its transaction's outcome); polled (a poll, or a pipeline's pipe.read: the
     record was read, for `delivery.lost_write`); errored (send.error); definite (an
@@ -92,17 +102,16 @@ def write_facts() -> dict[str, F.Column]:
     aborted transaction); undecided (a record of a transaction whose outcome is unknown); located (acked or
     polled at a known offset).
     """
-    kind, outcome = F.col("type"), F.col("txn_outcome")
     return {
-        "sent": kind == "send",
-        "acked": kind == "ack",
-        "polled": kind.isin("poll", PIPE_READ),
-        "errored": kind == "send.error",
-        "definite": (kind == "send.error") & F.coalesce(F.col("definite"), F.lit(False)),
-        "weak": (kind == "send") & ~acks_all(F.col("acks")),
-        "aborted": F.coalesce(outcome == ABORTED, F.lit(False)),
-        "undecided": F.coalesce(outcome == UNKNOWN, F.lit(False)),
-        "located": kind.isin("ack", "poll") & F.col("offset").isNotNull(),
+        "sent": "`type` = 'send'",
+        "acked": "`type` = 'ack'",
+        "polled": f"`type` IN ('poll', '{PIPE_READ}')",
+        "errored": "`type` = 'send.error'",
+        "definite": "`type` = 'send.error' AND coalesce(definite, false)",
+        "weak": f"`type` = 'send' AND NOT ({acks_all('acks')})",
+        "aborted": f"coalesce(txn_outcome = '{ABORTED}', false)",
+        "undecided": f"coalesce(txn_outcome = '{UNKNOWN}', false)",
+        "located": "`type` IN ('ack', 'poll') AND `offset` IS NOT NULL",
     }
 
 
@@ -115,8 +124,9 @@ def _per_value_narrow(ctx: CheckContext) -> DataFrame:
         "type", "value", "t", "seq", "partition", "offset",
         topic_hash().alias("topic_h"),
         F.when(F.col("key").isNotNull(), producer_key_hash()).alias("pk_h"),
-        sum((F.when(facts[name], bit).otherwise(0) for name, bit in FACT_BITS.items()), F.lit(0)).alias("bits"),
-        F.when(facts["located"], F.xxhash64("topic", "partition", "offset")).alias("loc_h"),
+        F.expr(" + ".join(f"CASE WHEN {facts[name]} THEN {bit} ELSE 0 END" for name, bit in FACT_BITS.items()))
+        .alias("bits"),
+        F.expr(f"CASE WHEN {facts['located']} THEN xxhash64(topic, `partition`, `offset`) END").alias("loc_h"),
     )
     ack = _is("ack")
     flags = ev.groupBy("value").agg(
@@ -241,30 +251,24 @@ def poll_pairs(ctx: CheckContext) -> DataFrame:
     of it in between; `committed_only`: the later poll's consumer reads committed records only."""
     if "poll_pairs" in ctx.shared:
         return ctx.shared["poll_pairs"]
-    # Consumer and topic enter as 64-bit hashes: the sort compares longs, not strings.
-    polls = ctx.df("poll").where(F.col("offset").isNotNull()).select(
-        F.xxhash64("src").alias("src_h"), topic_hash().alias("topic_h"), "partition", "offset", "seq",
-        committed_only_column().alias("committed_only"))
-    markers = (
-        ctx.df("assign", "revoke")
-        .select("src", "seq", F.explode("partitions").alias("tp"))
-        .where(F.size("tp") == 2)
-        .select(
-            F.xxhash64("src").alias("src_h"),
-            topic_hash(F.col("tp")[0]).alias("topic_h"),
-            F.col("tp")[1].cast("long").alias("partition"),
-            F.lit(None).cast("long").alias("offset"),
-            "seq",
-            F.lit(None).cast("boolean").alias("committed_only"),
+    # Consumer and topic enter as 64-bit hashes: the sort compares longs, not strings. SQL text: one JVM call.
+    assert ctx.spark is not None
+    pairs = ctx.spark.sql(f"""
+        WITH marked AS (
+          SELECT xxhash64(src) AS src_h, {topic_hash_sql()} AS topic_h, `partition`, `offset`, seq,
+            coalesce(isolation, '{READ_COMMITTED}') = '{READ_COMMITTED}' AS committed_only
+          FROM {{polls}} WHERE `offset` IS NOT NULL
+          UNION ALL
+          SELECT xxhash64(src) AS src_h, {topic_hash_sql('tp[0]')} AS topic_h, CAST(tp[1] AS BIGINT) AS `partition`,
+            CAST(NULL AS BIGINT) AS `offset`, seq, CAST(NULL AS BOOLEAN) AS committed_only
+          FROM (SELECT src, seq, explode(partitions) AS tp FROM {{markers}}) WHERE size(tp) = 2
+        ), paired AS (
+          SELECT *, lag(`offset`) OVER w AS prev_offset, lag(seq) OVER w AS prev_seq
+          FROM marked WINDOW w AS (PARTITION BY src_h, topic_h, `partition` ORDER BY seq)
         )
-    )
-    w = Window.partitionBy("src_h", "topic_h", "partition").orderBy("seq")
-    pairs = (
-        polls.unionByName(markers)
-        .select("*", F.lag("offset").over(w).alias("prev_offset"), F.lag("seq").over(w).alias("prev_seq"))
-        .where(F.col("offset").isNotNull() & F.col("prev_offset").isNotNull())
-        .where((F.col("offset") <= F.col("prev_offset")) | (F.col("offset") > F.col("prev_offset") + 1))
-    )
+        SELECT * FROM paired WHERE `offset` IS NOT NULL AND prev_offset IS NOT NULL
+          AND (`offset` <= prev_offset OR `offset` > prev_offset + 1)""",
+                          polls=ctx.df("poll"), markers=ctx.df("assign", "revoke"))
     pairs = pairs.persist(StorageLevel.MEMORY_AND_DISK)
     ctx.shared["poll_pairs"] = pairs
     return pairs

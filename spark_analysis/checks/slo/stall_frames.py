@@ -7,74 +7,79 @@ partitioning already clusters it). The stalls are then tied to a fault window by
 built from the run's few fault windows (no join), and aggregated per (key, fault) into `Cell`s: the
 worst stall, the longest closed one, counts. Only those cells are collected (keys x faults rows).
 
+The plans are SQL text (`spark.sql` over the frames), one JVM call per query where the DataFrame API
+took one per column expression (issue 39: a warm verify spent about 1,650 py4j calls here).
+
 The pure-Python twin, with the same rules, is `spark_analysis.checks.slo.stalls`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.window import Window
 
-from spark_analysis.checks.shared.txn_frames import committed_only_column, with_txn_outcome
+from spark_analysis.checks.shared.txn_frames import with_txn_outcome
 from spark_analysis.checks.slo.stalls import Cell, Stall, open_until, read_key, write_key
 from spark_analysis.facts.context import CheckContext
 from spark_analysis.facts.faults import ATTRIBUTION_GRACE_S, FaultWindow
-from spark_analysis.facts.transactions import COMMITTED
+from spark_analysis.facts.transactions import COMMITTED, READ_COMMITTED
 from spark_analysis.session.local_frame import local_frame
 
-_STREAM = ("who", "topic", "partition")
+_STREAM = "who, topic, `partition`"
+_BEFORE = "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING"
+"""The rows of the stream before the current one."""
 
 
-def _name(*cols: str) -> Column:
-    return F.coalesce(*(F.col(c).cast("string") for c in cols), F.lit("?"))
+def _num(x: float) -> str:
+    """A double literal (Spark SQL reads `1.5` as a decimal)."""
+    return f"CAST('{float(x)!r}' AS DOUBLE)"
 
 
-def _before() -> Any:
-    """The rows of the stream before the current one, in (t, seq) order."""
-    return Window.partitionBy(*_STREAM).orderBy("t", "seq").rowsBetween(Window.unboundedPreceding, -1)
+def _name(*cols: str) -> str:
+    return "coalesce(" + ", ".join(f"CAST(`{c}` AS STRING)" for c in cols) + ", '?')"
 
 
-def fault_column(windows: Sequence[FaultWindow], start: Column, until: Column) -> Column:
-    """The index of the fault window a stall is tied to (`checks.slo.stalls.stall_fault`), or null."""
-    branches: list[tuple[Column, int]] = []
+def _spark(ctx: CheckContext) -> SparkSession:
+    assert ctx.spark is not None
+    return ctx.spark
+
+
+def fault_case(windows: Sequence[FaultWindow], start: str, until: str) -> str:
+    """The index of the fault window a stall is tied to (`checks.slo.stalls.stall_fault`), or null: a CASE over
+    the columns `start` and `until`."""
+    branches: list[str] = []
     for i in range(len(windows) - 1, -1, -1):
         w = windows[i]
-        cond = F.lit(w.start) <= start
+        cond = f"{_num(w.start)} <= {start}"
         if w.end is not None:
-            cond = cond & (start <= F.lit(w.end + ATTRIBUTION_GRACE_S))
-        branches.append((cond, i))
+            cond += f" AND {start} <= {_num(w.end + ATTRIBUTION_GRACE_S)}"
+        branches.append(f"WHEN {cond} THEN {i}")
     for i, w in enumerate(windows):
-        cond = F.lit(w.start) <= until
+        cond = f"{_num(w.start)} <= {until}"
         if w.end is not None:
-            cond = cond & (F.lit(w.end) >= start)
-        branches.append((cond, i))
-    if not branches:
-        return F.lit(None).cast("int")
-    expr = F.when(branches[0][0], F.lit(branches[0][1]))
-    for cond, i in branches[1:]:
-        expr = expr.when(cond, F.lit(i))
-    return expr
+            cond += f" AND {_num(w.end)} >= {start}"
+        branches.append(f"WHEN {cond} THEN {i}")
+    return f"CASE {' '.join(branches)} END" if branches else "CAST(NULL AS INT)"
 
 
-def _cells(ctx: CheckContext, stalls: DataFrame, by: tuple[str, ...], read: bool) -> list[Cell]:
+def _cells(ctx: CheckContext, stalls: DataFrame, by: str, read: bool) -> list[Cell]:
     """Aggregate stall rows (who, topic, partition, start, end, until, start_seq, end_seq, events) per
     `by` + fault and collect the cells."""
-    stalls = stalls.select("*", (F.col("until") - F.col("start")).alias("duration"))
-    stalls = stalls.withColumn("fault", fault_column(ctx.faults.windows, F.col("start"), F.col("until")))
-    order = F.struct((-F.col("duration")).alias("d"), "start", "who", "start_seq",
-                     F.coalesce(F.col("end_seq"), F.lit(-1).cast("long")).alias("e"))
-    payload = F.struct("who", "topic", "partition", "start", "end", "until", "start_seq", "end_seq", "events")
-    rows = stalls.groupBy(*by, "fault").agg(
-        F.min_by(payload, order).alias("best"),
-        F.max(F.when(F.col("end").isNotNull(), F.col("duration"))).alias("closed_max"),
-        F.count(F.lit(1)).alias("count"),
-        F.count(F.when(F.col("end").isNull(), 1)).alias("open"),
-        F.sum("events").alias("events"),
-    ).collect()
+    fault = fault_case(ctx.faults.windows, "start", "until")
+    rows = _spark(ctx).sql(f"""
+        SELECT {by}, fault,
+          min_by(named_struct('who', who, 'topic', topic, 'partition', `partition`, 'start', start, 'end', `end`,
+                              'until', until, 'start_seq', start_seq, 'end_seq', end_seq, 'events', events),
+                 named_struct('d', -duration, 's', start, 'w', who, 'q', start_seq,
+                              'e', coalesce(end_seq, CAST(-1 AS BIGINT)))) AS best,
+          max(CASE WHEN `end` IS NOT NULL THEN duration END) AS closed_max,
+          count(1) AS `count`,
+          count(CASE WHEN `end` IS NULL THEN 1 END) AS `open`,
+          sum(events) AS events
+        FROM (SELECT *, until - start AS duration, {fault} AS fault FROM {{stalls}})
+        GROUP BY {by}, fault""", stalls=stalls).collect()
     out: list[Cell] = []
     for r in rows:
         b = r["best"]
@@ -90,13 +95,12 @@ def _cells(ctx: CheckContext, stalls: DataFrame, by: tuple[str, ...], read: bool
 
 def _outcomes(ctx: CheckContext) -> DataFrame:
     """Acks and send.errors with a partition, with their send time `send_t` (see `checks.slo.stalls.send_time`)."""
-    lat = F.col("latency_ms")
-    valid = lat.isNotNull() & ~F.isnan(lat) & (F.abs(lat) != F.lit(float("inf")))
-    t = F.coalesce(F.col("t"), F.lit(0.0))
-    ev = ctx.df("ack", "send.error").where(F.col("partition").isNotNull()).select(
-        _name("producer", "src").alias("who"), _name("topic").alias("topic"), "partition", t.alias("t"), "seq",
-        (F.col("type") == "ack").alias("is_ack"), "value",
-        F.when(valid, t - F.greatest(lat, F.lit(0.0)) / 1000.0).alias("send_t"))
+    ev = _spark(ctx).sql(f"""
+        SELECT {_name("producer", "src")} AS who, {_name("topic")} AS topic, `partition`, coalesce(t, 0.0D) AS t,
+          seq, `type` = 'ack' AS is_ack, value,
+          CASE WHEN latency_ms IS NOT NULL AND NOT isnan(latency_ms) AND abs(latency_ms) != {_num(float("inf"))}
+               THEN coalesce(t, 0.0D) - greatest(latency_ms, 0.0D) / 1000.0D END AS send_t
+        FROM {{ev}} WHERE `partition` IS NOT NULL""", ev=ctx.df("ack", "send.error"))
     if not ev.where(F.col("send_t").isNull()).limit(1).count():
         return ev
     # Histories without latency_ms: the first send of the value (never after t), else t.
@@ -109,45 +113,46 @@ def _outcomes(ctx: CheckContext) -> DataFrame:
 
 def write_cells(ctx: CheckContext) -> list[Cell]:
     """The write stalls (`checks.slo.stalls.write_stalls`) per partition and fault."""
-    ev = _outcomes(ctx)
-    before = _before()
-    ack = F.col("is_ack")
-    seg = ev.select(
-        "*",
-        F.coalesce(F.sum(ack.cast("int")).over(before), F.lit(0)).alias("seg"),
-        F.last(F.when(ack, F.col("t")), ignorenulls=True).over(before).alias("prev_t"),
-        F.last(F.when(ack, F.col("seq")), ignorenulls=True).over(before).alias("prev_seq"),
-    ).groupBy(*_STREAM, "seg").agg(
-        F.min("send_t").alias("min_send"),
-        F.min_by("seq", F.struct("send_t", "t", "seq")).alias("min_seq"),
-        F.max("prev_t").alias("prev_t"),
-        F.max("prev_seq").alias("prev_seq"),
-        F.max(F.when(ack, F.col("t"))).alias("end"),
-        F.max(F.when(ack, F.col("seq"))).alias("end_seq"),
-        F.count(F.lit(1)).alias("events"),
-    )
-    from_prev = F.col("prev_t").isNotNull() & (F.col("prev_t") >= F.col("min_send"))
-    stalls = seg.select(
-        *_STREAM,
-        F.when(from_prev, F.col("prev_t")).otherwise(F.col("min_send")).alias("start"),
-        "end",
-        F.coalesce(F.col("end"), F.lit(float(ctx.end_t))).alias("until"),
-        F.when(from_prev, F.col("prev_seq")).otherwise(F.col("min_seq")).alias("start_seq"),
-        "end_seq", "events",
-    )
-    return _cells(ctx, stalls, ("topic", "partition"), read=False)
+    stalls = _spark(ctx).sql(f"""
+        WITH seg AS (
+          SELECT *,
+            coalesce(sum(CAST(is_ack AS INT)) OVER b, 0) AS seg,
+            last(CASE WHEN is_ack THEN t END, true) OVER b AS prev_t_r,
+            last(CASE WHEN is_ack THEN seq END, true) OVER b AS prev_seq_r
+          FROM {{ev}}
+          WINDOW b AS (PARTITION BY {_STREAM} ORDER BY t, seq {_BEFORE})
+        ), agg AS (
+          SELECT {_STREAM}, seg,
+            min(send_t) AS min_send,
+            min_by(seq, named_struct('send_t', send_t, 't', t, 'seq', seq)) AS min_seq,
+            max(prev_t_r) AS prev_t,
+            max(prev_seq_r) AS prev_seq,
+            max(CASE WHEN is_ack THEN t END) AS `end`,
+            max(CASE WHEN is_ack THEN seq END) AS end_seq,
+            count(1) AS events
+          FROM seg GROUP BY {_STREAM}, seg
+        )
+        SELECT {_STREAM},
+          CASE WHEN prev_t IS NOT NULL AND prev_t >= min_send THEN prev_t ELSE min_send END AS start,
+          `end`,
+          coalesce(`end`, {_num(ctx.end_t)}) AS until,
+          CASE WHEN prev_t IS NOT NULL AND prev_t >= min_send THEN prev_seq ELSE min_seq END AS start_seq,
+          end_seq, events
+        FROM agg""", ev=_outcomes(ctx))
+    return _cells(ctx, stalls, "topic, `partition`", read=False)
 
 
 def read_cells(ctx: CheckContext) -> tuple[list[Cell], int]:
     """The read stalls (`checks.slo.stalls.read_stalls`) per group, partition and fault; and the number of groups."""
-    spark = ctx.spark
-    assert spark is not None
-    polls = ctx.df("poll").where(F.col("offset").isNotNull() & F.col("partition").isNotNull()).select(
-        _name("group", "src").alias("who"), _name("topic").alias("topic"), "partition",
-        F.coalesce(F.col("t"), F.lit(0.0)).alias("t"), "seq", "offset", committed_only_column().alias("rc"))
-    firsts = polls.groupBy("who", "topic").agg(F.min(F.struct("t", "seq")).alias("g0"), F.max("t").alias("last"),
-                                               F.max(F.col("rc").cast("int")).alias("rc"))
-    rows = firsts.collect()
+    spark = _spark(ctx)
+    polls = spark.sql(f"""
+        SELECT {_name("group", "src")} AS who, {_name("topic")} AS topic, `partition`, coalesce(t, 0.0D) AS t, seq,
+          `offset`, coalesce(isolation, '{READ_COMMITTED}') = '{READ_COMMITTED}' AS rc
+        FROM {{poll}} WHERE `offset` IS NOT NULL AND `partition` IS NOT NULL""", poll=ctx.df("poll"))
+    rows = spark.sql("""
+        SELECT who, topic, min(named_struct('t', t, 'seq', seq)) AS g0, max(t) AS `last`,
+          max(CAST(rc AS INT)) AS rc
+        FROM {polls} GROUP BY who, topic""", polls=polls).collect()
     if not rows:
         return [], 0
     last: dict[str, float] = {}
@@ -163,48 +168,56 @@ def read_cells(ctx: CheckContext) -> tuple[list[Cell], int]:
           str(r["who"]) in committed) for r in rows],
         "who string, topic string, g0_t double, g0_seq long, last double, rc boolean")
     acks = with_txn_outcome(ctx, ctx.df("ack").where(F.col("offset").isNotNull() & F.col("partition").isNotNull()))
-    acks = acks.select(
-        _name("topic").alias("topic"), "partition", F.coalesce(F.col("t"), F.lit(0.0)).alias("t"), "seq", "offset",
-        F.lit(0).alias("kind"), "txn_outcome", "txn_end_t")
-    acks = acks.join(F.broadcast(gt), "topic")
+    # A read_committed group: a committed record waits from its commit, any other transactional one never.
+    kept, ack_t = "true", "a.t"
     if ctx.transactions.any:
-        # A read_committed group: a committed record waits from its commit, any other transactional one never.
-        outcome, rc = F.col("txn_outcome"), F.col("rc")
-        acks = acks.where(~rc | outcome.isNull() | (outcome == COMMITTED)).withColumn(
-            "t", F.when(rc & (outcome == COMMITTED), F.greatest(F.col("t"), F.col("txn_end_t"))).otherwise(F.col("t")))
+        kept = f"(NOT g.rc OR a.txn_outcome IS NULL OR a.txn_outcome = '{COMMITTED}')"
+        ack_t = f"CASE WHEN g.rc AND a.txn_outcome = '{COMMITTED}' THEN greatest(a.t, a.txn_end_t) ELSE a.t END"
     # kind 0: ack; 1: poll (closes a segment); 2: the same poll opening the next one, so that every
     # poll is followed by a segment (records may already wait at the last poll).
-    ev = acks.drop("txn_outcome", "txn_end_t").unionByName(
-        polls.drop("rc").join(F.broadcast(gt), ["who", "topic"]).select(
-            "*", F.explode(F.array(F.lit(1), F.lit(2))).alias("kind")))
-    w = Window.partitionBy(*_STREAM).orderBy("t", "seq", "kind")
-    before = w.rowsBetween(Window.unboundedPreceding, -1)
-    is_ack, closer = F.col("kind") == 0, F.col("kind") == 1
-    seg = ev.select(
-        "*",
-        F.coalesce(F.count(F.when(closer, 1)).over(before), F.lit(0)).alias("seg"),
-        F.coalesce(F.max(F.when(closer, F.col("offset") + 1)).over(before), F.lit(0)).alias("pos"),
-        F.coalesce(F.max(F.when(is_ack, F.col("offset") + 1)).over(before), F.lit(0)).alias("hw"),
-        F.last(F.when(closer, F.struct("t", "seq")), ignorenulls=True).over(before).alias("prev"),
-    ).groupBy(*_STREAM, "seg").agg(
-        F.max("pos").alias("pos"),
-        F.min("hw").alias("hw"),
-        F.max("prev").alias("prev"),
-        F.min(F.when(is_ack & (F.col("offset") + 1 > F.col("pos")), F.struct("t", "seq"))).alias("first"),
-        F.max(F.when(closer, F.struct("t", "seq"))).alias("poll"),
-        F.first("g0_t").alias("g0_t"), F.first("g0_seq").alias("g0_seq"), F.first("last").alias("last"),
-    )
-    first_t, first_seq = F.col("first.t"), F.col("first.seq")
-    from_first = F.col("first").isNotNull()
-    waiting = F.col("prev").isNotNull() & (F.col("hw") > F.col("pos"))
-    start = (F.when(F.col("prev").isNull() & from_first, F.greatest(first_t, F.col("g0_t")))
-             .when(waiting, F.col("prev.t")).when(F.col("prev").isNotNull() & from_first, first_t))
-    start_seq = (F.when(F.col("prev").isNull() & from_first,
-                        F.when(first_t >= F.col("g0_t"), first_seq).otherwise(F.col("g0_seq")))
-                 .when(waiting, F.col("prev.seq")).when(F.col("prev").isNotNull() & from_first, first_seq))
-    stalls = seg.select(
-        *_STREAM, start.alias("start"), F.col("poll.t").alias("end"),
-        F.coalesce(F.col("poll.t"), F.col("last")).alias("until"), start_seq.alias("start_seq"),
-        F.col("poll.seq").alias("end_seq"), F.lit(0).cast("long").alias("events"),
-    ).where(F.col("start").isNotNull() & (F.col("end").isNotNull() | (F.col("start") < F.col("until"))))
+    stalls = spark.sql(f"""
+        WITH a AS (
+          SELECT {_name("topic")} AS topic, `partition`, coalesce(t, 0.0D) AS t, seq, `offset`, txn_outcome, txn_end_t
+          FROM {{acks}}
+        ), ev AS (
+          SELECT /*+ BROADCAST(g) */ g.who, a.topic, a.`partition`, {ack_t} AS t, a.seq, a.`offset`, 0 AS kind,
+            g.g0_t, g.g0_seq, g.`last`
+          FROM a JOIN {{gt}} g ON a.topic = g.topic WHERE {kept}
+          UNION ALL
+          SELECT /*+ BROADCAST(g) */ p.who, p.topic, p.`partition`, p.t, p.seq, p.`offset`, k AS kind,
+            g.g0_t, g.g0_seq, g.`last`
+          FROM {{polls}} p JOIN {{gt}} g ON p.who = g.who AND p.topic = g.topic
+          LATERAL VIEW explode(array(1, 2)) x AS k
+        ), seg AS (
+          SELECT *,
+            coalesce(count(CASE WHEN kind = 1 THEN 1 END) OVER b, 0) AS seg,
+            coalesce(max(CASE WHEN kind = 1 THEN `offset` + 1 END) OVER b, 0) AS pos_r,
+            coalesce(max(CASE WHEN kind = 0 THEN `offset` + 1 END) OVER b, 0) AS hw_r,
+            last(CASE WHEN kind = 1 THEN named_struct('t', t, 'seq', seq) END, true) OVER b AS prev_r
+          FROM ev
+          WINDOW b AS (PARTITION BY {_STREAM} ORDER BY t, seq, kind {_BEFORE})
+        ), agg AS (
+          SELECT {_STREAM}, seg,
+            max(pos_r) AS pos, min(hw_r) AS hw, max(prev_r) AS prev,
+            min(CASE WHEN kind = 0 AND `offset` + 1 > pos_r THEN named_struct('t', t, 'seq', seq) END) AS first_ack,
+            max(CASE WHEN kind = 1 THEN named_struct('t', t, 'seq', seq) END) AS poll,
+            first(g0_t) AS g0_t, first(g0_seq) AS g0_seq, first(`last`) AS last_t
+          FROM seg GROUP BY {_STREAM}, seg
+        ), stalls AS (
+          SELECT {_STREAM},
+            CASE WHEN prev IS NULL AND first_ack IS NOT NULL THEN greatest(first_ack.t, g0_t)
+                 WHEN prev IS NOT NULL AND hw > pos THEN prev.t
+                 WHEN prev IS NOT NULL AND first_ack IS NOT NULL THEN first_ack.t END AS start,
+            poll.t AS `end`,
+            coalesce(poll.t, last_t) AS until,
+            CASE WHEN prev IS NULL AND first_ack IS NOT NULL
+                   THEN CASE WHEN first_ack.t >= g0_t THEN first_ack.seq ELSE g0_seq END
+                 WHEN prev IS NOT NULL AND hw > pos THEN prev.seq
+                 WHEN prev IS NOT NULL AND first_ack IS NOT NULL THEN first_ack.seq END AS start_seq,
+            poll.seq AS end_seq, CAST(0 AS BIGINT) AS events
+          FROM agg
+        )
+        SELECT * FROM stalls WHERE start IS NOT NULL AND (`end` IS NOT NULL OR start < until)""",
+                       acks=acks, gt=gt, polls=polls)
     return _cells(ctx, stalls, _STREAM, read=True), len(last)
+
