@@ -305,6 +305,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="start Spark when the run ends, not in the background while it runs (a cold verify)")
     p.add_argument("--spark-master", default=None)
     p.set_defaults(func=cmd_run)
+    from harness.explore.command import add_parser as add_explore
+
+    add_explore(sub)
     p = sub.add_parser("verify", help="run the Spark verifiers on a run directory")
     p.add_argument("run_dir")
     p.add_argument("--spark-master", default=None)

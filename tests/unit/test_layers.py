@@ -24,7 +24,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-TOP = ("harness.engine", "harness.cli", "harness.cli_progress", "harness.cli_verify", "harness.pytest_plugin",
+TOP = ("harness.engine", "harness.explore", "harness.cli", "harness.cli_progress", "harness.cli_verify",
+       "harness.pytest_plugin",
        "harness.nightly", "harness.known_bugs", "harness.testing", "spark_analysis")
 """Modules on top: nothing below them may import them."""
 

@@ -1,0 +1,158 @@
+"""What `kafka-chaos explore` runs on: the experiment file it explores, the schedules it draws from it, the real
+runner (a run through the engine on a fresh cluster, then the Spark verifiers in one session kept warm), and the
+files it writes (`explore.json`, `minimal.yaml`).
+
+Owns `Exploration` (the base document and its fault space), `EngineRunner` and `write_results`. A drawn schedule
+is one of `harness.faults.generator`'s (Jepsen's target choices over the cluster's shape: one node, a minority, a
+majority, leaders, the controller, correlated losses), pure and deterministic given the seed and its index, and
+drawn again until the loader accepts it. Each schedule gets its own cluster; reusing one between schedules (issue
+40, item 2) is not built.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.cluster.base import ClusterBackend
+from harness.errors import HarnessError, ValidationError
+from harness.experiment import load_experiment_text
+from harness.experiment.durations import format_duration, parse_duration
+from harness.experiment.schema import Experiment
+from harness.explore.search import ExploreResult, Outcome
+from harness.explore.shrink import Entry
+from harness.faults.generator import KRAFT_KINDS, ZK_KINDS, FaultSpace, draw_schedule
+
+DRAWS = 50
+"""Draws per schedule index before giving up (the loader refuses a few: overlaps a kind forbids)."""
+MIN_DURATION_S = 30.0
+"""The chaos phase explore gives a drawn schedule at least (faults start from 3 s and last up to 16 s)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Exploration:
+    """The experiment being explored: its loaded form, its document (the schedule replaced per draw) and its
+    fault space."""
+
+    exp: Experiment
+    doc: dict[str, Any]
+    space: FaultSpace
+    seed: int
+    source: str
+
+    @classmethod
+    def of(cls, exp: Experiment, text: str, seed: int, kinds: tuple[str, ...] | None) -> Exploration:
+        doc = yaml.safe_load(text)
+        if not isinstance(doc, dict):
+            raise HarnessError(f"{exp.source}: not a mapping")
+        if "matrix" in doc:
+            raise HarnessError(f"{exp.source}: explore takes one experiment, not a matrix; copy the variant to explore "
+                               f"into a file of its own")
+        kraft = exp.cluster.mode == "kraft"
+        allowed = KRAFT_KINDS if kraft else ZK_KINDS
+        chosen = kinds or allowed
+        unknown = [k for k in chosen if k not in allowed]
+        if unknown:
+            raise HarnessError(f"--faults: {', '.join(unknown)} not in the {exp.cluster.mode} fault space "
+                               f"({', '.join(allowed)})")
+        duration = max(exp.duration, MIN_DURATION_S)
+        topics = tuple(t.name for t in exp.topics) or ("orders",)
+        groups = tuple(c.group for c in exp.workload.consumers) or ("billing",)
+        partitions = min((t.partitions for t in exp.topics), default=1)
+        space = FaultSpace(kinds=tuple(chosen), window=(3.0, max(4.0, duration - 16.0)), topics=topics,
+                           groups=groups, partitions=partitions)
+        for key in ("schedule", "expect"):
+            doc.pop(key, None)
+        doc["duration"] = format_duration(duration)
+        return cls(exp, doc, space, seed, exp.source)
+
+    def text(self, schedule: tuple[Entry, ...], duration_s: float, seed: int | None = None,
+             comment: str = "") -> str:
+        doc = copy.deepcopy(self.doc)
+        doc["schedule"] = [dict(e) for e in schedule]
+        doc["duration"] = format_duration(duration_s)
+        doc["seed"] = self.seed if seed is None else seed
+        return comment + yaml.safe_dump(doc, sort_keys=False)
+
+    def load(self, schedule: tuple[Entry, ...], duration_s: float, label: str) -> Experiment:
+        """The experiment with `schedule` (ValidationError when the loader refuses it)."""
+        return load_experiment_text(self.text(schedule, duration_s), f"<explore {self.source} {label}>")
+
+    def draw(self, index: int) -> tuple[tuple[Entry, ...], float]:
+        """Schedule `index`: pure given the seed and the index."""
+        rng = random.Random(f"kafka-chaos/explore/{self.seed}/{index}")
+        c = self.exp.cluster
+        duration = parse_duration(str(self.doc["duration"]))
+        for _ in range(DRAWS):
+            schedule = tuple(draw_schedule(rng, self.space, c.brokers, c.voter_ids(), c.mode == "kraft"))
+            try:
+                self.load(schedule, duration, f"draw {index}")
+            except ValidationError:
+                continue
+            return schedule, duration
+        raise HarnessError(f"no schedule the loader accepts in {DRAWS} draws (index {index}); narrow --faults")
+
+
+class EngineRunner:
+    """A run through the engine on a fresh cluster of `backend`, then the verifiers (one Spark session for all)."""
+
+    def __init__(self, exploration: Exploration, backend: ClusterBackend, reason: str, runs_dir: Path,
+                 spark_master: str | None = None) -> None:
+        self.exploration = exploration
+        self.backend = backend
+        self.reason = reason
+        self.runs_dir = runs_dir
+        self.spark_master = spark_master
+        self._spark: Any = None
+
+    def __call__(self, schedule: tuple[Entry, ...], duration_s: float, label: str) -> Outcome:
+        from harness.engine.runner import run_experiment
+        from spark_analysis.session.spark_session import get_session
+        from spark_analysis.verify import verify_run
+
+        try:
+            exp = self.exploration.load(schedule, duration_s, label)
+        except ValidationError as exc:
+            return Outcome("unknown", note=f"the loader refused it: {str(exc).splitlines()[0]}")
+        result = run_experiment(exp, self.backend, backend_reason=self.reason, runs_dir=self.runs_dir)
+        if result.status != "completed":
+            return Outcome("unknown", run_dir=str(result.run_dir), note=f"run {result.status}: {result.error}")
+        if self._spark is None:
+            self._spark = get_session(self.spark_master)
+        verdict = verify_run(result.run_dir, spark=self._spark)
+        failing = tuple(c.check_id for c in verdict.checks if c.status == "fail")
+        return Outcome(verdict.status, failing, str(result.run_dir))
+
+
+def write_results(out: Path, exploration: Exploration, result: ExploreResult, budget_s: float) -> list[Path]:
+    """`explore.json` (every run, the shrink path) and, when a failure was found, `minimal.yaml`: an ordinary
+    experiment file with the shrunk schedule and the explored seed, its failing checks in a comment."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = [out / "explore.json"]
+    doc = {
+        "experiment": exploration.source, "seed": exploration.seed, "budget_s": budget_s,
+        "fault_kinds": list(exploration.space.kinds), "found": result.failing is not None,
+        "target_checks": list(result.target), "local_minimum": result.local_minimum,
+        "tried": [{"purpose": t.purpose, "schedule": list(t.schedule), "duration_s": t.duration_s,
+                   "outcome": asdict(t.outcome)} for t in result.tried],
+        "shrink": [{"step": s.step, "kept": s.kept, "outcomes": [asdict(o) for o in s.outcomes]}
+                   for s in result.shrink],
+        "minimal": None if result.minimal is None else {"schedule": list(result.minimal.schedule),
+                                                        "duration_s": result.minimal.duration_s},
+    }
+    (out / "explore.json").write_text(json.dumps(doc, indent=1, default=str) + "\n", encoding="utf-8")
+    if result.minimal is not None and result.failing is not None:
+        state = "a local minimum" if result.local_minimum else "the budget ended before a local minimum"
+        comment = (f"# Found by `kafka-chaos explore {exploration.source} --seed {exploration.seed}`: fails "
+                   f"{', '.join(result.target)}\n# (shrunk from {len(result.failing.schedule)} faults to "
+                   f"{len(result.minimal.schedule)}; {state}). Run it: kafka-chaos run minimal.yaml\n")
+        (out / "minimal.yaml").write_text(exploration.text(result.minimal.schedule, result.minimal.duration_s,
+                                                           comment=comment), encoding="utf-8")
+        written.append(out / "minimal.yaml")
+    return written

@@ -1,0 +1,105 @@
+"""Smaller schedules than a failing one, delta-debugging style: pure and deterministic.
+
+Owns `Candidate` and `candidates(schedule, duration_s)`: every schedule one step smaller than the given one, in the
+order the shrinker tries them (the biggest cuts first):
+- drop one fault (or operation);
+- cut the run to the end of the last fault plus `TAIL_S` (or to half, whichever is longer);
+- halve one fault's duration (never below `MIN_DURATION_S`);
+- move one fault earlier (its start halved);
+- name one node fewer: a partition group or a `targets:` list without one of its nodes (a group keeps one).
+
+A schedule is a tuple of entries as an experiment file's `schedule:` holds them (mappings: `at`, `fault` or
+`action`, `target`/`targets`/`groups`/`link`, `duration`, `params`), so a candidate is written into an ordinary
+experiment file and read by the ordinary loader, whose rules may refuse it (the caller skips it then).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from harness.experiment.durations import format_duration, parse_duration
+
+Entry = dict[str, Any]
+
+MIN_DURATION_S = 2.0
+"""The shortest fault a shrink leaves (a fault shorter than the observers' polls shows nothing)."""
+TAIL_S = 10.0
+"""The chaos phase a cut run keeps after the last fault ends (its heal and the effects seen after it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One step smaller: what the step did (`step`), the schedule and the run's duration after it."""
+
+    step: str
+    schedule: tuple[Entry, ...]
+    duration_s: float
+
+
+def seconds(value: object) -> float:
+    """An entry's `at` or `duration` in seconds (a number, or a duration text)."""
+    return float(value) if isinstance(value, (int, float)) else parse_duration(str(value))
+
+
+def describe(entry: Entry) -> str:
+    what = entry.get("fault") or entry.get("action") or "?"
+    where = entry.get("target") or entry.get("targets") or entry.get("link") or entry.get("groups") or \
+        entry.get("topic") or ""
+    return f"{what} {where}".strip()
+
+
+def last_end(schedule: tuple[Entry, ...]) -> float:
+    """When the schedule's last fault ends (its start for one without a duration)."""
+    return max((seconds(e.get("at", 0)) + seconds(e.get("duration", 0)) for e in schedule), default=0.0)
+
+
+def candidates(schedule: tuple[Entry, ...], duration_s: float) -> list[Candidate]:
+    """Every schedule one step smaller than `schedule` (see the module doc), biggest cuts first."""
+    out: list[Candidate] = []
+    if len(schedule) > 1:
+        for i, e in enumerate(schedule):
+            out.append(Candidate(f"drop #{i} {describe(e)}", schedule[:i] + schedule[i + 1:], duration_s))
+    cut = max(last_end(schedule) + TAIL_S, duration_s / 2)
+    if cut < duration_s - 1:
+        out.append(Candidate(f"cut the run to {format_duration(round(cut))}", schedule, float(round(cut))))
+    for i, e in enumerate(schedule):
+        if "duration" in e and seconds(e["duration"]) / 2 >= MIN_DURATION_S:
+            shorter = round(seconds(e["duration"]) / 2, 1)
+            out.append(Candidate(f"shorten #{i} {describe(e)} to {format_duration(shorter)}",
+                                 _with(schedule, i, duration=format_duration(shorter)), duration_s))
+    for i, e in enumerate(schedule):
+        if seconds(e.get("at", 0)) >= 2:
+            earlier = round(seconds(e["at"]) / 2, 1)
+            out.append(Candidate(f"move #{i} {describe(e)} to {format_duration(earlier)}",
+                                 _with(schedule, i, at=format_duration(earlier)), duration_s))
+    for i, e in enumerate(schedule):
+        out += _fewer_nodes(schedule, i, e, duration_s)
+    return out
+
+
+def _with(schedule: tuple[Entry, ...], i: int, **changes: Any) -> tuple[Entry, ...]:
+    entry = {**copy.deepcopy(schedule[i]), **changes}
+    return (*schedule[:i], entry, *schedule[i + 1:])
+
+
+def _fewer_nodes(schedule: tuple[Entry, ...], i: int, e: Entry, duration_s: float) -> list[Candidate]:
+    out: list[Candidate] = []
+    groups = e.get("groups")
+    if isinstance(groups, list):
+        for g, group in enumerate(groups):
+            if isinstance(group, list) and len(group) > 1:
+                for node in group:
+                    smaller = [[n for n in grp if not (gi == g and n == node)] for gi, grp in enumerate(groups)]
+                    out.append(Candidate(f"#{i} {describe(e)} without {node}", _with(schedule, i, groups=smaller),
+                                         duration_s))
+    targets = e.get("targets")
+    if isinstance(targets, list) and len(targets) > 1:
+        for node in targets:
+            rest = [t for t in targets if t != node]
+            changes: dict[str, Any] = {"targets": rest} if len(rest) > 1 else {"target": rest[0]}
+            entry = {k: v for k, v in copy.deepcopy(e).items() if k != "targets"}
+            out.append(Candidate(f"#{i} {describe(e)} without {node}",
+                                 (*schedule[:i], {**entry, **changes}, *schedule[i + 1:]), duration_s))
+    return out

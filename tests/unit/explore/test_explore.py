@@ -1,0 +1,106 @@
+"""`kafka-chaos explore`'s search and shrink (`harness.explore`) with a fake runner standing in for Kafka (an oracle
+that fails a schedule by its contents, so each behaviour is exact): the draws are deterministic given the seed, the
+first failing schedule is shrunk to its essence, a candidate counts only when it fails `needed` of `reruns` runs,
+the budget ends the search, and `minimal.yaml` is an ordinary experiment file. The real runner (a run through the
+engine and the verifiers) is exercised by the command on Apache Kafka (docs/design.md, "Explore")."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+from harness.experiment import load_experiment, load_experiment_text
+from harness.explore.search import Budget, Outcome, explore
+from harness.explore.session import Exploration, write_results
+from harness.explore.shrink import Entry, candidates
+
+ROOT = Path(__file__).resolve().parents[3]
+FILE = ROOT / "experiments" / "controller-failover.yaml"
+
+KILL_1 = {"at": "20s", "fault": "kill", "target": "broker:1", "duration": "16s"}
+NOISE = ({"at": "5s", "fault": "latency", "link": "broker:2->broker:3", "params": {"latency_ms": 500},
+          "duration": "8s"},
+         {"at": "12s", "fault": "partition", "groups": [["broker:2"], ["broker:1", "broker:3", "zookeeper:1"]],
+          "duration": "6s"})
+
+
+def _exploration(seed: int = 1) -> Exploration:
+    exp = load_experiment(FILE)
+    return Exploration.of(exp, FILE.read_text(encoding="utf-8"), seed, None)
+
+
+class FakeKafka:
+    """Stands in for a run of Kafka and its verdict: the schedule fails `delivery.lost_write` when it kills broker 1
+    (`flaky`: only every third time it is asked)."""
+
+    def __init__(self, flaky: bool = False) -> None:
+        self.calls: list[tuple[tuple[Entry, ...], float, str]] = []
+        self.flaky = flaky
+
+    def __call__(self, schedule: tuple[Entry, ...], duration_s: float, label: str) -> Outcome:
+        self.calls.append((schedule, duration_s, label))
+        kills = any(e.get("fault") == "kill" and e.get("target") == "broker:1" for e in schedule)
+        if kills and (not self.flaky or len(self.calls) % 3 == 0):
+            return Outcome("fail", ("delivery.lost_write",), f"runs/{label}")
+        return Outcome("pass", (), f"runs/{label}")
+
+
+def test_the_same_seed_draws_the_same_schedules_and_another_seed_others() -> None:
+    a, b, c = _exploration(1), _exploration(1), _exploration(2)
+    assert [a.draw(i) for i in range(3)] == [b.draw(i) for i in range(3)]
+    assert [a.draw(i) for i in range(3)] != [c.draw(i) for i in range(3)]
+    for i in range(3):  # every draw is an experiment the loader accepts
+        schedule, duration = a.draw(i)
+        assert a.load(schedule, duration, f"draw {i}").schedule or a.load(schedule, duration, "x").operations
+
+
+def test_the_first_failing_schedule_is_shrunk_to_the_one_fault_that_fails_it() -> None:
+    kafka = FakeKafka()
+    drawn = [(NOISE, 60.0), ((*NOISE, KILL_1), 60.0)]
+    result = explore(lambda i: drawn[min(i, 1)], kafka, Budget(3600), needed=2, reruns=3)
+    assert result.failing is not None and result.failing.purpose == "draw 1"
+    assert result.target == ("delivery.lost_write",) and result.local_minimum
+    assert result.minimal is not None
+    (only,) = result.minimal.schedule
+    assert only["fault"] == "kill" and only["target"] == "broker:1"
+    assert only["duration"] == "2s" and only["at"] == "1200ms"  # halved (to 0.1 s) while a half is >= 2 s
+    assert result.minimal.duration_s < 60.0  # the run cut after the last fault
+    assert any(s.kept and s.step.startswith("drop #") for s in result.shrink)
+    assert all(len(s.outcomes) <= 3 for s in result.shrink)
+
+
+def test_a_candidate_failing_fewer_than_needed_of_its_reruns_is_not_kept() -> None:
+    kafka = FakeKafka(flaky=True)  # fails one run in three: never 2 of 3
+    result = explore(lambda i: ((*NOISE, KILL_1), 60.0), kafka, Budget(3600), needed=2, reruns=3)
+    if result.failing is not None:  # found when the third draw's run failed
+        assert result.minimal is not None and len(result.minimal.schedule) == 3
+        assert not any(s.kept for s in result.shrink)
+
+
+def test_no_run_is_started_once_the_budget_has_ended() -> None:
+    ticks = itertools.count(0.0, 10.0)
+    kafka = FakeKafka()
+    result = explore(lambda i: (NOISE, 60.0), kafka, Budget(25, clock=lambda: next(ticks)))
+    assert result.failing is None and len(kafka.calls) == len(result.tried) <= 3
+
+
+def test_minimal_yaml_is_an_experiment_file_that_names_the_failing_check(tmp_path: Path) -> None:
+    exploration = _exploration(7)
+    result = explore(lambda i: ((*NOISE, KILL_1), 60.0), FakeKafka(), Budget(3600))
+    written = write_results(tmp_path, exploration, result, 3600)
+    assert [p.name for p in written] == ["explore.json", "minimal.yaml"]
+    text = (tmp_path / "minimal.yaml").read_text(encoding="utf-8")
+    assert "fails delivery.lost_write" in text.splitlines()[0]
+    exp = load_experiment_text(text, "minimal.yaml")
+    assert exp.seed == 7 and len(exp.schedule) == 1 and str(exp.schedule[0].target) == "broker:1"
+
+
+def test_every_candidate_is_one_step_smaller_and_partition_groups_keep_a_node() -> None:
+    cands = candidates((*NOISE, KILL_1), 60.0)
+    steps = [c.step for c in cands]
+    assert steps[:3] == ["drop #0 latency broker:2->broker:3",
+                         "drop #1 partition [['broker:2'], ['broker:1', 'broker:3', 'zookeeper:1']]",
+                         "drop #2 kill broker:1"]
+    fewer = [c for c in cands if "without" in c.step]
+    assert fewer and all(all(g for g in c.schedule[1]["groups"]) for c in fewer)
+    assert candidates(({"at": "1s", "fault": "kill", "target": "broker:1", "duration": "3s"},), 11.0) == []
