@@ -43,19 +43,22 @@ from spark_analysis.verify import verify_run
 from tests.fixtures.recorded import recorded_runs
 spark = get_session("local[2]")
 scheduler = spark.sparkContext._jsc.sc().dagScheduler()
+def next_job():
+    n = scheduler.nextJobId()  # an AtomicInteger, which py4j hands over as a number
+    return n if isinstance(n, int) else n.get()
 by_name = {r.name: r for r in recorded_runs()}
 tmp = Path(tempfile.mkdtemp(prefix="py4j-bench-"))
 out = {}
 for p in range(passes):
     for name in names:
         run_dir = by_name[name].unpack(tmp / f"{name}-{p}")
-        jobs0 = scheduler.nextJobId().get()
+        jobs0 = next_job()
         calls[0] = 0
         t0 = time.perf_counter()
         verdict = verify_run(run_dir, spark=spark, write=False)
         seconds = time.perf_counter() - t0
         n = calls[0]
-        jobs = scheduler.nextJobId().get() - jobs0
+        jobs = next_job() - jobs0
         out[name] = {"seconds": seconds, "calls": n, "jobs": jobs, "status": verdict.status}
 print("RESULT " + json.dumps(out))
 """

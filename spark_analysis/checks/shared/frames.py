@@ -35,9 +35,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
 from spark_analysis.checks.shared.permits import Reason, Weighed, mixed, unclean_partitions
-from spark_analysis.checks.shared.txn_frames import with_txn_outcome
+from spark_analysis.checks.shared.txn_frames import COMMITTED_ONLY, with_txn_outcome
 from spark_analysis.facts.context import CheckContext
-from spark_analysis.facts.transactions import ABORTED, READ_COMMITTED, UNKNOWN
+from spark_analysis.facts.transactions import ABORTED, UNKNOWN
 
 WRITE_TYPES = ("send", "ack", "send.error", "poll")
 PIPE_READ = "pipe.read"
@@ -256,7 +256,7 @@ def poll_pairs(ctx: CheckContext) -> DataFrame:
     pairs = ctx.spark.sql(f"""
         WITH marked AS (
           SELECT xxhash64(src) AS src_h, {topic_hash_sql()} AS topic_h, `partition`, `offset`, seq,
-            coalesce(isolation, '{READ_COMMITTED}') = '{READ_COMMITTED}' AS committed_only
+            {COMMITTED_ONLY} AS committed_only
           FROM {{polls}} WHERE `offset` IS NOT NULL
           UNION ALL
           SELECT xxhash64(src) AS src_h, {topic_hash_sql('tp[0]')} AS topic_h, CAST(tp[1] AS BIGINT) AS `partition`,

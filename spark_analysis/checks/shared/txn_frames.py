@@ -44,10 +44,14 @@ def pipeline_column() -> Column:
     return F.coalesce(F.col("pipeline"), F.regexp_replace(F.col("src"), "^pipeline:", ""))
 
 
+COMMITTED_ONLY = f"coalesce(isolation, '{READ_COMMITTED}') = '{READ_COMMITTED}'"
+"""SQL: a poll's consumer reads committed records only (`transactions.committed_only`: no isolation recorded counts
+as read_committed, librdkafka's default)."""
+
+
 def committed_only_column() -> Column:
-    """A poll's consumer reads committed records only (`transactions.committed_only`: no isolation recorded
-    counts as read_committed, librdkafka's default)."""
-    return F.coalesce(F.col("isolation"), F.lit(READ_COMMITTED)) == READ_COMMITTED
+    """`COMMITTED_ONLY` as a Column."""
+    return F.expr(COMMITTED_ONLY)
 
 
 def txn_table(ctx: CheckContext) -> DataFrame | None:

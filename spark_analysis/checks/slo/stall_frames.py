@@ -20,11 +20,11 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from spark_analysis.checks.shared.txn_frames import with_txn_outcome
+from spark_analysis.checks.shared.txn_frames import COMMITTED_ONLY, with_txn_outcome
 from spark_analysis.checks.slo.stalls import Cell, Stall, open_until, read_key, write_key
 from spark_analysis.facts.context import CheckContext
 from spark_analysis.facts.faults import ATTRIBUTION_GRACE_S, FaultWindow
-from spark_analysis.facts.transactions import COMMITTED, READ_COMMITTED
+from spark_analysis.facts.transactions import COMMITTED
 from spark_analysis.session.local_frame import local_frame
 
 _STREAM = "who, topic, `partition`"
@@ -147,7 +147,7 @@ def read_cells(ctx: CheckContext) -> tuple[list[Cell], int]:
     spark = _spark(ctx)
     polls = spark.sql(f"""
         SELECT {_name("group", "src")} AS who, {_name("topic")} AS topic, `partition`, coalesce(t, 0.0D) AS t, seq,
-          `offset`, coalesce(isolation, '{READ_COMMITTED}') = '{READ_COMMITTED}' AS rc
+          `offset`, {COMMITTED_ONLY} AS rc
         FROM {{poll}} WHERE `offset` IS NOT NULL AND `partition` IS NOT NULL""", poll=ctx.df("poll"))
     rows = spark.sql("""
         SELECT who, topic, min(named_struct('t', t, 'seq', seq)) AS g0, max(t) AS `last`,
