@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from harness.explore.shrink import Candidate, Entry, candidates
+from harness.explore.shrink import Candidate, candidates
+from harness.faults.generator import Entry
 
 Status = Literal["pass", "fail", "unknown"]
 

@@ -26,8 +26,7 @@ from harness.experiment import load_experiment_text
 from harness.experiment.durations import format_duration, parse_duration
 from harness.experiment.schema import Experiment
 from harness.explore.search import ExploreResult, Outcome
-from harness.explore.shrink import Entry
-from harness.faults.generator import KRAFT_KINDS, ZK_KINDS, FaultSpace, draw_schedule
+from harness.faults.generator import KRAFT_KINDS, ZK_KINDS, Entry, FaultSpace, draw_schedule
 
 DRAWS = 50
 """Draws per schedule index before giving up (the loader refuses a few: overlaps a kind forbids)."""

@@ -19,9 +19,8 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
-from harness.experiment.durations import format_duration, parse_duration
-
-Entry = dict[str, Any]
+from harness.experiment.durations import format_duration
+from harness.faults.generator import Entry, last_end, seconds
 
 MIN_DURATION_S = 2.0
 """The shortest fault a shrink leaves (a fault shorter than the observers' polls shows nothing)."""
@@ -38,21 +37,11 @@ class Candidate:
     duration_s: float
 
 
-def seconds(value: object) -> float:
-    """An entry's `at` or `duration` in seconds (a number, or a duration text)."""
-    return float(value) if isinstance(value, (int, float)) else parse_duration(str(value))
-
-
 def describe(entry: Entry) -> str:
     what = entry.get("fault") or entry.get("action") or "?"
     where = entry.get("target") or entry.get("targets") or entry.get("link") or entry.get("groups") or \
         entry.get("topic") or ""
     return f"{what} {where}".strip()
-
-
-def last_end(schedule: tuple[Entry, ...]) -> float:
-    """When the schedule's last fault ends (its start for one without a duration)."""
-    return max((seconds(e.get("at", 0)) + seconds(e.get("duration", 0)) for e in schedule), default=0.0)
 
 
 def candidates(schedule: tuple[Entry, ...], duration_s: float) -> list[Candidate]:

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.experiment.durations import parse_duration
+
 Entry = dict[str, Any]
 
 ZK_KINDS = ("kill", "stop", "pause", "isolate", "isolate_zookeeper", "partition", "correlated_kill", "latency",
@@ -104,9 +106,12 @@ def draw_schedule(rng: random.Random, space: FaultSpace, brokers: int, voters: S
     return [{"at": f"{at:g}s", **draw_fault(rng, space, brokers, voters, kraft)} for at in starts]
 
 
-def last_end(schedule: Sequence[Entry]) -> float:
-    """When the schedule's last fault ends, seconds into the chaos phase."""
-    def secs(text: str) -> float:
-        return float(text.rstrip("s"))
+def seconds(value: object) -> float:
+    """An entry's `at` or `duration` in seconds (a number, or a duration text)."""
+    return float(value) if isinstance(value, (int, float)) else parse_duration(str(value))
 
-    return max((secs(e["at"]) + secs(e.get("duration", "0s")) for e in schedule if "fault" in e), default=0.0)
+
+def last_end(schedule: Sequence[Entry]) -> float:
+    """When the schedule's last entry ends, seconds into the chaos phase: a fault's start plus its duration, an
+    operation's start."""
+    return max((seconds(e.get("at", 0)) + seconds(e.get("duration", 0)) for e in schedule), default=0.0)

@@ -12,7 +12,8 @@ from pathlib import Path
 from harness.experiment import load_experiment, load_experiment_text
 from harness.explore.search import Budget, Outcome, explore
 from harness.explore.session import Exploration, write_results
-from harness.explore.shrink import Entry, candidates
+from harness.explore.shrink import candidates
+from harness.faults.generator import Entry
 
 ROOT = Path(__file__).resolve().parents[3]
 FILE = ROOT / "experiments" / "controller-failover.yaml"
