@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +25,7 @@ from spark_analysis.facts.transactions import TXN_TYPES, TransactionIndex, build
 from spark_analysis.ingest.load import HistoryDamage
 from spark_analysis.ingest.runinfo import RunInfo
 from spark_analysis.ingest.schema import BULK_TYPES, SMALL_TIER, tiers_of
+from spark_analysis.session.sql_text import strings
 
 Row = dict[str, Any]
 RowsProvider = Callable[[tuple[str, ...]], list[Row]]
@@ -45,14 +46,11 @@ def _decode(row: Row) -> Row:
 def of_types(events: DataFrame, types: list[str]) -> F.Column:
     """Filter: events of `types`, pruned to the Parquet `tier` partitions they can be in (if tiered). SQL text: one
     JVM call (the Column API took five)."""
-    where = f"`type` IN ({_sql_strings(types)})"
+    where = f"`type` IN ({strings(types)})"
     if "tier" in events.columns:
-        where += f" AND tier IN ({_sql_strings(tiers_of(types))})"
+        where += f" AND tier IN ({strings(tiers_of(types))})"
     return F.expr(where)
 
-
-def _sql_strings(values: Iterable[str]) -> str:
-    return ", ".join("'" + str(v).replace("\\", "\\\\").replace("'", "\\'") + "'" for v in values) or "NULL"
 
 
 def spark_rows_provider(events: DataFrame) -> RowsProvider:

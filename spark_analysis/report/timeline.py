@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 from spark_analysis.facts.context import CheckContext
+from spark_analysis.session.sql_text import double
 
 MAX_BINS = 300
 MAX_PARTITION_ROWS = 48
@@ -88,7 +89,7 @@ def _rates(ctx: CheckContext, width: float) -> dict[str, list[Any]]:
         return {}
     spark = ctx.spark
     assert spark is not None
-    bin_of = f"CAST(floor({{t}} / CAST('{float(width)!r}' AS DOUBLE)) AS BIGINT)"  # SQL text: one JVM call a plan
+    bin_of = f"CAST(floor({{t}} / {double(width)}) AS BIGINT)"  # SQL text: one JVM call a plan
     counts = spark.sql(f"""
         SELECT {bin_of.format(t="t")} AS bin, sum(CAST(`type` = 'ack' AS INT)) AS acks,
           sum(CAST(`type` = 'poll' AS INT)) AS polls

@@ -26,15 +26,11 @@ from spark_analysis.facts.context import CheckContext
 from spark_analysis.facts.faults import ATTRIBUTION_GRACE_S, FaultWindow
 from spark_analysis.facts.transactions import COMMITTED
 from spark_analysis.session.local_frame import local_frame
+from spark_analysis.session.sql_text import double
 
 _STREAM = "who, topic, `partition`"
 _BEFORE = "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING"
 """The rows of the stream before the current one."""
-
-
-def _num(x: float) -> str:
-    """A double literal (Spark SQL reads `1.5` as a decimal)."""
-    return f"CAST('{float(x)!r}' AS DOUBLE)"
 
 
 def _name(*cols: str) -> str:
@@ -52,14 +48,14 @@ def fault_case(windows: Sequence[FaultWindow], start: str, until: str) -> str:
     branches: list[str] = []
     for i in range(len(windows) - 1, -1, -1):
         w = windows[i]
-        cond = f"{_num(w.start)} <= {start}"
+        cond = f"{double(w.start)} <= {start}"
         if w.end is not None:
-            cond += f" AND {start} <= {_num(w.end + ATTRIBUTION_GRACE_S)}"
+            cond += f" AND {start} <= {double(w.end + ATTRIBUTION_GRACE_S)}"
         branches.append(f"WHEN {cond} THEN {i}")
     for i, w in enumerate(windows):
-        cond = f"{_num(w.start)} <= {until}"
+        cond = f"{double(w.start)} <= {until}"
         if w.end is not None:
-            cond += f" AND {_num(w.end)} >= {start}"
+            cond += f" AND {double(w.end)} >= {start}"
         branches.append(f"WHEN {cond} THEN {i}")
     return f"CASE {' '.join(branches)} END" if branches else "CAST(NULL AS INT)"
 
@@ -98,7 +94,7 @@ def _outcomes(ctx: CheckContext) -> DataFrame:
     ev = _spark(ctx).sql(f"""
         SELECT {_name("producer", "src")} AS who, {_name("topic")} AS topic, `partition`, coalesce(t, 0.0D) AS t,
           seq, `type` = 'ack' AS is_ack, value,
-          CASE WHEN latency_ms IS NOT NULL AND NOT isnan(latency_ms) AND abs(latency_ms) != {_num(float("inf"))}
+          CASE WHEN latency_ms IS NOT NULL AND NOT isnan(latency_ms) AND abs(latency_ms) != {double(float("inf"))}
                THEN coalesce(t, 0.0D) - greatest(latency_ms, 0.0D) / 1000.0D END AS send_t
         FROM {{ev}} WHERE `partition` IS NOT NULL""", ev=ctx.df("ack", "send.error"))
     if not ev.where(F.col("send_t").isNull()).limit(1).count():
@@ -135,7 +131,7 @@ def write_cells(ctx: CheckContext) -> list[Cell]:
         SELECT {_STREAM},
           CASE WHEN prev_t IS NOT NULL AND prev_t >= min_send THEN prev_t ELSE min_send END AS start,
           `end`,
-          coalesce(`end`, {_num(ctx.end_t)}) AS until,
+          coalesce(`end`, {double(ctx.end_t)}) AS until,
           CASE WHEN prev_t IS NOT NULL AND prev_t >= min_send THEN prev_seq ELSE min_seq END AS start_seq,
           end_seq, events
         FROM agg""", ev=_outcomes(ctx))
