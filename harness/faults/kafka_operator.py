@@ -4,7 +4,8 @@
   ApiVersions gets an error outcome). confluent-kafka has no binding for the reassignment APIs, so this
   uses kafka-python's `KafkaAdminClient` (already a dependency: the observers decode Kafka's wire format
   with it). Done means: no reassignment of those partitions pending (ListPartitionReassignments) and
-  Metadata lists the new replicas in their order.
+  Metadata lists the new replicas in their order. A request whose answer was lost is sent again only when
+  ListPartitionReassignments and Metadata show it did not go through (`_in_place`).
 - elect_preferred: ElectLeaders (type PREFERRED) through confluent-kafka's AdminClient. Per-partition
   answers (`ELECTION_NOT_NEEDED`, `PREFERRED_LEADER_NOT_AVAILABLE`) are results, not failures.
 - add_partitions: CreatePartitions through confluent-kafka's AdminClient; done when Metadata shows the new
@@ -56,7 +57,7 @@ class KafkaOperator:
                   timeout_s: float) -> OperationOutcome:
         deadline = time.monotonic() + timeout_s
         api: bool | None = None
-        submitted = False
+        submitted = tried = False
         last = "nothing yet"
         while True:
             try:
@@ -65,7 +66,10 @@ class KafkaOperator:
                 if not api:
                     return OperationOutcome("error", "", "the broker does not offer AlterPartitionReassignments "
                                             "(KIP-455, Kafka 2.4+)", ())
+                if not submitted and tried:  # an attempt's answer was lost: it may have gone through
+                    submitted = self._in_place(admin.get(), metadata, topic, replicas)
                 if not submitted:
+                    tried = True
                     rejected = self._submit_api(admin.get(), topic, replicas, timeout_s)
                     if rejected:
                         return OperationOutcome("error", _via(api), "the broker refused the reassignment of "
@@ -79,9 +83,12 @@ class KafkaOperator:
                 if not pending and not off:
                     return OperationOutcome("done", _via(api), "", tuple(
                         PartitionOutcome(topic, p, None, listed.get(p)) for p in sorted(replicas)))
+                replaced = {p: t for p, t in pending.items() if t != tuple(replicas[p])}
                 last = (f"pending: {sorted(pending)}; " if pending else "") + "; ".join(
                     f"{topic}/{p} lists {list(r) if r is not None else 'nothing'}, want {list(replicas[p])}"
-                    for p, r in sorted(off.items()))
+                    for p, r in sorted(off.items())) + "".join(
+                    f"; {topic}/{p} is now being moved to {list(t)} (a later reassignment replaces a pending one, "
+                    "KIP-455)" for p, t in sorted(replaced.items()))
             except Exception as exc:  # a broker, the controller or ZooKeeper briefly away: retried until the deadline
                 last = ("" if submitted else "not submitted yet: ") + f"{type(exc).__name__}: {exc}"
                 admin.reset()  # kafka-python keeps the controller id it found first: a new client looks again
@@ -98,9 +105,22 @@ class KafkaOperator:
             {TopicPartition(topic, p): list(r) for p, r in replicas.items()}, timeout_ms=int(timeout_s * 1000))
         return {tp.partition: getattr(err, "__name__", str(err)) for tp, err in answers.items() if err is not None}
 
-    def _pending_api(self, admin: Any, topic: str, replicas: Mapping[int, Sequence[int]]) -> set[int]:
+    def _pending_api(self, admin: Any, topic: str, replicas: Mapping[int, Sequence[int]]) -> dict[int, tuple[int, ...]]:
+        """The partitions of `replicas` with a reassignment pending, each with its target: the replica list
+        without the replicas being removed (KIP-455's ListPartitionReassignments)."""
         listed = admin.list_partition_reassignments({topic: sorted(replicas)})
-        return {tp.partition for tp in listed}
+        return {tp.partition: tuple(r for r in state["replicas"] if r not in state["removing_replicas"])
+                for tp, state in listed.items()}
+
+    def _in_place(self, admin: Any, metadata: Any, topic: str, replicas: Mapping[int, Sequence[int]]) -> bool:
+        """Whether every partition is being moved to, or already lists, the replicas asked for: a request whose
+        answer was lost (a controller killed or cut off before it answered) went through, and is not sent
+        again. Sent again it could be refused for what changed since: Apache Kafka 3.9's controller refuses a
+        reassignment that adds a broker that is not alive (`KafkaController.validateReplicas`), while the
+        first request's move goes on and finishes once that broker is back."""
+        pending = self._pending_api(admin, topic, replicas)
+        listed = self._replicas(metadata, topic)
+        return all(pending.get(p, listed.get(p)) == tuple(want) for p, want in replicas.items())
 
     @staticmethod
     def _replicas(metadata: Any, topic: str) -> dict[int, tuple[int, ...]]:
