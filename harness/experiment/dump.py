@@ -8,7 +8,7 @@ import yaml
 
 from harness.experiment.cluster_fields import cluster_to_dict
 from harness.experiment.durations import format_duration
-from harness.experiment.schema import Experiment, FaultSpec, OperationSpec, TransactionSpec
+from harness.experiment.schema import Experiment, ExploreSpec, FaultSpec, OperationSpec, TransactionSpec
 from harness.faults.catalog import OPERATIONS
 
 
@@ -100,7 +100,14 @@ def experiment_to_dict(exp: Experiment) -> dict[str, Any]:
         **({"expect": {"fail": list(exp.verify.expect.fail), **({"why": exp.verify.expect.why}
                                                                  if exp.verify.expect.why else {})}}
            if exp.verify.expect.fail else {}),
+        **({"explore": _explore(exp.explore)} if exp.explore != ExploreSpec() else {}),
     }
+
+
+def _explore(e: ExploreSpec) -> dict[str, Any]:
+    return {**({"faults": list(e.faults)} if e.faults else {}), "per_schedule": list(e.per_schedule),
+            "durations": [format_duration(d) for d in e.durations],
+            **({"window": [format_duration(w) for w in e.window]} if e.window is not None else {})}
 
 
 def dump_experiment(exp: Experiment) -> str:

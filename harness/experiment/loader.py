@@ -20,6 +20,7 @@ from typing import Any
 from harness.errors import Problem, ValidationError
 from harness.experiment.cluster_fields import read_cluster
 from harness.experiment.expect_spec import read_expect
+from harness.experiment.explore_spec import read_explore
 from harness.experiment.fields import MISSING, Fields, count_items, did_you_mean
 from harness.experiment.guard import decode
 from harness.experiment.limits import (
@@ -51,7 +52,7 @@ from harness.history.probes import PROBES
 from harness.model.topic_configs import config_problem
 
 TOP_KEYS = ("name", "description", "seed", "cluster", "topics", "workload", "steady_state",
-            "steady_timeout", "schedule", "duration", "drain", "verify", "expect")
+            "steady_timeout", "schedule", "duration", "drain", "verify", "expect", "explore")
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
 _KAFKA_INTERNAL_TOPICS = (".", "..", "__consumer_offsets", "__transaction_state", "__cluster_metadata")
 
@@ -204,14 +205,17 @@ def _build(f: Fields, top: dict[str, Any], file: str, variant: Variant | None) -
     expect = read_expect(f, top.get("expect"), variant)
     if verify is not None and expect is not None:
         verify = dataclasses.replace(verify, expect=expect)
+    explore = read_explore(f, top.get("explore"), cluster.mode if cluster is not None else "zookeeper")
     values = (name, duration, seed, description, cluster, topics, workload, steady, steady_timeout, drain,
-              schedule, verify, expect)
+              schedule, verify, expect, explore)
     if any(v is MISSING or v is None for v in values):
         return None
     assert cluster is not None and topics is not None and workload is not None and verify is not None
+    assert explore is not None
     return Experiment(name=name, duration=duration, description=description, seed=seed, cluster=cluster,
                       topics=topics, workload=workload, steady_state=steady, steady_timeout=steady_timeout,
-                      schedule=schedule, operations=operations, drain=drain, verify=verify, source=file)
+                      schedule=schedule, operations=operations, drain=drain, verify=verify, explore=explore,
+                      source=file)
 
 
 def _topics(f: Fields, raw: object) -> tuple[TopicSpec, ...] | None:

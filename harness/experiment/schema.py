@@ -210,6 +210,21 @@ class ExpectSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class ExploreSpec:
+    """How `kafka-chaos explore` narrows its fault space for this file (`explore:`,
+    `harness.experiment.explore_spec`); `run` ignores it."""
+
+    faults: tuple[str, ...] = ()
+    """Fault kinds to draw from; empty: every one the cluster's mode has (`harness.faults.generator`)."""
+    per_schedule: tuple[int, int] = (2, 4)
+    """How many faults a drawn schedule holds (inclusive)."""
+    durations: tuple[float, float] = (4.0, 16.0)
+    """Each drawn fault's duration, shortest and longest."""
+    window: tuple[float, float] | None = None
+    """When drawn faults start, seconds into the chaos phase; None: from 3 s to 16 s before its end."""
+
+
+@dataclass(frozen=True, slots=True)
 class VerifySpec:
     checks: tuple[str, ...] = ("all",)
     allow: tuple[str, ...] = ()
@@ -235,6 +250,7 @@ class Experiment:
     """The schedule's `action:` entries (their indices interleave with the faults')."""
     drain: float = 10.0
     verify: VerifySpec = VerifySpec()
+    explore: ExploreSpec = ExploreSpec()
     source: str = "<memory>"
     variant: str = ""
     """The `matrix:` variant this spec is (`acks=1,kafka=7.6.1`); empty without a matrix."""

@@ -2,7 +2,7 @@
 the first failure and writes `explore.json` and `minimal.yaml` into `--out`, printing its progress.
 
 Exit codes: 1 when a failure was found (`minimal.yaml` reproduces it), 0 when the budget ended without one, 2 on
-bad input or a backend that cannot run."""
+bad input, a backend that cannot run, or an exploration stopped by a signal (its report says where)."""
 
 from __future__ import annotations
 
@@ -58,6 +58,10 @@ def cmd_explore(args: argparse.Namespace) -> int:
                      find=args.find, say=print)
     for path in write_results(out, exploration, result, budget_s):
         print(f"wrote {path}")
+    if result.stopped is not None:
+        print(f"explore stopped: {result.stopped}" + (f"; the smallest failing schedule so far is in {out}/minimal.yaml"
+                                                      if result.minimal is not None else ""))
+        return EXIT_ERROR
     if result.failing is None:
         print(f"no failing schedule in {len(result.tried)} run(s)")
         return EXIT_NONE

@@ -1,10 +1,10 @@
-"""The explore loop: draw schedules, run them until one fails, then shrink it; pure given its runner and clock.
-
-Owns `Outcome` (what one run of a schedule gave), the `Runner` protocol (run a schedule, verify it), `Budget`,
-`explore(...)` and its `ExploreResult`. A schedule fails when its verdict fails (with `find`: when that check
-fails). Runs are not deterministic, so during the shrink a candidate counts as failing when it fails at least
-`needed` of `reruns` runs with a failing check the first failure had (`reproduces`); the loop stops at a local
-minimum (no candidate reproduces) or when the budget ends. Every run is recorded, with the shrink step it served.
+"""The explore loop: draw schedules, run them until one fails, then shrink it; pure given its runner and clock. Owns
+`Outcome` (what one run of a schedule gave), the `Runner` protocol (run a schedule, verify it), `Budget`,
+`explore(...)` and its `ExploreResult`. A schedule fails when its verdict fails (with `find`: when that check fails,
+or finds anomalies the run's configuration permits: a trade-off, not a bug, `Outcome.hits`). Runs are not
+deterministic, so during the shrink a candidate counts as failing when it fails at least `needed` of `reruns` runs
+with a failing check the first failure had (`reproduces`); the loop stops at a local minimum (no candidate
+reproduces) or when the budget ends. Every run is recorded, with the shrink step it served.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from harness.errors import HarnessError
 from harness.explore.shrink import Candidate, candidates
 from harness.faults.generator import Entry
 
@@ -28,6 +29,17 @@ class Outcome:
     failing: tuple[str, ...] = ()
     run_dir: str | None = None
     note: str | None = None
+    permitted: tuple[str, ...] = ()
+    """Checks that passed with anomalies the run's configuration permits (`CheckResult.permitted`): what `--find`
+    looks for when the question is a trade-off ("the smallest schedule that loses my data with these settings")."""
+
+    def hits(self, target: tuple[str, ...] | str | None) -> bool:
+        """Whether this run shows the anomaly sought: its verdict failed (with a check of `target` when given), or
+        a check of `target` found anomalies its configuration permits."""
+        if target is None:
+            return self.status == "fail"
+        wanted = {target} if isinstance(target, str) else set(target)
+        return (self.status == "fail" and bool(wanted & set(self.failing))) or bool(wanted & set(self.permitted))
 
 
 class Runner(Protocol):
@@ -83,10 +95,13 @@ class ExploreResult:
     shrink: list[ShrinkStep] = field(default_factory=list)
     local_minimum: bool = False
     """Whether the shrink ended because no candidate reproduced (False: the budget ended first)."""
+    stopped: str | None = None
+    """Why the exploration stopped before its budget or a local minimum (a signal, a run that could not be recorded);
+    what was found up to then stands."""
 
 
-def failed(outcome: Outcome, find: str | None) -> bool:
-    return outcome.status == "fail" and (find is None or find in outcome.failing)
+class Stopped(HarnessError):
+    """A runner's way to end the exploration: its run was interrupted by a signal or could not be recorded."""
 
 
 def reproduces(run: Runner, cand: Candidate, target: tuple[str, ...], needed: int, reruns: int,
@@ -101,30 +116,44 @@ def reproduces(run: Runner, cand: Candidate, target: tuple[str, ...], needed: in
         outcome = run(cand.schedule, cand.duration_s, f"shrink-{len(result.shrink)}-{k}")
         result.tried.append(Tried(f"shrink: {cand.step} (run {k + 1})", cand.schedule, cand.duration_s, outcome))
         outcomes.append(outcome)
-        hits += outcome.status == "fail" and bool(set(outcome.failing) & set(target))
+        hits += outcome.hits(target)
     return hits >= needed, tuple(outcomes)
 
 
 def explore(draw: Callable[[int], tuple[tuple[Entry, ...], float]], run: Runner, budget: Budget, *,
             needed: int = 2, reruns: int = 3, find: str | None = None,
             say: Callable[[str], None] = lambda _s: None) -> ExploreResult:
-    """Draw schedule 0, 1, ... (`draw(i)`), run each until one fails, then shrink it (see the module doc)."""
+    """Draw schedule 0, 1, ... (`draw(i)`), run each until one fails, then shrink it (see the module doc). A
+    `Stopped` from the runner, or Ctrl-C between runs, ends it with `stopped` set and what was found so far."""
     result = ExploreResult()
+    try:
+        return _explore(draw, run, budget, result, needed, reruns, find, say)
+    except (Stopped, KeyboardInterrupt) as exc:
+        result.stopped = str(exc) or "interrupted (Ctrl-C)"
+        result.local_minimum = False
+        say(f"stopped: {result.stopped}")
+        return result
+
+
+def _explore(draw: Callable[[int], tuple[tuple[Entry, ...], float]], run: Runner, budget: Budget,
+             result: ExploreResult, needed: int, reruns: int, find: str | None,
+             say: Callable[[str], None]) -> ExploreResult:
     i = 0
     while budget.left > 0:
         schedule, duration = draw(i)
         outcome = run(schedule, duration, f"draw-{i}")
         result.tried.append(Tried(f"draw {i}", schedule, duration, outcome))
         say(f"schedule {i}: {outcome.status}" + (f" ({', '.join(outcome.failing)})" if outcome.failing else "")
+            + (f", permitted anomalies in {', '.join(outcome.permitted)}" if outcome.permitted else "")
             + f"; {budget.left:.0f}s left")
         i += 1
-        if failed(outcome, find):
+        if outcome.hits(find):
             result.failing = result.tried[-1]
             result.target = (find,) if find else outcome.failing
             break
     if result.failing is None:
         return result
-    current = Candidate("as drawn", result.failing.schedule, result.failing.duration_s)
+    current = result.minimal = Candidate("as drawn", result.failing.schedule, result.failing.duration_s)
     result.local_minimum = True
     while budget.left > 0:
         for cand in candidates(current.schedule, current.duration_s):
@@ -135,7 +164,7 @@ def explore(draw: Callable[[int], tuple[tuple[Entry, ...], float]], run: Runner,
             result.shrink.append(ShrinkStep(cand.step, outcomes, ok))
             say(f"shrink: {cand.step}: {'kept' if ok else 'dropped'}; {budget.left:.0f}s left")
             if ok:
-                current = cand
+                current = result.minimal = cand
                 break
         else:
             result.local_minimum = budget.left > 0  # no candidate reproduced (with the budget left to know it)

@@ -1,12 +1,13 @@
-"""What `kafka-chaos explore` runs on: the experiment file it explores, the schedules it draws from it, the real
-runner (a run through the engine on a fresh cluster, then the Spark verifiers in one session kept warm), and the
-files it writes (`explore.json`, `minimal.yaml`).
+"""What `kafka-chaos explore` runs on: the experiment file it explores, the schedules it draws from it, the real runner
+(a run through the engine on a fresh cluster, then the Spark verifiers in one session kept warm), and the files it
+writes (`explore.json`, `minimal.yaml`).
 
-Owns `Exploration` (the base document and its fault space), `EngineRunner` and `write_results`. A drawn schedule
-is one of `harness.faults.generator`'s (Jepsen's target choices over the cluster's shape: one node, a minority, a
-majority, leaders, the controller, correlated losses), pure and deterministic given the seed and its index, and
-drawn again until the loader accepts it. Each schedule gets its own cluster; reusing one between schedules (issue
-40, item 2) is not built.
+Owns `Exploration` (the base document and its fault space), `EngineRunner` and `write_results`. A drawn schedule is
+one of `harness.faults.generator`'s (Jepsen's target choices over the cluster's shape: one node, a minority, a
+majority, leaders, the controller, correlated losses), pure and deterministic given the seed and its index, and drawn
+again until the loader accepts it. The file's `explore:` block narrows the space (kinds, faults per schedule,
+durations, window; `--faults` overrides its kinds). Each schedule gets its own cluster; reusing one between schedules
+(issue 40, item 2) is not built.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from harness.errors import HarnessError, ValidationError
 from harness.experiment import load_experiment_text
 from harness.experiment.durations import format_duration, parse_duration
 from harness.experiment.schema import Experiment
-from harness.explore.search import ExploreResult, Outcome
+from harness.explore.page import HTML_FILE, render_explore_html
+from harness.explore.search import ExploreResult, Outcome, Stopped
 from harness.faults.generator import KRAFT_KINDS, ZK_KINDS, Entry, FaultSpace, draw_schedule
 
 DRAWS = 50
@@ -55,17 +57,22 @@ class Exploration:
                                f"into a file of its own")
         kraft = exp.cluster.mode == "kraft"
         allowed = KRAFT_KINDS if kraft else ZK_KINDS
-        chosen = kinds or allowed
+        narrowed = exp.explore
+        chosen = kinds or narrowed.faults or allowed
         unknown = [k for k in chosen if k not in allowed]
         if unknown:
             raise HarnessError(f"--faults: {', '.join(unknown)} not in the {exp.cluster.mode} fault space "
                                f"({', '.join(allowed)})")
         duration = max(exp.duration, MIN_DURATION_S)
+        window = narrowed.window or (3.0, max(4.0, duration - narrowed.durations[1]))
+        if window[1] >= duration:
+            raise HarnessError(f"{exp.source}: explore.window ends at {format_duration(window[1])}, not before the "
+                               f"run's {format_duration(duration)} of chaos")
         topics = tuple(t.name for t in exp.topics) or ("orders",)
         groups = tuple(c.group for c in exp.workload.consumers) or ("billing",)
         partitions = min((t.partitions for t in exp.topics), default=1)
-        space = FaultSpace(kinds=tuple(chosen), window=(3.0, max(4.0, duration - 16.0)), topics=topics,
-                           groups=groups, partitions=partitions)
+        space = FaultSpace(kinds=tuple(chosen), faults=narrowed.per_schedule, window=window,
+                           durations=narrowed.durations, topics=topics, groups=groups, partitions=partitions)
         for key in ("schedule", "expect"):
             doc.pop(key, None)
         doc["duration"] = format_duration(duration)
@@ -120,18 +127,22 @@ class EngineRunner:
         except ValidationError as exc:
             return Outcome("unknown", note=f"the loader refused it: {str(exc).splitlines()[0]}")
         result = run_experiment(exp, self.backend, backend_reason=self.reason, runs_dir=self.runs_dir)
+        if result.status in ("interrupted", "failed"):  # a signal, or a record that could not be written
+            raise Stopped(f"{label} {result.status}: {result.error} ({result.run_dir})")
         if result.status != "completed":
             return Outcome("unknown", run_dir=str(result.run_dir), note=f"run {result.status}: {result.error}")
         if self._spark is None:
             self._spark = get_session(self.spark_master)
         verdict = verify_run(result.run_dir, spark=self._spark)
         failing = tuple(c.check_id for c in verdict.checks if c.status == "fail")
-        return Outcome(verdict.status, failing, str(result.run_dir))
+        permitted = tuple(c.check_id for c in verdict.checks if c.permitted)
+        return Outcome(verdict.status, failing, str(result.run_dir), permitted=permitted)
 
 
 def write_results(out: Path, exploration: Exploration, result: ExploreResult, budget_s: float) -> list[Path]:
-    """`explore.json` (every run, the shrink path) and, when a failure was found, `minimal.yaml`: an ordinary
-    experiment file with the shrunk schedule and the explored seed, its failing checks in a comment."""
+    """`explore.json` (every run, the shrink path), `explore.html` (the same, to read) and, when a failure was found,
+    `minimal.yaml`: an ordinary experiment file with the shrunk schedule and the explored seed, its failing
+    checks in a comment."""
     out.mkdir(parents=True, exist_ok=True)
     written = [out / "explore.json"]
     doc = {
@@ -142,10 +153,13 @@ def write_results(out: Path, exploration: Exploration, result: ExploreResult, bu
                    "outcome": asdict(t.outcome)} for t in result.tried],
         "shrink": [{"step": s.step, "kept": s.kept, "outcomes": [asdict(o) for o in s.outcomes]}
                    for s in result.shrink],
+        "stopped": result.stopped,
         "minimal": None if result.minimal is None else {"schedule": list(result.minimal.schedule),
                                                         "duration_s": result.minimal.duration_s},
     }
     (out / "explore.json").write_text(json.dumps(doc, indent=1, default=str) + "\n", encoding="utf-8")
+    (out / HTML_FILE).write_text(render_explore_html(json.loads(json.dumps(doc, default=str)), out), encoding="utf-8")
+    written.append(out / HTML_FILE)
     if result.minimal is not None and result.failing is not None:
         state = "a local minimum" if result.local_minimum else "the budget ended before a local minimum"
         comment = (f"# Found by `kafka-chaos explore {exploration.source} --seed {exploration.seed}`: fails "

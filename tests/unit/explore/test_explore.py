@@ -7,10 +7,11 @@ engine and the verifiers) is exercised by the command on Apache Kafka (docs/desi
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 
 from harness.experiment import load_experiment, load_experiment_text
-from harness.explore.search import Budget, Outcome, explore
+from harness.explore.search import Budget, Outcome, Stopped, explore
 from harness.explore.session import Exploration, write_results
 from harness.explore.shrink import candidates
 from harness.faults.generator import Entry
@@ -89,7 +90,7 @@ def test_minimal_yaml_is_an_experiment_file_that_names_the_failing_check(tmp_pat
     exploration = _exploration(7)
     result = explore(lambda i: ((*NOISE, KILL_1), 60.0), FakeKafka(), Budget(3600))
     written = write_results(tmp_path, exploration, result, 3600)
-    assert [p.name for p in written] == ["explore.json", "minimal.yaml"]
+    assert [p.name for p in written] == ["explore.json", "explore.html", "minimal.yaml"]
     text = (tmp_path / "minimal.yaml").read_text(encoding="utf-8")
     assert "fails delivery.lost_write" in text.splitlines()[0]
     exp = load_experiment_text(text, "minimal.yaml")
@@ -105,3 +106,60 @@ def test_every_candidate_is_one_step_smaller_and_partition_groups_keep_a_node() 
     fewer = [c for c in cands if "without" in c.step]
     assert fewer and all(all(g for g in c.schedule[1]["groups"]) for c in fewer)
     assert candidates(({"at": "1s", "fault": "kill", "target": "broker:1", "duration": "3s"},), 11.0) == []
+
+
+NARROWED = """
+name: narrowed
+cluster: {brokers: 3}
+topics: [{name: orders, partitions: 3, replication_factor: 3}]
+workload:
+  producers: [{topic: orders, rate: 10}]
+duration: 40s
+explore:
+  faults: [kill, pause]
+  per_schedule: [1, 2]
+  durations: [4s, 6s]
+  window: [5s, 20s]
+"""
+
+
+def test_the_files_explore_block_narrows_what_is_drawn() -> None:
+    exp = load_experiment_text(NARROWED, "narrowed.yaml")
+    exploration = Exploration.of(exp, NARROWED, 3, None)
+    for i in range(20):
+        schedule, _ = exploration.draw(i)
+        assert 1 <= len(schedule) <= 2
+        assert {e["fault"] for e in schedule} <= {"kill", "pause"}
+        assert all(5.0 <= float(e["at"].rstrip("s")) <= 20.0 for e in schedule), schedule
+        assert all(4.0 <= float(e["duration"].rstrip("s")) <= 6.0 for e in schedule), schedule
+    assert Exploration.of(exp, NARROWED, 3, ("stop",)).space.kinds == ("stop",)  # --faults overrides the block
+
+
+def test_find_counts_an_anomaly_the_configuration_permits_and_plain_explore_does_not() -> None:
+    """`--find delivery.lost_write` on a weak configuration: the check passes with the anomaly permitted (a
+    trade-off the settings make), which is what the question asks for."""
+    permitted = Outcome("pass", (), "runs/x", permitted=("delivery.lost_write",))
+    assert permitted.hits("delivery.lost_write") and not permitted.hits(None)
+    assert not permitted.hits("delivery.duplicate")
+    failing = Outcome("fail", ("slo.rebalance",))
+    assert failing.hits(None) and failing.hits(("slo.rebalance",)) and not failing.hits("delivery.lost_write")
+
+
+def test_an_interrupted_exploration_keeps_what_it_found_and_its_report_says_where_it_stopped(tmp_path: Path) -> None:
+    """The runner raises `Stopped` (its run was interrupted by a signal) during the shrink: the exploration ends,
+    the failing schedule and the smallest kept so far stand, and explore.json and explore.html say why it stopped."""
+    kafka = FakeKafka()
+
+    def interrupted_on_the_fifth_run(schedule: tuple[Entry, ...], duration_s: float, label: str) -> Outcome:
+        if len(kafka.calls) == 4:
+            raise Stopped(f"{label} interrupted: interrupted by SIGINT (runs/{label})")
+        return kafka(schedule, duration_s, label)
+
+    result = explore(lambda i: ((*NOISE, KILL_1), 60.0), interrupted_on_the_fifth_run, Budget(3600))
+    assert result.stopped is not None and "SIGINT" in result.stopped and not result.local_minimum
+    assert result.failing is not None and result.minimal is not None
+    write_results(tmp_path, _exploration(7), result, 3600)
+    assert "SIGINT" in json.loads((tmp_path / "explore.json").read_text())["stopped"]
+    page = (tmp_path / "explore.html").read_text()
+    assert "Stopped:" in page and "SIGINT" in page and page.count("<tr>") == len(result.tried) + 1
+    assert 'href="runs/draw-0/report.html"' in page

@@ -1,0 +1,67 @@
+"""`explore:` — how `kafka-chaos explore` narrows the fault space it draws from for this file. `run` ignores it.
+
+    explore:
+      faults: [kill, partition, isolate_zookeeper]  # kinds to draw (default: every one the cluster's mode has)
+      per_schedule: [1, 3]                          # how many faults a schedule holds, fewest and most
+      durations: [4s, 16s]                          # each fault's duration, shortest and longest
+      window: [3s, 30s]                             # when faults start, seconds into the chaos phase
+
+The kinds are `harness.faults.generator`'s (`kafka-chaos explore --faults` overrides them). This module reads the
+block into an `ExploreSpec`; it is pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from harness.experiment.fields import MISSING, Fields, did_you_mean
+from harness.experiment.limits import MAX_FAULTS
+from harness.experiment.schema import ExploreSpec
+from harness.experiment.yamlsource import Path
+from harness.faults.generator import KRAFT_KINDS, ZK_KINDS
+
+KEYS = ("faults", "per_schedule", "durations", "window")
+
+
+def read_explore(f: Fields, raw: object, mode: str) -> ExploreSpec | None:
+    """The block for a cluster in `mode` (`zookeeper` or `kraft`); None when it is invalid."""
+    path: Path = ("explore",)
+    m = f.mapping(path, raw, KEYS, "the explore block")
+    if m is None:
+        return None
+    allowed = KRAFT_KINDS if mode == "kraft" else ZK_KINDS
+    kinds: Any = ()
+    if "faults" in m:
+        kinds = f.strings(m, path, "faults")
+        for i, kind in enumerate(kinds if kinds is not MISSING else ()):
+            if kind not in allowed:
+                f.error((*path, "faults", i), f"not a fault kind explore draws in {mode} mode", kind,
+                        did_you_mean(kind, allowed))
+                kinds = MISSING
+    count = _pair(f, m, path, "per_schedule", (2, 4), lambda e, k: f.integer(
+        e, (*path, "per_schedule"), k, minimum=1, maximum=MAX_FAULTS, why="the loader's limit on a schedule"))
+    durations = _pair(f, m, path, "durations", (4.0, 16.0), lambda e, k: f.duration(e, (*path, "durations"), k))
+    window = _pair(f, m, path, "window", None, lambda e, k: f.duration(e, (*path, "window"), k, positive=False))
+    if MISSING in (kinds, count, durations, window):
+        return None
+    return ExploreSpec(faults=tuple(kinds), per_schedule=count, durations=durations, window=window)
+
+
+def _pair(f: Fields, m: dict[str, Any], path: Path, key: str, default: Any,
+          read: Callable[[Any, Any], Any]) -> Any:
+    """`[low, high]`, each element read by `read(elements, index)` (so its errors name the element), low <= high."""
+    if m.get(key) is None:
+        return default
+    raw = m[key]
+    if not isinstance(raw, list) or len(raw) != 2:
+        f.error((*path, key), "must be a list of two: [lowest, highest]", raw)
+        return MISSING
+    elements = dict(enumerate(raw))  # read as a mapping by index: an element's problem names its path and line
+    low, high = read(elements, 0), read(elements, 1)
+    if MISSING in (low, high):
+        return MISSING
+    if low > high:
+        f.error((*path, key), "the first value must not be above the second", raw)
+        return MISSING
+    return (low, high)
