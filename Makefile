@@ -23,8 +23,11 @@ NIGHTLY_ARGS ?=
 KNOWN_BUGS_SEEDS ?= 1 2 3
 KNOWN_BUGS_OUT ?= runs/known-bugs
 KNOWN_BUGS_ARGS ?=
+EXPLORE_EXPERIMENTS ?= $(wildcard experiments/*.yaml)
+EXPLORE_BUDGET ?= 10m
+EXPLORE_OUT ?= runs/explore
 
-.PHONY: demo test nightly known-bugs lint unit integration java faketime fuse kafka toxiproxy spark-archive venv podman clean
+.PHONY: demo test nightly known-bugs explore lint unit integration java faketime fuse kafka toxiproxy spark-archive venv podman clean
 
 venv: $(STAMP)
 
@@ -82,6 +85,11 @@ demo: venv java kafka spark-archive
 # Every experiment x NIGHTLY_SEEDS into $(NIGHTLY_OUT)/<date>/, then $(NIGHTLY_OUT)/trend.html (docs/nightly-ci.md).
 nightly: venv java faketime fuse spark-archive
 	$(PY) -m harness.nightly $(NIGHTLY_EXPERIMENTS) --seeds $(NIGHTLY_SEEDS) --backend $(BACKEND) --out $(NIGHTLY_OUT) $(NIGHTLY_ARGS)
+
+# Explore each experiment for EXPLORE_BUDGET (a matrix on its first variant) into $(EXPLORE_OUT)/<name>/
+# (explore.json, explore.html, minimal.yaml when a failure was found), listed in $(EXPLORE_OUT)/explore-suite.json.
+explore: venv java faketime fuse spark-archive
+	$(PY) -m harness.explore.suite $(EXPLORE_EXPERIMENTS) --budget $(EXPLORE_BUDGET) --backend $(BACKEND) --out $(EXPLORE_OUT)
 
 # The known-bugs corpus: every experiments/known-bugs/ file (a real Kafka bug) on its affected and its fixed
 # release with KNOWN_BUGS_SEEDS, into $(KNOWN_BUGS_OUT)/<stamp>/, then known-bugs.html / known-bugs.json there

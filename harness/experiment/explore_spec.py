@@ -19,7 +19,6 @@ from harness.experiment.fields import MISSING, Fields, did_you_mean
 from harness.experiment.limits import MAX_FAULTS
 from harness.experiment.schema import ExploreSpec
 from harness.experiment.yamlsource import Path
-from harness.faults.generator import KRAFT_KINDS, ZK_KINDS
 
 KEYS = ("faults", "per_schedule", "durations", "window")
 
@@ -30,6 +29,8 @@ def read_explore(f: Fields, raw: object, mode: str) -> ExploreSpec | None:
     m = f.mapping(path, raw, KEYS, "the explore block")
     if m is None:
         return None
+    from harness.faults.generator import KRAFT_KINDS, ZK_KINDS  # here: the generator reads durations from this package
+
     allowed = KRAFT_KINDS if mode == "kraft" else ZK_KINDS
     kinds: Any = ()
     if "faults" in m:

@@ -22,7 +22,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--faults", default=None,
                    help="comma-separated fault kinds to draw from (default: every one the cluster's mode has)")
     p.add_argument("--seed", type=int, default=None, help="the draws' seed (default: the experiment's)")
-    p.add_argument("--find", default=None, metavar="CHECK", help="count a schedule as failing only when CHECK fails")
+    p.add_argument("--variant", default=None, help="the variant of a matrix experiment to explore")
+    p.add_argument("--from-schedule", action="store_true",
+                   help="try the file's own schedule first, then the draws")
+    p.add_argument("--find", default=None, metavar="CHECK",
+                   help="look for CHECK's anomaly only: its failure, or anomalies the configuration permits")
     p.add_argument("--reruns", type=int, default=3, help="runs of each shrink candidate (default 3)")
     p.add_argument("--needed", type=int, default=2, help="failing runs of those that keep a candidate (default 2)")
     p.add_argument("--out", default=None, help="where explore.json, minimal.yaml and the runs go "
@@ -35,6 +39,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def cmd_explore(args: argparse.Namespace) -> int:
     from harness.cluster.select import choose_backend
     from harness.experiment import load_experiment
+    from harness.experiment.check_ids import CHECK_IDS
+    from harness.experiment.fields import did_you_mean
     from harness.explore.search import Budget, explore
     from harness.explore.session import EngineRunner, Exploration, write_results
 
@@ -42,10 +48,13 @@ def cmd_explore(args: argparse.Namespace) -> int:
         budget_s = parse_duration(args.budget)
         if not 1 <= args.needed <= args.reruns:
             raise HarnessError(f"--needed {args.needed} must be between 1 and --reruns {args.reruns}")
-        exp = load_experiment(args.file)
+        exp = load_experiment(args.file, args.variant)
         kinds = tuple(k.strip() for k in args.faults.split(",") if k.strip()) if args.faults else None
         seed = exp.seed if args.seed is None else args.seed
-        exploration = Exploration.of(exp, Path(args.file).read_text(encoding="utf-8"), seed, kinds)
+        if args.find is not None and args.find not in CHECK_IDS:
+            raise HarnessError(f"--find {args.find}: no such check; {did_you_mean(args.find, CHECK_IDS)}")
+        exploration = Exploration.of(exp, Path(args.file).read_text(encoding="utf-8"), seed, kinds,
+                                     args.from_schedule)
         backend, reason = choose_backend(args.backend, progress=print)
     except (ValidationError, HarnessError, ValueError) as exc:
         print(f"error: {exc}")

@@ -28,8 +28,11 @@ def _cell(value: object) -> str:
 def describe(entry: Entry) -> str:
     """One schedule entry on one line: `12s kill broker:2 for 8s`."""
     what = entry.get("fault") or entry.get("action")
-    where = entry.get("target") or entry.get("targets") or entry.get("link") or entry.get("groups") or \
+    where: Any = entry.get("target") or entry.get("targets") or entry.get("link") or entry.get("groups") or \
         entry.get("topic") or ""
+    if isinstance(where, list):  # targets, or a partition's sides: `broker:1,zookeeper:1 | broker:2,broker:3`
+        where = " | ".join(",".join(map(str, g)) if isinstance(g, list) else str(g) for g in where) \
+            if any(isinstance(g, list) for g in where) else ",".join(map(str, where))
     span = f" for {entry['duration']}" if entry.get("duration") else ""
     return f"{entry.get('at', '?')} {what} {where}{span}"
 

@@ -154,11 +154,9 @@ def _explore(draw: Callable[[int], tuple[tuple[Entry, ...], float]], run: Runner
     if result.failing is None:
         return result
     current = result.minimal = Candidate("as drawn", result.failing.schedule, result.failing.duration_s)
-    result.local_minimum = True
     while budget.left > 0:
         for cand in candidates(current.schedule, current.duration_s):
             if budget.left <= 0:
-                result.local_minimum = False
                 break
             ok, outcomes = reproduces(run, cand, result.target, needed, reruns, result, budget)
             result.shrink.append(ShrinkStep(cand.step, outcomes, ok))
@@ -169,7 +167,5 @@ def _explore(draw: Callable[[int], tuple[tuple[Entry, ...], float]], run: Runner
         else:
             result.local_minimum = budget.left > 0  # no candidate reproduced (with the budget left to know it)
             break
-        if budget.left <= 0:
-            result.local_minimum = False
     result.minimal = current
     return result

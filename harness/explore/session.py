@@ -24,6 +24,7 @@ import yaml
 from harness.cluster.base import ClusterBackend
 from harness.errors import HarnessError, ValidationError
 from harness.experiment import load_experiment_text
+from harness.experiment.dump import experiment_to_dict
 from harness.experiment.durations import format_duration, parse_duration
 from harness.experiment.schema import Experiment
 from harness.explore.page import HTML_FILE, render_explore_html
@@ -46,15 +47,19 @@ class Exploration:
     space: FaultSpace
     seed: int
     source: str
+    written: tuple[Entry, ...] | None = None
+    """The file's own schedule, tried first (`--from-schedule`) as schedule 0; the draws then follow."""
 
     @classmethod
-    def of(cls, exp: Experiment, text: str, seed: int, kinds: tuple[str, ...] | None) -> Exploration:
+    def of(cls, exp: Experiment, text: str, seed: int, kinds: tuple[str, ...] | None,
+           from_schedule: bool = False) -> Exploration:
         doc = yaml.safe_load(text)
         if not isinstance(doc, dict):
             raise HarnessError(f"{exp.source}: not a mapping")
-        if "matrix" in doc:
-            raise HarnessError(f"{exp.source}: explore takes one experiment, not a matrix; copy the variant to explore "
-                               f"into a file of its own")
+        if "matrix" in doc:  # the chosen variant, resolved (every default filled in, as a run directory keeps it)
+            if not exp.variant:
+                raise HarnessError(f"{exp.source}: a matrix experiment; explore one variant of it with --variant")
+            doc = experiment_to_dict(exp)
         kraft = exp.cluster.mode == "kraft"
         allowed = KRAFT_KINDS if kraft else ZK_KINDS
         narrowed = exp.explore
@@ -73,10 +78,13 @@ class Exploration:
         partitions = min((t.partitions for t in exp.topics), default=1)
         space = FaultSpace(kinds=tuple(chosen), faults=narrowed.per_schedule, window=window,
                            durations=narrowed.durations, topics=topics, groups=groups, partitions=partitions)
+        written = tuple(dict(e) for e in doc.get("schedule") or ()) if from_schedule else None
+        if from_schedule and not written:
+            raise HarnessError(f"{exp.source}: --from-schedule, but the file has no schedule to start from")
         for key in ("schedule", "expect"):
             doc.pop(key, None)
         doc["duration"] = format_duration(duration)
-        return cls(exp, doc, space, seed, exp.source)
+        return cls(exp, doc, space, seed, exp.source, written)
 
     def text(self, schedule: tuple[Entry, ...], duration_s: float, seed: int | None = None,
              comment: str = "") -> str:
@@ -91,10 +99,15 @@ class Exploration:
         return load_experiment_text(self.text(schedule, duration_s), f"<explore {self.source} {label}>")
 
     def draw(self, index: int) -> tuple[tuple[Entry, ...], float]:
-        """Schedule `index`: pure given the seed and the index."""
+        """Schedule `index`: pure given the seed and the index (with `written`, schedule 0 is the file's own and
+        draw i is schedule i + 1)."""
+        duration = parse_duration(str(self.doc["duration"]))
+        if self.written is not None:
+            if index == 0:
+                return self.written, duration
+            index -= 1
         rng = random.Random(f"kafka-chaos/explore/{self.seed}/{index}")
         c = self.exp.cluster
-        duration = parse_duration(str(self.doc["duration"]))
         for _ in range(DRAWS):
             schedule = tuple(draw_schedule(rng, self.space, c.brokers, c.voter_ids(), c.mode == "kraft"))
             try:
@@ -147,7 +160,8 @@ def write_results(out: Path, exploration: Exploration, result: ExploreResult, bu
     written = [out / "explore.json"]
     doc = {
         "experiment": exploration.source, "seed": exploration.seed, "budget_s": budget_s,
-        "fault_kinds": list(exploration.space.kinds), "found": result.failing is not None,
+        "fault_kinds": list(exploration.space.kinds), "from_schedule": exploration.written is not None,
+        "found": result.failing is not None,
         "target_checks": list(result.target), "local_minimum": result.local_minimum,
         "tried": [{"purpose": t.purpose, "schedule": list(t.schedule), "duration_s": t.duration_s,
                    "outcome": asdict(t.outcome)} for t in result.tried],
@@ -162,9 +176,10 @@ def write_results(out: Path, exploration: Exploration, result: ExploreResult, bu
     written.append(out / HTML_FILE)
     if result.minimal is not None and result.failing is not None:
         state = "a local minimum" if result.local_minimum else "the budget ended before a local minimum"
-        comment = (f"# Found by `kafka-chaos explore {exploration.source} --seed {exploration.seed}`: fails "
-                   f"{', '.join(result.target)}\n# (shrunk from {len(result.failing.schedule)} faults to "
-                   f"{len(result.minimal.schedule)}; {state}). Run it: kafka-chaos run minimal.yaml\n")
+        comment = (f"# Found by `kafka-chaos explore {exploration.source} --seed {exploration.seed}`: its verdict "
+                   f"shows {', '.join(result.target)}\n# (failed, or permitted by the configuration; shrunk from "
+                   f"{len(result.failing.schedule)} faults to {len(result.minimal.schedule)}; {state}).\n"
+                   "# Run it: kafka-chaos run minimal.yaml\n")
         (out / "minimal.yaml").write_text(exploration.text(result.minimal.schedule, result.minimal.duration_s,
                                                            comment=comment), encoding="utf-8")
         written.append(out / "minimal.yaml")

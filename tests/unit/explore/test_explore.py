@@ -10,6 +10,9 @@ import itertools
 import json
 from pathlib import Path
 
+import pytest
+
+from harness.errors import HarnessError
 from harness.experiment import load_experiment, load_experiment_text
 from harness.explore.search import Budget, Outcome, Stopped, explore
 from harness.explore.session import Exploration, write_results
@@ -92,7 +95,7 @@ def test_minimal_yaml_is_an_experiment_file_that_names_the_failing_check(tmp_pat
     written = write_results(tmp_path, exploration, result, 3600)
     assert [p.name for p in written] == ["explore.json", "explore.html", "minimal.yaml"]
     text = (tmp_path / "minimal.yaml").read_text(encoding="utf-8")
-    assert "fails delivery.lost_write" in text.splitlines()[0]
+    assert "shows delivery.lost_write" in text.splitlines()[0]
     exp = load_experiment_text(text, "minimal.yaml")
     assert exp.seed == 7 and len(exp.schedule) == 1 and str(exp.schedule[0].target) == "broker:1"
 
@@ -163,3 +166,22 @@ def test_an_interrupted_exploration_keeps_what_it_found_and_its_report_says_wher
     page = (tmp_path / "explore.html").read_text()
     assert "Stopped:" in page and "SIGINT" in page and page.count("<tr>") == len(result.tried) + 1
     assert 'href="runs/draw-0/report.html"' in page
+
+
+def test_from_schedule_tries_the_files_own_schedule_first_then_the_same_draws() -> None:
+    exp = load_experiment(FILE)
+    text = FILE.read_text(encoding="utf-8")
+    plain, first = Exploration.of(exp, text, 5, None), Exploration.of(exp, text, 5, None, from_schedule=True)
+    schedule, duration = first.draw(0)
+    assert [e["fault"] for e in schedule] == [f.kind for f in exp.schedule] and duration >= exp.duration
+    assert [first.draw(i + 1) for i in range(3)] == [plain.draw(i) for i in range(3)]
+    no_schedule = "name: bare\nduration: 30s\n"
+    with pytest.raises(HarnessError, match="no schedule to start from"):
+        Exploration.of(load_experiment_text(no_schedule, "bare.yaml"), no_schedule, 5, None, from_schedule=True)
+
+
+def test_a_budget_that_ends_with_the_first_failing_run_is_not_called_a_local_minimum() -> None:
+    ticks = itertools.chain([0.0, 0.0], itertools.repeat(100.0))  # the budget's start, the first check; then over
+    result = explore(lambda i: ((*NOISE, KILL_1), 60.0), FakeKafka(), Budget(5, clock=lambda: next(ticks)))
+    assert result.failing is not None and result.minimal is not None and not result.shrink
+    assert not result.local_minimum
