@@ -27,7 +27,7 @@ EXPLORE_EXPERIMENTS ?= $(wildcard experiments/*.yaml)
 EXPLORE_BUDGET ?= 10m
 EXPLORE_OUT ?= runs/explore
 
-.PHONY: demo test nightly known-bugs explore lint unit integration java faketime fuse kafka toxiproxy spark-archive venv podman clean
+.PHONY: demo test nightly known-bugs explore actionlint lint unit integration java faketime fuse kafka toxiproxy spark-archive venv podman clean
 
 venv: $(STAMP)
 
@@ -73,6 +73,13 @@ kafka: venv java
 toxiproxy: venv
 	-$(VENV)/bin/kafka-chaos toxiproxy install
 
+# rhysd/actionlint, which checks docs/ci/github-actions.yml in the suite (about 20 s to build once). Best effort:
+# without Go the test says it was skipped and why.
+ACTIONLINT_VERSION ?= v1.7.12
+actionlint:
+	-command -v actionlint >/dev/null || test -x "$$(go env GOPATH 2>/dev/null)/bin/actionlint" || \
+		GOFLAGS=-mod=mod go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
+
 # The Spark driver JVM's class-data-sharing archive into the cache (spark_analysis/session/jvm_archive.py): a cold
 # verify starts about 4 s sooner. Built once per Java runtime and pyspark (about 35 s). Best effort: without
 # it the verifiers start as before.
@@ -106,7 +113,7 @@ lint: venv
 	$(VENV)/bin/ruff check harness spark_analysis tests benchmarks
 	$(VENV)/bin/mypy
 
-test: venv java kafka toxiproxy faketime fuse spark-archive lint podman
+test: venv java kafka toxiproxy faketime fuse spark-archive lint podman actionlint
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15 $(PYTEST_ARGS)
 
 unit: venv

@@ -95,6 +95,8 @@ class ExploreResult:
     shrink: list[ShrinkStep] = field(default_factory=list)
     local_minimum: bool = False
     """Whether the shrink ended because no candidate reproduced (False: the budget ended first)."""
+    doing: str = "the start"
+    """The run under way (`draw 3`, `shrink 2 run 1`): where a Ctrl-C between a run's end and its verdict stopped."""
     stopped: str | None = None
     """Why the exploration stopped before its budget or a local minimum (a signal, a run that could not be recorded);
     what was found up to then stands."""
@@ -113,6 +115,7 @@ def reproduces(run: Runner, cand: Candidate, target: tuple[str, ...], needed: in
     for k in range(reruns):
         if budget.left <= 0 or hits >= needed or hits + (reruns - k) < needed:
             break
+        result.doing = f"shrink step {len(result.shrink)} run {k + 1}"
         outcome = run(cand.schedule, cand.duration_s, f"shrink-{len(result.shrink)}-{k}")
         result.tried.append(Tried(f"shrink: {cand.step} (run {k + 1})", cand.schedule, cand.duration_s, outcome))
         outcomes.append(outcome)
@@ -129,7 +132,7 @@ def explore(draw: Callable[[int], tuple[tuple[Entry, ...], float]], run: Runner,
     try:
         return _explore(draw, run, budget, result, needed, reruns, find, say)
     except (Stopped, KeyboardInterrupt) as exc:
-        result.stopped = str(exc) or "interrupted (Ctrl-C)"
+        result.stopped = str(exc) or f"interrupted (Ctrl-C) during {result.doing}"
         result.local_minimum = False
         say(f"stopped: {result.stopped}")
         return result
@@ -141,6 +144,7 @@ def _explore(draw: Callable[[int], tuple[tuple[Entry, ...], float]], run: Runner
     i = 0
     while budget.left > 0:
         schedule, duration = draw(i)
+        result.doing = f"draw {i}"
         outcome = run(schedule, duration, f"draw-{i}")
         result.tried.append(Tried(f"draw {i}", schedule, duration, outcome))
         say(f"schedule {i}: {outcome.status}" + (f" ({', '.join(outcome.failing)})" if outcome.failing else "")

@@ -1,11 +1,17 @@
 """Explore's proof on Apache Kafka 3.9 (issue 40, item 7), nightly: on a weak configuration (RF 3,
-`min.insync.replicas` 1, unclean elections on: experiments/weak-durability.yaml), `kafka-chaos explore --find
-delivery.lost_write` with the faults that can lose acknowledged writes there (kills, partitions, correlated losses,
-isolations from ZooKeeper) finds a schedule that loses them (an anomaly the configuration permits: the question is
-a trade-off, not a bug) and shrinks it to at most 2 faults, within a 30-minute budget; and `kafka-chaos run
-minimal.yaml` loses writes again. Five explore seeds; the goal is 4 of 5, so each seed is its own case and the
-summary is read across them. `make test` runs the cheap form (the file's own schedule, no shrink) in
-tests/integration/e2e/test_weak_configuration_on_apache_kafka.py."""
+`min.insync.replicas` 1, unclean elections on, a producer with acks=1: tests/data/explore/weak-acks.yaml, whose
+`explore:` block names the faults that can lose acknowledged writes there: kills, partitions, correlated losses,
+isolations from ZooKeeper), `kafka-chaos explore --find delivery.lost_write` finds a schedule that loses them (an
+anomaly the configuration permits: the question is a trade-off, not a bug) and shrinks it to at most 2 faults,
+within a 30-minute budget; and `kafka-chaos run minimal.yaml` loses writes again. Five explore seeds; the goal is 4
+of 5, so each seed is its own case. `make test` runs a cheap form (experiments/weak-durability.yaml's own schedule,
+one run, no shrink) in tests/integration/e2e/test_weak_configuration_on_apache_kafka.py.
+
+Why acks=1 and not weak-durability.yaml's acks=all: with acks=all and `min.insync.replicas` 1 the writes a lone
+leader acknowledged are below its high watermark, so a consumer keeping up reads them before an unclean election
+truncates them; they turn into offsets holding two values, not lost writes, unless the consumer is held back (that
+experiment pauses it, a fault explore does not draw). Measured: 5 drawn schedules of weak-durability.yaml, no lost
+write, each with permitted duplicates or reorderings."""
 
 from __future__ import annotations
 
@@ -20,8 +26,7 @@ from harness.experiment import load_experiment
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(2700)]
 
 ROOT = Path(__file__).resolve().parents[2]
-WEAK = ROOT / "experiments" / "weak-durability.yaml"
-FAULTS = "kill,partition,correlated_kill,isolate_zookeeper"
+WEAK = ROOT / "tests" / "data" / "explore" / "weak-acks.yaml"
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
@@ -29,7 +34,7 @@ def test_explore_finds_lost_writes_a_weak_configuration_permits_and_shrinks_them
     tmp_path: Path, seed: int,
 ) -> None:
     out = tmp_path / "explore"
-    code = main(["explore", str(WEAK), "--find", "delivery.lost_write", "--faults", FAULTS, "--budget", "30m",
+    code = main(["explore", str(WEAK), "--find", "delivery.lost_write", "--budget", "30m",
                  "--seed", str(seed), "--backend", "process", "--out", str(out)])
     report = json.loads((out / "explore.json").read_text())
     print(f"seed {seed}: exit {code}, {len(report['tried'])} runs, found {report['found']}, minimal "

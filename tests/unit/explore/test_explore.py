@@ -185,3 +185,13 @@ def test_a_budget_that_ends_with_the_first_failing_run_is_not_called_a_local_min
     result = explore(lambda i: ((*NOISE, KILL_1), 60.0), FakeKafka(), Budget(5, clock=lambda: next(ticks)))
     assert result.failing is not None and result.minimal is not None and not result.shrink
     assert not result.local_minimum
+
+
+def test_ctrl_c_between_a_runs_end_and_its_verdict_says_which_run_it_stopped_in() -> None:
+    def interrupted(schedule: tuple[Entry, ...], duration_s: float, label: str) -> Outcome:
+        if label == "draw-2":
+            raise KeyboardInterrupt
+        return Outcome("pass", (), f"runs/{label}")
+
+    result = explore(lambda i: (NOISE, 60.0), interrupted, Budget(3600))
+    assert result.stopped == "interrupted (Ctrl-C) during draw 2" and len(result.tried) == 2
