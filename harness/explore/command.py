@@ -31,6 +31,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--needed", type=int, default=2, help="failing runs of those that keep a candidate (default 2)")
     p.add_argument("--out", default=None, help="where explore.json, minimal.yaml and the runs go "
                                                "(default runs/explore-<name>)")
+    p.add_argument("--fresh-cluster", action="store_true",
+                   help="a cluster of its own for every schedule (default: one cluster, cleaned between schedules)")
     p.add_argument("--backend", default="process", choices=("auto", "containers", "process"))
     p.add_argument("--spark-master", default=None)
     p.set_defaults(func=cmd_explore)
@@ -62,9 +64,13 @@ def cmd_explore(args: argparse.Namespace) -> int:
     out = Path(args.out or f"runs/explore-{exp.name}")
     print(f"explore {exp.source}: seed {seed}, budget {format_duration(budget_s)}, faults "
           f"{', '.join(exploration.space.kinds)}; {reason}; out {out}")
-    runner = EngineRunner(exploration, backend, reason, out / "runs", args.spark_master)
-    result = explore(exploration.draw, runner, Budget(budget_s), needed=args.needed, reruns=args.reruns,
-                     find=args.find, say=print)
+    with EngineRunner(exploration, backend, reason, out / "runs", args.spark_master,
+                      reuse=not args.fresh_cluster) as runner:
+        result = explore(exploration.draw, runner, Budget(budget_s), needed=args.needed, reruns=args.reruns,
+                         find=args.find, say=print)
+        clusters = runner.clusters
+    if clusters is not None:
+        result.clusters, result.fresh = clusters.clusters, tuple(clusters.fresh)
     for path in write_results(out, exploration, result, budget_s):
         print(f"wrote {path}")
     if result.stopped is not None:

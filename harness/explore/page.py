@@ -72,9 +72,13 @@ def render_explore_html(doc: Mapping[str, Any], base: Path) -> str:
     else:
         found = "<p><b>No failing schedule</b> within the budget.</p>"
     stopped = f"<p><b>Stopped:</b> {_cell(doc['stopped'])}</p>" if doc.get("stopped") else ""
+    clusters = doc.get("clusters") or 0
+    shared = (f"<p>The runs shared {clusters} cluster(s), cleaned between runs."
+              + "".join(f"<br>A fresh cluster because {_cell(why)}." for why in doc.get("fresh_clusters") or ())
+              + "</p>") if clusters else "<p>Each run had a cluster of its own.</p>"
     return (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>kafka-chaos explore</title><style>{STYLE}"
             f"</style></head><body><h1>Explore: {_cell(doc['experiment'])}</h1><p>Seed {_cell(doc['seed'])}, budget "
             f"{_cell(doc['budget_s'])} s, fault kinds {_cell(', '.join(doc['fault_kinds']))}; "
-            f"{len(doc['tried'])} run(s).</p>{found}{stopped}<table><tr><th>#</th><th>for</th><th>schedule</th>"
+            f"{len(doc['tried'])} run(s).</p>{shared}{found}{stopped}<table><tr><th>#</th><th>for</th><th>schedule</th>"
             "<th>verdict</th><th>failing checks</th><th>shrink</th><th>run</th></tr>" + "".join(rows)
             + "</table></body></html>\n")

@@ -61,6 +61,10 @@ class Budget:
         self._start = self.clock()
 
     @property
+    def spent(self) -> float:
+        return round(self.clock() - self._start, 3)
+
+    @property
     def left(self) -> float:
         return max(0.0, self.seconds - (self.clock() - self._start))
 
@@ -73,6 +77,8 @@ class Tried:
     schedule: tuple[Entry, ...]
     duration_s: float
     outcome: Outcome
+    ended_s: float = 0.0
+    """Seconds from the exploration's start to this run's verdict (the budget's clock)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,12 +95,18 @@ class ExploreResult:
     tried: list[Tried] = field(default_factory=list)
     failing: Tried | None = None
     """The first drawn schedule that failed."""
+    find: str | None = None
+    """The check sought (`--find`); None: any failure."""
     target: tuple[str, ...] = ()
     """The checks the shrink keeps failing: the first failure's (or `find`)."""
     minimal: Candidate | None = None
     shrink: list[ShrinkStep] = field(default_factory=list)
     local_minimum: bool = False
     """Whether the shrink ended because no candidate reproduced (False: the budget ended first)."""
+    clusters: int = 0
+    """Clusters the runs used (0: a cluster of its own for each run)."""
+    fresh: tuple[str, ...] = ()
+    """Why each cluster after the first was brought up (a run left the one before unhealthy)."""
     doing: str = "the start"
     """The run under way (`draw 3`, `shrink 2 run 1`): where a Ctrl-C between a run's end and its verdict stopped."""
     stopped: str | None = None
@@ -117,7 +129,8 @@ def reproduces(run: Runner, cand: Candidate, target: tuple[str, ...], needed: in
             break
         result.doing = f"shrink step {len(result.shrink)} run {k + 1}"
         outcome = run(cand.schedule, cand.duration_s, f"shrink-{len(result.shrink)}-{k}")
-        result.tried.append(Tried(f"shrink: {cand.step} (run {k + 1})", cand.schedule, cand.duration_s, outcome))
+        result.tried.append(Tried(f"shrink: {cand.step} (run {k + 1})", cand.schedule, cand.duration_s, outcome,
+                                  budget.spent))
         outcomes.append(outcome)
         hits += outcome.hits(target)
     return hits >= needed, tuple(outcomes)
@@ -128,7 +141,7 @@ def explore(draw: Callable[[int], tuple[tuple[Entry, ...], float]], run: Runner,
             say: Callable[[str], None] = lambda _s: None) -> ExploreResult:
     """Draw schedule 0, 1, ... (`draw(i)`), run each until one fails, then shrink it (see the module doc). A
     `Stopped` from the runner, or Ctrl-C between runs, ends it with `stopped` set and what was found so far."""
-    result = ExploreResult()
+    result = ExploreResult(find=find)
     try:
         return _explore(draw, run, budget, result, needed, reruns, find, say)
     except (Stopped, KeyboardInterrupt) as exc:
@@ -146,7 +159,7 @@ def _explore(draw: Callable[[int], tuple[tuple[Entry, ...], float]], run: Runner
         schedule, duration = draw(i)
         result.doing = f"draw {i}"
         outcome = run(schedule, duration, f"draw-{i}")
-        result.tried.append(Tried(f"draw {i}", schedule, duration, outcome))
+        result.tried.append(Tried(f"draw {i}", schedule, duration, outcome, budget.spent))
         say(f"schedule {i}: {outcome.status}" + (f" ({', '.join(outcome.failing)})" if outcome.failing else "")
             + (f", permitted anomalies in {', '.join(outcome.permitted)}" if outcome.permitted else "")
             + f"; {budget.left:.0f}s left")

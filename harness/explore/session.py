@@ -6,8 +6,8 @@ Owns `Exploration` (the base document and its fault space), `EngineRunner` and `
 one of `harness.faults.generator`'s (Jepsen's target choices over the cluster's shape: one node, a minority, a
 majority, leaders, the controller, correlated losses), pure and deterministic given the seed and its index, and drawn
 again until the loader accepts it. The file's `explore:` block narrows the space (kinds, faults per schedule,
-durations, window; `--faults` overrides its kinds). Each schedule gets its own cluster; reusing one between schedules
-(issue 40, item 2) is not built.
+durations, window; `--faults` overrides its kinds). The schedules share one cluster, cleaned between them and replaced
+when a run leaves it unhealthy (`harness.explore.reuse`); `--fresh-cluster` gives each its own.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from harness.experiment.dump import experiment_to_dict
 from harness.experiment.durations import format_duration, parse_duration
 from harness.experiment.schema import Experiment
 from harness.explore.page import HTML_FILE, render_explore_html
+from harness.explore.reuse import ReusedCluster
 from harness.explore.search import ExploreResult, Outcome, Stopped
 from harness.faults.generator import KRAFT_KINDS, ZK_KINDS, Entry, FaultSpace, draw_schedule
 
@@ -119,19 +120,24 @@ class Exploration:
 
 
 class EngineRunner:
-    """A run through the engine on a fresh cluster of `backend`, then the verifiers (one Spark session for all)."""
+    """A run through the engine, then the verifiers (one Spark session for all). With `reuse` (the default) the runs
+    share one cluster, cleaned between them and replaced when a run leaves it unhealthy (`harness.explore.reuse`);
+    without, each run brings its own cluster up and down. A context manager: leaving it takes the cluster down."""
 
     def __init__(self, exploration: Exploration, backend: ClusterBackend, reason: str, runs_dir: Path,
-                 spark_master: str | None = None) -> None:
+                 spark_master: str | None = None, reuse: bool = True) -> None:
+        from harness.engine.runner import cluster_spec
+
         self.exploration = exploration
         self.backend = backend
         self.reason = reason
         self.runs_dir = runs_dir
         self.spark_master = spark_master
+        self.clusters = ReusedCluster(backend, reason, cluster_spec(exploration.exp), runs_dir / "clusters") \
+            if reuse else None
         self._spark: Any = None
 
     def __call__(self, schedule: tuple[Entry, ...], duration_s: float, label: str) -> Outcome:
-        from harness.engine.runner import run_experiment
         from spark_analysis.session.spark_session import get_session
         from spark_analysis.verify import verify_run
 
@@ -139,7 +145,7 @@ class EngineRunner:
             exp = self.exploration.load(schedule, duration_s, label)
         except ValidationError as exc:
             return Outcome("unknown", note=f"the loader refused it: {str(exc).splitlines()[0]}")
-        result = run_experiment(exp, self.backend, backend_reason=self.reason, runs_dir=self.runs_dir)
+        result, note = self._run(exp)
         if result.status in ("interrupted", "failed"):  # a signal, or a record that could not be written
             raise Stopped(f"{label} {result.status}: {result.error} ({result.run_dir})")
         if result.status != "completed":
@@ -149,7 +155,36 @@ class EngineRunner:
         verdict = verify_run(result.run_dir, spark=self._spark)
         failing = tuple(c.check_id for c in verdict.checks if c.status == "fail")
         permitted = tuple(c.check_id for c in verdict.checks if c.permitted)
-        return Outcome(verdict.status, failing, str(result.run_dir), permitted=permitted)
+        return Outcome(verdict.status, failing, str(result.run_dir), note=note, permitted=permitted)
+
+    def _run(self, exp: Experiment) -> tuple[Any, str | None]:
+        """The run, on the reused cluster where there is one; a run that could not reach its steady state on a
+        cluster that had served runs before is run again once on a fresh cluster (the note says so)."""
+        from harness.engine.runner import run_experiment
+
+        if self.clusters is None:
+            return run_experiment(exp, self.backend, backend_reason=self.reason, runs_dir=self.runs_dir), None
+        backend, reason = self.clusters.lend()
+        served = self.clusters.runs
+        result = run_experiment(exp, backend, backend_reason=reason, runs_dir=self.runs_dir)
+        self.clusters.after(exp, result.status)
+        if result.status != "aborted" or served == 0:
+            return result, None
+        backend, reason = self.clusters.lend()
+        again = run_experiment(exp, backend, backend_reason=reason, runs_dir=self.runs_dir)
+        self.clusters.after(exp, again.status)
+        return again, f"ran again on a fresh cluster: on the reused one it did not reach its steady state " \
+                      f"({result.error}; {result.run_dir})"
+
+    def close(self) -> None:
+        if self.clusters is not None:
+            self.clusters.close()
+
+    def __enter__(self) -> EngineRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def write_results(out: Path, exploration: Exploration, result: ExploreResult, budget_s: float) -> list[Path]:
@@ -161,10 +196,11 @@ def write_results(out: Path, exploration: Exploration, result: ExploreResult, bu
     doc = {
         "experiment": exploration.source, "seed": exploration.seed, "budget_s": budget_s,
         "fault_kinds": list(exploration.space.kinds), "from_schedule": exploration.written is not None,
+        "find": result.find, "clusters": result.clusters, "fresh_clusters": list(result.fresh),
         "found": result.failing is not None,
         "target_checks": list(result.target), "local_minimum": result.local_minimum,
         "tried": [{"purpose": t.purpose, "schedule": list(t.schedule), "duration_s": t.duration_s,
-                   "outcome": asdict(t.outcome)} for t in result.tried],
+                   "ended_s": t.ended_s, "outcome": asdict(t.outcome)} for t in result.tried],
         "shrink": [{"step": s.step, "kept": s.kept, "outcomes": [asdict(o) for o in s.outcomes]}
                    for s in result.shrink],
         "stopped": result.stopped,
