@@ -1,7 +1,8 @@
-"""Figures of `kafka-chaos explore` runs (issue 40), read from their output directories and printed: per
-exploration, how many schedules ran and how fast (schedules per hour, a fresh cluster per schedule: reusing one
-between schedules is not built), when the sought anomaly was first seen and after how many draws, the shrink (steps
-kept of those tried, the reruns they took), and the fault count before and after shrinking.
+"""Figures of `kafka-chaos explore` runs (issue 40), read from their output directories and printed: per exploration,
+how many schedules ran and how fast (schedules per hour, on one reused cluster or a fresh one each,
+`--fresh-cluster`: run both on the same file and seed to compare), when the sought anomaly was first seen and after
+how many draws, the shrink (steps kept of those tried, the reruns they took), and the fault count before and
+after shrinking.
 
     .venv/bin/python benchmarks/explore_bench.py runs/explore-weak-acks [more explore dirs...]
 
@@ -52,7 +53,7 @@ def figures(out: Path) -> dict[str, Any]:
         "shrink_reruns": sum(len(s["outcomes"]) for s in doc["shrink"]),
         "faults_before": len(first["schedule"]) if first else None,
         "faults_after": len(minimal.get("schedule") or []) if doc["found"] else None,
-        "local_minimum": doc["local_minimum"], "stopped": doc.get("stopped"),
+        "local_minimum": doc["local_minimum"], "stopped": doc.get("stopped"), "clusters": doc.get("clusters") or 0,
     }
 
 
@@ -62,7 +63,8 @@ def main() -> None:
     for out in p.parse_args().dirs:
         f = figures(out)
         print(f"{out}: {f['experiment']} seed {f['seed']}, looking for {', '.join(f['target'] or ['any failure'])}")
-        print(f"  {f['runs']} runs in {f['wall_s']} s: {f['schedules_per_hour']} schedules/hour (a fresh cluster each)")
+        print(f"  {f['runs']} runs in {f['wall_s']} s: {f['schedules_per_hour']} schedules/hour ("
+              + (f"{f['clusters']} cluster(s) reused" if f["clusters"] else "a fresh cluster each") + ")")
         if f["found"]:
             print(f"  found after {f['draws_to_first']} draw(s), {f['first_seen_s']} s in; shrink: "
                   f"{f['shrink_kept']} of {f['shrink_steps']} step(s) kept in {f['shrink_reruns']} rerun(s); faults "

@@ -133,7 +133,7 @@ class EngineRunner:
         self.reason = reason
         self.runs_dir = runs_dir
         self.spark_master = spark_master
-        self.clusters = ReusedCluster(backend, reason, cluster_spec(exploration.exp), runs_dir / "clusters") \
+        self.clusters = ReusedCluster(backend, reason, cluster_spec(exploration.exp), runs_dir.parent / "clusters") \
             if reuse else None
         self._spark: Any = None
 
