@@ -1,6 +1,6 @@
 """What `kafka-chaos explore` runs on: the experiment file it explores, the schedules it draws from it, the real runner
-(a run through the engine on a fresh cluster, then the Spark verifiers in one session kept warm), and the files it
-writes (`explore.json`, `minimal.yaml`).
+(a run through the engine, then the Spark verifiers in one session kept warm), and the files it writes
+(`explore.json`, `explore.html`, `minimal.yaml`).
 
 Owns `Exploration` (the base document and its fault space), `EngineRunner` and `write_results`. A drawn schedule is
 one of `harness.faults.generator`'s (Jepsen's target choices over the cluster's shape: one node, a minority, a
@@ -212,7 +212,9 @@ def write_results(out: Path, exploration: Exploration, result: ExploreResult, bu
     written.append(out / HTML_FILE)
     if result.minimal is not None and result.failing is not None:
         state = "a local minimum" if result.local_minimum else "the budget ended before a local minimum"
-        comment = (f"# Found by `kafka-chaos explore {exploration.source} --seed {exploration.seed}`: its verdict "
+        how = (f' --variant "{exploration.exp.variant}"' if exploration.exp.variant else "") + (
+            f" --find {result.find}" if result.find else "")
+        comment = (f"# Found by `kafka-chaos explore {exploration.source}{how} --seed {exploration.seed}`: its verdict "
                    f"shows {', '.join(result.target)}\n# (failed, or permitted by the configuration; shrunk from "
                    f"{len(result.failing.schedule)} faults to {len(result.minimal.schedule)}; {state}).\n"
                    "# Run it: kafka-chaos run minimal.yaml\n")
