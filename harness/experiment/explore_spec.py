@@ -21,6 +21,7 @@ from harness.experiment.schema import ExploreSpec
 from harness.experiment.yamlsource import Path
 
 KEYS = ("faults", "per_schedule", "durations", "window")
+DEFAULT = ExploreSpec()
 
 
 def read_explore(f: Fields, raw: object, mode: str) -> ExploreSpec | None:
@@ -40,10 +41,11 @@ def read_explore(f: Fields, raw: object, mode: str) -> ExploreSpec | None:
                 f.error((*path, "faults", i), f"not a fault kind explore draws in {mode} mode", kind,
                         did_you_mean(kind, allowed))
                 kinds = MISSING
-    count = _pair(f, m, path, "per_schedule", (2, 4), lambda e, k: f.integer(
+    count = _pair(f, m, path, "per_schedule", DEFAULT.per_schedule, lambda e, k: f.integer(
         e, (*path, "per_schedule"), k, minimum=1, maximum=MAX_FAULTS, why="the loader's limit on a schedule"))
-    durations = _pair(f, m, path, "durations", (4.0, 16.0), lambda e, k: f.duration(e, (*path, "durations"), k))
-    window = _pair(f, m, path, "window", None, lambda e, k: f.duration(e, (*path, "window"), k, positive=False))
+    durations = _pair(f, m, path, "durations", DEFAULT.durations, lambda e, k: f.duration(e, (*path, "durations"), k))
+    window = _pair(f, m, path, "window", DEFAULT.window,
+                   lambda e, k: f.duration(e, (*path, "window"), k, positive=False))
     if MISSING in (kinds, count, durations, window):
         return None
     return ExploreSpec(faults=tuple(kinds), per_schedule=count, durations=durations, window=window)

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from harness.explore.shrink import parts
 from harness.faults.generator import Entry
 
 HTML_FILE = "explore.html"
@@ -27,9 +28,7 @@ def _cell(value: object) -> str:
 
 def describe(entry: Entry) -> str:
     """One schedule entry on one line: `12s kill broker:2 for 8s`."""
-    what = entry.get("fault") or entry.get("action")
-    where: Any = entry.get("target") or entry.get("targets") or entry.get("link") or entry.get("groups") or \
-        entry.get("topic") or ""
+    what, where = parts(entry)
     if isinstance(where, list):  # targets, or a partition's sides: `broker:1,zookeeper:1 | broker:2,broker:3`
         where = " | ".join(",".join(map(str, g)) if isinstance(g, list) else str(g) for g in where) \
             if any(isinstance(g, list) for g in where) else ",".join(map(str, where))
@@ -50,15 +49,16 @@ def _link(run_dir: str | None, base: Path) -> str:
 
 
 def render_explore_html(doc: Mapping[str, Any], base: Path) -> str:
-    kept = {s["step"]: s["kept"] for s in doc["shrink"]}
     rows = []
     for n, t in enumerate(doc["tried"]):
         o = t["outcome"]
         checks = ", ".join(o.get("failing") or ())
         if o.get("permitted"):
             checks += (" · " if checks else "") + "permitted: " + ", ".join(o["permitted"])
-        step = t["purpose"].removeprefix("shrink: ").rsplit(" (run ", 1)[0]
-        verdict = "" if not t["purpose"].startswith("shrink: ") else ("kept" if kept.get(step) else "dropped")
+        step = t.get("shrink_step")  # the same step text may come again later in the shrink: read it by index
+        decided = doc["shrink"][step] if step is not None and step < len(doc["shrink"]) else None
+        verdict = "" if step is None else "undecided (stopped)" if decided is None else \
+            "kept" if decided["kept"] else "dropped"
         rows.append(f"<tr><td>{n}</td><td>{_cell(t['purpose'])}</td><td class=mono>{_schedule(t['schedule'])}</td>"
                     f"<td class={_cell(o['status'])}>{_cell(o['status'])}</td><td class=mono>{_cell(checks)}"
                     f"{'<br>' + _cell(o['note']) if o.get('note') else ''}</td><td>{verdict}</td>"

@@ -65,10 +65,9 @@ class ReusedCluster:
 
     def retire(self, why: str) -> None:
         """Take the current cluster down; the next `lend` brings a fresh one up (and `fresh` says why)."""
-        shared, self._shared = self._shared, None
-        if shared is not None:
+        if self._shared is not None:
             self.fresh.append(why)
-            shared.__exit__(None, None, None)
+        self.close()
 
     def close(self) -> None:
         shared, self._shared = self._shared, None

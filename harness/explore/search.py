@@ -79,6 +79,8 @@ class Tried:
     outcome: Outcome
     ended_s: float = 0.0
     """Seconds from the exploration's start to this run's verdict (the budget's clock)."""
+    shrink_step: int | None = None
+    """The index in `ExploreResult.shrink` of the step this run served (None: a draw)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +132,7 @@ def reproduces(run: Runner, cand: Candidate, target: tuple[str, ...], needed: in
         result.doing = f"shrink step {len(result.shrink)} run {k + 1}"
         outcome = run(cand.schedule, cand.duration_s, f"shrink-{len(result.shrink)}-{k}")
         result.tried.append(Tried(f"shrink: {cand.step} (run {k + 1})", cand.schedule, cand.duration_s, outcome,
-                                  budget.spent))
+                                  budget.spent, len(result.shrink)))
         outcomes.append(outcome)
         hits += outcome.hits(target)
     return hits >= needed, tuple(outcomes)

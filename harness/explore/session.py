@@ -200,7 +200,8 @@ def write_results(out: Path, exploration: Exploration, result: ExploreResult, bu
         "found": result.failing is not None,
         "target_checks": list(result.target), "local_minimum": result.local_minimum,
         "tried": [{"purpose": t.purpose, "schedule": list(t.schedule), "duration_s": t.duration_s,
-                   "ended_s": t.ended_s, "outcome": asdict(t.outcome)} for t in result.tried],
+                   "ended_s": t.ended_s, "shrink_step": t.shrink_step, "outcome": asdict(t.outcome)}
+                  for t in result.tried],
         "shrink": [{"step": s.step, "kept": s.kept, "outcomes": [asdict(o) for o in s.outcomes]}
                    for s in result.shrink],
         "stopped": result.stopped,

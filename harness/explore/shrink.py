@@ -37,10 +37,16 @@ class Candidate:
     duration_s: float
 
 
-def describe(entry: Entry) -> str:
+def parts(entry: Entry) -> tuple[str, Any]:
+    """A schedule entry's kind (its fault or action) and what it acts on (target(s), link, groups or topic)."""
     what = entry.get("fault") or entry.get("action") or "?"
     where = entry.get("target") or entry.get("targets") or entry.get("link") or entry.get("groups") or \
         entry.get("topic") or ""
+    return str(what), where
+
+
+def describe(entry: Entry) -> str:
+    what, where = parts(entry)
     return f"{what} {where}".strip()
 
 

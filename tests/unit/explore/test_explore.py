@@ -166,6 +166,7 @@ def test_an_interrupted_exploration_keeps_what_it_found_and_its_report_says_wher
     page = (tmp_path / "explore.html").read_text()
     assert "Stopped:" in page and "SIGINT" in page and page.count("<tr>") == len(result.tried) + 1
     assert 'href="runs/draw-0/report.html"' in page
+    assert "undecided (stopped)" in page  # the step whose reruns the interruption cut short
 
 
 def test_from_schedule_tries_the_files_own_schedule_first_then_the_same_draws() -> None:
@@ -195,3 +196,19 @@ def test_ctrl_c_between_a_runs_end_and_its_verdict_says_which_run_it_stopped_in(
 
     result = explore(lambda i: (NOISE, 60.0), interrupted, Budget(3600))
     assert result.stopped == "interrupted (Ctrl-C) during draw 2" and len(result.tried) == 2
+
+
+def test_explore_html_marks_a_step_tried_twice_by_each_tries_own_verdict(tmp_path: Path) -> None:
+    """KAFKA-15489's exploration dropped "drop #0 kill controller:any", then kept the same step text after a move:
+    each run's row says what its own step's reruns decided."""
+    from harness.explore.page import render_explore_html
+
+    run = {"purpose": "shrink: drop #0 kill controller:any (run 1)", "schedule": [], "duration_s": 30.0,
+           "outcome": {"status": "pass", "failing": [], "run_dir": None, "note": None, "permitted": []}}
+    doc = {"experiment": "x.yaml", "seed": 1, "budget_s": 60, "fault_kinds": ["kill"], "found": False,
+           "target_checks": [], "local_minimum": False, "minimal": None,
+           "shrink": [{"step": "drop #0 kill controller:any", "kept": False, "outcomes": []},
+                      {"step": "drop #0 kill controller:any", "kept": True, "outcomes": []}],
+           "tried": [{**run, "shrink_step": 0}, {**run, "shrink_step": 1}]}
+    page = render_explore_html(doc, tmp_path)
+    assert page.index("<td>dropped</td>") < page.index("<td>kept</td>")
