@@ -43,6 +43,23 @@ DOWN_TYPES = ("broker.down", "broker.fenced")
 LIVENESS_TYPES = UP_TYPES + DOWN_TYPES
 """The event types broker liveness reads (pass them all to `CheckContext.rows`)."""
 
+BACKLOG_S = 5.0
+"""How long a ZooKeeper-mode controller may still be answering one event (taking office, a broker gone) when it
+writes: Apache Kafka's controller handles its events one at a time (`ControllerEventManager`'s single event thread),
+so it acts on the liveness it read for that event until it reaches the next BrokerChange event. The ISR checks
+allow a broker gone since to stay listed (`checks.partition.isr`), the election check a broker registered since to
+be unknown (`checks.partition.checks`)."""
+
+
+def took_office_before(controllers: Sequence[Mapping[str, Any]], t: float) -> float | None:
+    """When the ZooKeeper-mode controller in office at t took it (its `controller` event from the ZooKeeper
+    observer, among `controllers`), if that was at most `BACKLOG_S` before t; else None."""
+    starts = [float(e.get("t") or 0.0) for e in controllers
+              if e.get("src") == "zk" and e.get("broker") is not None and int(e["broker"]) >= 0
+              and float(e.get("t") or 0.0) <= t]
+    latest = max(starts, default=None)
+    return latest if latest is not None and t - latest <= BACKLOG_S else None
+
 
 def authoritative(events: list[E]) -> list[E]:
     """The events of the first AUTHORITATIVE_SOURCES source that reported any, else all of them."""

@@ -46,6 +46,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from spark_analysis.checks.shared.common import evidence, plural, summary_with_fault, tp_label
+from spark_analysis.facts import liveness as lv_facts
 from spark_analysis.facts.context import CheckContext, Row
 from spark_analysis.facts.liveness import LIVENESS_GRACE_S, LIVENESS_TYPES, Liveness, authoritative, build_liveness
 from spark_analysis.facts.operations import OperationIndex
@@ -202,11 +203,17 @@ def _reassigned_in(prev: Row, ev: Row, assigned: list[int]) -> list[int]:
     return [int(b) for b in ev.get("isr") or [] if int(b) in assigned and int(b) not in old]
 
 
-def _plausible_live_sets(live: Liveness, t: float, exclude: set[int]) -> list[frozenset[int]]:
+def _plausible_live_sets(live: Liveness, t: float, exclude: set[int],
+                         took_office: float | None = None) -> list[frozenset[int]]:
     """The live sets the controller may have elected with at t: the observed one, with or without the brokers
     going down near t, with or without the brokers coming up near t (the controller handles a registration as an
     event of its own, after the failover or election it is busy with: seen on Apache Kafka 3.9.2, a new controller
-    elected broker 3 uncleanly though broker 2, first in AR order, had registered 47 ms before the write)."""
+    elected broker 3 uncleanly though broker 2, first in AR order, had registered 47 ms before the write).
+    A ZooKeeper-mode controller that took office at `took_office` (`liveness.took_office_before`) elects with the
+    brokers it read then until it reaches their BrokerChange events, so a broker registered since may be unknown
+    however long its failover takes (3.9.2, weak-durability: controller 2 took office at 31.375 s, broker 3
+    registered at 31.710 s, and the failover's offline election at 32.732 s chose 2 over 3, first in AR order;
+    recorded zk-3.9.2-election-in-a-failover-before-a-registration)."""
     base = live.live_at(t)
     near = {b for b in live.transitions if live.goes_down_within(b, t - LIVENESS_GRACE_S, t + LIVENESS_GRACE_S)}
     ups = {b for b, trans in live.transitions.items()
@@ -215,8 +222,8 @@ def _plausible_live_sets(live: Liveness, t: float, exclude: set[int]) -> list[fr
     # registration vanished moments before (3.9.2: brokers 3 and 2 expired 0.5 s apart; the new controller elected
     # 2 for orders/1 after 3's loss, then 1 after 2's; recorded zk-3.9.2-election-before-a-loss-is-handled)
     ups |= {b for b in live.transitions if live.goes_down_within(b, t - LIVENESS_GRACE_S, t)}
-    unseen = sorted(b for b, trans in live.transitions.items() if any(up and t - UNSEEN_UP_S <= tt <= t
-                                                                      for tt, up in trans))
+    since = t - UNSEEN_UP_S if took_office is None else min(t - UNSEEN_UP_S, took_office)
+    unseen = sorted(b for b, trans in live.transitions.items() if any(up and since <= tt <= t for tt, up in trans))
     known = [base | ups] + ([(base | ups) - set(some) for n in range(1, len(unseen) + 1)
                              for some in itertools.combinations(unseen, n)] if len(unseen) <= MAX_UNSURE else [])
     sets = {frozenset(live_set - exclude) for with_ups in known for live_set in (with_ups, with_ups - near)}
@@ -277,6 +284,7 @@ class ElectionConforms:
 
         registrations = authoritative(ctx.rows(*LIVENESS_TYPES))
         live = build_liveness(registrations)
+        controllers = lv_facts.controller_events(ctx.rows("controller"))
         judged = unexplained = offline_replica_steps = 0
         per_strategy: dict[str, int] = defaultdict(int)
         per_eligibility: dict[str, int] = defaultdict(int)
@@ -317,8 +325,8 @@ class ElectionConforms:
                         rejoined = sorted({*_rejoined(prev, ev, live), *caught_up(prev, ev),
                                            *(_reassigned_in(prev, ev, assigned) if strategy == "reassign" else ())})
                         views = [prev, {**prev, "isr": [*prev["isr"], *rejoined]}] if rejoined else [prev]
-                        lives = _with_unseen_losses(_plausible_live_sets(live, t, exclude), prev, t, ctx, shut,
-                                                    live)
+                        lives = _with_unseen_losses(_plausible_live_sets(
+                            live, t, exclude, lv_facts.took_office_before(controllers, t)), prev, t, ctx, shut, live)
                         expected = {elect_leader(strategy, assigned, _eligible(p, frozenset(lv) - shut), lv,
                                                  frozenset(shut), ctx.run.unclean_election)
                                     for p in views for lv in lives}

@@ -41,18 +41,13 @@ from typing import Any
 from spark_analysis.checks.partition.checks import STEP_S
 from spark_analysis.checks.shared.common import evidence, plural, summary_with_fault, tp_label
 from spark_analysis.facts.context import CheckContext, Row
-from spark_analysis.facts.liveness import LIVENESS_TYPES, Liveness, build_liveness, controller_events
+from spark_analysis.facts.liveness import BACKLOG_S, LIVENESS_TYPES, Liveness, build_liveness, controller_events
 from spark_analysis.facts.partitions import PartitionTimeline, UncleanElection, leader_elections, partition_timeline
 from spark_analysis.result import CheckResult, failed, passed, unknown
 
 OFFLINE_GRACE_S = 10.0
 """How long a broker may stay in an ISR after its registration vanished with no controller write at all
 (the controller's reaction takes milliseconds; the observers' polls and a loaded machine take seconds)."""
-
-BACKLOG_S = 5.0
-"""How long before a broker went an earlier controller event (another broker gone, a new controller) may
-lie for the controller's writes in between to be its answer to that event (`_answered_late`)."""
-
 
 def controllers_by_time(ctx: CheckContext) -> list[Row]:
     """The authoritative `controller` events (`liveness.controller_events`), by the history clock."""

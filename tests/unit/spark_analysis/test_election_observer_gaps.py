@@ -9,7 +9,7 @@ from typing import Any
 
 from spark_analysis.checks.partition.checks import ElectionConforms
 from spark_analysis.result import CheckResult, run_check
-from tests.fixtures.histories import python_context
+from tests.fixtures.histories import RUN_JSON, python_context, run_json
 
 Event = dict[str, Any]
 
@@ -37,8 +37,11 @@ def _history(*, back: bool, new_isr: list[int]) -> list[Event]:
     return sorted(events, key=lambda e: e["t"])
 
 
-def _run(events: list[Event]) -> CheckResult:
-    return run_check(ElectionConforms(), python_context(events))
+def _run(events: list[Event], run: dict[str, Any] | None = None) -> CheckResult:
+    return run_check(ElectionConforms(), python_context(events, run))
+
+
+UNCLEAN_RUN = run_json(cluster={**RUN_JSON["cluster"], "broker_config": {"unclean.leader.election.enable": "true"}})
 
 
 def test_a_broker_that_came_back_may_lead_after_an_unobserved_isr_expansion() -> None:
@@ -54,3 +57,40 @@ def test_without_its_return_in_between_the_same_leader_is_off_the_model() -> Non
 def test_a_returned_broker_written_alone_into_the_isr_stays_judged_against_the_observed_isr() -> None:
     result = _run(_history(back=True, new_isr=[1]))
     assert result.status == "fail", result.summary
+
+
+def _failover_history(*, office_s: float) -> list[Event]:
+    """Apache Kafka 3.9.2, weak-durability (recorded zk-3.9.2-election-in-a-failover-before-a-registration):
+    broker 1, the last ISR member, is dead; broker 2 registers and takes office `office_s` before the offline
+    election, broker 3 registers 1.02 s before it, and the new controller elects 2 though 3 is first in AR order."""
+    t_elect = 32.732
+    events = [*(_ev(0.5, "broker.up", broker=b) for b in (1, 2, 3)),
+              _ev(0.5, "controller", broker=3, epoch=1),
+              _ev(0.6, "partition.state", topic="t", partition=0, leader=3, leader_epoch=0, isr=[3, 1, 2],
+                  replicas=[3, 1, 2]),
+              _ev(13.5, "broker.down", broker=2), _ev(13.5, "broker.down", broker=3),
+              _ev(13.5, "controller", broker=1, epoch=2),
+              _ev(14.0, "partition.state", topic="t", partition=0, leader=1, leader_epoch=3, isr=[1],
+                  replicas=[3, 1, 2]),
+              _ev(20.0, "fault.start", "engine", fault_id=1, kind="kill", target=["broker:1"], brokers=[1]),
+              _ev(25.5, "broker.down", broker=1),
+              _ev(t_elect - office_s - 0.02, "broker.up", broker=2),
+              _ev(t_elect - office_s, "controller", broker=2, epoch=3),
+              _ev(t_elect - 1.022, "broker.up", broker=3),
+              _ev(t_elect - 0.576, "partition.state", topic="t", partition=0, leader=-1, leader_epoch=4, isr=[1],
+                  replicas=[3, 1, 2]),
+              _ev(t_elect, "partition.state", topic="t", partition=0, leader=2, leader_epoch=5, isr=[2],
+                  replicas=[3, 1, 2]),
+              _ev(66.0, "fault.end", "engine", fault_id=1, kind="kill", target=["broker:1"], brokers=[1]),
+              _ev(75.0, "run.end", "engine")]
+    return sorted(events, key=lambda e: e["t"])
+
+
+def test_a_new_controller_may_elect_without_a_broker_registered_after_it_took_office() -> None:
+    result = _run(_failover_history(office_s=1.357), UNCLEAN_RUN)
+    assert result.status == "pass", result.summary
+
+
+def test_a_broker_registered_before_the_controller_took_office_is_known_to_it() -> None:
+    result = _run(_failover_history(office_s=1.01), UNCLEAN_RUN)  # 3 registered before the office was taken: known
+    assert result.status == "fail" and "picked 2, model prescribes 3" in result.summary, result.summary
