@@ -51,7 +51,7 @@ def _frozen_map(data: Mapping[str, str] | None = None) -> Mapping[str, str]:
 
 
 ClusterMode = Literal["zookeeper", "kraft"]
-RUN_FIELDS = ("cluster_id", "ready_timeout_s", "fake_clocks", "lazy_fs")
+RUN_FIELDS = ("cluster_id", "ready_timeout_s", "fake_clocks", "lazy_fs", "releases")
 """The `ClusterSpec` fields a run sets (from its seed, workload and schedule: `harness.engine.runner.cluster_spec`);
 every other field is the cluster's shape, read from `cluster:` or the `chaos_cluster` marker."""
 
@@ -95,6 +95,9 @@ class ClusterSpec:
     """Each broker's and KRaft controller's log directories are on a filesystem that keeps only what was fsynced
     across a power loss (`harness.cluster.lazyfs`, FUSE), so that `power_loss` can lose the rest and `disk_error` can
     fail I/O (set by the run when its schedule has either fault, not a `cluster:` key; process backend, as root)."""
+    releases: tuple[str, ...] = ()
+    """More Apache Kafka releases the run starts brokers on (`upgrade` operations: set by the run, not a
+    `cluster:` key); the process backend installs them at bring-up."""
     log_dirs: int = 1
     """`cluster.log_dirs`: log directories per broker (and KRaft controller), Kafka's JBOD (KIP-112)."""
     log_dir_mb: int = 0

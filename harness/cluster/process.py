@@ -52,6 +52,7 @@ from harness.cluster.process_flavour import (
     java_version,
     planned_broker,
     select_launcher,
+    switched_launcher,
     zookeeper_jar_version,
 )
 from harness.cluster.process_kraft import KraftNodes
@@ -115,6 +116,8 @@ class ProcessBackend:
         launcher = select_launcher(self.environ, broker=self.broker or spec.broker, kafka=spec.kafka_version,
                                    java=java, progress=self.progress,
                                    mode=spec.mode)
+        for release in spec.releases:  # the upgrades' releases, installed before anything runs
+            switched_launcher(launcher, release, self.environ, self.progress)
         cleaned = self.clean_leftovers(self.leftovers_dir)  # groups of harnesses that died without teardown
         cluster = ProcessCluster(spec, Path(workdir), launcher=launcher, java=java, backend=self)
         cluster.cleaned_leftovers = tuple(cleaned)
@@ -244,6 +247,15 @@ class ProcessCluster(NodeDisks):
             self._broker_nodes().stop(node.id)
         else:
             self._member(node).stop(self._backend.stop_timeout_s)
+
+    def reconfigure(self, broker: int, *, kafka: str | None = None, config: Mapping[str, str] | None = None) -> str:
+        """`operations.ReleaseSwitch` (ZooKeeper mode): from its next start, broker `broker` runs release `kafka`
+        (installed at bring-up, `ClusterSpec.releases`) with `config` over its properties."""
+        self._check(NodeId.broker(broker))
+        if self._kraft is not None:
+            raise BackendError("KRaft brokers and controllers change release in an order of their own: not built yet")
+        launcher = None if kafka is None else switched_launcher(self.launcher, kafka, self._backend.environ)
+        return self._broker_nodes().reconfigure(broker, launcher, config or {})
 
     def start(self, node: NodeId) -> None:
         """Restart a stopped/killed node with the same config and data, and wait until it is ready.

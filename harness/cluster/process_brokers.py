@@ -2,6 +2,9 @@
 and decide readiness (registered in `/brokers/ids/<k>` by this incarnation, and answering a
 Metadata request through its own `client->k` proxy).
 
+`reconfigure` sets what a stopped broker starts as next: another release's jars, or other broker properties
+(the `upgrade` and `finalize_upgrade` operations).
+
 Restart after a kill: the killed broker's ephemeral `/brokers/ids/<k>` lives until its ZooKeeper
 session expires, and Kafka refuses to start while another session owns it (NodeExists). So
 `start()` first waits for a stale registration to vanish (at most the session timeout), then
@@ -41,6 +44,10 @@ class BrokerNodes:
         self._ready = BrokerReadiness(zookeeper_connect, hint=_HINT)
         self._procs: dict[int, ManagedProcess] = {}
         self.properties: dict[int, Path] = {}
+        self._launchers: dict[int, BrokerLauncher] = {}
+        self._config: dict[int, dict[str, str]] = {}
+        self._log_dirs: dict[int, str] = {}
+        """Each broker's launcher (its release), broker properties and log.dirs, as `reconfigure` left them."""
         for b in topology.brokers:
             k = b.broker_id
             dirs = kafka_log_dirs(workdir, NodeId.broker(k), spec.log_dirs)
@@ -49,9 +56,12 @@ class BrokerNodes:
                 data.mkdir(parents=True, exist_ok=True)
             (node_dir / "logs").mkdir(parents=True, exist_ok=True)
             props = node_dir / "server.properties"
+            self._log_dirs[k] = ",".join(map(str, dirs))
             props.write_text(render_server_properties(
-                topology, k, log_dirs=",".join(map(str, dirs)), overrides=spec.broker_config), encoding="utf-8")
+                topology, k, log_dirs=self._log_dirs[k], overrides=spec.broker_config), encoding="utf-8")
             self.properties[k] = props
+            self._launchers[k] = launcher
+            self._config[k] = dict(spec.broker_config)
             self._procs[k] = ManagedProcess(
                 f"broker:{k}", launcher.argv(props), cwd=node_dir, log_path=node_dir / "broker.log",
                 registry=registry, env=launcher.env(node_dir, environ) | (faketime_env(node_dir) if spec.fake_clocks
@@ -100,6 +110,23 @@ class BrokerNodes:
             except BackendError as second:
                 second.add_note(f"the first start failed too: {first}")
                 raise
+
+    def reconfigure(self, broker_id: int, launcher: BrokerLauncher | None, config: Mapping[str, str]) -> str:
+        """From its next start, the broker runs `launcher`'s release (None: the one it runs) with `config` over its
+        broker properties (server.properties is written again now); what it will run, in words. Its data stays."""
+        proc = self.process(broker_id)
+        if proc.is_running():
+            raise BackendError(f"broker:{broker_id} is running (pid {proc.pid}); stop it before it changes release "
+                               "or configuration")
+        if launcher is not None:
+            self._launchers[broker_id] = launcher
+        self._config[broker_id].update(config)
+        self.properties[broker_id].write_text(render_server_properties(
+            self.topology, broker_id, log_dirs=self._log_dirs[broker_id], overrides=self._config[broker_id]),
+            encoding="utf-8")
+        proc.argv = tuple(self._launchers[broker_id].argv(self.properties[broker_id]))
+        return f"Apache Kafka {self._launchers[broker_id].kafka.version}" + "".join(
+            f", {k}={v}" for k, v in sorted(config.items()))
 
     def kill(self, broker_id: int) -> None:
         self.process(broker_id).kill()

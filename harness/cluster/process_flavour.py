@@ -12,6 +12,7 @@ The command lines are argv lists, never shell strings. Also: the Java and ZooKee
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shlex
@@ -142,6 +143,15 @@ def select_launcher(environ: Mapping[str, str], *, broker: str = "auto", kafka: 
     request = kafka_request(kafka)
     found = install_kafka(request, environ=environ, progress=progress)
     return kafka_launcher(found, java, f"{broker}: {found.describe()}", environ, mode=mode)
+
+
+def switched_launcher(launcher: BrokerLauncher, release: str, environ: Mapping[str, str],
+                      progress: Callable[[str], None] | None = None) -> BrokerLauncher:
+    """`launcher` on Apache Kafka `release` (an upgrade's), with the same java and JVM options; installed into the
+    cache when missing."""
+    found = install_kafka(release, environ=environ, progress=progress)
+    return dataclasses.replace(launcher, flavour=BrokerFlavour("apache-kafka", found.version), kafka=found,
+                               reason=f"upgraded: {found.describe()}")
 
 
 def planned_broker(environ: Mapping[str, str], kafka: str = DEFAULT_LINE) -> str:

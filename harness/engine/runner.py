@@ -31,7 +31,7 @@ from harness.engine.storage import QuietFileHandler, StorageWatch
 from harness.errors import HarnessError, StorageError
 from harness.experiment.schema import Experiment
 from harness.faults.inject import FaultInjector, MemberControl, ProducerControl
-from harness.faults.operations import GroupScaler, OperationRunner, ProducerRestarter
+from harness.faults.operations import GroupScaler, OperationRunner, ProducerRestarter, ReleaseSwitch
 from harness.faults.schedule import actions, plan, plan_operations
 from harness.history.events import (
     FaultError,
@@ -89,10 +89,12 @@ class RunResult:
 
 
 def cluster_spec(exp: Experiment) -> ClusterSpec:
-    """The experiment's cluster with what the run sets: its cluster id (from the seed), fake clocks when a clock_skew
+    """The experiment's cluster with what the run sets: its cluster id (from the seed), the releases its upgrades roll
+    onto, fake clocks when a clock_skew
     fault will step them, and log directories on the power-loss filesystem when a power_loss or disk_error fault will
     act on them."""
     return dataclasses.replace(exp.cluster, cluster_id=kraft_cluster_id(exp.seed),
+                               releases=tuple(op.to for op in exp.operations if op.to is not None),
                                fake_clocks=any(f.kind == "clock_skew" for f in exp.schedule),
                                lazy_fs=any(f.kind in ("power_loss", "disk_error") for f in exp.schedule))
 
@@ -100,11 +102,14 @@ def cluster_spec(exp: Experiment) -> ClusterSpec:
 def needs_process_backend(exp: Experiment) -> str:
     """What of `exp` only the process backend runs (`choose_backend`'s `process_only`), or ""."""
     from harness.cluster.select import process_only
-    from harness.faults.catalog import CATALOG
+    from harness.faults.catalog import CATALOG, OPERATIONS
 
     kinds = sorted({f.kind for f in exp.schedule
                     if CATALOG[f.kind].spec.backends.get("containers", "").startswith("not available")})
-    return process_only(exp.cluster) or (f"the {', '.join(kinds)} fault" if kinds else "")
+    actions = sorted({op.action for op in exp.operations
+                      if OPERATIONS[op.action].how.get("containers", "").startswith("not available")})
+    return (process_only(exp.cluster) or (f"the {', '.join(kinds)} fault" if kinds else "")
+            or (f"the {', '.join(actions)} operation" if actions else ""))
 
 
 class Run:
@@ -260,7 +265,8 @@ class Run:
                 getattr(w, "producer_id", w.name): w for w in self.producers if hasattr(w, "restart")  # type: ignore[misc]
             }
             self.operations = OperationRunner(self.parts.operator(self.cluster), self.sink, scalers, self.injector,
-                                              restarters)
+                                              restarters, self.cluster if isinstance(self.cluster, ReleaseSwitch)
+                                              else None)
         return self._await_probes("steady", self.exp.steady_timeout)
 
     def _bring_up(self) -> Cluster:

@@ -54,6 +54,8 @@ def _operation(op: OperationSpec) -> dict[str, Any]:
         out["abrupt"] = True
     if op.zombie:
         out["zombie"] = True
+    if op.to is not None:  # upgrade
+        out["to"] = op.to
     if any(k.name == "timeout" for k in OPERATIONS[op.action].keys):  # scale_consumers has none
         out["timeout"] = format_duration(op.timeout)
     return out

@@ -46,6 +46,7 @@ from harness.experiment.schema import (
     default_steady_state,
     frozen_map,
 )
+from harness.experiment.upgrade_rules import check_upgrades
 from harness.experiment.workload_spec import read_workload
 from harness.experiment.yamlsource import Path, parse_located
 from harness.history.probes import PROBES
@@ -151,6 +152,7 @@ def _validated(f: Fields, top: dict[str, Any], file: str, choice: Variant | None
         exp = dataclasses.replace(exp, variant=variant)
         check_rules(f, exp)
         check_release(f, exp)
+        check_upgrades(f, exp)
         if len(exp.name) + len(variant) > MAX_RUN_NAME_CHARS:
             f.error(("matrix",), f"the variant id makes the run directory's name longer than {MAX_RUN_NAME_CHARS} "
                     "characters (name and variant id)", variant, "a matrix value is part of the id: shorten it")

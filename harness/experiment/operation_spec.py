@@ -2,7 +2,8 @@
 the operation catalogue (`harness.faults.catalog.OPERATIONS`): the keys each action takes, partition
 numbers, replica lists (distinct broker ids, at least one), `replicas` or `shuffle` for a reassignment, the
 new partition count of `add_partitions`, the group and member count of `scale_consumers`, the broker order
-of `rolling_restart`, the producer of `restart_producer`.
+of `rolling_restart`, `upgrade` and `finalize_upgrade`, the release an `upgrade` rolls onto, the producer of
+`restart_producer`.
 References to the experiment's topics and brokers are checked with the other cross-field rules
 (`harness.experiment.rules`)."""
 
@@ -12,9 +13,10 @@ from typing import Any
 
 from harness.experiment.fields import MISSING, Fields, did_you_mean
 from harness.experiment.limits import MAX_MEMBERS, MAX_PARTITIONS
-from harness.experiment.schema import OperationSpec
+from harness.experiment.schema import ROLLING_ACTIONS, OperationSpec
 from harness.experiment.yamlsource import Path
 from harness.faults.catalog import OPERATIONS
+from harness.model.releases import Release
 
 _MAX_BROKER_ID = 1000
 
@@ -61,9 +63,10 @@ def read_operation(f: Fields, path: Path, index: int, item: dict[str, Any]) -> O
         if zombie is True and abrupt is True:
             f.error((*path, "zombie"), "a zombie keeps the old client alive; abrupt purges it: choose one", zombie)
             zombie = MISSING
-    brokers: Any = _brokers(f, m, path) if kind.name == "rolling_restart" else ()
+    brokers: Any = _brokers(f, m, path) if kind.name in ROLLING_ACTIONS else ()
+    to: Any = _release(f, m, path) if kind.name == "upgrade" else None
     if MISSING in (at, topic, partitions, timeout, replicas, shuffle, count, group, members, abrupt, brokers,
-                   producer, zombie):
+                   producer, zombie, to):
         return None
     if replicas and partitions and sorted(p for p, _ in replicas) != sorted(partitions):
         f.error((*path, "partitions"), "with `replicas`, the partitions are its keys: leave `partitions` out",
@@ -71,7 +74,17 @@ def read_operation(f: Fields, path: Path, index: int, item: dict[str, Any]) -> O
         return None
     return OperationSpec(index=index, at=at, action=kind.name, topic=topic, partitions=partitions,
                          replicas=replicas, shuffle=shuffle, timeout=timeout, count=count, group=group,
-                         members=members, abrupt=abrupt, brokers=brokers, producer=producer, zombie=zombie)
+                         members=members, abrupt=abrupt, brokers=brokers, producer=producer, zombie=zombie, to=to)
+
+
+def _release(f: Fields, m: dict[str, Any], path: Path) -> Any:
+    """upgrade's `to`: an exact Apache Kafka release (a line would resolve to whichever release is newest then)."""
+    raw = m.get("to")
+    if not isinstance(raw, str) or Release.parse(raw) is None or raw.strip().count(".") != 2:
+        f.error((*path, "to"), "to must be an Apache Kafka release, major.minor.patch, as a string", raw,
+                'e.g. to: "3.9.2"')
+        return MISSING
+    return raw.strip()
 
 
 def _brokers(f: Fields, m: dict[str, Any], path: Path) -> Any:

@@ -130,6 +130,10 @@ class FaultSpec:
         return f"#{self.index} {self.kind} {what}"
 
 
+ROLLING_ACTIONS = ("rolling_restart", "upgrade", "finalize_upgrade")
+"""The operations that restart brokers one at a time, each stop a `stop` fault `<op>.<k>`."""
+
+
 @dataclass(frozen=True, slots=True)
 class OperationSpec:
     """One scheduled operation as written (`action:`; `harness.faults.catalog.OPERATIONS`). `index` is its
@@ -156,20 +160,28 @@ class OperationSpec:
     """scale_consumers: leaving members end as SIGKILL would (no LeaveGroup), not cleanly. restart_producer: the
     old client purges what it holds instead of delivering it."""
     brokers: tuple[int, ...] = ()
-    """rolling_restart: the brokers in restart order (empty: every broker in id order)."""
+    """rolling_restart, upgrade, finalize_upgrade: the brokers in restart order (empty: every broker in id order)."""
     producer: str | None = None
     """restart_producer: the producer's id."""
     zombie: bool = False
     """restart_producer of a transactional producer: the old client stays alive with a transaction open, and once
     the new client has fenced it, writes on and tries to commit (it must be fenced, and none of it seen)."""
+    to: str | None = None
+    """upgrade: the Apache Kafka release the brokers roll onto (`3.9.2`)."""
+
+    @property
+    def rolls(self) -> bool:
+        """Whether it restarts brokers one at a time (rolling_restart, upgrade, finalize_upgrade)."""
+        return self.action in ROLLING_ACTIONS
 
     def describe(self) -> str:
         if self.producer is not None:
             how = " (abrupt)" if self.abrupt else " (zombie)" if self.zombie else ""
             return f"#{self.index} {self.action} {self.producer}{how}"
-        if self.action == "rolling_restart":
+        if self.rolls:
             return f"#{self.index} {self.action} " + (
-                "brokers " + ", ".join(map(str, self.brokers)) if self.brokers else "every broker")
+                "brokers " + ", ".join(map(str, self.brokers)) if self.brokers else "every broker") + (
+                f" -> {self.to}" if self.to is not None else "")
         if self.group is not None:
             how = " (abrupt)" if self.abrupt else ""
             return f"#{self.index} {self.action} {self.group} -> {self.members} members{how}"

@@ -1,22 +1,24 @@
 """Runs scheduled operations (`action:` entries: reassign, elect_preferred, add_partitions, scale_consumers,
-restart_producer, rolling_restart) in the background and records them: `op.start` when one begins, `op.end` with
-its outcome (`done`, `timeout` or `error`), how it was carried out and what each partition answered. Faults keep
-firing while an operation runs (a broker killed in the middle of a reassignment is the point). The work itself
-is an `Operator`'s (for `scale_consumers` the group workload's, a `GroupScaler`; for `restart_producer` the
-producer workload's, a `ProducerRestarter`; for `rolling_restart`'s stops and starts a `NodeCycler`, the fault
-injector, so each stop is a `stop` fault window the verifiers know): the runner receives those and nothing else."""
+restart_producer, rolling_restart, upgrade, finalize_upgrade) in the background and records them: `op.start` when
+one begins, `op.end` with its outcome (`done`, `timeout` or `error`), how it was carried out and what each partition
+answered. Faults keep firing while an operation runs (a broker killed in the middle of a reassignment is the point).
+The work itself is an `Operator`'s (for `scale_consumers` the group workload's, a `GroupScaler`; for
+`restart_producer` the producer workload's, a `ProducerRestarter`; for `rolling_restart`'s stops and starts a
+`NodeCycler`, the fault injector, so each stop is a `stop` fault window the verifiers know; for what an upgrade's
+brokers start as a `ReleaseSwitch`, the process cluster): the runner receives those and nothing else."""
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 from harness.faults.schedule import PlannedFault, PlannedOperation
 from harness.history.events import OpEnd, OpStart, PartitionResult, ReassignmentEntry
 from harness.history.jsonl import EventSink
+from harness.model.releases import IBP, protocol_version
 
 Outcome = Literal["done", "timeout", "error"]
 
@@ -87,22 +89,37 @@ class NodeCycler(Protocol):
     def heal(self, fault: PlannedFault) -> None: ...
 
 
+@runtime_checkable
+class ReleaseSwitch(Protocol):
+    """What `upgrade` and `finalize_upgrade` need besides the stops and starts: what a stopped broker starts as
+    next (the process backend's `ProcessCluster.reconfigure`)."""
+
+    def reconfigure(self, broker: int, *, kafka: str | None = None, config: Mapping[str, str] | None = None) -> str:
+        """From its next start on, broker `broker` runs release `kafka` (None: the one it runs) with `config`
+        over its broker properties; what it will run, in words."""
+        ...
+
+
 class OperationRunner:
     """Starts each operation in a thread of its own; `join` waits for all of them (the heal phase)."""
 
     def __init__(self, operator: Operator, sink: EventSink, groups: Mapping[str, GroupScaler] | None = None,
-                 nodes: NodeCycler | None = None, producers: Mapping[str, ProducerRestarter] | None = None) -> None:
+                 nodes: NodeCycler | None = None, producers: Mapping[str, ProducerRestarter] | None = None,
+                 releases: ReleaseSwitch | None = None) -> None:
         self.operator = operator
         self.sink = sink
         self.groups = dict(groups or {})
         self.nodes = nodes
         self.producers = dict(producers or {})
+        self.releases = releases
         self._abandoned = threading.Event()
         """Set by `abandon`: a rolling restart stops no further broker."""
         self._threads: list[threading.Thread] = []
         self._open: dict[int, tuple[PlannedOperation, float]] = {}
         """Started and not yet ended: the operation and its start (monotonic)."""
         self._closed = False
+        self._upgraded_to: str | None = None
+        """The release the last finished upgrade rolled every broker onto."""
         self._lock = threading.Lock()
 
     def start(self, op: PlannedOperation) -> None:
@@ -132,6 +149,8 @@ class OperationRunner:
                 result = self._scale(op)
             elif op.spec.action == "rolling_restart":
                 result = self._rolling_restart(op)
+            elif op.spec.action in ("upgrade", "finalize_upgrade"):
+                result = self._upgrade(op)
             elif op.spec.action == "restart_producer":
                 result = self._restart_producer(op)
             else:
@@ -156,11 +175,42 @@ class OperationRunner:
         return OperationOutcome("done", via, producer.restart(abrupt=op.spec.abrupt, timeout_s=op.spec.timeout,
                                                               zombie=op.spec.zombie))
 
-    def _rolling_restart(self, op: PlannedOperation) -> OperationOutcome:
+    def _upgrade(self, op: PlannedOperation) -> OperationOutcome:
+        """An upgrade: a rolling restart whose brokers start on release `to`. A finalize_upgrade: first waits
+        (within its timeout) for every running upgrade to end, then a rolling restart whose brokers start with
+        inter.broker.protocol.version at the release they run (Kafka's upgrade notes, the last two steps)."""
+        releases = self.releases
+        if releases is None:
+            return OperationOutcome("error", "", "this backend cannot start a broker on another release or "
+                                    "configuration (the process backend can)")
+        if op.spec.action == "upgrade":
+            to = str(op.spec.to)
+            return self._rolling_restart(op, f"graceful stop, start on Apache Kafka {to}, one broker at a time",
+                                         lambda broker: releases.reconfigure(broker, kafka=to))
+        deadline = time.monotonic() + op.spec.timeout
+        while self._upgrading(op.index) and time.monotonic() < deadline and not self._abandoned.is_set():
+            time.sleep(0.5)
+        if self._upgrading(op.index):
+            return OperationOutcome("timeout", "", f"an upgrade was still running after {op.spec.timeout:g}s: "
+                                    "the protocol is bumped once every broker runs the new release")
+        with self._lock:
+            finished = self._upgraded_to
+        if finished is None:
+            return OperationOutcome("error", "", "no upgrade finished before it: nothing to finalize")
+        config = {IBP: protocol_version(finished)}
+        return self._rolling_restart(op, f"{IBP}={config[IBP]}, graceful stop and start, one broker at a time",
+                                     lambda broker: releases.reconfigure(broker, config=config))
+
+    def _upgrading(self, before: int) -> bool:
+        with self._lock:
+            return any(o.spec.action == "upgrade" and o.index != before for o, _ in self._open.values())
+
+    def _rolling_restart(self, op: PlannedOperation, via: str = "graceful stop and start, one broker at a time",
+                         while_stopped: Callable[[int], str] | None = None) -> OperationOutcome:
         """Each broker in turn, within the per-broker timeout: every ISR full, stop (graceful), start, every
         ISR full again. Ends at the first broker that does not come back, or when the run is torn down
-        (`abandon`) before the next broker. It may go on into the heal phase, which waits for it."""
-        via = "graceful stop and start, one broker at a time"
+        (`abandon`) before the next broker. It may go on into the heal phase, which waits for it.
+        `while_stopped` (upgrades) sets what each broker starts as, between its stop and its start."""
         if self.nodes is None:
             return OperationOutcome("error", via, "no node control in this run")
         timeout = op.spec.timeout
@@ -177,12 +227,19 @@ class OperationRunner:
             fault = op.restart_step(step)
             if not self.nodes.inject(fault):
                 return OperationOutcome("error", via, f"broker {broker} could not be stopped (see fault.skipped)")
-            self.nodes.heal(fault)
+            became = ""
+            try:
+                became = f" as {while_stopped(broker)}" if while_stopped is not None else ""
+            finally:  # started again whatever the switch did: a broker is never left stopped
+                self.nodes.heal(fault)
             seen = self.operator.await_in_sync(broker, max(0.0, timeout - (time.monotonic() - t0)))
             if seen is not None:
                 return OperationOutcome("timeout", via, f"broker {broker} did not come back into every ISR within "
                                         f"its {timeout:g}s; last seen: {seen}")
-            took.append(f"broker {broker} {time.monotonic() - t0:.1f}s")
+            took.append(f"broker {broker}{became} {time.monotonic() - t0:.1f}s")
+        if op.spec.action == "upgrade":
+            with self._lock:
+                self._upgraded_to = op.spec.to
         return OperationOutcome("done", via, "; ".join(took))
 
     def _end(self, index: int, result: OperationOutcome) -> None:

@@ -101,7 +101,8 @@ class PlannedOperation:
     replicas: tuple[tuple[int, tuple[int, ...]], ...]
     """reassign: the new replica list per partition (as written, or drawn for `shuffle`)."""
     brokers: tuple[int, ...] = ()
-    """rolling_restart: the brokers in restart order (as written, or every broker in id order)."""
+    """rolling_restart, upgrade, finalize_upgrade: the brokers in restart order (as written, or every broker in id
+    order)."""
 
     @property
     def index(self) -> int:
@@ -113,13 +114,14 @@ class PlannedOperation:
         return self.spec.timeout * max(1, len(self.brokers))
 
     def restart_step(self, step: int) -> PlannedFault:
-        """A rolling restart's `step`-th stop (1-based): a graceful stop of its broker, fault `<index>.<step>`."""
+        """A rolling restart's (or upgrade's) `step`-th stop (1-based): a graceful stop of its broker, fault
+        `<index>.<step>`."""
         target = Target("broker", self.brokers[step - 1])
         return PlannedFault(FaultSpec(index=self.index, at=self.start, kind="stop", target=target), self.start,
                             None, target, None, step)
 
     def describe(self) -> str:
-        if self.spec.action in ("scale_consumers", "restart_producer", "rolling_restart"):
+        if self.spec.action in ("scale_consumers", "restart_producer") or self.spec.rolls:
             return self.spec.describe()
         what = self.spec.topic or "every topic"
         if self.spec.count is not None:
@@ -137,7 +139,7 @@ def plan_operations(exp: Experiment) -> tuple[PlannedOperation, ...]:
     out: list[PlannedOperation] = []
     counts = {t.name: t.partitions for t in exp.topics}
     for spec in sorted(exp.operations, key=lambda s: (s.at, s.index)):
-        if spec.action == "rolling_restart":
+        if spec.rolls:
             every = tuple(range(1, exp.cluster.brokers + 1))
             out.append(PlannedOperation(spec, spec.at, (), (), spec.brokers or every))
             continue

@@ -181,9 +181,10 @@ class OpStart(HistoryEvent):
     TYPE: ClassVar[str] = "op.start"
     DOC: ClassVar[str] = ("an operation began: op_id (its place in the schedule, numbered with the faults), action "
                           "(reassign, elect_preferred, add_partitions, scale_consumers, restart_producer, "
-                          "rolling_restart), topic (null: every topic, or none), group (scale_consumers), producer "
-                          "(restart_producer), partitions ([[topic, p], …]), reassignment ([{partition, replicas}], "
-                          "reassign only), brokers (rolling_restart: the restart order), timeout_s, description")
+                          "rolling_restart, upgrade, finalize_upgrade), topic (null: every topic, or none), group "
+                          "(scale_consumers), producer (restart_producer), partitions ([[topic, p], …]), reassignment "
+                          "([{partition, replicas}], reassign only), brokers (rolling_restart, upgrade, "
+                          "finalize_upgrade: the restart order), timeout_s, description")
     src: str = ENGINE
     op_id: int
     action: str

@@ -39,6 +39,16 @@ class Release:
         return Release(int(m.group(1)), int(m.group(2) or 0), int(m.group(3) or 0))
 
 
+IBP = "inter.broker.protocol.version"
+"""The ZooKeeper-mode broker property that pins the protocol brokers speak to each other (upgrade notes)."""
+
+
+def protocol_version(release: str) -> str:
+    """The `inter.broker.protocol.version` value of a release: its major.minor (`3.9.2` -> `3.9`)."""
+    parsed = Release.parse(release)
+    return f"{parsed.major}.{parsed.minor}" if parsed is not None else release
+
+
 def lowest_release(request: str) -> Release | None:
     """The first release a request (`3.6.1`, a line `3.9`, or `4`) can resolve to."""
     return Release.parse(request)

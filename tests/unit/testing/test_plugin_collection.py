@@ -55,6 +55,7 @@ def test_experiments_dir_collects_one_item_per_experiment_and_matrix_variant(pyt
         "experiments/leader-election.yaml::leader-election[mode=kraft]",
         "experiments/reassignment.yaml::reassignment",
         "experiments/rolling-restart.yaml::rolling-restart",
+        "experiments/rolling-upgrade.yaml::rolling-upgrade",
         "experiments/transactions.yaml::transactions",
         "experiments/weak-durability.yaml::weak-durability",
         "experiments/zookeeper-partition.yaml::zookeeper-partition",
