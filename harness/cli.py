@@ -58,6 +58,13 @@ def cmd_faults(args: argparse.Namespace) -> int:
     return EXIT_PASS
 
 
+def cmd_schema(args: argparse.Namespace) -> int:
+    from harness.experiment.json_schema import schema_text
+
+    sys.stdout.write(schema_text())
+    return EXIT_PASS
+
+
 def _interrupt_on_sigterm() -> dict[int, Any]:
     """SIGTERM, SIGINT and SIGHUP (closed terminal, cancelled CI job) all stop a run the same way:
     the first one heals, tears down and records `interrupted`; a later one never cuts teardown short.
@@ -332,6 +339,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("faults", help="list every fault kind and operation (reassign, elect_preferred), their "
                        "parameters and what each backend does", aliases=["actions"])
     p.set_defaults(func=cmd_faults)
+    p = sub.add_parser("schema", help="print the JSON Schema of experiment files (for editors: docs/editors.md)")
+    p.set_defaults(func=cmd_schema)
     p = sub.add_parser("kafka", help="Apache Kafka in the cache: install [VERSION] | list")
     p.add_argument("action", choices=("install", "list"))
     p.add_argument("version", nargs="?", default=DEFAULT_LINE,
