@@ -106,8 +106,8 @@ def needs_process_backend(exp: Experiment) -> str:
 
     kinds = sorted({f.kind for f in exp.schedule
                     if CATALOG[f.kind].spec.backends.get("containers", "").startswith("not available")})
-    actions = sorted({op.action for op in exp.operations
-                      if OPERATIONS[op.action].how.get("containers", "").startswith("not available")})
+    actions = list(dict.fromkeys(op.action for op in exp.operations  # in schedule order
+                                 if OPERATIONS[op.action].how.get("containers", "").startswith("not available")))
     return (process_only(exp.cluster) or (f"the {', '.join(kinds)} fault" if kinds else "")
             or (f"the {', '.join(actions)} operation" if actions else ""))
 

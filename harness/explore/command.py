@@ -40,6 +40,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def cmd_explore(args: argparse.Namespace) -> int:
     from harness.cluster.select import choose_backend
+    from harness.engine.runner import needs_process_backend
     from harness.experiment import load_experiment
     from harness.experiment.check_ids import CHECK_IDS
     from harness.experiment.fields import did_you_mean
@@ -57,7 +58,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
             raise HarnessError(f"--find {args.find}: no such check; {did_you_mean(args.find, CHECK_IDS)}")
         exploration = Exploration.of(exp, Path(args.file).read_text(encoding="utf-8"), seed, kinds,
                                      args.from_schedule)
-        backend, reason = choose_backend(args.backend, progress=print)
+        backend, reason = choose_backend(args.backend, progress=print, process_only=needs_process_backend(exp))
     except (ValidationError, HarnessError, ValueError) as exc:
         print(f"error: {exc}")
         return EXIT_ERROR

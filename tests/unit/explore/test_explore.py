@@ -212,3 +212,22 @@ def test_explore_html_marks_a_step_tried_twice_by_each_tries_own_verdict(tmp_pat
            "tried": [{**run, "shrink_step": 0}, {**run, "shrink_step": 1}]}
     page = render_explore_html(doc, tmp_path)
     assert page.index("<td>dropped</td>") < page.index("<td>kept</td>")
+
+
+def test_explore_picks_a_backend_that_runs_what_the_experiment_needs(monkeypatch: pytest.MonkeyPatch,
+                                                                     tmp_path: Path) -> None:
+    """An experiment with an upgrade needs the process backend: `explore --backend auto` asks for it as `run` does
+    (a stand-in `choose_backend` records the request and stops the command there)."""
+    from harness.cli import main
+    from harness.cluster import select
+    from harness.errors import HarnessError
+
+    asked: list[str] = []
+
+    def stand_in(name: str, *, progress: object = None, process_only: str = "") -> object:
+        asked.append(process_only)
+        raise HarnessError("stand-in: no backend")
+
+    monkeypatch.setattr(select, "choose_backend", stand_in)
+    assert main(["explore", str(ROOT / "experiments" / "rolling-upgrade.yaml"), "--out", str(tmp_path)]) == 2
+    assert asked == ["the upgrade, finalize_upgrade operation"]
