@@ -10,9 +10,10 @@ from collections.abc import Mapping
 
 from harness.experiment import load_experiment_text
 from harness.faults.operations import OperationRunner
-from harness.faults.schedule import PlannedFault, PlannedOperation, plan_operations
+from harness.faults.schedule import PlannedOperation, plan_operations
 from harness.history.jsonl import record_of
 from tests.unit.engine.test_operations_in_runs import FakeOperator
+from tests.unit.engine.test_rolling_restart_in_runs import Cycler
 
 EXP = """
 name: up
@@ -26,18 +27,8 @@ duration: 300ms
 """
 
 
-class StandInCluster:
+class StandInCluster(Cycler):
     """Stands in for the process cluster: records the stops, starts and release switches, in order."""
-
-    def __init__(self) -> None:
-        self.calls: list[str] = []
-
-    def inject(self, fault: PlannedFault) -> bool:
-        self.calls.append(f"stop {fault.target}")
-        return True
-
-    def heal(self, fault: PlannedFault) -> None:
-        self.calls.append(f"start {fault.target}")
 
     def reconfigure(self, broker: int, *, kafka: str | None = None, config: Mapping[str, str] | None = None) -> str:
         self.calls.append(f"broker:{broker} -> {kafka or 'same release'} {dict(config or {})}")
@@ -58,10 +49,10 @@ def test_each_broker_switches_release_while_stopped_and_the_finalize_bumps_the_p
     assert runner.join(20) == []
     ibp = {"inter.broker.protocol.version": "3.9"}
     assert cluster.calls == [
-        "stop broker:1", "broker:1 -> 3.9.2 {}", "start broker:1", "stop broker:2", "broker:2 -> 3.9.2 {}",
-        "start broker:2",
-        "stop broker:1", f"broker:1 -> same release {ibp}", "start broker:1",
-        "stop broker:2", f"broker:2 -> same release {ibp}", "start broker:2"]
+        "stop broker:1 as 0.1", "broker:1 -> 3.9.2 {}", "start broker:1", "stop broker:2 as 0.2",
+        "broker:2 -> 3.9.2 {}", "start broker:2",
+        "stop broker:1 as 1.1", f"broker:1 -> same release {ibp}", "start broker:1",
+        "stop broker:2 as 1.2", f"broker:2 -> same release {ibp}", "start broker:2"]
     ends = {e["action"]: e for e in written if e["type"] == "op.end"}
     assert ends["upgrade"]["outcome"] == ends["finalize_upgrade"]["outcome"] == "done"
     assert str(ends["upgrade"]["detail"]).startswith("broker 1 as Apache Kafka 3.9.2 ")
