@@ -27,7 +27,7 @@ EXPLORE_EXPERIMENTS ?= $(wildcard experiments/*.yaml)
 EXPLORE_BUDGET ?= 10m
 EXPLORE_OUT ?= runs/explore
 
-.PHONY: demo test nightly known-bugs explore actionlint lint unit integration java faketime fuse kafka toxiproxy spark-archive venv podman clean
+.PHONY: demo test nightly known-bugs explore actionlint lint unit integration java faketime fuse chromium kafka toxiproxy spark-archive venv podman clean
 
 venv: $(STAMP)
 
@@ -61,6 +61,16 @@ fuse:
 	  $$SUDO apt-get install -y -qq fuse3 >/dev/null 2>&1 \
 	  || { $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq fuse3 >/dev/null; } \
 	  || echo "fuse3 could not be installed: power_loss needs it"; }
+
+# Debian's chromium, in which tests/integration/report/test_reports_in_chromium.py opens report.html, the compare
+# page and the trend page headless. Best effort like the others, but that test fails (not skips) saying what is
+# missing when /usr/bin/chromium is absent; KAFKA_CHAOS_NO_BROWSER=1 skips it on purpose.
+chromium:
+	-@test -x /usr/bin/chromium || { \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get install -y -qq chromium >/dev/null 2>&1 \
+	  || { $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium >/dev/null; } \
+	  || echo "chromium could not be installed: the report pages' browser test needs it"; }
 
 # Apache Kafka $(KAFKA) into the cache (KAFKA_HOME, the Apache tarball or Maven Central; cached after the
 # first time). Best effort: where no source works the reason is printed, and the Apache Kafka tests skip
@@ -113,7 +123,7 @@ lint: venv
 	$(VENV)/bin/ruff check harness spark_analysis tests benchmarks
 	$(VENV)/bin/mypy
 
-test: venv java kafka toxiproxy faketime fuse spark-archive lint podman actionlint
+test: venv java kafka toxiproxy faketime fuse chromium spark-archive lint podman actionlint
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15 $(PYTEST_ARGS)
 
 unit: venv

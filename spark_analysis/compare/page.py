@@ -126,11 +126,11 @@ def _election_text(e: Mapping[str, Any]) -> str:
 
 def _isr_text(c: Mapping[str, Any]) -> str:
     moves = [f"-{b}" for b in c.get("removed") or []] + [f"+{b}" for b in c.get("added") or []]
-    return f"+{float(c['at_s']):.3f} s: {_e(c['before'])} → {_e(c['after'])} ({_e(' '.join(moves))})"
+    return f"{float(c['at_s']):+.3f} s: {_e(c['before'])} → {_e(c['after'])} ({_e(' '.join(moves))})"
 
 
 def _stall_text(s: Mapping[str, Any]) -> str:
-    sent = "" if s.get("sent_at_s") is None else f", value {s.get('value')} sent at +{float(s['sent_at_s']):.3f} s"
+    sent = "" if s.get("sent_at_s") is None else f", value {s.get('value')} sent at {float(s['sent_at_s']):+.3f} s"
     return f"<b>{_secs(s['max_wait_s'])}</b> over {_e(s['acks'])} acks{_e(sent)}"
 
 
