@@ -1,5 +1,5 @@
-"""`kafka-chaos`: validate, run and verify experiments; list faults; install Apache Kafka; run the
-embedded Toxiproxy server. Exit codes: 0 pass/valid, 1 fail (or a check unknown), 2 invalid input
+"""`kafka-chaos`: validate, run and verify experiments; list faults; start a project (`init`); install Apache
+Kafka; run the embedded Toxiproxy server. Exit codes: 0 pass/valid, 1 fail (or a check unknown), 2 invalid input
 or harness error."""
 
 from __future__ import annotations
@@ -62,6 +62,26 @@ def cmd_schema(args: argparse.Namespace) -> int:
     from harness.experiment.json_schema import schema_text
 
     sys.stdout.write(schema_text())
+    return EXIT_PASS
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    """Write the starter project (`harness.scaffold`) into DIR; list what was written and the command to run next."""
+    from harness.scaffold import NEXT_STEP, init
+
+    directory = Path(args.directory)
+    written = init(directory, force=args.force)
+    print(f"wrote {len(written)} files into {directory.absolute()}:")
+    for path in written:
+        print(f"  {path.relative_to(directory).as_posix()}")
+    where = "" if directory.absolute() == Path.cwd() else f"cd {directory} && "
+    print(f"next: {where}{NEXT_STEP}")
+    print("  runs experiments/first-experiment.yaml on a real cluster (a few minutes; Java 17+), reports in runs/; "
+          "KAFKA-CHAOS.md says the rest")
+    import importlib.util
+
+    if importlib.util.find_spec("pytest") is None:
+        print(f"  pytest is not installed here: {sys.executable} -m pip install pytest")
     return EXIT_PASS
 
 
@@ -341,6 +361,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_faults)
     p = sub.add_parser("schema", help="print the JSON Schema of experiment files (for editors: docs/editors.md)")
     p.set_defaults(func=cmd_schema)
+    p = sub.add_parser("init", help="start a project: a first experiment, pytest.ini, a Makefile fragment, a nightly "
+                       "GitHub workflow and KAFKA-CHAOS.md in DIR (then run pytest there)")
+    p.add_argument("directory", metavar="DIR", nargs="?", default=".", help="where (default: the current directory)")
+    p.add_argument("--force", action="store_true", help="overwrite files that exist already")
+    p.set_defaults(func=cmd_init)
     p = sub.add_parser("kafka", help="Apache Kafka in the cache: install [VERSION] | list")
     p.add_argument("action", choices=("install", "list"))
     p.add_argument("version", nargs="?", default=DEFAULT_LINE,
