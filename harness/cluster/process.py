@@ -248,14 +248,18 @@ class ProcessCluster(NodeDisks):
         else:
             self._member(node).stop(self._backend.stop_timeout_s)
 
-    def reconfigure(self, broker: int, *, kafka: str | None = None, config: Mapping[str, str] | None = None) -> str:
-        """`operations.ReleaseSwitch` (ZooKeeper mode): from its next start, broker `broker` runs release `kafka`
-        (installed at bring-up, `ClusterSpec.releases`) with `config` over its properties."""
-        self._check(NodeId.broker(broker))
-        if self._kraft is not None:
-            raise BackendError("KRaft brokers and controllers change release in an order of their own: not built yet")
+    def reconfigure(self, node: NodeId, *, kafka: str | None = None, config: Mapping[str, str] | None = None) -> str:
+        """`operations.ReleaseSwitch`: from its next start, `node` (a broker, or a KRaft controller) runs release
+        `kafka` (installed at bring-up, `ClusterSpec.releases`) with `config` over its properties (ZooKeeper mode)."""
+        self._check(node)
         launcher = None if kafka is None else switched_launcher(self.launcher, kafka, self._backend.environ)
-        return self._broker_nodes().reconfigure(broker, launcher, config or {})
+        if self._kraft is not None:
+            if config:
+                raise BackendError(f"{node}: KRaft nodes change release, not properties, in an upgrade")
+            return self._kraft.reconfigure(node, launcher)
+        if node.role != "broker":
+            raise BackendError(f"{node}: only brokers change release in ZooKeeper mode")
+        return self._broker_nodes().reconfigure(node.id, launcher, config or {})
 
     def start(self, node: NodeId) -> None:
         """Restart a stopped/killed node with the same config and data, and wait until it is ready.

@@ -56,6 +56,8 @@ class KraftNodes:
         self._ready = BrokerReadiness("", hint=_HINT)
         self._procs: dict[NodeId, ManagedProcess] = {}
         self.properties: dict[NodeId, Path] = {}
+        self._launchers: dict[NodeId, BrokerLauncher] = {}
+        """The nodes an upgrade put on another release (`reconfigure`)."""
         for c in topology.controllers:
             if c.node.role == "controller":
                 self._add(c.node, kafka_log_dirs(workdir, c.node, spec.log_dirs), render_kraft_controller,
@@ -79,6 +81,17 @@ class KraftNodes:
         env = self.launcher.env(node_dir, self._environ) | (faketime_env(node_dir) if self._fake_clocks else {})
         self._procs[node] = ManagedProcess(str(node), self.launcher.argv(props), cwd=node_dir, log_path=log,
                                            registry=self._registry, env=env)
+
+    def reconfigure(self, node: NodeId, launcher: BrokerLauncher | None) -> str:
+        """From its next start, `node` runs `launcher`'s release (an upgrade's) with the same properties and data;
+        what it will run, in words."""
+        proc = self.process(node)
+        if proc.is_running():
+            raise BackendError(f"{node} is running (pid {proc.pid}); stop it before it changes release")
+        if launcher is not None:
+            self._launchers[node] = launcher
+            proc.argv = tuple(launcher.argv(self.properties[node]))
+        return f"Apache Kafka {self._launchers.get(node, self.launcher).kafka.version}"
 
     def process(self, node: NodeId) -> ManagedProcess:
         try:

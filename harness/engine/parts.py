@@ -48,7 +48,7 @@ class RunParts:
 def real_operator(cluster: Cluster) -> Operator:
     from harness.faults.kafka_operator import KafkaOperator
 
-    return KafkaOperator(cluster.bootstrap_servers)
+    return KafkaOperator(cluster.bootstrap_servers, cluster.quorum_voters)
 
 
 def real_observers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[Observer]:

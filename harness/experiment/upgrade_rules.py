@@ -9,9 +9,10 @@ against Apache Kafka's upgrade notes (docs/upgrade.html, "Upgrading ZooKeeper-ba
 - U2: in ZooKeeper mode, `cluster.broker_config` pins `inter.broker.protocol.version` to the release the cluster
   starts on, or an older one, before the brokers roll: the notes' first step, so that upgraded and old brokers
   keep speaking the old protocol until every broker runs the new code.
-- U3: `finalize_upgrade` (bump the protocol, restart) comes after an `upgrade`.
-Upgrades in KRaft mode (controllers first, then `metadata.version` through `kafka-features`) are not built yet:
-refused, saying so.
+- U3: `finalize_upgrade` (bump the protocol, restart; in KRaft, bump `metadata.version`) comes after an `upgrade`.
+- U4: in KRaft mode there is no protocol to pin: the nodes roll (the controllers first), then `metadata.version` is
+  bumped ("Upgrading KRaft-based clusters"); the mode itself has been checked against the release
+  (`cluster_fields`: KRaft from 3.3).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def check_upgrades(f: Fields, exp: Experiment) -> None:
         return
     start = kafka_request(exp.cluster.kafka_version)
     running = lowest_release(start)
-    if start.count(".") != 2 and not exp.cluster.kraft:
+    if start.count(".") != 2:
         f.error(("cluster", "kafka"), "an upgrade starts from an exact release: a line resolves to whichever of its "
                 "releases is newest on the day", exp.cluster.kafka_version, 'e.g. kafka: "3.7.0"')
         return
@@ -37,16 +38,12 @@ def check_upgrades(f: Fields, exp: Experiment) -> None:
     upgraded = False
     for op in upgrades:
         path = ("schedule", op.index)
-        if exp.cluster.kraft:
-            f.error((*path, "action"), "upgrades in KRaft mode (controllers first, then metadata.version through "
-                    "kafka-features) are not built yet; this harness rolls ZooKeeper-mode clusters", op.action,
-                    "mode: zookeeper")
-            continue
         if op.action == "finalize_upgrade":
             if not upgraded:
-                f.error((*path, "action"), "finalize_upgrade bumps inter.broker.protocol.version to the release an "
-                        "`upgrade` rolled the brokers onto: schedule an upgrade before it (Kafka's upgrade notes, "
-                        "the last two steps)", op.action)
+                what = "metadata.version" if exp.cluster.kraft else IBP
+                f.error((*path, "action"), f"finalize_upgrade bumps {what} to the release an `upgrade` rolled the "
+                        "brokers onto: schedule an upgrade before it (Kafka's upgrade notes, the last steps)",
+                        op.action)
             continue
         target = Release.parse(op.to or "")
         if target is None or running is None:
@@ -56,11 +53,11 @@ def check_upgrades(f: Fields, exp: Experiment) -> None:
                     "notes call going back a downgrade, possible only before the protocol version is bumped", op.to)
             continue
         zookeeper = feature("zookeeper_mode")
-        if not zookeeper.available(target):
+        if not exp.cluster.kraft and not zookeeper.available(target):
             f.error((*path, "to"), zookeeper.why_not(target) + "; a ZooKeeper-mode cluster migrates to KRaft on 3.9 "
                     "first (KIP-866), then upgrades", op.to, 'to: "3.9.2"')
             continue
-        if not upgraded:
+        if not upgraded and not exp.cluster.kraft:
             pinned_release = Release.parse(pinned) if isinstance(pinned, str) else None
             if pinned_release is None or pinned_release > running:
                 where = ("cluster", "broker_config", IBP) if pinned is not None else ("cluster", "broker_config")

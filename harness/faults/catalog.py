@@ -112,12 +112,13 @@ OPERATIONS: Mapping[str, OperationKind] = MappingProxyType({k.name: k for k in (
                    OperationKey("timeout", "per broker: stop, start and full ISRs again within it")), 120.0,
                   MappingProxyType({"apache-kafka": "SIGTERM (controlled shutdown) and start, as the `stop` fault; "
                                     "Metadata until every ISR is full"})),
-    OperationKind("upgrade", "Roll the brokers onto another Apache Kafka release, as Kafka's upgrade notes "
+    OperationKind("upgrade", "Roll the nodes onto another Apache Kafka release, as Kafka's upgrade notes "
                   "prescribe: one at a time, wait until every ISR is full, stop the broker gracefully, start it "
                   "on release `to` with the same configuration and data, wait for every ISR to be full again, "
                   "then the next. ZooKeeper mode: `cluster.broker_config` must pin inter.broker.protocol.version "
-                  "to the release the cluster runs (the notes' first step); `finalize_upgrade` bumps it. Each "
-                  "stop is a `stop` fault `<op>.<k>`; the timeout is per broker.",
+                  "to the release the cluster runs (the notes' first step); `finalize_upgrade` bumps it. KRaft: "
+                  "the dedicated controllers first, each caught up with the quorum leader before the next. Each "
+                  "stop is a `stop` fault `<op>.<k>`; the timeout is per node.",
                   (OperationKey("to", "the release the brokers roll onto, e.g. \"3.9.2\" (newer than the one "
                                 "they run; ZooKeeper mode ends at 3.9)", required=True),
                    OperationKey("brokers", "the brokers in upgrade order (default: every broker in id order)"),
@@ -126,13 +127,16 @@ OPERATIONS: Mapping[str, OperationKind] = MappingProxyType({k.name: k for k in (
                   MappingProxyType({"apache-kafka": "SIGTERM (controlled shutdown), then a start on the other "
                                     "release's jars, as the `stop` fault",
                                     "containers": "not available: the process backend switches a broker's jars"})),
-    OperationKind("finalize_upgrade", "Once every broker runs the new release: set inter.broker.protocol.version "
-                  "to it and restart the brokers one by one for it to take effect (the upgrade notes' last "
-                  "steps; after it, no downgrade). It waits for a running `upgrade` to end first. ZooKeeper mode.",
+    OperationKind("finalize_upgrade", "Once every node runs the new release: in ZooKeeper mode set "
+                  "inter.broker.protocol.version to it and restart the brokers one by one for it to take effect; "
+                  "in KRaft bump metadata.version to the newest level the nodes support, as `kafka-features "
+                  "upgrade` does, restarting nothing (the upgrade notes' last steps; after it, no downgrade). It "
+                  "waits for a running `upgrade` to end first.",
                   (OperationKey("brokers", "the brokers in restart order (default: every broker in id order)"),
                    OperationKey("timeout", "per broker: stop, start and full ISRs again within it")), 180.0,
                   MappingProxyType({"apache-kafka": "server.properties rewritten with the new protocol version, "
-                                    "then SIGTERM and start, as the `stop` fault",
+                                    "then SIGTERM and start, as the `stop` fault; KRaft: UpdateFeatures, then "
+                                    "DescribeFeatures until finalized",
                                     "containers": "not available: the process backend rewrites a broker's "
                                     "server.properties"})),
 )})

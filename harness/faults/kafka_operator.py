@@ -39,8 +39,10 @@ class KafkaOperator:
     """Operations through `bootstrap_servers`. Each operation makes its own clients and closes them when it
     ends, so operations may run side by side."""
 
-    def __init__(self, bootstrap_servers: str) -> None:
+    def __init__(self, bootstrap_servers: str, voters: Mapping[int, str] | None = None) -> None:
         self.bootstrap_servers = bootstrap_servers
+        self.voters = dict(voters or {})
+        """KRaft: each voter's controller listener, for `await_voter`."""
 
     # -- reassign --------------------------------------------------------------------------------
 
@@ -227,6 +229,18 @@ class KafkaOperator:
                 last = f"{type(exc).__name__}: {exc}"
         return last
 
+    # -- upgrade (KRaft) -------------------------------------------------------------------------------
+
+    def await_voter(self, voter: int, timeout_s: float) -> str | None:
+        from harness.faults.kraft_upgrade import await_voter
+
+        return await_voter(self.voters, voter, timeout_s)
+
+    def finalize_metadata(self, timeout_s: float) -> OperationOutcome:
+        from harness.faults.kraft_upgrade import finalize_metadata
+
+        return finalize_metadata(self.bootstrap_servers, timeout_s)
+
     def _attempts(self, timeout_s: float) -> Iterator[tuple[Any, float]]:
         """One attempt after another until `timeout_s` has passed (at least one), POLL_S apart: each with a new
         admin client (librdkafka keeps waiting for a controller or broker it knew, gone in a failover), whose
@@ -279,8 +293,10 @@ def offered_api_keys(client: Any) -> set[int]:
 class _FreshClient:
     """kafka-python's `KafkaAdminClient`, made on first use and made anew after `reset`."""
 
-    def __init__(self, bootstrap_servers: str) -> None:
+    def __init__(self, bootstrap_servers: str, voters: Mapping[int, str] | None = None) -> None:
         self.bootstrap_servers = bootstrap_servers
+        self.voters = dict(voters or {})
+        """KRaft: each voter's controller listener, for `await_voter`."""
         self._client: Any = None
 
     def get(self) -> Any:

@@ -18,6 +18,7 @@ from typing import Literal, Protocol, runtime_checkable
 from harness.faults.schedule import PlannedFault, PlannedOperation
 from harness.history.events import OpEnd, OpStart, PartitionResult, ReassignmentEntry
 from harness.history.jsonl import EventSink
+from harness.history.nodes import NodeId
 from harness.model.releases import IBP, protocol_version
 
 Outcome = Literal["done", "timeout", "error"]
@@ -58,6 +59,15 @@ class Operator(Protocol):
 
     def add_partitions(self, topic: str, count: int, timeout_s: float) -> OperationOutcome: ...
 
+    def finalize_metadata(self, timeout_s: float) -> OperationOutcome:
+        """KRaft: bump metadata.version to the newest level every node supports (`kafka-features upgrade`)."""
+        ...
+
+    def await_voter(self, voter: int, timeout_s: float) -> str | None:
+        """None once KRaft voter `voter` answers and has caught up with the quorum leader, else what was seen
+        last when `timeout_s` ran out."""
+        ...
+
     def await_in_sync(self, broker: int, timeout_s: float) -> str | None:
         """Wait until `broker` is registered and every partition's ISR holds all its replicas: None once so,
         else (after `timeout_s`) what was seen last."""
@@ -94,9 +104,9 @@ class ReleaseSwitch(Protocol):
     """What `upgrade` and `finalize_upgrade` need besides the stops and starts: what a stopped broker starts as
     next (the process backend's `ProcessCluster.reconfigure`)."""
 
-    def reconfigure(self, broker: int, *, kafka: str | None = None, config: Mapping[str, str] | None = None) -> str:
-        """From its next start on, broker `broker` runs release `kafka` (None: the one it runs) with `config`
-        over its broker properties; what it will run, in words."""
+    def reconfigure(self, node: NodeId, *, kafka: str | None = None, config: Mapping[str, str] | None = None) -> str:
+        """From its next start, `node` (a broker, or a KRaft controller) runs release `kafka` (None: the one it runs)
+        with `config` over its properties; what it will run, in words."""
         ...
 
 
@@ -127,7 +137,7 @@ class OperationRunner:
         self.sink(OpStart(op_id=op.index, action=op.spec.action, topic=topic, group=op.spec.group,
                           partitions=tuple((topic, str(p)) for p in op.partitions) if topic is not None else (),
                           reassignment=tuple(ReassignmentEntry(p, tuple(r)) for p, r in op.replicas),
-                          brokers=tuple(op.brokers) or None, producer=op.spec.producer,
+                          brokers=tuple(int(t.id or 0) for t in op.nodes) or None, producer=op.spec.producer,
                           timeout_s=op.spec.timeout, description=op.describe()))
         with self._lock:
             self._open[op.index] = (op, time.monotonic())
@@ -185,8 +195,8 @@ class OperationRunner:
                                     "configuration (the process backend can)")
         if op.spec.action == "upgrade":
             to = str(op.spec.to)
-            return self._rolling_restart(op, f"graceful stop, start on Apache Kafka {to}, one broker at a time",
-                                         lambda broker: releases.reconfigure(broker, kafka=to))
+            return self._rolling_restart(op, f"graceful stop, start on Apache Kafka {to}, one node at a time",
+                                         lambda node: releases.reconfigure(node, kafka=to))
         deadline = time.monotonic() + op.spec.timeout
         while self._upgrading(op.index) and time.monotonic() < deadline and not self._abandoned.is_set():
             time.sleep(0.5)
@@ -197,50 +207,59 @@ class OperationRunner:
             finished = self._upgraded_to
         if finished is None:
             return OperationOutcome("error", "", "no upgrade finished before it: nothing to finalize")
+        if not op.nodes:  # KRaft: metadata.version, through the controllers; no restart
+            return self.operator.finalize_metadata(max(1.0, deadline - time.monotonic()))
         config = {IBP: protocol_version(finished)}
         return self._rolling_restart(op, f"{IBP}={config[IBP]}, graceful stop and start, one broker at a time",
-                                     lambda broker: releases.reconfigure(broker, config=config))
+                                     lambda node: releases.reconfigure(node, config=config))
 
     def _upgrading(self, before: int) -> bool:
         with self._lock:
             return any(o.spec.action == "upgrade" and o.index != before for o, _ in self._open.values())
 
     def _rolling_restart(self, op: PlannedOperation, via: str = "graceful stop and start, one broker at a time",
-                         while_stopped: Callable[[int], str] | None = None) -> OperationOutcome:
-        """Each broker in turn, within the per-broker timeout: every ISR full, stop (graceful), start, every
-        ISR full again. Ends at the first broker that does not come back, or when the run is torn down
-        (`abandon`) before the next broker. It may go on into the heal phase, which waits for it.
-        `while_stopped` (upgrades) sets what each broker starts as, between its stop and its start."""
+                         while_stopped: Callable[[NodeId], str] | None = None) -> OperationOutcome:
+        """Each node in turn (an upgrade's KRaft controllers first), within the per-node timeout: every ISR full
+        (a controller: caught up with the quorum leader), stop (graceful), start, the same again. Ends at the first
+        node that does not come back, or when the run is torn down (`abandon`) before the next node. It may go on
+        into the heal phase, which waits for it. `while_stopped` (upgrades) sets what each node starts as, between
+        its stop and its start."""
         if self.nodes is None:
             return OperationOutcome("error", via, "no node control in this run")
         timeout = op.spec.timeout
         took: list[str] = []
-        for step, broker in enumerate(op.brokers, start=1):
+        for step, target in enumerate(op.nodes, start=1):
+            node = NodeId("controller" if target.role == "controller" else "broker", int(target.id or 0))
             if self._abandoned.is_set():
-                return OperationOutcome("error", via, f"abandoned before broker {broker} (restarted: "
+                return OperationOutcome("error", via, f"abandoned before {_name(node)} (restarted: "
                                         f"{'; '.join(took) or 'none'})")
             t0 = time.monotonic()
-            seen = self.operator.await_in_sync(broker, timeout)
+            seen = self._await(node, timeout)
             if seen is not None:
-                return OperationOutcome("timeout", via, f"before stopping broker {broker}, awaited every ISR full "
+                return OperationOutcome("timeout", via, f"before stopping {_name(node)}, awaited {_awaited(node)} "
                                         f"within {timeout:g}s; last seen: {seen}")
             fault = op.restart_step(step)
             if not self.nodes.inject(fault):
-                return OperationOutcome("error", via, f"broker {broker} could not be stopped (see fault.skipped)")
+                return OperationOutcome("error", via, f"{_name(node)} could not be stopped (see fault.skipped)")
             became = ""
             try:
-                became = f" as {while_stopped(broker)}" if while_stopped is not None else ""
-            finally:  # started again whatever the switch did: a broker is never left stopped
+                became = f" as {while_stopped(node)}" if while_stopped is not None else ""
+            finally:  # started again whatever the switch did: a node is never left stopped
                 self.nodes.heal(fault)
-            seen = self.operator.await_in_sync(broker, max(0.0, timeout - (time.monotonic() - t0)))
+            seen = self._await(node, max(0.0, timeout - (time.monotonic() - t0)))
             if seen is not None:
-                return OperationOutcome("timeout", via, f"broker {broker} did not come back into every ISR within "
-                                        f"its {timeout:g}s; last seen: {seen}")
-            took.append(f"broker {broker}{became} {time.monotonic() - t0:.1f}s")
+                return OperationOutcome("timeout", via, f"{_name(node)} {_not_back(node)} within its {timeout:g}s; "
+                                        f"last seen: {seen}")
+            took.append(f"{_name(node)}{became} {time.monotonic() - t0:.1f}s")
         if op.spec.action == "upgrade":
             with self._lock:
                 self._upgraded_to = op.spec.to
         return OperationOutcome("done", via, "; ".join(took))
+
+    def _await(self, node: NodeId, timeout_s: float) -> str | None:
+        if node.role == "controller":
+            return self.operator.await_voter(node.id, timeout_s)
+        return self.operator.await_in_sync(node.id, timeout_s)
 
     def _end(self, index: int, result: OperationOutcome) -> None:
         """Records `op.end` once per operation, and never after `abandon`."""
@@ -274,3 +293,17 @@ class OperationRunner:
         for t in self._threads:
             t.join(max(0.0, deadline - time.monotonic()))
         return self.running
+
+
+def _name(node: NodeId) -> str:
+    return f"{node.role} {node.id}"
+
+
+def _awaited(node: NodeId) -> str:
+    return "it caught up with the quorum leader" if node.role == "controller" else "every ISR full"
+
+
+def _not_back(node: NodeId) -> str:
+    if node.role == "controller":
+        return "did not catch up with the quorum leader"
+    return "did not come back into every ISR"

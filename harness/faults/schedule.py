@@ -102,7 +102,9 @@ class PlannedOperation:
     """reassign: the new replica list per partition (as written, or drawn for `shuffle`)."""
     brokers: tuple[int, ...] = ()
     """rolling_restart, upgrade, finalize_upgrade: the brokers in restart order (as written, or every broker in id
-    order)."""
+    order; none for a KRaft finalize_upgrade, which restarts nothing)."""
+    controllers: tuple[int, ...] = ()
+    """upgrade in KRaft with dedicated controllers: the controllers, rolled before the brokers."""
 
     @property
     def index(self) -> int:
@@ -111,16 +113,25 @@ class PlannedOperation:
     @property
     def bound_s(self) -> float:
         """The longest it may run: its timeout, once per broker for a rolling restart."""
-        return self.spec.timeout * max(1, len(self.brokers))
+        return self.spec.timeout * max(1, len(self.nodes))
+
+    @property
+    def nodes(self) -> tuple[Target, ...]:
+        """What it restarts, in order: the controllers, then the brokers."""
+        return (*(Target("controller", c) for c in self.controllers), *(Target("broker", b) for b in self.brokers))
 
     def restart_step(self, step: int) -> PlannedFault:
-        """A rolling restart's (or upgrade's) `step`-th stop (1-based): a graceful stop of its broker, fault
+        """A rolling restart's (or upgrade's) `step`-th stop (1-based): a graceful stop of its node, fault
         `<index>.<step>`."""
-        target = Target("broker", self.brokers[step - 1])
+        target = self.nodes[step - 1]
         return PlannedFault(FaultSpec(index=self.index, at=self.start, kind="stop", target=target), self.start,
                             None, target, None, step)
 
     def describe(self) -> str:
+        if self.spec.rolls and self.controllers and not self.spec.brokers:
+            return f"#{self.index} {self.spec.action} every node, the controllers first -> {self.spec.to}"
+        if self.spec.rolls and not self.nodes:
+            return f"#{self.index} {self.spec.action} metadata.version"
         if self.spec.action in ("scale_consumers", "restart_producer") or self.spec.rolls:
             return self.spec.describe()
         what = self.spec.topic or "every topic"
@@ -141,7 +152,13 @@ def plan_operations(exp: Experiment) -> tuple[PlannedOperation, ...]:
     for spec in sorted(exp.operations, key=lambda s: (s.at, s.index)):
         if spec.rolls:
             every = tuple(range(1, exp.cluster.brokers + 1))
-            out.append(PlannedOperation(spec, spec.at, (), (), spec.brokers or every))
+            kraft = exp.cluster.kraft
+            if spec.action == "finalize_upgrade" and kraft:  # a metadata.version bump: nothing restarts
+                out.append(PlannedOperation(spec, spec.at, (), ()))
+                continue
+            dedicated = spec.action == "upgrade" and kraft and not exp.cluster.combined
+            controllers = exp.cluster.voter_ids() if dedicated else ()
+            out.append(PlannedOperation(spec, spec.at, (), (), spec.brokers or every, controllers))
             continue
         topic = exp.topic(spec.topic) if spec.topic is not None else None
         if spec.count is not None and spec.topic is not None:  # add_partitions: the partitions it creates

@@ -115,6 +115,12 @@ def _describe_quorum(version: int) -> Any:
         DescribeQuorumRequest.TopicData(topic_name=QUORUM_TOPIC, partitions=[part])])
 
 
+def describe_quorum(conn: NodeConnection) -> QuorumView:
+    """One DescribeQuorum round trip to the voter behind `conn`, decoded."""
+    return decode_quorum(conn.node, conn.call(DescribeQuorumRequest, DescribeQuorumResponse, DESCRIBE_QUORUM_MAX,
+                                              _describe_quorum))
+
+
 class _Voter:
     """One voter's connection and what was last emitted for it; used only by its own thread."""
 
@@ -126,8 +132,7 @@ class _Voter:
         self.errors_seen: set[str] = set()
 
     def ask(self) -> QuorumView:
-        view = decode_quorum(self.conn.node, self.conn.call(
-            DescribeQuorumRequest, DescribeQuorumResponse, DESCRIBE_QUORUM_MAX, _describe_quorum))
+        view = describe_quorum(self.conn)
         self.answers += 1
         return view
 

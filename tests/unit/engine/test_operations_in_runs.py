@@ -65,6 +65,14 @@ class FakeOperator:
         self.calls.append(f"in sync {broker}")
         return None
 
+    def await_voter(self, voter: int, timeout_s: float) -> str | None:
+        self.calls.append(f"caught up {voter}")
+        return None
+
+    def finalize_metadata(self, timeout_s: float) -> OperationOutcome:
+        self.calls.append("finalize metadata.version")
+        return OperationOutcome("done", "fake", "metadata.version level 21 -> 27")
+
 
 def _run(tmp_path: Path, operator: FakeOperator, text: str = EXP) -> runner.RunResult:
     runner.TICK_S = 0.02

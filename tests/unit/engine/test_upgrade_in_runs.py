@@ -12,6 +12,7 @@ from harness.experiment import load_experiment_text
 from harness.faults.operations import OperationRunner
 from harness.faults.schedule import PlannedOperation, plan_operations
 from harness.history.jsonl import record_of
+from harness.history.nodes import NodeId
 from tests.unit.engine.test_operations_in_runs import FakeOperator
 from tests.unit.engine.test_rolling_restart_in_runs import Cycler
 
@@ -30,8 +31,8 @@ duration: 300ms
 class StandInCluster(Cycler):
     """Stands in for the process cluster: records the stops, starts and release switches, in order."""
 
-    def reconfigure(self, broker: int, *, kafka: str | None = None, config: Mapping[str, str] | None = None) -> str:
-        self.calls.append(f"broker:{broker} -> {kafka or 'same release'} {dict(config or {})}")
+    def reconfigure(self, node: NodeId, *, kafka: str | None = None, config: Mapping[str, str] | None = None) -> str:
+        self.calls.append(f"{node} -> {kafka or 'same release'} {dict(config or {})}")
         return f"Apache Kafka {kafka or '3.9.2'}"
 
 
@@ -80,3 +81,28 @@ def test_a_backend_that_cannot_switch_releases_ends_the_upgrade_as_an_error_sayi
     (end,) = [e for e in written if e["type"] == "op.end"]
     assert end["outcome"] == "error" and "the process backend can" in str(end["detail"])
     assert cluster.calls == []
+
+
+KRAFT = EXP.replace('cluster: {kafka: "3.7.0", brokers: 2, broker_config: {inter.broker.protocol.version: "3.7"}}',
+                    'cluster: {mode: kraft, kafka: "3.9.2", brokers: 2, controllers: 1}').replace('to: "3.9.2"',
+                                                                                                 'to: "4.4.0"')
+
+
+def test_a_kraft_upgrade_rolls_the_controllers_first_each_caught_up_and_the_finalize_bumps_metadata_version() -> None:
+    written: list[dict[str, object]] = []
+    cluster, operator = StandInCluster(), FakeOperator()
+    runner = OperationRunner(operator, lambda e: written.append(record_of(e)), nodes=cluster, releases=cluster)
+    upgrade, finalize = plan_operations(load_experiment_text(KRAFT, "up.yaml"))
+    runner.start(upgrade)
+    runner.start(finalize)
+    assert runner.join(20) == []
+    assert cluster.calls == [
+        "stop controller:101 as 0.1", "controller:101 -> 4.4.0 {}", "start controller:101",
+        "stop broker:1 as 0.2", "broker:1 -> 4.4.0 {}", "start broker:1",
+        "stop broker:2 as 0.3", "broker:2 -> 4.4.0 {}", "start broker:2"]  # the finalize restarts nothing
+    assert operator.calls == ["caught up 101", "caught up 101", "in sync 1", "in sync 1", "in sync 2", "in sync 2",
+                              "finalize metadata.version"]
+    starts = {e["action"]: e for e in written if e["type"] == "op.start"}
+    assert starts["upgrade"]["brokers"] == [101, 1, 2] and "brokers" not in starts["finalize_upgrade"]
+    ends = {e["action"]: e for e in written if e["type"] == "op.end"}
+    assert ends["finalize_upgrade"]["detail"] == "metadata.version level 21 -> 27"

@@ -1,8 +1,8 @@
 """`upgrade` and `finalize_upgrade` in an experiment file: they load as typed operations, and `validate` refuses
 what Kafka's upgrade notes forbid (docs/upgrade.html, "Upgrading ZooKeeper-based clusters"), naming the file, line,
 field and the note's rule: a downgrade, a ZooKeeper-mode cluster onto 4.x, an unpinned or too new
-inter.broker.protocol.version, a finalize with no upgrade before it, a line as the starting release; and KRaft
-upgrades, which are not built yet."""
+inter.broker.protocol.version, a finalize with no upgrade before it, a line as the starting release. A KRaft
+upgrade pins nothing and rolls the controllers first."""
 
 from __future__ import annotations
 
@@ -78,8 +78,13 @@ def test_an_upgrade_starts_from_an_exact_release_not_a_line() -> None:
     assert any(": cluster.kafka: an upgrade starts from an exact release" in r for r in problems), problems
 
 
-def test_kraft_upgrades_are_refused_as_not_built_yet() -> None:
-    text = HEAD.replace('kafka: "3.7.0"', 'kafka: "3.9.2"\n  mode: kraft\n  controllers: 1').replace(
+def test_a_kraft_upgrade_needs_no_pinned_protocol_and_plans_the_controllers_first() -> None:
+    text = HEAD.replace('kafka: "3.7.0"', 'kafka: "3.9.2"\n  mode: kraft\n  controllers: 3').replace(
         '  broker_config: {inter.broker.protocol.version: "3.7"}\n', "")
-    problems = rendered(text + '  - {at: 5s, action: upgrade, to: "4.0.0"}\n')
-    assert any("upgrades in KRaft mode" in r and "not built yet" in r for r in problems), problems
+    exp = load_experiment_text(text + """  - {at: 5s, action: upgrade, to: "4.4.0"}
+  - {at: 6s, action: finalize_upgrade}
+""", "u.yaml")
+    upgrade, finalize = plan_operations(exp)
+    assert [str(t) for t in upgrade.nodes] == ["controller:101", "controller:102", "controller:103", "broker:1",
+                                                "broker:2", "broker:3"]
+    assert finalize.nodes == ()  # metadata.version is bumped through the controllers: nothing restarts

@@ -51,6 +51,7 @@ def test_experiments_dir_collects_one_item_per_experiment_and_matrix_variant(pyt
         "experiments/exactly-once-pipeline.yaml::exactly-once-pipeline",
         "experiments/kraft-controller-failover.yaml::kraft-controller-failover",
         "experiments/kraft-quorum-partition.yaml::kraft-quorum-partition",
+        "experiments/kraft-rolling-upgrade.yaml::kraft-rolling-upgrade",
         "experiments/leader-election.yaml::leader-election[mode=zookeeper]",
         "experiments/leader-election.yaml::leader-election[mode=kraft]",
         "experiments/reassignment.yaml::reassignment",
