@@ -1,6 +1,6 @@
 """`kafka-chaos`: validate, run and verify experiments; list faults; start a project (`init`); install Apache
-Kafka; run the embedded Toxiproxy server. Exit codes: 0 pass/valid, 1 fail (or a check unknown), 2 invalid input
-or harness error."""
+Kafka and run its own tools against a run's cluster (`kafka tool`); run the embedded Toxiproxy server. Exit codes:
+0 pass/valid, 1 fail (or a check unknown), 2 invalid input or harness error (`kafka tool`: the tool's own)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.cli_kafka_tool import KafkaParser
 from harness.cli_verify import EXIT_ERROR, EXIT_FAIL, EXIT_PASS
 from harness.cli_verify import err as _err
 from harness.cli_verify import verify_and_print as _verify
@@ -283,6 +284,10 @@ def cmd_kafka(args: argparse.Namespace) -> int:
     from harness.install.cache import cache_root
     from harness.install.kafka import install_kafka, installed_kafkas, kafka_request
 
+    if args.action == "tool":
+        from harness.cli_kafka_tool import cmd_kafka_tool
+
+        return cmd_kafka_tool(args)
     if args.action == "install":
         found = install_kafka(kafka_request(args.version), progress=print)
         print(found.describe())
@@ -290,7 +295,7 @@ def cmd_kafka(args: argparse.Namespace) -> int:
     installs = installed_kafkas()
     print(f"cache: {cache_root()}" + ("" if installs else " (no Apache Kafka installed)"))
     for k in installs:
-        print(f"  {k.version}  {k.home}  (from {k.source})")
+        print(f"  {k.version}  {k.home}  (from {k.source}{'; with its tools' if k.has_tools else ''})")
     return EXIT_PASS
 
 
@@ -366,11 +371,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("directory", metavar="DIR", nargs="?", default=".", help="where (default: the current directory)")
     p.add_argument("--force", action="store_true", help="overwrite files that exist already")
     p.set_defaults(func=cmd_init)
-    p = sub.add_parser("kafka", help="Apache Kafka in the cache: install [VERSION] | list")
-    p.add_argument("action", choices=("install", "list"))
-    p.add_argument("version", nargs="?", default=DEFAULT_LINE,
-                   help=f"a release (3.9.2) or a line (3.9: its newest); default {DEFAULT_LINE}")
+    p = sub.add_parser("kafka", help="Apache Kafka in the cache: install [VERSION] | list | tool NAME ARGS...")
     p.set_defaults(func=cmd_kafka)
+    actions = p.add_subparsers(dest="action", required=True, parser_class=KafkaParser)
+    a = actions.add_parser("install", help="install a release or a line into the cache")
+    a.add_argument("version", nargs="?", default=DEFAULT_LINE,
+                   help=f"a release (3.9.2) or a line (3.9: its newest); default {DEFAULT_LINE}")
+    actions.add_parser("list", help="the installs in the cache")
+    a = actions.add_parser("tool", allow_abbrev=False,
+                           usage="kafka-chaos kafka tool NAME [--run RUN_DIR] [--kafka VERSION] [--] ARGS...",
+                           help="run Kafka's own tool NAME (kafka-topics, kafka-consumer-groups, ...) of the run's "
+                           "release against its cluster", description="Runs Kafka's script NAME (with or without "
+                           ".sh) as `java -cp libs/* <its main class>` of the release; the tool's exit code and "
+                           "output pass through. Everything after `--` is the tool's.")
+    a.add_argument("name", metavar="NAME", help="kafka-topics, kafka-consumer-groups, kafka-acls, ... (.sh optional)")
+    a.add_argument("--run", metavar="RUN_DIR", default=None,
+                   help="a run directory: its release, and --bootstrap-server its cluster (while the run is up) "
+                   "unless ARGS name a server (default: the one live run under --runs-dir, if any)")
+    a.add_argument("--kafka", metavar="VERSION", default=None,
+                   help="without --run: the release (default: the live run's, else the newest in the cache)")
+    a.add_argument("--runs-dir", default="runs",
+                   help="without --run: where to look for the one live run (default: runs)")
+    a.set_defaults(tool_args=[])
     p = sub.add_parser("toxiproxy", help="embedded Toxiproxy server: serve [--host H] [--port P] [--seed N]; "
                        "or install [VERSION]: Shopify's server via `go install` into the cache")
     p.add_argument("action", choices=("serve", "install"))

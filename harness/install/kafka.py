@@ -7,14 +7,21 @@ this order, the first that works wins; when all fail, one `InstallError` names e
 2. The Apache release tarball (`kafka_2.13-<v>.tgz`), where the internet is reachable, its
    SHA-512 checked against the `.sha512` file published beside it (`KAFKA_CHAOS_APACHE_MIRROR`
    overrides the base address).
-3. Maven Central through `mvn dependency:copy-dependencies` of a generated pom (`kafka_2.13` plus the
-   logging binding its distribution ships), so the user's `~/.m2/settings.xml` (a company mirror)
-   applies; `KAFKA_CHAOS_MAVEN_SETTINGS` names another settings file.
+3. Maven Central through `mvn dependency:copy-dependencies` of a generated pom (`kafka_2.13`, the
+   logging binding its distribution ships, and `kafka-tools`), so the user's `~/.m2/settings.xml` (a company
+   mirror) applies; `KAFKA_CHAOS_MAVEN_SETTINGS` names another settings file.
 
 An install is `<cache>/kafka-<version>/` with `libs/*.jar`, `config/` (a log4j configuration that
 writes `server.log`, `controller.log` and `state-change.log` into `${kafka.logs.dir}`, as Kafka's own
-does) and `installed.json`, written last. A line request is answered from the cache when an install of
-that line exists, so a machine without network keeps working once it has one.
+does, and one for the command-line tools: warnings to stderr) and `installed.json`, written last. A line
+request is answered from the cache when an install of that line exists, so a machine without network keeps
+working once it has one.
+
+Kafka's command-line tools (`kafka-topics.sh` and the rest, `harness.kafka_tools`) need `kafka-tools` and its
+runtime dependencies beside the broker's jars, as the release tarball's `libs/` has them. A fresh install fetches
+them; `ensure_tools()` adds them to an install made before (the jars it lacks; a jar of an artifact the install
+holds in another version is left out, so the broker's classpath keeps its versions) and records `tools` in
+`installed.json`.
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import ConfigError
-from harness.install.cache import cache_root, read_manifest, write_manifest
+from harness.install.cache import cache_root, locked, read_manifest, write_manifest
 from harness.install.kafka_files import LOG4J1_PROPERTIES, LOG4J2_PROPERTIES, logging_dependencies, pom
 
 SCALA = "2.13"
@@ -48,6 +55,29 @@ DEFAULT_KRAFT_LINE = "4"
 APACHE_MIRROR = "https://archive.apache.org/dist/kafka"
 _VERSION = re.compile(r"^\d+(\.\d+){0,2}$")
 _KAFKA_JAR = re.compile(r"^kafka_(?P<scala>\d+\.\d+)-(?P<version>\d+\.\d+\.\d+)\.jar$")
+
+_ARTIFACT = re.compile(r"^(?P<artifact>.+?)-\d")
+"""The artifact of a jar's file name: what comes before the first `-<digit>` (`jackson-core-2.16.2.jar`)."""
+TOOLS_LOG4J1 = """\
+# kafka-chaos: Kafka's command-line tools log warnings and errors to stderr; their output keeps stdout.
+log4j.rootLogger=WARN, stderr
+log4j.appender.stderr=org.apache.log4j.ConsoleAppender
+log4j.appender.stderr.Target=System.err
+log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
+log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n
+"""
+TOOLS_LOG4J2 = """\
+# kafka-chaos: Kafka's command-line tools log warnings and errors to stderr; their output keeps stdout.
+status = warn
+appender.stderr.type = Console
+appender.stderr.name = STDERR
+appender.stderr.target = SYSTEM_ERR
+appender.stderr.layout.type = PatternLayout
+appender.stderr.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = WARN
+rootLogger.appenderRef.stderr.ref = STDERR
+"""
+"""What Kafka's `config/tools-log4j.properties` (3.x) and `config/tools-log4j2.yaml` (4.x) do: WARN to stderr."""
 
 Progress = Callable[[str], None]
 
@@ -73,8 +103,29 @@ class KafkaInstall:
     def major(self) -> int:
         return int(self.version.split(".", 1)[0])
 
+    @property
+    def tools_jar(self) -> Path:
+        """`libs/kafka-tools-<version>.jar`: present when Kafka's command-line tools can run."""
+        return self.libs / f"kafka-tools-{self.version}.jar"
+
+    @property
+    def has_tools(self) -> bool:
+        return self.tools_jar.is_file()
+
+    @property
+    def tools_log4j(self) -> Path | None:
+        """The tools' logging configuration: the harness's, else a distribution's own, else None."""
+        config = self.home / "config"
+        names = (_tools_log4j_name(self.major), "tools-log4j.properties", "tools-log4j2.yaml",
+                 "tools-log4j2.properties")
+        return next((config / n for n in names if (config / n).is_file()), None)
+
     def describe(self) -> str:
         return f"Apache Kafka {self.version} at {self.home} (from {self.source})"
+
+
+def _tools_log4j_name(major: int) -> str:
+    return "kafka-chaos-tools-log4j.properties" if major < 4 else "kafka-chaos-tools-log4j2.properties"
 
 
 def check_request(version: str) -> str:
@@ -182,9 +233,13 @@ def _finish(staging: Path, root: Path, version: str, source: str, say: Progress)
     config.mkdir(parents=True, exist_ok=True)
     log4j_name = "config/kafka-chaos-log4j.properties" if major < 4 else "config/kafka-chaos-log4j2.properties"
     (home / log4j_name).write_text(LOG4J1_PROPERTIES if major < 4 else LOG4J2_PROPERTIES, encoding="utf-8")
+    (config / _tools_log4j_name(major)).write_text(TOOLS_LOG4J1 if major < 4 else TOOLS_LOG4J2, encoding="utf-8")
     jars = sorted(p.name for p in (home / "libs").glob("*.jar"))
-    write_manifest(home, {"version": version, "scala": SCALA, "source": source, "log4j": log4j_name,
-                          "jars": len(jars)})
+    manifest: dict[str, object] = {"version": version, "scala": SCALA, "source": source, "log4j": log4j_name,
+                                   "jars": len(jars)}
+    if f"kafka-tools-{version}.jar" in jars:
+        manifest["tools"] = _tools_coordinate(version)
+    write_manifest(home, manifest)
     target = root / f"kafka-{version}"
     try:
         home.rename(target)
@@ -233,34 +288,130 @@ def _parse_sha512(text: str) -> str:
 
 
 def _from_maven(request: str, staging: Path, env: Mapping[str, str], say: Progress) -> tuple[str, str]:
+    major = int(request.split(".", 1)[0])
+    spec = request if request.count(".") == 2 else f"[{request}.0,{request}.9999]"
+    libs = staging / "kafka" / "libs"
+    text = pom(f"org.apache.kafka:kafka_{SCALA}:{spec}", (*logging_dependencies(major), _tools_coordinate(spec)))
+    say(f"kafka {request}: mvn dependency:copy-dependencies of kafka_{SCALA} and kafka-tools {spec} "
+        "(about 105 jars, 56 MB)")
+    _mvn_copy(text, staging, libs, env, lambda n: say(f"kafka {request}: {n} files downloaded"))
+    version = jar_version(libs)
+    if not (libs / f"kafka-tools-{version}.jar").is_file():
+        raise ConfigError(f"Maven resolved kafka_{SCALA} {version} but not kafka-tools {version} "
+                          f"(found {sorted(p.name for p in libs.glob('kafka-tools-*.jar')) or 'none'})")
+    return version, f"Maven Central via mvn (org.apache.kafka:kafka_{SCALA}:{version})"
+
+
+def _tools_coordinate(version: str) -> str:
+    return f"org.apache.kafka:kafka-tools:{version}"
+
+
+def _mvn_copy(pom_text: str, staging: Path, libs: Path, env: Mapping[str, str], downloaded: Progress) -> None:
+    """`mvn dependency:copy-dependencies` of the project `pom_text` (runtime scope) into `libs`; its output goes to
+    `staging/mvn.log`, and every 20th download is told to `downloaded`. A ConfigError quotes mvn's errors."""
     mvn = shutil.which("mvn", path=env.get("PATH"))
     if mvn is None:
         raise ConfigError("no `mvn` on PATH (apt-get install maven)")
-    major = int(request.split(".", 1)[0])
-    spec = request if request.count(".") == 2 else f"[{request}.0,{request}.9999]"
-    (staging / "pom.xml").write_text(pom(f"org.apache.kafka:kafka_{SCALA}:{spec}", logging_dependencies(major)),
-                                     encoding="utf-8")
-    libs = staging / "kafka" / "libs"
+    (staging / "pom.xml").write_text(pom_text, encoding="utf-8")
     argv = [mvn, "-B", "-f", str(staging / "pom.xml"), "dependency:copy-dependencies",
             f"-DoutputDirectory={libs}", "-DincludeScope=runtime"]
     if env.get("KAFKA_CHAOS_MAVEN_SETTINGS"):
         argv += ["-s", env["KAFKA_CHAOS_MAVEN_SETTINGS"]]
-    say(f"kafka {request}: mvn dependency:copy-dependencies of kafka_{SCALA}:{spec} (about 60 jars, 50 MB)")
     log = staging / "mvn.log"
     with log.open("w", encoding="utf-8") as out:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 env=dict(env), cwd=staging)
         assert proc.stdout is not None
-        downloaded = 0
+        count = 0
         for line in proc.stdout:
             out.write(line)
             if line.startswith("Downloaded from"):
-                downloaded += 1
-                if downloaded % 20 == 0:
-                    say(f"kafka {request}: {downloaded} files downloaded")
+                count += 1
+                if count % 20 == 0:
+                    downloaded(str(count))
         rc = proc.wait()
     if rc != 0:
         errors = [ln for ln in log.read_text(encoding="utf-8").splitlines() if "[ERROR]" in ln][:6]
         raise ConfigError(f"mvn exited {rc}: " + (" | ".join(e.strip() for e in errors) or "no [ERROR] line"))
-    version = jar_version(libs)
-    return version, f"Maven Central via mvn (org.apache.kafka:kafka_{SCALA}:{version})"
+
+
+def ensure_tools(kafka: KafkaInstall, *, environ: Mapping[str, str] | None = None,
+                 progress: Progress | None = None) -> KafkaInstall:
+    """`kafka` with Kafka's command-line tools: as it is when `libs/` holds `kafka-tools`; for an install in the
+    cache made without them, `kafka-tools` and its runtime dependencies fetched from Maven Central into `libs/`
+    (jars already there are kept, and so is the broker's version of an artifact both need), once, under a lock.
+    An install elsewhere (`KAFKA_HOME`) is never changed: an InstallError says what it lacks."""
+    env = dict(os.environ if environ is None else environ)
+    say = progress or (lambda _text: None)
+    root = cache_root(env)
+    in_cache = kafka.home.parent.resolve() == root.resolve()
+    if kafka.has_tools:
+        if in_cache and kafka.tools_log4j is None:
+            _write_tools_log4j(kafka)
+        return kafka
+    coordinate = _tools_coordinate(kafka.version)
+    if not in_cache:
+        raise InstallError(f"{kafka.home} ({kafka.source}) has no libs/{kafka.tools_jar.name}, which Kafka's "
+                           f"command-line tools need; hint: a release tarball's libs/ has it, or unset KAFKA_HOME "
+                           f"to use the cache (the tools are fetched into it)")
+    root.mkdir(parents=True, exist_ok=True)
+    with locked(root / f".kafka-{kafka.version}.tools.lock"):
+        if kafka.has_tools:  # a twin process added them meanwhile
+            return _from_home(kafka.home, kafka.source)
+        say(f"kafka {kafka.version}: {kafka.home} has no command-line tools; adding {coordinate} and its runtime "
+            "dependencies from Maven Central (once, about 50 jars)")
+        staging = Path(tempfile.mkdtemp(prefix=".staging-tools-", dir=root))
+        try:
+            text = pom(f"org.apache.kafka:kafka_{SCALA}:{kafka.version}",
+                       (*logging_dependencies(kafka.major), coordinate))
+            _mvn_copy(text, staging, staging / "libs", env,
+                      lambda n: say(f"kafka {kafka.version}: {n} files downloaded"))
+            added, kept = _merge_jars(staging / "libs", kafka.libs)
+        except (OSError, ConfigError, subprocess.SubprocessError) as exc:
+            raise InstallError(f"could not add Kafka's command-line tools to {kafka.home}; tried Maven Central "
+                               f"(mvn) for {coordinate}: {exc}\nhint: make Maven Central reachable (a mirror in "
+                               "~/.m2/settings.xml, or KAFKA_CHAOS_MAVEN_SETTINGS), or set KAFKA_HOME to an unpacked "
+                               f"kafka_{SCALA}-{kafka.version} distribution") from exc
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        _write_tools_log4j(kafka)
+        manifest = read_manifest(kafka.home) or {}
+        write_manifest(kafka.home, {**manifest, "tools": coordinate,
+                                    "jars": len(list(kafka.libs.glob("*.jar")))})
+    say(f"kafka {kafka.version}: added {len(added)} jars for the tools"
+        + (f" (kept the broker's {', '.join(kept)})" if kept else ""))
+    return _from_home(kafka.home, kafka.source)
+
+
+def _write_tools_log4j(kafka: KafkaInstall) -> None:
+    path = kafka.home / "config" / _tools_log4j_name(kafka.major)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(TOOLS_LOG4J1 if kafka.major < 4 else TOOLS_LOG4J2, encoding="utf-8")
+    tmp.replace(path)
+
+
+def _artifact(jar: str) -> str:
+    m = _ARTIFACT.match(jar)
+    return m.group("artifact") if m else jar
+
+
+def _merge_jars(staged: Path, libs: Path) -> tuple[list[str], list[str]]:
+    """Copy the jars of `staged` that `libs` lacks into it (each whole, by a rename); a jar whose artifact `libs`
+    holds in another version is left out. Returns (added, kept: the libs jars that won such a clash)."""
+    have = {p.name for p in libs.glob("*.jar")}
+    by_artifact = {_artifact(name): name for name in sorted(have)}
+    added: list[str] = []
+    kept: list[str] = []
+    for jar in sorted(staged.glob("*.jar")):
+        if jar.name in have:
+            continue
+        other = by_artifact.get(_artifact(jar.name))
+        if other is not None:
+            kept.append(f"{other} over {jar.name}")
+            continue
+        part = libs / f".{jar.name}.part"
+        shutil.copyfile(jar, part)
+        part.replace(libs / jar.name)
+        added.append(jar.name)
+    return added, kept

@@ -25,6 +25,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 TOP = ("harness.engine", "harness.explore", "harness.cli", "harness.cli_progress", "harness.cli_verify",
+       "harness.cli_kafka_tool",
        "harness.pytest_plugin",
        "harness.nightly", "harness.known_bugs", "harness.testing", "spark_analysis")
 """Modules on top: nothing below them may import them."""
