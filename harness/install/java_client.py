@@ -30,6 +30,7 @@ from harness.errors import ConfigError
 from harness.install.cache import cache_root, locked, read_manifest, write_manifest
 from harness.install.kafka import cached_kafka
 from harness.install.kafka_files import logging_dependencies, pom, runnable_jars
+from harness.install.log4j import stderr_log4j1, stderr_log4j2
 
 Progress = Callable[[str], None]
 _RELEASE = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
@@ -38,23 +39,8 @@ OLDEST_CLIENT = (2, 8, 0)
 only APIs of 2.8 and later)."""
 WORKER_CLASS = "kafkachaos.Worker"
 
-_LOG4J1 = """\
-log4j.rootLogger=WARN, stderr
-log4j.appender.stderr=org.apache.log4j.ConsoleAppender
-log4j.appender.stderr.Target=System.err
-log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
-log4j.appender.stderr.layout.ConversionPattern=%p %m (%c)%n
-"""
-_LOG4J2 = """\
-status = warn
-appender.stderr.type = Console
-appender.stderr.name = STDERR
-appender.stderr.target = SYSTEM_ERR
-appender.stderr.layout.type = PatternLayout
-appender.stderr.layout.pattern = %p %m (%c)%n
-rootLogger.level = WARN
-rootLogger.appenderRef.stderr.ref = STDERR
-"""
+_LOG4J1 = stderr_log4j1("%p %m (%c)%n")
+_LOG4J2 = stderr_log4j2("%p %m (%c)%n")
 
 
 @dataclass(frozen=True, slots=True)

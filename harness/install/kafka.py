@@ -41,6 +41,7 @@ from pathlib import Path
 from harness.errors import ConfigError
 from harness.install.cache import cache_root, locked, read_manifest, write_manifest
 from harness.install.kafka_files import LOG4J1_PROPERTIES, LOG4J2_PROPERTIES, logging_dependencies, pom
+from harness.install.log4j import stderr_log4j1, stderr_log4j2
 
 SCALA = "2.13"
 BROKERS = ("auto", "apache-kafka")
@@ -58,25 +59,9 @@ _KAFKA_JAR = re.compile(r"^kafka_(?P<scala>\d+\.\d+)-(?P<version>\d+\.\d+\.\d+)\
 
 _ARTIFACT = re.compile(r"^(?P<artifact>.+?)-\d")
 """The artifact of a jar's file name: what comes before the first `-<digit>` (`jackson-core-2.16.2.jar`)."""
-TOOLS_LOG4J1 = """\
-# kafka-chaos: Kafka's command-line tools log warnings and errors to stderr; their output keeps stdout.
-log4j.rootLogger=WARN, stderr
-log4j.appender.stderr=org.apache.log4j.ConsoleAppender
-log4j.appender.stderr.Target=System.err
-log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
-log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n
-"""
-TOOLS_LOG4J2 = """\
-# kafka-chaos: Kafka's command-line tools log warnings and errors to stderr; their output keeps stdout.
-status = warn
-appender.stderr.type = Console
-appender.stderr.name = STDERR
-appender.stderr.target = SYSTEM_ERR
-appender.stderr.layout.type = PatternLayout
-appender.stderr.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = WARN
-rootLogger.appenderRef.stderr.ref = STDERR
-"""
+_TOOLS_COMMENT = "kafka-chaos: Kafka's command-line tools log warnings and errors to stderr; their output keeps stdout."
+TOOLS_LOG4J1 = stderr_log4j1("[%d] %p %m (%c)%n", _TOOLS_COMMENT)
+TOOLS_LOG4J2 = stderr_log4j2("[%d] %p %m (%c)%n", _TOOLS_COMMENT)
 """What Kafka's `config/tools-log4j.properties` (3.x) and `config/tools-log4j2.yaml` (4.x) do: WARN to stderr."""
 
 Progress = Callable[[str], None]
