@@ -34,8 +34,9 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "kafka-chaos needs Python >= 3.11")'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	@echo "installing kafka-chaos and its dependencies into $(VENV) (pip's output: $(VENV)/pip-install.log)"
+	@{ $(PY) -m pip install --quiet --upgrade pip && $(PY) -m pip install --quiet -e '.[dev]'; } \
+	  > $(VENV)/pip-install.log 2>&1 || { cat $(VENV)/pip-install.log; exit 1; }
 	touch $(STAMP)
 
 java:
