@@ -112,7 +112,7 @@ class PlannedOperation:
 
     @property
     def bound_s(self) -> float:
-        """The longest it may run: its timeout, once per broker for a rolling restart."""
+        """The longest it may run: its timeout, once per node for a rolling restart or upgrade."""
         return self.spec.timeout * max(1, len(self.nodes))
 
     @property
@@ -128,8 +128,9 @@ class PlannedOperation:
                             None, target, None, step)
 
     def describe(self) -> str:
-        if self.spec.rolls and self.controllers and not self.spec.brokers:
-            return f"#{self.index} {self.spec.action} every node, the controllers first -> {self.spec.to}"
+        if self.spec.rolls and self.controllers:
+            brokers = f"brokers {', '.join(map(str, self.spec.brokers))}" if self.spec.brokers else "every broker"
+            return f"#{self.index} {self.spec.action} the controllers, then {brokers} -> {self.spec.to}"
         if self.spec.rolls and not self.nodes:
             return f"#{self.index} {self.spec.action} metadata.version"
         if self.spec.action in ("scale_consumers", "restart_producer") or self.spec.rolls:
