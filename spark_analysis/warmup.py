@@ -153,7 +153,7 @@ class Warmup:
             return
         self._lowered.set()
         if self._tid is not None:
-            _renice([self._tid], self._nice)
+            self._was.update(_renice([self._tid], self._nice))
         self._was.update(_renice(_driver_threads(), self._nice))
 
     def wait(self) -> WarmupResult:
@@ -162,11 +162,21 @@ class Warmup:
         the verify that follows, and whatever else this process verifies later, is what is measured now."""
         if not self.started:
             return WarmupResult(False, 0.0, "the run ended before its steady phase")
+        self._restore_priority()  # before the join: the chaos is over, and a starved warm-up would hold the verdict
         self._thread.join()
-        for tid, nice in self._was.items():
-            with contextlib.suppress(OSError):
-                os.setpriority(os.PRIO_PROCESS, tid, nice)
+        self._restore_priority()  # the driver threads started meanwhile inherited the lowered priority
         return self._result or WarmupResult(False, 0.0, "it never ran")
+
+    def _restore_priority(self) -> None:
+        """Every thread of the warm-up and of its driver JVM back at the priority it had (a thread started after
+        `lower_priority` at this thread's, which was never lowered), where the system allows raising it."""
+        if not self._lowered.is_set():
+            return
+        with contextlib.suppress(AttributeError, OSError):
+            base = os.getpriority(os.PRIO_PROCESS, 0)
+            for tid in [*_driver_threads(), *([self._tid] if self._tid is not None else [])]:
+                with contextlib.suppress(OSError):
+                    os.setpriority(os.PRIO_PROCESS, tid, self._was.get(tid, base))
 
     def abandon(self, timeout_s: float = ABANDON_STOP_S) -> None:
         """The run will not be verified (interrupted, its record not written, crashed): stop the session and the
