@@ -83,7 +83,8 @@ def test_pinned_librdkafka_transactions_span_worker_sessions_and_a_zombie_is_fen
     worker) leaves one open, which the next worker's init_transactions aborts and records; a zombie restart keeps the
     old worker's client holding a transaction open, and once the next worker has fenced it its writes and commit are
     refused. Every transaction number across the three workers ends exactly once, as drawn, and a read_committed
-    reader sees exactly the committed records."""
+    reader sees every committed record, and none but those and an unknown transaction's (its commit under way at
+    the kill)."""
     create_topic(kafka.bootstrap_servers, "ptxn", 2)
     events = Events()
     txns = WorkerTransactions("ptxn-tx", records=4, abort_rate=0.3, timeout_s=20.0, seed=11)
@@ -117,5 +118,12 @@ def test_pinned_librdkafka_transactions_span_worker_sessions_and_a_zombie_is_fen
     assert len(zombie_values) == 4 and {events.of("send", value=v)[0]["txn"] for v in zombie_values} == {zombie["txn"]}
     committed = {a["value"] for a in events.of("ack")
                  if any(e["txn"] == a["txn"] and e["outcome"] == "committed" for e in ends)}
+    # a transaction whose commit was under way at the kill ended `unknown`: Kafka may have committed it (its
+    # EndTxn reached the coordinator before the SIGKILL; seen once, its 4 records read back) or not
+    unknown = {e["value"] for e in events.of("send")
+               if any(t["txn"] == e["txn"] and t["outcome"] == "unknown" for t in ends)}
     read = set(read_back(kafka.bootstrap_servers, "ptxn", 2, len(committed), isolation="read_committed").values())
-    assert read == committed and not read & zombie_values
+    if not committed <= read:  # the unknown transaction committed (a commit flushes all of it): read them all
+        read = set(read_back(kafka.bootstrap_servers, "ptxn", 2, len(committed | unknown),
+                             isolation="read_committed").values())
+    assert committed <= read <= committed | unknown and not read & zombie_values, (read - committed, unknown)
