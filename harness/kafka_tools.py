@@ -6,7 +6,7 @@ releases); `tool_for` (a name, with or without `.sh`, in a release); `tool_argv`
 install's `libs/` as classpath, the tools' logging to stderr, the script's heap); `with_bootstrap` (a
 `--bootstrap-server` added unless the arguments name a server); and `read_run`/`bootstrap_of` (the release and
 the bootstrap address a run directory recorded). The install itself, `kafka-tools` and its dependencies
-included, is `harness.install.kafka`'s; `kafka-chaos kafka tool` (harness/cli.py) runs the command.
+included, is `harness.install.kafka`'s; `kafka-chaos kafka tool` (harness/cli_kafka_tool.py) runs the command.
 
 Where the table was read: the scripts `bin/<name>.sh` of apache/kafka at every release tag from 2.8.0 to
 3.9.0-rc3 and at trunk 1eb7644 (2024-10-25), in the git mirror (`git show <tag>:bin/kafka-topics.sh`); for the
