@@ -20,6 +20,7 @@ from harness.history.events import OpEnd, OpStart, PartitionResult, Reassignment
 from harness.history.jsonl import EventSink
 from harness.history.nodes import NodeId
 from harness.model.releases import IBP, protocol_version
+from harness.waiting import Deadline, poll_until
 
 Outcome = Literal["done", "timeout", "error"]
 
@@ -197,9 +198,8 @@ class OperationRunner:
             to = str(op.spec.to)
             return self._rolling_restart(op, f"graceful stop, start on Apache Kafka {to}, one node at a time",
                                          lambda node: releases.reconfigure(node, kafka=to))
-        deadline = time.monotonic() + op.spec.timeout
-        while self._upgrading(op.index) and time.monotonic() < deadline and not self._abandoned.is_set():
-            time.sleep(0.5)
+        deadline = Deadline.after(op.spec.timeout)
+        poll_until(lambda: not self._upgrading(op.index), deadline=deadline, poll_s=0.5, stop=self._abandoned)
         if self._upgrading(op.index):
             return OperationOutcome("timeout", "", f"an upgrade was still running after {op.spec.timeout:g}s: "
                                     "the protocol is bumped once every broker runs the new release")
@@ -208,7 +208,7 @@ class OperationRunner:
         if finished is None:
             return OperationOutcome("error", "", "no upgrade finished before it: nothing to finalize")
         if not op.nodes:  # KRaft: metadata.version, through the controllers; no restart
-            return self.operator.finalize_metadata(max(1.0, deadline - time.monotonic()))
+            return self.operator.finalize_metadata(max(1.0, deadline.remaining()))
         config = {IBP: protocol_version(finished)}
         return self._rolling_restart(op, f"{IBP}={config[IBP]}, graceful stop and start, one broker at a time",
                                      lambda node: releases.reconfigure(node, config=config))
