@@ -116,10 +116,10 @@ class ProcessBackend:
         launcher = select_launcher(self.environ, broker=self.broker or spec.broker, kafka=spec.kafka_version,
                                    java=java, progress=self.progress,
                                    mode=spec.mode)
-        for release in spec.releases:  # the upgrades' releases, installed before anything runs
-            switched_launcher(launcher, release, self.environ, self.progress)
+        releases = {release: switched_launcher(launcher, release, self.environ, self.progress)
+                    for release in spec.releases}  # the upgrades' releases, installed before anything runs
         cleaned = self.clean_leftovers(self.leftovers_dir)  # groups of harnesses that died without teardown
-        cluster = ProcessCluster(spec, Path(workdir), launcher=launcher, java=java, backend=self)
+        cluster = ProcessCluster(spec, Path(workdir), launcher=launcher, java=java, backend=self, releases=releases)
         cluster.cleaned_leftovers = tuple(cleaned)
         return start_or_teardown(cluster)
 
@@ -133,8 +133,10 @@ class ProcessCluster(NodeDisks):
     """A running process cluster (implements `harness.cluster.base.Cluster`)."""
 
     def __init__(self, spec: ClusterSpec, workdir: Path, *, launcher: BrokerLauncher, java: str,
-                 backend: ProcessBackend) -> None:
+                 backend: ProcessBackend, releases: Mapping[str, BrokerLauncher] | None = None) -> None:
         self.spec = spec
+        self._releases = dict(releases or {})
+        """The launcher of each release an upgrade may switch a node to (`reconfigure`), made at bring-up."""
         self.workdir = workdir.resolve()
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.flavour: BrokerFlavour = launcher.flavour
@@ -252,7 +254,11 @@ class ProcessCluster(NodeDisks):
         """`operations.ReleaseSwitch`: from its next start, `node` (a broker, or a KRaft controller) runs release
         `kafka` (installed at bring-up, `ClusterSpec.releases`) with `config` over its properties (ZooKeeper mode)."""
         self._check(node)
-        launcher = None if kafka is None else switched_launcher(self.launcher, kafka, self._backend.environ)
+        launcher = None
+        if kafka is not None:
+            if kafka not in self._releases:  # not announced in ClusterSpec.releases: installed now, once
+                self._releases[kafka] = switched_launcher(self.launcher, kafka, self._backend.environ)
+            launcher = self._releases[kafka]
         if self._kraft is not None:
             if config:
                 raise BackendError(f"{node}: KRaft nodes change release, not properties, in an upgrade")
