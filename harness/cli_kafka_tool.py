@@ -69,7 +69,7 @@ def _the_live_run(name: str, args: argparse.Namespace) -> Path | None:
     """The one live run (`running`, its harness alive) under `--runs-dir`, for a tool that would connect and was
     told nowhere to (no `--run`, `--kafka`, or server in its arguments); None when there is none; a ConfigError
     naming them when there are several."""
-    from harness.engine.bundle import owner_alive
+    from harness.engine.bundle import run_is_up
     from harness.errors import ConfigError
     from harness.kafka_tools import names_a_server, takes_bootstrap
 
@@ -82,7 +82,7 @@ def _the_live_run(name: str, args: argparse.Namespace) -> Path | None:
             info = json.loads((run / "run.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if isinstance(info, dict) and info.get("status") == "running" and owner_alive(info):
+        if isinstance(info, dict) and run_is_up(info):
             live.append(run)
     if len(live) > 1:
         raise ConfigError(f"{len(live)} runs are up under {runs_dir}: {', '.join(r.name for r in live)}; "
@@ -92,11 +92,11 @@ def _the_live_run(name: str, args: argparse.Namespace) -> Path | None:
 
 def _check_run_is_up(run_dir: Path, info: Any) -> None:
     """A ConfigError unless the run is still running, its harness alive (its cluster is torn down at its end)."""
-    from harness.engine.bundle import owner_alive
+    from harness.engine.bundle import run_is_up
     from harness.errors import ConfigError
 
     status = info.get("status")
-    if status != "running" or not owner_alive(info):
+    if not run_is_up(info):
         state = f"ended {status}" if status != "running" else "marked running, but its harness is gone"
         raise ConfigError(f"{run_dir / 'run.json'}: the run {state}, so its cluster is down; hint: run the tool "
                           "while the run is up, or name a server yourself: -- --bootstrap-server HOST:PORT")

@@ -246,6 +246,12 @@ def owner_alive(info: dict[str, Any]) -> bool:
         return False
 
 
+def run_is_up(info: dict[str, Any]) -> bool:
+    """Whether the run whose run.json is `info` is still going: marked running, and its harness alive here (its
+    cluster is torn down at its end)."""
+    return info.get("status") == "running" and owner_alive(info)
+
+
 def last_run_note(runs_dir: Path) -> str | None:
     """What the newest run under `runs_dir` left, when it did not end well: failed (a full disk), or still marked
     running though its harness is gone (killed, the machine stopped). None when it ended otherwise."""
