@@ -88,9 +88,10 @@ class BrokerUp(_BrokerEvent):
     TYPE: ClassVar[str] = "broker.up"
     SOURCES: ClassVar[str] = "`zk`, `admin`, `kraft`"
     DOC: ClassVar[str] = ("a broker registered (KRaft: registered and unfenced); host and port where the source "
-                          "knows them")
+                          "knows them; ZooKeeper adds zxid, the registration's creation zxid (Kafka's broker epoch)")
     host: str | None = omitted()
     port: int | None = omitted()
+    zxid: int | None = omitted()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -122,7 +123,8 @@ class PartitionState(HistoryEvent):
                           "elr, last_known_elr (KIP-966; null where the version lacks them); the Admin API and "
                           "KRaft add error; ZooKeeper adds leader_recovery_state while a leader recovers; KRaft adds "
                           "leader_fenced: true when the broker the state was read from listed its leader as fenced "
-                          "just before and just after it (an elected leader must be unfenced: K4)")
+                          "just before and just after it (an elected leader must be unfenced: K4); ZooKeeper adds "
+                          "zxid, the state znode's modification zxid (ZooKeeper's own order of the writes)")
     topic: str
     partition: int
     leader: int | None
@@ -135,6 +137,7 @@ class PartitionState(HistoryEvent):
     error: str | Unset | None = field(default=UNSET)
     leader_recovery_state: int | None = omitted()
     leader_fenced: bool | None = omitted()
+    zxid: int | None = omitted()
 
 
 @dataclass(frozen=True, slots=True)

@@ -88,6 +88,7 @@ HISTORY_SCHEMA = StructType(
         _f("isr", ArrayType(_L)),
         _f("replicas", ArrayType(_L)),
         _f("controller_epoch", _L),
+        _f("zxid", _L),  # ZooKeeper: partition.state's modification zxid, broker.up's creation zxid
         # KRaft: eligible leader replicas (KIP-966) of partition.state; the quorum observer's quorum.state
         # (voters/observers are lists of objects, kept as their JSON text)
         _f("elr", ArrayType(_L)),

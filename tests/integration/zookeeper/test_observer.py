@@ -102,8 +102,10 @@ def test_broker_up_and_down_when_a_registration_session_closes_or_expires(
     try:
         _register(b1, 1)
         _register(b2, 2)
-        zk_events.wait_for(lambda e: e["type"] == "broker.up" and e["broker"] == 2)
+        up2 = zk_events.wait_for(lambda e: e["type"] == "broker.up" and e["broker"] == 2)
         zk_events.wait_for(lambda e: e["type"] == "broker.up" and e["broker"] == 1)
+        # ZooKeeper's own order of the registration (its creation zxid, Kafka's broker epoch) rides along.
+        assert up2["zxid"] == b2.exists(z.broker_path(2)).czxid
         _close(b1)  # clean session close: the ephemeral vanishes at once
         zk_events.wait_for(lambda e: e["type"] == "broker.down" and e["broker"] == 1)
         # Expire broker 2's session server-side: a second client takes the session over, then closes it.
@@ -130,9 +132,11 @@ def test_partition_leader_isr_changes_and_later_topics_are_seen(
     _write_state(cluster, "orders", 0, z.PartitionState(1, 0, (1, 2, 3), 1), create=True)
     _write_state(cluster, "orders", 1, z.PartitionState(2, 0, (2, 3, 1), 1), create=True)
     first = zk_events.wait_for(lambda e: e["type"] == "partition.state" and e["partition"] == 1)
+    written = cluster.exists(z.partition_state_path("orders", 1))
     assert first == {
         "type": "partition.state", "src": "zk", "wall": first["wall"], "topic": "orders", "partition": 1,
         "leader": 2, "leader_epoch": 0, "isr": [2, 3, 1], "replicas": [2, 3, 1], "controller_epoch": 1,
+        "zxid": written.mzxid,
     }  # fmt: skip
     # Leader 1 dies: the controller moves leadership and shrinks the ISR, then announces it.
     _write_state(cluster, "orders", 0, z.PartitionState(2, 1, (2, 3), 1))

@@ -236,6 +236,31 @@ def test_a_gone_broker_listed_with_no_earlier_controller_event_still_fails_even_
     assert result.status == "fail", result.summary
 
 
+def _bounced_follower(registered_zxid: int | None) -> list[Event]:
+    """Every-fault on 3.9.2: broker 3 paused, its session expired (23.090 s), it registered again; the controller,
+    knowing it back, let leader 2 put it in the ISR again (KIP-841 refuses a broker it does not know live). The
+    observer read that write under a watch stamped 23.326 s, before the registration's watch (23.697 s)."""
+    zxid = {} if registered_zxid is None else {"zxid": registered_zxid}
+    return [*_start(), _ev(23.090, "broker.down", broker=3), _ps(23.090, 0, 1, 1, [1, 2], zxid=0x400),
+            _ps(23.326, 1, 2, 1, [2, 1, 3], zxid=0x420), _ev(23.697, "broker.up", broker=3, **zxid),
+            _ev(60.0, "run.end", "engine")]
+
+
+def test_a_broker_listed_again_by_a_write_zookeeper_ordered_after_its_new_registration_is_not_judged() -> None:
+    result = _run(OfflineReplicaLeavesIsr(), _bounced_follower(registered_zxid=0x410))
+    assert result.status == "pass", result.summary
+    assert result.metrics["replicas_judged"] == 1 and result.metrics["not_judged_short"] == 1
+
+
+def test_a_broker_listed_by_a_write_before_its_new_registration_still_fails() -> None:
+    """The same stamps with the registration created after the write (zxid), or with no zxid to tell (histories
+    recorded before the observer kept them): the stamps decide, and the write listed a gone broker."""
+    for registered in (0x430, None):
+        result = _run(OfflineReplicaLeavesIsr(), _bounced_follower(registered_zxid=registered))
+        assert result.status == "fail", (registered, result.summary)
+        assert "t/1: broker 3 (which followed it) is still in the ISR [2, 1, 3]" in result.summary
+
+
 def test_a_kraft_write_listing_a_fenced_broker_gets_no_backlog_allowance() -> None:
     events = [*(_ev(0.1, "broker.up", "kraft", broker=b) for b in (1, 2, 3)),
               _ps(0.2, 0, 1, 0, [1, 2, 3], "kraft", elr=[]), _ev(4.0, "broker.fenced", "kraft", broker=2),
