@@ -57,6 +57,9 @@ def cmd_kafka_tool(args: argparse.Namespace) -> int:
         raise ConfigError("no java (JAVA_HOME/bin/java or java on PATH): Kafka's tools need Java 17+")
     if bootstrap:
         _err(f"{name} of Apache Kafka {kafka.version} against the run {run} (--bootstrap-server {bootstrap})")
+        if target.client_properties and not any(a.endswith("config") for a in tool_args if a.startswith("--")):
+            _err(f"the run's cluster is secured: pass its client properties, --command-config "
+                 f"{target.client_properties} (--producer.config / --consumer.config for the console tools)")
     proc = subprocess.Popen(tool_argv(kafka, name, tool_args, java=java))
     try:
         rc = proc.wait()

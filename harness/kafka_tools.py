@@ -240,6 +240,9 @@ class RunTarget:
     release: str
     bootstrap: str
     info: Mapping[str, Any]
+    client_properties: str = ""
+    """A secured cluster's admin client properties (`cluster.json` `security.admin_properties`), for a tool's
+    `--command-config` (or `--producer.config` / `--consumer.config`)."""
 
     @property
     def status(self) -> str:
@@ -285,7 +288,7 @@ def read_run(run_dir: Path) -> RunTarget:
         where = "is missing" if cluster is None else "has no bootstrap_servers"
         raise ConfigError(f"{cluster_json} {where}, and {run_json} has no cluster_info.bootstrap_servers: the "
                           "run recorded no bootstrap address")
-    return RunTarget(run_dir, release, bootstrap, info)
+    return RunTarget(run_dir, release, bootstrap, info, _field(cluster, "security.admin_properties"))
 
 
 def bootstrap_of(run_dir: Path) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import Literal, Protocol, runtime_checkable
 
+from harness.cluster.client_security import MECHANISMS, PLAINTEXT, ClientSecurity, ClientUser, SaslName
 from harness.history.nodes import CONTROLLER_ID_BASE, LinkRef, NodeId
 from harness.install.kafka import DEFAULT_LINE
 
@@ -48,6 +49,25 @@ class BrokerFlavour:
 
 def _frozen_map(data: Mapping[str, str] | None = None) -> Mapping[str, str]:
     return MappingProxyType(dict(data or {}))
+
+
+@dataclass(frozen=True, slots=True)
+class SecuritySpec:
+    """`cluster.security`: TLS on every listener, a SASL mechanism for every connection, and Kafka's ACL authorizer
+    (`harness.cluster.security` builds them; off by default)."""
+
+    tls: bool = False
+    sasl: SaslName | None = None
+    authorizer: bool = False
+
+    @property
+    def enabled(self) -> bool:
+        return self.tls or self.sasl is not None
+
+    def describe(self) -> str:
+        parts = (["TLS"] if self.tls else []) + ([f"SASL/{MECHANISMS[self.sasl]}"] if self.sasl else []) + (
+            ["ACLs"] if self.authorizer else [])
+        return "+".join(parts) or "plaintext"
 
 
 ClusterMode = Literal["zookeeper", "kraft"]
@@ -100,6 +120,8 @@ class ClusterSpec:
     `cluster:` key); the process backend installs them at bring-up."""
     log_dirs: int = 1
     """`cluster.log_dirs`: log directories per broker (and KRaft controller), Kafka's JBOD (KIP-112)."""
+    security: SecuritySpec = SecuritySpec()
+    """`cluster.security`: TLS, SASL users and ACLs on every listener (process backend)."""
     log_dir_mb: int = 0
     """`cluster.log_dir_mb`: each broker's and KRaft controller's log directory is a tmpfs of this many MB, which
     the `disk_full` fault fills (process backend, as root; `harness.cluster.disks`); 0: a plain directory."""
@@ -250,6 +272,20 @@ class PacketControl(Protocol):
     def drop_packets(self, src: LinkSource, dst: NodeId, probability: float) -> str: ...  # a handle
 
     def stop_dropping(self, handle: str) -> None: ...
+
+
+@runtime_checkable
+class SecuredAccess(Protocol):
+    """What a secured cluster (`ClusterSpec.security`) offers its clients: how each user connects (`admin`: the
+    harness's observers, operators and tools; `client`: the workloads)."""
+
+    def client_security(self, user: ClientUser, *, controllers: bool = False) -> ClientSecurity: ...
+
+
+def client_access(cluster: object, user: ClientUser = "client", *, controllers: bool = False) -> ClientSecurity:
+    """How `user` connects to `cluster` (to the KRaft controllers' own listeners with `controllers`, which take
+    SASL/PLAIN): `PLAINTEXT` unless the cluster is secured."""
+    return cluster.client_security(user, controllers=controllers) if isinstance(cluster, SecuredAccess) else PLAINTEXT
 
 
 @runtime_checkable

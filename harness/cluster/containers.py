@@ -141,6 +141,10 @@ class ContainersBackend:
             raise ConfigError(f"containers backend: cluster.log_dir_mb ({spec.log_dir_mb}) and the disk faults "
                               f"need the process backend (a tmpfs per log directory, mounted by the harness); "
                               f"run with --backend process")
+        if spec.security.enabled:
+            raise ConfigError(f"containers backend: cluster.security ({spec.security.describe()}) needs the process "
+                              "backend, which makes the run's certificates and users and renders the listeners; "
+                              "run with --backend process")
         if spec.kraft:
             check_kraft_spec(spec)
         elif spec.brokers < 1 or spec.zookeepers not in (1, 3, 5):

@@ -39,6 +39,7 @@ from harness.cluster.base import (
     PowerControl,
     link_name,
 )
+from harness.cluster.client_security import PLAINTEXT, ClientSecurity, ClientUser
 from harness.cluster.disks import LogDirMounts
 from harness.cluster.leftovers import CleanedLeftover, LeftoverRegistry, clean_leftovers, leftovers_dir
 from harness.cluster.lifecycle import start_or_teardown
@@ -57,9 +58,11 @@ from harness.cluster.process_flavour import (
 )
 from harness.cluster.process_kraft import KraftNodes
 from harness.cluster.process_node import ManagedProcess
+from harness.cluster.process_security import create_zookeeper_users, grant_client, secure
 from harness.cluster.process_topology import process_topology
 from harness.cluster.process_toxiproxy import ProcessLink, ToxiproxyProcess
 from harness.cluster.render import EXTERNAL, Topology, ZooKeeperEndpoint
+from harness.cluster.security import ClusterSecurity
 from harness.cluster.zookeeper import ZooKeeperEnsemble, ZooKeeperMember, zookeeper_classpath
 from harness.errors import BackendError, ConfigError, HarnessError, TeardownError
 
@@ -160,6 +163,11 @@ class ProcessCluster(NodeDisks):
         self._mounts = LogDirMounts(backend.leftovers_dir or leftovers_dir(), self._registry)
         self._packets = PacketRules()
         self._down = False
+        self.security: ClusterSecurity | None = None
+
+    def client_security(self, user: ClientUser, *, controllers: bool = False) -> ClientSecurity:
+        """`base.SecuredAccess`: how `user` connects (plaintext unless `cluster.security` asked otherwise)."""
+        return self.security.access(user, controllers=controllers) if self.security is not None else PLAINTEXT
 
     # -- bring-up ---------------------------------------------------------------------------------
 
@@ -170,11 +178,12 @@ class ProcessCluster(NodeDisks):
             self.workdir / "toxiproxy", self._registry, HOST, binary=env.get("TOXIPROXY_BIN") or None)
         self._toxiproxy.start(timeout_s=max(1.0, deadline - time.monotonic()))
         self._mount_log_dirs(self.nodes)
+        self.security = secure(self.spec, self.workdir, self.nodes)
         if self.spec.kraft:
             self.topology = process_topology(self.spec, (), self._toxiproxy, HOST)
             self.bootstrap_servers = self.topology.bootstrap_servers
             self._kraft = KraftNodes(self.spec, self.workdir, self.topology, self.launcher, self._registry, env,
-                                     self._backend.stop_timeout_s)
+                                     self._backend.stop_timeout_s, self.security)
             self._kraft.format_storage(deadline)
             self._kraft.start_all(deadline)
         else:
@@ -184,9 +193,14 @@ class ProcessCluster(NodeDisks):
             self.zookeeper_connect = ",".join(str(z.address) for z in zks)
             self.topology = process_topology(self.spec, zks, self._toxiproxy, HOST)
             self.bootstrap_servers = self.topology.bootstrap_servers
+            if self.security is not None:
+                create_zookeeper_users(self.security, self.launcher, self.zookeeper_connect, self.workdir,
+                                       self._registry, env, deadline)
             self._brokers = BrokerNodes(self.spec, self.workdir, self.topology, self.launcher, self._registry,
-                                        env, self.zookeeper_connect, self._backend.stop_timeout_s)
+                                        env, self.zookeeper_connect, self._backend.stop_timeout_s, self.security)
             self._brokers.start_all(deadline)
+        if self.security is not None:
+            grant_client(self.security, self.bootstrap_servers, deadline)
         self.quorum_voters = {c.node.id: str(c.own) for c in self.topology.controllers}
         self.broker_addresses = {b.broker_id: str(b.address(EXTERNAL)) for b in self.topology.brokers}
         (self.workdir / "cluster.json").write_text(json.dumps(self.describe(), indent=2, default=str) + "\n")
@@ -393,6 +407,10 @@ class ProcessCluster(NodeDisks):
             "toxiproxy": self._toxiproxy.describe() if self._toxiproxy is not None else None,
             "bootstrap_servers": self.bootstrap_servers,
             "zookeeper_connect": self.zookeeper_connect,
+            "security": {"protocol": self.security.protocol, "mechanism": self.security.mechanism,
+                         "authorizer": self.spec.security.authorizer, "ca_file": str(self.security.ca_file),
+                         "admin_properties": str(self.security.tool_properties())}
+            if self.security is not None else None,
             "nodes": nodes,
             "proxies": [p.as_row() for p in self.topology.proxies] if self.topology else [],
             "workdir": str(self.workdir),

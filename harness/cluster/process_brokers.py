@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from harness.cluster.base import CLIENT, ClusterSpec, NodeId
+from harness.cluster.client_security import PLAINTEXT
 from harness.cluster.clocks import faketime_env
 from harness.cluster.disks import kafka_log_dirs
 from harness.cluster.leftovers import LeftoverRegistry
@@ -26,6 +27,7 @@ from harness.cluster.process_flavour import BrokerLauncher
 from harness.cluster.process_node import ManagedProcess
 from harness.cluster.readiness import BrokerReadiness
 from harness.cluster.render import Topology, render_server_properties
+from harness.cluster.security import ClusterSecurity
 from harness.errors import BackendError
 
 _HINT = "see the broker's log; check zookeeper.connect (via proxies k->zk*) and the listeners in server.properties"
@@ -37,11 +39,14 @@ class BrokerNodes:
     def __init__(
         self, spec: ClusterSpec, workdir: Path, topology: Topology, launcher: BrokerLauncher,
         registry: LeftoverRegistry, environ: Mapping[str, str], zookeeper_connect: str, stop_timeout_s: float,
+        security: ClusterSecurity | None = None,
     ) -> None:
         self.topology = topology
         self.stop_timeout_s = stop_timeout_s
         self.ready_timeout_s = spec.ready_timeout_s
-        self._ready = BrokerReadiness(zookeeper_connect, hint=_HINT)
+        self.security = security
+        self._ready = BrokerReadiness(zookeeper_connect, hint=_HINT,
+                                      security=security.access("admin") if security else PLAINTEXT)
         self._procs: dict[int, ManagedProcess] = {}
         self.properties: dict[int, Path] = {}
         self._launchers: dict[int, BrokerLauncher] = {}
@@ -58,7 +63,8 @@ class BrokerNodes:
             props = node_dir / "server.properties"
             self._log_dirs[k] = ",".join(map(str, dirs))
             props.write_text(render_server_properties(
-                topology, k, log_dirs=self._log_dirs[k], overrides=spec.broker_config), encoding="utf-8")
+                topology, k, log_dirs=self._log_dirs[k], overrides=spec.broker_config, security=security),
+                encoding="utf-8")
             self.properties[k] = props
             self._launchers[k] = launcher
             self._config[k] = dict(spec.broker_config)
@@ -122,8 +128,8 @@ class BrokerNodes:
             self._launchers[broker_id] = launcher
         self._config[broker_id].update(config)
         self.properties[broker_id].write_text(render_server_properties(
-            self.topology, broker_id, log_dirs=self._log_dirs[broker_id], overrides=self._config[broker_id]),
-            encoding="utf-8")
+            self.topology, broker_id, log_dirs=self._log_dirs[broker_id], overrides=self._config[broker_id],
+            security=self.security), encoding="utf-8")
         proc.argv = tuple(self._launchers[broker_id].argv(self.properties[broker_id]))
         return f"Apache Kafka {self._launchers[broker_id].kafka.version}" + "".join(
             f", {k}={v}" for k, v in sorted(config.items()))

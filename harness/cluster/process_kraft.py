@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from harness.cluster.base import CLIENT, ClusterSpec, NodeId
+from harness.cluster.client_security import PLAINTEXT
 from harness.cluster.clocks import faketime_env
 from harness.cluster.disks import kafka_log_dirs
 from harness.cluster.leftovers import LeftoverRegistry
@@ -32,6 +33,7 @@ from harness.cluster.render_kraft import (
     render_kraft_controller,
     storage_format_args,
 )
+from harness.cluster.security import ClusterSecurity
 from harness.errors import BackendError
 from harness.waiting import wait_until
 
@@ -44,8 +46,10 @@ class KraftNodes:
     """Every KRaft node of one process cluster: configs, storage format, processes, readiness."""
 
     def __init__(self, spec: ClusterSpec, workdir: Path, topology: Topology, launcher: BrokerLauncher,
-                 registry: LeftoverRegistry, environ: Mapping[str, str], stop_timeout_s: float) -> None:
+                 registry: LeftoverRegistry, environ: Mapping[str, str], stop_timeout_s: float,
+                 security: ClusterSecurity | None = None) -> None:
         self.topology = topology
+        self.security = security
         self.launcher = launcher
         self.stop_timeout_s = stop_timeout_s
         self.cluster_id = spec.cluster_id or kraft_cluster_id(0)
@@ -53,7 +57,7 @@ class KraftNodes:
         self._registry = registry
         self._environ = environ
         self._fake_clocks = spec.fake_clocks
-        self._ready = BrokerReadiness("", hint=_HINT)
+        self._ready = BrokerReadiness("", hint=_HINT, security=security.access("admin") if security else PLAINTEXT)
         self._procs: dict[NodeId, ManagedProcess] = {}
         self.properties: dict[NodeId, Path] = {}
         self._launchers: dict[NodeId, BrokerLauncher] = {}
@@ -74,7 +78,7 @@ class KraftNodes:
         (node_dir / "logs").mkdir(parents=True, exist_ok=True)
         props = node_dir / "server.properties"
         text = render(self.topology, node.id, log_dirs=",".join(map(str, dirs)), overrides=overrides,
-                      advertise_controllers=self.launcher.advertises_controllers)
+                      advertise_controllers=self.launcher.advertises_controllers, security=self.security)
         props.write_text(text, encoding="utf-8")
         self.properties[node] = props
         log = node_dir / ("controller.log" if node.role == "controller" else "broker.log")
@@ -109,7 +113,8 @@ class KraftNodes:
         try:
             for node, props in self.properties.items():
                 argv = self.launcher.tool_argv(props.parent / "logs",
-                                               *storage_format_args(self.cluster_id, str(props), self.features))
+                                               *storage_format_args(self.cluster_id, str(props), self.features,
+                                                                    self.security))
                 tool = ManagedProcess(f"format {node}", argv, cwd=props.parent, log_path=props.parent / "format.log",
                                       registry=self._registry, env=self.launcher.env(props.parent, self._environ))
                 tools.append((node, tool))

@@ -23,6 +23,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 from kazoo.handlers.threading import KazooTimeoutError
 
+from harness.cluster.client_security import PLAINTEXT, ClientSecurity
 from harness.errors import BackendError
 from harness.waiting import poll_until, wait_until
 
@@ -37,9 +38,11 @@ _QUIET.addHandler(logging.NullHandler())
 class BrokerReadiness:
     """The host's view of broker registrations and Metadata answers (one kazoo client, made lazily)."""
 
-    def __init__(self, zookeeper_connect: str, *, hint: str) -> None:
+    def __init__(self, zookeeper_connect: str, *, hint: str, security: ClientSecurity = PLAINTEXT) -> None:
         self.zookeeper_connect = zookeeper_connect
         self.hint = hint
+        self.security = security
+        """How the Metadata probe connects (the admin's access on a secured cluster)."""
         self._zk: KazooClient | None = None
         self._czxid: dict[int, int | None] = {}
 
@@ -113,10 +116,11 @@ class BrokerReadiness:
             if registered:
                 admin = admin or AdminClient(cast(dict[str, Any], {
                     "bootstrap.servers": proxy, "socket.timeout.ms": 5000, "reconnect.backoff.ms": 100,
-                    "reconnect.backoff.max.ms": 500, "logger": _QUIET}))
+                    "reconnect.backoff.max.ms": 500, "logger": _QUIET, **self.security.librdkafka()}))
                 try:
                     md = admin.list_topics(timeout=1.0)
-                    if (md.orig_broker_name or "").startswith(proxy) and broker_id in md.brokers:
+                    answered = (md.orig_broker_name or "").rpartition("://")[2]  # sasl_ssl://host:port/id
+                    if answered.startswith(proxy) and broker_id in md.brokers:
                         return True
                     last = f"Metadata answered by {md.orig_broker_name} listing brokers {sorted(md.brokers)}"
                     # Once librdkafka knows the cluster it may ask any broker; a new client asks its

@@ -24,6 +24,7 @@ from types import MappingProxyType
 
 from harness.cluster.base import CLIENT, LinkSource, NodeId, link_name
 from harness.cluster.links import Channel, Dial, LinkGraph, quorum_link_name
+from harness.cluster.security import ClusterSecurity
 from harness.errors import ConfigError
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "compose" / "templates"
@@ -328,11 +329,30 @@ def apply_overrides(text: str, overrides: Mapping[str, str], where: str, header:
     return "\n".join(lines) + "\n"
 
 
+SECURITY_HEADER = "security (cluster.security: harness.cluster.security)"
+
+
+def protocol_map(names: Sequence[str], security: ClusterSecurity | None, controller: Sequence[str] = ()) -> str:
+    """`listener.security.protocol.map` for data listeners `names` and KRaft controller listeners `controller`: every
+    listener speaks the run's protocol (`ClusterSecurity.protocol`)."""
+    protocol = security.protocol if security is not None else "PLAINTEXT"
+    return ",".join(f"{name}:{protocol}" for name in [*names, *controller])
+
+
+def with_security(text: str, security: ClusterSecurity | None, node: NodeId, names: Sequence[str],
+                  controller: Sequence[str], where: str) -> str:
+    """`text` with `node`'s security properties (`ClusterSecurity.node_properties`) under their own header."""
+    if security is None:
+        return text
+    return apply_overrides(text, security.node_properties(node, names, controller), where, SECURITY_HEADER)
+
+
 def render_server_properties(
     topology: Topology, broker_id: int, *, log_dirs: str, overrides: Mapping[str, str] | None = None,
-    templates_dir: Path | None = None,
+    templates_dir: Path | None = None, security: ClusterSecurity | None = None,
 ) -> str:
-    """Broker `broker_id`'s `server.properties`: template defaults, topology, then the spec's overrides."""
+    """Broker `broker_id`'s `server.properties`: template defaults, topology, security, then the spec's
+    overrides."""
     overrides = dict(overrides or {})
     owned = sorted(TOPOLOGY_KEYS & set(overrides))
     if owned:
@@ -347,7 +367,7 @@ def render_server_properties(
         "brokers": str(n),
         "listeners": ",".join(f"{ln}://{me.bind_host}:{me.port(ln)}" for ln in names),
         "advertised_listeners": ",".join(f"{ln}://{advertised[ln]}" for ln in names),
-        "listener_security_protocol_map": ",".join(f"{ln}:PLAINTEXT" for ln in names),
+        "listener_security_protocol_map": protocol_map(names, security),
         "inter_broker_listener_name": listener_name(broker_id),
         "zookeeper_connect": topology.broker_zookeeper_connect(broker_id),
         "log_dirs": log_dirs,
@@ -360,6 +380,7 @@ def render_server_properties(
         text = Template(load_template("server.properties.tmpl", templates_dir)).substitute(values)
     except (KeyError, ValueError) as exc:
         raise ConfigError(f"server.properties.tmpl: bad placeholder {exc}") from exc
+    text = with_security(text, security, NodeId.broker(broker_id), names, (), f"broker:{broker_id} security")
     return apply_overrides(text, overrides, f"broker:{broker_id} broker_config",
                            "overrides from the experiment's cluster.broker_config")
 

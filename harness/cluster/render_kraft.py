@@ -12,7 +12,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import itertools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from string import Template
 
@@ -27,7 +28,10 @@ from harness.cluster.render import (
     controller_listener_name,
     listener_name,
     load_template,
+    protocol_map,
+    with_security,
 )
+from harness.cluster.security import ClusterSecurity
 from harness.errors import ConfigError
 
 _OVERRIDES_HEADER = "overrides from the experiment's cluster.broker_config"
@@ -68,20 +72,32 @@ def _check_overrides(overrides: Mapping[str, str], where: str) -> None:
                           "(docs/design.md 'Link-level faults'); remove them from the experiment")
 
 
+@dataclass(frozen=True, slots=True)
+class _Secured:
+    """What `with_security` needs of one node: the run's security, the node, its data and controller listeners."""
+
+    security: ClusterSecurity | None
+    node: NodeId
+    names: Sequence[str]
+    controller: Sequence[str]
+
+
 def _render(template: str, values: dict[str, str], where: str, overrides: Mapping[str, str],
-            templates_dir: Path | None) -> str:
+            templates_dir: Path | None, secured: _Secured) -> str:
     for key, value in values.items():
         check_property(key, value, where)
     try:
         text = Template(load_template(template, templates_dir)).substitute(values)
     except (KeyError, ValueError) as exc:
         raise ConfigError(f"{template}: bad placeholder {exc}") from exc
+    text = with_security(text, secured.security, secured.node, secured.names, secured.controller,
+                         f"{where} security")
     return apply_overrides(text, overrides, f"{where} broker_config", _OVERRIDES_HEADER)
 
 
 def render_kraft_broker(topology: Topology, broker_id: int, *, log_dirs: str,
                         overrides: Mapping[str, str] | None = None, templates_dir: Path | None = None,
-                        advertise_controllers: bool = True) -> str:
+                        advertise_controllers: bool = True, security: ClusterSecurity | None = None) -> str:
     """Broker `broker_id`'s properties; a combined voter also has its controller listeners `CTRL<d>`, advertised
     only where the release has controller endpoint discovery (`advertise_controllers`, Kafka 3.9+, KIP-853:
     before it a broker may not advertise a controller listener, and every node dials the voters at the
@@ -110,18 +126,19 @@ def render_kraft_broker(topology: Topology, broker_id: int, *, log_dirs: str,
         "listeners": ",".join(listeners),
         "advertised_listeners": ",".join(published),
         "controller_listener_names": ",".join(controller_names),
-        "listener_security_protocol_map": ",".join(f"{ln}:PLAINTEXT" for ln in [*names, *controller_names]),
+        "listener_security_protocol_map": protocol_map(names, security, controller_names),
         "inter_broker_listener_name": listener_name(broker_id),
         "log_dirs": log_dirs,
         "internal_replication_factor": str(min(3, n)),
         "internal_min_isr": str(min(2, n)),
     }
-    return _render("kraft-broker.properties.tmpl", values, where, overrides, templates_dir)
+    secured = _Secured(security, node, names, controller_names)
+    return _render("kraft-broker.properties.tmpl", values, where, overrides, templates_dir, secured)
 
 
 def render_kraft_controller(topology: Topology, node_id: int, *, log_dirs: str,
                             overrides: Mapping[str, str] | None = None, templates_dir: Path | None = None,
-                            advertise_controllers: bool = True) -> str:
+                            advertise_controllers: bool = True, security: ClusterSecurity | None = None) -> str:
     """Dedicated controller `node_id`'s properties (the experiment's broker_config applies to every node).
     Without `advertise_controllers` (releases before 3.9, KIP-853) no advertised.listeners is written: those
     releases refuse one on a controller ("must be empty when process.roles=controller")."""
@@ -141,17 +158,19 @@ def render_kraft_controller(topology: Topology, node_id: int, *, log_dirs: str,
         "advertised_listeners": f"advertised.listeners={','.join(advertised)}" if advertise_controllers else
         "# advertised.listeners: none before Kafka 3.9 (KIP-853); nodes dial controller.quorum.voters",
         "controller_listener_names": ",".join(names),
-        "listener_security_protocol_map": ",".join(f"{ln}:PLAINTEXT" for ln in names),
+        "listener_security_protocol_map": protocol_map((), security, names),
         "log_dirs": log_dirs,
     }
-    return _render("kraft-controller.properties.tmpl", values, where, overrides, templates_dir)
+    secured = _Secured(security, node, (), names)
+    return _render("kraft-controller.properties.tmpl", values, where, overrides, templates_dir, secured)
 
 
-def storage_format_args(cluster_id: str, properties: str, features: Mapping[str, int] | None = None) -> list[str]:
+def storage_format_args(cluster_id: str, properties: str, features: Mapping[str, int] | None = None,
+                        security: ClusterSecurity | None = None) -> list[str]:
     """The arguments after `java ... -cp <libs>` that format one node's log directory (what
     `bin/kafka-storage.sh format -t <id> -c <file>` runs); `--ignore-formatted` keeps a restart harmless; each of
-    `features` is a `--feature name=level` (Kafka 3.8+)."""
+    `features` is a `--feature name=level` (Kafka 3.8+); a SCRAM run's users are `--add-scram` (Kafka 3.5+)."""
     args = ["kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", properties, "--ignore-formatted"]
     for name, level in sorted((features or {}).items()):
         args += ["--feature", f"{name}={level}"]
-    return args
+    return args + (security.format_scram_args() if security is not None else [])

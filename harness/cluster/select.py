@@ -46,7 +46,9 @@ def _process_backend(progress: Callable[[str], None] | None) -> ClusterBackend:
 
 def process_only(spec: ClusterSpec) -> str:
     """What of `spec` only the process backend offers (`choose_backend`'s `process_only`), or ""."""
-    return "cluster.log_dir_mb (the disk faults)" if spec.log_dir_mb else ""
+    if spec.log_dir_mb:
+        return "cluster.log_dir_mb (the disk faults)"
+    return f"cluster.security ({spec.security.describe()})" if spec.security.enabled else ""
 
 
 def choose_backend(name: str = "auto", progress: Callable[[str], None] | None = None,

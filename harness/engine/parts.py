@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from harness.cluster.base import Cluster
+from harness.cluster.base import Cluster, client_access
 from harness.errors import HarnessError, HarnessTimeout
 from harness.experiment.schema import Experiment
 from harness.faults.operations import Operator
@@ -48,7 +48,8 @@ class RunParts:
 def real_operator(cluster: Cluster) -> Operator:
     from harness.faults.kafka_operator import KafkaOperator
 
-    return KafkaOperator(cluster.bootstrap_servers, cluster.quorum_voters)
+    return KafkaOperator(cluster.bootstrap_servers, cluster.quorum_voters, security=client_access(cluster, "admin"),
+                         voter_security=client_access(cluster, "admin", controllers=True))
 
 
 def real_observers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[Observer]:
@@ -57,19 +58,21 @@ def real_observers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[O
     from harness.observe.zookeeper import ZooKeeperObserver
 
     groups = [c.group for c in exp.workload.consumers]
+    admin = client_access(cluster, "admin")
     if exp.cluster.mode == "kraft":
         from harness.observe.kraft_metadata import KraftMetadataObserver
         from harness.observe.quorum import QuorumObserver
 
         # No per-broker Metadata observer: in KRaft a broker's Metadata names a random broker as controller.
-        return [QuorumObserver(cluster.quorum_voters, sink),
-                KraftMetadataObserver(cluster.broker_addresses, sink),
-                IsolatedAdminObserver(cluster.bootstrap_servers, sink, groups=groups, controller_events=False)]
+        return [QuorumObserver(cluster.quorum_voters, sink, security=client_access(cluster, "admin", controllers=True)),
+                KraftMetadataObserver(cluster.broker_addresses, sink, security=admin),
+                IsolatedAdminObserver(cluster.bootstrap_servers, sink, groups=groups, controller_events=False,
+                                      security=admin)]
     # The backends list the `client->j` proxies of brokers 1..N in order in the bootstrap list.
     brokers = sorted(n.id for n in cluster.nodes if n.role == "broker")
     return [ZooKeeperObserver(cluster.zookeeper_connect, sink),
-            IsolatedAdminObserver(cluster.bootstrap_servers, sink, groups=groups),
-            MetadataObserver.from_bootstrap(cluster.bootstrap_servers, brokers, sink)]
+            IsolatedAdminObserver(cluster.bootstrap_servers, sink, groups=groups, security=admin),
+            MetadataObserver.from_bootstrap(cluster.bootstrap_servers, brokers, sink, security=admin)]
 
 
 def worker_client(exp: Experiment, cluster: Cluster) -> WorkerClient | None:
@@ -84,18 +87,25 @@ def worker_client(exp: Experiment, cluster: Cluster) -> WorkerClient | None:
     return None
 
 
+def client_settings(cluster: Cluster, client: WorkerClient | None) -> dict[str, str]:
+    """The workloads' security settings (`cluster.security`'s `client` user) in their client's own names."""
+    access = client_access(cluster, "client")
+    return access.java() if client is not None and client.kind == "java" else access.librdkafka()
+
+
 def real_producers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[Workload]:
     from harness.workload.producer import ProducerWorkload
     from harness.workload.txn_producer import TransactionalProducerWorkload
 
     out: list[Workload] = []
     client = worker_client(exp, cluster)
+    secured = client_settings(cluster, client)
     if client is not None:
         from harness.workload.java_client import WorkerProducerWorkload, WorkerTransactions
 
         return [WorkerProducerWorkload(cluster.bootstrap_servers, sink, client=client, producer_id=p.id, topic=p.topic,
                                      rate=p.rate, acks=p.acks, idempotence=p.idempotence, keys=p.keys,
-                                     value_base=value_base(exp, p.id), extra_config=dict(p.config),
+                                     value_base=value_base(exp, p.id), extra_config={**secured, **p.config},
                                      transactions=None if p.transactions is None else WorkerTransactions(
                                          p.transactions.id, p.transactions.records, p.transactions.abort_rate,
                                          p.transactions.timeout, exp.seed))
@@ -106,11 +116,11 @@ def real_producers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[W
         out.append(
             ProducerWorkload(cluster.bootstrap_servers, sink, producer_id=p.id, topic=p.topic, rate=p.rate,
                              acks=p.acks, idempotence=p.idempotence, keys=p.keys, value_base=base,
-                             extra_config=dict(p.config)) if t is None else
+                             extra_config={**secured, **p.config}) if t is None else
             TransactionalProducerWorkload(cluster.bootstrap_servers, sink, producer_id=p.id, topic=p.topic,
                                           rate=p.rate, transactional_id=t.id, records=t.records,
                                           abort_rate=t.abort_rate, timeout_s=t.timeout, seed=exp.seed, keys=p.keys,
-                                          value_base=base, extra_config=dict(p.config)))
+                                          value_base=base, extra_config={**secured, **p.config}))
     return out
 
 
@@ -120,6 +130,7 @@ def real_consumers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[W
 
     new_member: Callable[..., MemberClient] | None = None
     client = worker_client(exp, cluster)
+    secured = client_settings(cluster, client)
     if client is not None:
         from harness.workload.java_client import (
             WorkerMember,
@@ -132,6 +143,7 @@ def real_consumers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[W
         pipelines: list[Workload] = [
             WorkerProducerWorkload(cluster.bootstrap_servers, sink, client=client, producer_id=p.id, topic=p.output,
                                  rate=1.0, value_base=value_base(exp, p.id), pipeline=WorkerPipeline(p.group, p.input),
+                                 extra_config=secured, consumer_config=secured,
                                  transactions=WorkerTransactions(p.transactions.id, p.transactions.records,
                                                                timeout_s=p.transactions.timeout, seed=exp.seed))
             for p in exp.workload.pipelines]
@@ -141,11 +153,13 @@ def real_consumers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[W
         pipelines = [
             PipelineWorkload(cluster.bootstrap_servers, sink, pipeline_id=p.id, group=p.group, input_topic=p.input,
                              output_topic=p.output, transactional_id=p.transactions.id, records=p.transactions.records,
-                             timeout_s=p.transactions.timeout, value_base=value_base(exp, p.id))
+                             timeout_s=p.transactions.timeout, value_base=value_base(exp, p.id),
+                             extra_config=secured, consumer_config=secured)
             for p in exp.workload.pipelines]
     return [*(ConsumerGroupWorkload(cluster.bootstrap_servers, sink, group=c.group, topics=list(c.topics),
                                     members=c.members, strategy=c.strategy, commit=c.commit,
-                                    extra_config=dict(c.config), isolation=c.isolation, new_member=new_member)
+                                    extra_config={**secured, **c.config}, isolation=c.isolation,
+                                    new_member=new_member)
               for c in exp.workload.consumers), *pipelines]
 
 
@@ -158,7 +172,8 @@ def create_topics(exp: Experiment, cluster: Cluster, timeout_s: float = 60.0) ->
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient(cast(dict[str, Any], {"bootstrap.servers": cluster.bootstrap_servers,
-                                              "logger": LIBRDKAFKA_LOGGER}))
+                                              "logger": LIBRDKAFKA_LOGGER,
+                                              **client_access(cluster, "admin").librdkafka()}))
     try:
         new = [NewTopic(t.name, num_partitions=t.partitions, replication_factor=t.replication_factor,
                         config=dict(t.config)) for t in exp.topics]

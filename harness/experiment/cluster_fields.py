@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path as FilePath
 from typing import Any
 
-from harness.cluster.base import ClusterSpec
+from harness.cluster.base import ClusterSpec, SecuritySpec
+from harness.cluster.client_security import MECHANISMS
 from harness.cluster.process_flavour import zookeeper_mode_supported
 from harness.errors import ConfigError, ValidationError
 from harness.experiment.fields import MISSING, Fields
@@ -32,7 +33,7 @@ from harness.model.releases import feature_problem
 SPEC_FIELDS = {"brokers": "brokers", "zookeepers": "zookeepers", "kafka": "kafka_version", "mode": "mode",
                "controllers": "controllers", "combined": "combined", "broker": "broker",
                "broker_config": "broker_config", "images": "images", "features": "features",
-               "log_dirs": "log_dirs", "log_dir_mb": "log_dir_mb"}
+               "log_dirs": "log_dirs", "log_dir_mb": "log_dir_mb", "security": "security"}
 """`cluster:` key (and marker keyword) -> the `ClusterSpec` field it sets."""
 RETIRED_KEYS = ("reference_bugs",)
 """`cluster:` keys of the retired reference broker: refused with `RETIRED_BROKER`, not as unknown keys."""
@@ -91,7 +92,7 @@ def read_cluster(f: Fields, raw: object, path: Path = ("cluster",), what: str = 
               "combined": combined, "broker": broker, "broker_config": frozen_map(config),
               "images": frozen_map(images) if images is not MISSING else MISSING,
               "features": frozen_map(features) if features is not MISSING else MISSING, "log_dirs": log_dirs,
-              "log_dir_mb": log_dir_mb}
+              "log_dir_mb": log_dir_mb, "security": _security(f, m, path, mode, kafka)}
     if any(v is MISSING for v in values.values()):
         return None
     return ClusterSpec(**{SPEC_FIELDS[key]: value for key, value in values.items()})
@@ -127,7 +128,10 @@ def cluster_to_dict(spec: ClusterSpec) -> dict[str, Any]:
         if key in (("zookeepers",) if spec.kraft else ("controllers", "combined", "features")):
             continue
         value = getattr(spec, name)
-        if value == getattr(DEFAULTS, name) and key in ("log_dirs", "log_dir_mb"):
+        if value == getattr(DEFAULTS, name) and key in ("log_dirs", "log_dir_mb", "security"):
+            continue
+        if isinstance(value, SecuritySpec):
+            out[key] = {"tls": value.tls, "sasl": value.sasl, "authorizer": value.authorizer}
             continue
         out[key] = dict(value) if isinstance(value, Mapping) else list(value) if isinstance(value, tuple) else value
     return out
@@ -224,6 +228,33 @@ def _features(f: Fields, m: dict[str, Any], path: Path, mode: Any, kafka: Any) -
         else:
             out[name] = level
     return out if len(out) == len(raw) else MISSING
+
+
+def _security(f: Fields, m: dict[str, Any], path: Path, mode: Any, kafka: Any) -> Any:
+    """`security:` {tls, sasl, authorizer} (`harness.cluster.security`)."""
+    spath: Path = (*path, "security")
+    s = f.mapping(spath, m.get("security"), ("tls", "sasl", "authorizer"), "security")
+    if s is None:
+        return MISSING
+    tls = f.boolean(s, spath, "tls", default=False)
+    sasl = s.get("sasl")
+    if sasl is not None and sasl not in MECHANISMS:
+        f.error((*spath, "sasl"), f"sasl is one of {', '.join(MECHANISMS)} (or left out: no SASL)", sasl,
+                "sasl: scram-sha-512")
+        sasl = MISSING
+    authorizer = f.boolean(s, spath, "authorizer", default=False)
+    if authorizer is True and sasl is None:
+        f.error((*spath, "authorizer"), "ACLs need principals to tell apart: the authorizer needs SASL users "
+                "(`admin` for the harness, `client` for the workloads)", authorizer, "sasl: scram-sha-512")
+        authorizer = MISSING
+    if sasl == "scram-sha-512" and mode == "kraft" and kafka is not MISSING:
+        problem = feature_problem(kafka_request(kafka), "kraft_scram")
+        if problem:
+            f.error((*spath, "sasl"), problem, sasl, 'cluster.kafka: "3.5" or newer, or sasl: plain')
+            sasl = MISSING
+    if MISSING in (tls, sasl, authorizer):
+        return MISSING
+    return SecuritySpec(tls=tls, sasl=sasl, authorizer=authorizer)
 
 
 def _images(f: Fields, m: dict[str, Any], path: Path) -> Any:

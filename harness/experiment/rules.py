@@ -71,6 +71,10 @@ def _check_fault(f: Fields, exp: Experiment, fault: FaultSpec) -> None:
     if isinstance(directory, int) and directory >= exp.cluster.log_dirs:
         f.error((*path, "params", "dir"), f"the nodes have {exp.cluster.log_dirs} log directories (cluster.log_dirs), "
                 "numbered from 0", directory, f"dir: 0 to {exp.cluster.log_dirs - 1}, or more cluster.log_dirs")
+    if fault.kind == "credential_rotation" and exp.cluster.security.sasl != "scram-sha-512":
+        f.error((*path, "fault"), "credential_rotation changes a SCRAM password, and this cluster has "
+                f"{exp.cluster.security.describe()} (PLAIN's users are fixed in the brokers' JAAS configuration)",
+                fault.kind, "cluster: {security: {tls: true, sasl: scram-sha-512}}")
     if fault.kind == "disk_full" and not exp.cluster.log_dir_mb:
         f.error((*path, "fault"), "disk_full fills a size-limited log directory, and cluster.log_dir_mb is not set",
                 fault.kind, "cluster: {log_dir_mb: 64} puts each log directory on a 64 MB tmpfs (process backend)")

@@ -17,7 +17,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, cast
 
-from harness.cluster.base import ClusterBackend, ClusterSpec
+from harness.cluster.base import ClusterBackend, ClusterSpec, client_access
+from harness.cluster.client_security import PLAINTEXT, ClientSecurity
 from harness.experiment.schema import Experiment
 from harness.testing.shared import SharedCluster
 from harness.workload.common import LIBRDKAFKA_LOGGER
@@ -59,7 +60,7 @@ class ReusedCluster:
             self.retire(f"the run before ended {status}")
             return
         try:
-            clean(self._shared.bootstrap_servers, exp)
+            clean(self._shared.bootstrap_servers, exp, security=client_access(self._shared.cluster, "admin"))
         except Exception as exc:  # anything left behind would be read by the next run: a fresh cluster instead
             self.retire(f"cleaning up after a run failed: {type(exc).__name__}: {exc}")
 
@@ -81,12 +82,14 @@ class ReusedCluster:
         self.close()
 
 
-def clean(bootstrap_servers: str, exp: Experiment, timeout_s: float = CLEAN_TIMEOUT_S) -> None:
+def clean(bootstrap_servers: str, exp: Experiment, timeout_s: float = CLEAN_TIMEOUT_S,
+          security: ClientSecurity = PLAINTEXT) -> None:
     """Delete `exp`'s topics (its declared ones and its pipelines' outputs) and consumer groups, and wait until the
     topics are gone from Metadata. Raises on an error Kafka answers or on the timeout."""
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient(cast(dict[str, Any], {"bootstrap.servers": bootstrap_servers, "logger": LIBRDKAFKA_LOGGER}))
+    admin = AdminClient(cast(dict[str, Any], {"bootstrap.servers": bootstrap_servers, "logger": LIBRDKAFKA_LOGGER,
+                                              **security.librdkafka()}))
     topics = sorted({t.name for t in exp.topics} | {p.output for p in exp.workload.pipelines})
     groups = sorted({c.group for c in exp.workload.consumers} | {p.group for p in exp.workload.pipelines})
     existing = set(admin.list_topics(timeout=10).topics)

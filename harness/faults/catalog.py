@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from harness.faults.clock_faults import CLOCK_KINDS
+from harness.faults.credential_faults import CREDENTIAL_KINDS
 from harness.faults.disk_faults import DISK_KINDS
 from harness.faults.kind import FaultKind, KindSpec, ParamSpec
 from harness.faults.link_faults import LINK_KINDS
@@ -25,7 +26,8 @@ from harness.faults.toxics import TOXIC_KINDS
 __all__ = ["CATALOG", "OPERATIONS", "FaultKind", "KindSpec", "OperationKey", "OperationKind", "ParamSpec",
            "describe_catalog"]
 
-_KINDS: tuple[FaultKind, ...] = (*NODE_KINDS, *LINK_KINDS, *TOXIC_KINDS, *PACKET_KINDS, *DISK_KINDS, *CLOCK_KINDS)
+_KINDS: tuple[FaultKind, ...] = (*NODE_KINDS, *LINK_KINDS, *TOXIC_KINDS, *PACKET_KINDS, *DISK_KINDS, *CLOCK_KINDS,
+                                *CREDENTIAL_KINDS)
 
 CATALOG: Mapping[str, FaultKind] = MappingProxyType({k.spec.name: k for k in _KINDS})
 """Every fault kind by name: its specification and its behaviour (`harness.faults.kind.FaultKind`). A new kind is

@@ -25,6 +25,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, cast
 
+from harness.cluster.client_security import PLAINTEXT, ClientSecurity
 from harness.faults.operations import OperationOutcome, PartitionOutcome
 from harness.workload.common import LIBRDKAFKA_LOGGER
 
@@ -39,15 +40,19 @@ class KafkaOperator:
     """Operations through `bootstrap_servers`. Each operation makes its own clients and closes them when it
     ends, so operations may run side by side."""
 
-    def __init__(self, bootstrap_servers: str, voters: Mapping[int, str] | None = None) -> None:
+    def __init__(self, bootstrap_servers: str, voters: Mapping[int, str] | None = None, *,
+                 security: ClientSecurity = PLAINTEXT, voter_security: ClientSecurity = PLAINTEXT) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.voters = dict(voters or {})
         """KRaft: each voter's controller listener, for `await_voter`."""
+        self.security, self.voter_security = security, voter_security
+        """How the operator's clients connect to the brokers and to the voters (the admin's access on a secured
+        cluster)."""
 
     # -- reassign --------------------------------------------------------------------------------
 
     def reassign(self, topic: str, replicas: Mapping[int, Sequence[int]], timeout_s: float) -> OperationOutcome:
-        admin = _FreshClient(self.bootstrap_servers)
+        admin = _FreshClient(self.bootstrap_servers, self.security)
         metadata = self._admin()
         try:
             return self._reassign(admin, metadata, topic, replicas, timeout_s)
@@ -137,7 +142,7 @@ class KafkaOperator:
 
         return AdminClient(cast(dict[str, Any], {"bootstrap.servers": self.bootstrap_servers,
                                                  "socket.timeout.ms": int(socket_timeout_s * 1000),
-                                                 "logger": LIBRDKAFKA_LOGGER}))
+                                                 "logger": LIBRDKAFKA_LOGGER, **self.security.librdkafka()}))
 
     # -- elect_preferred ---------------------------------------------------------------------------
 
@@ -234,12 +239,12 @@ class KafkaOperator:
     def await_voter(self, voter: int, timeout_s: float) -> str | None:
         from harness.faults.kraft_upgrade import await_voter
 
-        return await_voter(self.voters, voter, timeout_s)
+        return await_voter(self.voters, voter, timeout_s, self.voter_security)
 
     def finalize_metadata(self, timeout_s: float) -> OperationOutcome:
         from harness.faults.kraft_upgrade import finalize_metadata
 
-        return finalize_metadata(self.bootstrap_servers, timeout_s)
+        return finalize_metadata(self.bootstrap_servers, timeout_s, self.security)
 
     def _attempts(self, timeout_s: float) -> Iterator[tuple[Any, float]]:
         """One attempt after another until `timeout_s` has passed (at least one), POLL_S apart: each with a new
@@ -293,10 +298,9 @@ def offered_api_keys(client: Any) -> set[int]:
 class _FreshClient:
     """kafka-python's `KafkaAdminClient`, made on first use and made anew after `reset`."""
 
-    def __init__(self, bootstrap_servers: str, voters: Mapping[int, str] | None = None) -> None:
+    def __init__(self, bootstrap_servers: str, security: ClientSecurity = PLAINTEXT) -> None:
         self.bootstrap_servers = bootstrap_servers
-        self.voters = dict(voters or {})
-        """KRaft: each voter's controller listener, for `await_voter`."""
+        self.security = security
         self._client: Any = None
 
     def get(self) -> Any:
@@ -304,7 +308,8 @@ class _FreshClient:
             from kafka.admin import KafkaAdminClient
 
             self._client = KafkaAdminClient(bootstrap_servers=self.bootstrap_servers.split(","),
-                                            client_id="kafka-chaos-operator", request_timeout_ms=10000)
+                                            client_id="kafka-chaos-operator", request_timeout_ms=10000,
+                                            **self.security.kafka_python())
         return self._client
 
     def reset(self) -> None:

@@ -16,6 +16,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from harness.cluster.client_security import PLAINTEXT, ClientSecurity
 from harness.errors import HarnessError
 from harness.observe.kafka_wire import NodeConnection
 from harness.observe.quorum import QuorumView, describe_quorum
@@ -28,13 +29,14 @@ METADATA_VERSION = "metadata.version"
 VIA_FEATURES = "UpdateFeatures (as kafka-features upgrade), then DescribeFeatures"
 
 
-def await_voter(voters: Mapping[int, str], voter: int, timeout_s: float) -> str | None:
+def await_voter(voters: Mapping[int, str], voter: int, timeout_s: float,
+                security: ClientSecurity = PLAINTEXT) -> str | None:
     """None once `voter` answers DescribeQuorum and the quorum leader reports its log end offset at or past the
     leader's high watermark; else what was seen last when `timeout_s` ran out."""
     deadline = time.monotonic() + timeout_s
     last = "nothing yet"
     while True:
-        views, errors = _ask_all(voters, min(5.0, max(1.0, deadline - time.monotonic())))
+        views, errors = _ask_all(voters, min(5.0, max(1.0, deadline - time.monotonic())), security)
         leader = next((v for v in views.values() if v.role == "leader"), None)
         if voter not in views:
             last = f"voter {voter} did not answer ({errors.get(voter, 'no answer')})"
@@ -51,11 +53,12 @@ def await_voter(voters: Mapping[int, str], voter: int, timeout_s: float) -> str 
         time.sleep(POLL_S)
 
 
-def _ask_all(voters: Mapping[int, str], timeout_s: float) -> tuple[dict[int, QuorumView], dict[int, str]]:
+def _ask_all(voters: Mapping[int, str], timeout_s: float,
+             security: ClientSecurity) -> tuple[dict[int, QuorumView], dict[int, str]]:
     views: dict[int, QuorumView] = {}
     errors: dict[int, str] = {}
     for vid, address in voters.items():
-        conn = NodeConnection(vid, address, timeout_s=timeout_s, client_id="kafka-chaos-operator")
+        conn = NodeConnection(vid, address, timeout_s=timeout_s, client_id="kafka-chaos-operator", security=security)
         try:
             views[vid] = describe_quorum(conn)
         except (HarnessError, OSError) as exc:
@@ -65,7 +68,8 @@ def _ask_all(voters: Mapping[int, str], timeout_s: float) -> tuple[dict[int, Quo
     return views, errors
 
 
-def finalize_metadata(bootstrap_servers: str, timeout_s: float) -> OperationOutcome:
+def finalize_metadata(bootstrap_servers: str, timeout_s: float,
+                      security: ClientSecurity = PLAINTEXT) -> OperationOutcome:
     """`metadata.version` up to the newest level the cluster's nodes support (DescribeFeatures' supported range),
     retried with a fresh client until it is finalized there or `timeout_s` ran out."""
     from kafka.admin import KafkaAdminClient
@@ -79,7 +83,7 @@ def finalize_metadata(bootstrap_servers: str, timeout_s: float) -> OperationOutc
         admin: Any = None
         try:
             admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers.split(","), client_id="kafka-chaos-operator",
-                                     request_timeout_ms=10000)
+                                     request_timeout_ms=10000, **security.kafka_python())
             levels = admin.describe_features()[METADATA_VERSION]  # {"supported": (min, max), "finalized": (min, max)}
             target, finalized = int(levels["supported"][1]), int(levels["finalized"][1])
             before = finalized if before is None else before

@@ -89,6 +89,8 @@ FEATURES: dict[str, Feature] = {f.name: f for f in (
             "KIP-853; before 3.9 a controller refuses advertised.listeners and every node dials the address "
             "in its own controller.quorum.voters", kraft_only=True),
     Feature("format_features", "kafka-storage format --feature", _r("3.8"), "KIP-1022", kraft_only=True),
+    Feature("kraft_scram", "SCRAM credentials in KRaft (kafka-storage format --add-scram)", _r("3.5"),
+            "KIP-900 (KAFKA-14084: SCRAM support in KRaft, 3.5)", kraft_only=True),
     Feature("describe_topic_partitions", "DescribeTopicPartitions API", _r("3.8"),
             "KIP-966 part 1 (DescribeTopicPartitions, API key 75)"),
     Feature("describe_cluster_fenced", "DescribeCluster listing fenced brokers", _r("4.0"),

@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Sequence
 
+from harness.cluster.client_security import PLAINTEXT, ClientSecurity
 from harness.cluster.leftovers import LeftoverRegistry
 from harness.errors import TeardownError
 from harness.history.events import HistoryEvent, ObserverError, parse_event
@@ -32,6 +33,8 @@ from harness.history.jsonl import EventSink, record_of
 from harness.observe.base import StartedByWith
 
 RESTART_BACKOFF_S = 1.0
+CONFIG_ENV = "KAFKA_CHAOS_OBSERVER_CLIENT_CONFIG"
+"""The child's extra librdkafka settings (a secured cluster's, JSON): passwords stay off the command line."""
 
 
 class IsolatedAdminObserver(StartedByWith):
@@ -39,8 +42,11 @@ class IsolatedAdminObserver(StartedByWith):
 
     def __init__(self, bootstrap_servers: str, sink: EventSink, *, interval: float = 0.5, name: str = "admin",
                  groups: Sequence[str] = (), python: str = sys.executable,
-                 leftovers: LeftoverRegistry | None = None, controller_events: bool = True) -> None:
+                 leftovers: LeftoverRegistry | None = None, controller_events: bool = True,
+                 security: ClientSecurity = PLAINTEXT) -> None:
         self.name = name
+        self._env = {**os.environ, CONFIG_ENV: json.dumps(security.librdkafka())}
+        """The secured cluster's client settings reach the child in its environment, not on its command line."""
         self._leftovers = leftovers
         self._own_leftovers = leftovers is None
         self._sink = sink
@@ -62,7 +68,7 @@ class IsolatedAdminObserver(StartedByWith):
         if self._leftovers is None:
             self._leftovers = LeftoverRegistry()
         self._proc = subprocess.Popen(self._argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                      stdin=subprocess.DEVNULL, start_new_session=True)
+                                      stdin=subprocess.DEVNULL, start_new_session=True, env=self._env)
         self._leftovers.register(self._proc.pid, f"observer:{self.name}")
 
     def _forget(self, proc: subprocess.Popen[bytes]) -> None:
@@ -152,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.flush()
 
     observer = AdminObserver(args.bootstrap, emit, interval=args.interval, name=args.name, groups=args.group,
-                             controller_events=not args.no_controller_events)
+                             controller_events=not args.no_controller_events,
+                             extra_config=json.loads(os.environ.get(CONFIG_ENV) or "{}"))
     observer.start()
     try:
         done.wait()

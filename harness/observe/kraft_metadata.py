@@ -49,6 +49,7 @@ from kafka.protocol.admin import DescribeTopicPartitionsRequest, DescribeTopicPa
 from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeClusterResponse
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
+from harness.cluster.client_security import PLAINTEXT, ClientSecurity
 from harness.errors import HarnessError, TeardownError
 from harness.history.events import (
     BrokerDown,
@@ -168,7 +169,7 @@ class KraftMetadataObserver(StartedByWith):
     """
 
     def __init__(self, brokers: Mapping[int, str], sink: EventSink, *, interval_s: float = 0.2,
-                 timeout_s: float = 1.0, name: str = "kraft") -> None:
+                 timeout_s: float = 1.0, name: str = "kraft", security: ClientSecurity = PLAINTEXT) -> None:
         if not brokers:
             raise KraftObserverError(f"KraftMetadataObserver({name!r}): no broker addresses given")
         if not interval_s > 0 or not timeout_s > 0:
@@ -177,7 +178,8 @@ class KraftMetadataObserver(StartedByWith):
         self.name = name
         self.interval_s, self.timeout_s = interval_s, timeout_s
         self._emit = OrderedEmitter(sink, name)
-        self._conns = {b: NodeConnection(b, a, timeout_s=timeout_s, client_id=f"observer-{name}")
+        self._conns = {b: NodeConnection(b, a, timeout_s=timeout_s, client_id=f"observer-{name}",
+                                        security=security)
                        for b, a in sorted(brokers.items())}
         self._preferred: int | None = None
         self._thread: threading.Thread | None = None

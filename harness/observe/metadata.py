@@ -1,14 +1,13 @@
 """The per-broker Metadata observer: asks EACH broker on its own which controller it obeys.
 
-Owns one poll thread per broker. Every `interval` seconds a thread sends a Kafka MetadataRequest
-for no topics (v4, `allow_auto_topic_creation` false; encoded and decoded by kafka-python's
-protocol classes) to its broker's client address, over its own connection, with short socket
-timeouts, and emits `controller.view` {broker: the broker that answered, controller: the
-controller id its answer names (-1 = none)} (src `metadata`,
-`wall` stamped when the answer arrived) whenever that broker's answer differs from its previous
-one. A broker that does not answer (killed, paused, link cut) emits nothing; since every broker
-has its own thread and timeouts, it never slows the polling of the others. The connection is
-dropped after any failure and reopened on the next poll.
+Owns one poll thread per broker. Every `interval` seconds a thread sends a Kafka MetadataRequest for no topics
+(v4, or the newest below it both sides have; `allow_auto_topic_creation` false) to its broker's client address, over
+its own `kafka_wire.NodeConnection` (TLS and SASL on a secured cluster) with short socket timeouts, and emits
+`controller.view` {broker: the broker that answered, controller: the controller id its answer names (-1 = none)}
+(src `metadata`, `wall` stamped when the answer arrived) whenever that broker's answer differs from its previous
+one. A broker that does not answer (killed, paused, link cut) emits nothing; since every broker has its own thread
+and timeouts, it never slows the polling of the others. The connection is dropped after any failure and reopened
+on the next poll.
 
 Works against Apache Kafka too (Metadata v4 is served by Kafka 1.0 to 4.x, and carries the
 controller id since v1). `stop()` joins every thread and closes every socket.
@@ -16,10 +15,7 @@ controller id since v1). `stop()` joins every thread and closes every socket.
 
 from __future__ import annotations
 
-import itertools
 import logging
-import socket
-import struct
 import threading
 import time
 from collections.abc import Mapping
@@ -27,88 +23,39 @@ from typing import Any
 
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
+from harness.cluster.client_security import PLAINTEXT, ClientSecurity
 from harness.errors import HarnessError, TeardownError
 from harness.history.events import ControllerView
 from harness.history.jsonl import EventSink
 from harness.observe.base import StartedByWith
+from harness.observe.kafka_wire import NodeConnection, Unanswered, WireError
 
 log = logging.getLogger(__name__)
 
 METADATA_VERSION = 4
-_SIZE = struct.Struct(">i")
-_MAX_FRAME = 64 * 1024 * 1024
 
 
 class MetadataObserverError(HarnessError):
     """The observer was misconfigured (bad address or interval) or started twice."""
 
 
-class _Unanswered(Exception):
-    """One poll got no usable answer (connection refused, timeout, bad frame)."""
-
-
-def _split_address(broker: int, address: str) -> tuple[str, int]:
-    host, sep, port = address.strip().rpartition(":")
-    if not sep or not host or not port.isdigit():
-        raise MetadataObserverError(f"MetadataObserver: broker {broker} address {address!r} is not host:port")
-    return host.strip("[]"), int(port)
-
-
 class _BrokerPoller:
-    """One broker's connection and last answer; used only by its own thread."""
+    """One broker's connection (`kafka_wire.NodeConnection`, so TLS and SASL where the cluster is secured) and last
+    answer; used only by its own thread."""
 
-    def __init__(self, broker: int, host: str, port: int, timeout_s: float, client_id: str) -> None:
-        self.broker, self.host, self.port = broker, host, port
-        self.timeout_s = timeout_s
-        self.client_id = client_id
-        self.sock: socket.socket | None = None
+    def __init__(self, conn: NodeConnection) -> None:
+        self.conn = conn
+        self.broker = conn.node
         self.last: int | None = None
         self.answers = 0
-        self._corr = itertools.count(1)
 
     def close(self) -> None:
-        sock, self.sock = self.sock, None
-        if sock is not None:
-            try:
-                sock.close()
-            except OSError:
-                log.debug("closing the socket to broker %s failed", self.broker, exc_info=True)
-
-    def _read(self, sock: socket.socket, n: int) -> bytes:
-        chunks: list[bytes] = []
-        while n > 0:
-            chunk = sock.recv(min(n, 1 << 20))
-            if not chunk:
-                raise _Unanswered(f"broker {self.broker} at {self.host}:{self.port} closed the connection")
-            chunks.append(chunk)
-            n -= len(chunk)
-        return b"".join(chunks)
+        self.conn.close()
 
     def ask(self) -> int:
-        """The controller id the broker's Metadata answer names; raises `_Unanswered`."""
-        try:
-            if self.sock is None:
-                self.sock = socket.create_connection((self.host, self.port), timeout=self.timeout_s)
-                self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            sock = self.sock
-            corr = next(self._corr) % (2**31)
-            request = MetadataRequest(version=METADATA_VERSION, topics=[], allow_auto_topic_creation=False)
-            request.with_header(correlation_id=corr, client_id=self.client_id)
-            sock.sendall(bytes(request.encode(header=True, framed=True)))
-            size = _SIZE.unpack(self._read(sock, 4))[0]
-            if not 4 <= size <= _MAX_FRAME:
-                raise _Unanswered(f"broker {self.broker} sent a frame of {size} bytes")
-            data = self._read(sock, size)
-            got = _SIZE.unpack_from(data)[0]
-            if got != corr:
-                raise _Unanswered(f"broker {self.broker} answered correlation id {got}, expected {corr}")
-            response: Any = MetadataResponse.decode(data, version=METADATA_VERSION, header=True)
-        except _Unanswered:
-            self.close()
-            raise
-        except Exception as exc:  # OSError, timeouts, undecodable answers: no answer this time
-            self.close()
-            raise _Unanswered(f"broker {self.broker} at {self.host}:{self.port}: {exc!r}") from exc
+        """The controller id the broker's Metadata answer names; raises `Unanswered`."""
+        response = self.conn.call(MetadataRequest, MetadataResponse, METADATA_VERSION, lambda v: MetadataRequest(
+            version=v, topics=[], allow_auto_topic_creation=False))
         self.answers += 1
         controller = getattr(response, "controller_id", None)
         return int(controller) if controller is not None else -1
@@ -130,6 +77,7 @@ class MetadataObserver(StartedByWith):
         timeout_s: float = 0.5,
         name: str = "metadata",
         src: str = "metadata",
+        security: ClientSecurity = PLAINTEXT,
     ) -> None:
         if not addresses:
             raise MetadataObserverError(f"MetadataObserver({name!r}): no broker addresses given")
@@ -141,8 +89,12 @@ class MetadataObserver(StartedByWith):
         self.interval = interval
         self.timeout_s = timeout_s
         self._sink = sink
-        self._pollers = [_BrokerPoller(b, *_split_address(b, a), timeout_s, f"observer-{name}-{b}")
-                         for b, a in sorted(addresses.items())]
+        try:
+            self._pollers = [_BrokerPoller(NodeConnection(b, a, timeout_s=timeout_s, client_id=f"observer-{name}-{b}",
+                                                          security=security))
+                             for b, a in sorted(addresses.items())]
+        except WireError as exc:
+            raise MetadataObserverError(f"MetadataObserver: {exc}") from exc
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
         self._emit_lock = threading.Lock()
@@ -201,7 +153,7 @@ class MetadataObserver(StartedByWith):
                 started = time.monotonic()
                 try:
                     controller = poller.ask()
-                except _Unanswered as exc:
+                except Unanswered as exc:
                     log.debug("observer %s: %s", self.name, exc)
                 else:
                     if controller != poller.last:

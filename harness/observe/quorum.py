@@ -43,6 +43,7 @@ from typing import Any
 
 from kafka.protocol.admin.cluster import DescribeQuorumRequest, DescribeQuorumResponse
 
+from harness.cluster.client_security import PLAINTEXT, ClientSecurity
 from harness.errors import HarnessError, HarnessTimeout, TeardownError
 from harness.history.events import Controller, ObserverError, QuorumReplica, QuorumState
 from harness.history.jsonl import EventSink
@@ -144,7 +145,8 @@ class QuorumObserver(StartedByWith):
     """
 
     def __init__(self, voters: Mapping[int, str], sink: EventSink, *, interval_s: float = 0.05,
-                 timeout_s: float = 1.0, sample_s: float = SAMPLE_S, name: str = "quorum") -> None:
+                 timeout_s: float = 1.0, sample_s: float = SAMPLE_S, name: str = "quorum",
+                 security: ClientSecurity = PLAINTEXT) -> None:
         if not voters:
             raise QuorumObserverError(f"QuorumObserver({name!r}): no voter addresses given")
         if not interval_s > 0 or not timeout_s > 0 or not sample_s > 0:
@@ -153,7 +155,8 @@ class QuorumObserver(StartedByWith):
         self.name = name
         self.interval_s, self.timeout_s, self.sample_s = interval_s, timeout_s, sample_s
         self._emit = OrderedEmitter(sink, name)
-        self._voters = [_Voter(NodeConnection(v, a, timeout_s=timeout_s, client_id=f"observer-{name}-{v}"))
+        self._voters = [_Voter(NodeConnection(v, a, timeout_s=timeout_s, client_id=f"observer-{name}-{v}",
+                                                     security=security))
                         for v, a in sorted(voters.items())]
         self._threads: list[tuple[threading.Thread, _Voter]] = []
         self._stop = threading.Event()

@@ -129,7 +129,7 @@ class WorkerProducerWorkload:
     def __init__(self, bootstrap_servers: str, sink: EventSink, *, client: WorkerClient, producer_id: str, topic: str,
                  rate: float, acks: str = "all", idempotence: bool = True, keys: int = 0, value_base: int = 0,
                  extra_config: Mapping[str, str] | None = None, transactions: WorkerTransactions | None = None,
-                 pipeline: WorkerPipeline | None = None) -> None:
+                 pipeline: WorkerPipeline | None = None, consumer_config: Mapping[str, str] | None = None) -> None:
         who = f"WorkerProducerWorkload({producer_id!r})"
         if not rate > 0:
             raise WorkloadConfigError(who, "rate", rate, "messages per second > 0")
@@ -166,7 +166,8 @@ class WorkerProducerWorkload:
             self._config.update({f"consumer.{k}": v for k, v in {
                 "bootstrap.servers": bootstrap_servers, "group.id": pipeline.group,
                 "isolation.level": "read_committed", "enable.auto.commit": "false", "auto.offset.reset": "earliest",
-                "client.id": f"{producer_id}-in", "max.poll.records": str(transactions.records)}.items()})
+                "client.id": f"{producer_id}-in", "max.poll.records": str(transactions.records),
+                **dict(consumer_config or {})}.items()})
         self._next_txn = 0
         self._open_txn: int | None = None
         """The transaction begun and not ended yet (an abrupt restart leaves it for the next session to abort)."""

@@ -90,7 +90,10 @@ class PipelineWorkload(TransactionalProducerWorkload):
         timeout_s: float = 60.0,
         value_base: int = 0,
         extra_config: Mapping[str, str] | None = None,
+        consumer_config: Mapping[str, str] | None = None,
     ) -> None:
+        """`extra_config` goes to the output's producer, `consumer_config` to the input's consumer (a secured
+        cluster's settings go to both)."""
         super().__init__(bootstrap_servers, sink, producer_id=pipeline_id, topic=output_topic, rate=1.0,
                          transactional_id=transactional_id, records=records, timeout_s=timeout_s,
                          value_base=value_base, extra_config=extra_config)
@@ -100,7 +103,7 @@ class PipelineWorkload(TransactionalProducerWorkload):
         self._consumer_config: dict[str, Any] = {
             "bootstrap.servers": bootstrap_servers, "group.id": group, "isolation.level": "read_committed",
             "enable.auto.commit": False, "auto.offset.reset": "earliest", "logger": LIBRDKAFKA_LOGGER,
-            "client.id": f"{pipeline_id}-in"}
+            "client.id": f"{pipeline_id}-in", **dict(consumer_config or {})}
         self._source: int | None = None
         self._offsets: tuple[tuple[str | int, ...], ...] | None = None
         self.caught_up = threading.Event()

@@ -44,7 +44,7 @@ def test_one_cluster_serves_runs_until_one_leaves_it_unhealthy_then_a_fresh_one_
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     cleaned: list[str] = []
-    monkeypatch.setattr(reuse, "clean", lambda servers, exp: cleaned.append(servers))
+    monkeypatch.setattr(reuse, "clean", lambda servers, exp, **_: cleaned.append(servers))
     backend = FakeBackend()
     with ReusedCluster(backend, "fake", ClusterSpec(), tmp_path) as clusters:  # type: ignore[arg-type]
         lent, reason = clusters.lend()
@@ -65,7 +65,7 @@ def test_one_cluster_serves_runs_until_one_leaves_it_unhealthy_then_a_fresh_one_
 def test_a_failed_clean_up_retires_the_cluster_rather_than_lending_it_dirty(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    def refuses(servers: str, exp: object) -> None:
+    def refuses(servers: str, exp: object, **_: object) -> None:
         raise TimeoutError("awaited the deletion of ['t'] for 60s; they are still listed")
 
     monkeypatch.setattr(reuse, "clean", refuses)

@@ -21,7 +21,7 @@ from harness.history.state import ClusterState
 HEAD = """name: k
 duration: 30s
 topics: [{name: t}]
-cluster: {brokers: 3, log_dir_mb: 64}
+cluster: {brokers: 3, log_dir_mb: 64, security: {sasl: scram-sha-512}}
 workload:
   consumers: [{group: g, topics: [t], members: 2}]
 schedule:
@@ -151,7 +151,7 @@ def _entry(name: str) -> str:
     required = {p.name: 1 for p in spec.params if p.required}
     slot = ("link: 'broker:1->broker:2'" if "link" in spec.targets else "groups: [['broker:1'], ['broker:2']]"
             if "groups" in spec.targets else "target: 'zookeeper:1'" if spec.targets == {"zookeeper"}
-            else "target: 'broker:1'")
+            else "target: 'consumer:g/0'" if "broker" not in spec.targets else "target: 'broker:1'")
     return f"{{at: 1s, fault: {name}, {slot}, duration: 5s, params: {required}}}"
 
 

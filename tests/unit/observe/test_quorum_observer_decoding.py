@@ -24,6 +24,7 @@ from harness.history.jsonl import record_of
 from harness.observe.kafka_wire import NodeConnection, Unanswered
 from harness.observe.kraft_metadata import KraftMetadataObserver
 from harness.observe.quorum import QUORUM_TOPIC, QuorumObserver, decode_quorum
+from tests.fixtures.wire import read_frame
 
 _PART = DescribeQuorumResponse.TopicData.PartitionData
 _API_VERSIONS = {18: (0, 4), 55: (0, 2), 60: (0, 2), 75: (0, 0)}
@@ -100,19 +101,10 @@ class FakeNode:
                 self._threads.append(thread)
                 thread.start()
 
-    def _read(self, conn: socket.socket, n: int) -> bytes:
-        data = b""
-        while len(data) < n:
-            chunk = conn.recv(n - len(data))
-            if not chunk:
-                raise EOFError
-            data += chunk
-        return data
-
     def _serve(self, conn: socket.socket) -> None:
         try:
             while True:
-                data = self._read(conn, struct.unpack(">i", self._read(conn, 4))[0])
+                data = read_frame(conn)
                 key, version, corr = struct.unpack_from(">hhi", data)
                 self.requests += 1
                 if self.silent:

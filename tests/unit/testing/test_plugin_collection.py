@@ -57,6 +57,8 @@ def test_experiments_dir_collects_one_item_per_experiment_and_matrix_variant(pyt
         "experiments/reassignment.yaml::reassignment",
         "experiments/rolling-restart.yaml::rolling-restart",
         "experiments/rolling-upgrade.yaml::rolling-upgrade",
+        "experiments/secured-failover.yaml::secured-failover[mode=zookeeper]",
+        "experiments/secured-failover.yaml::secured-failover[mode=kraft]",
         "experiments/transactions.yaml::transactions",
         "experiments/weak-durability.yaml::weak-durability",
         "experiments/zookeeper-partition.yaml::zookeeper-partition",
