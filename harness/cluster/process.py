@@ -407,10 +407,7 @@ class ProcessCluster(NodeDisks):
             "toxiproxy": self._toxiproxy.describe() if self._toxiproxy is not None else None,
             "bootstrap_servers": self.bootstrap_servers,
             "zookeeper_connect": self.zookeeper_connect,
-            "security": {"protocol": self.security.protocol, "mechanism": self.security.mechanism,
-                         "authorizer": self.spec.security.authorizer, "ca_file": str(self.security.ca_file),
-                         "admin_properties": str(self.security.tool_properties())}
-            if self.security is not None else None,
+            "security": self.security.describe() if self.security is not None else None,
             "nodes": nodes,
             "proxies": [p.as_row() for p in self.topology.proxies] if self.topology else [],
             "workdir": str(self.workdir),

@@ -133,6 +133,11 @@ class ClusterSecurity:
                  f"{self.mechanism}=[iterations={SCRAM_ITERATIONS},password={user.password}]",
                  "--entity-type", "users", "--entity-name", user.username] for user in self.scram_users()]
 
+    def describe(self) -> dict[str, object]:
+        """For `cluster.json`: the protocol, the mechanism, the authorizer, the CA and the tools' properties file."""
+        return {"protocol": self.protocol, "mechanism": self.mechanism, "authorizer": self.spec.authorizer,
+                "ca_file": str(self.ca_file), "admin_properties": str(self.tool_properties())}
+
     def tool_properties(self) -> Path:
         """The admin's client properties for Kafka's own tools (`--command-config`), written once."""
         path = self.directory / "admin.properties"

@@ -14,7 +14,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from harness.cluster.base import RUN_FIELDS, Cluster, ClusterBackend, ClusterSpec
+from harness.cluster.base import RUN_FIELDS, Cluster, ClusterBackend, ClusterSpec, client_access
+from harness.cluster.client_security import ClientUser
 from harness.errors import BackendError
 
 
@@ -45,6 +46,12 @@ class SharedCluster:
     @property
     def bootstrap_servers(self) -> str:
         return self._live().bootstrap_servers
+
+    def client_config(self, user: ClientUser = "client") -> dict[str, str]:
+        """A librdkafka client's settings for this cluster: its bootstrap address, and on a secured cluster
+        (`chaos_cluster(security={...})`) the protocol, CA and SASL user (`client`: the workloads', `admin`)."""
+        cluster = self._live()
+        return {"bootstrap.servers": cluster.bootstrap_servers, **client_access(cluster, user).librdkafka()}
 
     def _live(self) -> Cluster:
         if self.cluster is None:

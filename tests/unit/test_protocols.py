@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from harness.cluster.base import Cluster, ClusterBackend, DiskControl, Link
+from harness.cluster.base import Cluster, ClusterBackend, DiskControl, Link, SecuredAccess
 from harness.cluster.process import ProcessBackend, ProcessCluster
 from harness.cluster.process_toxiproxy import ProcessLink
 from harness.faults.catalog import CATALOG
@@ -62,6 +62,7 @@ CASES: list[tuple[type, Any]] = [
     (ProcessBackend, ClusterBackend),
     (ProcessCluster, Cluster),
     (ProcessCluster, DiskControl),
+    (ProcessCluster, SecuredAccess),
     (ProcessLink, Link),
     (ZooKeeperObserver, Observer),
     (AdminObserver, Observer),
