@@ -6,7 +6,6 @@ it does not check Kafka itself: the real path is tested elsewhere against Apache
 
 from __future__ import annotations
 
-import contextlib
 import socket
 import ssl
 import struct
@@ -29,7 +28,7 @@ from kafka.protocol.sasl import (
 from harness.cluster.client_security import ClientSecurity, Credentials
 from harness.observe.kafka_wire import NodeConnection, Unanswered, error_name
 from harness.waiting import wait_until
-from tests.fixtures.wire import read_frame
+from tests.fixtures.wire import FakeServer, read_frame
 
 _API_VERSIONS = {18: (0, 0), 17: (0, 1), 36: (0, 2)}
 _PRE_AUTH = {18, 17, 36}  # what a SASL listener serves before authentication
@@ -40,7 +39,7 @@ def _ask_versions(conn: NodeConnection) -> Any:
     return conn.call(ApiVersionsRequest, ApiVersionsResponse, 0, lambda v: ApiVersionsRequest(version=v))
 
 
-class FakeBroker:
+class FakeBroker(FakeServer):
     """A fake standing in for a Kafka broker (not Kafka): TLS when given a server context, SASL PLAIN checked
     against user "alice" / `_PASSWORD`, SCRAM refused at its first token (this fake has no SCRAM server). Records
     each connection's api keys and SASL tokens; `silent_after_auth` reads later requests and never answers;
@@ -48,37 +47,20 @@ class FakeBroker:
 
     def __init__(self, tls: ssl.SSLContext | None, *, silent_after_auth: bool = False,
                  plain_reply: bytes = b"") -> None:
+        super().__init__()
         self.tls = tls
         self.plain_reply = plain_reply
         self.silent_after_auth = silent_after_auth
         self.keys: list[list[int]] = []
         self.tokens: list[bytes] = []
         self.mechanisms: list[str] = []
-        self._lock = threading.Lock()
-        self._server = socket.create_server(("127.0.0.1", 0))
-        self._conns: list[socket.socket] = []
-        self._threads = [threading.Thread(target=self._accept, daemon=True)]
-        self._threads[0].start()
-
-    @property
-    def address(self) -> str:
-        return f"127.0.0.1:{self._server.getsockname()[1]}"
+        self.start()
 
     def seen(self) -> list[list[int]]:
         with self._lock:
             return [list(k) for k in self.keys]
 
-    def _accept(self) -> None:
-        with contextlib.suppress(OSError):
-            while True:
-                conn, _ = self._server.accept()
-                with self._lock:
-                    self._conns.append(conn)
-                thread = threading.Thread(target=self._serve, args=(conn,), daemon=True)
-                self._threads.append(thread)
-                thread.start()
-
-    def _serve(self, raw: socket.socket) -> None:
+    def serve(self, raw: socket.socket) -> None:
         keys: list[int] = []
         with self._lock:
             self.keys.append(keys)
@@ -86,8 +68,7 @@ class FakeBroker:
         try:
             if self.tls is not None:
                 conn = self.tls.wrap_socket(raw, server_side=True)
-                with self._lock:
-                    self._conns.append(conn)
+                self.track(conn)
             authenticated = False
             while True:
                 data = read_frame(conn)
@@ -126,18 +107,6 @@ class FakeBroker:
         return SaslAuthenticateResponse(
             version=version, error_code=0 if ok else 58, auth_bytes=self.plain_reply, session_lifetime_ms=0,
             error_message=None if ok else "Authentication failed: Invalid username or password"), ok
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self._server.shutdown(socket.SHUT_RDWR)  # wakes accept(); close() alone does not
-        self._server.close()
-        with self._lock:
-            conns = list(self._conns)
-        for conn in conns:
-            with contextlib.suppress(OSError):
-                socket.socket.shutdown(conn, socket.SHUT_RDWR)
-        for thread in self._threads:
-            thread.join(5.0)
 
 
 @pytest.fixture(scope="module")

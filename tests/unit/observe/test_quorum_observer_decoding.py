@@ -5,7 +5,6 @@ a closed port, a socket that never answers)."""
 
 from __future__ import annotations
 
-import contextlib
 import socket
 import struct
 import threading
@@ -24,7 +23,7 @@ from harness.history.jsonl import record_of
 from harness.observe.kafka_wire import NodeConnection, Unanswered
 from harness.observe.kraft_metadata import KraftMetadataObserver
 from harness.observe.quorum import QUORUM_TOPIC, QuorumObserver, decode_quorum
-from tests.fixtures.wire import read_frame
+from tests.fixtures.wire import FakeServer, read_frame
 
 _PART = DescribeQuorumResponse.TopicData.PartitionData
 _API_VERSIONS = {18: (0, 4), 55: (0, 2), 60: (0, 2), 75: (0, 0)}
@@ -64,44 +63,28 @@ def quorum_answer(version: int, *, error: int = 0, leader: int = -1, epoch: int 
     return DescribeQuorumResponse(version=version, error_code=0, topics=[topic], nodes=[])
 
 
-class FakeNode:
+class FakeNode(FakeServer):
     """A fake Kafka node on a real TCP socket: `answer(api_key, version, request bytes)` builds each response;
     `silent` makes it read requests and never answer (a paused process)."""
 
     def __init__(self, node_id: int, answer: Callable[[int, int, bytes], Any] | None = None,
                  *, silent: bool = False) -> None:
+        super().__init__()
         self.node_id = node_id
         self.answer = answer or (lambda key, version, data: quorum_answer(version, error=6))
         self.silent = silent
         self.requests = 0
-        self._server = socket.create_server(("127.0.0.1", 0))
-        self._conns: list[socket.socket] = []
         self._open = 0
-        self._lock = threading.Lock()
-        self._threads = [threading.Thread(target=self._accept, daemon=True)]
-        self._threads[0].start()
-
-    @property
-    def address(self) -> str:
-        return f"127.0.0.1:{self._server.getsockname()[1]}"
+        self.start()
 
     @property
     def open_connections(self) -> int:
         with self._lock:
             return self._open
 
-    def _accept(self) -> None:
-        with contextlib.suppress(OSError):
-            while True:
-                conn, _ = self._server.accept()
-                with self._lock:
-                    self._conns.append(conn)
-                    self._open += 1
-                thread = threading.Thread(target=self._serve, args=(conn,), daemon=True)
-                self._threads.append(thread)
-                thread.start()
-
-    def _serve(self, conn: socket.socket) -> None:
+    def serve(self, conn: socket.socket) -> None:
+        with self._lock:
+            self._open += 1
         try:
             while True:
                 data = read_frame(conn)
@@ -125,17 +108,8 @@ class FakeNode:
                 self._open -= 1
             conn.close()
 
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self._server.shutdown(socket.SHUT_RDWR)  # wakes accept(); close() alone does not
-        self._server.close()
-        with self._lock:
-            conns = list(self._conns)
-        for conn in conns:
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
-        for thread in self._threads:
-            thread.join(2.0)
+    def close(self, join_s: float = 2.0) -> None:
+        super().close(join_s)
 
 
 def refused_address() -> str:
