@@ -39,7 +39,7 @@ from harness.cluster.base import (
     PowerControl,
     link_name,
 )
-from harness.cluster.client_security import PLAINTEXT, ClientSecurity, ClientUser
+from harness.cluster.client_security import ClientSecurity, ClientUser
 from harness.cluster.disks import LogDirMounts
 from harness.cluster.leftovers import CleanedLeftover, LeftoverRegistry, clean_leftovers, leftovers_dir
 from harness.cluster.lifecycle import start_or_teardown
@@ -62,7 +62,7 @@ from harness.cluster.process_security import create_zookeeper_users, grant_clien
 from harness.cluster.process_topology import process_topology
 from harness.cluster.process_toxiproxy import ProcessLink, ToxiproxyProcess
 from harness.cluster.render import EXTERNAL, Topology, ZooKeeperEndpoint
-from harness.cluster.security import ClusterSecurity
+from harness.cluster.security import ClusterSecurity, access
 from harness.cluster.zookeeper import ZooKeeperEnsemble, ZooKeeperMember, zookeeper_classpath
 from harness.errors import BackendError, ConfigError, HarnessError, TeardownError
 
@@ -167,7 +167,7 @@ class ProcessCluster(NodeDisks):
 
     def client_security(self, user: ClientUser, *, controllers: bool = False) -> ClientSecurity:
         """`base.SecuredAccess`: how `user` connects (plaintext unless `cluster.security` asked otherwise)."""
-        return self.security.access(user, controllers=controllers) if self.security is not None else PLAINTEXT
+        return access(self.security, user, controllers=controllers)
 
     # -- bring-up ---------------------------------------------------------------------------------
 

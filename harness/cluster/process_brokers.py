@@ -19,7 +19,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from harness.cluster.base import CLIENT, ClusterSpec, NodeId
-from harness.cluster.client_security import PLAINTEXT
 from harness.cluster.clocks import faketime_env
 from harness.cluster.disks import kafka_log_dirs
 from harness.cluster.leftovers import LeftoverRegistry
@@ -27,7 +26,7 @@ from harness.cluster.process_flavour import BrokerLauncher
 from harness.cluster.process_node import ManagedProcess
 from harness.cluster.readiness import BrokerReadiness
 from harness.cluster.render import Topology, render_server_properties
-from harness.cluster.security import ClusterSecurity
+from harness.cluster.security import ClusterSecurity, access
 from harness.errors import BackendError
 
 _HINT = "see the broker's log; check zookeeper.connect (via proxies k->zk*) and the listeners in server.properties"
@@ -45,8 +44,7 @@ class BrokerNodes:
         self.stop_timeout_s = stop_timeout_s
         self.ready_timeout_s = spec.ready_timeout_s
         self.security = security
-        self._ready = BrokerReadiness(zookeeper_connect, hint=_HINT,
-                                      security=security.access("admin") if security else PLAINTEXT)
+        self._ready = BrokerReadiness(zookeeper_connect, hint=_HINT, security=access(security, "admin"))
         self._procs: dict[int, ManagedProcess] = {}
         self.properties: dict[int, Path] = {}
         self._launchers: dict[int, BrokerLauncher] = {}

@@ -19,7 +19,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from harness.cluster.base import CLIENT, ClusterSpec, NodeId
-from harness.cluster.client_security import PLAINTEXT
 from harness.cluster.clocks import faketime_env
 from harness.cluster.disks import kafka_log_dirs
 from harness.cluster.leftovers import LeftoverRegistry
@@ -33,7 +32,7 @@ from harness.cluster.render_kraft import (
     render_kraft_controller,
     storage_format_args,
 )
-from harness.cluster.security import ClusterSecurity
+from harness.cluster.security import ClusterSecurity, access
 from harness.errors import BackendError
 from harness.waiting import wait_until
 
@@ -57,7 +56,7 @@ class KraftNodes:
         self._registry = registry
         self._environ = environ
         self._fake_clocks = spec.fake_clocks
-        self._ready = BrokerReadiness("", hint=_HINT, security=security.access("admin") if security else PLAINTEXT)
+        self._ready = BrokerReadiness("", hint=_HINT, security=access(security, "admin"))
         self._procs: dict[NodeId, ManagedProcess] = {}
         self.properties: dict[NodeId, Path] = {}
         self._launchers: dict[NodeId, BrokerLauncher] = {}

@@ -34,6 +34,7 @@ from typing import Any, cast
 from harness.cluster.base import SecuritySpec
 from harness.cluster.client_security import (
     MECHANISMS,
+    PLAINTEXT,
     ClientSecurity,
     ClientUser,
     Credentials,
@@ -144,6 +145,11 @@ class ClusterSecurity:
         if not path.exists():
             _write_private(path, "".join(f"{k}={v}\n" for k, v in sorted(self.access("admin").java().items())))
         return path
+
+
+def access(security: ClusterSecurity | None, user: ClientUser, *, controllers: bool = False) -> ClientSecurity:
+    """How `user` connects to a cluster with `security` (`ClusterSecurity.access`); `PLAINTEXT` without."""
+    return security.access(user, controllers=controllers) if security is not None else PLAINTEXT
 
 
 def issue(spec: SecuritySpec, directory: Path, nodes: Iterable[NodeId], *, kraft: bool) -> ClusterSecurity:

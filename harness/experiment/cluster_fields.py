@@ -8,6 +8,7 @@ field path (for the marker: the test module and the keyword) and the bad value."
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from pathlib import Path as FilePath
@@ -131,7 +132,7 @@ def cluster_to_dict(spec: ClusterSpec) -> dict[str, Any]:
         if value == getattr(DEFAULTS, name) and key in ("log_dirs", "log_dir_mb", "security"):
             continue
         if isinstance(value, SecuritySpec):
-            out[key] = {"tls": value.tls, "sasl": value.sasl, "authorizer": value.authorizer}
+            out[key] = dataclasses.asdict(value)
             continue
         out[key] = dict(value) if isinstance(value, Mapping) else list(value) if isinstance(value, tuple) else value
     return out

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, cast
 
-from harness.cluster.base import SecuredAccess
+from harness.cluster.base import client_access
 from harness.cluster.client_security import ClientSecurity
+from harness.cluster.security import SCRAM_ITERATIONS
 from harness.errors import HarnessError
 from harness.faults.kind import Applied, FaultEnv, KindSpec, attempt, effect
 from harness.faults.resolve import resolve_node
@@ -28,19 +29,16 @@ from harness.workload.common import LIBRDKAFKA_LOGGER
 if TYPE_CHECKING:
     from harness.faults.schedule import PlannedFault
 
-SCRAM_ITERATIONS = 4096
 TIMEOUT_S = 30.0
 
 
 def _accounts(env: FaultEnv) -> tuple[ClientSecurity, ClientSecurity]:
     """(the admin's access, the workloads' access) of a cluster whose workloads authenticate with SCRAM."""
-    cluster = env.cluster
-    client = cluster.client_security("client") if isinstance(cluster, SecuredAccess) else None
-    if client is None or client.user is None or not (client.mechanism or "").startswith("SCRAM"):
+    client = client_access(env.cluster, "client")
+    if client.user is None or not (client.mechanism or "").startswith("SCRAM"):
         raise HarnessError("credential_rotation changes a SCRAM password: the cluster needs cluster.security.sasl "
                            "scram-sha-512")
-    assert isinstance(cluster, SecuredAccess)
-    return cluster.client_security("admin"), client
+    return client_access(env.cluster, "admin"), client
 
 
 def set_password(admin: ClientSecurity, bootstrap_servers: str, user: ClientSecurity, password: str) -> None:

@@ -91,9 +91,9 @@ class ZooKeeperObserver(StartedByWith):
         self._topics: set[str] = set()
         self._assignment: dict[str, z.TopicAssignment] = {}
         self._partitions: dict[str, set[int]] = {}
-        self._states: dict[tuple[str, int], z.PartitionState] = {}
+        self._states: dict[tuple[str, int], tuple[z.PartitionState, int]] = {}
+        """Each partition's state as last read, with the znode's modification zxid."""
         self._emitted: dict[tuple[str, int], PartitionState] = {}
-        self._zxids: dict[tuple[str, int], int] = {}  # each state's modification zxid, as read with it
         self._isr_seen: set[str] = set()
 
     # ---- lifecycle -------------------------------------------------------------------------------
@@ -328,7 +328,6 @@ class ZooKeeperObserver(StartedByWith):
         for p in self._partitions.pop(topic, set()):
             self._states.pop((topic, p), None)
             self._emitted.pop((topic, p), None)
-            self._zxids.pop((topic, p), None)
         for key in [k for k in self._watchers if len(k) > 1 and k[1] == topic]:
             del self._watchers[key]
 
@@ -349,7 +348,6 @@ class ZooKeeperObserver(StartedByWith):
         for p in known - now:
             self._states.pop((topic, p), None)
             self._emitted.pop((topic, p), None)
-            self._zxids.pop((topic, p), None)
         self._partitions[topic] = now
         self._refresh_states(topic, sorted(now if full else now - known), wall)
 
@@ -371,17 +369,17 @@ class ZooKeeperObserver(StartedByWith):
                 data, stat = got
             path = z.partition_state_path(topic, p)
             try:
-                self._states[(topic, p)] = z.PartitionState.decode(bytes(data), what=path)
+                self._states[(topic, p)] = z.PartitionState.decode(bytes(data), what=path), int(stat.mzxid)
             except z.ZnodeDecodeError as exc:
                 self._emit(ObserverError(src=self.src, wall=_now_ms(), observer=self.name, error=str(exc)))
                 continue
-            self._zxids[(topic, p)] = int(stat.mzxid)
             self._maybe_emit_partition(topic, p, wall)
 
     def _maybe_emit_partition(self, topic: str, partition: int, wall: float) -> None:
-        state = self._states.get((topic, partition))
-        if state is None:
+        read = self._states.get((topic, partition))
+        if read is None:
             return
+        state, zxid = read
         assignment = self._assignment.get(topic)
         replicas = tuple(assignment.replicas(partition)) if assignment is not None else None
         recovering = state.leader_recovery_state != z.LEADER_RECOVERED
@@ -392,7 +390,7 @@ class ZooKeeperObserver(StartedByWith):
         )
         if self._emitted.get((topic, partition)) != signature:
             self._emitted[(topic, partition)] = signature
-            self._emit(dataclasses.replace(signature, wall=wall, zxid=self._zxids.get((topic, partition))))
+            self._emit(dataclasses.replace(signature, wall=wall, zxid=zxid))
 
     def _refresh_isr(self, wall: float) -> None:
         names = set(self._children(z.ISR_CHANGE_NOTIFICATION_PATH, ("isr",)) or [])
