@@ -6,6 +6,12 @@ suite starts.
 defaults here to the C1 compiler only and the serial collector: a KRaft cluster of 6 JVMs came up in 17.3 s
 instead of 26.5 s on 2 cores, and the whole suite needs the CPU. The brokers' behaviour does not depend on
 the JIT tier or the collector; a user's own setting wins.
+
+`KAFKA_CHAOS_SPARK_JAVA_OPTIONS` (the harness's knob for the Spark driver JVM) defaults here to the C1
+compiler only, for the same reason: the suite is CPU-bound on 2 cores (39 CPU-minutes in 20 wall-minutes), the
+driver JVMs spend about a third of it, and four Spark test files on 3 workers took 213 s instead of 277 s
+(CPU 387 s against 533 s). The verdicts do not depend on the JIT tier; a warm verify alone is slower with it
+(docs/performance.md, "The suite's CPU"), so only the suite sets it.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import pytest
 
 os.environ.setdefault("KAFKA_JVM_PERFORMANCE_OPTS", "-server -XX:+UseSerialGC -XX:TieredStopAtLevel=1 "
                       "-Djava.awt.headless=true")
+os.environ.setdefault("KAFKA_CHAOS_SPARK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1")
 
 pytest_plugins = ["pytester", *sorted(
     f"tests.fixtures.{p.stem}" for p in (Path(__file__).parent / "fixtures").glob("*.py") if p.stem != "__init__"

@@ -45,6 +45,8 @@ NATIVE_MEMORY_OPTIONS = (
     "-XX:ReservedCodeCacheSize=128m",
 )
 """Bounds on the driver JVM's memory outside the heap (the whole driver must stay under 2 GiB)."""
+JAVA_OPTIONS_ENV = "KAFKA_CHAOS_SPARK_JAVA_OPTIONS"
+"""Extra driver JVM options from the environment, after every other (`session_config`)."""
 APP_NAME = "kafka-chaos-verify"
 DRIVER_WHAT = "spark:driver"
 """What the driver JVM's leftover record (and `clean_leftovers`' line for it) calls it."""
@@ -97,9 +99,12 @@ def session_config(master: str, java_options: Sequence[str] | None = None) -> di
     """The configuration `get_session` applies for `master` (exposed so tests and docs can show it).
 
     The driver JVM gets `java_options` after its own; by default, those that map its class-data-sharing
-    archive if one is built (`jvm_archive.archive_options`)."""
+    archive if one is built (`jvm_archive.archive_options`). `KAFKA_CHAOS_SPARK_JAVA_OPTIONS` (whitespace
+    separated) comes last, so it wins: `-XX:TieredStopAtLevel=1` spends about 30% less driver CPU on short
+    verifies and is slower warm (`make test` sets it: docs/performance.md, "The suite's CPU")."""
     base = driver_java_options()
     extra = archive_options(base) if java_options is None else list(java_options)
+    extra += os.environ.get(JAVA_OPTIONS_ENV, "").split()
     conf = {
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",

@@ -72,7 +72,16 @@ def test_the_session_maps_the_archive_only_when_one_is_built(cache: Path) -> Non
     """No archive: the driver's options are its own; a build passes its own options instead."""
     assert "SharedArchiveFile" not in session_config("local[2]")["spark.driver.extraJavaOptions"]
     built = session_config("local[2]", ["-XX:ArchiveClassesAtExit=/x"])["spark.driver.extraJavaOptions"]
-    assert built.endswith("-XX:ArchiveClassesAtExit=/x")
+    assert "-XX:ArchiveClassesAtExit=/x" in built.split()
+
+
+def test_the_environments_driver_options_come_after_every_other(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """KAFKA_CHAOS_SPARK_JAVA_OPTIONS (whitespace separated) ends the driver's options, so a flag there wins."""
+    monkeypatch.setenv("KAFKA_CHAOS_SPARK_JAVA_OPTIONS", " -XX:TieredStopAtLevel=1  -Dx=1 ")
+    options = session_config("local[2]", ["-XX:ArchiveClassesAtExit=/x"])["spark.driver.extraJavaOptions"].split()
+    assert options[-3:] == ["-XX:ArchiveClassesAtExit=/x", "-XX:TieredStopAtLevel=1", "-Dx=1"]
+    monkeypatch.delenv("KAFKA_CHAOS_SPARK_JAVA_OPTIONS")
+    assert session_config("local[2]", [])["spark.driver.extraJavaOptions"].split()[-1] != "-Dx=1"
 
 
 def test_the_training_history_verifies_without_a_failed_or_crashed_check(spark: object, tmp_path: Path) -> None:
