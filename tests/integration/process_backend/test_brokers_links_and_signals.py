@@ -64,11 +64,14 @@ def _metadata(bootstrap: str, timeout_s: float = 5.0) -> Any:
         raise KafkaException(str(exc)) from None  # drop the frame holding the client alive
 
 
-def _wait(predicate: Any, timeout_s: float, what: str) -> float:
+def _wait(predicate: Any, timeout_s: float, what: str, seen: Any = None) -> float:
+    """Poll `predicate` until it holds; past `timeout_s`, fail naming `what` and, if given, `seen()`: the last
+    state the predicate looked at."""
     t0 = time.monotonic()
     while not predicate():
         if time.monotonic() - t0 > timeout_s:
-            raise AssertionError(f"{what} not within {timeout_s}s")
+            last = f"; last seen {seen()}" if seen is not None else ""
+            raise AssertionError(f"{what} not within {timeout_s}s{last}")
         time.sleep(0.05)
     return time.monotonic() - t0
 
@@ -230,25 +233,41 @@ def test_cutting_a_broker_to_broker_link_stops_only_that_followers_fetches(
     producer = Producer(cast(dict[str, Any], {"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 0,
                                               "logger": _QUIET}))
 
+    last: list[dict[int, list[int]]] = [{}]
+
     def isr_with_writes() -> dict[int, list[int]]:
         for partition in (0, 1):
             producer.produce("b2b", b"x" * 100, partition=partition)
         producer.poll(0)
-        return _isr(bootstrap, "b2b")
+        last[0] = _isr(bootstrap, "b2b")
+        return last[0]
 
-    _wait(lambda: isr_with_writes() == {0: [1, 2], 1: [1, 3]}, 60, "full ISRs of b2b")
+    _wait(lambda: isr_with_writes() == {0: [1, 2], 1: [1, 3]}, 60, "full ISRs of b2b", lambda: last[0])
+    # A new partition's ISR is its replica list before any follower has fetched: wait until an acks=all write to
+    # each partition is acknowledged, so both followers replicate, before the cut. Cut sooner, the controller's
+    # UpdateMetadata may not have reached broker 1 yet, and then every follower gets UNKNOWN_TOPIC_ID from it
+    # (seen with broker 2 as the controller: its requests to broker 1 go through the cut proxy too).
+    replicated = Producer(cast(dict[str, Any], {"bootstrap.servers": bootstrap, "acks": "all",
+                                                "message.timeout.ms": 60000, "logger": _QUIET}))
+    failures: list[str] = []
+    for partition in (0, 1):
+        replicated.produce("b2b", b"replicated", partition=partition,
+                           on_delivery=lambda err, _msg: failures.append(str(err)) if err else None)
+    assert replicated.flush(90) == 0 and not failures, f"acks=all writes to b2b not acknowledged: {failures}"
     link = cluster.link(NodeId.broker(2), NodeId.broker(1))
     assert link.name == "2->1"
     link.disable()
     try:
-        took = _wait(lambda: isr_with_writes()[0] == [1], LAG_MS / 1000 + 60, "broker 2 leaving the ISR")
+        took = _wait(lambda: isr_with_writes()[0] == [1], LAG_MS / 1000 + 60, "broker 2 leaving the ISR",
+                     lambda: last[0])
         print(f"broker 2 left the ISR of b2b/0 {took:.2f}s after 2->1 was cut (replica.lag.time.max.ms {LAG_MS})")
         # Broker 3's link still works: it is in b2b/1's ISR while broker 2 is out of b2b/0's. On a loaded
         # machine a fetch of broker 3 may itself stall past the short lag bound, so it may leave and rejoin.
-        _wait(lambda: isr_with_writes() == {0: [1], 1: [1, 3]}, 60, "broker 3 in the ISR while broker 2 is out")
+        _wait(lambda: isr_with_writes() == {0: [1], 1: [1, 3]}, 60, "broker 3 in the ISR while broker 2 is out",
+              lambda: last[0])
     finally:
         link.enable()
-    _wait(lambda: isr_with_writes()[0] == [1, 2], 60, "broker 2 back in the ISR after the heal")
+    _wait(lambda: isr_with_writes()[0] == [1, 2], 60, "broker 2 back in the ISR after the heal", lambda: last[0])
     assert producer.flush(30) == 0
 
 
