@@ -100,11 +100,13 @@ def session_config(master: str, java_options: Sequence[str] | None = None) -> di
 
     The driver JVM gets `java_options` after its own; by default, those that map its class-data-sharing
     archive if one is built (`jvm_archive.archive_options`). `KAFKA_CHAOS_SPARK_JAVA_OPTIONS` (whitespace
-    separated) comes last, so it wins: `-XX:TieredStopAtLevel=1` spends about 30% less driver CPU on short
-    verifies and is slower warm (`make test` sets it: docs/performance.md, "The suite's CPU")."""
+    separated) comes last, so it wins, and is the executors' options on a cluster: `-XX:TieredStopAtLevel=1`
+    spends about 30% less driver CPU on short verifies and is slower warm (the test suite sets it:
+    docs/performance.md, "The suite's CPU")."""
     base = driver_java_options()
     extra = archive_options(base) if java_options is None else list(java_options)
-    extra += os.environ.get(JAVA_OPTIONS_ENV, "").split()
+    environment = os.environ.get(JAVA_OPTIONS_ENV, "").split()
+    extra += environment
     conf = {
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
@@ -134,6 +136,8 @@ def session_config(master: str, java_options: Sequence[str] | None = None) -> di
         "spark.driver.extraJavaOptions": " ".join([*base, *extra]),
     }
     cores = _local_cores(master)
+    if cores is None and environment:
+        conf["spark.executor.extraJavaOptions"] = " ".join(environment)
     if cores is not None:
         # Embedded: the driver is the executor. Keep the heap small and the shuffle narrow.
         conf.update(

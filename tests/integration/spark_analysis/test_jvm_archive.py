@@ -80,6 +80,9 @@ def test_the_environments_driver_options_come_after_every_other(cache: Path, mon
     monkeypatch.setenv("KAFKA_CHAOS_SPARK_JAVA_OPTIONS", " -XX:TieredStopAtLevel=1  -Dx=1 ")
     options = session_config("local[2]", ["-XX:ArchiveClassesAtExit=/x"])["spark.driver.extraJavaOptions"].split()
     assert options[-3:] == ["-XX:ArchiveClassesAtExit=/x", "-XX:TieredStopAtLevel=1", "-Dx=1"]
+    assert "spark.executor.extraJavaOptions" not in session_config("local[2]")  # embedded: the driver is it
+    remote = session_config("spark://127.0.0.1:7077")["spark.executor.extraJavaOptions"]
+    assert remote == "-XX:TieredStopAtLevel=1 -Dx=1"
     monkeypatch.delenv("KAFKA_CHAOS_SPARK_JAVA_OPTIONS")
     assert session_config("local[2]", [])["spark.driver.extraJavaOptions"].split()[-1] != "-Dx=1"
 
