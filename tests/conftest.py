@@ -9,9 +9,9 @@ the JIT tier or the collector; a user's own setting wins.
 
 `KAFKA_CHAOS_SPARK_JAVA_OPTIONS` (the harness's knob for the Spark driver JVM) defaults here to the C1
 compiler only, for the same reason: the suite is CPU-bound on 2 cores (39 CPU-minutes in 20 wall-minutes), the
-driver JVMs spend about a third of it, and four Spark test files on 3 workers took 213 s instead of 277 s
-(CPU 387 s against 533 s). The verdicts do not depend on the JIT tier; a warm verify alone is slower with it
-(docs/performance.md, "The suite's CPU"), so only the suite sets it.
+driver JVM spent 44% of one end-to-end test's CPU, and four Spark test files on 3 workers took 0.70-0.77x the
+time with it (two pairs; CPU 0.65-0.73x). The verdicts do not depend on the JIT tier; a warm verify alone is
+slower with it (docs/performance.md, "The suite's CPU"), so only the suite sets it.
 """
 
 from __future__ import annotations

@@ -46,7 +46,8 @@ NATIVE_MEMORY_OPTIONS = (
 )
 """Bounds on the driver JVM's memory outside the heap (the whole driver must stay under 2 GiB)."""
 JAVA_OPTIONS_ENV = "KAFKA_CHAOS_SPARK_JAVA_OPTIONS"
-"""Extra driver JVM options from the environment, after every other (`session_config`)."""
+"""Extra JVM options from the environment: the driver's, after every other, and the executors' on a cluster
+(`session_config`)."""
 APP_NAME = "kafka-chaos-verify"
 DRIVER_WHAT = "spark:driver"
 """What the driver JVM's leftover record (and `clean_leftovers`' line for it) calls it."""
