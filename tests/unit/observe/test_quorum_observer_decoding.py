@@ -108,9 +108,6 @@ class FakeNode(FakeServer):
                 self._open -= 1
             conn.close()
 
-    def close(self, join_s: float = 2.0) -> None:
-        super().close(join_s)
-
 
 def refused_address() -> str:
     """An address where nothing listens (a killed voter)."""
