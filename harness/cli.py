@@ -106,7 +106,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from harness.cluster.select import choose_backend
+    from harness.cluster.select import choose_backend, prefers_process
     from harness.engine.runner import needs_process_backend
     from harness.experiment import load_experiment, load_experiment_text, load_experiments
     from harness.experiment.dump import dump_experiment
@@ -135,7 +135,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             return EXIT_ERROR
     try:
         needs = next((needs_process_backend(e) for e in exps if needs_process_backend(e)), "")
-        backend, reason = choose_backend(args.backend, progress=print, process_only=needs)
+        prefer = next((prefers_process(e.cluster) for e in exps if prefers_process(e.cluster)), "")
+        backend, reason = choose_backend(args.backend, progress=print, process_only=needs, prefer_process=prefer)
     except HarnessError as exc:
         _err(f"error: {exc}")
         return EXIT_ERROR

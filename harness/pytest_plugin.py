@@ -89,9 +89,9 @@ def chaos_cluster(request: pytest.FixtureRequest, chaos_session: ChaosSession,
     from harness.testing.shared import SharedCluster
 
     spec = _cluster_spec(request.node.get_closest_marker("chaos_cluster"), request.node.path)
-    from harness.cluster.select import process_only
+    from harness.cluster.select import prefers_process, process_only
 
-    backend, reason = chaos_session.backend(process_only(spec))
+    backend, reason = chaos_session.backend(process_only(spec), prefers_process(spec))
     with SharedCluster(backend, reason, spec, tmp_path_factory.mktemp("chaos-cluster")) as shared:
         yield shared
 

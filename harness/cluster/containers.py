@@ -6,9 +6,10 @@ Bring-up order: the toxiproxy container (API and every `client->j` proxy port pu
 host-mapped ports, create every proxy (`k->j`, `k->zkI`, `client->j`), start ZooKeeper, render each
 broker's config (its EXTERNAL listener advertises the host-mapped `client->j` port), start the
 brokers, wait until each is registered and answers Metadata (KRaft: format every node's storage, start the
-controllers, then the brokers; `containers_kraft`). Faults: kill = `docker kill` (SIGKILL),
-stop = `docker stop` (SIGTERM, controlled shutdown), start = `docker start` + readiness, pause/resume
-= `docker pause/unpause`, links = proxies on the toxiproxy container (`ProcessLink`).
+controllers, then the brokers; `containers_kraft`; a secured cluster's certificates are made once the host
+address is known, and its ZooKeeper users before the brokers start: `containers_security`). Faults: kill =
+`docker kill` (SIGKILL), stop = `docker stop` (SIGTERM, controlled shutdown), start = `docker start` + readiness,
+pause/resume = `docker pause/unpause`, links = proxies on the toxiproxy container (`ProcessLink`).
 
 Images and commands per role: `containers_spec` (Confluent Platform + Shopify Toxiproxy by default;
 the local busybox runtime image with host Java/Python mounted read-only when `KAFKA_CHAOS_LOCAL_IMAGES=1`
@@ -43,6 +44,7 @@ from harness.cluster.base import (
     LinkSource,
     NodeId,
 )
+from harness.cluster.client_security import ClientSecurity, ClientUser
 from harness.cluster.containers_engine import (
     CleanedContainer,
     NodeContainer,
@@ -63,6 +65,7 @@ from harness.cluster.containers_ready import (
     start_until_ready,
     wait_zookeeper,
 )
+from harness.cluster.containers_security import check_images, create_users_in_zookeeper, secure
 from harness.cluster.containers_spec import (
     LABEL_OWNER,
     LABEL_RUN,
@@ -79,9 +82,11 @@ from harness.cluster.containers_spec import (
 from harness.cluster.lifecycle import start_or_teardown
 from harness.cluster.links import LinkGraph
 from harness.cluster.process_flavour import BrokerLauncher, find_java, planned_broker
+from harness.cluster.process_security import grant_client
 from harness.cluster.process_toxiproxy import ProcessLink
 from harness.cluster.readiness import BrokerReadiness
 from harness.cluster.render import Topology
+from harness.cluster.security import ClusterSecurity, access
 from harness.errors import BackendError, ConfigError, TeardownError
 from harness.toxiproxy.client import ToxiproxyClient
 
@@ -141,16 +146,13 @@ class ContainersBackend:
             raise ConfigError(f"containers backend: cluster.log_dir_mb ({spec.log_dir_mb}) and the disk faults "
                               f"need the process backend (a tmpfs per log directory, mounted by the harness); "
                               f"run with --backend process")
-        if spec.security.enabled:
-            raise ConfigError(f"containers backend: cluster.security ({spec.security.describe()}) needs the process "
-                              "backend, which makes the run's certificates and users and renders the listeners; "
-                              "run with --backend process")
         if spec.kraft:
             check_kraft_spec(spec)
         elif spec.brokers < 1 or spec.zookeepers not in (1, 3, 5):
             raise ConfigError(f"containers backend: brokers must be >= 1 and zookeepers 1, 3 or 5; "
                               f"got brokers={spec.brokers}, zookeepers={spec.zookeepers}")
         images = resolve_images(spec, self.environ, self.commands)
+        check_images(spec, images)
         launcher = broker_launcher(images["kafka"], spec, self.environ, java=find_java(self.environ),
                                    progress=self.progress)
         images["kafka"] = local_kafka_role(images["kafka"], launcher)
@@ -197,7 +199,12 @@ class ContainersCluster:
         self._ready: BrokerReadiness | None = None
         self._zk_published: dict[int, tuple[str, int]] = {}
         self.cleaned_leftovers: tuple[CleanedContainer, ...] = ()
+        self.security: ClusterSecurity | None = None
         self._down = False
+
+    def client_security(self, user: ClientUser, *, controllers: bool = False) -> ClientSecurity:
+        """`base.SecuredAccess`: how `user` connects (plaintext unless `cluster.security` asked otherwise)."""
+        return access(self.security, user, controllers=controllers)
 
     # -- bring-up ---------------------------------------------------------------------------------
 
@@ -224,12 +231,13 @@ class ContainersCluster:
         self._toxiproxy = tox
         self._toxi_client, self.toxiproxy_version, client_ports = start_toxiproxy(tox, self.spec.brokers, deadline)
         host = tox.host_ip()
+        self.security = secure(self.spec, self.workdir, self.nodes, host)
         if self.spec.kraft:
             assert self.launcher is not None  # kraft_images refused a cluster without one
             self._kraft = KraftContainers(
                 self.spec, self.images["kafka"], self.launcher, labels=self.labels, prefix=prefix,
                 workdir=self.workdir, host_ip=host, client_ports=client_ports, containers=self._containers,
-                network=self._network, stop_timeout_s=self._backend.stop_timeout_s)
+                network=self._network, stop_timeout_s=self._backend.stop_timeout_s, security=self.security)
             self.topology = topo = self._kraft.topology
         else:
             self.topology = topo = container_topology(self.spec.brokers, self.spec.zookeepers, host, client_ports)
@@ -239,6 +247,7 @@ class ContainersCluster:
             self._kraft.format_storage(self._client, deadline)
             self.quorum_voters, self.broker_addresses = self._kraft.quorum_voters, self._kraft.broker_addresses
             self._kraft.start_all(deadline)
+            self._grant_client(deadline)
             (self.workdir / "cluster.json").write_text(json.dumps(self.describe(), indent=2, default=str) + "\n")
             return
         # 2. ZooKeeper, reachable from the host on its published client port (observers, readiness)
@@ -253,18 +262,27 @@ class ContainersCluster:
         self.zookeeper_connect = ",".join(f"{h}:{p}" for h, p in self._zk_published.values())
         for i, (h, p) in self._zk_published.items():
             wait_zookeeper(self._containers[NodeId.zookeeper(i)], h, p, deadline, quorum=True)
+        if self.security is not None:  # the SCRAM users, before any broker authenticates to another
+            assert self.launcher is not None  # check_images refused a secured cluster without the local image
+            create_users_in_zookeeper(self.security, self.launcher, self.zookeeper_connect, self.workdir,
+                                      self._backend.environ, deadline)
         # 3. brokers
-        self._ready = BrokerReadiness(self.zookeeper_connect, hint=BROKER_HINT)
+        self._ready = BrokerReadiness(self.zookeeper_connect, hint=BROKER_HINT, security=access(self.security, "admin"))
         for k in range(1, self.spec.brokers + 1):
             bspec = broker_spec(self.spec, self.images["kafka"], topo, k, f"{prefix}-broker{k}", self.labels,
-                                self.launcher)
+                                self.launcher, self.security)
             self._containers[NodeId.broker(k)] = NodeContainer(bspec, self._network, self.workdir / f"broker-{k}",
                                                                self._backend.stop_timeout_s)
         for k in range(1, self.spec.brokers + 1):
             self._containers[NodeId.broker(k)].start()
         for k in range(1, self.spec.brokers + 1):
             self._wait_broker(k, deadline)
+        self._grant_client(deadline)
         (self.workdir / "cluster.json").write_text(json.dumps(self.describe(), indent=2, default=str) + "\n")
+
+    def _grant_client(self, deadline: float) -> None:
+        if self.security is not None:
+            grant_client(self.security, self.bootstrap_servers, deadline)
 
     def _wait_broker(self, broker_id: int, deadline: float) -> None:
         assert self._ready is not None
@@ -383,6 +401,7 @@ class ContainersCluster:
             "bootstrap_servers": self.bootstrap_servers, "zookeeper_connect": self.zookeeper_connect,
             "nodes": nodes, "proxies": [p.as_row() for p in self.topology.proxies] if self.topology else [],
             "workdir": str(self.workdir), "cleaned_leftovers": [str(c) for c in self.cleaned_leftovers],
+            "security": self.security.describe() if self.security is not None else None,
         }
 
     # -- teardown ---------------------------------------------------------------------------------

@@ -58,6 +58,7 @@ from harness.cluster.containers_spec import (
     local_env,
     local_mounts,
     proxy_port,
+    security_mounts,
 )
 from harness.cluster.links import LinkGraph
 from harness.cluster.ports import allocate_ports
@@ -78,6 +79,7 @@ from harness.cluster.render_kraft import (
     render_kraft_controller,
     storage_format_args,
 )
+from harness.cluster.security import ClusterSecurity, access
 from harness.errors import BackendError, ConfigError
 
 log = logging.getLogger("harness.cluster.containers")
@@ -171,26 +173,28 @@ def published_ports(topology: Topology, node: NodeId) -> tuple[int, ...]:
 
 def kraft_node_spec(spec: ClusterSpec, role: RoleImage, topology: Topology, node: NodeId, name: str,
                     labels: Mapping[str, str], launcher: BrokerLauncher, node_dir: Path,
-                    published: Mapping[int, int]) -> ContainerSpec:
-    """A KRaft broker or dedicated controller: its rendered properties at /conf/server.properties, run by the
-    process backend's command line with the image's paths; its log directory the bind mount `node_dir/data`."""
+                    published: Mapping[int, int], security: ClusterSecurity | None = None) -> ContainerSpec:
+    """A KRaft broker or dedicated controller: its rendered properties at /conf/server.properties (with
+    `security`'s, whose certificates are mounted), run by the process backend's command line with the image's
+    paths; its log directory the bind mount `node_dir/data`."""
     render = render_kraft_controller if node.role == "controller" else render_kraft_broker
     text = render(topology, node.id, log_dirs=LOCAL_KAFKA_DATA, overrides=spec.broker_config,
-                  advertise_controllers=launcher.advertises_controllers)
+                  advertise_controllers=launcher.advertises_controllers, security=security)
     command = role.command or tuple(image_launcher(launcher).argv(Path(CONF_DIR) / "server.properties"))
     env = launcher.env(Path(CONF_DIR), {"PATH": local_env()["PATH"], "HOME": "/tmp"})
     data = Mount(str(node_dir.resolve() / "data"), LOCAL_KAFKA_DATA, "rw")
     return ContainerSpec(name, str(node), role.image, node_alias(node), command, env, (),
-                         (*local_mounts(launcher.java, python=False), data), {**labels, LABEL_NODE: str(node)},
+                         (*local_mounts(launcher.java, python=False), data, *security_mounts(security)),
+                         {**labels, LABEL_NODE: str(node)},
                          {"server.properties": text}, conf_mount=True, logs_mount=True, published=dict(published))
 
 
 def format_spec(node_spec: ContainerSpec, cluster_id: str, launcher: BrokerLauncher,
-                features: Mapping[str, int] | None = None) -> ContainerSpec:
+                features: Mapping[str, int] | None = None, security: ClusterSecurity | None = None) -> ContainerSpec:
     """The one-off container formatting a node's log directory: the node's image, mounts and environment,
-    running `StorageTool format` on the node's own /conf/server.properties (with the cluster's `features`); no
-    ports."""
-    args = storage_format_args(cluster_id, f"{CONF_DIR}/server.properties", features)
+    running `StorageTool format` on the node's own /conf/server.properties (with the cluster's `features`, and
+    `security`'s SCRAM users, `--add-scram`); no ports."""
+    args = storage_format_args(cluster_id, f"{CONF_DIR}/server.properties", features, security)
     command = tuple(image_launcher(launcher).tool_argv(Path(CONF_DIR) / "logs", *args))
     return dataclasses.replace(node_spec, name=f"{node_spec.name}-format", command=command, exposed=(), published={},
                                labels={**node_spec.labels, LABEL_NODE: f"format {node_spec.node}"}, files={})
@@ -202,14 +206,16 @@ class KraftContainers:
 
     def __init__(self, spec: ClusterSpec, role: RoleImage, launcher: BrokerLauncher, *, labels: Mapping[str, str],
                  prefix: str, workdir: Path, host_ip: str, client_ports: Mapping[int, int],
-                 containers: dict[NodeId, NodeContainer], network: Any, stop_timeout_s: float) -> None:
+                 containers: dict[NodeId, NodeContainer], network: Any, stop_timeout_s: float,
+                 security: ClusterSecurity | None = None) -> None:
         self.spec = spec
+        self.security = security
         self.launcher = launcher
         self.labels = dict(labels)
         self.topology = kraft_container_topology(spec, host_ip, client_ports)
         self.cluster_id = spec.cluster_id or kraft_cluster_id(0)
         self._containers = containers
-        self._ready = BrokerReadiness("", hint=KRAFT_HINT)
+        self._ready = BrokerReadiness("", hint=KRAFT_HINT, security=access(security, "admin"))
         dedicated = [c.node for c in self.topology.controllers if c.node.role == "controller"]
         self.order = (*dedicated, *(NodeId.broker(k) for k in range(1, spec.brokers + 1)))
         """Start order: dedicated controllers first (the brokers register with them)."""
@@ -226,7 +232,7 @@ class KraftContainers:
             node_dir = workdir / node_dir_name(node)
             (node_dir / "data").mkdir(parents=True, exist_ok=True)
             cspec = kraft_node_spec(spec, role, self.topology, node, f"{prefix}-{node_alias(node)}", labels,
-                                    launcher, node_dir, self.host_ports[node])
+                                    launcher, node_dir, self.host_ports[node], security)
             containers[node] = NodeContainer(cspec, network, node_dir, stop_timeout_s)
 
     def container(self, node: NodeId) -> NodeContainer:
@@ -246,7 +252,7 @@ class KraftContainers:
         try:
             for node in self.order:
                 c = self.container(node)
-                fspec = format_spec(c.spec, self.cluster_id, self.launcher, self.spec.features)
+                fspec = format_spec(c.spec, self.cluster_id, self.launcher, self.spec.features, self.security)
                 volumes = {h: {"bind": inside, "mode": mode} for h, inside, mode in volume_map(fspec, c.node_dir)}
                 try:
                     jobs.append((node, client.containers.run(
@@ -291,7 +297,8 @@ class KraftContainers:
         c = self.container(node)
         if node.role == "controller":
             host, _, port = self.quorum_voters[node.id].rpartition(":")
-            wait_kafka_api(c, host, int(port), deadline, hint=KRAFT_HINT)
+            wait_kafka_api(c, host, int(port), deadline, hint=KRAFT_HINT,
+                           tls=access(self.security, "admin", controllers=True).ssl_context())
             return
         proxy = str(self.topology.proxy(CLIENT, node).advertised)
         self._ready.wait_ready(node.id, proxy, deadline, who=f"{node} (container {c.spec.name})", alive=c.is_running,

@@ -22,6 +22,7 @@ import hashlib
 import json
 import logging
 import socket
+import ssl
 import struct
 import tarfile
 import tempfile
@@ -273,9 +274,16 @@ _API_VERSIONS_V0 = struct.pack(">ihhih", 2 + 2 + 4 + 2 + 5, 18, 0, 1, 5) + b"rea
 """A framed ApiVersions v0 request (api key 18, correlation id 1, client id `ready`): every Kafka answers it."""
 
 
-def answers_api_versions(host: str, port: int, timeout_s: float = 2.0) -> bool:
-    """Whether a Kafka listener at host:port answers ApiVersions (its reply carries correlation id 1)."""
-    with socket.create_connection((host, port), timeout=timeout_s) as sock:
+def answers_api_versions(host: str, port: int, timeout_s: float = 2.0, tls: ssl.SSLContext | None = None) -> bool:
+    """Whether a Kafka listener at host:port answers ApiVersions (its reply carries correlation id 1); over TLS
+    with `tls` (a SASL listener answers ApiVersions before the SASL handshake, KIP-35)."""
+    raw = socket.create_connection((host, port), timeout=timeout_s)
+    try:
+        sock = tls.wrap_socket(raw, server_hostname=host) if tls is not None else raw  # owns raw's descriptor
+    except BaseException:
+        raw.close()
+        raise
+    with sock:
         sock.sendall(_API_VERSIONS_V0)
         head = b""
         while len(head) < 8:
@@ -287,9 +295,12 @@ def answers_api_versions(host: str, port: int, timeout_s: float = 2.0) -> bool:
     return size >= 4 and correlation == 1
 
 
-def wait_kafka_api(node: NodeContainer, host: str, port: int, deadline: float, *, hint: str) -> None:
-    """Wait until the node's listener published at host:port answers ApiVersions."""
+def wait_kafka_api(node: NodeContainer, host: str, port: int, deadline: float, *, hint: str,
+                   tls: ssl.SSLContext | None = None) -> None:
+    """Wait until the node's listener published at host:port answers ApiVersions (over TLS with `tls`)."""
     def probe() -> str | None:
-        return None if answers_api_versions(host, port) else "the connection closed before an ApiVersions answer"
+        if answers_api_versions(host, port, tls=tls):
+            return None
+        return "the connection closed before an ApiVersions answer"
 
     _wait_until(node, probe, deadline, what=f"answer ApiVersions on {host}:{port}", hint=hint, poll_s=0.2)

@@ -51,6 +51,7 @@ from harness.cluster.render import (
     render_server_properties,
     render_zoo_cfg,
 )
+from harness.cluster.security import ClusterSecurity
 from harness.errors import ConfigError
 
 ROLES = ("zookeeper", "kafka", "toxiproxy")
@@ -352,15 +353,26 @@ def container_topology(brokers: int, zookeepers: int, host_ip: str,
     return Topology(listeners, zks, tuple(proxies))
 
 
+def security_mounts(security: ClusterSecurity | None) -> tuple[Mount, ...]:
+    """The run's certificates, read-only at their own path (the rendered properties name them by their host path)."""
+    if security is None:
+        return ()
+    where = str(security.directory.resolve())
+    return (Mount(where, where, "ro"),)
+
+
 def broker_spec(spec: ClusterSpec, role: RoleImage, topology: Topology, broker_id: int, name: str,
-                labels: Mapping[str, str], launcher: BrokerLauncher | None = None) -> ContainerSpec:
+                labels: Mapping[str, str], launcher: BrokerLauncher | None = None,
+                security: ClusterSecurity | None = None) -> ContainerSpec:
     """Broker `broker_id`: the rendered server.properties as KAFKA_* variables (cp-kafka), or as a file read by
     the local image's broker: Apache Kafka started by `launcher` (the process backend's command line, with
-    the image's paths)."""
+    the image's paths). `security`: its listeners, stores and JAAS entries, and the certificates mounted (the local
+    image only: `containers_security.check_images` refuses the others before anything starts)."""
     node = str(NodeId.broker(broker_id))
     node_labels = {**labels, LABEL_NODE: node}
     data = LOCAL_KAFKA_DATA if role.local else CONFLUENT_KAFKA_DATA
-    text = render_server_properties(topology, broker_id, log_dirs=data, overrides=spec.broker_config)
+    text = render_server_properties(topology, broker_id, log_dirs=data, overrides=spec.broker_config,
+                                    security=security)
     if not role.local:
         env = {kafka_env_name(k): v for k, v in parse_properties(text).items()}
         env["KAFKA_HEAP_OPTS"] = "-Xmx512M -Xms128M"
@@ -372,5 +384,5 @@ def broker_spec(spec: ClusterSpec, role: RoleImage, topology: Topology, broker_i
     command = role.command or tuple(image_launcher(launcher).argv(properties))
     env = launcher.env(Path(CONF_DIR), {"PATH": local_env()["PATH"], "HOME": "/tmp"})
     return ContainerSpec(name, node, role.image, broker_host(broker_id), command, env, (),
-                         local_mounts(launcher.java, python=False), node_labels, {"server.properties": text},
-                         conf_mount=True, logs_mount=True)
+                         (*local_mounts(launcher.java, python=False), *security_mounts(security)), node_labels,
+                         {"server.properties": text}, conf_mount=True, logs_mount=True)

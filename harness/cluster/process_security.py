@@ -1,4 +1,5 @@
-"""The process backend's part of a secured bring-up (`cluster.security`): the run's certificates and users
+"""The process backend's part of a secured bring-up (`cluster.security`; its ZooKeeper users and ACL steps are the
+containers backend's too, `containers_security`): the run's certificates and users
 (`harness.cluster.security.issue`) before any node is rendered, the SCRAM credentials in ZooKeeper before the
 brokers start (ZooKeeper mode: Kafka's `kafka-configs --zookeeper`, run with the release's own jars, as Kafka's
 docs prescribe for the credentials inter-broker SASL needs), and the workloads' ACLs once the brokers answer

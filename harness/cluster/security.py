@@ -5,7 +5,9 @@ ACLs of the workloads' user. docs/kafka-behaviour.md "Secured clusters" cites Ka
 - **Certificates** (`issue`): trustme makes a CA for the run, one certificate per broker and KRaft controller, and
   one for clients, each for 127.0.0.1 and localhost. Every Kafka client checks the server's hostname by default
   (`ssl.endpoint.identification.algorithm=https`), and every connection goes to 127.0.0.1 (a proxy, which passes
-  the TLS bytes untouched, or the node itself), so the check holds through the proxies. A node's key and chain
+  the TLS bytes untouched, or the node itself), so the check holds through the proxies. On the containers backend
+  the certificates also name what the nodes dial inside the network (`toxiproxy`, the node aliases) and the
+  engine's host address. A node's key and chain
   are one PEM file (KIP-651's PEM key store, Kafka 2.7+), its key unencrypted PKCS#8, readable by the owner only.
 - **Users**: `admin` (the brokers among themselves and with the controllers, and the harness's observers,
   operators and tools; the super user when the authorizer is on) and `client` (the workloads), each with a
@@ -152,9 +154,11 @@ def access(security: ClusterSecurity | None, user: ClientUser, *, controllers: b
     return security.access(user, controllers=controllers) if security is not None else PLAINTEXT
 
 
-def issue(spec: SecuritySpec, directory: Path, nodes: Iterable[NodeId], *, kraft: bool) -> ClusterSecurity:
+def issue(spec: SecuritySpec, directory: Path, nodes: Iterable[NodeId], *, kraft: bool,
+          hosts: Sequence[str] = ()) -> ClusterSecurity:
     """Make the run's CA, a certificate per broker and controller of `nodes` and one for clients under `directory`,
-    and two users with fresh passwords."""
+    and two users with fresh passwords. Every certificate names `HOSTS` and `hosts` (the containers backend's names
+    inside its network, where the nodes dial one another through the `toxiproxy` container)."""
     import trustme  # only secured runs pay for it (it loads cryptography)
     from cryptography.hazmat.primitives import serialization
 
@@ -166,7 +170,7 @@ def issue(spec: SecuritySpec, directory: Path, nodes: Iterable[NodeId], *, kraft
                                Credentials("client", secrets.token_urlsafe(18)))
     for name, target in [*((str(n), security.keystore(n)) for n in nodes if n.role != "zookeeper"),
                          ("client", directory / "client.pem")]:
-        cert = ca.issue_cert(*HOSTS, common_name=name)
+        cert = ca.issue_cert(*dict.fromkeys((*HOSTS, *hosts)), common_name=name)
         key = serialization.load_pem_private_key(cert.private_key_pem.bytes(), password=None)
         pkcs8 = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                   serialization.NoEncryption())  # Kafka's PEM store reads PKCS#8 only

@@ -46,22 +46,29 @@ def _process_backend(progress: Callable[[str], None] | None) -> ClusterBackend:
 
 def process_only(spec: ClusterSpec) -> str:
     """What of `spec` only the process backend offers (`choose_backend`'s `process_only`), or ""."""
-    if spec.log_dir_mb:
-        return "cluster.log_dir_mb (the disk faults)"
+    return "cluster.log_dir_mb (the disk faults)" if spec.log_dir_mb else ""
+
+
+def prefers_process(spec: ClusterSpec) -> str:
+    """What of `spec` `auto` runs on the process backend (`choose_backend`'s `prefer_process`), or "": a secured
+    cluster, which the containers backend runs only in its local images (`containers_security.check_images`)."""
     return f"cluster.security ({spec.security.describe()})" if spec.security.enabled else ""
 
 
 def choose_backend(name: str = "auto", progress: Callable[[str], None] | None = None,
-                   process_only: str = "") -> tuple[ClusterBackend, str]:
+                   process_only: str = "", prefer_process: str = "") -> tuple[ClusterBackend, str]:
     """The backend to use and a one-line reason (recorded in run.json and printed). `progress` hears the
     steps of an Apache Kafka install, where the process backend needs one. `process_only` names what only the
-    process backend offers (e.g. `cluster.log_dir_mb`): `auto` then takes the process backend."""
+    process backend offers (e.g. `cluster.log_dir_mb`): `auto` then takes the process backend, and `containers`
+    is refused; `prefer_process` names what `auto` runs on the process backend, which `containers` also runs."""
     if name not in BACKENDS:
         raise BackendError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")
     if name == "containers" and process_only:
         raise BackendError(f"{process_only} needs the process backend; use --backend process (or auto)")
     if name == "auto" and process_only:
         name, why = "process", f"auto: {process_only} needs the process backend"
+    elif name == "auto" and prefer_process:
+        name, why = "process", f"auto: {prefer_process} runs on the process backend unless --backend containers"
     elif name in ("auto", "containers"):
         answers, why = docker_api()
         containers = _containers_backend(progress) if answers else None

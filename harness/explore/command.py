@@ -39,7 +39,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_explore(args: argparse.Namespace) -> int:
-    from harness.cluster.select import choose_backend
+    from harness.cluster.select import choose_backend, prefers_process
     from harness.engine.runner import needs_process_backend
     from harness.experiment import load_experiment
     from harness.experiment.check_ids import CHECK_IDS
@@ -58,7 +58,8 @@ def cmd_explore(args: argparse.Namespace) -> int:
             raise HarnessError(f"--find {args.find}: no such check; {did_you_mean(args.find, CHECK_IDS)}")
         exploration = Exploration.of(exp, Path(args.file).read_text(encoding="utf-8"), seed, kinds,
                                      args.from_schedule)
-        backend, reason = choose_backend(args.backend, progress=print, process_only=needs_process_backend(exp))
+        backend, reason = choose_backend(args.backend, progress=print, process_only=needs_process_backend(exp),
+                                         prefer_process=prefers_process(exp.cluster))
     except (ValidationError, HarnessError, ValueError) as exc:
         print(f"error: {exc}")
         return EXIT_ERROR

@@ -93,6 +93,6 @@ CREDENTIAL_KINDS: tuple[CredentialRotation, ...] = (
         "authenticate until the heal.",
         frozenset({"producer", "consumer"}), (), "required", "credentials", "sets the old password back",
         MappingProxyType({"process": "AlterUserScramCredentials through the admin (the run's secured cluster)",
-                          "containers": "not available: secured clusters need the process backend"}))),
+                          "containers": "AlterUserScramCredentials through the admin (the local Kafka image)"}))),
 )
 """The credential kinds, in `kafka-chaos faults` order."""

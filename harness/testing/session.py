@@ -128,17 +128,18 @@ class ChaosSession:
     options: ChaosOptions
     _backends: dict[str, tuple[ClusterBackend, str]] | None = None
 
-    def backend(self, needs: str = "") -> tuple[ClusterBackend, str]:
+    def backend(self, needs: str = "", prefer: str = "") -> tuple[ClusterBackend, str]:
         """The backend (chosen once, and once more when `needs` names what only the process backend runs:
-        `needs_process_backend`, `select.process_only`; raises `HarnessError` naming why none can run). Leftovers
+        `needs_process_backend`, `select.process_only`, or `prefer` what `auto` runs there: `select.prefers_process`;
+        raises `HarnessError` naming why none can run). Leftovers
         of dead harnesses are cleaned by the backend's own `up` and recorded in each run's run.json."""
         from harness.cluster.select import choose_backend
 
         if self._backends is None:
             self._backends = {}
-        key = "process" if needs else ""
+        key = "process" if needs or (prefer and self.options.backend == "auto") else ""
         if key not in self._backends:
-            self._backends[key] = choose_backend(self.options.backend, process_only=needs)
+            self._backends[key] = choose_backend(self.options.backend, process_only=needs, prefer_process=prefer)
         return self._backends[key]
 
     def seeded(self, exp: Experiment) -> list[Experiment]:
@@ -152,9 +153,10 @@ class ChaosSession:
 
     def run(self, exp: Experiment, *, backend: tuple[ClusterBackend, str] | None = None) -> Outcome:
         """Run `exp` (after `prepare`) and verify it; a harness error becomes an unknown outcome."""
+        from harness.cluster.select import prefers_process
         from harness.engine.runner import needs_process_backend, run_experiment
 
-        cluster_backend, reason = backend or self.backend(needs_process_backend(exp))
+        cluster_backend, reason = backend or self.backend(needs_process_backend(exp), prefers_process(exp.cluster))
         result = run_experiment(exp, cluster_backend, backend_reason=reason, runs_dir=self.options.runs_dir)
         verdict, error = None, result.error
         try:

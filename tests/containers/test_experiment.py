@@ -1,8 +1,10 @@
-"""`kafka-chaos run experiments/controller-failover.yaml --backend containers --broker apache-kafka` end to end,
-as a user runs it (a subprocess of the CLI): Apache Kafka comes up through Testcontainers (on Podman: the
-cache's install in the local Kafka image), the controller is killed twice and replaced, the run completes,
-verification runs, run.json names Apache Kafka and its version, the brokers' log files are in the run's
-cluster/ directory, and no container or network is left behind."""
+"""`kafka-chaos run experiments/secured-failover.yaml --backend containers --broker apache-kafka` (its ZooKeeper
+variant) end to end, as a user runs it (a subprocess of the CLI): Apache Kafka comes up through Testcontainers (on
+Podman: the cache's install in the local Kafka image) with TLS, SASL/SCRAM and ACLs on every listener, the
+controller is killed twice and replaced, the workloads' password is rotated, the run completes, verification runs,
+run.json names Apache Kafka, its version and the cluster's security, the brokers' log files are in the run's
+cluster/ directory, and no container or network is left behind. It is controller-failover's run plus the security,
+so the plaintext file is not run again here (`make nightly BACKEND=containers` runs it)."""
 
 from __future__ import annotations
 
@@ -26,12 +28,12 @@ BACKEND_CHECKS = ("controller.unique", "controller.epoch_monotonic", "slo.contro
 
 
 @pytest.mark.timeout(540)
-def test_controller_failover_experiment_runs_end_to_end_through_containers(
+def test_the_secured_controller_failover_experiment_runs_end_to_end_through_containers(
         docker_env: DockerEngine, tmp_path: Path) -> None:
     kafka = local_kafka(docker_env)  # installed into the cache first when missing (not timed by the run)
     runs = tmp_path / "runs"
-    cmd = [sys.executable, "-m", "harness.cli", "run", "experiments/controller-failover.yaml",
-           "--backend", "containers", "--broker", "apache-kafka", "--runs-dir", str(runs)]
+    cmd = [sys.executable, "-m", "harness.cli", "run", "experiments/secured-failover.yaml", "--variant",
+           "mode=zookeeper", "--backend", "containers", "--broker", "apache-kafka", "--runs-dir", str(runs)]
     proc = subprocess.run(cmd, cwd=ROOT, env=dict(os.environ), capture_output=True, text=True, timeout=500,
                           check=False)
     out = proc.stdout + proc.stderr
@@ -41,6 +43,7 @@ def test_controller_failover_experiment_runs_end_to_end_through_containers(
     assert meta["status"] == "completed", out[-3000:]
     info = meta["cluster_info"]
     assert info["backend"] == "containers" and info["engine"]
+    assert info["security"]["protocol"] == "SASL_SSL" and info["security"]["mechanism"] == "SCRAM-SHA-512"
     broker = meta["broker"]
     assert broker["flavour"] == "apache-kafka" and broker["version"].startswith("3.9"), broker
     if kafka is not None:  # the local images: this install's jars, its log files in the run's cluster/ dir
@@ -56,5 +59,5 @@ def test_controller_failover_experiment_runs_end_to_end_through_containers(
     # on Apache Kafka every check judges Kafka itself (the group checks too): the experiment passes
     others = {c["id"]: f"{c['status']}: {c['summary']}" for c in verdict["checks"] if c["status"] != "pass"}
     assert verdict["status"] == "pass" and proc.returncode == 0, (proc.returncode, others)
-    assert [f["kind"] for f in verdict["faults"]] == ["kill", "kill"]
+    assert [f["kind"] for f in verdict["faults"]] == ["kill", "kill", "credential_rotation"]
     print(f"verdict {verdict['status']}: " + ", ".join(f"{c['id']}={c['status']}" for c in verdict["checks"]))

@@ -224,7 +224,7 @@ def test_explore_picks_a_backend_that_runs_what_the_experiment_needs(monkeypatch
 
     asked: list[str] = []
 
-    def stand_in(name: str, *, progress: object = None, process_only: str = "") -> object:
+    def stand_in(name: str, *, progress: object = None, process_only: str = "", prefer_process: str = "") -> object:
         asked.append(process_only)
         raise HarnessError("stand-in: no backend")
 
