@@ -4,7 +4,7 @@ how many schedules ran and how fast (schedules per hour, on one reused cluster o
 how many draws, the shrink (steps kept of those tried, the reruns they took), and the fault count before and
 after shrinking.
 
-    .venv/bin/python benchmarks/explore_bench.py runs/explore-weak-acks [more explore dirs...]
+    .venv/bin/python benchmarks/explore_bench.py runs/explore-weak-isr [more explore dirs...]
 
 The times come from `explore.json` (`ended_s` of each run); for a report without them (written before they were
 recorded) from the run directories: the first run's start to each verdict's write.

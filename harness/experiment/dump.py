@@ -109,7 +109,8 @@ def experiment_to_dict(exp: Experiment) -> dict[str, Any]:
 def _explore(e: ExploreSpec) -> dict[str, Any]:
     return {**({"faults": list(e.faults)} if e.faults else {}), "per_schedule": list(e.per_schedule),
             "durations": [format_duration(d) for d in e.durations],
-            **({"window": [format_duration(w) for w in e.window]} if e.window is not None else {})}
+            **({"window": [format_duration(w) for w in e.window]} if e.window is not None else {}),
+            **({"overlap": e.overlap} if e.overlap != ExploreSpec().overlap else {})}
 
 
 def dump_experiment(exp: Experiment) -> str:

@@ -5,6 +5,7 @@
       per_schedule: [1, 3]                          # how many faults a schedule holds, fewest and most
       durations: [4s, 16s]                          # each fault's duration, shortest and longest
       window: [3s, 30s]                             # when faults start, seconds into the chaos phase
+      overlap: 0.5                                  # the chance a fault starts inside the one before it
 
 The kinds are `harness.faults.generator`'s (`kafka-chaos explore --faults` overrides them). This module reads the
 block into an `ExploreSpec`; it is pure.
@@ -20,7 +21,7 @@ from harness.experiment.limits import MAX_FAULTS
 from harness.experiment.schema import ExploreSpec
 from harness.experiment.yamlsource import Path
 
-KEYS = ("faults", "per_schedule", "durations", "window")
+KEYS = ("faults", "per_schedule", "durations", "window", "overlap")
 DEFAULT = ExploreSpec()
 
 
@@ -46,9 +47,10 @@ def read_explore(f: Fields, raw: object, mode: str) -> ExploreSpec | None:
     durations = _pair(f, m, path, "durations", DEFAULT.durations, lambda e, k: f.duration(e, (*path, "durations"), k))
     window = _pair(f, m, path, "window", DEFAULT.window,
                    lambda e, k: f.duration(e, (*path, "window"), k, positive=False))
-    if MISSING in (kinds, count, durations, window):
+    overlap = f.number(m, path, "overlap", DEFAULT.overlap, minimum=0.0, maximum=1.0, why="it is a probability")
+    if MISSING in (kinds, count, durations, window, overlap):
         return None
-    return ExploreSpec(faults=tuple(kinds), per_schedule=count, durations=durations, window=window)
+    return ExploreSpec(faults=tuple(kinds), per_schedule=count, durations=durations, window=window, overlap=overlap)
 
 
 def _pair(f: Fields, m: dict[str, Any], path: Path, key: str, default: Any,

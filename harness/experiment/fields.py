@@ -105,8 +105,9 @@ class Fields:
         return raw
 
     def number(self, m: Mapping[str, Any], path: Path, key: str, default: Any = MISSING,
-               positive: bool = False, maximum: float | None = None, why: str | None = None) -> Any:
-        """A finite number (as a float), positive if asked, at most `maximum`."""
+               positive: bool = False, maximum: float | None = None, why: str | None = None,
+               minimum: float | None = None) -> Any:
+        """A finite number (as a float), positive if asked, at least `minimum`, at most `maximum`."""
         raw = self.required(m, path, key) if default is MISSING else m.get(key, default)
         if raw is MISSING:
             return MISSING
@@ -122,6 +123,9 @@ class Fields:
             return MISSING
         if positive and value <= 0:
             self.error((*path, key), "must be positive", raw)
+            return MISSING
+        if minimum is not None and value < minimum:
+            self.error((*path, key), f"must be at least {minimum:g}", raw, why)
             return MISSING
         if maximum is not None and value > maximum:
             self.error((*path, key), f"must be at most {maximum:g}", raw, why)

@@ -112,9 +112,11 @@ class _Trace(Fields):
         return super().integer(m, path, key, default, minimum, maximum, why)
 
     def number(self, m: Mapping[str, Any], path: Path, key: str, default: Any = MISSING,
-               positive: bool = False, maximum: float | None = None, why: str | None = None) -> Any:
-        self.note(path, key, "number", default, exclusiveMinimum=0 if positive else None, maximum=maximum)
-        return super().number(m, path, key, default, positive, maximum, why)
+               positive: bool = False, maximum: float | None = None, why: str | None = None,
+               minimum: float | None = None) -> Any:
+        self.note(path, key, "number", default, exclusiveMinimum=0 if positive else None, minimum=minimum,
+                  maximum=maximum)
+        return super().number(m, path, key, default, positive, maximum, why, minimum)
 
     def boolean(self, m: Mapping[str, Any], path: Path, key: str, default: Any = MISSING) -> Any:
         self.note(path, key, "boolean", default)
@@ -157,7 +159,8 @@ def _documents() -> list[tuple[dict[str, Any], dict[int, str]]]:
                  "workload": {"producers": [{"transactions": {}}, {"transactions": {}}], "consumers": [{}],
                               "pipelines": [{}, {}], "client_version": ""},
                  "schedule": schedule, "verify": {}, "expect": {"why": ""},
-                 "explore": {"faults": [], "per_schedule": [1, 1], "durations": ["1s", "1s"], "window": ["1s", "1s"]}}
+                 "explore": {"faults": [], "per_schedule": [1, 1], "durations": ["1s", "1s"], "window": ["1s", "1s"],
+                             "overlap": 0.5}}
     kraft = {"cluster": {"mode": "kraft"},  # valid, and unlike the first: defaults made from it differ
              "workload": {"producers": [{"topic": "t", "acks": 1}], "consumers": [{"group": "g", "topics": ["t"]}]}}
     return [(zookeeper, labels), (kraft, {})]

@@ -234,6 +234,9 @@ class ExploreSpec:
     """Each drawn fault's duration, shortest and longest."""
     window: tuple[float, float] | None = None
     """When drawn faults start, seconds into the chaos phase; None: from 3 s to 16 s before its end."""
+    overlap: float = 0.5
+    """The chance that a drawn fault starts while the one before it is in effect, in that fault's second half (once
+    its effect, an expired session or a shrunk ISR, has had time to show), instead of anywhere in the window."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -78,7 +78,8 @@ class Exploration:
         groups = tuple(c.group for c in exp.workload.consumers) or ("billing",)
         partitions = min((t.partitions for t in exp.topics), default=1)
         space = FaultSpace(kinds=tuple(chosen), faults=narrowed.per_schedule, window=window,
-                           durations=narrowed.durations, topics=topics, groups=groups, partitions=partitions)
+                           durations=narrowed.durations, topics=topics, groups=groups, partitions=partitions,
+                           overlap=narrowed.overlap)
         written = tuple(dict(e) for e in doc.get("schedule") or ()) if from_schedule else None
         if from_schedule and not written:
             raise HarnessError(f"{exp.source}: --from-schedule, but the file has no schedule to start from")

@@ -12,6 +12,7 @@ itself (isolations from it, partitions that put it on the minority side, pauses 
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -42,6 +43,9 @@ class FaultSpace:
     partitions: int = 3
     groups: tuple[str, ...] = ("billing",)
     extra: dict[str, Any] = field(default_factory=dict)
+    overlap: float = 0.0
+    """The chance that a fault starts inside the fault before it, in its second half (`draw_schedule`); 0: every
+    start is drawn alone in `window` (the false-fail hunt's draws)."""
 
 
 def _s(seconds: float) -> str:
@@ -100,10 +104,21 @@ def draw_fault(rng: random.Random, space: FaultSpace, brokers: int, voters: Sequ
 
 def draw_schedule(rng: random.Random, space: FaultSpace, brokers: int, voters: Sequence[int] = (),
                   kraft: bool = False) -> list[Entry]:
-    """A schedule: between `space.faults` faults, each starting in `space.window`, in start order."""
+    """A schedule: between `space.faults` faults, each starting in `space.window`, in start order. With
+    `space.overlap`, each fault after the first may instead start in the second half of the one before it (a fault
+    with a duration): Jepsen's nemeses compose concurrently, and many losses need a second fault while the first
+    one's effect holds (a lone leader acknowledging writes, then killed), which independent starts rarely draw."""
     n = rng.randint(*space.faults)
     starts = sorted(round(rng.uniform(*space.window), 1) for _ in range(n))
-    return [{"at": f"{at:g}s", **draw_fault(rng, space, brokers, voters, kraft)} for at in starts]
+    entries = [{"at": f"{at:g}s", **draw_fault(rng, space, brokers, voters, kraft)} for at in starts]
+    if space.overlap <= 0:
+        return entries
+    for before, entry in itertools.pairwise(list(entries)):
+        length = seconds(before.get("duration", 0))
+        if length > 0 and rng.random() < space.overlap:
+            at = seconds(before["at"]) + rng.uniform(length / 2, length)
+            entry["at"] = f"{round(min(at, space.window[1]), 1):g}s"
+    return sorted(entries, key=lambda e: seconds(e["at"]))
 
 
 def seconds(value: object) -> float:

@@ -1,18 +1,18 @@
 """Explore's proofs on Apache Kafka (issue 40, item 7), nightly. Two of them: plain explore finds KAFKA-15489 on
 3.6.2 from the bug's fault kinds (below), and, on Apache Kafka 3.9, a weak configuration (RF 3,
-`min.insync.replicas` 1, unclean elections on, a producer with acks=1: tests/data/explore/weak-acks.yaml, whose
-`explore:` block names the faults that can lose acknowledged writes there: kills, partitions, correlated losses,
-isolations from ZooKeeper), `kafka-chaos explore --find delivery.lost_write` finds a schedule that loses them (an
-anomaly the configuration permits: the question is a trade-off, not a bug) and shrinks it to at most 2 faults,
-within a 30-minute budget; and `kafka-chaos run minimal.yaml` loses writes again. Five explore seeds; the goal is 4
-of 5, so each seed is its own case. `make test` runs a cheap form (experiments/weak-durability.yaml's own schedule,
-one run, no shrink) in tests/integration/e2e/test_weak_configuration_on_apache_kafka.py.
+`min.insync.replicas` 1, unclean elections on, an acks=all producer and a batch consumer:
+tests/data/explore/weak-isr.yaml, whose `explore:` block names the faults that can leave a lone leader and kill it:
+kills, partitions, correlated losses), `kafka-chaos explore --find delivery.lost_write` finds a schedule that loses
+acknowledged writes (an anomaly the configuration permits: the question is a trade-off, not a bug) and shrinks it to
+at most 2 faults, within a 30-minute budget; and `kafka-chaos run minimal.yaml` loses writes again. Five explore
+seeds; the goal is 4 of 5, so each seed is its own case. `make test` runs a cheap form
+(experiments/weak-durability.yaml's own schedule, one run, no shrink) in
+tests/integration/e2e/test_weak_configuration_on_apache_kafka.py.
 
-Why acks=1 and not weak-durability.yaml's acks=all: with acks=all and `min.insync.replicas` 1 the writes a lone
-leader acknowledged are below its high watermark, so a consumer keeping up reads them before an unclean election
-truncates them; they turn into offsets holding two values, not lost writes, unless the consumer is held back (that
-experiment pauses it, a fault explore does not draw). Measured: 5 drawn schedules of weak-durability.yaml, no lost
-write, each with permitted duplicates or reorderings."""
+Why acks=all with a batch consumer: `delivery.lost_write` judges acks=all writes only (an acks=1 write promises
+nothing past the leader, so one never polled is counted, not lost: the file's first form, with acks=1, could never
+be found), and a consumer keeping up reads what a lone leader acknowledged before an unclean election truncates it
+(the offsets then hold two values); one fetching every 10 s has not."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from harness.experiment import load_experiment
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(2700)]
 
 ROOT = Path(__file__).resolve().parents[2]
-WEAK = ROOT / "tests" / "data" / "explore" / "weak-acks.yaml"
+WEAK = ROOT / "tests" / "data" / "explore" / "weak-isr.yaml"
 
 
 @pytest.mark.xfail(strict=False, reason=(

@@ -139,6 +139,9 @@ topics: [{name: t, partitions: 2, replication_factor: 3}]
     ("expect: {'*': {fail: [lost_write], why: a weak setting}}", True),
     ("explore: {faults: [kill], per_schedule: [1, 3], durations: [2s, 8s]}", True),
     ("explore: {per_schedule: [1, 2, 3]}", False),
+    ("explore: {overlap: 0.8}", True),
+    ("explore: {overlap: -0.1}", False),
+    ("explore: {overlap: 1.5}", False),
 ])
 def test_the_schema_and_the_loader_agree_on_small_documents(extra: str, valid: bool) -> None:
     text = BASE.replace("cluster: {brokers: 3}\n", "") + extra if extra.startswith("cluster:") else BASE + extra

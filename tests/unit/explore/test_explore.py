@@ -6,18 +6,21 @@ engine and the verifiers) is exercised by the command on Apache Kafka (docs/desi
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
+import random
 from pathlib import Path
 
 import pytest
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, ValidationError
 from harness.experiment import load_experiment, load_experiment_text
+from harness.experiment.schema import ExploreSpec
 from harness.explore.search import Budget, Outcome, Stopped, explore
 from harness.explore.session import Exploration, write_results
 from harness.explore.shrink import candidates
-from harness.faults.generator import Entry
+from harness.faults.generator import Entry, FaultSpace, draw_schedule, seconds
 
 ROOT = Path(__file__).resolve().parents[3]
 FILE = ROOT / "experiments" / "controller-failover.yaml"
@@ -136,6 +139,32 @@ def test_the_files_explore_block_narrows_what_is_drawn() -> None:
         assert all(5.0 <= float(e["at"].rstrip("s")) <= 20.0 for e in schedule), schedule
         assert all(4.0 <= float(e["duration"].rstrip("s")) <= 6.0 for e in schedule), schedule
     assert Exploration.of(exp, NARROWED, 3, ("stop",)).space.kinds == ("stop",)  # --faults overrides the block
+
+
+def test_overlap_starts_a_fault_in_the_second_half_of_the_one_before_and_zero_draws_each_start_alone() -> None:
+    """`explore.overlap` (default 0.5): a fault after the first may start while the one before it is in effect, in
+    its second half, as a lone leader's acknowledgements then its kill need; 0 leaves the independent starts (the
+    false-fail hunt's draws) exactly as they were, drawing nothing more from the generator."""
+    space = FaultSpace(kinds=("kill", "partition"), faults=(2, 3), window=(3.0, 30.0), durations=(8.0, 14.0))
+    alone = [draw_schedule(random.Random(f"s{i}"), space, 3) for i in range(200)]
+    again = [draw_schedule(random.Random(f"s{i}"), dataclasses.replace(space, overlap=0.0), 3) for i in range(200)]
+    assert alone == again
+    inside = 0
+    for i in range(200):
+        schedule = draw_schedule(random.Random(f"s{i}"), dataclasses.replace(space, overlap=1.0), 3)
+        starts = [seconds(e["at"]) for e in schedule]
+        assert starts == sorted(starts) and all(3.0 <= t <= 30.0 for t in starts), schedule
+        for before, after in itertools.pairwise(schedule):
+            length = seconds(before["duration"])
+            start = seconds(before["at"])
+            inside += start + length / 2 - 0.05 <= seconds(after["at"]) <= start + length
+    pairs = sum(len(draw_schedule(random.Random(f"s{i}"), space, 3)) - 1 for i in range(200))
+    assert inside >= 0.9 * pairs  # every later fault in its predecessor's second half (bar the window's end)
+    assert ExploreSpec().overlap == 0.5 and _exploration().space.overlap == 0.5
+    exp = load_experiment_text(NARROWED + "  overlap: 0\n", "narrowed.yaml")
+    assert exp.explore.overlap == 0.0 and Exploration.of(exp, NARROWED, 3, None).space.overlap == 0.0
+    with pytest.raises(ValidationError, match=r"explore\.overlap.*at most 1"):
+        load_experiment_text(NARROWED + "  overlap: 2\n", "narrowed.yaml")
 
 
 def test_find_counts_an_anomaly_the_configuration_permits_and_plain_explore_does_not() -> None:
