@@ -13,8 +13,14 @@ callback, i.e. the generation librdkafka holds at that instant. For the classic 
 the JoinGroup generation whose assignment is being delivered (on assign) and the generation the
 partitions were held in (on revoke), or null when librdkafka has already dropped it (-1, e.g.
 after ILLEGAL_GENERATION or a lost session). For `group.protocol=consumer` it is the member
-epoch. Commits recorded from the `on_commit` callback (auto/async) carry the generation read just
-before the poll() that served the callback.
+epoch. A commit carries the generation read just before it was made (async: delivered later through
+`on_commit`); auto commits carry the last one read. It is never read between polls otherwise:
+`consumer_group_metadata()` waits for librdkafka's main thread while holding Python's GIL, so a client whose
+main thread is deadlocked freezes every thread of the harness there, and no timeout or signal can end the run.
+Seen on librdkafka 2.16.0 under explore (docs/apache-kafka.md, "Explore on Apache Kafka"): the main thread
+handling an OffsetForLeaderEpoch answer held a partition's lock and waited for the handle's write lock, which a
+broker thread failing its connection held for reading while it waited for that partition's lock (librdkafka
+issue #5476's inversion). A deadlocked member now stops polling records, which the drain reports.
 
 Ending: `close` = graceful (unsubscribe = LeaveGroup, revoke callbacks served, then close()); `kill` = the thread
 drops its only reference without close(); confluent-kafka then destroys the handle with
@@ -26,6 +32,7 @@ dropped after max.poll.interval.ms, not session.timeout.ms).
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import traceback
@@ -197,7 +204,6 @@ class Member:
                 self._wake.wait(0.05)
                 self._wake.clear()
                 continue
-            self._refresh_metadata(consumer)
             msg = consumer.poll(self._poll_timeout_s)
             if msg is not None:
                 self._handle_message(msg)
@@ -215,8 +221,13 @@ class Member:
         Closing while a rebalance callback is pending can hang librdkafka 2.x forever inside
         rd_kafka_assign() (librdkafka issues #4527/#4884), and confluent-kafka holds the GIL
         there, which would freeze the whole harness; unsubscribing and polling until the
-        assignment is empty first is the workaround given upstream.
+        assignment is empty first is the workaround given upstream. A client that no longer answers
+        (`_answers`) goes straight to close(): unsubscribe() and assignment() would hold the GIL forever.
         """
+        if not self._answers(consumer, _LEAVE_TIMEOUT_S):
+            logging.getLogger(__name__).warning("%s: librdkafka did not answer within %gs; closing without "
+                                                "unsubscribing first", self.src, _LEAVE_TIMEOUT_S)
+            return
         consumer.unsubscribe()
 
         def left() -> bool:
@@ -322,6 +333,7 @@ class Member:
 
     def _do_commit(self, consumer: confluent_kafka.Consumer) -> None:
         self._dirty = False
+        self._refresh_metadata(consumer)  # the generation this commit is made in (see the module doc)
         if self._commit == "async":
             consumer.commit(asynchronous=True)  # results arrive through _on_commit
             return
@@ -361,6 +373,19 @@ class Member:
                             client=self.src, error=err.name(), error_detail=err.str(), fatal=err.fatal())
         self._guarded(lambda: self._sink(event))
 
+    def _answers(self, consumer: confluent_kafka.Consumer, timeout_s: float) -> bool:
+        """Whether librdkafka's main thread still serves this client (see the module doc): `committed()` is served
+        there and, unlike `position()`, the cached watermarks, `assignment()` or `unsubscribe()`, releases the GIL
+        while it waits, so a deadlocked client costs `timeout_s` here, not the harness. Any answer but a timeout,
+        an error included, is an answer."""
+        owned = sorted(self._assignment)[:1] or [(self.topics[0], 0)]
+        try:
+            consumer.committed([confluent_kafka.TopicPartition(t, p) for t, p in owned], timeout=timeout_s)
+        except confluent_kafka.KafkaException as exc:
+            err = exc.args[0] if exc.args and isinstance(exc.args[0], confluent_kafka.KafkaError) else None
+            return err is None or err.code() != confluent_kafka.KafkaError._TIMED_OUT
+        return True
+
     # -- drain ---------------------------------------------------------------------------------
     @staticmethod
     def _position(consumer: confluent_kafka.Consumer, key: TopicPartitionKey) -> int:
@@ -379,6 +404,9 @@ class Member:
         consumed), at most every 2 s.
         """
         try:
+            if not self._answers(consumer, 1.0):
+                self.last_check_error = "librdkafka did not answer within 1 s (its main thread busy or deadlocked)"
+                return False
             if not self.known_partitions:
                 md = consumer.list_topics(timeout=1.0)
                 self.known_partitions = {
