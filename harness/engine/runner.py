@@ -24,6 +24,7 @@ from harness.cluster.links import LinkGraph
 from harness.cluster.render_kraft import kraft_cluster_id
 from harness.engine.bundle import RunBundle, client_info
 from harness.engine.delivery import DeliveryCount
+from harness.engine.freeze import FreezeWatchdog
 from harness.engine.interrupts import INTERRUPTS, Interrupts
 from harness.engine.lanes import FaultLanes
 from harness.engine.parts import REAL_PARTS, RunParts
@@ -159,7 +160,8 @@ class Run:
         LIBRDKAFKA_LOGGER.setLevel(logging.INFO)
         KAFKA_PYTHON_LOGGER.addHandler(clients_log)  # the operator's reassignment client
         try:
-            return self._execute(status, error)
+            with FreezeWatchdog(self.bundle.dir):  # a GIL held forever ends the run as a crash (engine.freeze)
+                return self._execute(status, error)
         finally:
             LIBRDKAFKA_LOGGER.removeHandler(clients_log)
             KAFKA_PYTHON_LOGGER.removeHandler(clients_log)
