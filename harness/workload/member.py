@@ -14,10 +14,11 @@ the JoinGroup generation whose assignment is being delivered (on assign) and the
 partitions were held in (on revoke), or null when librdkafka has already dropped it (-1, e.g.
 after ILLEGAL_GENERATION or a lost session). For `group.protocol=consumer` it is the member
 epoch. A commit carries the generation read just before it was made (async: delivered later through
-`on_commit`); auto commits carry the last one read. It is never read between polls otherwise:
+`on_commit`), once `committed()` has shown that librdkafka answers (`_answers`); auto commits carry the last one
+read. It is never read between polls otherwise:
 `consumer_group_metadata()` waits for librdkafka's main thread while holding Python's GIL, so a client whose
 main thread is deadlocked freezes every thread of the harness there, and no timeout or signal can end the run.
-Seen on librdkafka 2.16.0 under explore (docs/apache-kafka.md, "Explore on Apache Kafka"): the main thread
+Seen on librdkafka 2.16.0 under explore (docs/apache-kafka.md, "A librdkafka consumer that deadlocks"): the main thread
 handling an OffsetForLeaderEpoch answer held a partition's lock and waited for the handle's write lock, which a
 broker thread failing its connection held for reading while it waited for that partition's lock (librdkafka
 issue #5476's inversion). A deadlocked member now stops polling records, which the drain reports.
@@ -333,7 +334,8 @@ class Member:
 
     def _do_commit(self, consumer: confluent_kafka.Consumer) -> None:
         self._dirty = False
-        self._refresh_metadata(consumer)  # the generation this commit is made in (see the module doc)
+        if self._answers(consumer, 1.0):  # only then: see the module doc
+            self._refresh_metadata(consumer)  # the generation this commit is made in
         if self._commit == "async":
             consumer.commit(asynchronous=True)  # results arrive through _on_commit
             return

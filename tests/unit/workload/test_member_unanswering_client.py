@@ -1,8 +1,9 @@
 """A consumer whose librdkafka main thread no longer answers (a stand-in for the deadlock seen on librdkafka 2.16.0,
 docs/apache-kafka.md "A librdkafka consumer that deadlocks"): the member's drain check and its graceful leave ask
 `committed()` first, which releases the GIL and times out, and then make none of the calls confluent-kafka makes
-holding the GIL (the cached watermarks, `position()`, `unsubscribe()`, `assignment()`); a client that answers, even
-with an error, is checked as before; and the poll loop reads the group metadata at commits, not at every poll. A fake
+holding the GIL (the cached watermarks, `position()`, `unsubscribe()`, `assignment()`, the group metadata); a client
+that answers, even with an error, is checked as before; and the poll loop reads the group metadata at commits, not at
+every poll. A fake
 consumer stands in for librdkafka here: the deadlock cannot be made on demand."""
 
 from __future__ import annotations
@@ -93,4 +94,8 @@ def test_the_group_metadata_is_read_at_a_commit_not_at_every_poll() -> None:
     assert consumer.calls == ["poll"] * 5
     member._dirty = True
     member._do_commit(consumer)  # type: ignore[arg-type]
-    assert consumer.calls[5] == "consumer_group_metadata" and "commit" in consumer.calls[6:]
+    assert consumer.calls[5:7] == ["committed", "consumer_group_metadata"] and "commit" in consumer.calls[7:]
+    wedged = FakeConsumer(wedged=True)
+    member._dirty = True
+    member._do_commit(wedged)  # type: ignore[arg-type]
+    assert "consumer_group_metadata" not in wedged.calls and wedged.calls[0] == "committed"
