@@ -113,7 +113,7 @@ def draw_schedule(rng: random.Random, space: FaultSpace, brokers: int, voters: S
     entries = [{"at": f"{at:g}s", **draw_fault(rng, space, brokers, voters, kraft)} for at in starts]
     if space.overlap <= 0:
         return entries
-    for before, entry in itertools.pairwise(list(entries)):
+    for before, entry in itertools.pairwise(entries):
         length = seconds(before.get("duration", 0))
         if length > 0 and rng.random() < space.overlap:
             at = seconds(before["at"]) + rng.uniform(length / 2, length)

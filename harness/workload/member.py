@@ -403,7 +403,8 @@ class Member:
         the member's own read position) so that the check seldom waits behind a Fetch long-poll
         on the broker connection, and asks the leaders only to confirm a pass; committed offsets
         are asked for only for owned partitions it has not read from (handed over already
-        consumed), at most every 2 s.
+        consumed), at most every 2 s. Each check first asks one committed offset (`_answers`): the
+        client's own knowledge is read holding the GIL, which a deadlocked client would never give back.
         """
         try:
             if not self._answers(consumer, 1.0):
