@@ -1,5 +1,6 @@
-"""Shared pieces of the workloads: errors, value/key encoding, timestamps, and the decoding of
-librdkafka's consumer-group metadata blob (the source of the generation of assign/revoke/commit).
+"""Shared pieces of the workloads: errors, value/key encoding, timestamps, the decoding of
+librdkafka's consumer-group metadata blob (the source of the generation of assign/revoke/commit), and the probe
+that says whether a consumer's librdkafka main thread still answers (`answers`).
 """
 
 from __future__ import annotations
@@ -8,7 +9,10 @@ import hashlib
 import logging
 import struct
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+import confluent_kafka
 
 from harness.errors import HarnessError
 
@@ -104,3 +108,17 @@ def parse_group_metadata(blob: object) -> GroupMetadata | None:
     group = parts[0].decode("utf-8", "replace")
     member = parts[1].decode("utf-8", "replace") or None
     return GroupMetadata(group=group, generation=None if generation < 0 else generation, member_id=member)
+
+
+def answers(consumer: confluent_kafka.Consumer, partitions: Sequence[tuple[str, int]], timeout_s: float) -> bool:
+    """Whether librdkafka's main thread still serves `consumer`. `committed()` is served there and, unlike
+    `consumer_group_metadata()`, `position()`, the cached watermarks, `assignment()` or `unsubscribe()`, releases
+    Python's GIL while it waits; so a client whose main thread is deadlocked (librdkafka 2.16.0, docs/apache-kafka.md
+    "A librdkafka consumer that deadlocks") costs `timeout_s` here instead of freezing every thread of the harness.
+    Any answer but a timeout, an error included, is an answer. `partitions`: one or more to ask about (any)."""
+    try:
+        consumer.committed([confluent_kafka.TopicPartition(t, p) for t, p in partitions], timeout=timeout_s)
+    except confluent_kafka.KafkaException as exc:
+        err = exc.args[0] if exc.args and isinstance(exc.args[0], confluent_kafka.KafkaError) else None
+        return err is None or err.code() != confluent_kafka.KafkaError._TIMED_OUT
+    return True

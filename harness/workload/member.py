@@ -53,7 +53,14 @@ from harness.history.events import (
 )
 from harness.history.jsonl import EventSink
 from harness.waiting import poll_until
-from harness.workload.common import WorkloadError, decode_key, decode_value, parse_group_metadata, wall_ms
+from harness.workload.common import (
+    WorkloadError,
+    answers,
+    decode_key,
+    decode_value,
+    parse_group_metadata,
+    wall_ms,
+)
 
 TopicPartitionKey = tuple[str, int]
 COMMIT_MODES = ("auto", "sync", "async", "none")
@@ -376,17 +383,8 @@ class Member:
         self._guarded(lambda: self._sink(event))
 
     def _answers(self, consumer: confluent_kafka.Consumer, timeout_s: float) -> bool:
-        """Whether librdkafka's main thread still serves this client (see the module doc): `committed()` is served
-        there and, unlike `position()`, the cached watermarks, `assignment()` or `unsubscribe()`, releases the GIL
-        while it waits, so a deadlocked client costs `timeout_s` here, not the harness. Any answer but a timeout,
-        an error included, is an answer."""
-        owned = sorted(self._assignment)[:1] or [(self.topics[0], 0)]
-        try:
-            consumer.committed([confluent_kafka.TopicPartition(t, p) for t, p in owned], timeout=timeout_s)
-        except confluent_kafka.KafkaException as exc:
-            err = exc.args[0] if exc.args and isinstance(exc.args[0], confluent_kafka.KafkaError) else None
-            return err is None or err.code() != confluent_kafka.KafkaError._TIMED_OUT
-        return True
+        """`common.answers`, asked about a partition the member owns (or its first topic's partition 0)."""
+        return answers(consumer, sorted(self._assignment)[:1] or [(self.topics[0], 0)], timeout_s)
 
     # -- drain ---------------------------------------------------------------------------------
     @staticmethod

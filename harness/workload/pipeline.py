@@ -20,7 +20,11 @@ group coordinator away mid-call: 2.5 minutes, until teardown). The call therefor
 has not returned `HUNG_GRACE_S` after its timeout the session is given up, as an application's watchdog would:
 `client.error` {error `_TIMED_OUT`, fatal false} names the hang, the transaction ends `aborted` (its commit was
 never asked for; the next session's init_transactions aborts it) and a new session goes on from the committed
-offsets. The stuck call keeps the old client alive until it returns.
+offsets. The stuck call keeps the old client alive until it returns. Before it, `position()` and
+`consumer_group_metadata()` hold Python's GIL while they wait for the consumer's librdkafka main thread, so a
+consumer whose main thread deadlocked (librdkafka 2.16.0; docs/apache-kafka.md "A librdkafka consumer that
+deadlocks") would freeze the harness there: they are called only once `common.answers` has seen that thread answer
+within the call timeout, and otherwise the session is given up the same way.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ import confluent_kafka
 
 from harness.history.events import PipeRead, Send
 from harness.history.jsonl import EventSink
-from harness.workload.common import LIBRDKAFKA_LOGGER, decode_value, wall_ms
+from harness.workload.common import LIBRDKAFKA_LOGGER, answers, decode_value, wall_ms
 from harness.workload.txn_producer import CALL_TIMEOUT_S, TransactionalProducerWorkload
 
 _COORDINATOR_MOVING = frozenset({
@@ -148,6 +152,12 @@ class PipelineWorkload(TransactionalProducerWorkload):
             part = msg.partition()
             self._send_one(producer, part % partitions if partitions and part is not None else None)
         self._source = None
+        if not answers(consumer, [(str(batch[0].topic()), int(batch[0].partition() or 0))], CALL_TIMEOUT_S):
+            self._give_up(txn, f"the input's consumer did not answer committed() within {CALL_TIMEOUT_S:g}s: "
+                          "librdkafka's main thread is wedged, and position() or consumer_group_metadata() would "
+                          "freeze the harness holding the GIL (docs/apache-kafka.md, 'A librdkafka consumer that "
+                          "deadlocks'); the client is given up")
+            return False
         positions = consumer.position(consumer.assignment())
         self._offsets = tuple((tp.topic, tp.partition, tp.offset) for tp in positions if tp.offset >= 0)
         metadata = consumer.consumer_group_metadata()

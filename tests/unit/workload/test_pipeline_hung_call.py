@@ -56,6 +56,9 @@ class FakeProducer:
 
 
 class FakeConsumer:
+    def committed(self, tps: Any, timeout: float) -> list[Any]:  # it answers (common.answers)
+        return []
+
     def assignment(self) -> list[Any]:
         return []
 
