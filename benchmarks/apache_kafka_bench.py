@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 from kazoo.client import KazooClient  # noqa: E402
 
 from harness.cluster.base import ClusterSpec, NodeId  # noqa: E402
-from harness.cluster.process import ProcessBackend, ProcessCluster  # noqa: E402
+from harness.cluster.process_backend import ProcessBackend, ProcessCluster  # noqa: E402
 from harness.cluster.select import docker_api  # noqa: E402
 from harness.install.kafka import install_kafka  # noqa: E402
 

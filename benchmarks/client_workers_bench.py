@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from harness.cluster.base import ClusterSpec  # noqa: E402
-from harness.cluster.process import ProcessBackend, ProcessCluster  # noqa: E402
+from harness.cluster.process_backend import ProcessBackend, ProcessCluster  # noqa: E402
 from harness.history.events import Ack, HistoryEvent  # noqa: E402
 from harness.install.java_client import install_java_client  # noqa: E402
 from harness.install.kafka import install_kafka  # noqa: E402

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from harness.cluster.base import ClusterSpec, NodeId  # noqa: E402
-from harness.cluster.process import ProcessBackend, ProcessCluster  # noqa: E402
+from harness.cluster.process_backend import ProcessBackend, ProcessCluster  # noqa: E402
 from harness.observe.quorum import QuorumObserver  # noqa: E402
 
 ELECTION_TIMEOUT_MS = 1000  # Kafka's defaults (QuorumConfig); --fetch-timeout-ms / --election-timeout-ms change them

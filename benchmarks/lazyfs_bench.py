@@ -31,7 +31,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition  
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from harness.cluster.base import ClusterSpec, NodeId  # noqa: E402
-from harness.cluster.process import ProcessBackend, ProcessCluster  # noqa: E402
+from harness.cluster.process_backend import ProcessBackend, ProcessCluster  # noqa: E402
 from harness.install.kafka import install_kafka  # noqa: E402
 from harness.waiting import wait_until  # noqa: E402
 from harness.workload.common import LIBRDKAFKA_LOGGER  # noqa: E402

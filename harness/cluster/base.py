@@ -130,9 +130,16 @@ class ClusterSpec:
     def kraft(self) -> bool:
         return self.mode == "kraft"
 
+    @property
+    def migrating(self) -> bool:
+        """ZooKeeper mode with `controllers` > 0 (which the loader never sets; the backend's own tests do): dedicated
+        KRaft controllers 101..100+controllers, formatted with the cluster's id and not started at bring-up, the
+        cluster the ZooKeeper-to-KRaft migration (KIP-866) starts from (process backend)."""
+        return not self.kraft and self.controllers > 0 and not self.combined
+
     def voter_ids(self) -> tuple[int, ...]:
-        """The KRaft quorum's node ids (empty in ZooKeeper mode)."""
-        return voter_ids(self.controllers, self.combined) if self.kraft else ()
+        """The KRaft quorum's node ids (empty in ZooKeeper mode, unless `migrating`)."""
+        return voter_ids(self.controllers, self.combined) if self.kraft or self.migrating else ()
 
 
 @runtime_checkable

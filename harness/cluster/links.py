@@ -14,9 +14,15 @@ listener per source", "KRaft"):
 - ZooKeeper member <-> every other member (`peer`): real connections, but not proxied, so no fault cuts them
   (pause or kill a member instead).
 
-Nobody dials itself, ZooKeeper never dials a broker, and KRaft controllers never dial brokers (brokers fetch
-metadata from the controllers). The rule reads only the roles (and, for `quorum` to a broker, whether it is a
-voter), so it answers for any two nodes; `links()` lists every proxied link of this cluster's members.
+- the ZooKeeper-to-KRaft migration (a ZooKeeper cluster with dedicated KRaft controllers, KIP-866): every
+  controller -> every ZooKeeper member (`zookeeper`: the metadata copy and the dual writes) and -> every broker
+  (`data`: while the brokers are in ZooKeeper mode the active controller sends them LeaderAndIsr, UpdateMetadata
+  and StopReplica over the destination's `FROM<controller>` listener), besides the quorum links above.
+
+Nobody dials itself, ZooKeeper never dials a broker, and outside a migration KRaft controllers never dial brokers
+(brokers fetch metadata from the controllers). The rule reads only the roles (and, for `quorum` to a broker,
+whether it is a voter; for a controller's links, whether the cluster is migrating), so it answers for any two
+nodes; `links()` lists every proxied link of this cluster's members.
 """
 
 from __future__ import annotations
@@ -43,6 +49,11 @@ _RULES: Mapping[tuple[str, str], Channel] = MappingProxyType({
     ("zookeeper", "zookeeper"): "peer",
 })
 """(dialer role, dialled role) -> the channel; a pair not here is never dialled."""
+_MIGRATION_RULES: Mapping[tuple[str, str], Channel] = MappingProxyType({
+    ("controller", "zookeeper"): "zookeeper",
+    ("controller", "broker"): "data",
+})
+"""What a migration's KRaft controllers dial besides the quorum (`LinkGraph.migrating`)."""
 
 
 QUORUM_SUFFIX = ".quorum"
@@ -91,6 +102,11 @@ class LinkGraph:
                          () if spec.kraft else tuple(range(1, spec.zookeepers + 1)),
                          spec.voter_ids(), spec.combined)
 
+    @property
+    def migrating(self) -> bool:
+        """A ZooKeeper cluster with dedicated KRaft controllers: the ZooKeeper-to-KRaft migration's cluster."""
+        return bool(self.zookeepers and self.voters) and not self.combined
+
     def voter_node(self, node_id: int) -> NodeId:
         """KRaft voter `node_id` as a node: a broker when combined, else a dedicated controller."""
         return NodeId.broker(node_id) if self.combined else NodeId.controller(node_id)
@@ -116,6 +132,8 @@ class LinkGraph:
         if src == dst:
             return ()
         channel = _RULES.get((_role(src), dst.role))
+        if channel is None and self.migrating:
+            channel = _MIGRATION_RULES.get((_role(src), dst.role))
         if channel is None:
             return ()
         if channel == "data" and self.combined and dst.id in self.voters:
@@ -140,7 +158,8 @@ class LinkGraph:
             return ("ZooKeeper members never open connections to brokers, and ZooKeeper peer traffic is not "
                     "proxied (use pause/kill)")
         if _role(src) == "controller" and dst.role == "broker":
-            return "KRaft controllers never dial brokers (brokers fetch metadata from the controllers)"
+            return ("KRaft controllers never dial brokers outside a ZooKeeper-to-KRaft migration (brokers fetch "
+                    "metadata from the controllers)")
         return f"{_role(src)}s never dial {dst.role}s"
 
     def links(self) -> tuple[Dial, ...]:

@@ -16,127 +16,69 @@ Layout under `workdir/`: `broker-<k>/{server.properties,data/,broker.log,logs/}`
 from __future__ import annotations
 
 import json
-import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from harness.cluster.base import (
     BrokerFlavour,
-    ClockControl,
-    Cluster,
-    ClusterBackend,
     ClusterSpec,
-    DiskControl,
-    DiskErrorControl,
     Link,
     LinkGroup,
     LinkSource,
     NodeId,
-    PacketControl,
-    PowerControl,
     link_name,
 )
 from harness.cluster.client_security import ClientSecurity, ClientUser
 from harness.cluster.disks import LogDirMounts
-from harness.cluster.leftovers import CleanedLeftover, LeftoverRegistry, clean_leftovers, leftovers_dir
-from harness.cluster.lifecycle import start_or_teardown
+from harness.cluster.leftovers import CleanedLeftover, LeftoverRegistry, leftovers_dir
 from harness.cluster.links import LinkGraph
 from harness.cluster.packets import PacketRules
 from harness.cluster.process_brokers import BrokerNodes
 from harness.cluster.process_disks import NodeDisks
 from harness.cluster.process_flavour import (
     BrokerLauncher,
-    find_java,
     java_version,
-    planned_broker,
-    select_launcher,
     switched_launcher,
     zookeeper_jar_version,
 )
 from harness.cluster.process_kraft import KraftNodes
+from harness.cluster.process_migration import prepare_controllers
 from harness.cluster.process_node import ManagedProcess
 from harness.cluster.process_security import create_zookeeper_users, grant_client, secure
 from harness.cluster.process_topology import process_topology
-from harness.cluster.process_toxiproxy import ProcessLink, ToxiproxyProcess
+from harness.cluster.process_toxiproxy import ToxiproxyProcess
 from harness.cluster.render import EXTERNAL, Topology, ZooKeeperEndpoint
 from harness.cluster.security import ClusterSecurity, access
 from harness.cluster.zookeeper import ZooKeeperEnsemble, ZooKeeperMember, zookeeper_classpath
-from harness.errors import BackendError, ConfigError, HarnessError, TeardownError
+from harness.errors import BackendError, ConfigError, TeardownError
 
 HOST = "127.0.0.1"
 
 
-class ProcessBackend:
-    """Brings up `ProcessCluster`s. Reads `KAFKA_HOME`, `KAFKA_CHAOS_CACHE`, `TOXIPROXY_BIN`, `ZOOKEEPER_HOME`,
-    `JAVA_HOME`, `KAFKA_HEAP_OPTS`, `KAFKA_JVM_PERFORMANCE_OPTS`."""
+class BackendSettings(Protocol):
+    """What a `ProcessCluster` reads of the backend that brought it up (`process_backend.ProcessBackend`)."""
 
-    name = "process"
+    @property
+    def environ(self) -> Mapping[str, str]: ...
 
-    def __init__(
-        self, environ: Mapping[str, str] | None = None, *, stop_timeout_s: float = 30.0,
-        zookeeper_tick_ms: int = 500, leftovers_dir: Path | None = None,
-        progress: Callable[[str], None] | None = None, broker: str | None = None,
-    ) -> None:
-        self.environ = dict(os.environ if environ is None else environ)
-        self.stop_timeout_s = stop_timeout_s
-        self.zookeeper_tick_ms = zookeeper_tick_ms
-        self.leftovers_dir = leftovers_dir
-        self.progress = progress
-        """Where an Apache Kafka install reports its steps (None: quietly)."""
-        self.broker = broker
-        """When set, the `cluster.broker` of every cluster, whatever its spec says."""
+    @property
+    def stop_timeout_s(self) -> float: ...
 
-    def available(self) -> tuple[bool, str]:
-        """(True, which broker flavour) when java, ZooKeeper and a usable broker flavour are here."""
-        java = find_java(self.environ)
-        if java is None:
-            return False, "no `java` on PATH or in JAVA_HOME (ZooKeeper needs a JRE 11+)"
-        try:
-            zookeeper_classpath()
-            return True, planned_broker(self.environ)
-        except HarnessError as exc:
-            return False, str(exc)
+    @property
+    def zookeeper_tick_ms(self) -> int: ...
 
-    def up(self, spec: ClusterSpec, workdir: Path) -> ProcessCluster:
-        """Start ZooKeeper, Toxiproxy with every link's proxy, then the brokers; wait until all are ready.
-
-        First kills what harnesses that died without teardown left running (`clean_leftovers`; the
-        cluster's `cleaned_leftovers` and `describe()` list them).
-
-        `spec.brokers == 0` brings up ZooKeeper and Toxiproxy only (used by tests of ZooKeeper faults).
-        """
-        if spec.brokers < 0 or (spec.zookeepers not in (1, 3, 5) if not spec.kraft
-                                else spec.controllers not in (1, 3, 5)):
-            raise ConfigError(f"process backend: brokers must be >= 0 and zookeepers (KRaft: controllers) 1, 3 "
-                              f"or 5; got brokers={spec.brokers}, zookeepers={spec.zookeepers}, "
-                              f"controllers={spec.controllers}")
-        java = find_java(self.environ)
-        if java is None:
-            raise BackendError("process backend: no `java` on PATH or in JAVA_HOME")
-        launcher = select_launcher(self.environ, broker=self.broker or spec.broker, kafka=spec.kafka_version,
-                                   java=java, progress=self.progress,
-                                   mode=spec.mode)
-        releases = {release: switched_launcher(launcher, release, self.environ, self.progress)
-                    for release in spec.releases}  # the upgrades' releases, installed before anything runs
-        cleaned = self.clean_leftovers(self.leftovers_dir)  # groups of harnesses that died without teardown
-        cluster = ProcessCluster(spec, Path(workdir), launcher=launcher, java=java, backend=self, releases=releases)
-        cluster.cleaned_leftovers = tuple(cleaned)
-        return start_or_teardown(cluster)
-
-    @staticmethod
-    def clean_leftovers(directory: Path | None = None) -> list[CleanedLeftover]:
-        """Kill process groups left by a harness that died without teardown (see `leftovers`)."""
-        return clean_leftovers(directory)
+    @property
+    def leftovers_dir(self) -> Path | None: ...
 
 
 class ProcessCluster(NodeDisks):
     """A running process cluster (implements `harness.cluster.base.Cluster`)."""
 
     def __init__(self, spec: ClusterSpec, workdir: Path, *, launcher: BrokerLauncher, java: str,
-                 backend: ProcessBackend, releases: Mapping[str, BrokerLauncher] | None = None) -> None:
+                 backend: BackendSettings, releases: Mapping[str, BrokerLauncher] | None = None) -> None:
         self.spec = spec
         self._releases = dict(releases or {})
         """The launcher of each release an upgrade may switch a node to (`reconfigure`), made at bring-up."""
@@ -196,6 +138,10 @@ class ProcessCluster(NodeDisks):
             if self.security is not None:
                 create_zookeeper_users(self.security, self.launcher, self.zookeeper_connect, self.workdir,
                                        self._registry, env, deadline)
+            if self.spec.migrating:  # its KRaft controllers, formatted and not started
+                self._kraft = prepare_controllers(self.spec, self.workdir, self.topology, self.launcher,
+                                                  self._registry, env, self._backend.stop_timeout_s, self.security,
+                                                  self.zookeeper_connect, deadline)
             self._brokers = BrokerNodes(self.spec, self.workdir, self.topology, self.launcher, self._registry,
                                         env, self.zookeeper_connect, self._backend.stop_timeout_s, self.security)
             self._brokers.start_all(deadline)
@@ -239,25 +185,26 @@ class ProcessCluster(NodeDisks):
             raise BackendError("the brokers were never started")
         return self._brokers
 
+    def _kraft_owns(self, node: NodeId) -> bool:
+        """Whether `node` is a KRaft node (`process_kraft`): in KRaft mode every one, in a migration's cluster its
+        controllers."""
+        return self._kraft is not None and (self._brokers is None or node.role == "controller")
+
     def _kafka_process(self, node: NodeId) -> ManagedProcess:
         """A broker's or KRaft controller's process."""
-        if self._kraft is not None:
+        if self._kraft is not None and self._kraft_owns(node):
             return self._kraft.process(node)
         return self._broker_nodes().process(node.id)
 
     def kill(self, node: NodeId) -> None:
         """SIGKILL the node's process group (no clean shutdown) and reap it. No-op if not running."""
-        self._check(node)
-        if node.role != "zookeeper":
-            self._kafka_process(node).kill()
-        else:
-            self._member(node).kill()
+        self._handle(node).kill()
 
     def stop(self, node: NodeId) -> None:
         """SIGTERM and wait for exit (a broker's controlled shutdown); SIGKILL after the stop timeout,
         and then a BackendError saying so (it was not a clean stop). No-op if not running."""
         self._check(node)
-        if self._kraft is not None:
+        if self._kraft is not None and self._kraft_owns(node):
             self._kraft.stop(node)
         elif node.role == "broker":
             self._broker_nodes().stop(node.id)
@@ -273,13 +220,21 @@ class ProcessCluster(NodeDisks):
             if kafka not in self._releases:  # not announced in ClusterSpec.releases: installed now, once
                 self._releases[kafka] = switched_launcher(self.launcher, kafka, self._backend.environ)
             launcher = self._releases[kafka]
-        if self._kraft is not None:
+        if self._kraft is not None and self._kraft_owns(node):
             if config:
                 raise BackendError(f"{node}: KRaft nodes change release, not properties, in an upgrade")
             return self._kraft.reconfigure(node, launcher)
         if node.role != "broker":
             raise BackendError(f"{node}: only brokers change release in ZooKeeper mode")
         return self._broker_nodes().reconfigure(node.id, launcher, config or {})
+
+    def migrate_broker(self, node: NodeId, *, migrating: bool = True) -> str:
+        """From its next start, ZooKeeper-mode broker `node` is in the migration's `migrating` phase (registered with
+        the KRaft controllers as well), or out of it; what it will run, in words."""
+        self._check(node)
+        if node.role != "broker" or self._brokers is None:
+            raise BackendError(f"{node}: only a ZooKeeper-mode broker takes part in the migration this way")
+        return self._brokers.reconfigure(node.id, None, {}, migrating=migrating)
 
     def start(self, node: NodeId) -> None:
         """Restart a stopped/killed node with the same config and data, and wait until it is ready.
@@ -290,7 +245,7 @@ class ProcessCluster(NodeDisks):
         """
         self._check(node)
         timeout = self.spec.ready_timeout_s
-        if self._kraft is not None:
+        if self._kraft is not None and self._kraft_owns(node):
             self._kraft.start(node, time.monotonic() + timeout)
             return
         if node.role == "broker":
@@ -317,41 +272,29 @@ class ProcessCluster(NodeDisks):
     def stop_dropping(self, handle: str) -> None:
         self._packets.undrop(handle)
 
+    def _handle(self, node: NodeId) -> ManagedProcess | ZooKeeperMember:
+        self._check(node)
+        return self._member(node) if node.role == "zookeeper" else self._kafka_process(node)
+
     def pause(self, node: NodeId) -> None:
         """SIGSTOP the node's process group; returns once every thread of the node is stopped."""
-        self._check(node)
-        if node.role != "zookeeper":
-            self._kafka_process(node).pause()
-        else:
-            self._member(node).pause()
+        self._handle(node).pause()
 
     def resume(self, node: NodeId) -> None:
         """SIGCONT the node's process group."""
-        self._check(node)
-        if node.role != "zookeeper":
-            self._kafka_process(node).resume()
-        else:
-            self._member(node).resume()
+        self._handle(node).resume()
 
     def is_running(self, node: NodeId) -> bool:
         """Whether the node's process exists (a paused node counts as running)."""
-        self._check(node)
-        if node.role != "zookeeper":
-            return self._kafka_process(node).is_running()
-        return self._member(node).is_running
+        handle = self._handle(node)
+        return handle.is_running() if isinstance(handle, ManagedProcess) else handle.is_running
 
     def pid(self, node: NodeId) -> int | None:
         """The node's current process id (None if never started)."""
-        self._check(node)
-        if node.role != "zookeeper":
-            return self._kafka_process(node).pid
-        return self._member(node).pid
+        return self._handle(node).pid
 
     def log_path(self, node: NodeId) -> Path:
-        self._check(node)
-        if node.role != "zookeeper":
-            return self._kafka_process(node).log_path
-        return self._member(node).log_path
+        return self._handle(node).log_path
 
     def zookeeper_mode(self, node: NodeId) -> str | None:
         """What ZooKeeper member `node` reports now: leader / follower / standalone, None if not serving."""
@@ -460,15 +403,3 @@ class ProcessCluster(NodeDisks):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.down()
-
-
-if TYPE_CHECKING:  # mypy checks that the classes implement the protocols of harness.cluster.base
-    def _implements(backend: ProcessBackend, cluster: ProcessCluster, link: ProcessLink) -> None:
-        _b: ClusterBackend = backend
-        _c: Cluster = cluster
-        _d: DiskControl = cluster
-        _p: PacketControl = cluster
-        _t: ClockControl = cluster
-        _w: PowerControl = cluster
-        _e: DiskErrorControl = cluster
-        _l: Link = link

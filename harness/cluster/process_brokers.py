@@ -3,7 +3,9 @@ and decide readiness (registered in `/brokers/ids/<k>` by this incarnation, and 
 Metadata request through its own `client->k` proxy).
 
 `reconfigure` sets what a stopped broker starts as next: another release's jars, or other broker properties
-(the `upgrade` and `finalize_upgrade` operations).
+(the `upgrade` and `finalize_upgrade` operations), or the ZooKeeper-to-KRaft migration's `migrating` phase
+(`render_migration.migration_broker_properties`), in which it stays a ZooKeeper-mode broker that also registers
+with the KRaft controllers.
 
 Restart after a kill: the killed broker's ephemeral `/brokers/ids/<k>` lives until its ZooKeeper
 session expires, and Kafka refuses to start while another session owns it (NodeExists). So
@@ -25,7 +27,9 @@ from harness.cluster.leftovers import LeftoverRegistry
 from harness.cluster.process_flavour import BrokerLauncher
 from harness.cluster.process_node import ManagedProcess
 from harness.cluster.readiness import BrokerReadiness
-from harness.cluster.render import Topology, render_server_properties
+from harness.cluster.render import Topology, apply_overrides, render_server_properties
+from harness.cluster.render_migration import HEADER as MIGRATION_HEADER
+from harness.cluster.render_migration import migration_broker_properties
 from harness.cluster.security import ClusterSecurity, access
 from harness.errors import BackendError
 
@@ -50,7 +54,9 @@ class BrokerNodes:
         self._launchers: dict[int, BrokerLauncher] = {}
         self._config: dict[int, dict[str, str]] = {}
         self._log_dirs: dict[int, str] = {}
-        """Each broker's launcher (its release), broker properties and log.dirs, as `reconfigure` left them."""
+        self._migrating: set[int] = set()
+        """Each broker's launcher (its release), broker properties, log.dirs and migration phase, as `reconfigure`
+        left them."""
         for b in topology.brokers:
             k = b.broker_id
             dirs = kafka_log_dirs(workdir, NodeId.broker(k), spec.log_dirs)
@@ -60,12 +66,10 @@ class BrokerNodes:
             (node_dir / "logs").mkdir(parents=True, exist_ok=True)
             props = node_dir / "server.properties"
             self._log_dirs[k] = ",".join(map(str, dirs))
-            props.write_text(render_server_properties(
-                topology, k, log_dirs=self._log_dirs[k], overrides=spec.broker_config, security=security),
-                encoding="utf-8")
             self.properties[k] = props
             self._launchers[k] = launcher
             self._config[k] = dict(spec.broker_config)
+            self._write_properties(k)
             self._procs[k] = ManagedProcess(
                 f"broker:{k}", launcher.argv(props), cwd=node_dir, log_path=node_dir / "broker.log",
                 registry=registry, env=launcher.env(node_dir, environ) | (faketime_env(node_dir) if spec.fake_clocks
@@ -115,22 +119,36 @@ class BrokerNodes:
                 second.add_note(f"the first start failed too: {first}")
                 raise
 
-    def reconfigure(self, broker_id: int, launcher: BrokerLauncher | None, config: Mapping[str, str]) -> str:
+    def _write_properties(self, broker_id: int) -> None:
+        text = render_server_properties(self.topology, broker_id, log_dirs=self._log_dirs[broker_id],
+                                        overrides=self._config[broker_id], security=self.security)
+        if broker_id in self._migrating:
+            text = apply_overrides(text, migration_broker_properties(self.topology, broker_id, self.security),
+                                   f"broker:{broker_id} migration", MIGRATION_HEADER)
+        self.properties[broker_id].write_text(text, encoding="utf-8")
+
+    def reconfigure(self, broker_id: int, launcher: BrokerLauncher | None, config: Mapping[str, str], *,
+                    migrating: bool | None = None) -> str:
         """From its next start, the broker runs `launcher`'s release (None: the one it runs) with `config` over its
-        broker properties (server.properties is written again now); what it will run, in words. Its data stays."""
+        broker properties, in the migration's `migrating` phase or out of it (None: as it is); server.properties
+        is written again now. What it will run, in words. Its data stays."""
         proc = self.process(broker_id)
         if proc.is_running():
             raise BackendError(f"broker:{broker_id} is running (pid {proc.pid}); stop it before it changes release "
                                "or configuration")
+        if migrating and not self.topology.links.migrating:
+            raise BackendError(f"broker:{broker_id}: this cluster has no KRaft controllers to migrate to")
         if launcher is not None:
             self._launchers[broker_id] = launcher
         self._config[broker_id].update(config)
-        self.properties[broker_id].write_text(render_server_properties(
-            self.topology, broker_id, log_dirs=self._log_dirs[broker_id], overrides=self._config[broker_id],
-            security=self.security), encoding="utf-8")
+        if migrating is not None:
+            (self._migrating.add if migrating else self._migrating.discard)(broker_id)
+        self._write_properties(broker_id)
         proc.argv = tuple(self._launchers[broker_id].argv(self.properties[broker_id]))
+        phase = ", migrating to KRaft (ZooKeeper mode and registered with the KRaft controllers)" \
+            if broker_id in self._migrating else ""
         return f"Apache Kafka {self._launchers[broker_id].kafka.version}" + "".join(
-            f", {k}={v}" for k, v in sorted(config.items()))
+            f", {k}={v}" for k, v in sorted(config.items())) + phase
 
     def kill(self, broker_id: int) -> None:
         self.process(broker_id).kill()

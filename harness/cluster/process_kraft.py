@@ -9,6 +9,10 @@ start, as `kafka-storage format` does), their processes, and readiness:
 - a broker is ready when it answers Metadata through its own `client->k` proxy listing itself: KRaft
   lists only registered, unfenced brokers, so this also says the quorum has a leader that accepted it.
 A restart needs no wait for a stale registration (KRaft brokers register with a new incarnation id).
+
+In the ZooKeeper-to-KRaft migration's cluster (`ClusterSpec.migrating`) it owns the controllers only, rendered for
+the migration (`render_migration`), formatted with the id the cluster writes to ZooKeeper's `/cluster/id`, and
+started by whoever migrates, not at bring-up; the brokers are `process_brokers`'.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from harness.cluster.render_kraft import (
     render_kraft_controller,
     storage_format_args,
 )
+from harness.cluster.render_migration import render_migration_controller
 from harness.cluster.security import ClusterSecurity, access
 from harness.errors import BackendError
 from harness.waiting import wait_until
@@ -61,11 +66,12 @@ class KraftNodes:
         self.properties: dict[NodeId, Path] = {}
         self._launchers: dict[NodeId, BrokerLauncher] = {}
         """The nodes an upgrade put on another release (`reconfigure`)."""
+        render_controller = render_migration_controller if spec.migrating else render_kraft_controller
         for c in topology.controllers:
             if c.node.role == "controller":
-                self._add(c.node, kafka_log_dirs(workdir, c.node, spec.log_dirs), render_kraft_controller,
+                self._add(c.node, kafka_log_dirs(workdir, c.node, spec.log_dirs), render_controller,
                           spec.broker_config)
-        for b in topology.brokers:
+        for b in () if spec.migrating else topology.brokers:
             node = NodeId.broker(b.broker_id)
             self._add(node, kafka_log_dirs(workdir, node, spec.log_dirs), render_kraft_broker, spec.broker_config)
 

@@ -36,10 +36,13 @@ def process_topology(spec: ClusterSpec, zks: tuple[ZooKeeperEndpoint, ...], toxi
     n = spec.brokers
     graph = LinkGraph.of(spec)
     voters, dialers = graph.voter_nodes(), graph.quorum_dialers()
-    listener_ports = n * (n + 1) + len(voters) * len(dialers)
+    sources = graph.voters if graph.migrating else ()  # a migration's controllers dial the brokers too
+    per_broker = n + 1 + len(sources)
+    listener_ports = n * per_broker + len(voters) * len(dialers)
     ports = allocate_ports(listener_ports + route_count(spec), host)
-    brokers = tuple(broker_listeners(k, n, host, ports[(k - 1) * (n + 1):k * (n + 1)]) for k in range(1, n + 1))
-    first = n * (n + 1)
+    brokers = tuple(broker_listeners(k, n, host, ports[(k - 1) * per_broker:k * per_broker], controllers=sources)
+                    for k in range(1, n + 1))
+    first = n * per_broker
     controllers = tuple(
         ControllerEndpoint(v, host, MappingProxyType(dict(zip(
             dialers, ports[first + i * len(dialers):first + (i + 1) * len(dialers)], strict=True))))

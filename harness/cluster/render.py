@@ -157,9 +157,10 @@ class ProxyRoute:
 
 
 def broker_listeners(broker_id: int, brokers: int, host: str, ports: Sequence[int],
-                     bind_host: str = "") -> BrokerListeners:
-    """Assign `ports` (N+1 of them) to `FROM1…FROMN, EXTERNAL` of one broker."""
-    names = [listener_name(k) for k in range(1, brokers + 1)] + [EXTERNAL]
+                     bind_host: str = "", controllers: Sequence[int] = ()) -> BrokerListeners:
+    """Assign `ports` (N+1 of them, N+1+C in a migration) to `FROM1…FROMN`, `FROM<c>` for each of a migration's
+    KRaft `controllers` (which send the ZooKeeper-mode brokers their orders), and `EXTERNAL` of one broker."""
+    names = [listener_name(k) for k in (*range(1, brokers + 1), *controllers)] + [EXTERNAL]
     if len(ports) != len(names):
         raise ConfigError(
             f"broker:{broker_id} needs {len(names)} ports ({', '.join(names)}), got {len(ports)}")
@@ -266,19 +267,32 @@ class Topology:
 
     def broker_zookeeper_connect(self, broker_id: int) -> str:
         """Broker `broker_id`'s connect string: its own proxies `k->zk1…`."""
-        src = NodeId.broker(broker_id)
+        return self.zookeeper_connect_of(NodeId.broker(broker_id))
+
+    def zookeeper_connect_of(self, src: NodeId) -> str:
+        """The connect string of `src` (a broker, or a migration's KRaft controller): its own proxies `src->zk1…`."""
         return ",".join(str(self.proxy(src, NodeId.zookeeper(zk.id)).advertised) for zk in self.zookeepers)
 
+    def data_sources(self) -> tuple[NodeId, ...]:
+        """Who dials the brokers' data listeners `FROM<id>`: every broker, and in a migration every KRaft controller."""
+        controllers = tuple(c.node for c in self.controllers) if self.links.migrating else ()
+        return (*(NodeId.broker(b.broker_id) for b in self.brokers), *controllers)
+
+    def data_listener_names(self) -> list[str]:
+        """A broker's listeners in order: `FROM<id>` of each data source, then `EXTERNAL`."""
+        return [listener_name(src.id) for src in self.data_sources()] + [EXTERNAL]
+
     def advertised_listeners(self, broker_id: int) -> dict[str, HostPort]:
-        """Listener -> advertised address on broker j (FROMk: proxy `k->j`; EXTERNAL: `client->j`)."""
+        """Listener -> advertised address on broker j (FROMk: proxy `k->j`, also for a migration's controller k;
+        EXTERNAL: `client->j`)."""
         me = self.broker(broker_id)
         out: dict[str, HostPort] = {}
-        for src in self.brokers:
-            name = listener_name(src.broker_id)
-            if src.broker_id == broker_id:
+        for src in self.data_sources():
+            name = listener_name(src.id)
+            if src == NodeId.broker(broker_id):
                 out[name] = me.address(name)  # self-link: no proxy (see module docstring)
             else:
-                out[name] = self.proxy(NodeId.broker(src.broker_id), NodeId.broker(broker_id)).advertised
+                out[name] = self.proxy(src, NodeId.broker(broker_id)).advertised
         out[EXTERNAL] = self.proxy(CLIENT, NodeId.broker(broker_id)).advertised
         return out
 
@@ -359,7 +373,7 @@ def render_server_properties(
         raise ConfigError(f"broker_config sets {', '.join(owned)}, which the link topology owns "
                           "(DESIGN.md 'Link-level faults'); remove them from the experiment")
     me = topology.broker(broker_id)
-    names = [listener_name(b.broker_id) for b in topology.brokers] + [EXTERNAL]
+    names = topology.data_listener_names()
     advertised = topology.advertised_listeners(broker_id)
     n = len(topology.brokers)
     values = {

@@ -51,7 +51,8 @@ def kraft_cluster_id(seed: int) -> str:
     raise AssertionError("unreachable")
 
 
-def _voters(topology: Topology, node: NodeId) -> str:
+def voters_of(topology: Topology, node: NodeId) -> str:
+    """`controller.quorum.voters` of `node`: each voter at the address `node` dials it at."""
     return ",".join(f"{vid}@{addr}" for vid, addr in sorted(topology.voter_addresses(node).items()))
 
 
@@ -122,7 +123,7 @@ def render_kraft_broker(topology: Topology, broker_id: int, *, log_dirs: str,
     values = {
         "node_id": str(broker_id), "brokers": str(n),
         "process_roles": "broker,controller" if voter is not None else "broker",
-        "voters": _voters(topology, node),
+        "voters": voters_of(topology, node),
         "listeners": ",".join(listeners),
         "advertised_listeners": ",".join(published),
         "controller_listener_names": ",".join(controller_names),
@@ -153,7 +154,7 @@ def render_kraft_controller(topology: Topology, node_id: int, *, log_dirs: str,
     listeners, advertised, names = _controller_listeners(topology, me)
     values = {
         "node_id": str(node_id), "voter_ids": ",".join(str(c.node.id) for c in topology.controllers),
-        "voters": _voters(topology, node),
+        "voters": voters_of(topology, node),
         "listeners": ",".join(listeners),
         "advertised_listeners": f"advertised.listeners={','.join(advertised)}" if advertise_controllers else
         "# advertised.listeners: none before Kafka 3.9 (KIP-853); nodes dial controller.quorum.voters",

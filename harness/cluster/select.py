@@ -39,7 +39,7 @@ def _containers_backend(progress: Callable[[str], None] | None) -> ClusterBacken
 
 
 def _process_backend(progress: Callable[[str], None] | None) -> ClusterBackend:
-    from harness.cluster.process import ProcessBackend
+    from harness.cluster.process_backend import ProcessBackend
 
     return ProcessBackend(progress=progress)
 

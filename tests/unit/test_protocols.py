@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from harness.cluster.base import Cluster, ClusterBackend, DiskControl, Link, SecuredAccess
-from harness.cluster.process import ProcessBackend, ProcessCluster
+from harness.cluster.process_backend import ProcessBackend, ProcessCluster
 from harness.cluster.process_toxiproxy import ProcessLink
 from harness.faults.catalog import CATALOG
 from harness.faults.inject import FaultInjector, MemberControl, ProducerControl

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pytest
 
 from harness.cluster.base import ClusterSpec, NodeId
-from harness.cluster.process import ProcessBackend, ProcessCluster
+from harness.cluster.process_backend import ProcessBackend, ProcessCluster
 from harness.install.kafka import DEFAULT_KRAFT_LINE
 from tests.fixtures.process_cluster import APACHE_KAFKA, apache_kafka
 

@@ -14,7 +14,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
 from harness.cluster.base import ClusterSpec, NodeId
-from harness.cluster.process import ProcessBackend, ProcessCluster
+from harness.cluster.process_backend import ProcessBackend, ProcessCluster
 from tests.fixtures.process_cluster import APACHE_KAFKA, apache_kafka
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

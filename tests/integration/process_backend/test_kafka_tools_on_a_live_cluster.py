@@ -19,7 +19,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from harness.cluster.base import ClusterSpec
-from harness.cluster.process import ProcessBackend, ProcessCluster
+from harness.cluster.process_backend import ProcessBackend, ProcessCluster
 from harness.engine.bundle import owner
 from harness.install.kafka import InstallError, ensure_tools
 from harness.workload.common import LIBRDKAFKA_LOGGER

@@ -13,7 +13,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from harness.cluster.base import ClusterSpec, NodeId
-from harness.cluster.process import ProcessBackend, ProcessCluster
+from harness.cluster.process_backend import ProcessBackend, ProcessCluster
 from harness.install.kafka import DEFAULT_KRAFT_LINE
 from harness.observe.quorum import QuorumObserver
 from harness.workload.common import LIBRDKAFKA_LOGGER

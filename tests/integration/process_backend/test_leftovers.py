@@ -22,7 +22,7 @@ import psutil
 import pytest
 
 from harness.cluster.leftovers import LeftoverRegistry, ProcessRecord, clean_leftovers
-from harness.cluster.process import ProcessBackend
+from harness.cluster.process_backend import ProcessBackend
 from tests.fixtures.processes import alive as _alive
 
 pytestmark = pytest.mark.integration
@@ -31,7 +31,7 @@ HARNESS = textwrap.dedent("""
     import json, sys, time
     from pathlib import Path
     from harness.cluster.base import ClusterSpec, NodeId
-    from harness.cluster.process import ProcessBackend
+    from harness.cluster.process_backend import ProcessBackend
     leftovers, workdir = Path(sys.argv[1]), Path(sys.argv[2])
     cluster = ProcessBackend(leftovers_dir=leftovers).up(ClusterSpec(brokers=0, zookeepers=1), workdir)
     pids = [cluster.pid(NodeId.zookeeper(1)), cluster.toxiproxy.process.pid]

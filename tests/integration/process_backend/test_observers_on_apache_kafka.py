@@ -19,7 +19,7 @@ import psutil
 import pytest
 
 from harness.cluster.base import ClusterSpec, NodeId
-from harness.cluster.process import ProcessBackend, ProcessCluster
+from harness.cluster.process_backend import ProcessBackend, ProcessCluster
 from harness.observe.admin import AdminObserver
 from harness.observe.isolated import IsolatedAdminObserver
 from harness.observe.metadata import MetadataObserver

@@ -16,7 +16,7 @@ from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from harness.cluster.base import ClusterSpec, SecuritySpec, client_access
-from harness.cluster.process import ProcessBackend, ProcessCluster
+from harness.cluster.process_backend import ProcessBackend, ProcessCluster
 from harness.faults.credential_faults import set_password
 from harness.faults.kafka_operator import _FreshClient
 from harness.observe.kafka_wire import NodeConnection

@@ -12,7 +12,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from harness.cluster.base import ClusterSpec
-from harness.cluster.process import ProcessBackend, ProcessCluster
+from harness.cluster.process_backend import ProcessBackend, ProcessCluster
 from harness.model.topic_configs import config_problem
 from harness.workload.common import LIBRDKAFKA_LOGGER
 from tests.fixtures.process_cluster import APACHE_KAFKA, apache_kafka

@@ -14,7 +14,7 @@ import psutil
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from harness.cluster.base import ClusterSpec
-from harness.cluster.process import ProcessBackend, ProcessCluster
+from harness.cluster.process_backend import ProcessBackend, ProcessCluster
 from harness.errors import HarnessTimeout
 from harness.history.events import HistoryEvent
 from harness.history.jsonl import record_of

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cluster.process import ProcessBackend
+from harness.cluster.process_backend import ProcessBackend
 from harness.cluster.process_flavour import (
     DEFAULT_KAFKA_HEAP_OPTS,
     jvm_options,

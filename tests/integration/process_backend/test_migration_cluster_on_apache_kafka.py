@@ -1,0 +1,115 @@
+"""The ZooKeeper-to-KRaft migration's cluster on Apache Kafka 3.9.2 (process backend): a ZooKeeper-mode cluster whose
+KRaft controllers are formatted with the id it wrote to `/cluster/id` and not started; started, and the brokers
+restarted one by one in the `migrating` phase, the metadata copy ends (`/migration`'s `kraft_metadata_offset`
+> 0) and a KRaft controller holds `/controller`, every connection of it passing its own proxies: to ZooKeeper, to
+the other voters, and to each broker's `FROM<controller>` listener. No acknowledged write is lost on the way.
+Real brokers, ZooKeeper, controllers and clients; the `migrate_to_kraft` operation that will drive this is not
+built yet (docs/design.md "The ZooKeeper-to-KRaft migration (planned)")."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from kazoo.client import KazooClient
+
+from harness.cluster.base import ClusterSpec, NodeId
+from harness.cluster.process_backend import ProcessBackend, ProcessCluster
+from harness.waiting import wait_until
+from harness.workload.common import LIBRDKAFKA_LOGGER
+from tests.fixtures.process_cluster import APACHE_KAFKA, apache_kafka
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+RELEASE = "3.9.2"
+CONTROLLERS = (NodeId.controller(101), NodeId.controller(102), NodeId.controller(103))
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
+    apache_kafka(RELEASE)
+    spec = ClusterSpec(brokers=3, zookeepers=1, mode="zookeeper", controllers=3, kafka_version=RELEASE,
+                       broker=APACHE_KAFKA, ready_timeout_s=180,
+                       broker_config={"inter.broker.protocol.version": "3.9", "min.insync.replicas": "2"})
+    with ProcessBackend().up(spec, tmp_path_factory.mktemp("migration")) as up:
+        yield up
+
+
+@pytest.fixture(scope="module")
+def zookeeper(cluster: ProcessCluster) -> Iterator[KazooClient]:
+    zk = KazooClient(hosts=cluster.zookeeper_connect, logger=LIBRDKAFKA_LOGGER)
+    zk.start(timeout=30)
+    yield zk
+    zk.stop()
+    zk.close()
+
+
+def _produce(cluster: ProcessCluster, first: int, count: int) -> set[bytes]:
+    acked: set[bytes] = set()
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "enable.idempotence": True,
+                         "logger": LIBRDKAFKA_LOGGER})
+    for i in range(first, first + count):
+        producer.produce("payments", value=str(i).encode(),
+                         on_delivery=lambda err, msg: acked.add(msg.value()) if err is None else None)
+        producer.poll(0)
+    assert producer.flush(60) == 0
+    return acked
+
+
+def _cluster_id_formatted(cluster: ProcessCluster, node: NodeId) -> str:
+    (meta,) = Path(cluster.log_path(node)).parent.glob("**/meta.properties")
+    return dict(line.split("=", 1) for line in meta.read_text().splitlines() if "=" in line)["cluster.id"]
+
+
+def test_the_controllers_wait_formatted_with_the_id_zookeeper_holds(cluster: ProcessCluster,
+                                                                    zookeeper: KazooClient) -> None:
+    assert not any(cluster.is_running(c) for c in CONTROLLERS)
+    cluster_id = json.loads(zookeeper.get("/cluster/id")[0])["id"]
+    assert {_cluster_id_formatted(cluster, c) for c in CONTROLLERS} == {cluster_id}
+    assert all(cluster.link(c, NodeId.broker(1)) is not None and cluster.link(c, NodeId.zookeeper(1)) is not None
+               for c in CONTROLLERS)
+
+
+def test_brokers_rolled_into_the_migrating_phase_hand_the_metadata_to_a_kraft_controller_losing_no_write(
+        cluster: ProcessCluster, zookeeper: KazooClient) -> None:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "logger": LIBRDKAFKA_LOGGER})
+    admin.create_topics([NewTopic("payments", 3, 3)])["payments"].result(60)
+    acked = _produce(cluster, 0, 300)
+    for controller in CONTROLLERS:
+        cluster.start(controller)
+    for broker in (NodeId.broker(1), NodeId.broker(2), NodeId.broker(3)):
+        cluster.stop(broker)
+        assert "migrating to KRaft" in cluster.migrate_broker(broker)
+        cluster.start(broker)
+        acked |= _produce(cluster, 1000 * broker.id, 100)
+
+    def copied() -> dict[str, int] | None:
+        state: dict[str, int] = json.loads(zookeeper.get("/migration")[0]) if zookeeper.exists("/migration") else {}
+        return state if state.get("kraft_metadata_offset", -1) > 0 else None
+
+    state = wait_until("the metadata copy to end (/migration kraft_metadata_offset > 0)", copied, 180.0,
+                       hint="see the controllers' controller.log")
+    holder = json.loads(zookeeper.get("/controller")[0])
+    assert state["kraft_controller_id"] in (101, 102, 103) and holder["brokerid"] == state["kraft_controller_id"]
+    assert holder["kraftControllerEpoch"] >= 0
+    acked |= _produce(cluster, 9000, 100)
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "check",
+                         "auto.offset.reset": "earliest", "logger": LIBRDKAFKA_LOGGER})
+    consumer.subscribe(["payments"])
+    seen: set[bytes] = set()
+
+    def read_all() -> bool:
+        msg = consumer.poll(1.0)
+        if msg is not None and msg.error() is None:
+            seen.add(msg.value())
+        return acked <= seen
+
+    try:
+        wait_until("every acknowledged write to be read back", read_all, 120.0, poll_s=0.0,
+                   last_seen=lambda _: f"{len(acked - seen)} of {len(acked)} not read yet")
+    finally:
+        consumer.close()
