@@ -4,7 +4,7 @@ restarted one by one in the `migrating` phase, the metadata copy ends (`/migrati
 > 0) and a KRaft controller holds `/controller`, every connection of it passing its own proxies: to ZooKeeper, to
 the other voters, and to each broker's `FROM<controller>` listener. No acknowledged write is lost on the way.
 Real brokers, ZooKeeper, controllers and clients; the `migrate_to_kraft` operation that will drive this is not
-built yet (docs/design.md "The ZooKeeper-to-KRaft migration (planned)")."""
+built yet (docs/design.md "The ZooKeeper-to-KRaft migration")."""
 
 from __future__ import annotations
 
