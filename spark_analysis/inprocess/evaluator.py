@@ -65,6 +65,7 @@ from spark_analysis.checks.delivery.placement_judge import (
 from spark_analysis.checks.group.judge import (
     COMMIT_FIELDS,
     SAMPLE,
+    CommitOrder,
     CommitRegressions,
     RegressedCommit,
     judge_commit_monotonic,
@@ -297,7 +298,7 @@ def _skips(st: Parsed, ctx: CheckContext) -> PollSkips:
     return PollSkips(polls, gaps, _poll_pairs(ctx, skips) if skips else None)
 
 
-def _commit_regressions(st: Parsed) -> CommitRegressions:
+def _commit_regressions(st: Parsed, ctx: CheckContext) -> CommitOrder:
     last: dict[tuple[object, ...], Row] = {}
     regressions: list[RegressedCommit] = []
     for c in st.commits:
@@ -307,7 +308,15 @@ def _commit_regressions(st: Parsed) -> CommitRegressions:
             regressions.append(RegressedCommit({k: c.get(k) for k in COMMIT_FIELDS}, int(prev["seq"]),
                                                prev.get("member"), int(prev["offset"])))
         last[key] = c
-    return CommitRegressions(st.counts["commit"], len(regressions), regressions[:SAMPLE])
+    total = st.counts["commit"]
+    if not regressions:
+        return CommitOrder(total)
+
+    def permit(r: RegressedCommit) -> str | None:
+        return _permit(ctx, truncation_permit, None, str(r.commit.get("topic")), as_int(r.commit.get("partition")))
+
+    return CommitOrder(total, _weighed(regressions, permit,
+                                       lambda found: CommitRegressions(total, len(found), found[:SAMPLE])))
 
 
 @dataclass
@@ -348,7 +357,7 @@ def _bulk_checks(st: Parsed, ctx: CheckContext) -> list[CheckResult]:
     return [judge_lost_write(_lost(st, ctx), faults), judge_duplicate(_duplicates(st, ctx), faults),
             judge_inconsistent_offsets(_two_valued(st, ctx), faults), judge_key_order(_key_order(st, ctx), faults),
             judge_nonmonotonic_poll(_nonmonotonic(st, ctx), faults), judge_poll_skip(_skips(st, ctx), faults),
-            judge_commit_monotonic(_commit_regressions(st), faults)]
+            judge_commit_monotonic(_commit_regressions(st, ctx), faults)]
 
 
 def inprocess_damage(history: Path) -> HistoryDamage:

@@ -29,12 +29,13 @@ from __future__ import annotations
 import bisect
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spark_analysis.checks.group.holdings import Holding, base_partition_counts, generation_counts, holdings
 from spark_analysis.checks.group.judge import (
     COMMIT_FIELDS,
     SAMPLE,
+    CommitOrder,
     CommitRegressions,
     RegressedCommit,
     judge_commit_monotonic,
@@ -43,8 +44,13 @@ from spark_analysis.checks.group.modern import judge_modern, modern_groups
 from spark_analysis.checks.group.sticky import balance_and_stickiness, first_issue
 from spark_analysis.checks.shared.common import as_members, evidence, plural, summary_with_fault, tp_label
 from spark_analysis.checks.shared.damage import Depends
+from spark_analysis.checks.shared.frames import topic_hash_sql, weighed
+from spark_analysis.checks.shared.permits import truncation_permit
 from spark_analysis.facts.context import CheckContext, Row
 from spark_analysis.result import CheckResult, failed, passed, unknown
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 COORDINATOR_GRACE_S = 10.0
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -378,20 +384,24 @@ class CommitMonotonic:
     def run(self, ctx: CheckContext) -> CheckResult:
         return judge_commit_monotonic(self.facts(ctx), ctx.faults)
 
-    def facts(self, ctx: CheckContext) -> CommitRegressions:
+    def facts(self, ctx: CheckContext) -> CommitOrder:
         assert ctx.spark is not None
         fields = ", ".join(f"`{f}`" for f in COMMIT_FIELDS)
         bad = ctx.spark.sql(f"""
-            SELECT * FROM (
+            SELECT *, {topic_hash_sql()} AS topic_h FROM (
               SELECT {fields}, lag(`offset`) OVER w AS prev_offset, lag(seq) OVER w AS prev_seq,
                 lag(member) OVER w AS prev_member
               FROM {{commits}} WHERE `offset` IS NOT NULL
               WINDOW w AS (PARTITION BY `group`, topic, `partition`, generation ORDER BY seq))
             WHERE `offset` < prev_offset""", commits=ctx.df("commit"))  # SQL text: one JVM call for the plan
-        sample = bad.orderBy("seq").limit(SAMPLE).collect()
         total = ctx.count("commit")
-        if not sample:
-            return CommitRegressions(total)
-        return CommitRegressions(total, bad.count(), [
-            RegressedCommit({k: r[k] for k in COMMIT_FIELDS}, int(r["prev_seq"]), r["prev_member"],
-                            int(r["prev_offset"])) for r in sample])
+        if not bad.limit(1).collect():
+            return CommitOrder(total)
+
+        def sampled(rows: DataFrame, n: int) -> CommitRegressions:
+            sample = rows.orderBy("seq").limit(SAMPLE).collect()
+            return CommitRegressions(total, n, [
+                RegressedCommit({k: r[k] for k in COMMIT_FIELDS}, int(r["prev_seq"]), r["prev_member"],
+                                int(r["prev_offset"])) for r in sample])
+
+        return CommitOrder(total, weighed(ctx, bad, truncation_permit, sampled, value=None))

@@ -3,9 +3,13 @@
 The Spark check (`checks.group.checks.CommitMonotonic`, a window over the commits) and the in-process evaluator
 (`spark_analysis.inprocess.evaluator`, from its parse) gather the same facts (`CommitRegressions`: per group, partition
 and
-generation, each commit with an offset below the one before it) their own way; the status, summary, evidence and
-metrics are decided here only. No configuration permits a regression: a group's committed offset going back within
-one generation is its consumer's own doing, whatever the brokers lost.
+generation, each commit with an offset below the one before it) their own way, weighed by `permits.truncation_permit`;
+the status, summary, evidence and metrics are decided here only. A regression is the consumer's own doing, except
+on a partition that a permitted unclean election truncated (docs/kafka-behaviour.md G8): its log may end below the
+consumer's position, which `auto.offset.reset` then moves back ("if the current offset does not exist any more on
+the server"), and the consumer commits where it now reads. Seen under explore on Apache Kafka 3.9.2
+(`tests/data/explore/weak-isr.yaml`, seed 2: billing orders/1 committed 929, then 271 in the same generation, after
+an unclean election of broker 1 cut the log back).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spark_analysis.checks.shared.common import plural, tp_label
+from spark_analysis.checks.shared.permits import Weighed, judge_weighed
 from spark_analysis.facts.faults import FaultIndex
 from spark_analysis.result import CheckResult, failed, passed
 
@@ -45,11 +50,25 @@ class CommitRegressions:
     """The first SAMPLE regressions by seq."""
 
 
-def judge_commit_monotonic(facts: CommitRegressions, faults: FaultIndex) -> CheckResult:
-    metrics = {"commits": facts.commits, "regressions": facts.regressions}
-    if not facts.regressions:
+@dataclass(frozen=True, slots=True)
+class CommitOrder:
+    """What either path gathers: the commits, and their regressions weighed against the configuration (None: no
+    regression)."""
+
+    commits: int
+    found: Weighed[CommitRegressions] | None = None
+
+
+def judge_commit_monotonic(facts: CommitOrder, faults: FaultIndex) -> CheckResult:
+    if facts.found is None:
         return passed(COMMIT_MONOTONIC, f"committed offsets never went back within a generation ({facts.commits} "
-                                         "commits)", metrics)
+                                         "commits)", {"commits": facts.commits, "regressions": 0})
+    return judge_weighed(facts.found, lambda found: _regressions(found, faults),
+                         ("commit moved back", "commits moved back"))
+
+
+def _regressions(facts: CommitRegressions, faults: FaultIndex) -> CheckResult:
+    metrics = {"commits": facts.commits, "regressions": facts.regressions}
     ev: list[dict[str, Any]] = []
     for r in facts.sample:
         d = r.commit
