@@ -51,6 +51,7 @@ from harness.cluster.process_security import create_zookeeper_users, grant_clien
 from harness.cluster.process_topology import process_topology
 from harness.cluster.process_toxiproxy import ToxiproxyProcess
 from harness.cluster.render import EXTERNAL, Topology, ZooKeeperEndpoint
+from harness.cluster.render_migration import BrokerPhase
 from harness.cluster.security import ClusterSecurity, access
 from harness.cluster.zookeeper import ZooKeeperEnsemble, ZooKeeperMember, zookeeper_classpath
 from harness.errors import BackendError, ConfigError, TeardownError
@@ -228,13 +229,15 @@ class ProcessCluster(NodeDisks):
             raise BackendError(f"{node}: only brokers change release in ZooKeeper mode")
         return self._broker_nodes().reconfigure(node.id, launcher, config or {})
 
-    def migrate_broker(self, node: NodeId, *, migrating: bool = True) -> str:
-        """From its next start, ZooKeeper-mode broker `node` is in the migration's `migrating` phase (registered with
-        the KRaft controllers as well), or out of it; what it will run, in words."""
+    def migrate(self, node: NodeId, phase: BrokerPhase = "migrating") -> str:
+        """From its next start, stopped broker `node` takes its migration phase `phase` (`render_migration`), or a
+        migration's stopped controller runs without the migration (any phase); what it will run, in words."""
         self._check(node)
-        if node.role != "broker" or self._brokers is None:
-            raise BackendError(f"{node}: only a ZooKeeper-mode broker takes part in the migration this way")
-        return self._brokers.reconfigure(node.id, None, {}, migrating=migrating)
+        if node.role == "controller" and self._kraft is not None and self._brokers is not None:
+            return self._kraft.end_migration(node)
+        if node.role != "broker" or self._brokers is None or not self.spec.migrating:
+            raise BackendError(f"{node}: not a node of a ZooKeeper-to-KRaft migration's cluster")
+        return self._brokers.reconfigure(node.id, None, {}, phase=phase)
 
     def start(self, node: NodeId) -> None:
         """Restart a stopped/killed node with the same config and data, and wait until it is ready.

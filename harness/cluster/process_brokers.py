@@ -3,9 +3,9 @@ and decide readiness (registered in `/brokers/ids/<k>` by this incarnation, and 
 Metadata request through its own `client->k` proxy).
 
 `reconfigure` sets what a stopped broker starts as next: another release's jars, or other broker properties
-(the `upgrade` and `finalize_upgrade` operations), or the ZooKeeper-to-KRaft migration's `migrating` phase
-(`render_migration.migration_broker_properties`), in which it stays a ZooKeeper-mode broker that also registers
-with the KRaft controllers.
+(the `upgrade` and `finalize_upgrade` operations), or its phase in the ZooKeeper-to-KRaft migration
+(`render_migration.BrokerPhase`): `migrating`, a ZooKeeper-mode broker that also registers with the KRaft
+controllers, or `kraft`, a KRaft broker on the same data, ready when Metadata lists it (no ZooKeeper registration).
 
 Restart after a kill: the killed broker's ephemeral `/brokers/ids/<k>` lives until its ZooKeeper
 session expires, and Kafka refuses to start while another session owns it (NodeExists). So
@@ -28,8 +28,9 @@ from harness.cluster.process_flavour import BrokerLauncher
 from harness.cluster.process_node import ManagedProcess
 from harness.cluster.readiness import BrokerReadiness
 from harness.cluster.render import Topology, apply_overrides, render_server_properties
+from harness.cluster.render_kraft import render_kraft_broker
 from harness.cluster.render_migration import HEADER as MIGRATION_HEADER
-from harness.cluster.render_migration import migration_broker_properties
+from harness.cluster.render_migration import BrokerPhase, kraft_overrides, migration_broker_properties
 from harness.cluster.security import ClusterSecurity, access
 from harness.errors import BackendError
 
@@ -49,12 +50,14 @@ class BrokerNodes:
         self.ready_timeout_s = spec.ready_timeout_s
         self.security = security
         self._ready = BrokerReadiness(zookeeper_connect, hint=_HINT, security=access(security, "admin"))
+        self._ready_kraft = BrokerReadiness("", hint=_HINT, security=access(security, "admin"))
+        """A migrated (`kraft`) broker's readiness: Metadata lists it; it has no ZooKeeper registration."""
         self._procs: dict[int, ManagedProcess] = {}
         self.properties: dict[int, Path] = {}
         self._launchers: dict[int, BrokerLauncher] = {}
         self._config: dict[int, dict[str, str]] = {}
         self._log_dirs: dict[int, str] = {}
-        self._migrating: set[int] = set()
+        self._phase: dict[int, BrokerPhase] = {}
         """Each broker's launcher (its release), broker properties, log.dirs and migration phase, as `reconfigure`
         left them."""
         for b in topology.brokers:
@@ -94,7 +97,8 @@ class BrokerNodes:
         proc = self.process(broker_id)
         if proc.is_running():
             raise BackendError(f"broker:{broker_id} is already running (pid {proc.pid}); stop or kill it first")
-        self._ready.wait_stale_gone(broker_id, deadline)
+        if self._phase.get(broker_id) != "kraft":
+            self._ready.wait_stale_gone(broker_id, deadline)
         proc.start()
         self._ready_or_once_more(broker_id, deadline)
 
@@ -111,7 +115,8 @@ class BrokerNodes:
                 raise
             logging.getLogger(__name__).warning("broker:%s exited while starting; starting it once more: %s",
                                                 broker_id, first)
-            self._ready.wait_stale_gone(broker_id, deadline)
+            if self._phase.get(broker_id) != "kraft":
+                self._ready.wait_stale_gone(broker_id, deadline)
             proc.start()
             try:
                 self._wait_ready(broker_id, deadline)
@@ -120,35 +125,42 @@ class BrokerNodes:
                 raise
 
     def _write_properties(self, broker_id: int) -> None:
-        text = render_server_properties(self.topology, broker_id, log_dirs=self._log_dirs[broker_id],
-                                        overrides=self._config[broker_id], security=self.security)
-        if broker_id in self._migrating:
+        phase = self._phase.get(broker_id, "zookeeper")
+        if phase == "kraft":
+            text = render_kraft_broker(self.topology, broker_id, log_dirs=self._log_dirs[broker_id],
+                                       overrides=kraft_overrides(self._config[broker_id]),
+                                       advertise_controllers=self._launchers[broker_id].advertises_controllers,
+                                       security=self.security)
+        else:
+            text = render_server_properties(self.topology, broker_id, log_dirs=self._log_dirs[broker_id],
+                                            overrides=self._config[broker_id], security=self.security)
+        if phase == "migrating":
             text = apply_overrides(text, migration_broker_properties(self.topology, broker_id, self.security),
                                    f"broker:{broker_id} migration", MIGRATION_HEADER)
         self.properties[broker_id].write_text(text, encoding="utf-8")
 
     def reconfigure(self, broker_id: int, launcher: BrokerLauncher | None, config: Mapping[str, str], *,
-                    migrating: bool | None = None) -> str:
+                    phase: BrokerPhase | None = None) -> str:
         """From its next start, the broker runs `launcher`'s release (None: the one it runs) with `config` over its
-        broker properties, in the migration's `migrating` phase or out of it (None: as it is); server.properties
-        is written again now. What it will run, in words. Its data stays."""
+        broker properties, in migration phase `phase` (None: as it is); server.properties is written again now.
+        What it will run, in words. Its data stays."""
         proc = self.process(broker_id)
         if proc.is_running():
             raise BackendError(f"broker:{broker_id} is running (pid {proc.pid}); stop it before it changes release "
                                "or configuration")
-        if migrating and not self.topology.links.migrating:
+        if phase not in (None, "zookeeper") and not self.topology.links.migrating:
             raise BackendError(f"broker:{broker_id}: this cluster has no KRaft controllers to migrate to")
         if launcher is not None:
             self._launchers[broker_id] = launcher
         self._config[broker_id].update(config)
-        if migrating is not None:
-            (self._migrating.add if migrating else self._migrating.discard)(broker_id)
+        if phase is not None:
+            self._phase[broker_id] = phase
         self._write_properties(broker_id)
         proc.argv = tuple(self._launchers[broker_id].argv(self.properties[broker_id]))
-        phase = ", migrating to KRaft (ZooKeeper mode and registered with the KRaft controllers)" \
-            if broker_id in self._migrating else ""
+        words = {"zookeeper": "", "kraft": ", a KRaft broker",
+                 "migrating": ", migrating to KRaft (ZooKeeper mode and registered with the KRaft controllers)"}
         return f"Apache Kafka {self._launchers[broker_id].kafka.version}" + "".join(
-            f", {k}={v}" for k, v in sorted(config.items())) + phase
+            f", {k}={v}" for k, v in sorted(config.items())) + words[self._phase.get(broker_id, "zookeeper")]
 
     def kill(self, broker_id: int) -> None:
         self.process(broker_id).kill()
@@ -165,9 +177,9 @@ class BrokerNodes:
     def _wait_ready(self, broker_id: int, deadline: float) -> None:
         proc = self.process(broker_id)
         proxy = str(self.topology.proxy(CLIENT, NodeId.broker(broker_id)).advertised)
-        self._ready.wait_ready(broker_id, proxy, deadline, who=f"broker:{broker_id} (pid {proc.pid}, log "
-                               f"{proc.log_path})", alive=proc.is_running, exited=proc.exit_description,
-                               tail=proc.tail)
+        ready = self._ready_kraft if self._phase.get(broker_id) == "kraft" else self._ready
+        ready.wait_ready(broker_id, proxy, deadline, who=f"broker:{broker_id} (pid {proc.pid}, log "
+                         f"{proc.log_path})", alive=proc.is_running, exited=proc.exit_description, tail=proc.tail)
 
     def describe(self) -> dict[str, object]:
         out: dict[str, object] = {}
@@ -192,6 +204,7 @@ class BrokerNodes:
                 failures.append((f"kill broker:{k}", exc))
         try:
             self._ready.close()
+            self._ready_kraft.close()
         except Exception as exc:
             failures.append(("close the ZooKeeper client watching registrations", exc))
         return failures

@@ -66,6 +66,8 @@ class KraftNodes:
         self.properties: dict[NodeId, Path] = {}
         self._launchers: dict[NodeId, BrokerLauncher] = {}
         """The nodes an upgrade put on another release (`reconfigure`)."""
+        self._log_dirs: dict[NodeId, str] = {}
+        self._overrides = spec.broker_config
         render_controller = render_migration_controller if spec.migrating else render_kraft_controller
         for c in topology.controllers:
             if c.node.role == "controller":
@@ -82,7 +84,8 @@ class KraftNodes:
             data.mkdir(parents=True, exist_ok=True)
         (node_dir / "logs").mkdir(parents=True, exist_ok=True)
         props = node_dir / "server.properties"
-        text = render(self.topology, node.id, log_dirs=",".join(map(str, dirs)), overrides=overrides,
+        self._log_dirs[node] = ",".join(map(str, dirs))
+        text = render(self.topology, node.id, log_dirs=self._log_dirs[node], overrides=overrides,
                       advertise_controllers=self.launcher.advertises_controllers, security=self.security)
         props.write_text(text, encoding="utf-8")
         self.properties[node] = props
@@ -101,6 +104,18 @@ class KraftNodes:
             self._launchers[node] = launcher
             proc.argv = tuple(launcher.argv(self.properties[node]))
         return f"Apache Kafka {self._launchers.get(node, self.launcher).kafka.version}"
+
+    def end_migration(self, node: NodeId) -> str:
+        """From its next start, a migration's controller `node` runs without the migration and ZooKeeper (Kafka's
+        migration docs, the last step: it then finalizes the migration); what it will run, in words."""
+        proc = self.process(node)
+        if proc.is_running():
+            raise BackendError(f"{node} is running (pid {proc.pid}); stop it before it leaves the migration")
+        props = self.properties[node]
+        props.write_text(render_kraft_controller(
+            self.topology, node.id, log_dirs=self._log_dirs[node], overrides=self._overrides,
+            advertise_controllers=self.launcher.advertises_controllers, security=self.security), encoding="utf-8")
+        return f"Apache Kafka {self._launchers.get(node, self.launcher).kafka.version}, KRaft only (migration ended)"
 
     def process(self, node: NodeId) -> ManagedProcess:
         try:

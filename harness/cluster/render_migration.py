@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Literal
 
 from harness.cluster.base import NodeId
 from harness.cluster.render import (
@@ -37,6 +38,16 @@ from harness.errors import ConfigError
 
 MIGRATION_FLAG = "zookeeper.metadata.migration.enable"
 HEADER = "the ZooKeeper-to-KRaft migration (KIP-866): harness.cluster.render_migration"
+BrokerPhase = Literal["zookeeper", "migrating", "kraft"]
+"""A broker's part in the migration: a ZooKeeper-mode broker, one that also registers with the KRaft controllers
+(`migration_broker_properties`), or a KRaft broker (`kraft_overrides` over `render_kraft.render_kraft_broker`)."""
+
+
+def kraft_overrides(broker_config: Mapping[str, str]) -> dict[str, str]:
+    """The experiment's broker_config for a broker rolled into KRaft: without the ZooKeeper settings and
+    `inter.broker.protocol.version`, which Kafka's migration docs remove at that roll (`metadata.version` rules)."""
+    return {k: v for k, v in broker_config.items()
+            if not k.startswith("zookeeper.") and k != "inter.broker.protocol.version"}
 
 
 def migration_broker_properties(topology: Topology, broker_id: int,

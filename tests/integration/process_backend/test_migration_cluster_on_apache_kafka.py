@@ -1,10 +1,12 @@
-"""The ZooKeeper-to-KRaft migration's cluster on Apache Kafka 3.9.2 (process backend): a ZooKeeper-mode cluster whose
-KRaft controllers are formatted with the id it wrote to `/cluster/id` and not started; started, and the brokers
-restarted one by one in the `migrating` phase, the metadata copy ends (`/migration`'s `kraft_metadata_offset`
-> 0) and a KRaft controller holds `/controller`, every connection of it passing its own proxies: to ZooKeeper, to
-the other voters, and to each broker's `FROM<controller>` listener. No acknowledged write is lost on the way.
-Real brokers, ZooKeeper, controllers and clients; the `migrate_to_kraft` operation that will drive this is not
-built yet (docs/design.md "The ZooKeeper-to-KRaft migration")."""
+"""The ZooKeeper-to-KRaft migration's cluster on Apache Kafka 3.9.2 (process backend), every phase of Kafka's
+procedure driven by hand: a ZooKeeper-mode cluster whose KRaft controllers are formatted with the id it wrote to
+`/cluster/id` and not started; started, and the brokers restarted one by one in the `migrating` phase, the metadata
+copy ends (`/migration`'s `kraft_metadata_offset` > 0) and a KRaft controller holds `/controller`, every
+connection of it passing its own proxies: to ZooKeeper, to the other voters, and to each broker's
+`FROM<controller>` listener. The brokers then restart as KRaft brokers (leaving `/brokers/ids`) and the controllers
+without the migration. No acknowledged write is lost on the way. Real brokers, ZooKeeper, controllers and clients;
+the `migrate_to_kraft` operation that will drive this is not built yet (docs/design.md "The ZooKeeper-to-KRaft
+migration")."""
 
 from __future__ import annotations
 
@@ -74,7 +76,7 @@ def test_the_controllers_wait_formatted_with_the_id_zookeeper_holds(cluster: Pro
                for c in CONTROLLERS)
 
 
-def test_brokers_rolled_into_the_migrating_phase_hand_the_metadata_to_a_kraft_controller_losing_no_write(
+def test_every_phase_of_the_migration_hands_the_cluster_to_kraft_losing_no_acknowledged_write(
         cluster: ProcessCluster, zookeeper: KazooClient) -> None:
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "logger": LIBRDKAFKA_LOGGER})
     admin.create_topics([NewTopic("payments", 3, 3)])["payments"].result(60)
@@ -83,7 +85,7 @@ def test_brokers_rolled_into_the_migrating_phase_hand_the_metadata_to_a_kraft_co
         cluster.start(controller)
     for broker in (NodeId.broker(1), NodeId.broker(2), NodeId.broker(3)):
         cluster.stop(broker)
-        assert "migrating to KRaft" in cluster.migrate_broker(broker)
+        assert "migrating to KRaft" in cluster.migrate(broker, "migrating")
         cluster.start(broker)
         acked |= _produce(cluster, 1000 * broker.id, 100)
 
@@ -97,6 +99,20 @@ def test_brokers_rolled_into_the_migrating_phase_hand_the_metadata_to_a_kraft_co
     assert state["kraft_controller_id"] in (101, 102, 103) and holder["brokerid"] == state["kraft_controller_id"]
     assert holder["kraftControllerEpoch"] >= 0
     acked |= _produce(cluster, 9000, 100)
+    for broker in (NodeId.broker(1), NodeId.broker(2), NodeId.broker(3)):
+        cluster.stop(broker)
+        assert "a KRaft broker" in cluster.migrate(broker, "kraft")
+        cluster.start(broker)
+        assert str(broker.id) not in zookeeper.get_children("/brokers/ids")
+        acked |= _produce(cluster, 10000 + 1000 * broker.id, 100)
+    assert "broker.id" not in (Path(cluster.log_path(NodeId.broker(1))).parent / "server.properties").read_text()
+    for controller in CONTROLLERS:
+        cluster.stop(controller)
+        assert "migration ended" in cluster.migrate(controller)
+        cluster.start(controller)
+        acked |= _produce(cluster, 20000 + 1000 * controller.id, 100)
+    props = (Path(cluster.log_path(CONTROLLERS[0])).parent / "server.properties").read_text()
+    assert "zookeeper" not in props, props
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "check",
                          "auto.offset.reset": "earliest", "logger": LIBRDKAFKA_LOGGER})
     consumer.subscribe(["payments"])

@@ -22,7 +22,7 @@ from harness.cluster.render import (
     render_server_properties,
 )
 from harness.cluster.render_kraft import render_kraft_controller
-from harness.cluster.render_migration import migration_broker_properties, render_migration_controller
+from harness.cluster.render_migration import kraft_overrides, migration_broker_properties, render_migration_controller
 from harness.errors import ConfigError
 
 N = 3
@@ -107,3 +107,9 @@ def test_a_topology_without_zookeeper_renders_no_migration_controller() -> None:
     kraft = _topology(zookeeper=False)
     with pytest.raises(ConfigError, match="no migration's"):
         render_migration_controller(kraft, 101, log_dirs="/d")
+
+
+def test_a_broker_rolled_into_kraft_drops_the_zookeeper_settings_and_the_protocol_version() -> None:
+    config = {"zookeeper.session.timeout.ms": "6000", "inter.broker.protocol.version": "3.9",
+              "min.insync.replicas": "2"}
+    assert kraft_overrides(config) == {"min.insync.replicas": "2"}
