@@ -46,11 +46,17 @@ class FakeMessage:
         return b"1000000001"
 
 
-def test_a_pipeline_whose_consumer_stops_answering_gives_its_session_up_without_a_call_that_holds_the_gil() -> None:
-    events: list[HistoryEvent] = []
+def _pipeline(events: list[HistoryEvent]) -> PipelineWorkload:
+    """A pipeline recording into `events`, whose output records go nowhere."""
     pipe = PipelineWorkload("127.0.0.1:1", events.append, pipeline_id="enrich", group="g", input_topic="in",
                             output_topic="out", transactional_id="enrich-tx")
     pipe._send_one = lambda _producer, _partition: None  # type: ignore[method-assign]
+    return pipe
+
+
+def test_a_pipeline_whose_consumer_stops_answering_gives_its_session_up_without_a_call_that_holds_the_gil() -> None:
+    events: list[HistoryEvent] = []
+    pipe = _pipeline(events)
     consumer = FakeConsumer(wedged=True)
     kept_on = pipe._one_transaction(FakeProducer(), consumer, [FakeMessage()], 1)  # type: ignore[arg-type, list-item]
     assert kept_on is False
@@ -61,10 +67,7 @@ def test_a_pipeline_whose_consumer_stops_answering_gives_its_session_up_without_
 
 
 def test_a_pipeline_whose_consumer_answers_reads_its_positions_and_group_metadata() -> None:
-    events: list[HistoryEvent] = []
-    pipe = PipelineWorkload("127.0.0.1:1", events.append, pipeline_id="enrich", group="g", input_topic="in",
-                            output_topic="out", transactional_id="enrich-tx")
-    pipe._send_one = lambda _producer, _partition: None  # type: ignore[method-assign]
+    pipe = _pipeline([])
     consumer = AnsweringConsumer(wedged=False)
     pipe._one_transaction(FakeProducer(), consumer, [FakeMessage()], 1)  # type: ignore[arg-type, list-item]
     assert consumer.calls[:4] == ["committed", "assignment", "position", "consumer_group_metadata"]
