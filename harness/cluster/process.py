@@ -1,8 +1,11 @@
-"""The process backend: the containers topology as local processes.
+"""The process backend's cluster (`ProcessCluster`; `process_backend.ProcessBackend` brings it up): the containers
+topology as local processes.
 
 ZooKeeper mode: ZooKeeper (1, 3 or 5 members, `harness.cluster.zookeeper`) and N brokers (Apache Kafka
 from `KAFKA_HOME` or the cache, `process_flavour`). KRaft mode: C voters
-(dedicated controllers or combined brokers) and N brokers of Apache Kafka (`process_kraft`). Both with
+(dedicated controllers or combined brokers) and N brokers of Apache Kafka (`process_kraft`). The migration's
+cluster: ZooKeeper mode plus C KRaft controllers, started and moved through the phases by `start` and `migrate`
+(`process_migration`, `render_migration`). All with
 one Toxiproxy (`TOXIPROXY_BIN` or the embedded server, `process_toxiproxy`), wired as DESIGN.md
 "Link-level faults: one listener per source" (`render`, `process_topology`). Faults are signals to
 process groups and proxy operations. Every child runs in its own process group, is recorded for
