@@ -44,13 +44,12 @@ from harness.cluster.render import (
     ProxyRoute,
     Topology,
     ZooKeeperEndpoint,
-    ZooKeeperServer,
     broker_listeners,
     parse_properties,
     plan_routes,
     render_server_properties,
-    render_zoo_cfg,
 )
+from harness.cluster.render_zookeeper import ZooKeeperServer, render_zoo_cfg
 from harness.cluster.security import ClusterSecurity
 from harness.errors import ConfigError
 

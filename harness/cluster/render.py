@@ -1,6 +1,6 @@
 """The link topology (one listener per source broker, one proxy per directed link) and the rendering
-of the config files both backends start from: `server.properties`, `zoo.cfg` and a Toxiproxy
-proxy list, from the templates in `compose/templates/`. Which links exist is not decided here:
+of the config files both backends start from: `server.properties` and a Toxiproxy proxy list (`zoo.cfg`:
+`render_zookeeper`), from the templates in `compose/templates/`. Which links exist is not decided here:
 `harness.cluster.links.LinkGraph` says (for the fault resolver too); this module gives them addresses.
 
 Pure functions and frozen values: no processes, no sockets (ports come from `ports.allocate_ports`). See
@@ -397,37 +397,6 @@ def render_server_properties(
     text = with_security(text, security, NodeId.broker(broker_id), names, (), f"broker:{broker_id} security")
     return apply_overrides(text, overrides, f"broker:{broker_id} broker_config",
                            "overrides from the experiment's cluster.broker_config")
-
-
-@dataclass(frozen=True, slots=True)
-class ZooKeeperServer:
-    """One ensemble member as zoo.cfg's `server.N=host:peer:election` line names it."""
-
-    id: int
-    host: str
-    client_port: int
-    peer_port: int
-    election_port: int
-
-
-def render_zoo_cfg(
-    member_id: int, members: Sequence[ZooKeeperServer], *, data_dir: str, tick_ms: int = 2000,
-    min_session_timeout_ms: int = 4000, max_session_timeout_ms: int = 40000, client_host: str | None = None,
-    templates_dir: Path | None = None,
-) -> str:
-    """Member `member_id`'s zoo.cfg; a one-member ensemble gets no `server.` lines (standalone)."""
-    me = next((m for m in members if m.id == member_id), None)
-    if me is None:
-        raise ConfigError(f"zookeeper:{member_id} is not among members {[m.id for m in members]}")
-    servers = "" if len(members) == 1 else "\n".join(
-        f"server.{m.id}={m.host}:{m.peer_port}:{m.election_port}" for m in members)
-    values = {
-        "member_id": str(member_id), "members": str(len(members)), "tick_ms": str(tick_ms),
-        "data_dir": data_dir, "client_port": str(me.client_port), "client_host": client_host or me.host,
-        "min_session_timeout_ms": str(min_session_timeout_ms),
-        "max_session_timeout_ms": str(max_session_timeout_ms), "servers": servers,
-    }
-    return Template(load_template("zoo.cfg.tmpl", templates_dir)).substitute(values)
 
 
 def render_toxiproxy_config(proxies: Sequence[ProxyRoute]) -> str:

@@ -15,14 +15,13 @@ from harness.cluster.render import (
     ProxyRoute,
     Topology,
     ZooKeeperEndpoint,
-    ZooKeeperServer,
     broker_listeners,
     parse_properties,
     plan_routes,
     render_server_properties,
     render_toxiproxy_config,
-    render_zoo_cfg,
 )
+from harness.cluster.render_zookeeper import ZooKeeperServer, render_zoo_cfg
 from harness.errors import ConfigError
 
 N = 3
