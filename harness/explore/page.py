@@ -69,8 +69,13 @@ def render_explore_html(doc: Mapping[str, Any], base: Path) -> str:
         found = (f"<p><b>Found:</b> {_cell(', '.join(doc['target_checks']))}. Shrunk to "
                  f"{len(minimal['schedule'])} fault(s), {_cell(minimal['duration_s'])} s of chaos ({state}); "
                  f"<code>minimal.yaml</code> holds it:</p><p class=mono>{_schedule(minimal['schedule'])}</p>")
+        if not doc.get("confirmed", True):
+            found += "<p>Not confirmed: the budget ended before the drawn schedule was run again.</p>"
     else:
         found = "<p><b>No failing schedule</b> within the budget.</p>"
+    if doc.get("unconfirmed"):
+        found += ("<p>Failed once, then not often enough to count: "
+                  + "; ".join(_cell(u) for u in doc["unconfirmed"]) + ".</p>")
     stopped = f"<p><b>Stopped:</b> {_cell(doc['stopped'])}</p>" if doc.get("stopped") else ""
     clusters = doc.get("clusters") or 0
     shared = (f"<p>The runs shared {clusters} cluster(s), cleaned between runs."

@@ -2,9 +2,12 @@
 `Outcome` (what one run of a schedule gave), the `Runner` protocol (run a schedule, verify it), `Budget`,
 `explore(...)` and its `ExploreResult`. A schedule fails when its verdict fails (with `find`: when that check fails,
 or finds anomalies the run's configuration permits: a trade-off, not a bug, `Outcome.hits`). Runs are not
-deterministic, so during the shrink a candidate counts as failing when it fails at least `needed` of `reruns` runs
-with a failing check the first failure had (`reproduces`); the loop stops at a local minimum (no candidate
-reproduces) or when the budget ends. Every run is recorded, with the shrink step it served.
+deterministic, so a drawn schedule that fails counts only once it fails at least `needed` of `reruns` runs with the
+same check (`_confirmed`: it is run again; one that does not is `unconfirmed`, and the draws go on), and during the
+shrink a candidate counts as failing on the same terms (`reproduces`): the schedule handed back, shrunk or not, is one
+that failed `needed` of `reruns` times. When the budget ends while a drawn schedule is being run again, it stands as
+found, not confirmed (`ExploreResult.confirmed`). The loop stops at a local minimum (no candidate reproduces) or when
+the budget ends. Every run is recorded, with the shrink step it served.
 """
 
 from __future__ import annotations
@@ -96,7 +99,11 @@ class ShrinkStep:
 class ExploreResult:
     tried: list[Tried] = field(default_factory=list)
     failing: Tried | None = None
-    """The first drawn schedule that failed."""
+    """The first drawn schedule that failed and was confirmed (or whose confirmation the budget cut short)."""
+    confirmed: bool = False
+    """Whether `failing` failed `needed` of `reruns` runs (False: the budget ended before it was known)."""
+    unconfirmed: list[str] = field(default_factory=list)
+    """Drawn schedules that failed once and then not often enough (`draw 3: 1 of 3 runs`)."""
     find: str | None = None
     """The check sought (`--find`); None: any failure."""
     target: tuple[str, ...] = ()
@@ -138,6 +145,21 @@ def reproduces(run: Runner, cand: Candidate, target: tuple[str, ...], needed: in
     return hits >= needed, tuple(outcomes)
 
 
+def _confirmed(run: Runner, drawn: Tried, target: tuple[str, ...], needed: int, reruns: int, result: ExploreResult,
+               budget: Budget) -> tuple[int, int]:
+    """A drawn schedule that failed once, run again until it is known whether it fails `needed` of `reruns` runs (or
+    the budget ends): (runs that hit `target`, runs made), its first run included."""
+    hits, runs = 1, 1
+    while runs < reruns and hits < needed and hits + (reruns - runs) >= needed and budget.left > 0:
+        result.doing = f"{drawn.purpose} run {runs + 1}"
+        outcome = run(drawn.schedule, drawn.duration_s, f"{drawn.purpose.replace(' ', '-')}-again-{runs}")
+        result.tried.append(Tried(f"{drawn.purpose} (run {runs + 1})", drawn.schedule, drawn.duration_s, outcome,
+                                  budget.spent))
+        runs += 1
+        hits += outcome.hits(target)
+    return hits, runs
+
+
 def explore(draw: Callable[[int], tuple[tuple[Entry, ...], float]], run: Runner, budget: Budget, *,
             needed: int = 2, reruns: int = 3, find: str | None = None,
             say: Callable[[str], None] = lambda _s: None) -> ExploreResult:
@@ -167,9 +189,14 @@ def _explore(draw: Callable[[int], tuple[tuple[Entry, ...], float]], run: Runner
             + f"; {budget.left:.0f}s left")
         i += 1
         if outcome.hits(find):
-            result.failing = result.tried[-1]
-            result.target = (find,) if find else outcome.failing
-            break
+            target = (find,) if find else outcome.failing
+            drawn = result.tried[-1]
+            hits, runs = _confirmed(run, drawn, target, needed, reruns, result, budget)
+            if hits >= needed or budget.left <= 0:
+                result.failing, result.target, result.confirmed = drawn, target, hits >= needed
+                break
+            result.unconfirmed.append(f"{drawn.purpose}: {hits} of {runs} runs")
+            say(f"schedule {i - 1}: failed {hits} of {runs} runs, not the {needed} needed; drawing on")
     if result.failing is None:
         return result
     current = result.minimal = Candidate("as drawn", result.failing.schedule, result.failing.duration_s)

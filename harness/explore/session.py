@@ -198,7 +198,7 @@ def write_results(out: Path, exploration: Exploration, result: ExploreResult, bu
         "experiment": exploration.source, "seed": exploration.seed, "budget_s": budget_s,
         "fault_kinds": list(exploration.space.kinds), "from_schedule": exploration.written is not None,
         "find": result.find, "clusters": result.clusters, "fresh_clusters": list(result.fresh),
-        "found": result.failing is not None,
+        "found": result.failing is not None, "confirmed": result.confirmed, "unconfirmed": list(result.unconfirmed),
         "target_checks": list(result.target), "local_minimum": result.local_minimum,
         "tried": [{"purpose": t.purpose, "schedule": list(t.schedule), "duration_s": t.duration_s,
                    "ended_s": t.ended_s, "shrink_step": t.shrink_step, "outcome": asdict(t.outcome)}
@@ -217,8 +217,9 @@ def write_results(out: Path, exploration: Exploration, result: ExploreResult, bu
         how = (f' --variant "{exploration.exp.variant}"' if exploration.exp.variant else "") + (
             f" --find {result.find}" if result.find else "")
         comment = (f"# Found by `kafka-chaos explore {exploration.source}{how} --seed {exploration.seed}`: its verdict "
-                   f"shows {', '.join(result.target)}\n# (failed, or permitted by the configuration; shrunk from "
-                   f"{len(result.failing.schedule)} faults to {len(result.minimal.schedule)}; {state}).\n"
+                   f"shows {', '.join(result.target)}\n# (failed, or permitted by the configuration"
+                   f"{'' if result.confirmed else ', in one run: the budget ended before it was run again'}; "
+                   f"shrunk from {len(result.failing.schedule)} faults to {len(result.minimal.schedule)}; {state}).\n"
                    "# Run it: kafka-chaos run minimal.yaml\n")
         (out / "minimal.yaml").write_text(exploration.text(result.minimal.schedule, result.minimal.duration_s,
                                                            comment=comment), encoding="utf-8")

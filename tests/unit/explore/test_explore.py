@@ -78,11 +78,32 @@ def test_the_first_failing_schedule_is_shrunk_to_the_one_fault_that_fails_it() -
 
 
 def test_a_candidate_failing_fewer_than_needed_of_its_reruns_is_not_kept() -> None:
-    kafka = FakeKafka(flaky=True)  # fails one run in three: never 2 of 3
-    result = explore(lambda i: ((*NOISE, KILL_1), 60.0), kafka, Budget(3600), needed=2, reruns=3)
-    if result.failing is not None:  # found when the third draw's run failed
-        assert result.minimal is not None and len(result.minimal.schedule) == 3
-        assert not any(s.kept for s in result.shrink)
+    kafka = FakeKafka(flaky=True)  # any candidate fails one run in three: never 2 of 3
+    drawn = (*NOISE, KILL_1)
+
+    def the_drawn_schedule_always_fails(schedule: tuple[Entry, ...], duration_s: float, label: str) -> Outcome:
+        outcome = kafka(schedule, duration_s, label)
+        as_drawn = schedule == drawn and duration_s == 60.0
+        return Outcome("fail", ("delivery.lost_write",), f"runs/{label}") if as_drawn else outcome
+
+    result = explore(lambda i: (drawn, 60.0), the_drawn_schedule_always_fails, Budget(3600), needed=2, reruns=3)
+    assert result.failing is not None and result.confirmed and result.local_minimum
+    assert result.minimal is not None and len(result.minimal.schedule) == 3
+    assert not any(s.kept for s in result.shrink)
+
+
+def test_a_drawn_schedule_failing_fewer_than_needed_of_its_runs_is_not_handed_back_and_the_draws_go_on() -> None:
+    """The minimal schedule handed back must fail `needed` of `reruns` runs like every kept candidate: a draw that
+    failed once and then passed twice is `unconfirmed` (seen on Apache Kafka: weak-isr.yaml seed 2's first draw lost
+    writes once, then its minimal.yaml, the same schedule, lost them in 1 of 3 runs)."""
+    kafka = FakeKafka(flaky=True)  # fails one run in three
+    ticks = itertools.count(0.0, 1.0)
+    result = explore(lambda i: ((*NOISE, KILL_1), 60.0), kafka, Budget(40, clock=lambda: next(ticks)), needed=2,
+                     reruns=3)
+    assert result.unconfirmed and all(u.endswith(": 1 of 3 runs") for u in result.unconfirmed), result.unconfirmed
+    assert result.failing is None or not result.confirmed  # at most a find the budget cut short
+    assert not result.shrink
+    assert any(t.purpose == "draw 2 (run 2)" for t in result.tried)
 
 
 def test_no_run_is_started_once_the_budget_has_ended() -> None:
@@ -182,12 +203,12 @@ def test_an_interrupted_exploration_keeps_what_it_found_and_its_report_says_wher
     the failing schedule and the smallest kept so far stand, and explore.json and explore.html say why it stopped."""
     kafka = FakeKafka()
 
-    def interrupted_on_the_fifth_run(schedule: tuple[Entry, ...], duration_s: float, label: str) -> Outcome:
-        if len(kafka.calls) == 4:
+    def interrupted_on_the_sixth_run(schedule: tuple[Entry, ...], duration_s: float, label: str) -> Outcome:
+        if len(kafka.calls) == 5:  # the draw, its confirmation, a kept step's two runs, the next step's first
             raise Stopped(f"{label} interrupted: interrupted by SIGINT (runs/{label})")
         return kafka(schedule, duration_s, label)
 
-    result = explore(lambda i: ((*NOISE, KILL_1), 60.0), interrupted_on_the_fifth_run, Budget(3600))
+    result = explore(lambda i: ((*NOISE, KILL_1), 60.0), interrupted_on_the_sixth_run, Budget(3600))
     assert result.stopped is not None and "SIGINT" in result.stopped and not result.local_minimum
     assert result.failing is not None and result.minimal is not None
     write_results(tmp_path, _exploration(7), result, 3600)
