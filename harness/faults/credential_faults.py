@@ -14,6 +14,7 @@ is down or cut."""
 from __future__ import annotations
 
 import secrets
+import time
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, cast
@@ -43,6 +44,7 @@ def _accounts(env: FaultEnv) -> tuple[ClientSecurity, ClientSecurity]:
 
 def set_password(admin: ClientSecurity, bootstrap_servers: str, user: ClientSecurity, password: str) -> None:
     """Upsert `user`'s SCRAM credential with `password` through the admin (AlterUserScramCredentials)."""
+    from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import (
         AdminClient,
         ScramCredentialInfo,
@@ -56,9 +58,19 @@ def set_password(admin: ClientSecurity, bootstrap_servers: str, user: ClientSecu
                                           password.encode(), secrets.token_bytes(16))
     client = AdminClient(cast(dict[str, Any], {"bootstrap.servers": bootstrap_servers, "logger": LIBRDKAFKA_LOGGER,
                                                **admin.librdkafka()}))
+    deadline = time.monotonic() + TIMEOUT_S
     try:
-        for future in client.alter_user_scram_credentials([upsert], request_timeout=TIMEOUT_S).values():
-            future.result(timeout=TIMEOUT_S)
+        while True:
+            try:
+                for future in client.alter_user_scram_credentials([upsert], request_timeout=TIMEOUT_S).values():
+                    future.result(timeout=TIMEOUT_S)
+                return
+            except KafkaException as exc:  # NOT_CONTROLLER right after a controller failover: asked again
+                err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+                again = err is not None and (err.retriable() or err.code() == KafkaError.NOT_CONTROLLER)
+                if not again or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.5)
     finally:
         client.poll(0)  # hands the queued log lines to the logger (the run's clients.log)
 
