@@ -3,11 +3,12 @@
 `explore(...)` and its `ExploreResult`. A schedule fails when its verdict fails (with `find`: when that check fails,
 or finds anomalies the run's configuration permits: a trade-off, not a bug, `Outcome.hits`). Runs are not
 deterministic, so a drawn schedule that fails counts only once it fails at least `needed` of `reruns` runs with the
-same check (`_confirmed`: it is run again; one that does not is `unconfirmed`, and the draws go on), and during the
-shrink a candidate counts as failing on the same terms (`reproduces`): the schedule handed back, shrunk or not, is one
-that failed `needed` of `reruns` times. When the budget ends while a drawn schedule is being run again, it stands as
-found, not confirmed (`ExploreResult.confirmed`). The loop stops at a local minimum (no candidate reproduces) or when
-the budget ends. Every run is recorded, with the shrink step it served.
+same check (`_confirmed`: it is run again by `until_known`, the one rerun rule; one that does not is `unconfirmed`,
+and the draws go on), and during the shrink a candidate counts as failing on the same terms (`reproduces`): the
+schedule handed back, shrunk or not, is one that failed `needed` of `reruns` times. When the budget ends while a
+drawn schedule is being run again, it stands as found, not confirmed (`ExploreResult.confirmed`). The loop stops at a
+local minimum (no candidate reproduces) or when the budget ends. Every run is recorded, with the shrink step it
+served.
 """
 
 from __future__ import annotations
@@ -127,37 +128,46 @@ class Stopped(HarnessError):
     """A runner's way to end the exploration: its run was interrupted by a signal or could not be recorded."""
 
 
+def until_known(once: Callable[[int], Outcome], target: tuple[str, ...], needed: int, reruns: int, budget: Budget,
+                made: tuple[Outcome, ...] = ()) -> tuple[bool, tuple[Outcome, ...]]:
+    """The one rerun rule of explore: given the runs `made` so far, call `once(k)` for run k = len(made), ... until it
+    is known whether at least `needed` of `reruns` runs hit `target`, or the budget ends (then not):
+    (whether they did, every outcome, `made` included)."""
+    outcomes = list(made)
+    while True:
+        hits = sum(o.hits(target) for o in outcomes)
+        if hits >= needed or len(outcomes) >= reruns or hits + (reruns - len(outcomes)) < needed or budget.left <= 0:
+            return hits >= needed, tuple(outcomes)
+        outcomes.append(once(len(outcomes)))
+
+
 def reproduces(run: Runner, cand: Candidate, target: tuple[str, ...], needed: int, reruns: int,
                result: ExploreResult, budget: Budget) -> tuple[bool, tuple[Outcome, ...]]:
-    """Whether `cand` fails with a check of `target` in at least `needed` of `reruns` runs (stops as soon as the
-    answer is known, or the budget ends: then not)."""
-    outcomes: list[Outcome] = []
-    hits = 0
-    for k in range(reruns):
-        if budget.left <= 0 or hits >= needed or hits + (reruns - k) < needed:
-            break
+    """Whether the shrink candidate `cand` fails with a check of `target` in at least `needed` of `reruns` runs
+    (`until_known`)."""
+    def once(k: int) -> Outcome:
         result.doing = f"shrink step {len(result.shrink)} run {k + 1}"
         outcome = run(cand.schedule, cand.duration_s, f"shrink-{len(result.shrink)}-{k}")
         result.tried.append(Tried(f"shrink: {cand.step} (run {k + 1})", cand.schedule, cand.duration_s, outcome,
                                   budget.spent, len(result.shrink)))
-        outcomes.append(outcome)
-        hits += outcome.hits(target)
-    return hits >= needed, tuple(outcomes)
+        return outcome
+
+    return until_known(once, target, needed, reruns, budget)
 
 
 def _confirmed(run: Runner, drawn: Tried, target: tuple[str, ...], needed: int, reruns: int, result: ExploreResult,
                budget: Budget) -> tuple[int, int]:
-    """A drawn schedule that failed once, run again until it is known whether it fails `needed` of `reruns` runs (or
-    the budget ends): (runs that hit `target`, runs made), its first run included."""
-    hits, runs = 1, 1
-    while runs < reruns and hits < needed and hits + (reruns - runs) >= needed and budget.left > 0:
-        result.doing = f"{drawn.purpose} run {runs + 1}"
-        outcome = run(drawn.schedule, drawn.duration_s, f"{drawn.purpose.replace(' ', '-')}-again-{runs}")
-        result.tried.append(Tried(f"{drawn.purpose} (run {runs + 1})", drawn.schedule, drawn.duration_s, outcome,
+    """A drawn schedule that failed once, run again by `until_known`, its first run counted: (runs that hit
+    `target`, runs made)."""
+    def once(k: int) -> Outcome:
+        result.doing = f"{drawn.purpose} run {k + 1}"
+        outcome = run(drawn.schedule, drawn.duration_s, f"{drawn.purpose.replace(' ', '-')}-again-{k}")
+        result.tried.append(Tried(f"{drawn.purpose} (run {k + 1})", drawn.schedule, drawn.duration_s, outcome,
                                   budget.spent))
-        runs += 1
-        hits += outcome.hits(target)
-    return hits, runs
+        return outcome
+
+    _ok, outcomes = until_known(once, target, needed, reruns, budget, (drawn.outcome,))
+    return sum(o.hits(target) for o in outcomes), len(outcomes)
 
 
 def explore(draw: Callable[[int], tuple[tuple[Entry, ...], float]], run: Runner, budget: Budget, *,

@@ -17,7 +17,7 @@ import pytest
 from harness.errors import HarnessError, ValidationError
 from harness.experiment import load_experiment, load_experiment_text
 from harness.experiment.schema import ExploreSpec
-from harness.explore.search import Budget, Outcome, Stopped, explore
+from harness.explore.search import Budget, Outcome, Stopped, explore, until_known
 from harness.explore.session import Exploration, write_results
 from harness.explore.shrink import candidates
 from harness.faults.generator import Entry, FaultSpace, draw_schedule, seconds
@@ -104,6 +104,20 @@ def test_a_drawn_schedule_failing_fewer_than_needed_of_its_runs_is_not_handed_ba
     assert result.failing is None or not result.confirmed  # at most a find the budget cut short
     assert not result.shrink
     assert any(t.purpose == "draw 2 (run 2)" for t in result.tried)
+
+
+@pytest.mark.parametrize(("made", "results", "expected"), [
+    ((), ["fail", "fail", "fail"], (True, 2)),          # 2 of 3 known after two runs
+    ((), ["pass", "pass", "fail"], (False, 2)),         # 2 of 3 out of reach after two passes
+    (("fail",), ["pass", "fail"], (True, 3)),           # a drawn failure counts as the first run
+    (("fail",), ["fail"], (True, 2)),
+])
+def test_reruns_stop_as_soon_as_it_is_known_whether_needed_of_reruns_fail(
+        made: tuple[str, ...], results: list[str], expected: tuple[bool, int]) -> None:
+    given = iter(results)
+    ok, outcomes = until_known(lambda _k: Outcome(next(given), ("c",)), ("c",), 2, 3, Budget(60.0),  # type: ignore[arg-type]
+                               tuple(Outcome(s, ("c",)) for s in made))  # type: ignore[arg-type]
+    assert (ok, len(outcomes)) == expected
 
 
 def test_no_run_is_started_once_the_budget_has_ended() -> None:
