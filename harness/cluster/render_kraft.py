@@ -19,7 +19,6 @@ from string import Template
 
 from harness.cluster.base import NodeId
 from harness.cluster.render import (
-    EXTERNAL,
     TOPOLOGY_KEYS,
     ControllerEndpoint,
     Topology,
@@ -102,13 +101,17 @@ def render_kraft_broker(topology: Topology, broker_id: int, *, log_dirs: str,
     """Broker `broker_id`'s properties; a combined voter also has its controller listeners `CTRL<d>`, advertised
     only where the release has controller endpoint discovery (`advertise_controllers`, Kafka 3.9+, KIP-853:
     before it a broker may not advertise a controller listener, and every node dials the voters at the
-    addresses of its own `controller.quorum.voters`, which are its own proxies already)."""
+    addresses of its own `controller.quorum.voters`, which are its own proxies already). A broker rolled into KRaft
+    during a migration keeps its `FROM<c>` listeners: until the controllers leave the migration, the active one
+    sends the ZooKeeper-mode brokers LeaderAndIsr naming every leader at its `inter.broker.listener.name`, KRaft
+    brokers' included (`MigrationPropagator`), and one leader without it wedges the propagation (docs/apache-kafka.md,
+    "The ZooKeeper-to-KRaft migration, by hand")."""
     overrides = dict(overrides or {})
     where = f"broker:{broker_id} server.properties"
     _check_overrides(overrides, where)
     node = NodeId.broker(broker_id)
     me = topology.broker(broker_id)
-    names = [listener_name(b.broker_id) for b in topology.brokers] + [EXTERNAL]
+    names = topology.data_listener_names()  # in a migration also FROM<c>: see the docstring
     advertised = topology.advertised_listeners(broker_id)
     listeners = [f"{ln}://{me.bind_host}:{me.port(ln)}" for ln in names]
     published = [f"{ln}://{advertised[ln]}" for ln in names]
