@@ -144,12 +144,44 @@ def reads_frames(check: Check) -> bool:
     return getattr(check, "frames", False) is True
 
 
-def run_check(check: Check, ctx: CheckContext) -> CheckResult:
-    """Run `check`: missing events -> unknown; an exception -> unknown naming it; timed."""
-    start = time.perf_counter()
+AUTHORITY_FAMILIES = ("controller", "partition")
+AUTHORITY_CHECKS = ("slo.partition_unavailable", "slo.controller_failover")
+"""The checks that judge the controller's decisions from one authority's view (ZooKeeper's, or KRaft's metadata):
+every check of these families, and the SLOs measured from leaders and controllers."""
+
+
+def across_migration(check: Check, ctx: CheckContext) -> CheckResult | None:
+    """Unknown for a check of `AUTHORITY_FAMILIES`/`AUTHORITY_CHECKS` in a run that migrated to KRaft: from the
+    metadata copy on the KRaft controller gives the orders while ZooKeeper is still written, the brokers leave
+    `/brokers/ids` alive, and elections follow KRaft's rules, so one authority's view judges the run wrongly (on
+    Apache Kafka 3.9.2 it failed `controller.unique`, `election_conforms` and `partition_unavailable` over a clean
+    migration); judging each phase by its own authority is not built (docs/design.md, the migration). None: judged
+    as usual."""
+    if check.family not in AUTHORITY_FAMILIES and check.id not in AUTHORITY_CHECKS:
+        return None
+    migration = next((w for w in ctx.operations.windows if w.action == "migrate_to_kraft"), None)
+    if migration is None:
+        return None
+    return unknown(check.id, f"cannot conclude: the run migrated to KRaft from {migration.start:.1f}s (op "
+                   f"#{migration.op_id}), and this check reads one authority's view of the controller's decisions; "
+                   "judging each phase of a migration by its own authority is not built yet")
+
+
+def cannot_judge(check: Check, ctx: CheckContext) -> CheckResult | None:
+    """Unknown when the history lacks events `check` needs, or the run is one it cannot judge (`across_migration`);
+    None: it may run. Every path that evaluates a check asks this first."""
     missing = sorted(t for t in check.needs if ctx.count(t) == 0)
     if missing:
-        result = unknown(check.id, f"cannot conclude: no {', '.join(missing)} events in the history")
+        return unknown(check.id, f"cannot conclude: no {', '.join(missing)} events in the history")
+    return across_migration(check, ctx)
+
+
+def run_check(check: Check, ctx: CheckContext) -> CheckResult:
+    """Run `check`: what `cannot_judge` says first; an exception -> unknown naming it; timed."""
+    start = time.perf_counter()
+    result_or_none = cannot_judge(check, ctx)
+    if result_or_none is not None:
+        result = result_or_none
     else:
         try:
             result = check.run(ctx)

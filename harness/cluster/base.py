@@ -132,7 +132,7 @@ class ClusterSpec:
 
     @property
     def migrating(self) -> bool:
-        """ZooKeeper mode with `controllers` > 0 (which the loader never sets; the backend's own tests do): dedicated
+        """ZooKeeper mode with `controllers` > 0 (the loader allows it only with a `migrate_to_kraft`): dedicated
         KRaft controllers 101..100+controllers, formatted with the cluster's id and not started at bring-up, the
         cluster the ZooKeeper-to-KRaft migration (KIP-866) starts from (process backend)."""
         return not self.kraft and self.controllers > 0 and not self.combined

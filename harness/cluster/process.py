@@ -48,7 +48,7 @@ from harness.cluster.process_flavour import (
     zookeeper_jar_version,
 )
 from harness.cluster.process_kraft import KraftNodes
-from harness.cluster.process_migration import prepare_controllers
+from harness.cluster.process_migration import migration_copied, prepare_controllers
 from harness.cluster.process_node import ManagedProcess
 from harness.cluster.process_security import create_zookeeper_users, grant_client, secure
 from harness.cluster.process_topology import process_topology
@@ -241,6 +241,10 @@ class ProcessCluster(NodeDisks):
         if node.role != "broker" or self._brokers is None or not self.spec.migrating:
             raise BackendError(f"{node}: not a node of a ZooKeeper-to-KRaft migration's cluster")
         return self._brokers.reconfigure(node.id, None, {}, phase=phase)
+
+    def migration_copied(self) -> str | None:
+        """None once a migration's metadata copy has ended, else what `/migration` holds (`process_migration`)."""
+        return migration_copied(self.zookeeper_connect)
 
     def start(self, node: NodeId) -> None:
         """Restart a stopped/killed node with the same config and data, and wait until it is ready.

@@ -46,6 +46,8 @@ def _process_backend(progress: Callable[[str], None] | None) -> ClusterBackend:
 
 def process_only(spec: ClusterSpec) -> str:
     """What of `spec` only the process backend offers (`choose_backend`'s `process_only`), or ""."""
+    if spec.migrating:
+        return "cluster.controllers in ZooKeeper mode (the migration's KRaft quorum)"
     return "cluster.log_dir_mb (the disk faults)" if spec.log_dir_mb else ""
 
 

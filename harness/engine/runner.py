@@ -32,6 +32,7 @@ from harness.engine.storage import QuietFileHandler, StorageWatch
 from harness.errors import HarnessError, StorageError
 from harness.experiment.schema import Experiment
 from harness.faults.inject import FaultInjector, MemberControl, ProducerControl
+from harness.faults.migration_op import MigrationSwitch
 from harness.faults.operations import GroupScaler, OperationRunner, ProducerRestarter, ReleaseSwitch
 from harness.faults.schedule import actions, plan, plan_operations
 from harness.history.events import (
@@ -268,7 +269,8 @@ class Run:
             }
             self.operations = OperationRunner(self.parts.operator(self.cluster), self.sink, scalers, self.injector,
                                               restarters, self.cluster if isinstance(self.cluster, ReleaseSwitch)
-                                              else None)
+                                              else None,
+                                              self.cluster if isinstance(self.cluster, MigrationSwitch) else None)
         return self._await_probes("steady", self.exp.steady_timeout)
 
     def _bring_up(self) -> Cluster:
@@ -347,6 +349,10 @@ class Run:
             if self.operations.running:
                 self.progress.note(f"waiting for {', '.join(self.operations.running)} to end")
             self.operations.join(max(o.bound_s for o in plan_operations(self.exp)) + OPERATION_SLACK_S)
+        if any(op.action == "migrate_to_kraft" for op in self.exp.operations):  # the probes read ZooKeeper's view
+            self.progress.note("steady state not probed after heal: the cluster migrated to KRaft, and the probes "
+                               "read ZooKeeper's view, which no longer holds the brokers")
+            return
         self._await_probes("after heal", self.exp.steady_timeout)
 
     def _drain(self) -> None:

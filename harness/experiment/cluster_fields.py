@@ -126,7 +126,9 @@ def cluster_to_dict(spec: ClusterSpec) -> dict[str, Any]:
     """`spec` as the `cluster:` section that reads back into it (the keys a KRaft or a ZooKeeper cluster has)."""
     out: dict[str, Any] = {}
     for key, name in SPEC_FIELDS.items():
-        if key in (("zookeepers",) if spec.kraft else ("controllers", "combined", "features")):
+        if key in (("zookeepers",) if spec.kraft else ("combined", "features")):
+            continue
+        if key == "controllers" and not spec.kraft and not spec.migrating:
             continue
         value = getattr(spec, name)
         if value == getattr(DEFAULTS, name) and key in ("log_dirs", "log_dir_mb", "security"):
@@ -180,7 +182,15 @@ def _zookeepers(f: Fields, m: dict[str, Any], path: Path, mode: Any) -> Any:
 
 
 def _quorum(f: Fields, m: dict[str, Any], path: Path, mode: Any, brokers: Any) -> tuple[Any, Any]:
-    """`controllers` and `combined`: KRaft only; combined voters are brokers 1..controllers."""
+    """`controllers` and `combined`: KRaft's; combined voters are brokers 1..controllers. In ZooKeeper mode,
+    `controllers` is the dedicated KRaft quorum a `migrate_to_kraft` starts (`migration_rules`)."""
+    if mode == "zookeeper" and "controllers" in m and "combined" not in m:
+        controllers = f.integer(m, path, "controllers", minimum=1)
+        if controllers is not MISSING and controllers not in CONTROLLER_SIZES:
+            f.error((*path, "controllers"), "a KRaft quorum here has 1, 3 or 5 voters", controllers,
+                    "an odd number keeps a majority through (n-1)/2 losses (KIP-595)")
+            return MISSING, False
+        return controllers, False
     if mode != "kraft":
         for key in ("controllers", "combined"):
             if key in m and mode is not MISSING:

@@ -56,6 +56,8 @@ def _operation(op: OperationSpec) -> dict[str, Any]:
         out["zombie"] = True
     if op.to is not None:  # upgrade
         out["to"] = op.to
+    if op.steps:  # migrate_to_kraft
+        out["steps"] = list(op.steps)
     if any(k.name == "timeout" for k in OPERATIONS[op.action].keys):  # scale_consumers has none
         out["timeout"] = format_duration(op.timeout)
     return out

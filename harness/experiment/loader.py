@@ -33,6 +33,7 @@ from harness.experiment.limits import (
     MAX_TOPICS,
 )
 from harness.experiment.matrix import Variant, apply_variant, read_axes, variants
+from harness.experiment.migration_rules import check_migration
 from harness.experiment.release_rules import check_release
 from harness.experiment.rules import check_rules
 from harness.experiment.schedule_spec import read_schedule
@@ -153,6 +154,7 @@ def _validated(f: Fields, top: dict[str, Any], file: str, choice: Variant | None
         check_rules(f, exp)
         check_release(f, exp)
         check_upgrades(f, exp)
+        check_migration(f, exp)
         if len(exp.name) + len(variant) > MAX_RUN_NAME_CHARS:
             f.error(("matrix",), f"the variant id makes the run directory's name longer than {MAX_RUN_NAME_CHARS} "
                     "characters (name and variant id)", variant, "a matrix value is part of the id: shorten it")

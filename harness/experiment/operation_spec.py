@@ -2,8 +2,8 @@
 the operation catalogue (`harness.faults.catalog.OPERATIONS`): the keys each action takes, partition
 numbers, replica lists (distinct broker ids, at least one), `replicas` or `shuffle` for a reassignment, the
 new partition count of `add_partitions`, the group and member count of `scale_consumers`, the broker order
-of `rolling_restart`, `upgrade` and `finalize_upgrade`, the release an `upgrade` rolls onto, the producer of
-`restart_producer`.
+of `rolling_restart`, `upgrade`, `finalize_upgrade` and `migrate_to_kraft`, the release an `upgrade` rolls onto,
+the steps of `migrate_to_kraft`, the producer of `restart_producer`.
 References to the experiment's topics and brokers are checked with the other cross-field rules
 (`harness.experiment.rules`)."""
 
@@ -13,7 +13,7 @@ from typing import Any
 
 from harness.experiment.fields import MISSING, Fields, did_you_mean
 from harness.experiment.limits import MAX_MEMBERS, MAX_PARTITIONS
-from harness.experiment.schema import ROLLING_ACTIONS, OperationSpec
+from harness.experiment.schema import MIGRATION_STEPS, ROLLING_ACTIONS, OperationSpec
 from harness.experiment.yamlsource import Path
 from harness.faults.catalog import OPERATIONS
 from harness.model.releases import Release
@@ -63,10 +63,11 @@ def read_operation(f: Fields, path: Path, index: int, item: dict[str, Any]) -> O
         if zombie is True and abrupt is True:
             f.error((*path, "zombie"), "a zombie keeps the old client alive; abrupt purges it: choose one", zombie)
             zombie = MISSING
-    brokers: Any = _brokers(f, m, path) if kind.name in ROLLING_ACTIONS else ()
+    brokers: Any = _brokers(f, m, path) if kind.name in (*ROLLING_ACTIONS, "migrate_to_kraft") else ()
+    steps: Any = _steps(f, m, path) if kind.name == "migrate_to_kraft" else ()
     to: Any = _release(f, m, path) if kind.name == "upgrade" else None
     if MISSING in (at, topic, partitions, timeout, replicas, shuffle, count, group, members, abrupt, brokers,
-                   producer, zombie, to):
+                   producer, zombie, to, steps):
         return None
     if replicas and partitions and sorted(p for p, _ in replicas) != sorted(partitions):
         f.error((*path, "partitions"), "with `replicas`, the partitions are its keys: leave `partitions` out",
@@ -74,7 +75,8 @@ def read_operation(f: Fields, path: Path, index: int, item: dict[str, Any]) -> O
         return None
     return OperationSpec(index=index, at=at, action=kind.name, topic=topic, partitions=partitions,
                          replicas=replicas, shuffle=shuffle, timeout=timeout, count=count, group=group,
-                         members=members, abrupt=abrupt, brokers=brokers, producer=producer, zombie=zombie, to=to)
+                         members=members, abrupt=abrupt, brokers=brokers, producer=producer, zombie=zombie, to=to,
+                         steps=steps)
 
 
 def _release(f: Fields, m: dict[str, Any], path: Path) -> Any:
@@ -85,6 +87,20 @@ def _release(f: Fields, m: dict[str, Any], path: Path) -> Any:
                 'e.g. to: "3.9.2"')
         return MISSING
     return raw.strip()
+
+
+def _steps(f: Fields, m: dict[str, Any], path: Path) -> Any:
+    """migrate_to_kraft's `steps`: a prefix of Kafka's order (a step needs the ones before it)."""
+    raw = m.get("steps")
+    if raw is None:
+        return ()
+    if (not isinstance(raw, list) or not raw or not all(isinstance(s, str) for s in raw)
+            or tuple(raw) != MIGRATION_STEPS[:len(raw)]):
+        f.error((*path, "steps"), "steps must be a prefix of the migration's order, " + ", ".join(MIGRATION_STEPS)
+                + ": each step needs the ones before it", raw, "e.g. steps: [controllers, brokers, copy] (stays "
+                "in dual-write)")
+        return MISSING
+    return tuple(raw)
 
 
 def _brokers(f: Fields, m: dict[str, Any], path: Path) -> Any:

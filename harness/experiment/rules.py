@@ -165,9 +165,9 @@ def _check_operation(f: Fields, exp: Experiment, op: OperationSpec, counts: dict
 
 def _check_target(f: Fields, exp: Experiment, path: Path, t: Target) -> None:
     kraft = exp.cluster.mode == "kraft"
-    if t.role == "controller" and not kraft:
-        f.error(path, "controller nodes exist in KRaft clusters only (in ZooKeeper mode the controller is a "
-                "broker: target: controller)", str(t), "cluster.mode: kraft, or target: controller")
+    if t.role == "controller" and not kraft and not exp.cluster.migrating:
+        f.error(path, "controller nodes exist in KRaft clusters only, and in a migration's (in ZooKeeper mode the "
+                "controller is a broker: target: controller)", str(t), "cluster.mode: kraft, or target: controller")
     elif t.kind == "controller" and t.id is not None:
         voters = exp.cluster.voter_ids()
         if t.id not in voters:

@@ -131,6 +131,8 @@ class FaultSpec:
 
 
 ROLLING_ACTIONS = ("rolling_restart", "upgrade", "finalize_upgrade")
+MIGRATION_STEPS = ("controllers", "brokers", "copy", "brokers_kraft", "controllers_kraft")
+"""migrate_to_kraft's steps in Kafka's order (`harness.faults.catalog`)."""
 """The operations that restart brokers one at a time, each stop a `stop` fault `<op>.<k>`."""
 
 
@@ -168,6 +170,8 @@ class OperationSpec:
     the new client has fenced it, writes on and tries to commit (it must be fenced, and none of it seen)."""
     to: str | None = None
     """upgrade: the Apache Kafka release the brokers roll onto (`3.9.2`)."""
+    steps: tuple[str, ...] = ()
+    """migrate_to_kraft: the steps it runs, a prefix of `MIGRATION_STEPS` (empty: all of them)."""
 
     @property
     def rolls(self) -> bool:
@@ -178,6 +182,8 @@ class OperationSpec:
         if self.producer is not None:
             how = " (abrupt)" if self.abrupt else " (zombie)" if self.zombie else ""
             return f"#{self.index} {self.action} {self.producer}{how}"
+        if self.action == "migrate_to_kraft":
+            return f"#{self.index} {self.action} " + " -> ".join(self.steps or MIGRATION_STEPS)
         if self.rolls:
             return f"#{self.index} {self.action} " + (
                 "brokers " + ", ".join(map(str, self.brokers)) if self.brokers else "every broker") + (

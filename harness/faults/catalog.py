@@ -141,6 +141,27 @@ OPERATIONS: Mapping[str, OperationKind] = MappingProxyType({k.name: k for k in (
                                     "DescribeFeatures until finalized",
                                     "containers": "not available: the process backend rewrites a broker's "
                                     "server.properties"})),
+    OperationKind("migrate_to_kraft", "Migrate a ZooKeeper-mode cluster of Apache Kafka 3.9 to KRaft, Kafka's "
+                  "procedure (\"ZooKeeper to KRaft Migration\", KIP-866), step by step, each step an "
+                  "`op.start`/`op.end` pair with its name: `controllers` starts the KRaft quorum (`cluster."
+                  "controllers`, formatted with ZooKeeper's cluster id) in migration mode; `brokers` rolls the "
+                  "brokers with the migration settings; `copy` waits until the active controller has copied the "
+                  "metadata (`/migration`'s kraft_metadata_offset > 0) and holds `/controller` (dual-write); "
+                  "`brokers_kraft` rolls the brokers into KRaft brokers; `controllers_kraft` rolls the "
+                  "controllers without the migration and ZooKeeper. Each broker or controller restart is a "
+                  "`stop` fault `<op>.<k>`, waiting for full ISRs (a controller: caught up) as `rolling_restart` "
+                  "does; faults keep firing in every step.",
+                  (OperationKey("steps", "the steps to run, a prefix of controllers, brokers, copy, brokers_kraft, "
+                                "controllers_kraft (default: all five; e.g. [controllers, brokers, copy] stays in "
+                                "dual-write)"),
+                   OperationKey("brokers", "the brokers in restart order for both broker rolls (default: every "
+                                "broker in id order)"),
+                   OperationKey("timeout", "per step, and per node within a roll")), 180.0,
+                  MappingProxyType({"apache-kafka": "the controllers started, then each node's server.properties "
+                                    "rewritten for its next phase between a SIGTERM and a start, as the `stop` "
+                                    "fault; /migration read from ZooKeeper for the copy",
+                                    "containers": "not available: the process backend rewrites a node's "
+                                    "server.properties and starts the KRaft controllers"})),
 )})
 """Every operation kind by name."""
 

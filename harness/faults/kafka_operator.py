@@ -26,7 +26,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, cast
 
 from harness.cluster.client_security import PLAINTEXT, ClientSecurity
-from harness.faults.operations import OperationOutcome, PartitionOutcome
+from harness.faults.outcomes import OperationOutcome, PartitionOutcome
 from harness.workload.common import LIBRDKAFKA_LOGGER
 
 ALTER_PARTITION_REASSIGNMENTS = 45

@@ -22,7 +22,7 @@ from harness.observe.kafka_wire import NodeConnection
 from harness.observe.quorum import QuorumView, describe_quorum
 
 if TYPE_CHECKING:
-    from harness.faults.operations import OperationOutcome
+    from harness.faults.outcomes import OperationOutcome
 
 POLL_S = 0.5
 METADATA_VERSION = "metadata.version"
@@ -74,7 +74,7 @@ def finalize_metadata(bootstrap_servers: str, timeout_s: float,
     retried with a fresh client until it is finalized there or `timeout_s` ran out."""
     from kafka.admin import KafkaAdminClient
 
-    from harness.faults.operations import OperationOutcome
+    from harness.faults.outcomes import OperationOutcome
 
     deadline = time.monotonic() + timeout_s
     last = "nothing yet"

@@ -1,53 +1,28 @@
 """Runs scheduled operations (`action:` entries: reassign, elect_preferred, add_partitions, scale_consumers,
-restart_producer, rolling_restart, upgrade, finalize_upgrade) in the background and records them: `op.start` when
-one begins, `op.end` with its outcome (`done`, `timeout` or `error`), how it was carried out and what each partition
-answered. Faults keep firing while an operation runs (a broker killed in the middle of a reassignment is the point).
-The work itself is an `Operator`'s (for `scale_consumers` the group workload's, a `GroupScaler`; for
-`restart_producer` the producer workload's, a `ProducerRestarter`; for `rolling_restart`'s stops and starts a
-`NodeCycler`, the fault injector, so each stop is a `stop` fault window the verifiers know; for what an upgrade's
-brokers start as a `ReleaseSwitch`, the process cluster): the runner receives those and nothing else."""
+restart_producer, rolling_restart, upgrade, finalize_upgrade, migrate_to_kraft) in the background and records them:
+`op.start` when one begins, `op.end` with its outcome (`done`, `timeout` or `error`), how it was carried out and
+what each partition answered. Faults keep firing while an operation runs (a broker killed in the middle of a
+reassignment is the point). The work itself is an `Operator`'s (for `scale_consumers` the group workload's, a
+`GroupScaler`; for `restart_producer` the producer workload's, a `ProducerRestarter`; for `rolling_restart`'s stops
+and starts a `NodeCycler`, the fault injector, so each stop is a `stop` fault window the verifiers know; for what an
+upgrade's brokers start as a `ReleaseSwitch`, the process cluster; for a migration's phases a `MigrationSwitch`, the
+same, with its steps in `migration_op`): the runner receives those and nothing else."""
 
 from __future__ import annotations
 
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
+from harness.faults.migration_op import MigrationSwitch, run_migration
+from harness.faults.outcomes import OperationOutcome
 from harness.faults.schedule import PlannedFault, PlannedOperation
-from harness.history.events import OpEnd, OpStart, PartitionResult, ReassignmentEntry
+from harness.history.events import OpEnd, OpStart, ReassignmentEntry
 from harness.history.jsonl import EventSink
 from harness.history.nodes import NodeId
 from harness.model.releases import IBP, protocol_version
 from harness.waiting import Deadline, poll_until
-
-Outcome = Literal["done", "timeout", "error"]
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionOutcome:
-    """What one partition answered: its error name (None: accepted / elected), and for a reassignment the
-    replica list Metadata showed last."""
-
-    topic: str
-    partition: int
-    error: str | None = None
-    replicas: tuple[int, ...] | None = None
-
-    def as_result(self) -> PartitionResult:
-        """This answer as `op.end` records it."""
-        return PartitionResult(self.topic, self.partition, self.error, self.replicas)
-
-
-@dataclass(frozen=True, slots=True)
-class OperationOutcome:
-    outcome: Outcome
-    via: str
-    """How it was carried out: `AlterPartitionReassignments`, `ElectLeaders`, `CreatePartitions`."""
-    detail: str = ""
-    """For a timeout or an error: what was awaited or what failed, and what was seen last."""
-    partitions: tuple[PartitionOutcome, ...] = ()
 
 
 class Operator(Protocol):
@@ -116,13 +91,14 @@ class OperationRunner:
 
     def __init__(self, operator: Operator, sink: EventSink, groups: Mapping[str, GroupScaler] | None = None,
                  nodes: NodeCycler | None = None, producers: Mapping[str, ProducerRestarter] | None = None,
-                 releases: ReleaseSwitch | None = None) -> None:
+                 releases: ReleaseSwitch | None = None, migration: MigrationSwitch | None = None) -> None:
         self.operator = operator
         self.sink = sink
         self.groups = dict(groups or {})
         self.nodes = nodes
         self.producers = dict(producers or {})
         self.releases = releases
+        self.migration = migration
         self._abandoned = threading.Event()
         """Set by `abandon`: a rolling restart stops no further broker."""
         self._threads: list[threading.Thread] = []
@@ -138,7 +114,8 @@ class OperationRunner:
         self.sink(OpStart(op_id=op.index, action=op.spec.action, topic=topic, group=op.spec.group,
                           partitions=tuple((topic, str(p)) for p in op.partitions) if topic is not None else (),
                           reassignment=tuple(ReassignmentEntry(p, tuple(r)) for p, r in op.replicas),
-                          brokers=tuple(int(t.id or 0) for t in op.nodes) or None, producer=op.spec.producer,
+                          brokers=(op.brokers if op.spec.action == "migrate_to_kraft"
+                                   else tuple(int(t.id or 0) for t in op.nodes)) or None, producer=op.spec.producer,
                           timeout_s=op.spec.timeout, description=op.describe()))
         with self._lock:
             self._open[op.index] = (op, time.monotonic())
@@ -164,6 +141,8 @@ class OperationRunner:
                 result = self._upgrade(op)
             elif op.spec.action == "restart_producer":
                 result = self._restart_producer(op)
+            elif op.spec.action == "migrate_to_kraft":
+                result = self._migrate(op)
             else:
                 result = self.operator.elect_preferred(op.spec.topic, op.partitions, op.spec.timeout)
         except Exception as exc:  # an operator bug or an unexpected client error: recorded, never lost
@@ -213,22 +192,49 @@ class OperationRunner:
         return self._rolling_restart(op, f"{IBP}={config[IBP]}, graceful stop and start, one broker at a time",
                                      lambda node: releases.reconfigure(node, config=config))
 
+    def _migrate(self, op: PlannedOperation) -> OperationOutcome:
+        """migrate_to_kraft: its steps (`migration_op`), each recorded as `op.start`/`op.end` with its name."""
+        switch = self.migration
+        if switch is None:
+            return OperationOutcome("error", "", "this backend cannot migrate a cluster to KRaft (the process "
+                                    "backend can)")
+
+        def roll(via: str, while_stopped: Callable[[NodeId], str], steps: range) -> OperationOutcome:
+            return self._rolling_restart(op, via, while_stopped, steps)
+
+        def record(step: str, result: OperationOutcome | None, elapsed_s: float) -> None:
+            with self._lock:
+                if self._closed:
+                    return
+                if result is None:
+                    self.sink(OpStart(op_id=op.index, action=op.spec.action, topic=None, partitions=(),
+                                      reassignment=(), brokers=op.brokers, timeout_s=op.spec.timeout,
+                                      description=f"{op.describe()}: {step}", step=step))
+                else:
+                    self.sink(OpEnd(op_id=op.index, action=op.spec.action, topic=None, outcome=result.outcome,
+                                    via=result.via, detail=result.detail, elapsed_s=round(elapsed_s, 3), results=(),
+                                    description=f"{op.describe()}: {step}", step=step))
+
+        return run_migration(op, switch, roll, self.operator.await_voter, record, self._abandoned)
+
     def _upgrading(self, before: int) -> bool:
         with self._lock:
             return any(o.spec.action == "upgrade" and o.index != before for o, _ in self._open.values())
 
     def _rolling_restart(self, op: PlannedOperation, via: str = "graceful stop and start, one broker at a time",
-                         while_stopped: Callable[[NodeId], str] | None = None) -> OperationOutcome:
+                         while_stopped: Callable[[NodeId], str] | None = None,
+                         steps: range | None = None) -> OperationOutcome:
         """Each node in turn (an upgrade's KRaft controllers first), within the per-node timeout: every ISR full
         (a controller: caught up with the quorum leader), stop (graceful), start, the same again. Ends at the first
         node that does not come back, or when the run is torn down (`abandon`) before the next node. It may go on
         into the heal phase, which waits for it. `while_stopped` (upgrades) sets what each node starts as, between
-        its stop and its start."""
+        its stop and its start. `steps` (a migration's rolls): which of `op.nodes` (1-based), all by default."""
         if self.nodes is None:
             return OperationOutcome("error", via, "no node control in this run")
         timeout = op.spec.timeout
         took: list[str] = []
-        for step, target in enumerate(op.nodes, start=1):
+        for step in steps or range(1, len(op.nodes) + 1):
+            target = op.nodes[step - 1]
             node = NodeId("controller" if target.role == "controller" else "broker", int(target.id or 0))
             if self._abandoned.is_set():
                 return OperationOutcome("error", via, f"abandoned before {_name(node)} (restarted: "

@@ -61,7 +61,7 @@ def resolve_node(t: Target, state: ClusterState, topo: LinkGraph | None = None) 
     if t.kind == "controller":
         if state.controller is None:
             raise ResolutionError(f"{t}: no controller is known right now (last epoch {state.controller_epoch})")
-        if topo is not None and topo.voters:
+        if topo is not None and state.controller in topo.voters:  # KRaft; a migration's KRaft controller
             return voter(topo, state.controller)
         return NodeId.broker(state.controller)
     if t.kind == "leader":

@@ -101,10 +101,11 @@ class PlannedOperation:
     replicas: tuple[tuple[int, tuple[int, ...]], ...]
     """reassign: the new replica list per partition (as written, or drawn for `shuffle`)."""
     brokers: tuple[int, ...] = ()
-    """rolling_restart, upgrade, finalize_upgrade: the brokers in restart order (as written, or every broker in id
-    order; none for a KRaft finalize_upgrade, which restarts nothing)."""
+    """rolling_restart, upgrade, finalize_upgrade, migrate_to_kraft: the brokers in restart order (as written, or
+    every broker in id order; none for a KRaft finalize_upgrade, which restarts nothing)."""
     controllers: tuple[int, ...] = ()
-    """upgrade in KRaft with dedicated controllers: the controllers, rolled before the brokers."""
+    """upgrade in KRaft with dedicated controllers: the controllers, rolled before the brokers. migrate_to_kraft:
+    the KRaft quorum it starts and, last, rolls out of the migration."""
 
     @property
     def index(self) -> int:
@@ -112,13 +113,21 @@ class PlannedOperation:
 
     @property
     def bound_s(self) -> float:
-        """The longest it may run: its timeout, once per node for a rolling restart or upgrade."""
-        return self.spec.timeout * max(1, len(self.nodes))
+        """The longest it may run: its timeout, once per node for a rolling restart or upgrade (a migration: also
+        once for starting its controllers and once for the copy)."""
+        extra = 2 if self.spec.action == "migrate_to_kraft" else 0
+        return self.spec.timeout * (max(1, len(self.nodes)) + extra)
 
     @property
     def nodes(self) -> tuple[Target, ...]:
-        """What it restarts, in order: the controllers, then the brokers."""
-        return (*(Target("controller", c) for c in self.controllers), *(Target("broker", b) for b in self.brokers))
+        """What it restarts, in order: the controllers, then the brokers. A migration restarts the brokers
+        (`brokers`), the brokers again (`brokers_kraft`), then the controllers (`controllers_kraft`); its stop
+        faults `<op>.<k>` are numbered along this order."""
+        brokers = tuple(Target("broker", b) for b in self.brokers)
+        controllers = tuple(Target("controller", c) for c in self.controllers)
+        if self.spec.action == "migrate_to_kraft":
+            return (*brokers, *brokers, *controllers)
+        return (*controllers, *brokers)
 
     def restart_step(self, step: int) -> PlannedFault:
         """A rolling restart's (or upgrade's) `step`-th stop (1-based): a graceful stop of its node, fault
@@ -128,6 +137,8 @@ class PlannedOperation:
                             None, target, None, step)
 
     def describe(self) -> str:
+        if self.spec.action == "migrate_to_kraft":
+            return self.spec.describe()
         if self.spec.rolls and self.controllers:
             brokers = f"brokers {', '.join(map(str, self.spec.brokers))}" if self.spec.brokers else "every broker"
             return f"#{self.index} {self.spec.action} the controllers, then {brokers} -> {self.spec.to}"
@@ -151,6 +162,10 @@ def plan_operations(exp: Experiment) -> tuple[PlannedOperation, ...]:
     out: list[PlannedOperation] = []
     counts = {t.name: t.partitions for t in exp.topics}
     for spec in sorted(exp.operations, key=lambda s: (s.at, s.index)):
+        if spec.action == "migrate_to_kraft":
+            out.append(PlannedOperation(spec, spec.at, (), (), spec.brokers or tuple(range(1, exp.cluster.brokers + 1)),
+                                        exp.cluster.voter_ids()))
+            continue
         if spec.rolls:
             every = tuple(range(1, exp.cluster.brokers + 1))
             kraft = exp.cluster.kraft

@@ -184,7 +184,8 @@ class OpStart(HistoryEvent):
                           "rolling_restart, upgrade, finalize_upgrade), topic (null: every topic, or none), group "
                           "(scale_consumers), producer (restart_producer), partitions ([[topic, p], …]), reassignment "
                           "([{partition, replicas}], reassign only), brokers (rolling_restart, upgrade, "
-                          "finalize_upgrade: the restart order), timeout_s, description")
+                          "finalize_upgrade, migrate_to_kraft: the restart order), timeout_s, description; step "
+                          "(migrate_to_kraft: one of its steps begins, under the same op_id)")
     src: str = ENGINE
     op_id: int
     action: str
@@ -196,6 +197,7 @@ class OpStart(HistoryEvent):
     producer: str | None = omitted()
     timeout_s: float
     description: str
+    step: str | None = omitted()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -205,7 +207,7 @@ class OpEnd(HistoryEvent):
                           "/admin/reassign_partitions, ElectLeaders, CreatePartitions, consumer clients, a new "
                           "librdkafka producer, graceful stop and start), detail (what was awaited or failed, and "
                           "what was seen last), elapsed_s, results ([{topic, partition, error, replicas}]: each "
-                          "partition's answer)")
+                          "partition's answer); step (migrate_to_kraft: that step ended)")
     src: str = ENGINE
     op_id: int
     action: str
@@ -217,6 +219,7 @@ class OpEnd(HistoryEvent):
     elapsed_s: float
     results: tuple[PartitionResult, ...] = decoded(from_records(PartitionResult.from_json))
     description: str
+    step: str | None = omitted()
 
 
 ENGINE_EVENTS: tuple[type[HistoryEvent], ...] = (

@@ -96,6 +96,8 @@ def build_operation_index(events: Sequence[Mapping[str, Any]]) -> OperationIndex
             op_id = int(ev.get("op_id"))  # type: ignore[arg-type]
         except (TypeError, ValueError):
             continue
+        if ev.get("step") is not None:  # a migration's step: inside its operation's own window
+            continue
         (starts if ev.get("type") == "op.start" else ends)[op_id] = ev
     out: list[OperationWindow] = []
     for op_id, s in starts.items():

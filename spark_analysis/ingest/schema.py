@@ -77,6 +77,7 @@ HISTORY_SCHEMA = StructType(
         _f("reassignment", _S),
         _f("results", _S),
         _f("description", _S),
+        _f("step", _S),  # migrate_to_kraft: the step an op.start/op.end pair under the operation's op_id brackets
         # brokers, controller, partitions
         _f("broker", _L),
         _f("controller", _L),

@@ -116,7 +116,7 @@ from spark_analysis.inprocess.lines import (
 from spark_analysis.inprocess.txn import TxnRecord, txn_results
 from spark_analysis.inprocess.txn_eos import PipeRead, Written, eos_results
 from spark_analysis.result import Check as CheckProtocol
-from spark_analysis.result import CheckResult, run_check, unknown
+from spark_analysis.result import CheckResult, cannot_judge, run_check
 
 INPROCESS_CHECKS: tuple[str, ...] = tuple(c.id for c in ALL_CHECKS)
 """Every check, in registry order (`inprocess_checks` leaves out those not applying to the run's mode)."""
@@ -368,13 +368,10 @@ def inprocess_damage(history: Path) -> HistoryDamage:
 
 
 def _own_or_run(check: CheckProtocol, own: dict[str, CheckResult], ctx: CheckContext) -> CheckResult:
-    """This module's result for `check`, under `run_check`'s missing-events rule; else `run_check` itself."""
+    """This module's result for `check`, under `run_check`'s `cannot_judge` rule; else `run_check` itself."""
     if check.id not in own:
         return run_check(check, ctx)
-    missing = sorted(t for t in check.needs if ctx.count(t) == 0)
-    if missing:
-        return unknown(check.id, f"cannot conclude: no {', '.join(missing)} events in the history")
-    return own[check.id]
+    return cannot_judge(check, ctx) or own[check.id]
 
 
 def inprocess_checks(run_dir: Path, history: Path | None = None) -> list[CheckResult]:

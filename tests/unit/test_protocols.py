@@ -17,7 +17,8 @@ from harness.faults.catalog import CATALOG
 from harness.faults.inject import FaultInjector, MemberControl, ProducerControl
 from harness.faults.kafka_operator import KafkaOperator
 from harness.faults.kind import FaultEnv, FaultKind
-from harness.faults.operations import GroupScaler, NodeCycler, Operator, ProducerRestarter
+from harness.faults.migration_op import MigrationSwitch
+from harness.faults.operations import GroupScaler, NodeCycler, Operator, ProducerRestarter, ReleaseSwitch
 from harness.install.java_client import JavaClient
 from harness.install.librdkafka_client import LibrdkafkaClient
 from harness.observe.admin import AdminObserver
@@ -70,6 +71,8 @@ CASES: list[tuple[type, Any]] = [
     (ProducerWorkload, Workload),
     (ConsumerGroupWorkload, Workload),
     (KafkaOperator, Operator),
+    (ProcessCluster, ReleaseSwitch),
+    (ProcessCluster, MigrationSwitch),
     (ConsumerGroupWorkload, GroupScaler),
     (FaultInjector, NodeCycler),
     (ProducerWorkload, ProducerRestarter),

@@ -3,8 +3,8 @@
 second roll), as Kafka's upgrade notes prescribe. Real brokers of both releases, real ZooKeeper, real clients and
 Spark: every rule's check passes (an SLO breach alone is the machine's load: see `failing_rules`), both operations
 are done, every broker's last start ran 3.9.2's jars with the protocol bumped, and each of the six stops is its own
-`stop` fault window, one at a time. `make test`'s representative of the upgrades; the migration to KRaft is not
-built yet."""
+`stop` fault window, one at a time. `make test`'s representative of the upgrades (of the migration to KRaft:
+`test_migration_on_apache_kafka.py`)."""
 
 from __future__ import annotations
 

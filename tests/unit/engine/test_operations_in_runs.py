@@ -12,7 +12,8 @@ from pathlib import Path
 from harness.engine import runner
 from harness.engine.runner import run_experiment
 from harness.experiment import load_experiment_text
-from harness.faults.operations import OperationOutcome, OperationRunner, PartitionOutcome
+from harness.faults.operations import OperationRunner
+from harness.faults.outcomes import OperationOutcome, PartitionOutcome
 from harness.faults.schedule import plan_operations
 from harness.history.jsonl import read_history, record_of
 from spark_analysis.checks.operation.checks import OperationCompletes

@@ -29,7 +29,7 @@ def test_kafka_4_implies_kraft_and_3_x_implies_zookeeper() -> None:
 @pytest.mark.parametrize(("text", "field", "fragment"), [
     ('{kafka: "4.1", mode: zookeeper}', "cluster.kafka", "has no ZooKeeper mode"),
     ("{mode: kraft, zookeepers: 3}", "cluster.zookeepers", "a KRaft cluster has no ZooKeeper"),
-    ("{controllers: 3}", "cluster.controllers", "a KRaft setting"),
+    ("{controllers: 3}", "cluster.controllers", "the KRaft quorum a `migrate_to_kraft` starts"),
     ("{mode: kraft, controllers: 2}", "cluster.controllers", "1, 3 or 5 voters"),
     ("{mode: kraft, combined: true, controllers: 5}", "cluster.controllers", "are 3 brokers"),
     ('{mode: kraft, kafka: "3.2"}', "cluster.kafka", "came in 3.3"),

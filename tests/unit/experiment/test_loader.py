@@ -51,9 +51,11 @@ def test_one_file_with_several_errors_reports_all_of_them() -> None:
 
 @pytest.mark.parametrize("path", GOOD, ids=[p.stem for p in GOOD])
 def test_every_shipped_experiment_validates(path: Path) -> None:
-    """Every variant of every shipped experiment loads and fits CI (<= 90 s of experiment time)."""
+    """Every variant of every shipped experiment loads and fits CI (<= 90 s of experiment time; a migration to KRaft
+    <= 240 s: it rolls every broker twice and every controller once, about 220 s under load on 2 cores)."""
     for exp in load_experiments(path):
-        assert exp.duration <= 90, f"{exp.variant or exp.name}: shipped experiments must fit CI"
+        migrates = any(op.action == "migrate_to_kraft" for op in exp.operations)
+        assert exp.duration <= (240 if migrates else 90), f"{exp.variant or exp.name}: shipped experiments must fit CI"
 
 
 def test_minimal_experiment_gets_every_default() -> None:

@@ -60,3 +60,13 @@ def test_a_link_from_a_controller_to_a_broker_is_refused_with_the_reverse_as_hin
         resolve_link(parse_link("controller:101->broker:1"), _state(101), DEDICATED)
     assert resolve_link(parse_link("broker:1->controller"), _state(103), DEDICATED) == [
         (NodeId.broker(1), NodeId.controller(103))]
+
+
+MIGRATING = LinkGraph((1, 2, 3), (1,), (101, 102, 103))
+
+
+def test_in_a_migration_controller_is_the_zookeeper_controller_broker_until_a_kraft_controller_holds_it() -> None:
+    assert MIGRATING.migrating
+    assert resolve_node(parse_target("controller"), _state(2), MIGRATING) == NodeId.broker(2)
+    assert resolve_node(parse_target("controller"), _state(101), MIGRATING) == NodeId.controller(101)
+    assert resolve_node(parse_target("controller:102"), _state(2), MIGRATING) == NodeId.controller(102)

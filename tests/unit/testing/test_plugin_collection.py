@@ -61,6 +61,7 @@ def test_experiments_dir_collects_one_item_per_experiment_and_matrix_variant(pyt
         "experiments/secured-failover.yaml::secured-failover[mode=kraft]",
         "experiments/transactions.yaml::transactions",
         "experiments/weak-durability.yaml::weak-durability",
+        "experiments/zk-to-kraft-migration.yaml::zk-to-kraft-migration",
         "experiments/zookeeper-partition.yaml::zookeeper-partition",
         "experiments/nested.yaml::controller-kill-short[controller_failover=10s]",
         "experiments/nested.yaml::controller-kill-short[controller_failover=1s]",

@@ -1,0 +1,44 @@
+"""experiments/zk-to-kraft-migration.yaml on Apache Kafka 3.9.2 (process backend): a ZooKeeper-mode cluster migrated
+to KRaft by `migrate_to_kraft` under acks=all load and a consumer group, with a KRaft controller killed while the
+brokers register for the copy, a ZooKeeper-mode broker and then the KRaft quorum cut off from ZooKeeper in
+dual-write. Real brokers, ZooKeeper, KRaft controllers, clients and Spark: every check the experiment is judged by
+passes (an SLO breach alone is the machine's load: `failing_rules`), the five steps end done in Kafka's order, each
+of the nine restarts is its own `stop` fault window, the brokers end as KRaft brokers and the controllers without
+ZooKeeper, and no controller logged a migration fault. `make test`'s representative of the migration (about 4 min
+of run)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.experiment.schema import MIGRATION_STEPS
+from tests.fixtures.process_cluster import apache_kafka
+from tests.integration.e2e.support import events, exit_code_for, failing_rules, run_shipped
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
+
+MIGRATION_FAULT = "Encountered zk migration fault"
+
+
+def test_a_migration_to_kraft_under_faults_passes_on_apache_kafka_and_ends_with_kraft_nodes(tmp_path: Path) -> None:
+    apache_kafka("3.9.2")
+    code, run_dir = run_shipped("zk-to-kraft-migration.yaml", tmp_path)
+    assert not failing_rules(run_dir), failing_rules(run_dir)
+    assert code == exit_code_for(run_dir)
+    evs = events(run_dir)
+    steps = [(e["step"], e["outcome"]) for e in evs if e["type"] == "op.end" and e.get("step")]
+    assert steps == [(s, "done") for s in MIGRATION_STEPS], steps
+    (end,) = [e for e in evs if e["type"] == "op.end" and not e.get("step")]
+    assert end["outcome"] == "done", end
+    stops = [e["fault_id"] for e in evs if e["type"] == "fault.start" and e["fault_id"].startswith("0.")]
+    assert stops == [f"0.{k}" for k in range(1, 10)], stops
+    cluster = run_dir / "cluster"
+    assert all("process.roles=broker" in (cluster / f"broker-{b}" / "server.properties").read_text()
+               for b in (1, 2, 3))
+    assert not any("zookeeper.connect" in (cluster / f"controller-{c}" / "server.properties").read_text()
+                   for c in (101, 102, 103))
+    faults = [f"{log}: {line[:200]}" for c in (101, 102, 103) for log in (cluster / f"controller-{c}").glob("**/*.log")
+              for line in log.read_text(errors="replace").splitlines() if MIGRATION_FAULT in line]
+    assert not faults, faults

@@ -1,0 +1,50 @@
+"""A run that migrated to KRaft (`migrate_to_kraft`): the checks that read one authority's view of the controller's
+decisions answer unknown, naming the migration, on every path (`run_check`), and the others are judged as usual. On
+Apache Kafka 3.9.2 a clean migration failed controller.unique, election_conforms and partition_unavailable from
+ZooKeeper's view (docs/design.md, the migration)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from spark_analysis.checks import BY_ID
+from spark_analysis.checks.partition.isr import OfflineReplicaLeavesIsr
+from spark_analysis.result import run_check
+from tests.fixtures.histories import python_context
+
+Event = dict[str, Any]
+
+
+def _history(migrates: bool) -> list[Event]:
+    def ev(t: float, type_: str, src: str = "zk", **fields: Any) -> Event:
+        return {"t": t, "src": src, "type": type_, **fields}
+
+    op = [ev(5.0, "op.start", "engine", op_id=0, action="migrate_to_kraft", topic=None, partitions=[],
+             timeout_s=120.0, description="#0 migrate_to_kraft"),
+          ev(5.0, "op.start", "engine", op_id=0, action="migrate_to_kraft", topic=None, partitions=[],
+             timeout_s=120.0, description="#0 migrate_to_kraft: controllers", step="controllers"),
+          ev(9.0, "op.end", "engine", op_id=0, action="migrate_to_kraft", topic=None, outcome="done", via="",
+             detail="", elapsed_s=4.0, description="#0 migrate_to_kraft: controllers", step="controllers"),
+          ev(20.0, "op.end", "engine", op_id=0, action="migrate_to_kraft", topic=None, outcome="done", via="",
+             detail="", elapsed_s=15.0, description="#0 migrate_to_kraft")] if migrates else []
+    # broker 3 leaves /brokers/ids alive (a KRaft broker now) and stays in the ISR: a fail from ZooKeeper's view
+    phases = [ev(t, "phase", "engine", name=n) for t, n in ((1.0, "chaos"), (40.0, "heal"), (50.0, "drain"))]
+    return sorted([*phases, *(ev(0.1, "broker.up", broker=b) for b in (1, 2, 3)),
+                   ev(0.2, "partition.state", topic="t", partition=0, leader=1, leader_epoch=0, isr=[1, 2, 3],
+                      replicas=[1, 2, 3]),
+                   ev(12.0, "broker.down", broker=3), *op, ev(60.0, "run.end", "engine")], key=lambda e: e["t"])
+
+
+def test_an_authority_check_of_a_migrated_run_is_unknown_naming_the_migration() -> None:
+    result = run_check(OfflineReplicaLeavesIsr(), python_context(_history(migrates=True)))
+    assert result.status == "unknown"
+    assert result.summary.startswith("cannot conclude: the run migrated to KRaft from 5.0s (op #0)")
+
+
+def test_the_same_history_without_the_migration_is_judged() -> None:
+    assert run_check(OfflineReplicaLeavesIsr(), python_context(_history(migrates=False))).status == "fail"
+
+
+def test_a_check_outside_the_authority_families_is_judged_across_a_migration() -> None:
+    result = run_check(BY_ID["operation.completes"], python_context(_history(migrates=True)))
+    assert result.status == "pass", result.summary
