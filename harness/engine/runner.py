@@ -196,7 +196,8 @@ class Run:
                     status, error = "failed", self._recover_history(history, error)
                 self.sink(RunEnd(status=status, error=error))
                 history.close()
-                self.bundle.finish(status, error=error, events=history.count)
+                steps = self.operations.steps if self.operations is not None else []
+                self.bundle.finish(status, error=error, events=history.count, **({"migration": steps} if steps else {}))
         return RunResult(self.bundle.dir, status, error)
 
     def _phases(self) -> tuple[str, str | None]:

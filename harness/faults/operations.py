@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Protocol, runtime_checkable
 
 from harness.faults.migration_op import MigrationSwitch, run_migration
@@ -99,6 +100,8 @@ class OperationRunner:
         self.producers = dict(producers or {})
         self.releases = releases
         self.migration = migration
+        self.steps: list[dict[str, object]] = []
+        """A migration's steps as they ended: step, started (UTC), elapsed_s, outcome (run.json's `migration`)."""
         self._abandoned = threading.Event()
         """Set by `abandon`: a rolling restart stops no further broker."""
         self._threads: list[threading.Thread] = []
@@ -211,6 +214,8 @@ class OperationRunner:
                                       reassignment=(), brokers=op.brokers, timeout_s=op.spec.timeout,
                                       description=f"{op.describe()}: {step}", step=step))
                 else:
+                    self.steps.append({"step": step, "started": _utc(time.time() - elapsed_s),
+                                       "elapsed_s": round(elapsed_s, 3), "outcome": result.outcome})
                     self.sink(OpEnd(op_id=op.index, action=op.spec.action, topic=None, outcome=result.outcome,
                                     via=result.via, detail=result.detail, elapsed_s=round(elapsed_s, 3), results=(),
                                     description=f"{op.describe()}: {step}", step=step))
@@ -299,6 +304,10 @@ class OperationRunner:
         for t in self._threads:
             t.join(max(0.0, deadline - time.monotonic()))
         return self.running
+
+
+def _utc(epoch_s: float) -> str:
+    return datetime.fromtimestamp(epoch_s, UTC).isoformat()
 
 
 def _name(node: NodeId) -> str:

@@ -59,6 +59,8 @@ def _run(op: PlannedOperation, cluster: StandInCluster | None) -> list[dict[str,
                              migration=cluster)
     runner.start(op)
     assert runner.join(30) == []
+    ended = [e["step"] for e in written if e["type"] == "op.end" and e.get("step")]
+    assert [s["step"] for s in runner.steps] == ended  # run.json's `migration`
     return written
 
 
