@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 from harness.cluster.render_migration import BrokerPhase
+from harness.errors import HarnessError
 from harness.experiment.schema import MIGRATION_STEPS
 from harness.faults.outcomes import OperationOutcome
 from harness.faults.schedule import PlannedOperation
@@ -94,7 +95,11 @@ def _step(name: str, op: PlannedOperation, switch: MigrationSwitch, roll: Roll,
         last: list[str | None] = [None]
 
         def copied() -> bool:
-            last[0] = switch.migration_copied()
+            try:
+                last[0] = switch.migration_copied()
+            except HarnessError as exc:  # ZooKeeper briefly out of reach (a fault may cut it): asked again
+                last[0] = str(exc)
+                return False
             return last[0] is None
 
         if poll_until(copied, deadline=deadline, poll_s=0.5, stop=abandoned):

@@ -8,6 +8,7 @@ the migration there, naming the step; a backend without a migration switch ends 
 from __future__ import annotations
 
 from harness.cluster.render_migration import BrokerPhase
+from harness.errors import BackendError
 from harness.experiment import load_experiment_text
 from harness.faults.operations import OperationRunner
 from harness.faults.schedule import PlannedOperation, plan_operations
@@ -102,3 +103,20 @@ def test_a_backend_without_a_migration_switch_ends_the_migration_as_an_error_say
     written = _run(_op(), None)
     (end,) = [e for e in written if e["type"] == "op.end"]
     assert end["outcome"] == "error" and "cannot migrate a cluster to KRaft" in str(end["detail"])
+
+
+class ZooKeeperAwayAtFirst(StandInCluster):
+    """`/migration` cannot be read at the first look (ZooKeeper cut off), then the copy has ended."""
+
+    def migration_copied(self) -> str | None:
+        self.looks += 1
+        if self.looks == 1:
+            raise BackendError("cannot read /migration in ZooKeeper at 127.0.0.1:1: ConnectionLoss()")
+        return None
+
+
+def test_the_copy_step_asks_again_while_zookeeper_cannot_be_read() -> None:
+    cluster = ZooKeeperAwayAtFirst()
+    written = _run(_op(", timeout: 5s, steps: [controllers, brokers, copy]"), cluster)
+    assert cluster.looks == 2
+    assert [e["outcome"] for e in written if e["type"] == "op.end" and e.get("step") == "copy"] == ["done"]
