@@ -32,7 +32,7 @@ def test_a_migration_to_kraft_under_faults_passes_on_apache_kafka_and_ends_with_
     assert steps == [(s, "done") for s in MIGRATION_STEPS], steps
     (end,) = [e for e in evs if e["type"] == "op.end" and not e.get("step")]
     assert end["outcome"] == "done", end
-    stops = [e["fault_id"] for e in evs if e["type"] == "fault.start" and e["fault_id"].startswith("0.")]
+    stops = [str(e["fault_id"]) for e in evs if e["type"] == "fault.start" and str(e["fault_id"]).startswith("0.")]
     assert stops == [f"0.{k}" for k in range(1, 10)], stops
     cluster = run_dir / "cluster"
     assert all("process.roles=broker" in (cluster / f"broker-{b}" / "server.properties").read_text()
