@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -38,8 +39,8 @@ def figures(out: Path) -> dict[str, Any]:
     ended = _ended(doc)
     known = [e for e in ended if e is not None]
     wall = max(known) if known else None
-    draws = [i for i, t in enumerate(doc["tried"]) if t["purpose"].startswith("draw ")]
-    hit = draws[-1] if doc["found"] and draws else None  # explore stops drawing at the first hit
+    draws = [i for i, t in enumerate(doc["tried"]) if re.fullmatch(r"draw \d+", t["purpose"])]  # not "(run 2)"
+    hit = draws[-1] if doc["found"] and draws else None  # explore stops drawing at the first confirmed hit
     first = doc["tried"][hit] if hit is not None else None
     minimal = doc.get("minimal") or {}
     return {
@@ -54,6 +55,7 @@ def figures(out: Path) -> dict[str, Any]:
         "faults_before": len(first["schedule"]) if first else None,
         "faults_after": len(minimal.get("schedule") or []) if doc["found"] else None,
         "local_minimum": doc["local_minimum"], "stopped": doc.get("stopped"), "clusters": doc.get("clusters") or 0,
+        "unconfirmed": doc.get("unconfirmed") or [], "confirmed": doc.get("confirmed"),
     }
 
 
@@ -70,8 +72,12 @@ def main() -> None:
                   f"{f['shrink_kept']} of {f['shrink_steps']} step(s) kept in {f['shrink_reruns']} rerun(s); faults "
                   f"{f['faults_before']} -> {f['faults_after']}"
                   + ("" if f["local_minimum"] else " (not a local minimum: the budget ended first)"))
+            if f["confirmed"] is False:
+                print("  not confirmed: the budget ended while the drawn failure was run again")
         else:
             print("  nothing found within the budget")
+        if f["unconfirmed"]:
+            print(f"  failed once, then not often enough (not handed back): {'; '.join(f['unconfirmed'])}")
         if f["stopped"]:
             print(f"  stopped: {f['stopped']}")
 
