@@ -1,11 +1,12 @@
-"""experiments/zk-to-kraft-migration.yaml on Apache Kafka 3.9.2 (process backend): a ZooKeeper-mode cluster migrated
-to KRaft by `migrate_to_kraft` under acks=all load and a consumer group, with a KRaft controller killed while the
+"""experiments/zk-to-kraft-migration.yaml on Apache Kafka 3.9.2 (process backend): a ZooKeeper-mode cluster migrated to
+KRaft by `migrate_to_kraft` under acks=all load and a consumer group, with a KRaft controller killed while the
 brokers register for the copy, a ZooKeeper-mode broker and then the KRaft quorum cut off from ZooKeeper in
 dual-write. Real brokers, ZooKeeper, KRaft controllers, clients and Spark: every check the experiment is judged by
 passes (an SLO breach alone is the machine's load: `failing_rules`), the five steps end done in Kafka's order, each
 of the nine restarts is its own `stop` fault window, the brokers end as KRaft brokers and the controllers without
-ZooKeeper, and no controller logged a migration fault. `make test`'s representative of the migration (about 4 min
-of run)."""
+ZooKeeper, and no controller logged a migration fault. `make test`'s representative of the migration (about 4 min of
+run; the five phases driven by hand at the cluster layer are
+`tests/nightly/test_migration_cluster_on_apache_kafka.py`)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from harness.experiment.schema import MIGRATION_STEPS
 from tests.fixtures.process_cluster import apache_kafka
 from tests.integration.e2e.support import events, exit_code_for, failing_rules, run_shipped
 
-pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow,
+              pytest.mark.timeout(900)]  # 200 s of chaos, the migration running on into heal, Spark: 220-330 s
 
 MIGRATION_FAULT = "Encountered zk migration fault"
 

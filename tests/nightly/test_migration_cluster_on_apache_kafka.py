@@ -1,17 +1,18 @@
-"""The ZooKeeper-to-KRaft migration's cluster on Apache Kafka 3.9.2 (process backend), every phase of Kafka's
-procedure driven by hand: a ZooKeeper-mode cluster whose KRaft controllers are formatted with the id it wrote to
-`/cluster/id` and not started; started, and the brokers restarted one by one in the `migrating` phase, the metadata
-copy ends (`/migration`'s `kraft_metadata_offset` > 0) and a KRaft controller holds `/controller`, every
-connection of it passing its own proxies: to ZooKeeper, to the other voters, and to each broker's
-`FROM<controller>` listener. The brokers then restart as KRaft brokers (leaving `/brokers/ids`) and the controllers
-without the migration. No acknowledged write is lost on the way. Real brokers, ZooKeeper, controllers and clients;
-the `migrate_to_kraft` operation that will drive this is not built yet (docs/design.md "The ZooKeeper-to-KRaft
-migration").
+"""The ZooKeeper-to-KRaft migration's cluster on Apache Kafka 3.9.2 (process backend), every phase of Kafka's procedure
+driven by hand: a ZooKeeper-mode cluster whose KRaft controllers are formatted with the id it wrote to `/cluster/id`
+and not started; started, and the brokers restarted one by one in the `migrating` phase, the metadata copy ends
+(`/migration`'s `kraft_metadata_offset` > 0) and a KRaft controller holds `/controller`, every connection of it
+passing its own proxies: to ZooKeeper, to the other voters, and to each broker's `FROM<controller>` listener. The
+brokers then restart as KRaft brokers (leaving `/brokers/ids`) and the controllers without the migration. No
+acknowledged write is lost on the way. Real brokers, ZooKeeper, controllers and clients; the cluster layer under the
+`migrate_to_kraft` operation (`harness/faults/migration_op.py`), driven by hand.
 
-`make test`'s migration representative (about 70 s on 2 cores). A KRaft broker of a migration keeps the
-controllers' `FROM<c>` listeners: without them the active controller's dual-write propagation failed at the first
-leader on a KRaft broker and sent the ZooKeeper-mode brokers nothing more, so their ISRs stayed short (2026-11-30,
-docs/apache-kafka.md "The ZooKeeper-to-KRaft migration, by hand"); no controller may log a migration fault."""
+Nightly (about 70 s on 2 cores): `make test` runs the migration as an experiment
+(`tests/integration/e2e/test_migration_on_apache_kafka.py`), which checks the same end state. A KRaft broker of a
+migration keeps the controllers' `FROM<c>` listeners: without them the active controller's dual-write propagation
+failed at the first leader on a KRaft broker and sent the ZooKeeper-mode brokers nothing more, so their ISRs stayed
+short (2026-11-30, docs/apache-kafka.md "The ZooKeeper-to-KRaft migration, by hand"); no controller may log a
+migration fault."""
 
 from __future__ import annotations
 
