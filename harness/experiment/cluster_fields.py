@@ -184,14 +184,8 @@ def _zookeepers(f: Fields, m: dict[str, Any], path: Path, mode: Any) -> Any:
 def _quorum(f: Fields, m: dict[str, Any], path: Path, mode: Any, brokers: Any) -> tuple[Any, Any]:
     """`controllers` and `combined`: KRaft's; combined voters are brokers 1..controllers. In ZooKeeper mode,
     `controllers` is the dedicated KRaft quorum a `migrate_to_kraft` starts (`migration_rules`)."""
-    if mode == "zookeeper" and "controllers" in m and "combined" not in m:
-        controllers = f.integer(m, path, "controllers", minimum=1)
-        if controllers is not MISSING and controllers not in CONTROLLER_SIZES:
-            f.error((*path, "controllers"), "a KRaft quorum here has 1, 3 or 5 voters", controllers,
-                    "an odd number keeps a majority through (n-1)/2 losses (KIP-595)")
-            return MISSING, False
-        return controllers, False
-    if mode != "kraft":
+    migration = mode == "zookeeper" and "controllers" in m and "combined" not in m
+    if mode != "kraft" and not migration:
         for key in ("controllers", "combined"):
             if key in m and mode is not MISSING:
                 f.error((*path, key), f"{key} is a KRaft setting, and this cluster runs ZooKeeper mode", m[key],
@@ -199,7 +193,7 @@ def _quorum(f: Fields, m: dict[str, Any], path: Path, mode: Any, brokers: Any) -
                 return MISSING, MISSING
         return DEFAULTS.controllers, DEFAULTS.combined
     controllers = f.integer(m, path, "controllers", default=KRAFT_CONTROLLERS, minimum=1)
-    combined = f.boolean(m, path, "combined", default=DEFAULTS.combined)
+    combined = False if migration else f.boolean(m, path, "combined", default=DEFAULTS.combined)
     if controllers is not MISSING and controllers not in CONTROLLER_SIZES:
         f.error((*path, "controllers"), "a KRaft quorum here has 1, 3 or 5 voters", controllers,
                 "an odd number keeps a majority through (n-1)/2 losses (KIP-595)")
