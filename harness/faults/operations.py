@@ -106,6 +106,8 @@ class OperationRunner:
         """Set by `abandon`: a rolling restart stops no further broker."""
         self._threads: list[threading.Thread] = []
         self._open: dict[int, tuple[PlannedOperation, float]] = {}
+        self._open_steps: dict[int, tuple[str, float]] = {}
+        """A migration's step under way, by operation: its name and start (monotonic)."""
         """Started and not yet ended: the operation and its start (monotonic)."""
         self._closed = False
         self._upgraded_to: str | None = None
@@ -210,15 +212,13 @@ class OperationRunner:
                 if self._closed:
                     return
                 if result is None:
+                    self._open_steps[op.index] = (step, time.monotonic())
                     self.sink(OpStart(op_id=op.index, action=op.spec.action, topic=None, partitions=(),
                                       reassignment=(), brokers=op.brokers, timeout_s=op.spec.timeout,
                                       description=f"{op.describe()}: {step}", step=step))
                 else:
-                    self.steps.append({"step": step, "started": _utc(time.time() - elapsed_s),
-                                       "elapsed_s": round(elapsed_s, 3), "outcome": result.outcome})
-                    self.sink(OpEnd(op_id=op.index, action=op.spec.action, topic=None, outcome=result.outcome,
-                                    via=result.via, detail=result.detail, elapsed_s=round(elapsed_s, 3), results=(),
-                                    description=f"{op.describe()}: {step}", step=step))
+                    self._open_steps.pop(op.index, None)
+                    self._step_ended(op, step, result, elapsed_s)
 
         return run_migration(op, switch, roll, self.operator.await_voter, record, self._abandoned)
 
@@ -289,10 +289,28 @@ class OperationRunner:
         self._abandoned.set()
         with self._lock:
             pending = sorted(self._open)
+            steps = dict(self._open_steps)
         for index in pending:
+            if index in steps:  # a migration's step under way ends first, as the operation does
+                self._end_step(index, *steps[index], reason)
             self._end(index, OperationOutcome("error", "", reason))
         with self._lock:
             self._closed = True
+
+    def _end_step(self, index: int, step: str, t0: float, reason: str) -> None:
+        """A migration's step still under way at `abandon` ends as an error naming `reason`."""
+        with self._lock:
+            if self._closed or index not in self._open or self._open_steps.pop(index, None) is None:
+                return
+            self._step_ended(self._open[index][0], step, OperationOutcome("error", "", reason), time.monotonic() - t0)
+
+    def _step_ended(self, op: PlannedOperation, step: str, result: OperationOutcome, elapsed_s: float) -> None:
+        """Records a migration step's end (`op.end` with `step`; run.json's `migration`); the lock is held."""
+        self.steps.append({"step": step, "started": _utc(time.time() - elapsed_s), "elapsed_s": round(elapsed_s, 3),
+                           "outcome": result.outcome})
+        self.sink(OpEnd(op_id=op.index, action=op.spec.action, topic=None, outcome=result.outcome, via=result.via,
+                        detail=result.detail, elapsed_s=round(elapsed_s, 3), results=(),
+                        description=f"{op.describe()}: {step}", step=step))
 
     @property
     def running(self) -> list[str]:

@@ -14,6 +14,7 @@ from harness.faults.operations import OperationRunner
 from harness.faults.schedule import PlannedOperation, plan_operations
 from harness.history.jsonl import record_of
 from harness.history.nodes import NodeId
+from harness.waiting import wait_until
 from tests.unit.engine.test_operations_in_runs import FakeOperator
 from tests.unit.engine.test_rolling_restart_in_runs import Cycler
 
@@ -120,3 +121,17 @@ def test_the_copy_step_asks_again_while_zookeeper_cannot_be_read() -> None:
     written = _run(_op(", timeout: 5s, steps: [controllers, brokers, copy]"), cluster)
     assert cluster.looks == 2
     assert [e["outcome"] for e in written if e["type"] == "op.end" and e.get("step") == "copy"] == ["done"]
+
+
+def test_a_teardown_mid_step_ends_that_step_then_the_migration_as_errors_and_records_nothing_after() -> None:
+    written: list[dict[str, object]] = []
+    cluster = StandInCluster(copied_after=10**9)
+    runner = OperationRunner(FakeOperator(), lambda e: written.append(record_of(e)), nodes=cluster, migration=cluster)
+    runner.start(_op(", timeout: 30s"))
+    assert wait_until("the copy step to start", lambda: any(e.get("step") == "copy" for e in written), 10.0)
+    runner.abandon("still running when the run was torn down")
+    assert runner.join(10) == []
+    ends = [(e.get("step"), e["outcome"], e["detail"]) for e in written if e["type"] == "op.end"]
+    assert ends[-2:] == [("copy", "error", "still running when the run was torn down"),
+                         (None, "error", "still running when the run was torn down")]
+    assert [s["step"] for s in runner.steps] == ["controllers", "brokers", "copy"]
