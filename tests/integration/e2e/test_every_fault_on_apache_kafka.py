@@ -13,7 +13,8 @@ from harness.cli import main
 from tests.fixtures.process_cluster import apache_kafka
 from tests.integration.e2e.support import ROOT, events, failing_checks, run_info
 
-pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow,
+              pytest.mark.timeout(600)]  # 115 s alone; 238-300+ s beside the migration e2e test on 2 cores
 EXPERIMENT = ROOT / "tests" / "data" / "apache_kafka" / "every-fault.yaml"
 
 
