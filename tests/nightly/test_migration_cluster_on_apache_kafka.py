@@ -7,8 +7,9 @@ brokers then restart as KRaft brokers (leaving `/brokers/ids`) and the controlle
 acknowledged write is lost on the way. Real brokers, ZooKeeper, controllers and clients; the cluster layer under the
 `migrate_to_kraft` operation (`harness/faults/migration_op.py`), driven by hand.
 
-Nightly (about 70 s on 2 cores): `make test` runs the migration as an experiment
-(`tests/integration/e2e/test_migration_on_apache_kafka.py`), which checks the same end state. A KRaft broker of a
+Nightly (about 70 s on 2 cores), beside the whole migration as an experiment
+(`tests/nightly/test_migration_on_apache_kafka.py`); `make test` runs a migration into dual-write
+(`tests/integration/e2e/test_migration_into_dual_write_on_apache_kafka.py`). A KRaft broker of a
 migration keeps the controllers' `FROM<c>` listeners: without them the active controller's dual-write propagation
 failed at the first leader on a KRaft broker and sent the ZooKeeper-mode brokers nothing more, so their ISRs stayed
 short (2026-11-30, docs/apache-kafka.md "The ZooKeeper-to-KRaft migration, by hand"); no controller may log a
@@ -30,12 +31,10 @@ from harness.cluster.process_backend import ProcessBackend, ProcessCluster
 from harness.cluster.render_migration import BrokerPhase
 from harness.waiting import wait_until
 from harness.workload.common import LIBRDKAFKA_LOGGER
-from tests.fixtures.process_cluster import APACHE_KAFKA, apache_kafka
+from tests.fixtures.process_cluster import APACHE_KAFKA, apache_kafka, migration_faults
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-MIGRATION_FAULT = "Encountered zk migration fault"
-"""What `LoggingFaultHandler` logs when the KRaft controller's migration driver fails an event (Kafka 3.9)."""
 
 RELEASE = "3.9.2"
 CONTROLLERS = (NodeId.controller(101), NodeId.controller(102), NodeId.controller(103))
@@ -140,9 +139,7 @@ def test_every_phase_of_the_migration_hands_the_cluster_to_kraft_losing_no_ackno
         assert "migration ended" in cluster.migrate(controller)
         cluster.start(controller)
         acked |= _produce(cluster, 20000 + 1000 * controller.id, 100)
-    logs = [(c, log) for c in CONTROLLERS for log in Path(cluster.log_path(c)).parent.glob("**/*.log")]
-    faults = [f"{c}: {line.strip()[:200]}" for c, log in logs
-              for line in log.read_text(errors="replace").splitlines() if MIGRATION_FAULT in line]
+    faults = migration_faults(Path(cluster.log_path(c)).parent for c in CONTROLLERS)
     assert not faults, faults
     props = (Path(cluster.log_path(CONTROLLERS[0])).parent / "server.properties").read_text()
     assert "zookeeper" not in props, props

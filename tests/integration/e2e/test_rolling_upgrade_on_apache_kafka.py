@@ -4,7 +4,7 @@ second roll), as Kafka's upgrade notes prescribe. Real brokers of both releases,
 Spark: every rule's check passes (an SLO breach alone is the machine's load: see `failing_rules`), both operations
 are done, every broker's last start ran 3.9.2's jars with the protocol bumped, and each of the six stops is its own
 `stop` fault window, one at a time. `make test`'s representative of the upgrades (of the migration to KRaft:
-`test_migration_on_apache_kafka.py`)."""
+`test_migration_into_dual_write_on_apache_kafka.py`)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`migrate_to_kraft` in the operation runner, against stand-ins for the cluster and operator (no processes: these check
-the sequencing, not Kafka; `tests/integration/e2e/test_migration_on_apache_kafka.py` runs it on Apache Kafka 3.9.2):
+the sequencing, not Kafka; `tests/nightly/test_migration_on_apache_kafka.py` runs it on Apache Kafka 3.9.2):
 the controllers start and catch up, the brokers roll into the migrating phase, the copy is awaited, the brokers roll
 into KRaft, the controllers roll out of the migration, each restart a stop fault numbered along the operation's nodes
 and each step an op.start/op.end pair with its name; `steps:` stops after a prefix; a step that does not end `done`

@@ -4,9 +4,12 @@ brokers register for the copy, a ZooKeeper-mode broker and then the KRaft quorum
 dual-write. Real brokers, ZooKeeper, KRaft controllers, clients and Spark: every check the experiment is judged by
 passes (an SLO breach alone is the machine's load: `failing_rules`), the five steps end done in Kafka's order, each
 of the nine restarts is its own `stop` fault window, the brokers end as KRaft brokers and the controllers without
-ZooKeeper, and no controller logged a migration fault. `make test`'s representative of the migration (about 4 min of
-run; the five phases driven by hand at the cluster layer are
-`tests/nightly/test_migration_cluster_on_apache_kafka.py`)."""
+ZooKeeper, and no controller logged a migration fault.
+
+Nightly (about 4 min of run and 8 JVMs): in `make test` beside the other tests it slowed them past their timeouts
+(CI, 2026-11-30: 40 min, 3 of them failing), so `make test` runs a migration into dual-write alone after the
+parallel suite (`tests/integration/e2e/test_migration_into_dual_write_on_apache_kafka.py`). The five phases driven
+by hand at the cluster layer are `tests/nightly/test_migration_cluster_on_apache_kafka.py`."""
 
 from __future__ import annotations
 
@@ -15,13 +18,11 @@ from pathlib import Path
 import pytest
 
 from harness.experiment.schema import MIGRATION_STEPS
-from tests.fixtures.process_cluster import apache_kafka
+from tests.fixtures.process_cluster import apache_kafka, migration_faults
 from tests.integration.e2e.support import events, exit_code_for, failing_rules, run_shipped
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow,
               pytest.mark.timeout(900)]  # 200 s of chaos, the migration running on into heal, Spark: 220-330 s
-
-MIGRATION_FAULT = "Encountered zk migration fault"
 
 
 def test_a_migration_to_kraft_under_faults_passes_on_apache_kafka_and_ends_with_kraft_nodes(tmp_path: Path) -> None:
@@ -41,6 +42,5 @@ def test_a_migration_to_kraft_under_faults_passes_on_apache_kafka_and_ends_with_
                for b in (1, 2, 3))
     assert not any("zookeeper.connect" in (cluster / f"controller-{c}" / "server.properties").read_text()
                    for c in (101, 102, 103))
-    faults = [f"{log}: {line[:200]}" for c in (101, 102, 103) for log in (cluster / f"controller-{c}").glob("**/*.log")
-              for line in log.read_text(errors="replace").splitlines() if MIGRATION_FAULT in line]
+    faults = migration_faults(cluster / f"controller-{c}" for c in (101, 102, 103))
     assert not faults, faults
