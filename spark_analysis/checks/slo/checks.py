@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spark_analysis.checks.shared.common import distribution, evidence, plural, tp_label
+from spark_analysis.checks.slo.stalls import stall_fault
 from spark_analysis.facts.context import CheckContext, Row
 from spark_analysis.facts.liveness import DOWN_TYPES, LIVENESS_TYPES, authoritative, build_liveness, controller_events
 from spark_analysis.result import CheckResult, failed, passed
@@ -90,7 +91,8 @@ def judge(
             ev.append(evidence(i.start_event, problem=f"{i.what}: started"))
             if i.end_event is not None:
                 ev.append(evidence(i.end_event, problem=f"{i.what}: ended after {i.duration(horizon):.3f}s"))
-        fault = ctx.faults.active_at(worst_i.start)
+        tied = stall_fault(ctx.faults.windows, worst_i.start, worst_i.end if worst_i.end is not None else horizon)
+        fault = None if tied is None else ctx.faults.windows[tied]
         summary = (f"{plural(len(over), noun)} over the {slo:g}s SLO, worst {worst_i.what} "
                    f"{worst_i.duration(horizon):.3f}s" + (" (still open at the end)" if worst_i.end is None else "")
                    + (f" during {fault.label}" if fault else ""))

@@ -23,8 +23,9 @@
   record of an aborted transaction, or of one whose outcome is unknown, never waits (it never becomes
   readable to it); a read_uncommitted group reads every record from its ack.
 
-Each stall is tied to the fault in force at its start (with `FaultIndex.active_at`'s grace), else to
-the first fault in force at some point of it. Against `verify.slo.write_unavailable` /
+Each stall is tied to a fault by `stalls.stall_fault`: the one in force at its start, else the first that
+began within it, else the one whose grace after its end covers the start, else the first in force at some
+point of it. Against `verify.slo.write_unavailable` /
 `read_unavailable` (none declared: report and pass), a key fails when its worst stall exceeds the
 SLO; an open stall is censored: it counts only when it already exceeds the SLO.
 

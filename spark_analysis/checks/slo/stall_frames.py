@@ -43,21 +43,23 @@ def _spark(ctx: CheckContext) -> SparkSession:
 
 
 def fault_case(windows: Sequence[FaultWindow], start: str, until: str) -> str:
-    """The index of the fault window a stall is tied to (`checks.slo.stalls.stall_fault`), or null: a CASE over
-    the columns `start` and `until`."""
-    branches: list[str] = []
-    for i in range(len(windows) - 1, -1, -1):
-        w = windows[i]
-        cond = f"{double(w.start)} <= {start}"
-        if w.end is not None:
-            cond += f" AND {start} <= {double(w.end + ATTRIBUTION_GRACE_S)}"
-        branches.append(f"WHEN {cond} THEN {i}")
+    """The index of the fault window a stall is tied to (`checks.slo.stalls.stall_fault`, whose rule this is as
+    Spark SQL), or null: an expression over the columns `start` and `until`."""
+    if not windows:
+        return "CAST(NULL AS INT)"
+    in_force = [f"WHEN {double(w.start)} <= {start}"
+                + (f" AND {start} <= {double(w.end)}" if w.end is not None else "") + f" THEN {i}"
+                for i, w in reversed(list(enumerate(windows)))]
+    gaps = []
     for i, w in enumerate(windows):
-        cond = f"{double(w.start)} <= {until}"
-        if w.end is not None:
-            cond += f" AND {double(w.end)} >= {start}"
-        branches.append(f"WHEN {cond} THEN {i}")
-    return f"CASE {' '.join(branches)} END" if branches else "CAST(NULL AS INT)"
+        after = (f" WHEN {start} > {double(w.end)} THEN {start} - {double(w.end)}" if w.end is not None else "")
+        gaps.append(f"named_struct('d', CASE WHEN {start} < {double(w.start)} AND {double(w.start)} <= {until} "
+                    f"THEN {double(w.start)} - {start}{after} END, 'i', {i})")
+    nearest = (f"array_min(filter(array({', '.join(gaps)}), "
+               f"x -> x.d IS NOT NULL AND x.d <= {double(ATTRIBUTION_GRACE_S)})).i")  # (d, i): nearest, then first
+    overlapping = [f"WHEN {double(w.start)} <= {until}" + (f" AND {double(w.end)} >= {start}" if w.end is not None
+                                                           else "") + f" THEN {i}" for i, w in enumerate(windows)]
+    return f"CASE {' '.join(in_force)} ELSE coalesce({nearest}, CASE {' '.join(overlapping)} END) END"
 
 
 def _cells(ctx: CheckContext, stalls: DataFrame, by: str, read: bool) -> list[Cell]:

@@ -108,14 +108,30 @@ def read_key(group: str, topic: str, partition: int) -> str:
 
 
 def stall_fault(windows: Sequence[FaultWindow], start: float, until: float) -> int | None:
-    """The index of the fault a stall is tied to: the one in force at its start (as
-    `FaultIndex.active_at`, with its grace after the fault's end), else the first in force at any point of it."""
+    """The index of the fault a stall is tied to: the latest in force at its start; else the nearest to its start
+    within `ATTRIBUTION_GRACE_S`, ended before it or begun after it (and before the stall ended: a stall starts at the
+    last write or read before it, so the fault that caused it can begin a moment later), the first on a tie; else
+    the first in force at any point of it. `stall_frames.fault_case` is this rule as a Spark SQL expression."""
     for i in range(len(windows) - 1, -1, -1):
-        if windows[i].contains(start, ATTRIBUTION_GRACE_S):
+        if windows[i].contains(start):
             return i
+    near = [(gap, i) for i, w in enumerate(windows)
+            if (gap := fault_gap(w, start, until)) is not None and gap <= ATTRIBUTION_GRACE_S]
+    if near:
+        return min(near)[1]
     for i, w in enumerate(windows):
         if w.start <= until and (w.end is None or w.end >= start):
             return i
+    return None
+
+
+def fault_gap(w: FaultWindow, start: float, until: float) -> float | None:
+    """How far a stall's start lies from a fault not in force then: after the fault's end, or before its start when
+    the fault begins within the stall; None otherwise."""
+    if start < w.start <= until:
+        return w.start - start
+    if w.end is not None and start > w.end:
+        return start - w.end
     return None
 
 

@@ -11,7 +11,10 @@ from typing import Any
 import pytest
 
 from spark_analysis.checks import BY_ID
+from spark_analysis.checks.slo.stall_frames import fault_case
+from spark_analysis.checks.slo.stalls import stall_fault
 from spark_analysis.facts.context import spark_context
+from spark_analysis.facts.faults import FaultWindow
 from spark_analysis.ingest.load import load_history
 from spark_analysis.ingest.runinfo import load_run_info
 from spark_analysis.inprocess.evaluator import inprocess_checks
@@ -59,3 +62,15 @@ def test_spark_and_reference_pass_the_healthy_fixture_with_the_same_stalls(spark
     assert {c: r.status for c, r in got.items()} == {c: "pass" for c in STALL_CHECKS}
     assert [w["key"] for w in got["slo.read_unavailable"].metrics["worst"]] == ["billing orders/0",
                                                                                  "billing orders/1"]
+
+
+def test_spark_ties_each_stall_to_the_same_fault_as_the_reference_rule(spark: Any) -> None:
+    """`stall_frames.fault_case` (Spark SQL) against `stalls.stall_fault` (Python) on a grid of stall starts and
+    ends around three windows, one of them open: in force, nearest within the grace before or after, overlapping,
+    none."""
+    windows = [FaultWindow("1", "kill", "broker 1", 1.0, 2.0), FaultWindow("2", "pause", "broker 2", 10.0, 11.0),
+               FaultWindow("3", "kill", "broker 3", 12.0, None)]
+    grid = [(s / 4, s / 4 + d) for s in range(0, 64) for d in (0.25, 1.0, 3.0, 9.0, 40.0)]
+    frame = spark.createDataFrame(grid, "start double, until double")
+    got = [r["fault"] for r in frame.selectExpr(f"{fault_case(windows, 'start', 'until')} AS fault").collect()]
+    assert got == [stall_fault(windows, s, u) for s, u in grid]

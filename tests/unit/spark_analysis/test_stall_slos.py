@@ -124,13 +124,22 @@ def test_a_stall_that_began_before_a_fault_is_tied_to_the_fault_in_force_during_
                                                  "duration": 6.0}
 
 
-def test_fault_rule_prefers_the_fault_in_force_at_the_start_then_any_overlapping_one() -> None:
+def test_fault_rule_prefers_the_fault_in_force_at_the_start_then_the_nearest_then_any_overlapping_one() -> None:
     windows = [FaultWindow("1", "kill", "broker 1", 1.0, 2.0), FaultWindow("2", "pause", "broker 2", 10.0, 11.0),
                FaultWindow("3", "kill", "broker 3", 12.0, None)]
-    assert stall_fault(windows, 7.5, 20.0) == 1, "none at the start (past #1's grace): the first overlapping"
-    assert stall_fault(windows, 7.5, 8.0) is None
-    assert stall_fault(windows, 3.0, 50.0) == 0, "within #1's 5 s grace after its end"
+    assert stall_fault(windows[1:], 4.0, 20.0) == 0, "none at the start or within 5 s of it: the first overlapping"
+    assert stall_fault(windows, 7.5, 8.0) is None, "#2 begins after the stall ended"
+    assert stall_fault(windows, 3.0, 50.0) == 0, "1 s after #1's end, 7 s before #2's start"
+    assert stall_fault(windows, 7.5, 20.0) == 1, "#2 begins 2.5 s into it; #1 ended 5.5 s before"
     assert stall_fault(windows, 13.0, 14.0) == 2, "the latest in force at the start"
+
+
+def test_a_stall_that_starts_just_before_a_kill_is_tied_to_the_kill_not_to_the_stop_that_ended_before() -> None:
+    """upgrade-rolling.yaml on Apache Kafka 3.8.1 (2026-11-30): the roll's stop of broker 1 ended at 41.43 s, every
+    partition's last ack before the stall came at 42.18 s, broker 3 was killed at 42.20 s and acks resumed at 57.8 s.
+    The report named the stop; the kill is what stalled the writes."""
+    windows = [FaultWindow("0.1", "stop", "broker 1", 22.28, 41.43), FaultWindow("2", "kill", "broker 3", 42.20, 69.3)]
+    assert stall_fault(windows, 42.18, 57.76) == 1
 
 
 def test_records_waiting_unpolled_make_a_read_stall_from_the_ack_that_made_them_wait(tmp_path: Path) -> None:

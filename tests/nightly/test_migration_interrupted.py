@@ -1,0 +1,103 @@
+"""A migration to KRaft interrupted by SIGTERM in each of its five steps (issue 41): `kafka-chaos run
+experiments/zk-to-kraft-migration.yaml` on Apache Kafka 3.9.2 (process backend) gets a SIGTERM once the history
+shows the step's `op.start`. The run heals, tears the cluster down (brokers, ZooKeeper, KRaft controllers, clients)
+and exits 2 without verifying, its run.json `interrupted`; every step begun has its `op.end` (the one under way
+ends as an error, or done when it ended first: the copy takes well under a second), the operation has its own, and
+no process of the run is left. `kafka-chaos verify` of the run then answers unknown, never pass.
+
+Nightly: each case is a cluster of 8 JVMs for up to 4 min (the last step starts ~3 min into the run on 2 cores)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from harness.cli import main
+from harness.experiment.schema import MIGRATION_STEPS
+from harness.history.jsonl import read_history
+from tests.fixtures.process_cluster import apache_kafka
+from tests.fixtures.processes import alive, processes_mentioning
+from tests.integration.e2e.support import ROOT
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(900)]
+
+EXPERIMENT = ROOT / "experiments" / "zk-to-kraft-migration.yaml"
+STEP_TIMEOUT_S = 480.0
+"""Until the step's op.start: the cluster's setup and steady state, then up to the last step (~3 min, 2 cores)."""
+EXIT_BOUND_S = 90.0
+"""Signal -> exit: the heal, then 7 JVMs and the clients stopped (about 3 s measured in the `brokers` step)."""
+
+
+def _events(run_dir: Path | None) -> list[dict[str, Any]]:
+    path = None if run_dir is None else run_dir / "history.jsonl"
+    return read_history(path).events if path is not None and path.exists() else []
+
+
+@pytest.mark.parametrize("step", MIGRATION_STEPS)
+def test_a_migration_sigtermed_in_each_step_tears_down_leaves_nothing_and_verifies_unknown(
+    tmp_path: Path, step: str,
+) -> None:
+    apache_kafka("3.9.2")
+    runs, leftovers, out = tmp_path / "runs", tmp_path / "leftovers", tmp_path / "harness.out"
+    env = {**os.environ, "KAFKA_CHAOS_LEFTOVERS_DIR": str(leftovers), "PYTHONUNBUFFERED": "1"}
+    argv = [sys.executable, "-m", "harness.cli", "run", str(EXPERIMENT), "--backend", "process", "--runs-dir",
+            str(runs)]
+    with open(out, "wb") as sink:
+        harness = subprocess.Popen(argv, cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   env=env, start_new_session=True)
+    children: list[int] = []
+    try:
+        run_dir: Path | None = None
+        deadline = time.monotonic() + STEP_TIMEOUT_S
+        while time.monotonic() < deadline and harness.poll() is None:
+            run_dir = next(iter(runs.iterdir()), None) if runs.exists() else None
+            if any(e["type"] == "op.start" and e.get("step") == step for e in _events(run_dir)):
+                break
+            time.sleep(0.2)
+        assert harness.poll() is None and run_dir is not None, (
+            f"step {step} never started:\n{out.read_text(errors='replace')[-4000:]}")
+        children = [c.pid for c in psutil.Process(harness.pid).children(recursive=True)]
+
+        sent = time.monotonic()
+        harness.send_signal(signal.SIGTERM)
+        code = harness.wait(EXIT_BOUND_S)
+        print(f"SIGTERM in {step}: exit {code} {time.monotonic() - sent:.1f} s after the signal")
+        text = out.read_text(errors="replace")
+        assert code == 2, text[-4000:]
+        assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
+        events = _events(run_dir)
+        begun = [e["step"] for e in events if e["type"] == "op.start" and e.get("step")]
+        ended = {e["step"]: e["outcome"] for e in events if e["type"] == "op.end" and e.get("step")}
+        assert begun == list(MIGRATION_STEPS[:len(begun)]) and begun[-1] == step, begun
+        assert set(ended) == set(begun), (begun, ended)
+        assert ended[step] in ("error", "done"), ended
+        assert [e["outcome"] for e in events if e["type"] == "op.end" and not e.get("step")], "no op.end"
+        assert events[-1]["type"] == "run.end" and events[-1]["status"] == "interrupted"
+
+        gone_by = time.monotonic() + 15
+        while time.monotonic() < gone_by and (any(alive(p) for p in children) or processes_mentioning(run_dir)):
+            time.sleep(0.2)
+        assert not [p for p in children if alive(p)], [psutil.Process(p).cmdline() for p in children if alive(p)]
+        assert not processes_mentioning(run_dir)
+        assert list(leftovers.glob("*.json")) == []
+
+        assert main(["verify", str(run_dir)]) != 0
+        assert json.loads((run_dir / "verdict.json").read_text())["status"] == "unknown"
+    finally:
+        if harness.poll() is None:
+            harness.kill()
+            harness.wait(10)
+        for pid in children:
+            if alive(pid):
+                with contextlib.suppress(OSError):
+                    os.killpg(pid, signal.SIGKILL)
