@@ -70,9 +70,18 @@ def real_observers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[O
                                       security=admin)]
     # The backends list the `client->j` proxies of brokers 1..N in order in the bootstrap list.
     brokers = sorted(n.id for n in cluster.nodes if n.role == "broker")
-    return [ZooKeeperObserver(cluster.zookeeper_connect, sink),
-            IsolatedAdminObserver(cluster.bootstrap_servers, sink, groups=groups, security=admin),
-            MetadataObserver.from_bootstrap(cluster.bootstrap_servers, brokers, sink, security=admin)]
+    observers: list[Observer] = [
+        ZooKeeperObserver(cluster.zookeeper_connect, sink),
+        IsolatedAdminObserver(cluster.bootstrap_servers, sink, groups=groups, security=admin),
+        MetadataObserver.from_bootstrap(cluster.bootstrap_servers, brokers, sink, security=admin)]
+    if exp.cluster.migrating:
+        from harness.observe.quorum import QuorumObserver
+
+        # The migration's KRaft quorum, beside ZooKeeper's view: `src: quorum` events from its controllers' start
+        # (before it, one observer.error per voter), `src: zk` ones from ZooKeeper, each naming its authority.
+        observers.append(QuorumObserver(cluster.quorum_voters, sink,
+                                        security=client_access(cluster, "admin", controllers=True)))
+    return observers
 
 
 def worker_client(exp: Experiment, cluster: Cluster) -> WorkerClient | None:

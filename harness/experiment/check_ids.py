@@ -5,6 +5,7 @@ do not edit: a check is added in its own module (docs/design.md, "Adding a check
 CHECK_IDS: tuple[str, ...] = (
     "controller.unique",
     "controller.epoch_monotonic",
+    "controller.migration_handover",
     "quorum.no_split_brain",
     "quorum.leader_resigns",
     "partition.leader_in_isr",

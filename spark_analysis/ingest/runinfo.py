@@ -129,6 +129,16 @@ class RunInfo:
         text = str(value).strip() if value is not None else ""
         return int(text) if text.isdigit() else default
 
+    @property
+    def kraft_controller_ids(self) -> frozenset[int]:
+        """The dedicated KRaft controllers' node ids, 101..100+`cluster.controllers` (the harness numbers them so in
+        both modes; a ZooKeeper-mode cluster has them only for a migration); empty without any."""
+        cluster = self.raw.get("cluster")
+        if not isinstance(cluster, Mapping) or cluster.get("combined"):
+            return frozenset()
+        count = cluster.get("controllers")
+        return frozenset(range(101, 101 + count)) if isinstance(count, int) and count > 0 else frozenset()
+
     def is_allowed(self, check_id: str) -> bool:
         """Whether `verify.allow` exempts `check_id` from the run status."""
         return any(_matches(entry, check_id) for entry in self.allow)

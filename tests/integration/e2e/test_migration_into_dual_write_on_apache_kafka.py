@@ -2,9 +2,10 @@
 `steps: [controllers, brokers, copy]` under acks=all load and a consumer group, on one KRaft controller, with a
 ZooKeeper-mode broker cut off from ZooKeeper late in the run. Real brokers, ZooKeeper, a KRaft controller, clients and
 Spark: every check the experiment is judged by passes (an SLO breach alone is the machine's load: `failing_rules`),
+the KRaft controller took `/controller` and no ZooKeeper-mode broker held it again (`controller.migration_handover`),
 the three steps end done in Kafka's order and the operation with them, each of the three brokers' restarts is its
-own `stop` fault window, the brokers end in the migration's `migrating` phase (still
-ZooKeeper-mode, with the KRaft controller's quorum), and the controller logged no migration fault.
+own `stop` fault window, the brokers end in the migration's `migrating` phase (still ZooKeeper-mode, with the KRaft
+controller's quorum), and the controller logged no migration fault.
 
 `make test`'s representative of the migration. It is marked `serial`: `make test` runs it alone after the parallel
 suite, because the whole migration's 8 JVMs beside the other tests slowed them past their timeouts on CI (2026-11-30,
@@ -19,7 +20,7 @@ import pytest
 from harness.cli import main
 from harness.experiment.schema import MIGRATION_STEPS
 from tests.fixtures.process_cluster import apache_kafka, migration_faults
-from tests.integration.e2e.support import ROOT, events, exit_code_for, failing_rules
+from tests.integration.e2e.support import ROOT, check_results, events, exit_code_for, failing_rules
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow, pytest.mark.serial,
               pytest.mark.timeout(600)]  # 130 s of run, the roll's waits, Spark: ~200 s alone on 2 cores
@@ -33,6 +34,8 @@ def test_a_migration_into_dual_write_passes_on_apache_kafka_and_leaves_the_broke
     code = main(["run", str(EXPERIMENT), "--backend", "process", "--runs-dir", str(tmp_path)])
     (run_dir,) = list(tmp_path.iterdir())
     assert not failing_rules(run_dir), failing_rules(run_dir)
+    handover = check_results(run_dir)["controller.migration_handover"]
+    assert handover["status"] == "pass" and "KRaft controller 101 took /controller" in handover["summary"], handover
     assert code == exit_code_for(run_dir)
     evs = events(run_dir)
     steps = [(e["step"], e["outcome"]) for e in evs if e["type"] == "op.end" and e.get("step")]

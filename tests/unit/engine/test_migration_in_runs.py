@@ -135,3 +135,27 @@ def test_a_teardown_mid_step_ends_that_step_then_the_migration_as_errors_and_rec
     assert ends[-2:] == [("copy", "error", "still running when the run was torn down"),
                          (None, "error", "still running when the run was torn down")]
     assert [s["step"] for s in runner.steps] == ["controllers", "brokers", "copy"]
+
+
+class ObservedCluster:
+    """Stands in for the process cluster where the observers are built (nothing is started or connected)."""
+
+    zookeeper_connect = "127.0.0.1:2181"
+    bootstrap_servers = "127.0.0.1:9092,127.0.0.1:9093"
+    nodes = (NodeId.broker(1), NodeId.broker(2))
+    quorum_voters = {101: "127.0.0.1:9101"}
+
+
+def test_a_migration_run_observes_the_kraft_quorum_beside_zookeeper_and_a_zookeeper_run_does_not() -> None:
+    from harness.engine.parts import real_observers
+    from harness.observe.quorum import QuorumObserver
+    from harness.observe.zookeeper import ZooKeeperObserver
+
+    def kinds(text: str) -> list[type]:
+        observers = real_observers(load_experiment_text(text, "mig.yaml"), ObservedCluster(), lambda e: None)
+        return [type(o) for o in observers]
+
+    migrating = kinds(EXP % "")
+    assert ZooKeeperObserver in migrating and QuorumObserver in migrating
+    plain = EXP.replace(", controllers: 1", "").replace("  - {at: 50ms, action: migrate_to_kraft%s}\n", "")
+    assert QuorumObserver not in kinds(plain.replace("schedule:\n", "schedule: []\n"))

@@ -48,3 +48,10 @@ def test_the_same_history_without_the_migration_is_judged() -> None:
 def test_a_check_outside_the_authority_families_is_judged_across_a_migration() -> None:
     result = run_check(BY_ID["operation.completes"], python_context(_history(migrates=True)))
     assert result.status == "pass", result.summary
+
+
+def test_the_hand_over_check_of_the_controller_family_is_judged_across_a_migration() -> None:
+    events = [*_history(migrates=True), {"t": 1.0, "src": "zk", "type": "controller", "broker": 1, "epoch": 1}]
+    result = run_check(BY_ID["controller.migration_handover"], python_context(events))
+    assert result.status == "pass", result.summary
+    assert result.summary.startswith("no KRaft controller took /controller"), result.summary
