@@ -64,8 +64,10 @@ def _until(what: str, condition: Callable[[], bool], timeout_s: float, seen: Cal
 
 
 def _isr(admin: AdminClient, topic: str, partition: int = 0) -> tuple[int, list[int]]:
-    md = admin.list_topics(topic, timeout=10).topics[topic].partitions[partition]
-    return md.leader, sorted(md.isrs)
+    """The partition's leader and sorted ISR; (-1, []) while the broker asked does not know it yet (just after the
+    topic's creation its metadata can list the topic without its partitions: seen on a loaded 2-core machine)."""
+    md = admin.list_topics(topic, timeout=10).topics[topic].partitions.get(partition)
+    return (-1, []) if md is None else (md.leader, sorted(md.isrs))
 
 
 def _produce(producer: Producer, values: range, topic: str = "d") -> list[str]:
