@@ -19,7 +19,7 @@ import pytest
 
 from harness.experiment.schema import MIGRATION_STEPS
 from tests.fixtures.process_cluster import apache_kafka, migration_faults
-from tests.integration.e2e.support import events, exit_code_for, failing_rules, run_shipped
+from tests.integration.e2e.support import assert_migration_done, exit_code_for, failing_rules, run_shipped
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow,
               pytest.mark.timeout(900)]  # 200 s of chaos, the migration running on into heal, Spark: 220-330 s
@@ -30,13 +30,7 @@ def test_a_migration_to_kraft_under_faults_passes_on_apache_kafka_and_ends_with_
     code, run_dir = run_shipped("zk-to-kraft-migration.yaml", tmp_path)
     assert not failing_rules(run_dir), failing_rules(run_dir)
     assert code == exit_code_for(run_dir)
-    evs = events(run_dir)
-    steps = [(e["step"], e["outcome"]) for e in evs if e["type"] == "op.end" and e.get("step")]
-    assert steps == [(s, "done") for s in MIGRATION_STEPS], steps
-    (end,) = [e for e in evs if e["type"] == "op.end" and not e.get("step")]
-    assert end["outcome"] == "done", end
-    stops = [str(e["fault_id"]) for e in evs if e["type"] == "fault.start" and str(e["fault_id"]).startswith("0.")]
-    assert stops == [f"0.{k}" for k in range(1, 10)], stops
+    assert_migration_done(run_dir, MIGRATION_STEPS, restarts=9)
     cluster = run_dir / "cluster"
     assert all("process.roles=broker" in (cluster / f"broker-{b}" / "server.properties").read_text()
                for b in (1, 2, 3))

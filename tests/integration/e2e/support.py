@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,3 +55,15 @@ def check_results(run_dir: Path) -> dict[str, dict[str, Any]]:
     """verdict.json's check results by id (status, summary, metrics, evidence)."""
     verdict = json.loads((run_dir / "verdict.json").read_text())
     return {c["id"]: c for c in verdict["checks"]}
+
+
+def assert_migration_done(run_dir: Path, steps: Sequence[str], restarts: int) -> None:
+    """A `migrate_to_kraft` operation (op #0) of the run ended `done` after `steps`, each `done` in that order, and
+    its restarts were the `stop` faults 0.1..0.`restarts`, one window each."""
+    evs = events(run_dir)
+    ended = [(e["step"], e["outcome"]) for e in evs if e["type"] == "op.end" and e.get("step")]
+    assert ended == [(s, "done") for s in steps], ended
+    (end,) = [e for e in evs if e["type"] == "op.end" and not e.get("step")]
+    assert end["outcome"] == "done", end
+    stops = [str(e["fault_id"]) for e in evs if e["type"] == "fault.start" and str(e["fault_id"]).startswith("0.")]
+    assert stops == [f"0.{k}" for k in range(1, restarts + 1)], stops

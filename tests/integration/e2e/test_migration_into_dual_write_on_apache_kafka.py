@@ -20,13 +20,12 @@ import pytest
 from harness.cli import main
 from harness.experiment.schema import MIGRATION_STEPS
 from tests.fixtures.process_cluster import apache_kafka, migration_faults
-from tests.integration.e2e.support import ROOT, check_results, events, exit_code_for, failing_rules
+from tests.integration.e2e.support import ROOT, assert_migration_done, check_results, exit_code_for, failing_rules
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow, pytest.mark.serial,
               pytest.mark.timeout(600)]  # 130 s of run, the roll's waits, Spark: ~200 s alone on 2 cores
 
 EXPERIMENT = ROOT / "tests" / "data" / "migration" / "dual-write.yaml"
-STEPS = MIGRATION_STEPS[:3]
 
 
 def test_a_migration_into_dual_write_passes_on_apache_kafka_and_leaves_the_brokers_migrating(tmp_path: Path) -> None:
@@ -37,13 +36,7 @@ def test_a_migration_into_dual_write_passes_on_apache_kafka_and_leaves_the_broke
     handover = check_results(run_dir)["controller.migration_handover"]
     assert handover["status"] == "pass" and "KRaft controller 101 took /controller" in handover["summary"], handover
     assert code == exit_code_for(run_dir)
-    evs = events(run_dir)
-    steps = [(e["step"], e["outcome"]) for e in evs if e["type"] == "op.end" and e.get("step")]
-    assert steps == [(s, "done") for s in STEPS], steps
-    (end,) = [e for e in evs if e["type"] == "op.end" and not e.get("step")]
-    assert end["outcome"] == "done", end
-    stops = [str(e["fault_id"]) for e in evs if e["type"] == "fault.start" and str(e["fault_id"]).startswith("0.")]
-    assert stops == [f"0.{k}" for k in range(1, 4)], stops
+    assert_migration_done(run_dir, MIGRATION_STEPS[:3], restarts=3)
     cluster = run_dir / "cluster"
     for b in (1, 2, 3):
         props = (cluster / f"broker-{b}" / "server.properties").read_text()
