@@ -2,10 +2,12 @@
 experiments/zk-to-kraft-migration.yaml` on Apache Kafka 3.9.2 (process backend) gets a SIGTERM once the history
 shows the step's `op.start`. The run heals, tears the cluster down (brokers, ZooKeeper, KRaft controllers, clients)
 and exits 2 without verifying, its run.json `interrupted`; every step begun has its `op.end` (the one under way
-ends as an error, or done when it ended first: the copy takes well under a second), the operation has its own, and
-no process of the run is left. `kafka-chaos verify` of the run then answers unknown, never pass.
+ends as an error, or done when it ended first; the copy takes well under a second, so its case usually signals
+at the start of `brokers_kraft`), the operation has its own, and no process of the run is left. `kafka-chaos
+verify` of the run then answers unknown, never pass. Measured alone on 2 cores (2026-11-30): exit 3.9-5.6 s after
+the signal in `copy`, `brokers_kraft` and `controllers_kraft`; the steps took 10.2 s, 22.8 s, 0.06 s and 26.9 s.
 
-Nightly: each case is a cluster of 8 JVMs for up to 4 min (the last step starts ~3 min into the run on 2 cores)."""
+Nightly: each case is a cluster of 8 JVMs for up to 2 min alone (up to 4 min on a loaded machine)."""
 
 from __future__ import annotations
 
@@ -78,9 +80,11 @@ def test_a_migration_sigtermed_in_each_step_tears_down_leaves_nothing_and_verifi
         events = _events(run_dir)
         begun = [e["step"] for e in events if e["type"] == "op.start" and e.get("step")]
         ended = {e["step"]: e["outcome"] for e in events if e["type"] == "op.end" and e.get("step")}
-        assert begun == list(MIGRATION_STEPS[:len(begun)]) and begun[-1] == step, begun
+        # the signal goes once the step's op.start is read (every 0.2 s): the copy (0.06 s alone on 2 cores) has
+        # usually ended and the next step begun by then
+        assert begun == list(MIGRATION_STEPS[:len(begun)]) and step in begun[-2:], begun
         assert set(ended) == set(begun), (begun, ended)
-        assert ended[step] in ("error", "done"), ended
+        assert ended[begun[-1]] in ("error", "done") and all(ended[s] == "done" for s in begun[:-1]), ended
         assert [e["outcome"] for e in events if e["type"] == "op.end" and not e.get("step")], "no op.end"
         assert events[-1]["type"] == "run.end" and events[-1]["status"] == "interrupted"
 

@@ -23,9 +23,9 @@
   record of an aborted transaction, or of one whose outcome is unknown, never waits (it never becomes
   readable to it); a read_uncommitted group reads every record from its ack.
 
-Each stall is tied to a fault by `stalls.stall_fault`: the one in force at its start, else the first that
-began within it, else the one whose grace after its end covers the start, else the first in force at some
-point of it. Against `verify.slo.write_unavailable` /
+Each stall is tied to a fault by `stalls.stall_fault`: the latest in force at its start, else the nearest
+within 5 s of its start (ended before it, or begun during the stall), else the first in force at some point
+of it. Against `verify.slo.write_unavailable` /
 `read_unavailable` (none declared: report and pass), a key fails when its worst stall exceeds the
 SLO; an open stall is censored: it counts only when it already exceeds the SLO.
 
