@@ -15,15 +15,8 @@ from types import MappingProxyType, TracebackType
 from typing import Literal, Protocol, runtime_checkable
 
 from harness.cluster.client_security import MECHANISMS, PLAINTEXT, ClientSecurity, ClientUser, SaslName
-from harness.history.nodes import CONTROLLER_ID_BASE, LinkRef, NodeId
+from harness.history.nodes import LinkRef, NodeId, voter_ids
 from harness.install.kafka import DEFAULT_LINE
-
-
-def voter_ids(controllers: int, combined: bool) -> tuple[int, ...]:
-    """A KRaft quorum's node ids: brokers 1..controllers when combined, else 101..100+controllers."""
-    base = 0 if combined else CONTROLLER_ID_BASE
-    return tuple(base + c for c in range(1, controllers + 1))
-
 
 CLIENT: Literal["client"] = "client"
 LinkSource = NodeId | Literal["client"]

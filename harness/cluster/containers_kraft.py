@@ -41,7 +41,7 @@ from typing import Any
 
 import requests
 
-from harness.cluster.base import CLIENT, CONTROLLER_ID_BASE, ClusterSpec, NodeId
+from harness.cluster.base import CLIENT, ClusterSpec, NodeId
 from harness.cluster.containers_engine import NodeContainer, volume_map
 from harness.cluster.containers_ready import start_until_ready, wait_kafka_api
 from harness.cluster.containers_spec import (
@@ -81,6 +81,7 @@ from harness.cluster.render_kraft import (
 )
 from harness.cluster.security import ClusterSecurity, access
 from harness.errors import BackendError, ConfigError
+from harness.history.nodes import CONTROLLER_ID_BASE
 
 log = logging.getLogger("harness.cluster.containers")
 

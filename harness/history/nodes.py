@@ -14,6 +14,12 @@ CONTROLLER_ID_BASE = 100
 ids are unique across brokers (1..9) and controllers, and the history names nodes by their Kafka id."""
 
 
+def voter_ids(controllers: int, combined: bool) -> tuple[int, ...]:
+    """A KRaft quorum's node ids: brokers 1..controllers when combined, else 101..100+controllers."""
+    base = 0 if combined else CONTROLLER_ID_BASE
+    return tuple(base + c for c in range(1, controllers + 1))
+
+
 @dataclass(frozen=True, slots=True, order=True)
 class NodeId:
     """A cluster member: `broker:2`, `zookeeper:1`, `controller:101` (a broker's and a controller's id is its

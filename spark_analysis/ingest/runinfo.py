@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
+from harness.history.nodes import voter_ids
 from harness.model.promises import Writer
 from harness.model.releases import has
 
@@ -131,13 +132,14 @@ class RunInfo:
 
     @property
     def kraft_controller_ids(self) -> frozenset[int]:
-        """The dedicated KRaft controllers' node ids, 101..100+`cluster.controllers` (the harness numbers them so in
-        both modes; a ZooKeeper-mode cluster has them only for a migration); empty without any."""
+        """The dedicated KRaft controllers' node ids (`harness.history.nodes.voter_ids`: 101..100+
+        `cluster.controllers`; a ZooKeeper-mode cluster has them only for a migration); empty without any, or when
+        the controllers are brokers (combined)."""
         cluster = self.raw.get("cluster")
         if not isinstance(cluster, Mapping) or cluster.get("combined"):
             return frozenset()
         count = cluster.get("controllers")
-        return frozenset(range(101, 101 + count)) if isinstance(count, int) and count > 0 else frozenset()
+        return frozenset(voter_ids(count, combined=False)) if isinstance(count, int) else frozenset()
 
     def is_allowed(self, check_id: str) -> bool:
         """Whether `verify.allow` exempts `check_id` from the run status."""

@@ -14,7 +14,7 @@ from tests.fixtures.process_cluster import apache_kafka
 from tests.integration.e2e.support import ROOT, events, failing_checks, run_info
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow,
-              pytest.mark.timeout(600)]  # 115 s alone; 238-300+ s beside the migration e2e test on 2 cores
+              pytest.mark.timeout(600)]  # 115 s alone; 184-220 s in make test's suite, 300+ s beside a migration
 EXPERIMENT = ROOT / "tests" / "data" / "apache_kafka" / "every-fault.yaml"
 
 
