@@ -11,7 +11,6 @@ Nightly: each case is a cluster of 8 JVMs for up to 2 min alone (up to 4 min on 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -19,16 +18,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import psutil
 import pytest
 
 from harness.cli import main
 from harness.experiment.schema import MIGRATION_STEPS
-from harness.history.jsonl import read_history
 from tests.fixtures.process_cluster import apache_kafka
-from tests.fixtures.processes import alive, processes_mentioning
+from tests.fixtures.processes import assert_gone, events_so_far, reap
 from tests.integration.e2e.support import ROOT
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(900)]
@@ -38,11 +35,6 @@ STEP_TIMEOUT_S = 480.0
 """Until the step's op.start: the cluster's setup and steady state, then up to the last step (~3 min, 2 cores)."""
 EXIT_BOUND_S = 90.0
 """Signal -> exit: the heal, then 7 JVMs and the clients stopped (about 3 s measured in the `brokers` step)."""
-
-
-def _events(run_dir: Path | None) -> list[dict[str, Any]]:
-    path = None if run_dir is None else run_dir / "history.jsonl"
-    return read_history(path).events if path is not None and path.exists() else []
 
 
 @pytest.mark.parametrize("step", MIGRATION_STEPS)
@@ -63,7 +55,7 @@ def test_a_migration_sigtermed_in_each_step_tears_down_leaves_nothing_and_verifi
         deadline = time.monotonic() + STEP_TIMEOUT_S
         while time.monotonic() < deadline and harness.poll() is None:
             run_dir = next(iter(runs.iterdir()), None) if runs.exists() else None
-            if any(e["type"] == "op.start" and e.get("step") == step for e in _events(run_dir)):
+            if any(e["type"] == "op.start" and e.get("step") == step for e in events_so_far(run_dir)):
                 break
             time.sleep(0.2)
         assert harness.poll() is None and run_dir is not None, (
@@ -77,7 +69,7 @@ def test_a_migration_sigtermed_in_each_step_tears_down_leaves_nothing_and_verifi
         text = out.read_text(errors="replace")
         assert code == 2, text[-4000:]
         assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
-        events = _events(run_dir)
+        events = events_so_far(run_dir)
         begun = [e["step"] for e in events if e["type"] == "op.start" and e.get("step")]
         ended = {e["step"]: e["outcome"] for e in events if e["type"] == "op.end" and e.get("step")}
         # the signal goes once the step's op.start is read (every 0.2 s): the copy (0.06 s alone on 2 cores) has
@@ -88,20 +80,10 @@ def test_a_migration_sigtermed_in_each_step_tears_down_leaves_nothing_and_verifi
         assert [e["outcome"] for e in events if e["type"] == "op.end" and not e.get("step")], "no op.end"
         assert events[-1]["type"] == "run.end" and events[-1]["status"] == "interrupted"
 
-        gone_by = time.monotonic() + 15
-        while time.monotonic() < gone_by and (any(alive(p) for p in children) or processes_mentioning(run_dir)):
-            time.sleep(0.2)
-        assert not [p for p in children if alive(p)], [psutil.Process(p).cmdline() for p in children if alive(p)]
-        assert not processes_mentioning(run_dir)
+        assert_gone(children, run_dir, within_s=15)
         assert list(leftovers.glob("*.json")) == []
 
         assert main(["verify", str(run_dir)]) != 0
         assert json.loads((run_dir / "verdict.json").read_text())["status"] == "unknown"
     finally:
-        if harness.poll() is None:
-            harness.kill()
-            harness.wait(10)
-        for pid in children:
-            if alive(pid):
-                with contextlib.suppress(OSError):
-                    os.killpg(pid, signal.SIGKILL)
+        reap(harness, children)

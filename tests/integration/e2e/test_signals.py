@@ -9,7 +9,6 @@ in setup; SIGTERM and SIGHUP mid-chaos run nightly (tests/nightly/test_every_sig
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import json
 import os
@@ -25,10 +24,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness.history.jsonl import read_history
 from tests.fixtures.process_cluster import apache_kafka
-from tests.fixtures.processes import alive as _alive
-from tests.fixtures.processes import processes_mentioning
+from tests.fixtures.processes import assert_gone, events_so_far, reap
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -49,11 +46,6 @@ drain: 5s
 
 START_TIMEOUT_S = 180.0  # until the fault starts (cluster up, steady state); generous on a busy 2-core box
 EXIT_BOUND_S = 60.0      # signal -> exit
-
-
-def _events(run_dir: Path) -> list[dict[str, object]]:
-    path = run_dir / "history.jsonl"
-    return read_history(path).events if path.exists() else []
 
 
 def _take_terminal() -> None:
@@ -104,7 +96,7 @@ def signalled_run(tmp_path: Path, how: str) -> None:
         while time.monotonic() < deadline and harness.poll() is None:
             dirs = list(runs.iterdir()) if runs.exists() else []
             run_dir = dirs[0] if dirs else None
-            if run_dir is not None and any(e["type"] == "fault.start" for e in _events(run_dir)):
+            if run_dir is not None and any(e["type"] == "fault.start" for e in events_so_far(run_dir)):
                 break
             if master >= 0:  # keep the terminal's buffer drained so the harness never blocks writing
                 while select.select([master], [], [], 0)[0] and os.read(master, 65536):
@@ -112,7 +104,7 @@ def signalled_run(tmp_path: Path, how: str) -> None:
             time.sleep(0.2)
         assert harness.poll() is None and run_dir is not None, (
             f"the fault never started:\n{out.read_text(errors='replace')[-4000:]}")
-        assert any(e["type"] == "phase" and e["name"] == "chaos" for e in _events(run_dir))
+        assert any(e["type"] == "phase" and e["name"] == "chaos" for e in events_so_far(run_dir))
         children = [c.pid for c in psutil.Process(harness.pid).children(recursive=True)]
         recorded = [json.loads(p.read_text())["what"] for p in leftovers.glob("*.json")]
         assert any(w.startswith("observer:") for w in recorded), recorded  # the isolated observer has a record
@@ -134,7 +126,7 @@ def signalled_run(tmp_path: Path, how: str) -> None:
         info = json.loads((run_dir / "run.json").read_text())
         assert info["status"] == "interrupted", info
         assert not (run_dir / "verdict.json").exists()
-        events = _events(run_dir)
+        events = events_so_far(run_dir)
         assert {"type": "signal", "src": "engine", "signal": signame}.items() <= next(
             e for e in events if e["type"] == "signal").items()
         starts = {e["fault_id"] for e in events if e["type"] == "fault.start"}
@@ -142,22 +134,12 @@ def signalled_run(tmp_path: Path, how: str) -> None:
         assert starts and starts <= ends, (starts, ends)
         assert events[-1]["type"] == "run.end" and events[-1]["status"] == "interrupted"
 
-        gone_by = time.monotonic() + 10
-        while time.monotonic() < gone_by and (any(_alive(p) for p in children) or processes_mentioning(run_dir)):
-            time.sleep(0.1)
-        assert not [p for p in children if _alive(p)], [psutil.Process(p).cmdline() for p in children if _alive(p)]
-        assert not processes_mentioning(run_dir)
+        assert_gone(children, run_dir, within_s=10)
         assert list(leftovers.glob("*.json")) == []
     finally:
         if master >= 0:
             os.close(master)
-        if harness.poll() is None:
-            harness.kill()
-            harness.wait(10)
-        for pid in children:
-            if _alive(pid):
-                with contextlib.suppress(OSError):
-                    os.killpg(pid, signal.SIGKILL)
+        reap(harness, children)
 
 
 HELD_IN_SETUP = "setup held: brokers started, not ready"
@@ -225,21 +207,11 @@ def test_a_sigterm_while_the_cluster_comes_up_tears_it_down_and_exits_2_leaving_
         assert "cluster up" not in text and "not verified (interrupted)" in text
         run_dir = next(runs.iterdir())
         assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
-        events = _events(run_dir)
+        events = events_so_far(run_dir)
         assert [e["name"] for e in events if e["type"] == "phase"] == ["setup", "teardown"]
         assert [e["signal"] for e in events if e["type"] == "signal"] == ["SIGTERM"]
         assert events[-1]["type"] == "run.end" and events[-1]["status"] == "interrupted"
         assert list(leftovers.glob("*.json")) == []
-        gone_by = time.monotonic() + 10  # the lifeline reaper ends once it saw its owner gone
-        while time.monotonic() < gone_by and any(_alive(p) for p in started):
-            time.sleep(0.1)
-        assert not [p for p in started if _alive(p)]
-        assert not processes_mentioning(run_dir)
+        assert_gone(started, run_dir, within_s=10)  # the lifeline reaper ends once it saw its owner gone
     finally:
-        if harness.poll() is None:
-            harness.kill()
-            harness.wait(10)
-        for pid in started:
-            if _alive(pid):
-                with contextlib.suppress(OSError):
-                    os.killpg(pid, signal.SIGKILL)
+        reap(harness, started)

@@ -19,8 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.history.jsonl import read_history
-from tests.fixtures.processes import leftover_records, processes_mentioning
+from tests.fixtures.processes import events_so_far, leftover_records, processes_mentioning
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -73,11 +72,6 @@ def _fill(disk: Path) -> Path:
                     return filler
 
 
-def _events(run_dir: Path) -> list[dict[str, object]]:
-    path = run_dir / "history.jsonl"
-    return read_history(path).events if path.exists() else []
-
-
 def _cli(*args: str, env: dict[str, str], **kw: object) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-m", "harness.cli", *args], env=env, stdin=subprocess.DEVNULL,
                             start_new_session=True, **kw)  # type: ignore[call-overload]
@@ -100,7 +94,7 @@ def test_a_full_disk_stops_the_chaos_records_failed_and_exits_2_and_the_next_run
         while time.monotonic() < deadline and harness.poll() is None:
             dirs = list(runs.iterdir()) if runs.exists() else []
             run_dir = dirs[0] if dirs else None
-            if run_dir is not None and any(e["type"] == "fault.start" for e in _events(run_dir)):
+            if run_dir is not None and any(e["type"] == "fault.start" for e in events_so_far(run_dir)):
                 break
             time.sleep(0.2)
         assert harness.poll() is None and run_dir is not None, (
@@ -119,7 +113,7 @@ def test_a_full_disk_stops_the_chaos_records_failed_and_exits_2_and_the_next_run
     assert "bytes free" in text
     info = json.loads((run_dir / "run.json").read_text())
     assert info["status"] == "failed" and info["error"].startswith("no space left on "), info
-    events = _events(run_dir)
+    events = events_so_far(run_dir)
     assert events[-1]["type"] == "run.end" and events[-1]["status"] == "failed", events[-3:]
     assert any(e["type"] == "run.error" and str(e["error"]).startswith("no space left on") for e in events)
     assert not any(e["type"] == "phase" and e["name"] == "drain" for e in events)  # the chaos stopped, no drain
