@@ -4,7 +4,11 @@ Podman: the cache's install in the local Kafka image) with TLS, SASL/SCRAM and A
 controller is killed twice and replaced, the workloads' password is rotated, the run completes, verification runs,
 run.json names Apache Kafka, its version and the cluster's security, the brokers' log files are in the run's
 cluster/ directory, and no container or network is left behind. It is controller-failover's run plus the security,
-so the plaintext file is not run again here (`make nightly BACKEND=containers` runs it)."""
+so the plaintext file is not run again here (`make nightly BACKEND=containers` runs it).
+Nightly, not `make test`: beside make test's other JVMs it took 190-330 s and once (CI, stop 53) never reached its
+steady state; make test keeps the containers backend's own tests (tests/containers/: bring-up, every fault, the
+KRaft quorum leader's loss, teardown) and the secured cluster on the process backend
+(tests/integration/process_backend/test_secured_cluster_on_apache_kafka.py)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 inside the network, every node's rendered properties speak the run's protocol and find their stores at a read-only
 mount of the run's security directory, KRaft's storage format adds the SCRAM users, a published image is refused
 before anything starts, and `auto` keeps a secured cluster on the process backend while `--backend containers`
-runs it. The secured containers run itself is tests/containers/test_experiment.py's secured-failover test."""
+runs it. The secured containers run itself is tests/nightly/test_secured_failover_on_containers.py."""
 
 from __future__ import annotations
 
