@@ -43,6 +43,7 @@ def figures(out: Path) -> dict[str, Any]:
     hit = draws[-1] if doc["found"] and draws else None  # explore stops drawing at the first confirmed hit
     first = doc["tried"][hit] if hit is not None else None
     minimal = doc.get("minimal") or {}
+    steps = [s for s in doc["shrink"] if not s.get("recheck")]  # a recheck runs a kept step again after the shrink
     return {
         "experiment": doc["experiment"], "seed": doc["seed"],
         "target": [doc["find"]] if doc.get("find") else doc.get("target_checks"),
@@ -50,8 +51,8 @@ def figures(out: Path) -> dict[str, Any]:
         "schedules_per_hour": round(len(known) / wall * 3600, 1) if wall else None,
         "found": doc["found"], "draws_to_first": len(draws) if doc["found"] else None,
         "first_seen_s": round(ended[hit], 1) if hit is not None and ended[hit] is not None else None,
-        "shrink_steps": len(doc["shrink"]), "shrink_kept": sum(1 for s in doc["shrink"] if s["kept"]),
-        "shrink_reruns": sum(len(s["outcomes"]) for s in doc["shrink"]),
+        "shrink_steps": len(steps), "shrink_kept": sum(1 for s in steps if s["kept"]),
+        "shrink_reruns": sum(len(s["outcomes"]) for s in steps), "recheck": doc.get("recheck"),
         "faults_before": len(first["schedule"]) if first else None,
         "faults_after": len(minimal.get("schedule") or []) if doc["found"] else None,
         "local_minimum": doc["local_minimum"], "stopped": doc.get("stopped"), "clusters": doc.get("clusters") or 0,
@@ -72,6 +73,8 @@ def main() -> None:
                   f"{f['shrink_kept']} of {f['shrink_steps']} step(s) kept in {f['shrink_reruns']} rerun(s); faults "
                   f"{f['faults_before']} -> {f['faults_after']}"
                   + ("" if f["local_minimum"] else " (not a local minimum: the budget ended first)"))
+            if f["recheck"]:
+                print(f"  the shrunk schedule run again afresh: {f['recheck']}")
             if f["confirmed"] is False:
                 print("  not confirmed: the budget ended while the drawn failure was run again")
         else:

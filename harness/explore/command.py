@@ -84,6 +84,8 @@ def cmd_explore(args: argparse.Namespace) -> int:
         return EXIT_NONE
     assert result.minimal is not None
     print(f"found: {', '.join(result.target)} fails; shrunk to {len(result.minimal.schedule)} fault(s) in "
-          f"{sum(1 for s in result.shrink if s.kept)} kept step(s) of {len(result.shrink)}"
-          + ("" if result.local_minimum else " (the budget ended before a local minimum)"))
+          f"{sum(1 for s in result.shrink if s.kept and not s.recheck)} kept step(s) of "
+          f"{sum(1 for s in result.shrink if not s.recheck)}"
+          + ("" if result.local_minimum else " (the budget ended before a local minimum)")
+          + (f"; run again afresh: {result.recheck}" if result.recheck else ""))
     return EXIT_FOUND

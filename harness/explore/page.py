@@ -58,6 +58,7 @@ def render_explore_html(doc: Mapping[str, Any], base: Path) -> str:
         step = t.get("shrink_step")  # the same step text may come again later in the shrink: read it by index
         decided = doc["shrink"][step] if step is not None and step < len(doc["shrink"]) else None
         verdict = "" if step is None else "undecided (stopped)" if decided is None else \
+            ("reproduced" if decided["kept"] else "not reproduced") if decided.get("recheck") else \
             "kept" if decided["kept"] else "dropped"
         rows.append(f"<tr><td>{n}</td><td>{_cell(t['purpose'])}</td><td class=mono>{_schedule(t['schedule'])}</td>"
                     f"<td class={_cell(o['status'])}>{_cell(o['status'])}</td><td class=mono>{_cell(checks)}"
@@ -69,6 +70,8 @@ def render_explore_html(doc: Mapping[str, Any], base: Path) -> str:
         found = (f"<p><b>Found:</b> {_cell(', '.join(doc['target_checks']))}. Shrunk to "
                  f"{len(minimal['schedule'])} fault(s), {_cell(minimal['duration_s'])} s of chaos ({state}); "
                  f"<code>minimal.yaml</code> holds it:</p><p class=mono>{_schedule(minimal['schedule'])}</p>")
+        if doc.get("recheck"):
+            found += f"<p>Run again afresh after the shrink: {_cell(doc['recheck'])}.</p>"
         if not doc.get("confirmed", True):
             found += "<p>Not confirmed: the budget ended before the drawn schedule was run again.</p>"
     else:

@@ -199,11 +199,11 @@ def write_results(out: Path, exploration: Exploration, result: ExploreResult, bu
         "fault_kinds": list(exploration.space.kinds), "from_schedule": exploration.written is not None,
         "find": result.find, "clusters": result.clusters, "fresh_clusters": list(result.fresh),
         "found": result.failing is not None, "confirmed": result.confirmed, "unconfirmed": list(result.unconfirmed),
-        "target_checks": list(result.target), "local_minimum": result.local_minimum,
+        "target_checks": list(result.target), "local_minimum": result.local_minimum, "recheck": result.recheck,
         "tried": [{"purpose": t.purpose, "schedule": list(t.schedule), "duration_s": t.duration_s,
                    "ended_s": t.ended_s, "shrink_step": t.shrink_step, "outcome": asdict(t.outcome)}
                   for t in result.tried],
-        "shrink": [{"step": s.step, "kept": s.kept, "outcomes": [asdict(o) for o in s.outcomes]}
+        "shrink": [{"step": s.step, "kept": s.kept, "recheck": s.recheck, "outcomes": [asdict(o) for o in s.outcomes]}
                    for s in result.shrink],
         "stopped": result.stopped,
         "minimal": None if result.minimal is None else {"schedule": list(result.minimal.schedule),
@@ -219,7 +219,8 @@ def write_results(out: Path, exploration: Exploration, result: ExploreResult, bu
         comment = (f"# Found by `kafka-chaos explore {exploration.source}{how} --seed {exploration.seed}`: its verdict "
                    f"shows {', '.join(result.target)}\n# (failed, or permitted by the configuration"
                    f"{'' if result.confirmed else ', in one run: the budget ended before it was run again'}; "
-                   f"shrunk from {len(result.failing.schedule)} faults to {len(result.minimal.schedule)}; {state}).\n"
+                   f"shrunk from {len(result.failing.schedule)} faults to {len(result.minimal.schedule)}; {state})."
+                   + (f"\n# Run again afresh after the shrink: {result.recheck}." if result.recheck else "") + "\n"
                    "# Run it: kafka-chaos run minimal.yaml\n")
         (out / "minimal.yaml").write_text(exploration.text(result.minimal.schedule, result.minimal.duration_s,
                                                            comment=comment), encoding="utf-8")
