@@ -24,6 +24,7 @@ import pytest
 from harness.cluster.leftovers import LeftoverRegistry, ProcessRecord, clean_leftovers
 from harness.cluster.process_backend import ProcessBackend
 from tests.fixtures.processes import alive as _alive
+from tests.fixtures.processes import reap
 
 pytestmark = pytest.mark.integration
 
@@ -78,15 +79,6 @@ def _start_harness(tmp_path: Path, leftovers: Path) -> tuple[subprocess.Popen[st
     return harness, pids
 
 
-def _finish(harness: subprocess.Popen[str], pids: list[int]) -> None:
-    if harness.poll() is None:
-        harness.kill()
-        harness.wait(10)
-    for pid in pids:
-        if _alive(pid):
-            os.killpg(pid, signal.SIGKILL)
-
-
 def test_a_sigkilled_harness_leaves_nothing_running_within_seconds_without_a_later_run(
     process_backend: ProcessBackend, tmp_path: Path,
 ) -> None:
@@ -109,7 +101,7 @@ def test_a_sigkilled_harness_leaves_nothing_running_within_seconds_without_a_lat
         _wait(lambda: not list(leftovers.glob("*.json")) and not _running(reaper), "the reaper to drop the "
               "records and exit")
     finally:
-        _finish(harness, pids)
+        reap(harness, pids)
 
 
 def test_processes_of_a_sigkilled_harness_whose_reaper_died_too_are_killed_by_the_next_clean_leftovers(
@@ -137,7 +129,7 @@ def test_processes_of_a_sigkilled_harness_whose_reaper_died_too_are_killed_by_th
         assert not any(_alive(p) for p in pids)
         assert list(leftovers.glob("*.json")) == []
     finally:
-        _finish(harness, pids)
+        reap(harness, pids)
 
 
 def test_a_process_registered_the_moment_popen_returns_is_recorded_with_its_full_command_line(
@@ -271,12 +263,7 @@ def test_a_harness_that_exits_without_teardown_takes_its_processes_along(
             time.sleep(0.05)
         assert not any(_alive(p) for p in pids)
     finally:
-        if harness.poll() is None:
-            harness.kill()
-            harness.wait(10)
-        for pid in pids:
-            if _alive(pid):
-                os.killpg(pid, signal.SIGKILL)
+        reap(harness, pids)
 
 
 OBSERVER_HARNESS = textwrap.dedent("""
@@ -318,8 +305,4 @@ def test_the_isolated_observer_of_a_sigkilled_harness_is_killed_by_the_next_clea
         assert not _alive(pid)
         assert list(leftovers.glob("*.json")) == []
     finally:
-        if harness.poll() is None:
-            harness.kill()
-            harness.wait(10)
-        if pid and _alive(pid):
-            os.killpg(pid, signal.SIGKILL)
+        reap(harness, [pid] if pid else [])
