@@ -4,7 +4,7 @@ Owns `partition_timeline` (per partition, the `partition.state` events of the au
 (`liveness.authoritative`) that carry an ISR, in the observer's order, with the registrations that say when a broker
 went and came back: file order where the states and registrations come from one observer, the history clock
 otherwise), where an elected leader came from in the state before it (`eligibility`: the ISR, the ELR, the last known
-leader, or outside; `caught_up`: a replica outside the old ISR that may have joined it unobserved), and
+leader, or outside; `joined_unobserved`: a replica outside the old ISR that may have joined it unobserved), and
 `leader_elections`: how many leader changes the states show and the unclean ones among them. The partition checks
 judge these (`checks.partition.isr`, `checks.partition.checks`), and the permits rule reads the unclean elections
 (`checks.shared.permits.unclean_partitions`): a fact of the history, below both.
@@ -124,6 +124,28 @@ def caught_up(prev: Row, ev: Row) -> list[int]:
     return [b for b in new if b not in old and b in replicas]
 
 
+def rejoined(prev: Row, ev: Row, live: Liveness) -> list[int]:
+    """Members of the new ISR that came back (up / unfenced) after the state before it was observed: their
+    rejoining the ISR may have been written and superseded between two observations (a KRaft metadata poll
+    under load saw leader 2 with ISR [2, 3], then leader 1 with ISR [1, 3] after broker 2's controlled
+    shutdown, never the [1, 2, 3] in between; the ZooKeeper observer's one-shot watch the same in a rolling
+    upgrade on Apache Kafka 3.7.0 -> 3.9.2: leader 2, ISR [2, 3], then leader 1, ISR [3, 1] one epoch later,
+    broker 1 back from its restart). Only when the new ISR keeps a member of the old one: an unclean election
+    writes the new leader alone, and that stays judged against the observed ISR."""
+    old, new = set(prev.get("isr") or []), [int(b) for b in ev.get("isr") or []]
+    if not old & set(new):
+        return []
+    t0, t1 = float(prev.get("t") or 0.0), float(ev.get("t") or 0.0)
+    return [b for b in new if b not in old and any(up and t0 < tt <= t1 for tt, up in live.transitions.get(b, ()))]
+
+
+def joined_unobserved(prev: Row, ev: Row, live: Liveness) -> list[int]:
+    """The one rule for "this replica may have joined the ISR between two observed states": `caught_up` (the
+    leader epoch skipped one, or the ISR only grew) or `rejoined` (its broker came back in between). Both the
+    unclean-election count (`leader_elections`) and the election model (`checks.partition.checks`) read it."""
+    return sorted({*caught_up(prev, ev), *rejoined(prev, ev, live)})
+
+
 def last_known_leader(prev: Row, ev: Row, live: Liveness) -> int | None:
     """The last known leader KRaft may elect in `ev` when the ISR and the ELR are empty
     (`PartitionChangeBuilder.canElectLastKnownLeader`). The ELR may be empty only in `ev`'s own change: a fenced
@@ -172,7 +194,7 @@ class UncleanElection:
 
 def leader_elections(ctx: CheckContext) -> tuple[int, list[UncleanElection]]:
     """How many leader changes the authoritative states show, and the unclean ones among them. A replica that
-    joined the ISR between two observed states (the leader epoch skipped one) is not outside it."""
+    may have joined the ISR between two observed states (`joined_unobserved`) is not outside it."""
     if "leader_elections" in ctx.shared:
         return ctx.shared["leader_elections"]
     elections = 0
@@ -185,7 +207,7 @@ def leader_elections(ctx: CheckContext) -> tuple[int, list[UncleanElection]]:
             if leader is None or leader < 0 or leader == prev.get("leader"):
                 continue
             elections += 1
-            if eligibility(prev, ev, live) == "outside" and int(leader) not in caught_up(prev, ev):
+            if eligibility(prev, ev, live) == "outside" and int(leader) not in joined_unobserved(prev, ev, live):
                 unclean.append(UncleanElection(topic, part, prev, ev))
     ctx.shared["leader_elections"] = (elections, unclean)
     return elections, unclean

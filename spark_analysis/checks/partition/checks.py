@@ -50,7 +50,7 @@ from spark_analysis.facts import liveness as lv_facts
 from spark_analysis.facts.context import CheckContext, Row
 from spark_analysis.facts.liveness import LIVENESS_GRACE_S, LIVENESS_TYPES, Liveness, authoritative, build_liveness
 from spark_analysis.facts.operations import OperationIndex
-from spark_analysis.facts.partitions import caught_up, eligibility, last_known_leader
+from spark_analysis.facts.partitions import eligibility, joined_unobserved, last_known_leader
 from spark_analysis.result import CheckResult, failed, passed, unknown
 
 
@@ -181,19 +181,6 @@ def _dead_leader_left_isr(prev: Row, ev: Row, nxt: Row | None, live: Liveness | 
     return new_isr == isr and elected
 
 
-def _rejoined(prev: Row, ev: Row, live: Liveness) -> list[int]:
-    """Members of the new ISR that came back (up / unfenced) after the state before it was observed: their
-    rejoining the ISR may have been written and superseded between two observations (a KRaft metadata poll
-    under load saw leader 2 with ISR [2, 3], then leader 1 with ISR [1, 3] after broker 2's controlled
-    shutdown, never the [1, 2, 3] in between). Only when the new ISR keeps a member of the old one: an
-    unclean election writes the new leader alone, and that stays judged against the observed ISR."""
-    old, new = set(prev.get("isr") or []), [int(b) for b in ev.get("isr") or []]
-    if not old & set(new):
-        return []
-    t0, t1 = float(prev.get("t") or 0.0), float(ev.get("t") or 0.0)
-    return [b for b in new if b not in old and any(up and t0 < tt <= t1 for tt, up in live.transitions.get(b, ()))]
-
-
 def _reassigned_in(prev: Row, ev: Row, assigned: list[int]) -> list[int]:
     """Replicas a reassignment added that are in the ISR it completed with: a reassignment completes only once its
     new replicas are in the ISR, and KRaft does not bump the leader epoch when the ISR grows, so their joining may
@@ -322,7 +309,7 @@ class ElectionConforms:
                             shut.add(old)
                         exclude = {old} if strategy == "offline" and old is not None and old >= 0 else set()
                         assigned = elect_from or list(ev.get("replicas") or prev.get("replicas") or [])
-                        rejoined = sorted({*_rejoined(prev, ev, live), *caught_up(prev, ev),
+                        rejoined = sorted({*joined_unobserved(prev, ev, live),
                                            *(_reassigned_in(prev, ev, assigned) if strategy == "reassign" else ())})
                         views = [prev, {**prev, "isr": [*prev["isr"], *rejoined]}] if rejoined else [prev]
                         lives = _with_unseen_losses(_plausible_live_sets(

@@ -25,7 +25,8 @@ the authoritative `partition.state` events (`partition.authoritative`) and the r
   the ELR and not the last known leader, which Kafka may elect cleanly) only when
   `unclean.leader.election.enable` is true; then each such election is recorded as unclean in the
   metrics and evidence (`unclean_elections`). A replica that joined the ISR between two observed states
-  (the leader epoch skipped one) is not outside it (`partitions.caught_up`).
+  (`partitions.joined_unobserved`: the leader epoch skipped one, or its broker came back in between) is not
+  outside it.
 - `partition.controlled_shutdown_moves_leaders` lives in `checks.partition.shutdown`, over the same timeline.
 
 Event order: the states and the registrations come from the same observer (ZooKeeper watches, or the
