@@ -2,8 +2,8 @@
 3 brokers) upgraded from 3.9.2 to 4.4.0 node by node under acks=all load, the controllers first, then finalized
 (metadata.version bumped through UpdateFeatures). Real nodes of both releases, real clients and Spark: every check
 passes, both operations are done, the six stops come controllers first, and every node's last start ran 4.4.0's
-jars. Nightly: `make test`'s upgrade representative is the ZooKeeper-mode one
-(tests/integration/e2e/test_rolling_upgrade_on_apache_kafka.py)."""
+jars. Nightly: `make test`'s upgrade representative is a ZooKeeper-mode one
+(tests/integration/e2e/test_upgrade_on_apache_kafka.py)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """`upgrade` and `finalize_upgrade` in the operation runner, against stand-ins for the cluster and operator (no
-processes: these check the sequencing, not Kafka; `tests/integration/e2e/test_rolling_upgrade_on_apache_kafka.py`
-runs them on Apache Kafka): each broker is stopped, switched to the new release while it is down, and started;
-the finalize waits for the upgrade to end, then rolls the brokers with the protocol bumped; a finalize with no
-finished upgrade, and a backend that cannot switch releases, end as errors saying why."""
+processes: these check the sequencing, not Kafka; `tests/integration/e2e/test_upgrade_on_apache_kafka.py` and
+the nightly `tests/nightly/test_zk_rolling_upgrade_on_apache_kafka.py` run them on Apache Kafka): each broker is
+stopped, switched to the new release while it is down, and started; the finalize waits for the upgrade to end, then
+rolls the brokers with the protocol bumped; a finalize with no finished upgrade, and a backend that cannot switch
+releases, end as errors saying why."""
 
 from __future__ import annotations
 

@@ -1,7 +1,10 @@
 """experiments/consumer-scaling.yaml on Apache Kafka 3.9 (process backend): two groups (eager range and
 cooperative-sticky) grow from 2 to 4 members, shrink cleanly and abruptly, and grow again under load, with a
 broker stopped gracefully meanwhile; every check passes, and every scaling shows in the history (new members
-assigned partitions, leaving ones gone)."""
+assigned partitions, leaving ones gone).
+Nightly since stop 53: make test on 2 cores ran over its 25 minutes (26.8 min for the parallel part in a fresh
+clone, 31 min on CI), and this was among its heaviest tests (96-131 s). make test keeps the group workloads on
+Apache Kafka (tests/integration/workload/) and the assignment model's tests."""
 
 from __future__ import annotations
 
