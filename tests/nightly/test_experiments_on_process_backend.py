@@ -1,7 +1,7 @@
 """Shipped experiments end to end on the process backend with Apache Kafka 3.9 (installed from Maven
 Central into the cache): brokers in their own JVMs, real ZooKeeper, the embedded Toxiproxy, real
 librdkafka clients and the Spark verifiers, through the `kafka-chaos run` command.
-(a short controller kill runs through the pytest plugin: tests/integration/plugin/test_pytest_plugin_runs.py;
+(a short controller kill runs through the pytest plugin: tests/nightly/test_pytest_plugin_runs.py;
 leader-election, consumer-rebalance and reassignment have files of their own, so the test workers run them side by
 side.)"""
 

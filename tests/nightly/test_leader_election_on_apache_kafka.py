@@ -3,7 +3,7 @@ passes, and the graceful stop of a partition's leader moves its leadership befor
 vanishes (controlled shutdown, KAFKA-BEHAVIOUR.md), as observed in ZooKeeper; the kill of a broker that leads
 nothing takes it out of the ISRs it was in, which `partition.offline_replica_leaves_isr` judged. (The KRaft variant:
 tests/nightly/test_kraft_leader_election_on_apache_kafka.py.) Nightly: in `make test`, offline elections are judged
-on Apache Kafka by the weak-configuration and pytest-plugin runs, and graceful stops that move leaders first by the
+on Apache Kafka by the weak-configuration run, and graceful stops that move leaders first by the
 upgrade's three (tests/integration/e2e/test_upgrade_on_apache_kafka.py)."""
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """experiments/reassignment.yaml end to end on Apache Kafka 3.9 (process backend, real ZooKeeper, the embedded
 Toxiproxy, librdkafka, Spark): reassignments and preferred elections under load with broker 3 killed in the
 middle. Nightly: in `make test` it ran inside the pytest plugin's session, whose setup then took up to 480 s
-beside the suite's other JVMs; the plugin's own tests (tests/integration/plugin/) keep a shorter experiment."""
+beside the suite's other JVMs; the plugin's own tests (tests/nightly/test_pytest_plugin_runs.py) keep a shorter
+experiment."""
 
 from __future__ import annotations
 
