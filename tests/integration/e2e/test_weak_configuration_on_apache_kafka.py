@@ -21,7 +21,8 @@ from harness.experiment import load_experiment
 from tests.fixtures.process_cluster import apache_kafka
 from tests.integration.e2e.support import ROOT, check_results, failing_checks, run_info
 
-pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow,
+              pytest.mark.timeout(600)]  # 196-208 s in make test; 300 s ran out at its busiest start
 
 WEAK_SETTINGS = ("unclean.leader.election.enable=true", "enable.idempotence=false", "acks=", "min.insync.replicas")
 """What a permitted anomaly of this experiment may name: the settings the experiment weakens."""
