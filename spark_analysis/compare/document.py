@@ -11,7 +11,11 @@ from (so both always say the same), and the rules it applies:
 - a check's status is what the run's verdict.json says ("not verified" without one, never pass);
   it `differs` when the shown status (allowed included) is not the same in both runs;
 - per fault, `summary` holds the headline figures side by side (longest failover, longest
-  leaderless window, elections, ISR changes, rebalances and their total time, longest ack stall).
+  leaderless window, elections, ISR changes, rebalances and their total time, longest ack stall);
+- runs of one broker flavour on two releases are an upgrade (or a downgrade) from A's release to B's:
+  `upgrade` names both, the checks that passed on A and fail or are unknown on B (regressions), those
+  that failed on A and pass on B (fixed), and per fault each timing that grew (the report an operator
+  circulates before rolling the new release out).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from harness.model.releases import Release
 from spark_analysis.checks import CHECK_IDS
 from spark_analysis.compare.facts import FaultFacts, Measures, RunFacts, RunHeader, ms
 
@@ -105,6 +110,29 @@ def _check_rows(pair: Mapping[str, RunFacts]) -> list[dict[str, Any]]:
     return rows
 
 
+TIMINGS = ("controller_failover_s", "longest_leaderless_s", "rebalance_total_s", "longest_ack_stall_s")
+"""The per-fault figures that are durations: the ones an upgrade report calls slower when they grow."""
+
+
+def upgrade_summary(a: RunHeader, b: RunHeader, faults: list[dict[str, Any]],
+                    checks: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """A's release to B's, when both runs are of one broker flavour on two releases; None otherwise."""
+    ra, rb = (Release.parse(h.version) if h.version else None for h in (a, b))
+    shown = {side: {c["id"]: c[side]["shown"] for c in checks} for side in SIDES}
+    if ra is None or rb is None or ra == rb or a.flavour != b.flavour:
+        return None
+    slower = [{"fault_id": f["fault_id"], "measure": k, "a": f["summary"][k]["a"], "b": f["summary"][k]["b"]}
+              for f in faults for k in TIMINGS
+              if isinstance(f["summary"][k]["a"], float) and isinstance(f["summary"][k]["b"], float)
+              and f["summary"][k]["b"] > f["summary"][k]["a"]]
+    return {
+        "from": a.version, "to": b.version, "direction": "upgrade" if rb > ra else "downgrade",
+        "regressions": [c for c, was in shown["a"].items() if was == "pass" and shown["b"][c] in ("fail", "unknown")],
+        "fixed": [c for c, was in shown["a"].items() if was == "fail" and shown["b"][c] == "pass"],
+        "slower": slower,
+    }
+
+
 def compare_document(a: RunFacts, b: RunFacts, spark: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The comparison of run A with run B (what compare.json holds and the page shows)."""
     pair = {"a": a, "b": b}
@@ -129,4 +157,5 @@ def compare_document(a: RunFacts, b: RunFacts, spark: Mapping[str, Any] | None =
         "outside_faults": {side: pair[side].outside.to_json(0.0) for side in SIDES},
         "checks": checks,
         "differing_checks": [c["id"] for c in checks if c["differs"]],
+        "upgrade": upgrade_summary(a.header, b.header, faults, checks),
     }

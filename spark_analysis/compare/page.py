@@ -7,6 +7,8 @@ verdict), then per fault (aligned by schedule index) the headline figures with B
 details: controller failovers, leaderless windows per partition, elections (new leader and rule),
 ISR changes (relative to the fault's start), rebalances and ack stalls per partition; then what
 happened outside every fault window, and every check's status with differing ones highlighted.
+Runs of one flavour on two releases make an upgrade report: the title names both releases, and a
+section before the header lists the regressions, the fixed checks and the faults whose timings grew.
 Every value that comes from the runs goes through `html.escape`.
 """
 
@@ -229,10 +231,31 @@ def _checks(doc: Mapping[str, Any]) -> str:
             f"{''.join(rows)}</table>")
 
 
+def _upgrade(doc: Mapping[str, Any]) -> str:
+    up = doc.get("upgrade")
+    if not up:
+        return ""
+    labels = {key: label for key, label, _ in SUMMARY_ROWS}
+
+    def listed(ids: Sequence[str], none: str) -> str:
+        return ", ".join(f'<span class="mono">{_e(i)}</span>' for i in ids) if ids else _na(none)
+
+    slower = "".join(f"<li>fault #{_e(s['fault_id'])}: {escape(labels.get(s['measure'], s['measure']))} "
+                     f"{_secs(s['a'])} → {_secs(s['b'])}</li>" for s in up["slower"])
+    return (f'<h2 id="upgrade">{escape(str(up["direction"]).capitalize())} {_e(up["from"])} → {_e(up["to"])}</h2>'
+            f"<p><b>Regressions</b> (passed on {_e(up['from'])}, fail or unknown on {_e(up['to'])}): "
+            f"{listed(up['regressions'], 'none')}<br><b>Fixed</b> (failed on {_e(up['from'])}, pass on "
+            f"{_e(up['to'])}): {listed(up['fixed'], 'none')}</p>"
+            f"<h4>Faults whose timings grew on {_e(up['to'])}</h4>"
+            + (f'<ul class="items">{slower}</ul>' if slower else f"<p>{_na('none')}</p>"))
+
+
 def render_compare(doc: Mapping[str, Any]) -> str:
     """The whole page from the comparison's JSON form."""
     a, b = doc["runs"]["a"], doc["runs"]["b"]
-    title = f"kafka-chaos compare: {a.get('name')} vs {b.get('name')}"
+    up = doc.get("upgrade")
+    title = (f"kafka-chaos {up['direction']} report: {a.get('experiment')}, {up['from']} → {up['to']}" if up
+             else f"kafka-chaos compare: {a.get('name')} vs {b.get('name')}")
     outside = doc["outside_faults"]
     spark = doc.get("spark") or {}
     made = f"generated {_e(doc.get('generated'))}" + (
@@ -244,6 +267,7 @@ def render_compare(doc: Mapping[str, Any]) -> str:
 <p class="sub">Run A: <b>{_e(a.get('tested'))}</b> ({_e(a.get('experiment'))}, seed {_e(a.get('seed'))}) &nbsp;vs&nbsp;
 run B: <b>{_e(b.get('tested'))}</b> ({_e(b.get('experiment'))}, seed {_e(b.get('seed'))}); {made}</p>
 {_warnings(doc)}
+{_upgrade(doc)}
 <h2>Runs</h2>
 {_header(doc)}
 <h2>Faults, aligned by schedule index</h2>

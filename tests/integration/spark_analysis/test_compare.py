@@ -88,6 +88,19 @@ def test_header_names_each_run_and_no_mismatch_warning_for_same_experiment_and_s
     assert 'class="warn"' not in html
 
 
+def test_runs_on_two_releases_make_an_upgrade_report_naming_the_regression_and_the_slower_fault(same: Any) -> None:
+    """3.8.0 (A) to 3.9.0 (B): the controller failover check passed on A and fails on B, and fault #2's failover
+    grew; the page is titled as the upgrade and says so before the runs' header."""
+    doc, html = same
+    up = doc["upgrade"]
+    assert (up["from"], up["to"], up["direction"]) == ("3.8.0", "3.9.0", "upgrade")
+    assert up["regressions"] == doc["differing_checks"] == ["slo.controller_failover"] and up["fixed"] == []
+    assert {(s["fault_id"], s["measure"]) for s in up["slower"]} >= {("2", "controller_failover_s")}
+    assert all(s["b"] > s["a"] for s in up["slower"])
+    assert "upgrade report:" in html[:html.index("</title>")] and "3.8.0 → 3.9.0" in html
+    assert html.index('id="upgrade"') < html.index("<h2>Runs</h2>")
+
+
 def test_faults_line_up_by_schedule_index_with_the_slower_failover_in_run_b(same: Any) -> None:
     doc, html = same
     assert [f["fault_id"] for f in doc["faults"]] == ["1", "2"]
@@ -248,3 +261,14 @@ def test_a_run_without_history_has_unknown_faults_not_missing_ones() -> None:
     assert doc["warnings"] == ["run B has no history: its faults and figures are unknown, not absent"]
     assert fault(doc, "0")["b"] is None and fault(doc, "0")["b_measured"] is False
     assert {c["b"]["status"] for c in doc["checks"]} == {NOT_VERIFIED}
+
+
+def test_an_upgrade_report_needs_one_flavour_on_two_releases_and_a_lower_b_is_a_downgrade() -> None:
+    def on(version: str, flavour: str = "apache-kafka") -> RunFacts:
+        facts = _facts(version, (("0", "kill"),))
+        return dataclasses.replace(facts, header=dataclasses.replace(facts.header, version=version, flavour=flavour))
+
+    assert compare_document(on("3.9.2"), on("3.9.2"))["upgrade"] is None
+    assert compare_document(on("3.9.2"), on("4.1.0", "confluent"))["upgrade"] is None
+    down = compare_document(on("4.1.0"), on("3.9.2"))["upgrade"]
+    assert (down["direction"], down["from"], down["to"], down["regressions"]) == ("downgrade", "4.1.0", "3.9.2", [])
