@@ -124,8 +124,8 @@ lint: venv
 	$(VENV)/bin/ruff check harness spark_analysis tests benchmarks
 	$(VENV)/bin/mypy
 
-# The suite on PYTEST_WORKERS workers, then the tests marked `serial` alone (a migration's JVMs would slow the tests
-# beside them past their timeouts). A --junitxml in PYTEST_ARGS is written by both runs: the second one's is kept.
+# The suite on PYTEST_WORKERS workers, then the tests marked `serial` alone (a migration's and an upgrade's JVMs would
+# slow the tests beside them past their timeouts). A --junitxml in PYTEST_ARGS is written by both runs: the second one's is kept.
 test: venv java kafka toxiproxy faketime fuse chromium spark-archive lint podman actionlint
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15 -m "not serial" $(PYTEST_ARGS)
 	$(PY) -m pytest -m serial $(PYTEST_ARGS)

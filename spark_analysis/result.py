@@ -148,7 +148,7 @@ AUTHORITY_FAMILIES = ("controller", "partition")
 AUTHORITY_CHECKS = ("slo.partition_unavailable", "slo.controller_failover")
 """The checks that judge the controller's decisions from one authority's view (ZooKeeper's, or KRaft's metadata):
 every check of these families, and the SLOs measured from leaders and controllers."""
-MIGRATION_CHECKS = ("controller.migration_handover",)
+MIGRATION_CHECKS = ("controller.migration_handover", "partition.dual_write_agrees")
 """Checks of those families written for a migration: they judge the hand-over itself, so a migration leaves them
 judged."""
 

@@ -11,6 +11,7 @@ CHECK_IDS: tuple[str, ...] = (
     "partition.leader_in_isr",
     "partition.election_conforms",
     "partition.leader_epoch_monotonic",
+    "partition.dual_write_agrees",
     "partition.offline_replica_leaves_isr",
     "partition.unclean_only_when_enabled",
     "partition.controlled_shutdown_moves_leaders",

@@ -3,6 +3,8 @@
 ZooKeeper-mode broker cut off from ZooKeeper late in the run. Real brokers, ZooKeeper, a KRaft controller, clients and
 Spark: every check the experiment is judged by passes (an SLO breach alone is the machine's load: `failing_rules`),
 the KRaft controller took `/controller` and no ZooKeeper-mode broker held it again (`controller.migration_handover`),
+ZooKeeper and the brokers name the same leader and ISR for the settled partitions at the end
+(`partition.dual_write_agrees`),
 the three steps end done in Kafka's order and the operation with them, each of the three brokers' restarts is its
 own `stop` fault window, the brokers end in the migration's `migrating` phase (still ZooKeeper-mode, with the KRaft
 controller's quorum), and the controller logged no migration fault.
@@ -35,6 +37,8 @@ def test_a_migration_into_dual_write_passes_on_apache_kafka_and_leaves_the_broke
     assert not failing_rules(run_dir), failing_rules(run_dir)
     handover = check_results(run_dir)["controller.migration_handover"]
     assert handover["status"] == "pass" and "KRaft controller 101 took /controller" in handover["summary"], handover
+    agrees = check_results(run_dir)["partition.dual_write_agrees"]
+    assert agrees["status"] == "pass" and agrees["metrics"]["partitions_compared"] > 0, agrees
     assert code == exit_code_for(run_dir)
     assert_migration_done(run_dir, MIGRATION_STEPS[:3], restarts=3)
     cluster = run_dir / "cluster"

@@ -55,3 +55,26 @@ def test_the_hand_over_check_of_the_controller_family_is_judged_across_a_migrati
     result = run_check(BY_ID["controller.migration_handover"], python_context(events))
     assert result.status == "pass", result.summary
     assert result.summary.startswith("no KRaft controller took /controller"), result.summary
+
+
+def test_dual_write_is_judged_from_the_copy_until_the_finalizing_step_and_a_late_change_is_settling() -> None:
+    """`partition.dual_write_agrees` compares the views through dual-write (until here the `controllers_kraft` step's
+    start at 30 s, not the history's end), and a change within SETTLE_S of it is still on its way, not a
+    disagreement."""
+    def ev(t: float, type_: str, **fields: Any) -> Event:
+        return {"t": t, "src": "engine", "type": type_, "op_id": 0, **fields}
+
+    events = [*_history(migrates=True),
+              ev(12.0, "op.end", step="copy", outcome="done"), ev(30.0, "op.start", step="controllers_kraft"),
+              {"t": 0.4, "src": "admin", "type": "partition.state", "topic": "t", "partition": 0, "leader": 1,
+               "isr": [3, 2, 1]},
+              {"t": 0.4, "src": "admin", "type": "partition.state", "topic": "t", "partition": 1, "leader": 2,
+               "isr": [2]},
+              {"t": 25.0, "src": "zk", "type": "partition.state", "topic": "t", "partition": 1, "leader": 2,
+               "isr": [2, 1]},
+              {"t": 45.0, "src": "zk", "type": "partition.state", "topic": "t", "partition": 0, "leader": 2,
+               "isr": [2]}]
+    result = run_check(BY_ID["partition.dual_write_agrees"], python_context(events))
+    assert result.status == "pass", result.summary
+    assert result.metrics["partitions_compared"] == 1 and result.metrics["partitions_settling"] == 1
+    assert result.summary.startswith("dual-write 12.0s-30.0s:"), result.summary

@@ -1,0 +1,124 @@
+"""`partition.dual_write_agrees` (docs/kafka-behaviour.md rule M5): from a ZooKeeper-to-KRaft migration's metadata
+copy until it is finalized, the KRaft controller is the one authority over partitions and writes each change to
+ZooKeeper as well: its `KRaftMigrationDriver` enters `DUAL_WRITE` once the copy is done, and
+`KRaftMigrationZkWriter.handleTopicsDelta` calls `ZkTopicMigrationClient.updateTopicPartitions`, which sets
+`/brokers/topics/<t>/partitions/<p>/state` from the KRaft partition registration (Kafka 3.9.0-rc3; KIP-866; the
+docs' "hybrid" and "dual-write" phases: "the KRaft controller is continuing to write to ZK" until "finalized").
+The brokers serve the same registration. So once both have settled, what ZooKeeper holds for a partition and what
+the brokers answer name the same leader and the same ISR.
+
+Judged over that span (until the controllers' restart out of the migration, step `controllers_kraft`, begins, or
+the history ends), on the ZooKeeper observer's `partition.state` (src `zk`) and the admin observer's (src `admin`,
+Metadata answers): through every stretch of at least `SETTLE_S` in which neither view of a partition changed, both
+name the same leader and ISR (a change still on its way to one of them is no disagreement). A run whose migration
+did not finish its metadata copy (`copy` step done) has no dual-write to judge. This check reads both authorities,
+so `result.across_migration` leaves it judged (it is in `MIGRATION_CHECKS`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from spark_analysis.checks.shared.common import evidence, plural
+from spark_analysis.facts.context import CheckContext
+from spark_analysis.result import CheckResult, failed, passed, unknown
+
+SETTLE_S = 10.0
+"""How long both views must have been still before the phase's end for their last states to be compared: several
+of the admin observer's polls and of ZooKeeper's watch re-registrations."""
+VIEWS = ("zk", "admin")
+
+
+def dual_write_span(events: Iterable[Mapping[str, Any]], op_id: int, end_of_history: float
+                    ) -> tuple[float, float] | None:
+    """When the migration `op_id` was writing to both: from its `copy` step's successful end to the start of its
+    `controllers_kraft` step, which finalizes it (or the end of the history); None if the copy never finished."""
+    start = end = None
+    for ev in events:
+        if ev.get("op_id") != op_id:
+            continue
+        if ev.get("type") == "op.end" and ev.get("step") == "copy" and ev.get("outcome") == "done":
+            start = float(ev.get("t") or 0.0)
+        elif ev.get("type") == "op.start" and ev.get("step") == "controllers_kraft" and end is None:
+            end = float(ev.get("t") or 0.0)
+    if start is None:
+        return None
+    return start, end if end is not None and end >= start else end_of_history
+
+
+def _state(ev: Mapping[str, Any]) -> tuple[int | None, tuple[int, ...]]:
+    leader = ev.get("leader")
+    return (int(leader) if leader is not None and int(leader) >= 0 else None,
+            tuple(sorted(int(b) for b in ev.get("isr") or [])))
+
+
+def _settled_intervals(timeline: list[Mapping[str, Any]], span: tuple[float, float]
+                       ) -> Iterable[tuple[float, float, Mapping[str, Any], Mapping[str, Any]]]:
+    """Each stretch of `span` at least SETTLE_S long in which neither view of one partition changed, with the
+    ZooKeeper and the admin state in force through it. `timeline`: that partition's states of both views, in time
+    order."""
+    now: dict[str, Mapping[str, Any]] = {}
+    for k, ev in enumerate(timeline):
+        now[str(ev.get("src"))] = ev
+        t = float(ev.get("t") or 0.0)
+        following = float(timeline[k + 1].get("t") or 0.0) if k + 1 < len(timeline) else span[1]
+        lo, hi = max(t, span[0]), min(following, span[1])
+        if hi - lo >= SETTLE_S and len(now) == len(VIEWS):
+            yield lo, hi, now["zk"], now["admin"]
+
+
+def disagreements(states: Iterable[Mapping[str, Any]], span: tuple[float, float]
+                  ) -> tuple[list[dict[str, Any]], int, int]:
+    """The partitions whose ZooKeeper and admin states differ through a stretch of `span` in which neither changed
+    for SETTLE_S (the first such stretch of each, with its `problem`), the number of partitions compared (a settled
+    stretch in both views), and the number never settled. `states`: `partition.state` events."""
+    timelines: dict[tuple[str, int], list[Mapping[str, Any]]] = {}
+    for ev in sorted(states, key=lambda e: float(e.get("t") or 0.0)):
+        if ev.get("src") in VIEWS and float(ev.get("t") or 0.0) <= span[1] and not ev.get("error"):
+            timelines.setdefault((str(ev.get("topic")), int(ev.get("partition") or 0)), []).append(ev)
+    out: list[dict[str, Any]] = []
+    compared = settling = 0
+    for (topic, partition), timeline in sorted(timelines.items()):
+        if {str(ev.get("src")) for ev in timeline} != set(VIEWS):
+            continue
+        stretches = list(_settled_intervals(timeline, span))
+        if not stretches:
+            settling += 1
+            continue
+        compared += 1
+        for lo, hi, zk, admin in stretches:
+            (zl, zisr), (al, aisr) = _state(zk), _state(admin)
+            if (zl, zisr) != (al, aisr):
+                out.append(evidence(zk, problem=(
+                    f"{topic}/{partition}: from {lo:.1f}s to {hi:.1f}s ZooKeeper held leader {zl}, ISR {list(zisr)}; "
+                    f"the brokers answered leader {al}, ISR {list(aisr)}")))
+                break
+    return out, compared, settling
+
+
+class PartitionDualWriteAgrees:
+    id = "partition.dual_write_agrees"
+    family = "partition"
+    needs = frozenset({"partition.state"})
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        migration = next((w for w in ctx.operations.windows if w.action == "migrate_to_kraft"), None)
+        if migration is None:
+            return passed(self.id, "no migrate_to_kraft in the run (nothing to judge)")
+        ops = sorted(ctx.rows("op.start", "op.end"), key=lambda e: float(e.get("t") or 0.0))
+        span = dual_write_span(ops, migration.op_id, ctx.end_t)
+        if span is None:
+            return passed(self.id, f"the migration (op #{migration.op_id}) did not finish its metadata copy: no "
+                                   "dual-write phase to judge")
+        bad, compared, settling = disagreements(ctx.rows("partition.state"), span)
+        metrics = {"dual_write_from_s": round(span[0], 3), "dual_write_until_s": round(span[1], 3),
+                   "partitions_compared": compared, "partitions_settling": settling}
+        phase = f"dual-write {span[0]:.1f}s-{span[1]:.1f}s"
+        if bad:
+            return failed(self.id, f"{plural(len(bad), 'partition')} where ZooKeeper and the brokers disagree while "
+                                   f"settled in {phase}: {bad[0]['problem']}", bad[:20], metrics)
+        if compared == 0:
+            return unknown(self.id, f"cannot conclude: no partition stayed still for {SETTLE_S:g}s in both views in "
+                                    f"{phase} ({settling} never settled)", metrics)
+        return passed(self.id, f"{phase}: ZooKeeper and the brokers named the same leader and ISR whenever settled, "
+                               f"for {plural(compared, 'partition')}", metrics)
