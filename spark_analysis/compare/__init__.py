@@ -45,6 +45,9 @@ class ComparePaths:
     json: Path
     warnings: tuple[str, ...] = ()
     differing_checks: tuple[str, ...] = ()
+    upgrade: str | None = None
+    """`upgrade 3.8.1 -> 3.9.2: 1 regression (slo.controller_failover)`, when the runs are one flavour on two
+    releases."""
 
 
 def default_out_dir(run_a: Path, run_b: Path) -> Path:
@@ -79,7 +82,12 @@ def compare_runs(run_a: Path, run_b: Path, out: Path | None = None, spark: Spark
         html_path.write_text(render_compare(doc), encoding="utf-8")
     except OSError as exc:
         raise CompareError(f"cannot write the comparison into {out_dir}: {exc}") from exc
-    return ComparePaths(html_path, json_path, tuple(doc["warnings"]), tuple(doc["differing_checks"]))
+    up = doc["upgrade"]
+    line = None if up is None else (
+        f"{up['direction']} {up['from']} -> {up['to']}: {len(up['regressions'])} regression"
+        f"{'' if len(up['regressions']) == 1 else 's'} ({', '.join(up['regressions']) or 'none'}), "
+        f"{len(up['fixed'])} fixed, {len(up['slower'])} fault timing{'' if len(up['slower']) == 1 else 's'} grew")
+    return ComparePaths(html_path, json_path, tuple(doc["warnings"]), tuple(doc["differing_checks"]), line)
 
 
 def cmd_compare(run_a: Path, run_b: Path, out: Path | None = None, spark_master: str | None = None) -> int:
@@ -94,6 +102,8 @@ def cmd_compare(run_a: Path, run_b: Path, out: Path | None = None, spark_master:
         print(f"warning: {warning}", file=sys.stderr)
     differ = ", ".join(paths.differing_checks) or "none"
     print(f"checks that differ: {differ}")
+    if paths.upgrade:
+        print(paths.upgrade)
     print(f"compare page: {paths.html}  numbers: {paths.json}")
     return EXIT_WRITTEN
 

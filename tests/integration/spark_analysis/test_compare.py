@@ -224,6 +224,7 @@ def test_cli_body_writes_next_to_run_b_by_default(spark: Any, runs: dict[str, Pa
     assert (out / COMPARE_HTML).is_file() and (out / COMPARE_JSON).is_file()
     printed = capsys.readouterr()
     assert "checks that differ: slo.controller_failover" in printed.out and str(out / COMPARE_HTML) in printed.out
+    assert "upgrade 3.8.0 -> 3.9.0: 1 regression (slo.controller_failover), 0 fixed" in printed.out
     assert printed.err == ""
 
 
