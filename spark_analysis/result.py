@@ -162,7 +162,7 @@ def across_migration(check: Check, ctx: CheckContext) -> CheckResult | None:
     as usual."""
     if (check.family not in AUTHORITY_FAMILIES and check.id not in AUTHORITY_CHECKS) or check.id in MIGRATION_CHECKS:
         return None
-    migration = next((w for w in ctx.operations.windows if w.action == "migrate_to_kraft"), None)
+    migration = ctx.operations.migration
     if migration is None:
         return None
     return unknown(check.id, f"cannot conclude: the run migrated to KRaft from {migration.start:.1f}s (op "

@@ -86,6 +86,11 @@ class OperationIndex:
                 return w
         return None
 
+    @property
+    def migration(self) -> OperationWindow | None:
+        """The run's `migrate_to_kraft` (a cluster migrates once: rule M3)."""
+        return next((w for w in self.windows if w.action == "migrate_to_kraft"), None)
+
 
 def build_operation_index(events: Sequence[Mapping[str, Any]]) -> OperationIndex:
     """Pairs `op.start` with `op.end` by op_id (events in file order)."""

@@ -56,7 +56,7 @@ class ControllerMigrationHandover:
     needs = frozenset({"controller"})
 
     def run(self, ctx: CheckContext) -> CheckResult:
-        migration = next((w for w in ctx.operations.windows if w.action == "migrate_to_kraft"), None)
+        migration = ctx.operations.migration
         if migration is None:
             return passed(self.id, "no migrate_to_kraft in the run (nothing to judge)")
         events = sorted((e for e in ctx.rows("controller") if e.get("src") == ZK_SOURCE),

@@ -102,7 +102,7 @@ class PartitionDualWriteAgrees:
     needs = frozenset({"partition.state"})
 
     def run(self, ctx: CheckContext) -> CheckResult:
-        migration = next((w for w in ctx.operations.windows if w.action == "migrate_to_kraft"), None)
+        migration = ctx.operations.migration
         if migration is None:
             return passed(self.id, "no migrate_to_kraft in the run (nothing to judge)")
         ops = sorted(ctx.rows("op.start", "op.end"), key=lambda e: float(e.get("t") or 0.0))
