@@ -24,8 +24,8 @@ from spark_analysis.facts.context import CheckContext
 from spark_analysis.result import CheckResult, failed, passed, unknown
 
 SETTLE_S = 10.0
-"""How long both views must have been still before the phase's end for their last states to be compared: several
-of the admin observer's polls and of ZooKeeper's watch re-registrations."""
+"""How long neither view of a partition may change for the states they hold through it to be compared: several of
+the admin observer's polls and of ZooKeeper's watch re-registrations."""
 VIEWS = ("zk", "admin")
 
 
@@ -112,7 +112,7 @@ class PartitionDualWriteAgrees:
                                    "dual-write phase to judge")
         bad, compared, settling = disagreements(ctx.rows("partition.state"), span)
         metrics = {"dual_write_from_s": round(span[0], 3), "dual_write_until_s": round(span[1], 3),
-                   "partitions_compared": compared, "partitions_settling": settling}
+                   "partitions_compared": compared, "partitions_never_settled": settling}
         phase = f"dual-write {span[0]:.1f}s-{span[1]:.1f}s"
         if bad:
             return failed(self.id, f"{plural(len(bad), 'partition')} where ZooKeeper and the brokers disagree while "

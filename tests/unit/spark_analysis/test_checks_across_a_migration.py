@@ -76,5 +76,5 @@ def test_dual_write_is_judged_from_the_copy_until_the_finalizing_step_and_a_late
                "isr": [2]}]
     result = run_check(BY_ID["partition.dual_write_agrees"], python_context(events))
     assert result.status == "pass", result.summary
-    assert result.metrics["partitions_compared"] == 1 and result.metrics["partitions_settling"] == 1
+    assert result.metrics["partitions_compared"] == 1 and result.metrics["partitions_never_settled"] == 1
     assert result.summary.startswith("dual-write 12.0s-30.0s:"), result.summary
