@@ -118,9 +118,9 @@ def upgrade_summary(a: RunHeader, b: RunHeader, faults: list[dict[str, Any]],
                     checks: list[dict[str, Any]]) -> dict[str, Any] | None:
     """A's release to B's, when both runs are of one broker flavour on two releases; None otherwise."""
     ra, rb = (Release.parse(h.version) if h.version else None for h in (a, b))
-    shown = {side: {c["id"]: c[side]["shown"] for c in checks} for side in SIDES}
     if ra is None or rb is None or ra == rb or a.flavour != b.flavour:
         return None
+    shown = {side: {c["id"]: c[side]["shown"] for c in checks} for side in SIDES}
     slower = [{"fault_id": f["fault_id"], "measure": k, "a": f["summary"][k]["a"], "b": f["summary"][k]["b"]}
               for f in faults for k in TIMINGS
               if isinstance(f["summary"][k]["a"], float) and isinstance(f["summary"][k]["b"], float)
