@@ -292,18 +292,20 @@ class Member:
         self._committed.clear()
         self._committed_at = -_COMMITTED_QUERY_INTERVAL_S
         if type_ == "assign":
-            if not self._incremental:
-                self._assignment.clear()
-            self._assignment.update(keys)
+            after = set(keys) if not self._incremental else self._assignment | set(keys)
         else:
-            self._assignment.difference_update(keys)
-            for key in keys:
-                self._positions.pop(key, None)
+            after = self._assignment - set(keys)
         cid, group, member = self._who()
+        # The event is in the history before `assignments()` shows the change: whoever sees the new
+        # assignment finds the event that made it.
         self._sink((Assign if type_ == "assign" else Revoke)(
             src=self.src, wall=wall_ms(), consumer=cid, group=group, member=member, generation=self.generation,
-            partitions=tuple(keys), incremental=self._incremental, assignment=tuple(sorted(self._assignment)),
+            partitions=tuple(keys), incremental=self._incremental, assignment=tuple(sorted(after)),
             lost=True if lost else None))
+        if type_ != "assign":
+            for key in keys:
+                self._positions.pop(key, None)
+        self._assignment = after  # one rebinding: a reader sees the old set or the new one
 
     # An exception escaping a callback would be raised by confluent-kafka from the enclosing
     # poll()/close() (in some paths mangled into a SystemError), so callbacks never raise: the
