@@ -1,15 +1,9 @@
 """Consumer-group checks (KAFKA-BEHAVIOUR.md §7.8-§7.11).
 
-- `group.generation_monotonic`: per observer and group, the generation in `group.state` never
-  decreases, and two Stable observations with different member sets never share a generation;
-  per consumer, the generation of its assigns strictly increases (each assignment ends a rebalance,
-  and each rebalance is a new generation: the same generation twice is a reused generation). In a KIP-848 group
-  the generation is the member's epoch, which never decreases but may carry several assignments: a partition
-  its previous owner has not released yet is added later in the same epoch (the coordinator's
-  `CurrentAssignmentBuilder`, state UNRELEASED_PARTITIONS).
 - `group.exclusive_ownership`: within one generation no partition is held by two members (holdings
-  reconstructed from assign/revoke); once the group is Stable with exactly the members that
-  reported assigns for that generation, every partition of their topics is held by one of them.
+  reconstructed from assign/revoke; a generation numbered again after a permitted truncation of the group's
+  coordinator partition is judged per incarnation, `holdings.Generation`); once the group is Stable with exactly
+  the members that reported assigns for that generation, every partition of their topics is held by one of them.
 - `group.assignment_conforms`: the holdings of a generation equal `harness.model.assignors`'s
   range/roundrobin result for the protocol the group elected (`group.state.protocol`), or, for
   sticky/cooperative-sticky, are valid, balanced and break no stickiness rule of the model; a KIP-848 group
@@ -31,7 +25,13 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from spark_analysis.checks.group.holdings import Holding, base_partition_counts, generation_counts, holdings
+from spark_analysis.checks.group.holdings import (
+    Generation,
+    Holding,
+    base_partition_counts,
+    generation_counts,
+    holdings,
+)
 from spark_analysis.checks.group.judge import (
     COMMIT_FIELDS,
     SAMPLE,
@@ -45,8 +45,8 @@ from spark_analysis.checks.group.sticky import balance_and_stickiness, first_iss
 from spark_analysis.checks.shared.common import as_members, evidence, plural, summary_with_fault, tp_label
 from spark_analysis.checks.shared.damage import Depends
 from spark_analysis.checks.shared.frames import topic_hash_sql, weighed
-from spark_analysis.checks.shared.permits import truncation_permit
-from spark_analysis.facts.context import CheckContext, Row
+from spark_analysis.checks.shared.permits import group_truncations, truncation_permit
+from spark_analysis.facts.context import CheckContext
 from spark_analysis.result import CheckResult, failed, passed, unknown
 
 if TYPE_CHECKING:
@@ -54,85 +54,6 @@ if TYPE_CHECKING:
 
 COORDINATOR_GRACE_S = 10.0
 OFFSETS_TOPIC = "__consumer_offsets"
-
-
-class GenerationMonotonic:
-    id = "group.generation_monotonic"
-    family = "group"
-    needs: frozenset[str] = frozenset()
-
-    def run(self, ctx: CheckContext) -> CheckResult:
-        states = [e for e in ctx.rows("group.state") if e.get("generation") is not None]
-        assigns = [e for e in ctx.rows("assign") if e.get("generation") is not None]
-        if not states and not assigns:
-            return unknown(self.id, "no group.state or assign event carries a generation")
-        all_states = ctx.rows("group.state")
-        bad: list[dict[str, Any]] = []
-        last: dict[tuple[str, str], Row] = {}
-        stable: dict[tuple[str, str], Row] = {}
-        for ev in states:
-            key = (str(ev.get("src")), str(ev.get("group")))
-            prev = last.get(key)
-            if prev is not None and ev["generation"] < prev["generation"]:
-                bad += [evidence(prev), evidence(ev, problem=f"group {ev.get('group')} generation went back "
-                                                             f"{prev['generation']} -> {ev['generation']}")]
-            if ev.get("state") == "Stable":
-                ps = stable.get(key)
-                if (ps is not None and ps["generation"] == ev["generation"] and ev.get("members") is not None
-                        and ps.get("members") is not None
-                        and sorted(as_members(ps["members"])) != sorted(as_members(ev["members"]))):
-                    bad += [evidence(ps), evidence(ev, problem=f"group {ev.get('group')} members changed in "
-                                                               f"generation {ev['generation']} without a rebalance")]
-                stable[key] = ev
-            last[key] = ev
-        last_assign: dict[tuple[str, str], Row] = {}
-        modern = modern_groups(ctx)
-        for ev in assigns:
-            key = (str(ev.get("src")), str(ev.get("group")))
-            prev = last_assign.get(key)
-            if prev is not None and ev["generation"] < prev["generation"]:
-                bad += [evidence(prev), evidence(ev, problem=f"{ev.get('src')} assigned in generation "
-                                                             f"{ev['generation']} after {prev['generation']}")]
-            elif (prev is not None and ev["generation"] == prev["generation"] and key[1] not in modern
-                  and not _current_generation_again(prev, ev, all_states)):
-                bad += [evidence(prev), evidence(ev, problem=f"{ev.get('src')} assigned {_parts(ev)} in generation "
-                                                             f"{ev['generation']}, which gave it {_parts(prev)} "
-                                                             "(a rebalance without a new generation: generation "
-                                                             "reused)")]
-            last_assign[key] = ev
-        gens = {(str(e.get("group")), int(e["generation"])) for e in states + assigns}
-        metrics = {"group_states": len(states), "assigns": len(assigns), "generations": len(gens),
-                   "violations": len(bad) // 2}
-        if bad:
-            summary, fault = summary_with_fault(ctx, f"{plural(len(bad) // 2, 'violation')}: {bad[1]['problem']}",
-                                                float(bad[1].get("t") or 0.0))
-            return failed(self.id, summary, bad, metrics, fault)
-        return passed(self.id, f"generations only increased ({plural(len(gens), 'group generation')})", metrics)
-
-
-def _current_generation_again(prev: Row, ev: Row, states: list[Row]) -> bool:
-    """Whether `ev`, a second assignment of a member under `prev`'s generation, is Kafka handing a rejoining
-    follower the current generation again rather than a rebalance that kept its generation: the same member and
-    partitions, and either no rebalance of the group observed in between (a follower that rejoins a Stable group
-    with unchanged metadata gets the current generation and, from SyncGroup, its assignment:
-    GroupCoordinator.doJoinGroup, GroupMetadataManager.classicGroupJoinExistingMember, "for followers with no
-    actual change to their metadata, just return group information for the current generation") or a new
-    coordinator in between (it loads the group's last stored generation; the rebalance in flight at the old one is
-    lost: seen on 4.4.0, hunt kraft schedule 27, the coordinator killed mid-rebalance)."""
-    if prev.get("member") != ev.get("member") or _parts(prev) != _parts(ev):
-        return False
-    t0, t1 = float(prev.get("t") or 0.0), float(ev.get("t") or 0.0)
-    group = prev.get("group")
-    mine = [st for st in states if st.get("group") == group]
-    between = [st for st in mine if t0 < float(st.get("t") or 0.0) <= t1]
-    if not any(st.get("state") in ("PreparingRebalance", "CompletingRebalance") for st in between):
-        return True
-    before = [st.get("coordinator") for st in mine if float(st.get("t") or 0.0) <= t0]
-    return bool(before) and any(st.get("coordinator") != before[-1] for st in between)
-
-
-def _parts(ev: Row) -> list[str]:
-    return sorted(f"{t}/{p}" for t, p in (ev.get("partitions") or ()))
 
 
 def _stable_members(ctx: CheckContext) -> dict[tuple[str, int], list[str]]:
@@ -152,18 +73,35 @@ def _grown_at(ctx: CheckContext) -> dict[str, float]:
     return out
 
 
+def _holdings(ctx: CheckContext) -> dict[Generation, dict[str, Holding]]:
+    """The holdings per generation, a generation numbered again after a permitted truncation of the group's
+    coordinator partition split into its incarnations (`permits.group_truncations`)."""
+    return holdings(ctx.rows("assign", "revoke"), lambda group: [c.t for c in group_truncations(ctx, group)])
+
+
+def _numbered_again(held: dict[Generation, dict[str, Holding]]) -> int:
+    return sum(1 for key in held if key.incarnation)
+
+
+def _apart(held: dict[Generation, dict[str, Holding]]) -> str:
+    n = _numbered_again(held)
+    return f" ({n} numbered again after a permitted truncation of its coordinator's partition, judged apart)" if n \
+        else ""
+
+
 class ExclusiveOwnership:
     id = "group.exclusive_ownership"
     family = "group"
     needs = frozenset({"assign"})
 
     def run(self, ctx: CheckContext) -> CheckResult:
-        held = holdings(ctx.rows("assign", "revoke"))
+        held = _holdings(ctx)
         base = base_partition_counts(ctx.rows("partition.state"), _grown_at(ctx))
         stable = _stable_members(ctx)
         bad: list[dict[str, Any]] = []
         covered = 0
-        for (group, gen), members in sorted(held.items()):
+        for key, members in sorted(held.items()):
+            group, gen = key.group, key.generation
             counts = generation_counts(base, members.values())
             owners: dict[tuple[str, int], list[Holding]] = defaultdict(list)
             for h in members.values():
@@ -173,8 +111,8 @@ class ExclusiveOwnership:
                 if len(hs) > 1:
                     names = ", ".join(h.member for h in hs)
                     bad += [evidence(h.event, problem=f"{tp_label(*tp)} held by {len(hs)} members ({names}) "
-                                                      f"in generation {gen} of {group}") for h in hs]
-            if (group, gen) in stable and sorted(stable[(group, gen)]) == sorted(members):
+                                                      f"in {key.label()} of {group}") for h in hs]
+            if not key.incarnation and (group, gen) in stable and sorted(stable[(group, gen)]) == sorted(members):
                 covered += 1
                 topics = {t for h in members.values() for t, _ in h.partitions}
                 unowned = [(t, p) for t in sorted(topics) for p in range(counts.get(t, 0)) if (t, p) not in owners]
@@ -182,13 +120,15 @@ class ExclusiveOwnership:
                     last = max(members.values(), key=lambda h: int(h.event.get("seq") or 0))
                     bad.append(evidence(last.event, problem=f"Stable generation {gen} of {group} leaves "
                                                             f"{', '.join(tp_label(*x) for x in unowned[:5])} unowned"))
-        metrics = {"generations": len(held), "generations_checked_complete": covered, "violations": len(bad)}
+        metrics = {"generations": len(held), "generations_checked_complete": covered, "violations": len(bad),
+                   "numbered_again": _numbered_again(held)}
         if bad:
             summary, fault = summary_with_fault(ctx, f"{bad[0]['problem']}" + (f" (+{len(bad) - 1} more rows)"
                                                                           if len(bad) > 1 else ""),
                                                 float(bad[0].get("t") or 0.0))
             return failed(self.id, summary, bad, metrics, fault)
-        return passed(self.id, f"no partition held twice in any of {plural(len(held), 'generation')}", metrics)
+        return passed(self.id, f"no partition held twice in any of {plural(len(held), 'generation')}"
+                               f"{_apart(held)}", metrics)
 
 
 def _protocols(ctx: CheckContext) -> dict[tuple[str, int], str]:
@@ -241,32 +181,33 @@ class AssignmentConforms:
     def run(self, ctx: CheckContext) -> CheckResult:
         from harness.model import assignors
 
-        held = holdings(ctx.rows("assign", "revoke"))
+        held = _holdings(ctx)
         base = base_partition_counts(ctx.rows("partition.state"), _grown_at(ctx))
         protocols = _protocols(ctx)
         by_time = _stable_protocols(ctx)
-        first_assign: dict[tuple[str, int], float] = {}
-        for (group, gen), members in held.items():
-            first_assign[(group, gen)] = min(float(h.event.get("t") or 0.0) for h in members.values())
+        first_assign: dict[Generation, float] = {}
+        for key, members in held.items():
+            first_assign[key] = min(float(h.event.get("t") or 0.0) for h in members.values())
         stable = _stable_members(ctx)
         modern = modern_groups(ctx)
         snapshots, bad = judge_modern(ctx, _grown_at(ctx)) if modern else (0, [])
         judged = partial = 0
         previous: dict[str, dict[str, list[tuple[str, int]]]] = {}
-        for (group, gen), members in sorted(held.items()):
+        for key, members in sorted(held.items()):
+            group, gen = key.group, key.generation
             if group in modern:
                 continue  # members' epochs are no shared generation: judged on its Stable snapshots (modern.py)
             current = {m: sorted(h.partitions) for m, h in members.items()}
             prev = previous.get(group)
             previous[group] = current
             protocol = protocols.get((group, gen))
-            exact = stable.get((group, gen))
+            exact = None if key.incarnation else stable.get((group, gen))
             listed: tuple[str, ...] | None = None
             if protocol is None:
-                t_prev = max((float(h.event.get("t") or 0.0) for (g, n), ms in held.items() if g == group and n < gen
+                t_prev = max((float(h.event.get("t") or 0.0) for k, ms in held.items() if k.group == group and k < key
                               for h in ms.values()), default=float("-inf"))
-                t_from = max(t_prev, first_assign[(group, gen)] - STABLE_BEFORE_ASSIGN_S)
-                t_next = min((t for (g, n), t in first_assign.items() if g == group and n > gen), default=float("inf"))
+                t_from = max(t_prev, first_assign[key] - STABLE_BEFORE_ASSIGN_S)
+                t_next = min((t for k, t in first_assign.items() if k.group == group and k > key), default=float("inf"))
                 seen = _stable_between(by_time.get(group, []), t_from, t_next)
                 if seen is not None:
                     protocol, listed = seen.protocol, seen.members
@@ -295,7 +236,7 @@ class AssignmentConforms:
                     m0 = diff[0]
                     held_now = [tp_label(*x) for x in current[m0]]
                     model = [tp_label(*x) for x in want.get(m0, [])]
-                    problem = f"{group} generation {gen} ({protocol}): {m0} holds {held_now}, model assigns {model}"
+                    problem = f"{group} {key.label()} ({protocol}): {m0} holds {held_now}, model assigns {model}"
             elif "sticky" in protocol:
                 judged += 1
                 # A cooperative first round (KIP-429) leaves the partitions it takes from staying members
@@ -305,11 +246,12 @@ class AssignmentConforms:
                 issues = list(assignors.assignment_problems(current, parts, may_be_unassigned=revoking))
                 issues += balance_and_stickiness(prev, current, judge_balance=not revoking)
                 if issues:
-                    problem = first_issue(f"{group} generation {gen} ({protocol})", issues)
+                    problem = first_issue(f"{group} {key.label()} ({protocol})", issues)
             if problem:
                 bad.append(evidence(last, protocol=protocol, problem=problem,
                                     assignment={m: [tp_label(*x) for x in v] for m, v in current.items()}))
-        metrics = {"generations": len(held), "judged": judged, "members_unrecorded": partial, "violations": len(bad)}
+        metrics = {"generations": len(held), "judged": judged, "members_unrecorded": partial, "violations": len(bad),
+                   "numbered_again": _numbered_again(held)}
         if modern:
             metrics["modern_snapshots"] = snapshots
         if bad:
@@ -321,7 +263,8 @@ class AssignmentConforms:
             return unknown(self.id, "no generation with a known protocol and a complete assignment", metrics)
         what = [plural(judged, "generation")] if judged else []
         what += [plural(snapshots, "KIP-848 Stable assignment")] if snapshots else []
-        return passed(self.id, f"{' and '.join(what)} assigned as the elected strategy prescribes", metrics)
+        return passed(self.id, f"{' and '.join(what)} assigned as the elected strategy prescribes{_apart(held)}",
+                      metrics)
 
 
 class CoordinatorConforms:

@@ -6,7 +6,9 @@ incarnation never revokes (SIGKILL), and its partitions go elsewhere with the ne
 partitions it held right after each
 `assign` (union of assigns minus revokes, which is right for both the eager protocol — revoke
 everything, assign the full set — and the cooperative one — incremental assign/revoke), keyed
-by (group, generation). Also the partition count of every topic, from `partition.state` events
+by (group, generation, incarnation): a generation numbered again after its coordinator's stored record was
+truncated (`cuts`: the times of such truncations per group, `permits.group_truncations`) is a new incarnation,
+judged on its own. Also the partition count of every topic, from `partition.state` events
 (highest partition + 1), else from what assignments mention; and the count one generation is judged
 against when `add_partitions` grew a topic during the run (`generation_counts`).
 """
@@ -14,9 +16,9 @@ against when `add_partitions` grew a topic during the run (`generation_counts`).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from spark_analysis.checks.shared.common import TopicPartition, as_partitions
 
@@ -33,10 +35,30 @@ class Holding:
     event: Mapping[str, Any]
 
 
-def holdings(events: Iterable[Mapping[str, Any]]) -> dict[tuple[str, int], dict[str, Holding]]:
-    """(group, generation) -> member -> Holding (the last assign of that member in that generation)."""
+class Generation(NamedTuple):
+    """One generation of a group; `incarnation` counts how often its number was given again after a truncation."""
+
+    group: str
+    generation: int
+    incarnation: int = 0
+
+    def label(self) -> str:
+        again = f" (numbered again after a truncation, incarnation {self.incarnation + 1})" if self.incarnation else ""
+        return f"generation {self.generation}{again}"
+
+
+def _no_cuts(_group: str) -> Sequence[float]:
+    return ()
+
+
+def holdings(events: Iterable[Mapping[str, Any]],
+             cuts: Callable[[str], Sequence[float]] = _no_cuts) -> dict[Generation, dict[str, Holding]]:
+    """Generation -> member -> Holding (the last assign of that member in that generation). An assign in a
+    generation whose previous assign came before one of the group's `cuts` starts that generation's next
+    incarnation."""
     held: dict[tuple[str, str], set[TopicPartition]] = defaultdict(set)
-    out: dict[tuple[str, int], dict[str, Holding]] = defaultdict(dict)
+    out: dict[Generation, dict[str, Holding]] = defaultdict(dict)
+    latest: dict[tuple[str, int], tuple[int, float]] = {}  # (group, generation) -> (incarnation, its last assign)
     for ev in events:
         group = str(ev.get("group"))
         src = str(ev.get("src"))
@@ -49,7 +71,13 @@ def holdings(events: Iterable[Mapping[str, Any]]) -> dict[tuple[str, int], dict[
             if ev.get("generation") is None:
                 continue
             gen = int(ev["generation"])
-            out[(group, gen)][member] = Holding(group, gen, src, member, frozenset(held[(group, member)]), ev)
+            t = float(ev.get("t") or 0.0)
+            incarnation, before = latest.get((group, gen), (0, t))
+            if any(before < cut <= t for cut in cuts(group)):
+                incarnation += 1
+            latest[(group, gen)] = (incarnation, t)
+            out[Generation(group, gen, incarnation)][member] = Holding(group, gen, src, member,
+                                                                       frozenset(held[(group, member)]), ev)
     return out
 
 

@@ -7,7 +7,9 @@ Owns the rule of permits, for every path that judges these checks (Spark and the
 - what permits each kind of anomaly (`Reason`: `once_permit`, `order_permit`, `ack_permit`, `truncation_permit`),
   from the settings of the writer of its value (`harness.model.promises`) and its partition's unclean election;
 - `unclean_partitions` (per partition: the unclean election its topic's `unclean.leader.election.enable`
-  allowed, which truncates what only the old ISR held), `power_loss_truncations` (a power loss of every replica,
+  allowed, which truncates what only the old ISR held), `group_truncations` (per group: the permitted unclean
+  elections of its coordinator's `__consumer_offsets` partition, which may take back its stored generations),
+  `power_loss_truncations` (a power loss of every replica,
   which cuts the log back to what was fsynced), and `permit_of`, one anomaly's permit;
 - `Weighed`, a check's anomalies counted by what permits them, with the facts its judge needs about all of them
   and about the violations alone; `judge_weighed` and `settle` turn them into one result: pass with `permitted`
@@ -75,6 +77,49 @@ def unclean_partitions(ctx: CheckContext) -> Mapping[Partition, str]:
                     unclean.setdefault((u.topic, u.partition), reason)
         ctx.shared["unclean_permits"] = unclean
     return ctx.shared["unclean_permits"]
+
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+@dataclass(frozen=True, slots=True)
+class GroupTruncation:
+    """A permitted unclean election of a group's `__consumer_offsets` partition at `t`, and the setting."""
+
+    t: float
+    reason: str
+
+
+def group_truncations(ctx: CheckContext, group: str) -> tuple[GroupTruncation, ...]:
+    """The permitted unclean elections of `group`'s coordinator partition, in time order. A coordinator stores each
+    generation in that partition and a new one loads the last stored (`GroupMetadataManager.loadGroupsForPartition`);
+    an unclean election that truncated the record of a generation makes the next coordinator number that generation
+    again (`GroupMetadata.initNextGeneration`: the loaded generation + 1): 3.9.2 under explore, weak-isr seed 2,
+    billing's generation 2 at coordinator 1, broker 3 elected from outside the ISR [2, 1], generation 2 again at
+    coordinator 3 (docs/kafka-behaviour.md G2, G3)."""
+    from harness.model.coordinator import coordinator_partition
+
+    if "group_truncations" not in ctx.shared:
+        by_partition: dict[int, list[GroupTruncation]] = {}
+        if ctx.count("partition.state"):
+            for u in leader_elections(ctx)[1]:
+                reason = unclean_permits(ctx.run.unclean_for(u.topic), u.leader, float(u.ev.get("t") or 0.0),
+                                         tp_label(u.topic, u.partition)) if u.topic == OFFSETS_TOPIC else None
+                if reason is not None:
+                    by_partition.setdefault(u.partition, []).append(GroupTruncation(float(u.ev.get("t") or 0.0),
+                                                                                    reason))
+        ctx.shared["group_truncations"] = by_partition
+    by_partition = ctx.shared["group_truncations"]
+    if not by_partition:
+        return ()
+    n = ctx.run.offsets_topic_partitions or 1 + max(int(e["partition"]) for e in ctx.rows("partition.state")
+                                                    if e.get("topic") == OFFSETS_TOPIC)
+    return tuple(sorted(by_partition.get(coordinator_partition(group, n), ()), key=lambda g: g.t))
+
+
+def truncated_between(cuts: tuple[GroupTruncation, ...], t0: float, t1: float) -> GroupTruncation | None:
+    """The first of `cuts` in (t0, t1], if any."""
+    return next((c for c in cuts if t0 < c.t <= t1), None)
 
 
 def power_loss_truncations(ctx: CheckContext) -> Mapping[Partition, str]:

@@ -73,7 +73,7 @@ def _assign(t: float, epoch: int, parts: list[int]) -> dict[str, Any]:
 def test_a_kip848_member_may_get_unreleased_partitions_later_in_the_same_epoch_but_never_an_older_epoch() -> None:
     """The coordinator adds a partition its previous owner has not released yet without a new epoch
     (CurrentAssignmentBuilder, UNRELEASED_PARTITIONS); an epoch going back is still a violation."""
-    from spark_analysis.checks.group.checks import GenerationMonotonic
+    from spark_analysis.checks.group.generations import GenerationMonotonic
 
     modern = _stable(0.5, "uniform", a=[0, 1, 2, 3, 4, 5])
     same_epoch = [modern, _assign(1.0, 3, []), _assign(2.0, 3, [3, 4, 5])]
