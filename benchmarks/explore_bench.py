@@ -74,7 +74,7 @@ def main() -> None:
                   f"{f['faults_before']} -> {f['faults_after']}"
                   + ("" if f["local_minimum"] else " (not a local minimum: the budget ended first)"))
             if f["recheck"]:
-                print(f"  the shrunk schedule run again afresh: {f['recheck']}")
+                print(f"  the handed-back schedule run again on fresh clusters: {f['recheck']}")
             if f["confirmed"] is False:
                 print("  not confirmed: the budget ended while the drawn failure was run again")
         else:

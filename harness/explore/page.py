@@ -71,7 +71,7 @@ def render_explore_html(doc: Mapping[str, Any], base: Path) -> str:
                  f"{len(minimal['schedule'])} fault(s), {_cell(minimal['duration_s'])} s of chaos ({state}); "
                  f"<code>minimal.yaml</code> holds it:</p><p class=mono>{_schedule(minimal['schedule'])}</p>")
         if doc.get("recheck"):
-            found += f"<p>Run again afresh after the shrink: {_cell(doc['recheck'])}.</p>"
+            found += f"<p>Run again on fresh clusters after the shrink: {_cell(doc['recheck'])}.</p>"
         if not doc.get("confirmed", True):
             found += "<p>Not confirmed: the budget ended before the drawn schedule was run again.</p>"
     else:

@@ -138,7 +138,7 @@ class EngineRunner:
             if reuse else None
         self._spark: Any = None
 
-    def __call__(self, schedule: tuple[Entry, ...], duration_s: float, label: str) -> Outcome:
+    def __call__(self, schedule: tuple[Entry, ...], duration_s: float, label: str, fresh: bool = False) -> Outcome:
         from spark_analysis.session.spark_session import get_session
         from spark_analysis.verify import verify_run
 
@@ -146,7 +146,7 @@ class EngineRunner:
             exp = self.exploration.load(schedule, duration_s, label)
         except ValidationError as exc:
             return Outcome("unknown", note=f"the loader refused it: {str(exc).splitlines()[0]}")
-        result, note = self._run(exp)
+        result, note = self._run(exp, fresh)
         if result.status in ("interrupted", "failed"):  # a signal, or a record that could not be written
             raise Stopped(f"{label} {result.status}: {result.error} ({result.run_dir})")
         if result.status != "completed":
@@ -158,12 +158,15 @@ class EngineRunner:
         permitted = tuple(c.check_id for c in verdict.checks if c.permitted)
         return Outcome(verdict.status, failing, str(result.run_dir), note=note, permitted=permitted)
 
-    def _run(self, exp: Experiment) -> tuple[Any, str | None]:
-        """The run, on the reused cluster where there is one; a run that could not reach its steady state on a
-        cluster that had served runs before is run again once on a fresh cluster (the note says so)."""
+    def _run(self, exp: Experiment, fresh: bool) -> tuple[Any, str | None]:
+        """The run, on the reused cluster where there is one (`fresh`: on a cluster of its own, the reused one taken
+        down first so that two never share the machine); a run that could not reach its steady state on a cluster
+        that had served runs before is run again once on a fresh cluster (the note says so)."""
         from harness.engine.runner import run_experiment
 
-        if self.clusters is None:
+        if self.clusters is None or fresh:
+            if self.clusters is not None:
+                self.clusters.close()
             return run_experiment(exp, self.backend, backend_reason=self.reason, runs_dir=self.runs_dir), None
         backend, reason = self.clusters.lend()
         served = self.clusters.runs
@@ -220,7 +223,8 @@ def write_results(out: Path, exploration: Exploration, result: ExploreResult, bu
                    f"shows {', '.join(result.target)}\n# (failed, or permitted by the configuration"
                    f"{'' if result.confirmed else ', in one run: the budget ended before it was run again'}; "
                    f"shrunk from {len(result.failing.schedule)} faults to {len(result.minimal.schedule)}; {state})."
-                   + (f"\n# Run again afresh after the shrink: {result.recheck}." if result.recheck else "") + "\n"
+                   + (f"\n# Run again on fresh clusters after the shrink: {result.recheck}." if result.recheck
+                      else "") + "\n"
                    "# Run it: kafka-chaos run minimal.yaml\n")
         (out / "minimal.yaml").write_text(exploration.text(result.minimal.schedule, result.minimal.duration_s,
                                                            comment=comment), encoding="utf-8")

@@ -45,7 +45,7 @@ class FakeKafka:
         self.calls: list[tuple[tuple[Entry, ...], float, str]] = []
         self.flaky = flaky
 
-    def __call__(self, schedule: tuple[Entry, ...], duration_s: float, label: str) -> Outcome:
+    def __call__(self, schedule: tuple[Entry, ...], duration_s: float, label: str, fresh: bool = False) -> Outcome:
         self.calls.append((schedule, duration_s, label))
         kills = any(e.get("fault") == "kill" and e.get("target") == "broker:1" for e in schedule)
         if kills and (not self.flaky or len(self.calls) % 3 == 0):
@@ -81,7 +81,8 @@ def test_a_candidate_failing_fewer_than_needed_of_its_reruns_is_not_kept() -> No
     kafka = FakeKafka(flaky=True)  # any candidate fails one run in three: never 2 of 3
     drawn = (*NOISE, KILL_1)
 
-    def the_drawn_schedule_always_fails(schedule: tuple[Entry, ...], duration_s: float, label: str) -> Outcome:
+    def the_drawn_schedule_always_fails(schedule: tuple[Entry, ...], duration_s: float, label: str,
+                                        fresh: bool = False) -> Outcome:
         outcome = kafka(schedule, duration_s, label)
         as_drawn = schedule == drawn and duration_s == 60.0
         return Outcome("fail", ("delivery.lost_write",), f"runs/{label}") if as_drawn else outcome
@@ -89,7 +90,8 @@ def test_a_candidate_failing_fewer_than_needed_of_its_reruns_is_not_kept() -> No
     result = explore(lambda i: (drawn, 60.0), the_drawn_schedule_always_fails, Budget(3600), needed=2, reruns=3)
     assert result.failing is not None and result.confirmed and result.local_minimum
     assert result.minimal is not None and len(result.minimal.schedule) == 3
-    assert not any(s.kept for s in result.shrink)
+    assert not any(s.kept for s in result.shrink if not s.recheck)
+    assert result.recheck is not None and result.recheck.startswith("as drawn: 2 of 2 runs on fresh clusters")
 
 
 def test_a_drawn_schedule_failing_fewer_than_needed_of_its_runs_is_not_handed_back_and_the_draws_go_on() -> None:
@@ -124,7 +126,9 @@ def test_a_shrunk_schedule_that_fails_its_fresh_runs_gives_way_to_the_kept_step_
     """A kept step can pass its `needed` of `reruns` by luck (on Apache Kafka: minimal.yaml files that lost writes in
     1 of 3 runs): after the shrink the schedule to hand back is run again afresh, and the lone kill, which fails only
     during the shrink here, gives way to the last kept step that still holds the partition beside it."""
-    def lucky_during_the_shrink(schedule: tuple[Entry, ...], duration_s: float, label: str) -> Outcome:
+    def lucky_during_the_shrink(schedule: tuple[Entry, ...], duration_s: float, label: str, fresh: bool = False
+                                ) -> Outcome:
+        assert fresh == label.startswith("recheck-"), "only the recheck runs on fresh clusters, every one of it"
         kills = any(e.get("fault") == "kill" and e.get("target") == "broker:1" for e in schedule)
         fails = kills and (not label.startswith("recheck-") or len(schedule) >= 2)
         return Outcome("fail" if fails else "pass", ("delivery.lost_write",) if fails else (), f"runs/{label}")
@@ -134,17 +138,18 @@ def test_a_shrunk_schedule_that_fails_its_fresh_runs_gives_way_to_the_kept_step_
     assert {e.get("fault") for e in result.minimal.schedule} == {"partition", "kill"}
     rechecks = [s for s in result.shrink if s.recheck]
     assert [s.kept for s in rechecks][-1] and not any(s.kept for s in rechecks[:-1])
-    assert len(rechecks) >= 2 and result.recheck is not None and result.recheck.endswith(": 2 of 2 fresh runs")
+    assert len(rechecks) >= 2 and result.recheck is not None
+    assert result.recheck.endswith(": 2 of 2 runs on fresh clusters")
     assert any(t.purpose.startswith("recheck: ") for t in result.tried)
     write_results(tmp_path, _exploration(), result, 3600)
-    assert f"afresh after the shrink: {result.recheck}" in (tmp_path / "minimal.yaml").read_text(encoding="utf-8")
+    assert f"on fresh clusters after the shrink: {result.recheck}" in (tmp_path / "minimal.yaml").read_text(encoding="utf-8")
     assert json.loads((tmp_path / "explore.json").read_text())["recheck"] == result.recheck
 
 
 def _only_while_shrinking(now: list[float]) -> Runner:
     """Fails a schedule killing broker 1 in its draws and the shrink's runs, never when a kept step is run again
     (every run takes 60 s of `now`)."""
-    def run(schedule: tuple[Entry, ...], duration_s: float, label: str) -> Outcome:
+    def run(schedule: tuple[Entry, ...], duration_s: float, label: str, fresh: bool = False) -> Outcome:
         now[0] += 60.0
         kills = any(e.get("fault") == "kill" and e.get("target") == "broker:1" for e in schedule)
         fails = kills and label.startswith(("shrink-", "draw-"))
@@ -157,9 +162,12 @@ def test_every_kept_step_failing_its_fresh_runs_hands_back_the_drawn_schedule() 
                      reruns=3)
     assert result.failing is not None and result.minimal is not None and result.local_minimum
     assert result.minimal.schedule == result.failing.schedule and result.minimal.step == "as drawn"
-    assert result.recheck is not None and result.recheck.endswith("handed back as drawn")
+    assert result.recheck is not None and result.recheck.startswith("not reproduced afresh")
+    assert result.recheck.endswith("handed back as drawn")
     kept = [s for s in result.shrink if s.kept and not s.recheck]
-    assert len([s for s in result.shrink if s.recheck]) == len(kept) > 1  # each kept step run again, last first
+    rechecks = [s for s in result.shrink if s.recheck]
+    assert len(rechecks) == len(kept) + 1 and len(kept) > 1  # each kept step run again, last first, then as drawn
+    assert rechecks[-1].step == "run again: as drawn" and not rechecks[-1].kept
 
 
 def test_once_a_step_is_kept_the_shrink_leaves_the_budget_a_recheck_needs() -> None:
@@ -274,7 +282,8 @@ def test_an_interrupted_exploration_keeps_what_it_found_and_its_report_says_wher
     the failing schedule and the smallest kept so far stand, and explore.json and explore.html say why it stopped."""
     kafka = FakeKafka()
 
-    def interrupted_on_the_sixth_run(schedule: tuple[Entry, ...], duration_s: float, label: str) -> Outcome:
+    def interrupted_on_the_sixth_run(schedule: tuple[Entry, ...], duration_s: float, label: str,
+                                     fresh: bool = False) -> Outcome:
         if len(kafka.calls) == 5:  # the draw, its confirmation, a kept step's two runs, the next step's first
             raise Stopped(f"{label} interrupted: interrupted by SIGINT (runs/{label})")
         return kafka(schedule, duration_s, label)
@@ -310,7 +319,7 @@ def test_a_budget_that_ends_with_the_first_failing_run_is_not_called_a_local_min
 
 
 def test_ctrl_c_between_a_runs_end_and_its_verdict_says_which_run_it_stopped_in() -> None:
-    def interrupted(schedule: tuple[Entry, ...], duration_s: float, label: str) -> Outcome:
+    def interrupted(schedule: tuple[Entry, ...], duration_s: float, label: str, fresh: bool = False) -> Outcome:
         if label == "draw-2":
             raise KeyboardInterrupt
         return Outcome("pass", (), f"runs/{label}")
