@@ -154,20 +154,58 @@ judged."""
 
 
 def across_migration(check: Check, ctx: CheckContext) -> CheckResult | None:
-    """Unknown for a check of `AUTHORITY_FAMILIES`/`AUTHORITY_CHECKS` in a run that migrated to KRaft: from the
-    metadata copy on the KRaft controller gives the orders while ZooKeeper is still written, the brokers leave
-    `/brokers/ids` alive, and elections follow KRaft's rules, so one authority's view judges the run wrongly (on
-    Apache Kafka 3.9.2 it failed `controller.unique`, `election_conforms` and `partition_unavailable` over a clean
-    migration); judging each phase by its own authority is not built (docs/design.md, the migration). None: judged
-    as usual."""
-    if (check.family not in AUTHORITY_FAMILIES and check.id not in AUTHORITY_CHECKS) or check.id in MIGRATION_CHECKS:
+    """Unknown for a check of `AUTHORITY_FAMILIES`/`AUTHORITY_CHECKS` in a run that migrated to KRaft, unless it runs
+    on rows and the KRaft controller's taking of `/controller` was observed: from the metadata copy on the KRaft
+    controller gives the orders while ZooKeeper is still written, the brokers leave `/brokers/ids` alive, and
+    elections follow KRaft's rules, so one authority's view judges the run wrongly (on Apache Kafka 3.9.2 it failed
+    `controller.unique`, `election_conforms` and `partition_unavailable` over a clean migration). Those that run on
+    rows are judged on the ZooKeeper phase instead (`zookeeper_phase`, by `run_check`). None: judged (as usual, or
+    on that phase)."""
+    if not _judges_authority(check):
         return None
     migration = ctx.operations.migration
-    if migration is None:
+    if migration is None or (not reads_frames(check) and _takeover(ctx) is not None):
         return None
+    why = "reads Spark frames" if reads_frames(check) else "was never seen handed to the KRaft controller"
     return unknown(check.id, f"cannot conclude: the run migrated to KRaft from {migration.start:.1f}s (op "
                    f"#{migration.op_id}), and this check reads one authority's view of the controller's decisions; "
-                   "judging each phase of a migration by its own authority is not built yet")
+                   f"it is judged on the ZooKeeper phase alone, and that phase's end ({why}) is not known")
+
+
+def _takeover(ctx: CheckContext) -> Mapping[str, Any] | None:
+    from spark_analysis.facts.liveness import kraft_takeover
+
+    return kraft_takeover(ctx.rows("controller"), ctx.run.kraft_controller_ids)
+
+
+def _judges_authority(check: Check) -> bool:
+    return (check.family in AUTHORITY_FAMILIES or check.id in AUTHORITY_CHECKS) and check.id not in MIGRATION_CHECKS
+
+
+@dataclass(frozen=True, slots=True)
+class ZookeeperPhase:
+    """A migration's ZooKeeper phase: up to `end`, when KRaft controller `controller` took `/controller`."""
+
+    end: float
+    controller: int
+
+    def told(self, result: CheckResult) -> CheckResult:
+        """`result`, judged on this phase alone, saying so."""
+        return replace(result, summary=f"ZooKeeper phase (to {self.end:.1f}s, when KRaft controller {self.controller} "
+                                       f"took /controller): {result.summary}; the KRaft phase after it is not judged",
+                       metrics={**result.metrics, "judged_until_s": round(self.end, 3)})
+
+
+def zookeeper_phase(check: Check, ctx: CheckContext) -> ZookeeperPhase | None:
+    """The phase a check of the authority families that runs on rows is judged on, in a run that migrated to KRaft:
+    until the KRaft controller took `/controller`, the ZooKeeper-mode controller gave every order, by ZooKeeper
+    mode's rules (KIP-866: the brokers' roll into migration mode comes first, under it). None: the run did not
+    migrate, or no KRaft controller was seen taking over (`across_migration` then says unknown), or the check is not
+    of those families or reads frames."""
+    if not _judges_authority(check) or reads_frames(check) or ctx.operations.migration is None:
+        return None
+    first = _takeover(ctx)
+    return None if first is None else ZookeeperPhase(float(first.get("t") or 0.0), int(first["broker"]))
 
 
 def cannot_judge(check: Check, ctx: CheckContext) -> CheckResult | None:
@@ -180,14 +218,16 @@ def cannot_judge(check: Check, ctx: CheckContext) -> CheckResult | None:
 
 
 def run_check(check: Check, ctx: CheckContext) -> CheckResult:
-    """Run `check`: what `cannot_judge` says first; an exception -> unknown naming it; timed."""
+    """Run `check`: what `cannot_judge` says first; in a run that migrated to KRaft, a check of the authority
+    families on its ZooKeeper phase (`zookeeper_phase`); an exception -> unknown naming it; timed."""
     start = time.perf_counter()
     result_or_none = cannot_judge(check, ctx)
+    phase = zookeeper_phase(check, ctx) if result_or_none is None else None
     if result_or_none is not None:
         result = result_or_none
     else:
         try:
-            result = check.run(ctx)
+            result = check.run(ctx) if phase is None else phase.told(check.run(ctx.until(phase.end)))
         except Exception as exc:
             tb = traceback.format_exc(limit=6)
             result = unknown(

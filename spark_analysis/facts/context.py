@@ -130,6 +130,16 @@ class CheckContext:
             self._frames[key] = self.events.where(of_types(self.events, list(key)))
         return self._frames[key]
 
+    def until(self, t: float) -> CheckContext:
+        """The same run's events before `t` alone, as rows (no Spark: a check judged on a phase runs on rows, on
+        both paths alike), with caches of its own; the run's ending events are kept, so `completed` answers for the
+        whole run."""
+        def provide(types: tuple[str, ...]) -> list[Row]:
+            return [r for r in self.rows(*types) if r.get("type") in ENDING_TYPES or float(r.get("t") or 0.0) < t]
+
+        return CheckContext(run=self.run, type_counts=self.type_counts, end_t=min(self.end_t, t),
+                            rows_provider=provide, skipped_lines=self.skipped_lines, damage=self.damage)
+
     @property
     def faults(self) -> FaultIndex:
         if self._faults is None:

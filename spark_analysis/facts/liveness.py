@@ -10,7 +10,8 @@ shutdown). The KRaft observer's own `broker.up` already means registered and unf
 event pairs agree; reading both keeps liveness right when only one of them is recorded. ZooKeeper
 histories have no fencing events, and their liveness is unchanged.
 
-Also which sources are authoritative: `authoritative` (the ZooKeeper, else the KRaft metadata observer's events)
+Also `kraft_takeover`, when a migration's KRaft controller took `/controller`. Also which sources are
+authoritative: `authoritative` (the ZooKeeper, else the KRaft metadata observer's events)
 and `controller_events` (the `controller` events of the sources that carry epochs), which the partition, controller
 and SLO checks read alike.
 
@@ -75,6 +76,14 @@ def controller_events(events: list[E]) -> list[E]:
     events; all events when no source carries an epoch."""
     sources = {e.get("src") for e in events if e.get("epoch") is not None}
     return [e for e in events if e.get("src") in sources] or events
+
+
+def kraft_takeover(controllers: Sequence[Mapping[str, Any]], kraft: frozenset[int]) -> Mapping[str, Any] | None:
+    """In a ZooKeeper-to-KRaft migration, the ZooKeeper observer's first `controller` event naming one of the `kraft`
+    controllers: the moment the KRaft controller took `/controller`, ending the ZooKeeper phase (rule M4); None when
+    none did."""
+    return next((e for e in controllers if e.get("src") == "zk" and e.get("broker") is not None
+                 and int(e["broker"]) in kraft), None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,8 @@
 """A run that migrated to KRaft (`migrate_to_kraft`): the checks that read one authority's view of the controller's
-decisions answer unknown, naming the migration, on every path (`run_check`), and the others are judged as usual. On
-Apache Kafka 3.9.2 a clean migration failed controller.unique, election_conforms and partition_unavailable from
-ZooKeeper's view (docs/design.md, the migration)."""
+decisions are judged on the ZooKeeper phase alone, up to the KRaft controller's taking of `/controller`, and answer
+unknown, naming the migration, when that moment was not seen, on every path (`run_check`); the others are judged as
+usual. On Apache Kafka 3.9.2 a clean migration failed controller.unique, election_conforms and partition_unavailable
+from ZooKeeper's view over the whole run (docs/design.md, the migration)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 from spark_analysis.checks import BY_ID
 from spark_analysis.checks.partition.isr import OfflineReplicaLeavesIsr
 from spark_analysis.result import run_check
-from tests.fixtures.histories import python_context
+from tests.fixtures.histories import RUN_JSON, python_context
 
 Event = dict[str, Any]
 
@@ -39,6 +40,26 @@ def test_an_authority_check_of_a_migrated_run_is_unknown_naming_the_migration() 
     result = run_check(OfflineReplicaLeavesIsr(), python_context(_history(migrates=True)))
     assert result.status == "unknown"
     assert result.summary.startswith("cannot conclude: the run migrated to KRaft from 5.0s (op #0)")
+
+
+MIGRATION_RUN = {**RUN_JSON, "cluster": {**RUN_JSON["cluster"], "controllers": 1}}
+"""A ZooKeeper-mode run with one dedicated KRaft controller (node 101) for its migration."""
+
+
+def _taken_over_at(t: float) -> Event:
+    return {"t": t, "src": "zk", "type": "controller", "broker": 101, "epoch": 7}
+
+
+def test_an_authority_check_of_a_migrated_run_is_judged_on_the_zookeeper_phase_up_to_the_kraft_takeover() -> None:
+    """Broker 3 leaves /brokers/ids alive at 12 s, after KRaft controller 101 took /controller at 10 s: the KRaft
+    phase, not judged; taken over at 30 s instead, the loss is the ZooKeeper controller's to handle, and fails."""
+    events = sorted([*_history(migrates=True), _taken_over_at(10.0)], key=lambda e: e["t"])
+    result = run_check(OfflineReplicaLeavesIsr(), python_context(events, MIGRATION_RUN))
+    assert result.status == "pass", result.summary
+    assert result.summary.startswith("ZooKeeper phase (to 10.0s, when KRaft controller 101 took /controller): ")
+    assert result.summary.endswith("the KRaft phase after it is not judged") and result.metrics["judged_until_s"] == 10
+    late = sorted([*_history(migrates=True), _taken_over_at(30.0)], key=lambda e: e["t"])
+    assert run_check(OfflineReplicaLeavesIsr(), python_context(late, MIGRATION_RUN)).status == "fail"
 
 
 def test_the_same_history_without_the_migration_is_judged() -> None:
