@@ -142,7 +142,8 @@ def test_a_shrunk_schedule_that_fails_its_fresh_runs_gives_way_to_the_kept_step_
     assert result.recheck.endswith(": 2 of 2 runs on fresh clusters")
     assert any(t.purpose.startswith("recheck: ") for t in result.tried)
     write_results(tmp_path, _exploration(), result, 3600)
-    assert f"on fresh clusters after the shrink: {result.recheck}" in (tmp_path / "minimal.yaml").read_text(encoding="utf-8")
+    minimal = (tmp_path / "minimal.yaml").read_text(encoding="utf-8")
+    assert f"on fresh clusters after the shrink: {result.recheck}" in minimal
     assert json.loads((tmp_path / "explore.json").read_text())["recheck"] == result.recheck
 
 
