@@ -11,6 +11,8 @@ A generation taken back or numbered again across a permitted unclean election of
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from spark_analysis.checks.group.modern import modern_groups
 from spark_analysis.checks.shared.common import as_members, evidence, plural, summary_with_fault
 from spark_analysis.checks.shared.permits import group_truncations, settle, tally, truncated_between
@@ -30,15 +32,13 @@ class GenerationMonotonic:
             return unknown(self.id, "no group.state or assign event carries a generation")
         all_states = ctx.rows("group.state")
         found: list[tuple[Row, Row, str]] = []  # (the row before, the row, what is wrong)
-        last: dict[tuple[str, str], Row] = {}
         stable: dict[tuple[str, str], Row] = {}
-        for ev in states:
-            key = (str(ev.get("src")), str(ev.get("group")))
-            prev = last.get(key)
+        for prev, ev in _each_after(states):
             if prev is not None and ev["generation"] < prev["generation"]:
                 found.append((prev, ev, f"group {ev.get('group')} generation went back "
                                         f"{prev['generation']} -> {ev['generation']}"))
             if ev.get("state") == "Stable":
+                key = (str(ev.get("src")), str(ev.get("group")))
                 ps = stable.get(key)
                 if (ps is not None and ps["generation"] == ev["generation"] and ev.get("members") is not None
                         and ps.get("members") is not None
@@ -46,21 +46,16 @@ class GenerationMonotonic:
                     found.append((ps, ev, f"group {ev.get('group')} members changed in generation "
                                           f"{ev['generation']} without a rebalance"))
                 stable[key] = ev
-            last[key] = ev
-        last_assign: dict[tuple[str, str], Row] = {}
         modern = modern_groups(ctx)
-        for ev in assigns:
-            key = (str(ev.get("src")), str(ev.get("group")))
-            prev = last_assign.get(key)
+        for prev, ev in _each_after(assigns):
             if prev is not None and ev["generation"] < prev["generation"]:
                 found.append((prev, ev, f"{ev.get('src')} assigned in generation {ev['generation']} after "
                                         f"{prev['generation']}"))
-            elif (prev is not None and ev["generation"] == prev["generation"] and key[1] not in modern
+            elif (prev is not None and ev["generation"] == prev["generation"] and str(ev.get("group")) not in modern
                   and not _current_generation_again(prev, ev, all_states)):
                 found.append((prev, ev, f"{ev.get('src')} assigned {_parts(ev)} in generation {ev['generation']}, "
                                         f"which gave it {_parts(prev)} (a rebalance without a new generation: "
                                         "generation reused)"))
-            last_assign[key] = ev
         gens = {(str(e.get("group")), int(e["generation"])) for e in states + assigns}
         metrics = {"group_states": len(states), "assigns": len(assigns), "generations": len(gens)}
         if not found:
@@ -79,6 +74,15 @@ class GenerationMonotonic:
         return settle(failure(found), tally(permits), ("generation taken back or numbered again",
                                                        "generations taken back or numbered again"),
                       lambda _n: failure(violations))
+
+
+def _each_after(rows: list[Row]) -> Iterator[tuple[Row | None, Row]]:
+    """Each row with the one before it from the same source (observer or consumer) and group (None: the first)."""
+    last: dict[tuple[str, str], Row] = {}
+    for ev in rows:
+        key = (str(ev.get("src")), str(ev.get("group")))
+        yield last.get(key), ev
+        last[key] = ev
 
 
 def _truncation_between(ctx: CheckContext, prev: Row, ev: Row) -> str | None:
