@@ -166,10 +166,11 @@ def across_migration(check: Check, ctx: CheckContext) -> CheckResult | None:
     migration = ctx.operations.migration
     if migration is None or (not reads_frames(check) and _takeover(ctx) is not None):
         return None
-    why = "reads Spark frames" if reads_frames(check) else "was never seen handed to the KRaft controller"
+    why = ("from Spark frames, which are not cut to the ZooKeeper phase" if reads_frames(check) else
+           "on the ZooKeeper phase alone, whose end is not known: no KRaft controller was seen taking /controller")
     return unknown(check.id, f"cannot conclude: the run migrated to KRaft from {migration.start:.1f}s (op "
-                   f"#{migration.op_id}), and this check reads one authority's view of the controller's decisions; "
-                   f"it is judged on the ZooKeeper phase alone, and that phase's end ({why}) is not known")
+                   f"#{migration.op_id}), and this check reads one authority's view of the controller's decisions, "
+                   f"{why}")
 
 
 def _takeover(ctx: CheckContext) -> Mapping[str, Any] | None:
