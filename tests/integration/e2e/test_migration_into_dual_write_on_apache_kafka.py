@@ -39,6 +39,9 @@ def test_a_migration_into_dual_write_passes_on_apache_kafka_and_leaves_the_broke
     assert handover["status"] == "pass" and "KRaft controller 101 took /controller" in handover["summary"], handover
     agrees = check_results(run_dir)["partition.dual_write_agrees"]
     assert agrees["status"] == "pass" and agrees["metrics"]["partitions_compared"] > 0, agrees
+    elections = check_results(run_dir)["partition.election_conforms"]  # the brokers' roll, judged by ZooKeeper's rules
+    assert elections["status"] == "pass" and elections["summary"].startswith("ZooKeeper phase (to "), elections
+    assert elections["metrics"]["elections_judged"] > 0 and elections["metrics"]["judged_until_s"] > 0, elections
     assert code == exit_code_for(run_dir)
     assert_migration_done(run_dir, MIGRATION_STEPS[:3], restarts=3)
     cluster = run_dir / "cluster"
