@@ -165,9 +165,11 @@ class EngineRunner:
         from harness.engine.runner import run_experiment
 
         if self.clusters is None or fresh:
+            note = None
             if self.clusters is not None:
                 self.clusters.close()
-            return run_experiment(exp, self.backend, backend_reason=self.reason, runs_dir=self.runs_dir), None
+                note = "on a cluster of its own, as kafka-chaos run would run it"
+            return run_experiment(exp, self.backend, backend_reason=self.reason, runs_dir=self.runs_dir), note
         backend, reason = self.clusters.lend()
         served = self.clusters.runs
         result = run_experiment(exp, backend, backend_reason=reason, runs_dir=self.runs_dir)
