@@ -42,6 +42,9 @@ class Outcome:
     permitted: tuple[str, ...] = ()
     """Checks that passed with anomalies the run's configuration permits (`CheckResult.permitted`): what `--find`
     looks for when the question is a trade-off ("the smallest schedule that loses my data with these settings")."""
+    resolved: tuple[tuple[int, str], ...] = ()
+    """Where the schedule's faults on one node resolved in this run: (entry index, node), as its `fault.start` named
+    it; the shrink pins a failing run's symbolic targets to them (`shrink.pinned`)."""
 
     def hits(self, target: tuple[str, ...] | str | None) -> bool:
         """Whether this run shows the anomaly sought: its verdict failed (with a check of `target` when given), or
@@ -224,7 +227,7 @@ def _explore(draw: Callable[[int], tuple[tuple[Entry, ...], float]], run: Runner
     as_drawn = current = result.minimal = Candidate("as drawn", result.failing.schedule, result.failing.duration_s)
     kept: list[Candidate] = []
     while budget.left > (reserve := _reserve(result, reruns)):
-        for cand in candidates(current.schedule, current.duration_s):
+        for cand in candidates(current.schedule, current.duration_s, _resolved(result, current)):
             if budget.left <= reserve:
                 break
             ok, outcomes = reproduces(run, cand, result.target, needed, reruns, result, budget)
@@ -239,6 +242,14 @@ def _explore(draw: Callable[[int], tuple[tuple[Entry, ...], float]], run: Runner
             break
     result.minimal = _recheck(run, [as_drawn, *kept], result, needed, reruns, budget, say)
     return result
+
+
+def _resolved(result: ExploreResult, current: Candidate) -> dict[int, str]:
+    """Where `current`'s targets resolved in a run of it that hit the target (its first; the drawn schedule's when
+    nothing was kept yet)."""
+    assert result.failing is not None
+    runs = [t.outcome for t in result.tried if t.schedule == current.schedule and t.outcome.hits(result.target)]
+    return dict(runs[0].resolved) if runs else dict(result.failing.outcome.resolved)
 
 
 def _reserve(result: ExploreResult, reruns: int) -> float:

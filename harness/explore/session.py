@@ -120,6 +120,25 @@ class Exploration:
         raise HarnessError(f"no schedule the loader accepts in {DRAWS} draws (index {index}); narrow --faults")
 
 
+def resolved_targets(history: Path) -> tuple[tuple[int, str], ...]:
+    """Where each scheduled fault on one node resolved in a run: (its schedule index, the node), from its
+    `fault.start` (a step of an operation, `fault_id` "0.3", is none of them)."""
+    from harness.history.jsonl import iter_lines
+
+    def fault_starts(text: str) -> object:  # the other lines are not parsed
+        return json.loads(text) if '"fault.start"' in text else {}
+
+    out: list[tuple[int, str]] = []
+    for line in iter_lines(history, decode=fault_starts):
+        ev = line.record
+        if ev is None or ev.get("type") != "fault.start":
+            continue
+        fid, target = ev.get("fault_id"), ev.get("target")
+        if isinstance(fid, int) and isinstance(target, list) and len(target) == 1 and isinstance(target[0], str):
+            out.append((fid, target[0]))
+    return tuple(out)
+
+
 class EngineRunner:
     """A run through the engine, then the verifiers (one Spark session for all). With `reuse` (the default) the runs
     share one cluster, cleaned between them and replaced when a run leaves it unhealthy (`harness.explore.reuse`);
@@ -156,7 +175,8 @@ class EngineRunner:
         verdict = verify_run(result.run_dir, spark=self._spark)
         failing = tuple(c.check_id for c in verdict.checks if c.status == "fail")
         permitted = tuple(c.check_id for c in verdict.checks if c.permitted)
-        return Outcome(verdict.status, failing, str(result.run_dir), note=note, permitted=permitted)
+        return Outcome(verdict.status, failing, str(result.run_dir), note=note, permitted=permitted,
+                       resolved=resolved_targets(Path(result.run_dir) / "history.jsonl"))
 
     def _run(self, exp: Experiment, fresh: bool) -> tuple[Any, str | None]:
         """The run, on the reused cluster where there is one (`fresh`: on a cluster of its own, the reused one taken
