@@ -1,6 +1,7 @@
 """Controller checks (KAFKA-BEHAVIOUR.md §7.1, §7.2), in Python over the few controller events.
 
-- `controller.unique`: at most one controller broker per controller epoch, every controller
+- `controller.unique`: at most one controller broker per controller epoch (per source: ZooKeeper's epochs and the
+  quorum's Raft epochs count apart, and a migration has both), every controller
   is a registered live broker at the time it is seen (within the liveness grace), and no broker
   names itself controller after ZooKeeper elected another unless a fault cut it off
   (`controller.zombie`: the zombie that names itself, which Apache Kafka allows only while cut off). In KRaft the
@@ -107,7 +108,9 @@ class ControllerUnique:
         events = ctx.rows("controller")
         live = build_liveness(ctx.rows(*LIVENESS_TYPES))
         voters = build_voter_liveness(ctx.rows("quorum.state"), ctx.faults)
-        by_epoch: dict[int, dict[int, dict[str, Any]]] = {}
+        # per source: ZooKeeper's controller epochs and the quorum's Raft epochs are two counters, and a migration
+        # has both (make test, 3.9.2: ZooKeeper epoch 1 held by broker 2, the quorum's epoch 1 by controller 101)
+        by_epoch: dict[tuple[str, int], dict[int, dict[str, Any]]] = {}
         bad: list[dict[str, Any]] = []
         not_live: list[dict[str, Any]] = []
         voter_events = unconfirmed = 0
@@ -116,7 +119,7 @@ class ControllerUnique:
             if broker is None or broker < 0:
                 continue
             if ev.get("epoch") is not None:
-                seen = by_epoch.setdefault(int(ev["epoch"]), {})
+                seen = by_epoch.setdefault((str(ev.get("src")), int(ev["epoch"])), {})
                 if broker not in seen and seen:
                     first = next(iter(seen.values()))
                     bad.append(evidence(first, problem=f"epoch {ev['epoch']} also held by {broker}"))

@@ -99,3 +99,21 @@ def test_dual_write_is_judged_from_the_copy_until_the_finalizing_step_and_a_late
     assert result.status == "pass", result.summary
     assert result.metrics["partitions_compared"] == 1 and result.metrics["partitions_never_settled"] == 1
     assert result.summary.startswith("dual-write 12.0s-30.0s:"), result.summary
+
+
+def test_a_raft_epoch_of_the_quorum_and_a_zookeeper_epoch_of_the_same_number_are_two_controllers_of_two_counters(
+) -> None:
+    """Recorded: zk-3.9.2-migration-raft-epoch-beside-zookeeper-epoch (make test, 3.9.2): ZooKeeper's controller
+    epoch 1 was broker 2's and the KRaft quorum's Raft epoch 1 controller 101's, two counters. Two controllers in one
+    epoch of one counter still fail."""
+    def controller(t: float, src: str, broker: int, epoch: int) -> Event:
+        return {"t": t, "src": src, "type": "controller", "broker": broker, "epoch": epoch}
+
+    quorum = {"t": 25.9, "src": "quorum", "type": "quorum.state", "voter": 101, "leader": 101, "epoch": 1,
+              "role": "leader"}
+    events = sorted([*_history(migrates=True), controller(3.0, "zk", 2, 1), quorum, controller(25.97, "quorum", 101, 1),
+                     _taken_over_at(30.0)], key=lambda e: e["t"])
+    result = run_check(BY_ID["controller.unique"], python_context(events, MIGRATION_RUN))
+    assert result.status == "pass", result.summary
+    twice = sorted([*events, controller(4.0, "zk", 3, 1)], key=lambda e: e["t"])
+    assert run_check(BY_ID["controller.unique"], python_context(twice, MIGRATION_RUN)).status == "fail"
