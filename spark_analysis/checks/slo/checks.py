@@ -120,8 +120,17 @@ class ControllerFailover:
         return judge(ctx, self.id, "controller_failover", "controller failover", self.intervals(ctx))
 
     def intervals(self, ctx: CheckContext) -> list[Interval]:
-        """Each controller failover: from the controller's loss (or the fault that caused it) to its successor."""
+        """Each controller failover: from the controller's loss (or the fault that caused it) to its successor, per
+        source (a migration has two controllers' streams: ZooKeeper's and the KRaft quorum's)."""
         events = controller_events(ctx.rows("controller"))
+        by_source: dict[str, list[Row]] = defaultdict(list)
+        for ev in events:
+            by_source[str(ev.get("src"))].append(ev)
+        return sorted((i for src in sorted(by_source) for i in self._failovers(ctx, by_source[src])),
+                      key=lambda i: i.start)
+
+    @staticmethod
+    def _failovers(ctx: CheckContext, events: list[Row]) -> list[Interval]:
         intervals: list[Interval] = []
         current: Row | None = None
         gone: Row | None = None

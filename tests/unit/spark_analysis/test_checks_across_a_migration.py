@@ -117,3 +117,17 @@ def test_a_raft_epoch_of_the_quorum_and_a_zookeeper_epoch_of_the_same_number_are
     assert result.status == "pass", result.summary
     twice = sorted([*events, controller(4.0, "zk", 3, 1)], key=lambda e: e["t"])
     assert run_check(BY_ID["controller.unique"], python_context(twice, MIGRATION_RUN)).status == "fail"
+
+
+def test_a_zookeeper_controller_failover_ends_at_the_next_zookeeper_controller_not_at_a_quorum_leader() -> None:
+    """In a migration's ZooKeeper phase the quorum observer's `controller` events (the KRaft quorum's leader) are
+    another stream: ZooKeeper's controller gone at 10 s and back at 14 s is a 4 s failover, though the quorum named
+    its leader at 10.5 s."""
+    def controller(t: float, src: str, broker: int, epoch: int) -> Event:
+        return {"t": t, "src": src, "type": "controller", "broker": broker, "epoch": epoch}
+
+    events = sorted([*_history(migrates=True), controller(1.0, "zk", 2, 1), controller(10.0, "zk", -1, 1),
+                     controller(10.5, "quorum", 101, 3), controller(14.0, "zk", 3, 2), _taken_over_at(30.0)],
+                    key=lambda e: e["t"])
+    result = run_check(BY_ID["slo.controller_failover"], python_context(events, MIGRATION_RUN))
+    assert result.metrics["samples"] == [4.0], result.summary
