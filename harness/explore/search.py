@@ -7,7 +7,7 @@ same check (`_confirmed`: it is run again by `until_known`, the one rerun rule; 
 and the draws go on), and during the shrink a candidate counts as failing on the same terms (`reproduces`): the
 schedule handed back, shrunk or not, is one that failed `needed` of `reruns` times. When the budget ends while a
 drawn schedule is being run again, it stands as found, not confirmed (`ExploreResult.confirmed`). The loop stops at a
-local minimum (no candidate reproduces) or when the budget ends. Once a step has been kept, the shrink leaves the
+local minimum (no candidate reproduces) or when the budget ends. Once a failure is confirmed, the shrink leaves the
 time of one rerun round (`_reserve`) for `_recheck`: among many candidates, one whose failure is rare can pass its
 `needed` of `reruns` by luck (seen on Apache Kafka: minimal.yaml files that lost writes in 1 of 3 runs), and a
 reused cluster (leaders moved, logs grown by the schedules before) is not what `kafka-chaos run minimal.yaml` starts
