@@ -12,6 +12,8 @@ from harness.errors import HarnessError
 
 DEFAULT_OFFSETS_PARTITIONS = 50
 """Kafka's default `offsets.topic.num.partitions`."""
+OFFSETS_TOPIC = "__consumer_offsets"
+"""The internal topic whose partitions' leaders coordinate the groups and store their generations and offsets."""
 
 _INT_MIN = -(2**31)
 

@@ -25,6 +25,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from harness.model.coordinator import OFFSETS_TOPIC
 from spark_analysis.checks.group.holdings import (
     Generation,
     Holding,
@@ -53,7 +54,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 COORDINATOR_GRACE_S = 10.0
-OFFSETS_TOPIC = "__consumer_offsets"
 
 
 def _stable_members(ctx: CheckContext) -> dict[tuple[str, int], list[str]]:

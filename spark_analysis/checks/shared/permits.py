@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from harness.model.coordinator import OFFSETS_TOPIC, coordinator_partition
 from harness.model.promises import Writer, ack_withdrawn, once_withdrawn, order_withdrawn, unclean_permits
 from spark_analysis.checks.shared.common import plural, tp_label
 from spark_analysis.facts.partitions import leader_elections
@@ -79,9 +80,6 @@ def unclean_partitions(ctx: CheckContext) -> Mapping[Partition, str]:
     return ctx.shared["unclean_permits"]
 
 
-OFFSETS_TOPIC = "__consumer_offsets"
-
-
 @dataclass(frozen=True, slots=True)
 class GroupTruncation:
     """A permitted unclean election of a group's `__consumer_offsets` partition at `t`, and the setting."""
@@ -97,8 +95,6 @@ def group_truncations(ctx: CheckContext, group: str) -> tuple[GroupTruncation, .
     again (`GroupMetadata.initNextGeneration`: the loaded generation + 1): 3.9.2 under explore, weak-isr seed 2,
     billing's generation 2 at coordinator 1, broker 3 elected from outside the ISR [2, 1], generation 2 again at
     coordinator 3 (docs/kafka-behaviour.md G2, G3)."""
-    from harness.model.coordinator import coordinator_partition
-
     if "group_truncations" not in ctx.shared:
         by_partition: dict[int, list[GroupTruncation]] = {}
         if ctx.count("partition.state"):
