@@ -90,7 +90,7 @@ class GroupTruncation:
 
 def group_truncations(ctx: CheckContext, group: str) -> tuple[GroupTruncation, ...]:
     """The permitted unclean elections of `group`'s coordinator partition, in time order. A coordinator stores each
-    generation in that partition and a new one loads the last stored (`GroupMetadataManager.loadGroupsForPartition`);
+    generation in that partition and a new one loads the last stored (`GroupMetadataManager.loadGroupsAndOffsets`);
     an unclean election that truncated the record of a generation makes the next coordinator number that generation
     again (`GroupMetadata.initNextGeneration`: the loaded generation + 1): 3.9.2 under explore, weak-isr seed 2,
     billing's generation 2 at coordinator 1, broker 3 elected from outside the ISR [2, 1], generation 2 again at
