@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from harness.model.coordinator import OFFSETS_TOPIC, coordinator_partition
 from harness.model.promises import Writer, ack_withdrawn, once_withdrawn, order_withdrawn, unclean_permits
 from spark_analysis.checks.shared.common import plural, tp_label
-from spark_analysis.facts.partitions import leader_elections
+from spark_analysis.facts.partitions import UncleanElection, leader_elections
 from spark_analysis.result import CheckResult, passed
 
 if TYPE_CHECKING:
@@ -66,16 +66,27 @@ def truncation_permit(_writer: Writer | None, unclean: str | None) -> str | None
     return unclean
 
 
+def _permitted_unclean(ctx: CheckContext) -> list[tuple[UncleanElection, str]]:
+    """Each unclean election its topic's `unclean.leader.election.enable` permitted, in the authoritative states'
+    order, with the setting's words; computed once per verify."""
+    if "permitted_unclean" not in ctx.shared:
+        found: list[tuple[UncleanElection, str]] = []
+        if ctx.count("partition.state"):
+            for u in leader_elections(ctx)[1]:
+                reason = unclean_permits(ctx.run.unclean_for(u.topic), u.leader, u.t, tp_label(u.topic, u.partition))
+                if reason is not None:
+                    found.append((u, reason))
+        ctx.shared["permitted_unclean"] = found
+    return ctx.shared["permitted_unclean"]
+
+
 def unclean_partitions(ctx: CheckContext) -> Mapping[Partition, str]:
     """Partition -> the setting that permitted its first unclean election (which truncates what only the old ISR
     held), computed once per verify."""
     if "unclean_permits" not in ctx.shared:
         unclean: dict[Partition, str] = {}
-        if ctx.count("partition.state"):
-            for u in leader_elections(ctx)[1]:
-                reason = unclean_permits(ctx.run.unclean_for(u.topic), u.leader, u.t, tp_label(u.topic, u.partition))
-                if reason is not None:
-                    unclean.setdefault((u.topic, u.partition), reason)
+        for u, reason in _permitted_unclean(ctx):
+            unclean.setdefault((u.topic, u.partition), reason)
         ctx.shared["unclean_permits"] = unclean
     return ctx.shared["unclean_permits"]
 
@@ -95,22 +106,14 @@ def group_truncations(ctx: CheckContext, group: str) -> tuple[GroupTruncation, .
     again (`GroupMetadata.initNextGeneration`: the loaded generation + 1): 3.9.2 under explore, weak-isr seed 2,
     billing's generation 2 at coordinator 1, broker 3 elected from outside the ISR [2, 1], generation 2 again at
     coordinator 3 (docs/kafka-behaviour.md G2, G3)."""
-    if "group_truncations" not in ctx.shared:
-        by_partition: dict[int, list[GroupTruncation]] = {}
-        if ctx.count("partition.state"):
-            for u in leader_elections(ctx)[1]:
-                reason = unclean_permits(ctx.run.unclean_for(u.topic), u.leader, float(u.ev.get("t") or 0.0),
-                                         tp_label(u.topic, u.partition)) if u.topic == OFFSETS_TOPIC else None
-                if reason is not None:
-                    by_partition.setdefault(u.partition, []).append(GroupTruncation(float(u.ev.get("t") or 0.0),
-                                                                                    reason))
-        ctx.shared["group_truncations"] = by_partition
-    by_partition = ctx.shared["group_truncations"]
-    if not by_partition:
+    offsets = [(u, reason) for u, reason in _permitted_unclean(ctx) if u.topic == OFFSETS_TOPIC]
+    if not offsets:
         return ()
     n = ctx.run.offsets_topic_partitions or 1 + max(int(e["partition"]) for e in ctx.rows("partition.state")
                                                     if e.get("topic") == OFFSETS_TOPIC)
-    return tuple(sorted(by_partition.get(coordinator_partition(group, n), ()), key=lambda g: g.t))
+    mine = coordinator_partition(group, n)
+    return tuple(sorted((GroupTruncation(u.t, reason) for u, reason in offsets if u.partition == mine),
+                        key=lambda g: g.t))
 
 
 def truncated_between(cuts: tuple[GroupTruncation, ...], t0: float, t1: float) -> GroupTruncation | None:
