@@ -164,19 +164,13 @@ def across_migration(check: Check, ctx: CheckContext) -> CheckResult | None:
     if not _judges_authority(check):
         return None
     migration = ctx.operations.migration
-    if migration is None or (not reads_frames(check) and _takeover(ctx) is not None):
+    if migration is None or zookeeper_phase(check, ctx) is not None:
         return None
     why = ("from Spark frames, which are not cut to the ZooKeeper phase" if reads_frames(check) else
            "on the ZooKeeper phase alone, whose end is not known: no KRaft controller was seen taking /controller")
     return unknown(check.id, f"cannot conclude: the run migrated to KRaft from {migration.start:.1f}s (op "
                    f"#{migration.op_id}), and this check reads one authority's view of the controller's decisions, "
                    f"{why}")
-
-
-def _takeover(ctx: CheckContext) -> Mapping[str, Any] | None:
-    from spark_analysis.facts.liveness import kraft_takeover
-
-    return kraft_takeover(ctx.rows("controller"), ctx.run.kraft_controller_ids)
 
 
 def _judges_authority(check: Check) -> bool:
@@ -203,9 +197,11 @@ def zookeeper_phase(check: Check, ctx: CheckContext) -> ZookeeperPhase | None:
     mode's rules (KIP-866: the brokers' roll into migration mode comes first, under it). None: the run did not
     migrate, or no KRaft controller was seen taking over (`across_migration` then says unknown), or the check is not
     of those families or reads frames."""
+    from spark_analysis.facts.liveness import kraft_takeover
+
     if not _judges_authority(check) or reads_frames(check) or ctx.operations.migration is None:
         return None
-    first = _takeover(ctx)
+    first = kraft_takeover(ctx.rows("controller"), ctx.run.kraft_controller_ids)
     return None if first is None else ZookeeperPhase(float(first.get("t") or 0.0), int(first["broker"]))
 
 
