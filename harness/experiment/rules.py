@@ -67,6 +67,12 @@ def _check_fault(f: Fields, exp: Experiment, fault: FaultSpec) -> None:
     if exp.cluster.mode == "kraft" and fault.kind in ("isolate_zookeeper", "kill_zookeeper"):
         f.error((*path, "fault"), "a KRaft cluster has no ZooKeeper", fault.kind,
                 "isolate or kill a controller (target: controller, controller:any, controller:<id>)")
+    if fault.kind == "isolate" and fault.params.get("from") == "voters" and (
+            exp.cluster.mode != "kraft" or fault.target is None
+            or fault.target.kind not in ("controller", "any-controller")):
+        f.error((*path, "params", "from"), "from: voters cuts a KRaft controller off from the other voters, and "
+                f"this fault's target is {fault.target} in a {exp.cluster.mode}-mode cluster", "voters",
+                "target: controller (the quorum's leader), controller:any or controller:<id> in a KRaft cluster")
     directory = fault.params.get("dir", 0) if fault.kind in ("disk_full", "disk_error") else 0
     if isinstance(directory, int) and directory >= exp.cluster.log_dirs:
         f.error((*path, "params", "dir"), f"the nodes have {exp.cluster.log_dirs} log directories (cluster.log_dirs), "

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from harness.cluster.base import CLIENT, LinkSource, NodeId, link_name
 from harness.errors import HarnessError
 from harness.faults.kind import Applied, FaultEnv, KindSpec, ParamSpec, TargetSlot, attempt, effect
-from harness.faults.resolve import isolate_links, partition_links, resolve_link, resolve_node, voter
+from harness.faults.resolve import isolate_links, partition_links, quorum_links, resolve_link, resolve_node, voter
 
 if TYPE_CHECKING:
     from harness.faults.schedule import PlannedFault
@@ -62,7 +62,8 @@ class _Cutting:
 
 @dataclass(frozen=True, slots=True)
 class Isolate(_Cutting):
-    """Every link of a broker or a KRaft controller, or (`zookeeper_only`) its links to ZooKeeper."""
+    """Every link of a broker or a KRaft controller, or (`zookeeper_only`) its links to ZooKeeper, or (param
+    `from: voters`) a KRaft voter's links to the other voters."""
 
     zookeeper_only: bool = False
 
@@ -73,6 +74,8 @@ class Isolate(_Cutting):
             raise HarnessError(f"{fault.describe()}: isolate needs a broker or a controller, got {node}")
         done.targets.append(str(node))
         done.nodes.append(node)
+        if fault.spec.params.get("from") == "voters":
+            return quorum_links(node, env.topology)
         return isolate_links(node, env.topology, zookeeper_only=self.zookeeper_only)
 
 
@@ -101,7 +104,11 @@ LINK_KINDS: tuple[_Cutting, ...] = (
     Isolate(_spec("isolate", "Cut every link of a node. A broker: to and from every other broker, to ZooKeeper or "
                   "the KRaft voters, and from clients. A KRaft controller: to and from the other voters, and from "
                   "the brokers (it loses the quorum leadership after controller.quorum.fetch.timeout.ms).",
-                  {"broker", "controller"}, (), "links", "re-enables the links",
+                  {"broker", "controller"},
+                  (ParamSpec("from", "choice", "what the node is cut off from: every peer and client (all), or, for a "
+                             "KRaft controller, only the other voters (voters: brokers and clients still reach it, "
+                             "Raft's partitioned leader)", default="all", choices=("all", "voters")),),
+                  "links", "re-enables the links",
                   "disables every proxy whose name starts or ends with the broker",
                   "same, on the toxiproxy container")),
     Isolate(_spec("isolate_zookeeper", "Cut a broker's links to every ZooKeeper member: its session expires after "

@@ -147,6 +147,16 @@ def isolate_links(node: NodeId, topo: LinkGraph, *, zookeeper_only: bool = False
     return out + ([(CLIENT, node)] if topo.dials(CLIENT, node) else [])
 
 
+def quorum_links(node: NodeId, topo: LinkGraph) -> list[tuple[LinkSource, NodeId]]:
+    """The proxied links between KRaft voter `node` and the other voters, both ways: the voter is cut off from the
+    quorum while brokers and clients still reach it (Raft's partitioned leader, KIP-595's check quorum)."""
+    voters = topo.voter_nodes()
+    if node not in voters:
+        raise ResolutionError(f"{node} is not a KRaft voter (voters {[str(v) for v in voters]}); only a voter can be "
+                              "cut off from the other voters")
+    return [pair for other in voters if other != node for pair in ((node, other), (other, node)) if topo.dials(*pair)]
+
+
 def partition_links(groups: tuple[tuple[Target, ...], ...], one_way: bool,
                     topo: LinkGraph | None = None) -> list[tuple[LinkSource, NodeId]]:
     """Links between nodes of different groups, each cut at the proxy of whichever side dials the other:

@@ -242,6 +242,21 @@ def test_the_files_explore_block_narrows_what_is_drawn() -> None:
     assert Exploration.of(exp, NARROWED, 3, ("stop",)).space.kinds == ("stop",)  # --faults overrides the block
 
 
+def test_a_quorum_partition_cuts_off_a_named_voter_or_the_quorum_leader_and_each_loads_in_a_kraft_file() -> None:
+    """Jepsen's partitioned leader: besides a voter by id (the leader one time in three), `quorum_partition` draws
+    the quorum's leader whichever voter leads when the fault fires, cut off from the other voters only."""
+    space = FaultSpace(kinds=("quorum_partition",), faults=(1, 1))
+    drawn = [draw_schedule(random.Random(i), space, 3, (101, 102, 103), kraft=True)[0] for i in range(80)]
+    leaders = [e for e in drawn if e["fault"] == "isolate"]
+    assert leaders and all(e["target"] == "controller" and e["params"] == {"from": "voters"} for e in leaders)
+    voters = {tuple(e["groups"][0]) for e in drawn if e["fault"] == "partition"}
+    assert voters == {("controller:101",), ("controller:102",), ("controller:103",)}
+    for entry in (leaders[0], next(e for e in drawn if e["fault"] == "partition")):
+        text = "name: q\nduration: 60s\ntopics: [{name: orders}]\ncluster: {mode: kraft, brokers: 3, controllers: 3}\n"
+        exp = load_experiment_text(text + f"schedule: [{json.dumps(entry)}]\n", "drawn.yaml")
+        assert len(exp.schedule) == 1
+
+
 def test_overlap_starts_a_fault_in_the_second_half_of_the_one_before_and_zero_draws_each_start_alone() -> None:
     """`explore.overlap` (default 0.5): a fault after the first may start while the one before it is in effect, in
     its second half, as a lone leader's acknowledgements then its kill need; 0 leaves the independent starts (the

@@ -123,6 +123,40 @@ def test_isolate_zookeeper_and_partition_name_the_peers_each_node_lost() -> None
     assert {x["proxy"] for x in effect["links"]} == {"1->2", "1->3", "2->1", "3->1"}
 
 
+KRAFT_HEAD = """name: k
+duration: 30s
+topics: [{name: t}]
+cluster: {mode: kraft, brokers: 3, controllers: 3}
+schedule:
+  - """
+
+
+def test_isolate_from_voters_cuts_the_quorum_leader_off_from_the_other_voters_only() -> None:
+    (fault,) = plan(load_experiment_text(KRAFT_HEAD + "{at: 1s, fault: isolate, target: controller, duration: 5s, "
+                                         "params: {from: voters}}\n", "mem.yaml"))
+    cluster = FakeCluster()
+    events: list[dict[str, Any]] = []
+    injector = FaultInjector(cluster, ClusterState(controller=102), LinkGraph((1, 2, 3), (), (101, 102, 103)),  # type: ignore[arg-type]
+                             lambda e: events.append(record_of(e)))
+    assert injector.inject(fault)
+    injector.heal(fault)
+    effect = events[0]["effect"]
+    assert effect["nodes"] == [{"role": "controller", "id": 102}]
+    assert effect["unreachable"] == [{"role": "controller", "id": 102, "from": ["controller"]}]
+    links = {(x["src"], x["dst"]) for x in effect["links"]}
+    assert links and all("controller:102" in pair and all(e.startswith("controller:") for e in pair) for pair in links)
+    assert {"controller:101", "controller:103"} <= {e for pair in links for e in pair}
+
+
+@pytest.mark.parametrize(("head", "target"), [(KRAFT_HEAD, "'broker:1'"), (HEAD, "controller")])
+def test_isolate_from_voters_is_refused_off_a_kraft_controller_naming_the_field(head: str, target: str) -> None:
+    from harness.errors import ValidationError
+
+    with pytest.raises(ValidationError, match=r"schedule\[0\]\.params\.from"):
+        load_experiment_text(head + f"{{at: 1s, fault: isolate, target: {target}, duration: 5s, "
+                             "params: {from: voters}}\n", "mem.yaml")
+
+
 def test_cut_and_a_toxic_name_links_only() -> None:
     events, calls = _run("{at: 1s, fault: cut, link: 'broker:1->broker:2', duration: 5s}")
     assert events[0]["effect"]["links"] == [{"src": "broker:1", "dst": "broker:2", "proxy": "1->2"}]
