@@ -177,7 +177,7 @@ class Run:
                                seed=self.exp.seed))
             status, error = self._phases()
         except KeyboardInterrupt as exc:
-            status, error = "interrupted", f"interrupted by {exc or 'SIGINT'}"
+            status, error = "interrupted", f"interrupted by {str(exc) or 'SIGINT'}"
             if len(self.interrupts.received) == before:  # the default SIGINT handler (no Interrupts installed)
                 self.interrupts.received.append("SIGINT")
         finally:

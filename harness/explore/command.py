@@ -65,7 +65,8 @@ def cmd_explore(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     out = Path(args.out or f"runs/explore-{exp.name}")
     print(f"explore {exp.source}: seed {seed}, budget {format_duration(budget_s)}, faults "
-          f"{', '.join(exploration.space.kinds)}; {reason}; out {out}")
+          f"{', '.join(exploration.space.kinds)}; the experiment's Kafka: {exp.cluster.kafka_version} "
+          f"({exp.cluster.mode}); {reason}; out {out}")
     with EngineRunner(exploration, backend, reason, out / "runs", args.spark_master,
                       reuse=not args.fresh_cluster) as runner:
         result = explore(exploration.draw, runner, Budget(budget_s), needed=args.needed, reruns=args.reruns,

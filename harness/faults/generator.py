@@ -31,9 +31,9 @@ KRAFT_KINDS = ("kill", "stop", "pause", "isolate", "partition", "correlated_kill
 @dataclass(frozen=True, slots=True)
 class FaultSpace:
     """What to draw from. `kinds` are the names above; `correlated_kill` kills two brokers at once, `controller_kill`
-    and `quorum_partition` act on KRaft voters (`quorum_partition` cuts one voter, or the quorum's leader whichever
-    voter leads when it fires, off from the other voters: Jepsen's partitioned leader), `partition` splits the
-    brokers (and ZooKeeper) into two sides."""
+    and `quorum_partition` act on KRaft voters (`quorum_partition` cuts off from the other voters, as two target
+    choices drawn alike, the quorum's leader, whichever voter leads when it fires (Jepsen's partitioned leader), or
+    one voter by id), `partition` splits the brokers (and ZooKeeper) into two sides."""
 
     kinds: tuple[str, ...] = ZK_KINDS
     faults: tuple[int, int] = (2, 4)
@@ -96,10 +96,10 @@ def draw_fault(rng: random.Random, space: FaultSpace, brokers: int, voters: Sequ
         return {"action": "reassign", "topic": rng.choice(space.topics), "shuffle": True, "timeout": "60s"}
     if kind == "elect_preferred":
         return {"action": "elect_preferred", "topic": rng.choice(space.topics)}
-    if kind == "quorum_partition":  # a voter, or the quorum's leader whichever it is then, cut off from the others
-        lone = rng.choice([*voters, 0])
-        if lone == 0:
+    if kind == "quorum_partition":  # the quorum's leader (whichever voter leads then), or one voter, cut off
+        if rng.choice(("leader", "one")) == "leader":
             return {"fault": "isolate", "target": "controller", "params": {"from": "voters"}, "duration": duration}
+        lone = rng.choice(voters)
         return {"fault": "partition", "groups": [[f"controller:{lone}"],
                                                  [f"controller:{v}" for v in voters if v != lone]],
                 "duration": duration}

@@ -64,9 +64,10 @@ def test_plain_explore_finds_kafka_15489_on_its_affected_release_from_the_bugs_f
     tmp_path: Path, seed: int,
 ) -> None:
     """KAFKA-15489 (a KRaft quorum leader cut off from the voters stays leader; Apache Kafka 3.6.2): explore draws
-    from the bug's own fault kinds (cutting a voter off, killing or pausing the controller, killing a broker), not its
-    schedule, and finds `quorum.leader_resigns` failing (the corpus file's `expect:` is dropped: a known failure is
-    what explore looks for)."""
+    from the bug's own fault kinds (cutting a voter, or whichever voter leads, off from the other voters; killing or
+    pausing the controller; killing a broker), not its schedule, finds `quorum.leader_resigns` failing (the corpus
+    file's `expect:` is dropped: a known failure is what explore looks for), shrinks it, and `kafka-chaos run
+    minimal.yaml` fails the check again."""
     out = tmp_path / "explore"
     code = main(["explore", str(KNOWN_BUG), "--variant", "kafka=3.6.2", "--faults",
                  "quorum_partition,controller_kill,kill", "--budget", "30m", "--seed", str(seed),
@@ -75,3 +76,8 @@ def test_plain_explore_finds_kafka_15489_on_its_affected_release_from_the_bugs_f
     print(f"seed {seed}: exit {code}, {len(report['tried'])} runs, found {report['target_checks']}, minimal "
           f"{report['minimal']}")
     assert code == 1 and "quorum.leader_resigns" in report["target_checks"], report["target_checks"]
+    again = tmp_path / "again"
+    main(["run", str(out / "minimal.yaml"), "--backend", "process", "--runs-dir", str(again)])
+    (run_dir,) = list(again.iterdir())
+    checks = {c["id"]: c for c in json.loads((run_dir / "verdict.json").read_text())["checks"]}
+    assert checks["quorum.leader_resigns"]["status"] == "fail", checks["quorum.leader_resigns"]["summary"]

@@ -109,6 +109,19 @@ def test_sigterm_mid_chaos_heals_tears_down_and_records_interrupted_while_a_seco
     assert json.loads((result.run_dir / "run.json").read_text())["status"] == "interrupted"
 
 
+class _BareInterruptMidChaos(QuietProgress):
+    """Raises a KeyboardInterrupt without a message (Python's default SIGINT handler) in the chaos phase."""
+
+    def tick(self, *, elapsed: float, total: float, next_fault: str | None, events: int) -> None:
+        raise KeyboardInterrupt
+
+
+def test_a_bare_keyboard_interrupt_is_recorded_as_sigint_not_as_an_empty_signal_name(tmp_path: Path) -> None:
+    result, calls = _run(tmp_path, Interrupts(), _BareInterruptMidChaos())  # no handler installed: Python's own
+    assert result.status == "interrupted" and result.error == "interrupted by SIGINT"
+    assert calls[-1] == "down"
+
+
 def test_a_signal_during_teardown_of_a_finished_run_marks_it_interrupted(
     tmp_path: Path, interrupts: Interrupts, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
