@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from harness.errors import HarnessError
-from harness.explore.shrink import Candidate, candidates
+from harness.explore.shrink import PIN, Candidate, candidates
 from harness.faults.generator import Entry
 
 Status = Literal["pass", "fail", "unknown"]
@@ -228,6 +228,8 @@ def _explore(draw: Callable[[int], tuple[tuple[Entry, ...], float]], run: Runner
     kept: list[Candidate] = []
     while budget.left > (reserve := _reserve(result, reruns)):
         for cand in candidates(current.schedule, current.duration_s, _resolved(result, current)):
+            if cand.step.startswith(PIN) and any(s.step.startswith(PIN) and not s.kept for s in result.shrink):
+                continue  # a pinned form failed: what fails is the role (the quorum's leader), not the node
             if budget.left <= reserve:
                 break
             ok, outcomes = reproduces(run, cand, result.target, needed, reruns, result, budget)

@@ -7,7 +7,8 @@ one, in the order the shrinker tries them (the biggest cuts first):
   group's coordinator is wherever Kafka's random replica placement put its `__consumer_offsets` partition), so a
   schedule that fails on one cluster by killing broker 1 as the coordinator may kill broker 2 on a fresh one (seen
   on 3.9.2, weak-isr seed 2: lost writes in 2 of 2 runs where the coordinator was broker 1, none in 3 where it was
-  not);
+  not); once a pinned form has not reproduced, the shrinker (`search.explore`) offers pinning no more: what fails is
+  then the role, not the node (KAFKA-15489 on 3.6.2: isolating the quorum's leader, whichever voter leads);
 - drop one fault (or operation);
 - cut the run to the end of the last fault plus `TAIL_S` (or to half, whichever is longer);
 - halve one fault's duration (never below `MIN_DURATION_S`);
@@ -36,6 +37,10 @@ TAIL_S = 10.0
 """The chaos phase a cut run keeps after the last fault ends (its heal and the effects seen after it)."""
 CONCRETE = re.compile(r"(broker|zookeeper|controller):\d+")
 """A target naming one node (`broker:2`, `zookeeper:1`, `controller:101`); any other node target is symbolic."""
+
+
+PIN = "pin "
+"""How a pinning step's name begins."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +85,7 @@ def candidates(schedule: tuple[Entry, ...], duration_s: float,
     out: list[Candidate] = []
     pin = pinned(schedule, resolved or {})
     if pin is not None:
-        out.append(Candidate(f"pin {', '.join(pin[1])}", pin[0], duration_s))
+        out.append(Candidate(f"{PIN}{', '.join(pin[1])}", pin[0], duration_s))
     if len(schedule) > 1:
         for i, e in enumerate(schedule):
             out.append(Candidate(f"drop #{i} {describe(e)}", schedule[:i] + schedule[i + 1:], duration_s))

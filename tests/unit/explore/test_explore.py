@@ -410,3 +410,31 @@ def test_a_failure_that_needs_the_coordinator_on_one_broker_is_handed_back_pinne
     assert result.minimal is not None and result.shrink[0].step == "pin #1 coordinator:billing -> broker:1"
     assert result.shrink[0].kept and [e.get("target") for e in result.minimal.schedule] == ["broker:1"]
     assert result.recheck is not None and result.recheck.endswith(": 2 of 2 runs on fresh clusters"), result.recheck
+
+
+ISOLATE_LEADER = {"at": "8s", "fault": "isolate", "target": "controller", "params": {"from": "voters"},
+                  "duration": "15s"}
+PAUSE_VOTER = {"at": "12s", "fault": "pause", "target": "controller", "duration": "5s"}
+
+
+def test_once_a_pinned_form_fails_the_shrink_keeps_the_role_and_offers_pinning_no_more() -> None:
+    """KAFKA-15489 on 3.6.2: what fails is isolating the quorum's leader, whichever voter leads; leadership moves from
+    run to run, so `controller` pinned to the voter that led once reproduces one time in three. The pin is tried once,
+    dropped, and the shrink goes on with the role."""
+    runs = itertools.count()
+
+    def leader_moves_each_run(schedule: tuple[Entry, ...], duration_s: float, label: str,
+                              fresh: bool = False) -> Outcome:
+        leader = f"controller:{101 + next(runs) % 3}"
+        resolved = tuple((i, leader if e.get("target") == "controller" else str(e.get("target")))
+                         for i, e in enumerate(schedule))
+        fails = any(e.get("fault") == "isolate" and resolved[i][1] == leader for i, e in enumerate(schedule))
+        return Outcome("fail" if fails else "pass", ("quorum.leader_resigns",) if fails else (), f"runs/{label}",
+                       resolved=resolved)
+
+    result = explore(lambda i: ((ISOLATE_LEADER, PAUSE_VOTER), 35.0), leader_moves_each_run, Budget(3600),
+                     needed=2, reruns=3)
+    pins = [s for s in result.shrink if s.step.startswith("pin ")]
+    assert len(pins) == 1 and not pins[0].kept, [s.step for s in result.shrink]
+    assert result.minimal is not None and any(s.kept for s in result.shrink)
+    assert [e.get("target") for e in result.minimal.schedule] == ["controller"], result.minimal.schedule
