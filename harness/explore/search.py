@@ -159,10 +159,15 @@ def until_known(once: Callable[[int], Outcome], target: tuple[str, ...], needed:
 def reproduces(run: Runner, cand: Candidate, target: tuple[str, ...], needed: int, reruns: int,
                result: ExploreResult, budget: Budget, what: str = "shrink") -> tuple[bool, tuple[Outcome, ...]]:
     """Whether the shrink candidate `cand` fails with a check of `target` in at least `needed` of `reruns` runs
-    (`until_known`); `what` names its runs (`shrink`, or `recheck` when one is run again on fresh clusters)."""
+    (`until_known`); `what` names its runs (`shrink`, or `recheck` when one is run again on fresh clusters). A pinning
+    step runs on fresh clusters too: it is there so that the schedule means the same on any cluster, and on the reused
+    one a node can keep the role it had by luck (KAFKA-15489 seed 3 on 3.6.2: the quorum's leader pinned to voter 102
+    reproduced 2 of 3 there, then 0 of 1 afresh)."""
+    fresh = what == "recheck" or cand.step.startswith(PIN)
+
     def once(k: int) -> Outcome:
         result.doing = f"{what} step {len(result.shrink)} run {k + 1}"
-        outcome = run(cand.schedule, cand.duration_s, f"{what}-{len(result.shrink)}-{k}", fresh=what == "recheck")
+        outcome = run(cand.schedule, cand.duration_s, f"{what}-{len(result.shrink)}-{k}", fresh=fresh)
         result.tried.append(Tried(f"{what}: {cand.step} (run {k + 1})", cand.schedule, cand.duration_s, outcome,
                                   budget.spent, len(result.shrink)))
         return outcome

@@ -422,9 +422,12 @@ def test_once_a_pinned_form_fails_the_shrink_keeps_the_role_and_offers_pinning_n
     run to run, so `controller` pinned to the voter that led once reproduces one time in three. The pin is tried once,
     dropped, and the shrink goes on with the role."""
     runs = itertools.count()
+    afresh: list[str] = []
 
     def leader_moves_each_run(schedule: tuple[Entry, ...], duration_s: float, label: str,
                               fresh: bool = False) -> Outcome:
+        if fresh:
+            afresh.append(label)
         leader = f"controller:{101 + next(runs) % 3}"
         resolved = tuple((i, leader if e.get("target") == "controller" else str(e.get("target")))
                          for i, e in enumerate(schedule))
@@ -436,5 +439,7 @@ def test_once_a_pinned_form_fails_the_shrink_keeps_the_role_and_offers_pinning_n
                      needed=2, reruns=3)
     pins = [s for s in result.shrink if s.step.startswith("pin ")]
     assert len(pins) == 1 and not pins[0].kept, [s.step for s in result.shrink]
+    assert result.shrink[0] is pins[0] and {"shrink-0-0", "shrink-0-1"} <= set(afresh)  # the pin is judged afresh
+    assert not any(label.startswith("shrink-") and not label.startswith("shrink-0-") for label in afresh), afresh
     assert result.minimal is not None and any(s.kept for s in result.shrink)
     assert [e.get("target") for e in result.minimal.schedule] == ["controller"], result.minimal.schedule
