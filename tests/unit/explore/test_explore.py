@@ -417,10 +417,10 @@ ISOLATE_LEADER = {"at": "8s", "fault": "isolate", "target": "controller", "param
 PAUSE_VOTER = {"at": "12s", "fault": "pause", "target": "controller", "duration": "5s"}
 
 
-def test_once_a_pinned_form_fails_the_shrink_keeps_the_role_and_offers_pinning_no_more() -> None:
+def test_a_pin_is_judged_on_fresh_clusters_and_once_it_fails_the_shrink_keeps_the_role_and_pins_no_more() -> None:
     """KAFKA-15489 on 3.6.2: what fails is isolating the quorum's leader, whichever voter leads; leadership moves from
     run to run, so `controller` pinned to the voter that led once reproduces one time in three. The pin is tried once,
-    dropped, and the shrink goes on with the role."""
+    on fresh clusters (no other shrink run is), dropped, and the shrink goes on with the role."""
     runs = itertools.count()
     afresh: list[str] = []
 
