@@ -25,6 +25,7 @@ from typing import Any
 import psutil
 
 from harness.cluster.containers_spec import CONF_DIR, LABEL_OWNER, LABEL_RUN, ContainerSpec
+from harness.cluster.owners import started
 from harness.errors import BackendError
 from harness.waiting import wait_until
 
@@ -66,7 +67,7 @@ def prepare_testcontainers(engine: str) -> None:
 
 def owner_label() -> str:
     me = psutil.Process(os.getpid())
-    return f"{socket.gethostname()}/{me.pid}/{me.create_time():.3f}"
+    return f"{socket.gethostname()}/{me.pid}/{started(me):.3f}"
 
 
 def owner_alive(label: str) -> bool | None:
@@ -77,7 +78,7 @@ def owner_alive(label: str) -> bool | None:
         return None
     try:
         proc = psutil.Process(int(pid_text))
-        return abs(proc.create_time() - float(created)) < 0.05
+        return abs(started(proc) - float(created)) < 0.05
     except (ValueError, psutil.Error):
         return False
 

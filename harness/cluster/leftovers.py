@@ -36,6 +36,7 @@ from types import FrameType
 import psutil
 
 from harness.cluster.disks import clean_mount_leftovers
+from harness.cluster.owners import started
 from harness.cluster.packets import clean_packet_leftovers
 from harness.cluster.reaper import start_reaper
 from harness.errors import BackendError
@@ -114,7 +115,7 @@ def _same_process(
     """The live process `pid` if it is the one recorded (same start time and command line), else None."""
     try:
         proc = psutil.Process(pid)
-        if abs(proc.create_time() - create_time) > _TIME_SLACK_S:
+        if abs(started(proc) - create_time) > _TIME_SLACK_S:
             return None
         if proc.status() == psutil.STATUS_ZOMBIE:
             return None
@@ -164,7 +165,7 @@ def _kill_recorded(record: ProcessRecord, proc: psutil.Process) -> list[psutil.P
 
 
 def _own_create_time() -> float:
-    return psutil.Process(os.getpid()).create_time()
+    return started(psutil.Process(os.getpid()))
 
 
 class LeftoverRegistry:
@@ -194,7 +195,7 @@ class LeftoverRegistry:
         try:
             proc = psutil.Process(pid)
             cmdline = _settled_cmdline(proc)
-            record = ProcessRecord(pid, os.getpgid(pid), proc.create_time(), cmdline, what,
+            record = ProcessRecord(pid, os.getpgid(pid), started(proc), cmdline, what,
                                    self._owner_pid, self._owner_create_time)
         except (psutil.NoSuchProcess, psutil.ZombieProcess, ProcessLookupError):
             return

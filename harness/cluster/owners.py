@@ -8,10 +8,19 @@ import psutil
 _TIME_SLACK_S = 0.05
 
 
+def started(proc: psutil.Process) -> float:
+    """When `proc` started, in seconds since boot: psutil's `create_time` (boot time plus the kernel's start tick)
+    less the boot time, both read now. psutil reads the boot time from /proc/stat's `btime`, which is the wall clock
+    less the uptime in whole seconds, so a step or a slew of the wall clock moves it by a second at a time (seen on
+    these machines: the wall clock ran 0.5% fast of the uptime, `btime` moving every 200 s or so); a wall-clock start
+    time recorded before such a move never matched the process again, and its records were dropped unkilled."""
+    return proc.create_time() - psutil.boot_time()
+
+
 def this_owner() -> tuple[int, float]:
-    """(pid, start time) of this process."""
+    """(pid, start time since boot) of this process."""
     me = psutil.Process()
-    return me.pid, me.create_time()
+    return me.pid, started(me)
 
 
 def owner_alive(pid: int, create_time: float) -> bool:
@@ -20,7 +29,7 @@ def owner_alive(pid: int, create_time: float) -> bool:
     alive)."""
     try:
         proc = psutil.Process(pid)
-        return abs(proc.create_time() - create_time) < _TIME_SLACK_S and proc.status() != psutil.STATUS_ZOMBIE
+        return abs(started(proc) - create_time) < _TIME_SLACK_S and proc.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
 

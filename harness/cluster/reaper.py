@@ -24,7 +24,7 @@ from pathlib import Path
 
 import psutil
 
-from harness.cluster.owners import owner_alive
+from harness.cluster.owners import owner_alive, started
 from harness.waiting import poll_until
 
 OWNER_GONE_S = 10.0
@@ -43,7 +43,7 @@ def start_reaper(directory: Path) -> None:
         me = psutil.Process(os.getpid())
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "harness.cluster.reaper", key, str(me.pid), repr(me.create_time())],
+                [sys.executable, "-m", "harness.cluster.reaper", key, str(me.pid), repr(started(me))],
                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True,
                 start_new_session=True, env={**os.environ, "PYTHONPATH": _project_root()})
         except OSError:

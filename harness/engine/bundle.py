@@ -22,6 +22,7 @@ from typing import Any
 import psutil
 
 import harness
+from harness.cluster.owners import started
 from harness.engine.parts import value_base
 from harness.errors import StorageError, free_bytes_at
 from harness.experiment.dump import dump_experiment
@@ -231,7 +232,7 @@ class RunBundle:
 def owner() -> dict[str, Any]:
     """Who writes this run (pid and process start time): a later run tells a live run from a killed one."""
     me = psutil.Process()
-    return {"pid": me.pid, "created": me.create_time(), "host": platform.node()}
+    return {"pid": me.pid, "created": started(me), "host": platform.node()}
 
 
 def owner_alive(info: dict[str, Any]) -> bool:
@@ -241,7 +242,7 @@ def owner_alive(info: dict[str, Any]) -> bool:
         return False
     try:
         proc = psutil.Process(int(who["pid"]))
-        return abs(proc.create_time() - float(who["created"])) < 0.05
+        return abs(started(proc) - float(who["created"])) < 0.05
     except (psutil.Error, KeyError, TypeError, ValueError):
         return False
 

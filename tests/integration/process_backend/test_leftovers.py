@@ -22,6 +22,7 @@ import psutil
 import pytest
 
 from harness.cluster.leftovers import LeftoverRegistry, ProcessRecord, clean_leftovers
+from harness.cluster.owners import started
 from harness.cluster.process_backend import ProcessBackend
 from tests.fixtures.processes import alive as _alive
 from tests.fixtures.processes import reap
@@ -191,7 +192,7 @@ def test_a_recorded_process_that_does_not_lead_its_group_is_killed_with_its_chil
         proc = psutil.Process(member.pid)
         dead_owner = subprocess.Popen(["true"])
         dead_owner.wait()
-        record = ProcessRecord(member.pid, leader.pid, proc.create_time(), tuple(proc.cmdline()), "spark:driver",
+        record = ProcessRecord(member.pid, leader.pid, started(proc), tuple(proc.cmdline()), "spark:driver",
                                dead_owner.pid, 1.0)
         (tmp_path / f"{dead_owner.pid}-{member.pid}.json").write_text(record.to_json())
         cleaned = clean_leftovers(tmp_path)
@@ -213,7 +214,7 @@ def test_a_reused_pid_whose_command_line_differs_is_not_killed(tmp_path: Path) -
         proc = psutil.Process(sleeper.pid)
         dead_owner = subprocess.Popen(["true"])
         dead_owner.wait()
-        record = ProcessRecord(sleeper.pid, sleeper.pid, proc.create_time(), ("java", "something-else"),
+        record = ProcessRecord(sleeper.pid, sleeper.pid, started(proc), ("java", "something-else"),
                                "zookeeper:1", dead_owner.pid, 1.0)
         (tmp_path / f"{dead_owner.pid}-{sleeper.pid}.json").write_text(record.to_json())
         assert clean_leftovers(tmp_path) == []
