@@ -22,10 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 from harness.cluster.containers_spec import CONF_DIR, LABEL_OWNER, LABEL_RUN, ContainerSpec
-from harness.cluster.owners import started
+from harness.cluster.owners import owner_alive as process_alive
+from harness.cluster.owners import this_owner
 from harness.errors import BackendError
 from harness.waiting import wait_until
 
@@ -66,8 +65,8 @@ def prepare_testcontainers(engine: str) -> None:
 
 
 def owner_label() -> str:
-    me = psutil.Process(os.getpid())
-    return f"{socket.gethostname()}/{me.pid}/{started(me):.3f}"
+    pid, created = this_owner()
+    return f"{socket.gethostname()}/{pid}/{created:.3f}"
 
 
 def owner_alive(label: str) -> bool | None:
@@ -77,9 +76,8 @@ def owner_alive(label: str) -> bool | None:
     if host != socket.gethostname():
         return None
     try:
-        proc = psutil.Process(int(pid_text))
-        return abs(started(proc) - float(created)) < 0.05
-    except (ValueError, psutil.Error):
+        return process_alive(int(pid_text), float(created))
+    except ValueError:
         return False
 
 

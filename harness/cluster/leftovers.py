@@ -36,7 +36,7 @@ from types import FrameType
 import psutil
 
 from harness.cluster.disks import clean_mount_leftovers
-from harness.cluster.owners import started
+from harness.cluster.owners import owner_alive, started, this_owner
 from harness.cluster.packets import clean_packet_leftovers
 from harness.cluster.reaper import start_reaper
 from harness.errors import BackendError
@@ -164,10 +164,6 @@ def _kill_recorded(record: ProcessRecord, proc: psutil.Process) -> list[psutil.P
     return _kill_tree(proc)
 
 
-def _own_create_time() -> float:
-    return started(psutil.Process(os.getpid()))
-
-
 class LeftoverRegistry:
     """The processes one harness (one cluster) started; kills them all on `kill_all()`, at exit
     and on SIGTERM (unless made with `fallbacks=False`), and leaves a record of each for
@@ -178,8 +174,7 @@ class LeftoverRegistry:
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._records: dict[int, ProcessRecord] = {}
         self._lock = threading.Lock()
-        self._owner_pid = os.getpid()
-        self._owner_create_time = _own_create_time()
+        self._owner_pid, self._owner_create_time = this_owner()
         if fallbacks:
             _ACTIVE.add(self)
             _install_fallbacks()
@@ -280,7 +275,7 @@ def clean_leftovers(directory: Path | None = None, wait_s: float = 5.0) -> list[
             with contextlib.suppress(OSError):
                 path.unlink()
             continue
-        if _same_process(record.owner_pid, record.owner_create_time) is not None:
+        if owner_alive(record.owner_pid, record.owner_create_time):
             continue
         proc = _same_process(record.pid, record.create_time, record.cmdline)
         if proc is not None:

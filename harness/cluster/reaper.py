@@ -22,9 +22,7 @@ import sys
 import threading
 from pathlib import Path
 
-import psutil
-
-from harness.cluster.owners import owner_alive, started
+from harness.cluster.owners import owner_alive, this_owner
 from harness.waiting import poll_until
 
 OWNER_GONE_S = 10.0
@@ -40,10 +38,10 @@ def start_reaper(directory: Path) -> None:
     with _LOCK:
         if key in _STARTED and _STARTED[key].poll() is None:
             return
-        me = psutil.Process(os.getpid())
+        pid, created = this_owner()
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "harness.cluster.reaper", key, str(me.pid), repr(started(me))],
+                [sys.executable, "-m", "harness.cluster.reaper", key, str(pid), repr(created)],
                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True,
                 start_new_session=True, env={**os.environ, "PYTHONPATH": _project_root()})
         except OSError:

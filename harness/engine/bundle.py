@@ -19,10 +19,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 import harness
-from harness.cluster.owners import started
+from harness.cluster.owners import owner_alive as process_alive
+from harness.cluster.owners import this_owner
 from harness.engine.parts import value_base
 from harness.errors import StorageError, free_bytes_at
 from harness.experiment.dump import dump_experiment
@@ -231,8 +230,8 @@ class RunBundle:
 
 def owner() -> dict[str, Any]:
     """Who writes this run (pid and process start time): a later run tells a live run from a killed one."""
-    me = psutil.Process()
-    return {"pid": me.pid, "created": started(me), "host": platform.node()}
+    pid, created = this_owner()
+    return {"pid": pid, "created": created, "host": platform.node()}
 
 
 def owner_alive(info: dict[str, Any]) -> bool:
@@ -241,9 +240,8 @@ def owner_alive(info: dict[str, Any]) -> bool:
     if not isinstance(who, dict) or who.get("host") != platform.node():
         return False
     try:
-        proc = psutil.Process(int(who["pid"]))
-        return abs(started(proc) - float(who["created"])) < 0.05
-    except (psutil.Error, KeyError, TypeError, ValueError):
+        return process_alive(int(who["pid"]), float(who["created"]))
+    except (KeyError, TypeError, ValueError):
         return False
 
 
