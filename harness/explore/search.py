@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from harness.errors import HarnessError
-from harness.explore.shrink import PIN, Candidate, candidates
+from harness.explore.shrink import Candidate, candidates
 from harness.faults.generator import Entry
 
 Status = Literal["pass", "fail", "unknown"]
@@ -163,7 +163,7 @@ def reproduces(run: Runner, cand: Candidate, target: tuple[str, ...], needed: in
     step runs on fresh clusters too: it is there so that the schedule means the same on any cluster, and on the reused
     one a node can keep the role it had by luck (KAFKA-15489 seed 3 on 3.6.2: the quorum's leader pinned to voter 102
     reproduced 2 of 3 there, then 0 of 1 afresh)."""
-    fresh = what == "recheck" or cand.step.startswith(PIN)
+    fresh = what == "recheck" or cand.pin
 
     def once(k: int) -> Outcome:
         result.doing = f"{what} step {len(result.shrink)} run {k + 1}"
@@ -231,15 +231,15 @@ def _explore(draw: Callable[[int], tuple[tuple[Entry, ...], float]], run: Runner
         return result
     as_drawn = current = result.minimal = Candidate("as drawn", result.failing.schedule, result.failing.duration_s)
     kept: list[Candidate] = []
+    pin_failed = False  # then what fails is the role (the quorum's leader), not the node: nothing is pinned again
     while budget.left > (reserve := _reserve(result, reruns)):
-        for cand in candidates(current.schedule, current.duration_s, _resolved(result, current)):
-            if cand.step.startswith(PIN) and any(s.step.startswith(PIN) and not s.kept for s in result.shrink):
-                continue  # a pinned form failed: what fails is the role (the quorum's leader), not the node
+        for cand in candidates(current.schedule, current.duration_s, {} if pin_failed else _resolved(result, current)):
             if budget.left <= reserve:
                 break
             ok, outcomes = reproduces(run, cand, result.target, needed, reruns, result, budget)
             result.shrink.append(ShrinkStep(cand.step, outcomes, ok))
             say(f"shrink: {cand.step}: {'kept' if ok else 'dropped'}; {budget.left:.0f}s left")
+            pin_failed = pin_failed or (cand.pin and not ok)
             if ok:
                 current = result.minimal = cand
                 kept.append(cand)

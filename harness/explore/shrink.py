@@ -39,17 +39,15 @@ CONCRETE = re.compile(r"(broker|zookeeper|controller):\d+")
 """A target naming one node (`broker:2`, `zookeeper:1`, `controller:101`); any other node target is symbolic."""
 
 
-PIN = "pin "
-"""How a pinning step's name begins."""
-
-
 @dataclass(frozen=True, slots=True)
 class Candidate:
-    """One step smaller: what the step did (`step`), the schedule and the run's duration after it."""
+    """One step smaller: what the step did (`step`), the schedule and the run's duration after it; `pin`: the step
+    pins symbolic targets (`pinned`)."""
 
     step: str
     schedule: tuple[Entry, ...]
     duration_s: float
+    pin: bool = False
 
 
 def parts(entry: Entry) -> tuple[str, Any]:
@@ -85,7 +83,7 @@ def candidates(schedule: tuple[Entry, ...], duration_s: float,
     out: list[Candidate] = []
     pin = pinned(schedule, resolved or {})
     if pin is not None:
-        out.append(Candidate(f"{PIN}{', '.join(pin[1])}", pin[0], duration_s))
+        out.append(Candidate(f"pin {', '.join(pin[1])}", pin[0], duration_s, pin=True))
     if len(schedule) > 1:
         for i, e in enumerate(schedule):
             out.append(Candidate(f"drop #{i} {describe(e)}", schedule[:i] + schedule[i + 1:], duration_s))
