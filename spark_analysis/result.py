@@ -184,11 +184,38 @@ class ZookeeperPhase:
     end: float
     controller: int
 
-    def told(self, result: CheckResult) -> CheckResult:
-        """`result`, judged on this phase alone, saying so."""
-        return replace(result, summary=f"ZooKeeper phase (to {self.end:.1f}s, when KRaft controller {self.controller} "
-                                       f"took /controller): {result.summary}; the KRaft phase after it is not judged",
-                       metrics={**result.metrics, "judged_until_s": round(self.end, 3)})
+    def told(self, result: CheckResult, kraft: CheckResult | None = None) -> CheckResult:
+        """`result`, judged on this phase, saying so; with `kraft`, the same check's result on the KRaft phase from
+        the metadata log (`kraft_phase`) joined to it: the worse status, both summaries, both evidences, its
+        metrics prefixed `kraft_` and the phase's end as `zookeeper_phase_until_s`. Without it the KRaft phase is
+        said not to be judged (the phase's end: `judged_until_s`)."""
+        head = f"ZooKeeper phase (to {self.end:.1f}s, when KRaft controller {self.controller} took /controller)"
+        if kraft is None:
+            return replace(result, summary=f"{head}: {result.summary}; the KRaft phase after it is not judged",
+                           metrics={**result.metrics, "judged_until_s": round(self.end, 3)})
+        status = worst((result.status, kraft.status))
+        first = kraft if kraft.status == status and result.status != status else result
+        return replace(result, status=status, fault=first.fault,
+                       summary=f"{head}: {result.summary}; KRaft phase (the KRaft controllers' metadata log): "
+                               f"{kraft.summary}",
+                       evidence=(*result.evidence, *kraft.evidence),
+                       metrics={**result.metrics, "zookeeper_phase_until_s": round(self.end, 3),
+                                **{f"kraft_{k}": v for k, v in kraft.metrics.items()}},
+                       permitted=tuple(dict.fromkeys((*result.permitted, *kraft.permitted))))
+
+
+KRAFT_LOG_CHECKS = ("partition.election_conforms", "partition.leader_in_isr")
+"""The checks that also judge a migration's KRaft phase, on the KRaft controllers' metadata log
+(`CheckContext.metadata_log`): every leader it wrote must be one KRaft's rules allow (rule M7)."""
+
+
+def kraft_phase(check: Check, ctx: CheckContext) -> CheckResult | None:
+    """`check` run on the KRaft controllers' metadata log, for a check of `KRAFT_LOG_CHECKS` in a run whose history
+    holds it (`src: log`: the process backend reads it after a migration); None otherwise. The log holds only what
+    the KRaft controllers decided, from the migration's metadata copy on, so the whole log is the KRaft phase."""
+    if check.id not in KRAFT_LOG_CHECKS or not ctx.has_metadata_log():
+        return None
+    return check.run(ctx.metadata_log())
 
 
 def zookeeper_phase(check: Check, ctx: CheckContext) -> ZookeeperPhase | None:
@@ -224,7 +251,8 @@ def run_check(check: Check, ctx: CheckContext) -> CheckResult:
         result = result_or_none
     else:
         try:
-            result = check.run(ctx) if phase is None else phase.told(check.run(ctx.until(phase.end)))
+            result = (check.run(ctx) if phase is None
+                      else phase.told(check.run(ctx.until(phase.end)), kraft_phase(check, ctx)))
         except Exception as exc:
             tb = traceback.format_exc(limit=6)
             result = unknown(

@@ -16,7 +16,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 from harness.cluster.client_security import MECHANISMS, PLAINTEXT, ClientSecurity, ClientUser, SaslName
 from harness.history.nodes import LinkRef, NodeId, voter_ids
-from harness.install.kafka import DEFAULT_LINE
+from harness.install.kafka import DEFAULT_LINE, KafkaInstall
 
 CLIENT: Literal["client"] = "client"
 LinkSource = NodeId | Literal["client"]
@@ -293,6 +293,24 @@ class ClockControl(Protocol):
     """What a cluster whose nodes run on fake clocks (`ClusterSpec.fake_clocks`) offers the clock faults."""
 
     def skew_clock(self, node: NodeId, offset_s: int) -> None: ...  # 0: the real time again
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataLogs:
+    """Where a cluster's KRaft controllers keep their metadata logs on this host (each one's
+    `__cluster_metadata-0`), and the Kafka install and java whose `kafka-dump-log` reads them."""
+
+    dirs: tuple[Path, ...]
+    install: KafkaInstall
+    java: str
+
+
+@runtime_checkable
+class MetadataLogAccess(Protocol):
+    """What a cluster whose KRaft controllers' metadata logs stay readable on this host after `down()` offers
+    (the process backend's: they are in the run directory). None: it has no KRaft controllers."""
+
+    def metadata_logs(self) -> MetadataLogs | None: ...
 
 
 @runtime_checkable

@@ -31,11 +31,12 @@ from harness.cluster.base import (
     Link,
     LinkGroup,
     LinkSource,
+    MetadataLogs,
     NodeId,
     link_name,
 )
 from harness.cluster.client_security import ClientSecurity, ClientUser
-from harness.cluster.disks import LogDirMounts
+from harness.cluster.disks import LogDirMounts, kafka_log_dirs
 from harness.cluster.leftovers import CleanedLeftover, LeftoverRegistry, leftovers_dir
 from harness.cluster.links import LinkGraph
 from harness.cluster.packets import PacketRules
@@ -329,6 +330,16 @@ class ProcessCluster(NodeDisks):
         if len(routes) == 1:
             return self._toxiproxy.link(routes[0].name)
         return LinkGroup(tuple(self._toxiproxy.link(r.name) for r in routes))
+
+    def metadata_logs(self) -> MetadataLogs | None:
+        """The KRaft controllers' metadata logs (`__cluster_metadata-0` in each one's first log directory), which
+        stay in the working directory after `down()`; None without dedicated KRaft controllers."""
+        voters = self.topology.controllers if self.topology is not None else ()
+        nodes = [c.node for c in voters if c.node.role == "controller"]
+        if self._kraft is None or not nodes:
+            return None
+        dirs = tuple(kafka_log_dirs(self.workdir, n, self.spec.log_dirs)[0] / "__cluster_metadata-0" for n in nodes)
+        return MetadataLogs(dirs, self.launcher.kafka, self.java)
 
     def describe(self) -> Mapping[str, object]:
         """Versions, distribution, ports, pids and the proxy table (for run.json)."""

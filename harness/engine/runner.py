@@ -49,6 +49,7 @@ from harness.history.jsonl import HistoryWriter
 from harness.history.probes import PROBES
 from harness.history.state import ClusterState
 from harness.observe.base import Observer
+from harness.observe.metadata_log import record_metadata_log
 from harness.waiting import poll_until
 from harness.workload.base import Workload
 from harness.workload.common import LIBRDKAFKA_LOGGER
@@ -184,6 +185,9 @@ class Run:
             with self.interrupts.shielded():  # a second signal is noted, never cuts teardown short
                 self._record_signals()
                 failures = self._teardown()
+                steps = self.operations.steps if self.operations is not None else []
+                if steps and status == "completed":  # a migration: the KRaft controllers' own record of their phase
+                    record_metadata_log(self.cluster, self.sink)
                 if failures:
                     text = "; ".join(f"{step}: {exc}" for step, exc in failures)
                     self.sink(RunError(error=f"teardown: {text}"))
@@ -196,7 +200,6 @@ class Run:
                     status, error = "failed", self._recover_history(history, error)
                 self.sink(RunEnd(status=status, error=error))
                 history.close()
-                steps = self.operations.steps if self.operations is not None else []
                 self.bundle.finish(status, error=error, events=history.count, **({"migration": steps} if steps else {}))
         return RunResult(self.bundle.dir, status, error)
 

@@ -1,7 +1,8 @@
 """The observers' events: what the cluster's brokers, controller, partitions and groups were seen doing.
 
 Sources: `zk` (ZooKeeper), `admin` (the Admin API), `metadata` (each broker's Metadata view of the
-controller), `kraft` (DescribeCluster and DescribeTopicPartitions), `quorum` (DescribeQuorum).
+controller), `kraft` (DescribeCluster and DescribeTopicPartitions), `quorum` (DescribeQuorum), `log` (the KRaft
+controllers' metadata log, read after a migration: `harness.observe.metadata_log`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ from harness.history.events_base import (
     from_records,
     omitted,
 )
+
+METADATA_LOG_SOURCE = "log"
+"""The `src` of the events replayed from the KRaft controllers' metadata log after a run: the controller's own
+record, in its order; the verifiers read them only where a check asks for that record (`CheckContext.metadata_log`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -97,28 +102,29 @@ class BrokerUp(_BrokerEvent):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BrokerDown(_BrokerEvent):
     TYPE: ClassVar[str] = "broker.down"
-    SOURCES: ClassVar[str] = "`zk`, `admin`, `kraft`"
+    SOURCES: ClassVar[str] = "`zk`, `admin`, `kraft`, `log`"
     DOC: ClassVar[str] = "a broker's registration is gone (KRaft: fenced or gone)"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BrokerFenced(_BrokerEvent):
     TYPE: ClassVar[str] = "broker.fenced"
-    SOURCES: ClassVar[str] = "`kraft`"
-    DOC: ClassVar[str] = "KRaft, `src: kraft`: DescribeCluster (fenced brokers included) shows the broker fenced"
+    SOURCES: ClassVar[str] = "`kraft`, `log`"
+    DOC: ClassVar[str] = ("KRaft, `src: kraft`: DescribeCluster (fenced brokers included) shows the broker fenced; "
+                          "`src: log`: the metadata log registered or fenced it")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BrokerUnfenced(_BrokerEvent):
     TYPE: ClassVar[str] = "broker.unfenced"
-    SOURCES: ClassVar[str] = "`kraft`"
-    DOC: ClassVar[str] = "KRaft, `src: kraft`: a fenced broker is unfenced again"
+    SOURCES: ClassVar[str] = "`kraft`, `log`"
+    DOC: ClassVar[str] = "KRaft, `src: kraft`: a fenced broker is unfenced again; `src: log`: the metadata log says so"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PartitionState(HistoryEvent):
     TYPE: ClassVar[str] = "partition.state"
-    SOURCES: ClassVar[str] = "`zk`, `admin`, `kraft`"
+    SOURCES: ClassVar[str] = "`zk`, `admin`, `kraft`, `log`"
     DOC: ClassVar[str] = ("a partition's leader, leader_epoch, isr, replicas, controller_epoch changed; KRaft adds "
                           "elr, last_known_elr (KIP-966; null where the version lacks them); the Admin API and "
                           "KRaft add error; ZooKeeper adds leader_recovery_state while a leader recovers; KRaft adds "

@@ -5,6 +5,11 @@ Owns `CheckContext`. Big checks (delivery, consumer, commits) use `df(...)` and 
 small ones (controller, partitions, groups, SLOs) call `rows(...)`, which collects the few
 events of the given types once, in file order, as plain dicts with JSON-valued fields decoded.
 The in-process evaluator builds the same context from a parsed file.
+
+The events replayed from the KRaft controllers' metadata log (`src: log`, `harness.observe.metadata_log`) are
+the controller's own record, not an observer's: `rows` leaves them out, and `metadata_log()` is the view in which
+the partition states and broker liveness are theirs alone (how a migration's KRaft phase is judged,
+`spark_analysis.result`).
 """
 
 from __future__ import annotations
@@ -18,8 +23,10 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from harness.history.events_cluster import METADATA_LOG_SOURCE
 from spark_analysis.facts.completion import ENDING_TYPES, incompleteness
 from spark_analysis.facts.faults import FaultIndex, build_fault_index
+from spark_analysis.facts.liveness import LIVENESS_TYPES
 from spark_analysis.facts.operations import OperationIndex, build_operation_index
 from spark_analysis.facts.transactions import TXN_TYPES, TransactionIndex, build_transaction_index
 from spark_analysis.ingest.load import HistoryDamage
@@ -31,6 +38,8 @@ Row = dict[str, Any]
 RowsProvider = Callable[[tuple[str, ...]], list[Row]]
 
 _JSON_FIELDS = ("target", "params", "effect")
+LOG_TYPES = frozenset({"partition.state", *LIVENESS_TYPES})
+"""The types the metadata log's replay writes (`src: log`)."""
 
 
 def _decode(row: Row) -> Row:
@@ -100,6 +109,8 @@ class CheckContext:
     _faults: FaultIndex | None = None
     _operations: OperationIndex | None = None
     _transactions: TransactionIndex | None = None
+    log_view: bool = False
+    """`metadata_log()`'s view: the partition states and liveness events are the metadata log's alone."""
 
     def close(self) -> None:
         """Release cached DataFrames."""
@@ -117,8 +128,22 @@ class CheckContext:
         key = tuple(sorted(types))
         if key not in self._cache:
             present = tuple(t for t in key if self.count(t) > 0)
-            self._cache[key] = self.rows_provider(present) if present else []
+            rows = self.rows_provider(present) if present else []
+            self._cache[key] = [r for r in rows if (r.get("src") == METADATA_LOG_SOURCE) == (
+                self.log_view and r.get("type") in LOG_TYPES)]
         return self._cache[key]
+
+    def metadata_log(self) -> CheckContext:
+        """The same run with the partition states and broker liveness of the KRaft controllers' metadata log in
+        place of the observers' (every other type as it is); rows only, caches of its own. Empty of those types
+        when the history holds no `src: log` event."""
+        return CheckContext(run=self.run, type_counts=self.type_counts, end_t=self.end_t,
+                            rows_provider=self.rows_provider, skipped_lines=self.skipped_lines, damage=self.damage,
+                            log_view=True)
+
+    def has_metadata_log(self) -> bool:
+        """Whether the history holds the metadata log's partition states (`src: log`)."""
+        return bool(self.metadata_log().rows("partition.state"))
 
     def df(self, *types: str) -> DataFrame:
         """Events of `types` as a DataFrame (Spark contexts only); one frame per type set, built once (each

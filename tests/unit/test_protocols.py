@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from harness.cluster.base import Cluster, ClusterBackend, DiskControl, Link, SecuredAccess
+from harness.cluster.base import Cluster, ClusterBackend, DiskControl, Link, MetadataLogAccess, SecuredAccess
 from harness.cluster.process_backend import ProcessBackend, ProcessCluster
 from harness.cluster.process_toxiproxy import ProcessLink
 from harness.faults.catalog import CATALOG
@@ -64,6 +64,7 @@ CASES: list[tuple[type, Any]] = [
     (ProcessCluster, Cluster),
     (ProcessCluster, DiskControl),
     (ProcessCluster, SecuredAccess),
+    (ProcessCluster, MetadataLogAccess),
     (ProcessLink, Link),
     (ZooKeeperObserver, Observer),
     (AdminObserver, Observer),

@@ -4,7 +4,8 @@ ZooKeeper-mode broker cut off from ZooKeeper late in the run. Real brokers, ZooK
 Spark: every check the experiment is judged by passes (an SLO breach alone is the machine's load: `failing_rules`),
 the KRaft controller took `/controller` and no ZooKeeper-mode broker held it again (`controller.migration_handover`),
 ZooKeeper and the brokers name the same leader and ISR for the settled partitions at the end
-(`partition.dual_write_agrees`),
+(`partition.dual_write_agrees`), the elections are judged by ZooKeeper mode's rules up to the take-over and by
+KRaft's on the KRaft controller's metadata log after it (rule M7: the log read into the history after the run),
 the three steps end done in Kafka's order and the operation with them, each of the three brokers' restarts is its
 own `stop` fault window, the brokers end in the migration's `migrating` phase (still ZooKeeper-mode, with the KRaft
 controller's quorum), and the controller logged no migration fault.
@@ -22,7 +23,14 @@ import pytest
 from harness.cli import main
 from harness.experiment.schema import MIGRATION_STEPS
 from tests.fixtures.process_cluster import apache_kafka, migration_faults
-from tests.integration.e2e.support import ROOT, assert_migration_done, check_results, exit_code_for, failing_rules
+from tests.integration.e2e.support import (
+    ROOT,
+    assert_migration_done,
+    check_results,
+    events,
+    exit_code_for,
+    failing_rules,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow, pytest.mark.serial,
               pytest.mark.timeout(600)]  # 130 s of run, the roll's waits, Spark: ~200 s alone on 2 cores
@@ -41,7 +49,11 @@ def test_a_migration_into_dual_write_passes_on_apache_kafka_and_leaves_the_broke
     assert agrees["status"] == "pass" and agrees["metrics"]["partitions_compared"] > 0, agrees
     elections = check_results(run_dir)["partition.election_conforms"]  # the brokers' roll, judged by ZooKeeper's rules
     assert elections["status"] == "pass" and elections["summary"].startswith("ZooKeeper phase (to "), elections
-    assert elections["metrics"]["elections_judged"] > 0 and elections["metrics"]["judged_until_s"] > 0, elections
+    assert elections["metrics"]["elections_judged"] > 0 and elections["metrics"]["zookeeper_phase_until_s"] > 0
+    for check in ("partition.election_conforms", "partition.leader_in_isr"):  # the KRaft phase, from the log (M7)
+        result = check_results(run_dir)[check]
+        assert "; KRaft phase (the KRaft controllers' metadata log): " in result["summary"], result
+    assert any(e["src"] == "log" and e["type"] == "partition.state" for e in events(run_dir))
     assert code == exit_code_for(run_dir)
     assert_migration_done(run_dir, MIGRATION_STEPS[:3], restarts=3)
     cluster = run_dir / "cluster"

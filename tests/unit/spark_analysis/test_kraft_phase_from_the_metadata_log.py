@@ -1,0 +1,62 @@
+"""A migration's KRaft phase judged on the KRaft controllers' metadata log (`src: log`, rule M7): the elections the
+log records are held to KRaft's rules beside the ZooKeeper phase's, on the same path (`run_check`), and the log's
+events stay out of every other view of the history (`CheckContext.rows`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from spark_analysis.checks import BY_ID
+from spark_analysis.result import run_check
+from tests.fixtures.histories import python_context
+from tests.unit.spark_analysis.test_checks_across_a_migration import MIGRATION_RUN, _history, _taken_over_at
+
+Event = dict[str, Any]
+
+
+def _log(elected: int) -> list[Event]:
+    """The metadata log of a migration: brokers registered fenced and unfenced, the copy of t/0 (leader 1), then
+    broker 1 fenced at 20 s and `elected` written as leader of t/0 with the ISR [2, 3]."""
+    def ev(t: float, type_: str, **fields: Any) -> Event:
+        return {"t": t, "src": "log", "type": type_, **fields}
+
+    return [*(ev(8.0, "broker.fenced", broker=b) for b in (1, 2, 3)),
+            *(ev(9.0, "broker.unfenced", broker=b) for b in (1, 2, 3)),
+            ev(10.5, "partition.state", topic="t", partition=0, leader=1, leader_epoch=3, isr=[1, 2, 3],
+               replicas=[1, 2, 3], elr=None),
+            ev(20.0, "broker.fenced", broker=1),
+            ev(20.0, "partition.state", topic="t", partition=0, leader=elected, leader_epoch=4, isr=[2, 3],
+               replicas=[1, 2, 3], elr=None)]
+
+
+def _events(elected: int) -> list[Event]:
+    return sorted([*_history(migrates=True), _taken_over_at(10.0), *_log(elected)], key=lambda e: e["t"])
+
+
+def test_an_election_the_metadata_log_records_by_kraft_rules_passes_the_kraft_phase() -> None:
+    result = run_check(BY_ID["partition.election_conforms"], python_context(_events(elected=2), MIGRATION_RUN))
+    assert result.status == "pass", result.summary
+    assert "; KRaft phase (the KRaft controllers' metadata log): all 1 election conform" in result.summary
+    assert result.metrics["kraft_elections_judged"] == 1 and "judged_until_s" not in result.metrics
+
+
+def test_an_election_off_kraft_rules_in_the_metadata_log_fails_the_migrated_run() -> None:
+    """Broker 2, unfenced and in the ISR, comes before 3 in the replicas: KRaft's offline election picks 2."""
+    result = run_check(BY_ID["partition.election_conforms"], python_context(_events(elected=3), MIGRATION_RUN))
+    assert result.status == "fail", result.summary
+    assert "KRaft phase (the KRaft controllers' metadata log): 1 election off the model" in result.summary
+    assert "picked 3, model prescribes 2" in result.summary
+
+
+def test_without_the_metadata_log_the_kraft_phase_is_said_not_to_be_judged() -> None:
+    events = sorted([*_history(migrates=True), _taken_over_at(10.0)], key=lambda e: e["t"])
+    result = run_check(BY_ID["partition.election_conforms"], python_context(events, MIGRATION_RUN))
+    assert result.summary.endswith("the KRaft phase after it is not judged"), result.summary
+
+
+def test_the_metadata_logs_events_are_in_no_view_but_its_own() -> None:
+    ctx = python_context(_events(elected=2), MIGRATION_RUN)
+    assert {r["src"] for r in ctx.rows("partition.state", "broker.fenced", "broker.unfenced")} == {"zk"}
+    log = ctx.metadata_log()
+    assert {r["src"] for r in log.rows("partition.state", "broker.fenced", "broker.unfenced")} == {"log"}
+    assert [r["type"] for r in log.rows("op.start")] == ["op.start", "op.start"]  # other types as they are
