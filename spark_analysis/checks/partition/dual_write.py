@@ -10,9 +10,11 @@ the brokers answer name the same leader and the same ISR.
 Judged over that span (until the controllers' restart out of the migration, step `controllers_kraft`, begins, or
 the history ends), on the ZooKeeper observer's `partition.state` (src `zk`) and the admin observer's (src `admin`,
 Metadata answers): through every stretch of at least `SETTLE_S` in which neither view of a partition changed, both
-name the same leader and ISR (a change still on its way to one of them is no disagreement). A run whose migration
-did not finish its metadata copy (`copy` step done) has no dual-write to judge. This check reads both authorities,
-so `result.across_migration` leaves it judged (it is in `MIGRATION_CHECKS`)."""
+name the same leader and ISR (a change still on its way to one of them is no disagreement). Where the history
+holds the KRaft controllers' metadata log (`src: log`, rule M7: what the KRaft controller decided, before it wrote
+ZooKeeper), ZooKeeper is held to it the same way: the write to ZooKeeper is the dual write itself. A run whose
+migration did not finish its metadata copy (`copy` step done) has no dual-write to judge. This check reads both
+authorities, so `result.across_migration` leaves it judged (it is in `MIGRATION_CHECKS`)."""
 
 from __future__ import annotations
 
@@ -26,7 +28,11 @@ from spark_analysis.result import CheckResult, failed, passed, unknown
 SETTLE_S = 10.0
 """How long neither view of a partition may change for the states they hold through it to be compared: several of
 the admin observer's polls and of ZooKeeper's watch re-registrations."""
-VIEWS = ("zk", "admin")
+BROKERS = ("zk", "admin")
+"""ZooKeeper's view against the brokers' Metadata answers."""
+LOG = ("zk", "log")
+"""ZooKeeper's view against the KRaft controllers' metadata log."""
+_NAMES = {"admin": "the brokers answered", "log": "the KRaft controller's metadata log had"}
 
 
 def dual_write_span(events: Iterable[Mapping[str, Any]], op_id: int, end_of_history: float
@@ -52,46 +58,47 @@ def _state(ev: Mapping[str, Any]) -> tuple[int | None, tuple[int, ...]]:
             tuple(sorted(int(b) for b in ev.get("isr") or [])))
 
 
-def _settled_intervals(timeline: list[Mapping[str, Any]], span: tuple[float, float]
+def _settled_intervals(timeline: list[Mapping[str, Any]], span: tuple[float, float], views: tuple[str, str]
                        ) -> Iterable[tuple[float, float, Mapping[str, Any], Mapping[str, Any]]]:
     """Each stretch of `span` at least SETTLE_S long in which neither view of one partition changed, with the
-    ZooKeeper and the admin state in force through it. `timeline`: that partition's states of both views, in time
-    order."""
+    state of each of the two `views` in force through it. `timeline`: that partition's states of both views, in
+    time order."""
     now: dict[str, Mapping[str, Any]] = {}
     for k, ev in enumerate(timeline):
         now[str(ev.get("src"))] = ev
         t = float(ev.get("t") or 0.0)
         following = float(timeline[k + 1].get("t") or 0.0) if k + 1 < len(timeline) else span[1]
         lo, hi = max(t, span[0]), min(following, span[1])
-        if hi - lo >= SETTLE_S and len(now) == len(VIEWS):
-            yield lo, hi, now["zk"], now["admin"]
+        if hi - lo >= SETTLE_S and len(now) == len(views):
+            yield lo, hi, now[views[0]], now[views[1]]
 
 
-def disagreements(states: Iterable[Mapping[str, Any]], span: tuple[float, float]
+def disagreements(states: Iterable[Mapping[str, Any]], span: tuple[float, float], views: tuple[str, str] = BROKERS
                   ) -> tuple[list[dict[str, Any]], int, int]:
-    """The partitions whose ZooKeeper and admin states differ through a stretch of `span` in which neither changed
-    for SETTLE_S (the first such stretch of each, with its `problem`), the number of partitions compared (a settled
-    stretch in both views), and the number never settled. `states`: `partition.state` events."""
+    """The partitions whose states in the two `views` (`src`s: ZooKeeper's first) differ through a stretch of `span`
+    in which neither changed for SETTLE_S (the first such stretch of each, with its `problem`), the number of
+    partitions compared (a settled stretch in both views), and the number never settled. `states`:
+    `partition.state` events."""
     timelines: dict[tuple[str, int], list[Mapping[str, Any]]] = {}
     for ev in sorted(states, key=lambda e: float(e.get("t") or 0.0)):
-        if ev.get("src") in VIEWS and float(ev.get("t") or 0.0) <= span[1] and not ev.get("error"):
+        if ev.get("src") in views and float(ev.get("t") or 0.0) <= span[1] and not ev.get("error"):
             timelines.setdefault((str(ev.get("topic")), int(ev.get("partition") or 0)), []).append(ev)
     out: list[dict[str, Any]] = []
     compared = settling = 0
     for (topic, partition), timeline in sorted(timelines.items()):
-        if {str(ev.get("src")) for ev in timeline} != set(VIEWS):
+        if {str(ev.get("src")) for ev in timeline} != set(views):
             continue
-        stretches = list(_settled_intervals(timeline, span))
+        stretches = list(_settled_intervals(timeline, span, views))
         if not stretches:
             settling += 1
             continue
         compared += 1
-        for lo, hi, zk, admin in stretches:
-            (zl, zisr), (al, aisr) = _state(zk), _state(admin)
+        for lo, hi, zk, other in stretches:
+            (zl, zisr), (al, aisr) = _state(zk), _state(other)
             if (zl, zisr) != (al, aisr):
                 out.append(evidence(zk, problem=(
                     f"{topic}/{partition}: from {lo:.1f}s to {hi:.1f}s ZooKeeper held leader {zl}, ISR {list(zisr)}; "
-                    f"the brokers answered leader {al}, ISR {list(aisr)}")))
+                    f"{_NAMES[views[1]]} leader {al}, ISR {list(aisr)}")))
                 break
     return out, compared, settling
 
@@ -114,11 +121,19 @@ class PartitionDualWriteAgrees:
         metrics = {"dual_write_from_s": round(span[0], 3), "dual_write_until_s": round(span[1], 3),
                    "partitions_compared": compared, "partitions_never_settled": settling}
         phase = f"dual-write {span[0]:.1f}s-{span[1]:.1f}s"
-        if bad:
-            return failed(self.id, f"{plural(len(bad), 'partition')} where ZooKeeper and the brokers disagree while "
-                                   f"settled in {phase}: {bad[0]['problem']}", bad[:20], metrics)
+        logged = ctx.metadata_log().rows("partition.state")
+        log_bad, log_compared, _ = disagreements([*ctx.rows("partition.state"), *logged], span, LOG)
+        if logged:
+            metrics["partitions_compared_with_log"] = log_compared
+        with_log = (f"; ZooKeeper and the KRaft controller's metadata log did too, for "
+                    f"{plural(log_compared, 'partition')}" if log_compared else "")
+        if bad or log_bad:
+            who = "the brokers" if bad else "the KRaft controller's metadata log"
+            return failed(self.id, f"{plural(len(bad or log_bad), 'partition')} where ZooKeeper and {who} disagree "
+                                   f"while settled in {phase}: {(bad or log_bad)[0]['problem']}",
+                          (bad + log_bad)[:20], metrics)
         if compared == 0:
             return unknown(self.id, f"cannot conclude: no partition stayed still for {SETTLE_S:g}s in both views in "
                                     f"{phase} ({settling} never settled)", metrics)
         return passed(self.id, f"{phase}: ZooKeeper and the brokers named the same leader and ISR whenever settled, "
-                               f"for {plural(compared, 'partition')}", metrics)
+                               f"for {plural(compared, 'partition')}{with_log}", metrics)

@@ -60,3 +60,28 @@ def test_the_metadata_logs_events_are_in_no_view_but_its_own() -> None:
     log = ctx.metadata_log()
     assert {r["src"] for r in log.rows("partition.state", "broker.fenced", "broker.unfenced")} == {"log"}
     assert [r["type"] for r in log.rows("op.start")] == ["op.start", "op.start"]  # other types as they are
+
+
+def _dual_write(log_isr: list[int]) -> list[Event]:
+    """Dual-write from 12 s to 40 s; ZooKeeper and the brokers hold t/0 at leader 1, ISR [1, 2, 3] throughout, and the
+    metadata log has the same leader with `log_isr` from 13 s."""
+    def op(t: float, type_: str, **fields: Any) -> Event:
+        return {"t": t, "src": "engine", "type": type_, "op_id": 0, **fields}
+
+    return sorted([*_history(migrates=True), op(12.0, "op.end", step="copy", outcome="done"),
+                   op(40.0, "op.start", step="controllers_kraft"),
+                   {"t": 0.4, "src": "admin", "type": "partition.state", "topic": "t", "partition": 0, "leader": 1,
+                    "isr": [1, 2, 3]},
+                   {"t": 13.0, "src": "log", "type": "partition.state", "topic": "t", "partition": 0, "leader": 1,
+                    "isr": log_isr, "replicas": [1, 2, 3]}], key=lambda e: e["t"])
+
+
+def test_dual_write_holds_zookeeper_to_the_metadata_log_as_to_the_brokers() -> None:
+    agrees = run_check(BY_ID["partition.dual_write_agrees"], python_context(_dual_write([1, 2, 3])))
+    assert agrees.status == "pass", agrees.summary
+    assert agrees.summary.endswith("; ZooKeeper and the KRaft controller's metadata log did too, for 1 partition")
+    assert agrees.metrics["partitions_compared_with_log"] == 1
+    apart = run_check(BY_ID["partition.dual_write_agrees"], python_context(_dual_write([1, 2])))
+    assert apart.status == "fail", apart.summary
+    assert "ZooKeeper and the KRaft controller's metadata log disagree" in apart.summary
+    assert "the KRaft controller's metadata log had leader 1, ISR [1, 2]" in apart.summary
