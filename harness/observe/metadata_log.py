@@ -190,7 +190,11 @@ def read_metadata_log(install: KafkaInstall, log_dir: Path, *, java: str = "java
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
         raise MetadataLogError(f"metadata log {log_dir}: kafka-dump-log exited {done.returncode}: {last[:300]}")
-    return replay(parse_dump(done.stdout.splitlines()))
+    try:
+        return replay(parse_dump(done.stdout.splitlines()))
+    except (ValueError, KeyError, TypeError) as exc:  # a line or record of a shape this replay does not know
+        raise MetadataLogError(f"metadata log {log_dir}: kafka-dump-log's output could not be read: "
+                               f"{type(exc).__name__}: {exc}") from exc
 
 
 def longest(log_dirs: Sequence[Path]) -> Path | None:
@@ -212,8 +216,9 @@ def record_metadata_log(cluster: object, sink: EventSink) -> int:
         if log_dir is None:
             raise MetadataLogError(f"no metadata log in {', '.join(map(str, logs.dirs))}")
         events = read_metadata_log(logs.install, log_dir, java=logs.java)
-    except HarnessError as exc:
-        sink(ObserverError(src=METADATA_LOG_SOURCE, observer="metadata-log", error=str(exc), call="kafka-dump-log"))
+    except Exception as exc:  # called in the run's teardown: whatever it is, the run still ends and says why
+        error = str(exc) if isinstance(exc, HarnessError) else f"{type(exc).__name__}: {exc}"
+        sink(ObserverError(src=METADATA_LOG_SOURCE, observer="metadata-log", error=error, call="kafka-dump-log"))
         return 0
     for event in events:
         sink(event)

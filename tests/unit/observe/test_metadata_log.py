@@ -56,3 +56,24 @@ def test_a_log_whose_first_records_were_deleted_is_refused_naming_the_directory(
         segments(tmp_path)
     with pytest.raises(MetadataLogError, match=r"no segment files"):
         segments(tmp_path / "missing")
+
+
+def test_a_log_that_cannot_be_read_is_an_observer_error_and_the_run_goes_on(tmp_path: Path) -> None:
+    """Called in a run's teardown: an unreadable log (here a directory without segments) becomes one
+    `observer.error` naming it, never an exception."""
+    from harness.cluster.base import MetadataLogs
+    from harness.history.events import ObserverError
+    from harness.install.kafka import KafkaInstall
+    from harness.observe.metadata_log import record_metadata_log
+
+    (tmp_path / "__cluster_metadata-0").mkdir()
+
+    class Cluster:
+        def metadata_logs(self) -> MetadataLogs:
+            return MetadataLogs((tmp_path / "__cluster_metadata-0",), KafkaInstall.__new__(KafkaInstall), "java")
+
+    written: list[object] = []
+    assert record_metadata_log(Cluster(), written.append) == 0
+    (error,) = written
+    assert isinstance(error, ObserverError) and error.src == "log" and "no segment files" in error.error
+    assert record_metadata_log(object(), written.append) == 0 and len(written) == 1  # no such logs: nothing
