@@ -14,7 +14,9 @@ reused cluster (leaders moved, logs grown by the schedules before) is not what `
 from (seen on 3.9.2, weak-isr seed 2: a drawn schedule confirmed 2 of 3 on the reused cluster lost no write in 3
 runs of its own). So the schedule to hand back is run again on the same terms, each run on a fresh cluster
 (`fresh=True`), and one that fails them gives way to the kept step before it, the drawn schedule last; when even
-that one does not reproduce, it is handed back saying so. Every run is recorded, with the shrink step it served.
+that one does not reproduce, it is handed back saying so. A pinning step (`shrink.candidates`: offered last, at the
+unpinned form's local minimum) runs on fresh clusters when it is tried, ends the shrink once kept, and is handed
+back on those runs without another round. Every run is recorded, with the shrink step it served.
 """
 
 from __future__ import annotations
@@ -247,6 +249,9 @@ def _explore(draw: Callable[[int], tuple[tuple[Entry, ...], float]], run: Runner
         else:
             result.local_minimum = budget.left > 0  # no candidate reproduced (with the budget left to know it)
             break
+        if current.pin:  # offered last, at the unpinned form's local minimum, and judged afresh: the shrink's end
+            result.local_minimum = True
+            break
     result.minimal = _recheck(run, [as_drawn, *kept], result, needed, reruns, budget, say)
     return result
 
@@ -276,6 +281,12 @@ def _recheck(run: Runner, kept: list[Candidate], result: ExploreResult, needed: 
     as_drawn = kept[0]
     while kept:
         cand = kept[-1]
+        pin = next((s for s in reversed(result.shrink) if cand.pin and s.kept and s.step == cand.step), None)
+        if pin is not None:  # its runs were on fresh clusters already (`reproduces`)
+            hits = sum(o.hits(result.target) for o in pin.outcomes)
+            result.recheck = f"{cand.step}: {hits} of {len(pin.outcomes)} runs on fresh clusters, when it was kept"
+            say(f"recheck: {result.recheck}")
+            return cand
         if budget.left <= 0:
             result.recheck = f"{cand.step}: not run again on a fresh cluster, the budget ended"
             return cand

@@ -2,18 +2,21 @@
 
 Owns `Candidate` and `candidates(schedule, duration_s, resolved)`: every schedule one step smaller than the given
 one, in the order the shrinker tries them (the biggest cuts first):
-- pin the symbolic targets (`controller`, `leader:…`, `coordinator:…`, …) to the nodes they resolved to in a run
-  that failed (`resolved`, `pinned`): one step, first, because a symbolic target resolves anew on each cluster (a
-  group's coordinator is wherever Kafka's random replica placement put its `__consumer_offsets` partition), so a
-  schedule that fails on one cluster by killing broker 1 as the coordinator may kill broker 2 on a fresh one (seen
-  on 3.9.2, weak-isr seed 2: lost writes in 2 of 2 runs where the coordinator was broker 1, none in 3 where it was
-  not); once a pinned form has not reproduced, the shrinker (`search.explore`) offers pinning no more: what fails is
-  then the role, not the node (KAFKA-15489 on 3.6.2: isolating the quorum's leader, whichever voter leads);
 - drop one fault (or operation);
 - cut the run to the end of the last fault plus `TAIL_S` (or to half, whichever is longer);
 - halve one fault's duration (never below `MIN_DURATION_S`);
 - move one fault earlier (its start halved);
-- name one node fewer: a partition group or a `targets:` list without one of its nodes (a group keeps one).
+- name one node fewer: a partition group or a `targets:` list without one of its nodes (a group keeps one);
+- last, pin the symbolic targets (`controller`, `leader:…`, `coordinator:…`, …) to the nodes they resolved to in a
+  run that failed (`resolved`, `pinned`), because a symbolic target resolves anew on each cluster (a group's
+  coordinator is wherever Kafka's random replica placement put its `__consumer_offsets` partition), so a schedule
+  that fails on one cluster by killing broker 1 as the coordinator may kill broker 2 on a fresh one (seen on 3.9.2,
+  weak-isr seed 2: lost writes in 2 of 2 runs where the coordinator was broker 1, none in 3 where it was not). Last,
+  because the other steps run on the reused cluster, where a role keeps resolving as it did while a pinned node may
+  lose the role (KAFKA-15489 on 3.6.2, seed 4: pinned first, the quorum's leader to voter 103, all 9 steps after it
+  were dropped on the reused cluster, where 103 no longer led). The shrinker (`search.explore`) judges the pin on
+  fresh clusters and ends the shrink once it is kept; once it has not reproduced it offers pinning no more: what
+  fails is then the role, not the node (isolating the quorum's leader, whichever voter leads).
 
 A schedule is a tuple of entries as an experiment file's `schedule:` holds them (mappings: `at`, `fault` or
 `action`, `target`/`targets`/`groups`/`link`, `duration`, `params`), so a candidate is written into an ordinary
@@ -81,9 +84,6 @@ def candidates(schedule: tuple[Entry, ...], duration_s: float,
     """Every schedule one step smaller than `schedule` (see the module doc), biggest cuts first; `resolved`: where
     its symbolic targets resolved in a run that failed (entry index -> node)."""
     out: list[Candidate] = []
-    pin = pinned(schedule, resolved or {})
-    if pin is not None:
-        out.append(Candidate(f"pin {', '.join(pin[1])}", pin[0], duration_s, pin=True))
     if len(schedule) > 1:
         for i, e in enumerate(schedule):
             out.append(Candidate(f"drop #{i} {describe(e)}", schedule[:i] + schedule[i + 1:], duration_s))
@@ -102,6 +102,9 @@ def candidates(schedule: tuple[Entry, ...], duration_s: float,
                                  _with(schedule, i, at=format_duration(earlier)), duration_s))
     for i, e in enumerate(schedule):
         out += _fewer_nodes(schedule, i, e, duration_s)
+    pin = pinned(schedule, resolved or {})
+    if pin is not None:
+        out.append(Candidate(f"pin {', '.join(pin[1])}", pin[0], duration_s, pin=True))
     return out
 
 

@@ -382,11 +382,11 @@ def test_explore_picks_a_backend_that_runs_what_the_experiment_needs(monkeypatch
 KILL_COORDINATOR = {"at": "20s", "fault": "kill", "target": "coordinator:billing", "duration": "16s"}
 
 
-def test_a_symbolic_target_is_pinned_to_the_node_it_resolved_to_as_the_first_candidate() -> None:
+def test_a_symbolic_target_is_pinned_to_the_node_it_resolved_to_as_the_last_candidate() -> None:
     schedule = (NOISE[1], KILL_COORDINATOR)
-    first = candidates(schedule, 60.0, {1: "broker:1"})[0]
-    assert first.step == "pin #1 coordinator:billing -> broker:1"
-    assert first.schedule == (NOISE[1], {**KILL_COORDINATOR, "target": "broker:1"})
+    last = candidates(schedule, 60.0, {1: "broker:1"})[-1]
+    assert last.step == "pin #1 coordinator:billing -> broker:1" and last.pin
+    assert last.schedule == (NOISE[1], {**KILL_COORDINATOR, "target": "broker:1"})
     assert not any(c.step.startswith("pin") for c in candidates(schedule, 60.0))  # nothing resolved: nothing pinned
     assert pinned((KILL_1,), {0: "broker:1"}) is None  # a concrete target stays as it is
 
@@ -407,9 +407,11 @@ def test_a_failure_that_needs_the_coordinator_on_one_broker_is_handed_back_pinne
 
     result = explore(lambda i: ((NOISE[1], KILL_COORDINATOR), 60.0), coordinator_moves_on_a_fresh_cluster,
                      Budget(3600), needed=2, reruns=3)
-    assert result.minimal is not None and result.shrink[0].step == "pin #1 coordinator:billing -> broker:1"
-    assert result.shrink[0].kept and [e.get("target") for e in result.minimal.schedule] == ["broker:1"]
-    assert result.recheck is not None and result.recheck.endswith(": 2 of 2 runs on fresh clusters"), result.recheck
+    assert result.minimal is not None and result.minimal.step == "pin #0 coordinator:billing -> broker:1"
+    assert result.shrink[-1].step == result.minimal.step and result.shrink[-1].kept  # the last step, and no recheck
+    assert [e.get("target") for e in result.minimal.schedule] == ["broker:1"] and result.local_minimum
+    assert next(s.step for s in result.shrink if s.kept).startswith("drop #0")  # shrunk on the reused cluster first
+    assert result.recheck == f"{result.minimal.step}: 2 of 2 runs on fresh clusters, when it was kept", result.recheck
 
 
 ISOLATE_LEADER = {"at": "8s", "fault": "isolate", "target": "controller", "params": {"from": "voters"},
@@ -420,7 +422,7 @@ PAUSE_VOTER = {"at": "12s", "fault": "pause", "target": "controller", "duration"
 def test_a_pin_is_judged_on_fresh_clusters_and_once_it_fails_the_shrink_keeps_the_role_and_pins_no_more() -> None:
     """KAFKA-15489 on 3.6.2: what fails is isolating the quorum's leader, whichever voter leads; leadership moves from
     run to run, so `controller` pinned to the voter that led once reproduces one time in three. The pin is tried once,
-    on fresh clusters (no other shrink run is), dropped, and the shrink goes on with the role."""
+    last, on fresh clusters (no other shrink run is), dropped, and the role is handed back."""
     runs = itertools.count()
     afresh: list[str] = []
 
@@ -437,9 +439,10 @@ def test_a_pin_is_judged_on_fresh_clusters_and_once_it_fails_the_shrink_keeps_th
 
     result = explore(lambda i: ((ISOLATE_LEADER, PAUSE_VOTER), 35.0), leader_moves_each_run, Budget(3600),
                      needed=2, reruns=3)
-    pins = [s for s in result.shrink if s.step.startswith("pin ")]
-    assert len(pins) == 1 and not pins[0].kept, [s.step for s in result.shrink]
-    assert result.shrink[0] is pins[0] and {"shrink-0-0", "shrink-0-1"} <= set(afresh)  # the pin is judged afresh
-    assert not any(label.startswith("shrink-") and not label.startswith("shrink-0-") for label in afresh), afresh
+    pins = [i for i, s in enumerate(result.shrink) if s.step.startswith("pin ")]
+    assert len(pins) == 1 and not result.shrink[pins[0]].kept, [s.step for s in result.shrink]
+    assert not any(s.kept for s in result.shrink[pins[0]:] if not s.recheck)  # offered last, at the local minimum
+    shrink_afresh = {label for label in afresh if label.startswith("shrink-")}
+    assert shrink_afresh and all(label.startswith(f"shrink-{pins[0]}-") for label in shrink_afresh), afresh
     assert result.minimal is not None and any(s.kept for s in result.shrink)
     assert [e.get("target") for e in result.minimal.schedule] == ["controller"], result.minimal.schedule
