@@ -4,7 +4,8 @@ brokers register for the copy, a ZooKeeper-mode broker and then the KRaft quorum
 dual-write. Real brokers, ZooKeeper, KRaft controllers, clients and Spark: every check the experiment is judged by
 passes (an SLO breach alone is the machine's load: `failing_rules`), the five steps end done in Kafka's order, each
 of the nine restarts is its own `stop` fault window, the brokers end as KRaft brokers and the controllers without
-ZooKeeper, and no controller logged a migration fault.
+ZooKeeper, no controller logged a migration fault, and the KRaft phase's elections, read from the KRaft controllers'
+metadata log, conform to KRaft's rules (M7).
 
 Nightly (about 4 min of run and 8 JVMs): in `make test` beside the other tests it slowed them past their timeouts
 (CI, 2026-11-30: 40 min, 3 of them failing), so `make test` runs a migration into dual-write alone after the
@@ -19,7 +20,13 @@ import pytest
 
 from harness.experiment.schema import MIGRATION_STEPS
 from tests.fixtures.process_cluster import apache_kafka, migration_faults
-from tests.integration.e2e.support import assert_migration_done, exit_code_for, failing_rules, run_shipped
+from tests.integration.e2e.support import (
+    assert_migration_done,
+    check_results,
+    exit_code_for,
+    failing_rules,
+    run_shipped,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow,
               pytest.mark.timeout(900)]  # 200 s of chaos, the migration running on into heal, Spark: 220-330 s
@@ -29,6 +36,9 @@ def test_a_migration_to_kraft_under_faults_passes_on_apache_kafka_and_ends_with_
     apache_kafka("3.9.2")
     code, run_dir = run_shipped("zk-to-kraft-migration.yaml", tmp_path)
     assert not failing_rules(run_dir), failing_rules(run_dir)
+    elections = check_results(run_dir)["partition.election_conforms"]  # the KRaft phase on its metadata log (M7)
+    assert "; KRaft phase (the KRaft controllers' metadata log): all " in elections["summary"], elections
+    assert elections["metrics"]["kraft_elections_judged"] > 0, elections  # the brokers' roll into KRaft mode
     assert code == exit_code_for(run_dir)
     assert_migration_done(run_dir, MIGRATION_STEPS, restarts=9)
     cluster = run_dir / "cluster"
