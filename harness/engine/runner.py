@@ -34,7 +34,7 @@ from harness.experiment.schema import Experiment
 from harness.faults.inject import FaultInjector, MemberControl, ProducerControl
 from harness.faults.migration_op import MigrationSwitch
 from harness.faults.operations import GroupScaler, OperationRunner, ProducerRestarter, ReleaseSwitch
-from harness.faults.schedule import actions, plan, plan_operations
+from harness.faults.schedule import PlannedFault, StepTimed, actions, ordered, plan, plan_operations
 from harness.history.events import (
     FaultError,
     HistoryEvent,
@@ -306,11 +306,16 @@ class Run:
         assert self.injector is not None
         self._phase("chaos")
         start = time.monotonic()
-        todo = list(actions(plan(self.exp)))
+        planned = plan(self.exp)
+        todo = list(actions(tuple(f for f in planned if f.spec.during is None)))
+        held = StepTimed(planned)  # timed from a migration step's start: ready once the step began
         ops = list(plan_operations(self.exp))
         while True:
             self.storage.check()
             elapsed = time.monotonic() - start
+            if held.waiting and self.operations is not None:
+                began = dict(self.operations.step_began)  # a copy: the operation's thread adds to it
+                todo = list(ordered([*todo, *held.ready({step: t - start for step, t in began.items()})]))
             while ops and ops[0].start <= elapsed:
                 op = ops.pop(0)
                 assert self.operations is not None
@@ -322,6 +327,7 @@ class Run:
                     self.lanes.run(action.fault.index, partial(self._act, action.what, action.fault))
             self.lanes.check()
             if elapsed >= self.exp.duration:
+                self._not_injected(held.waiting, [a.fault for a in todo if a.what == "inject"])
                 break
             upcoming = sorted([(a.at, f"{a.what} {a.fault.describe()}") for a in todo[:1]]
                               + [(o.start, f"start {o.describe()}") for o in ops[:1]])
@@ -330,6 +336,17 @@ class Run:
             self.progress.tick(elapsed=elapsed, total=self.exp.duration, next_fault=nxt, events=self.history.count)
             wait = min([TICK_S, self.exp.duration - elapsed] + [at - elapsed for at, _ in upcoming])
             time.sleep(max(wait, 0.0))
+
+    def _not_injected(self, waiting: list[PlannedFault], late: list[PlannedFault]) -> None:
+        """A `fault.skipped` for each fault timed `during` a migration step that the chaos phase ended without: its
+        step never began, or began too late for it."""
+        assert self.injector is not None
+        for fault in waiting:
+            self.injector.skip(fault, f"not injected: step {fault.spec.during} of migrate_to_kraft did not begin "
+                                      "before the chaos phase ended")
+        for fault in late:
+            self.injector.skip(fault, f"not injected: timed {fault.start:.1f}s into the chaos phase (from the start "
+                                      f"of step {fault.spec.during}), after its end at {self.exp.duration:.0f}s")
 
     def _act(self, what: str, fault: Any) -> None:
         assert self.injector is not None

@@ -14,6 +14,8 @@ from harness.faults.catalog import OPERATIONS
 
 def _fault(f: FaultSpec) -> dict[str, Any]:
     out: dict[str, Any] = {"at": format_duration(f.at), "fault": f.kind}
+    if f.during is not None:
+        out = {"during": f.during, **out}
     if f.targets:
         out["targets"] = [str(t) for t in f.targets]
     elif f.target is not None:

@@ -151,7 +151,8 @@ def _documents() -> list[tuple[dict[str, Any], dict[int, str]]]:
     labels: dict[int, str] = {}
     for name, kind in CATALOG.items():
         labels[len(schedule)] = f"fault:{name}"  # a text parameter without a default is read only when present
-        schedule.append({"fault": name, "params": {p.name: "" for p in kind.spec.params if p.type == "text"}})
+        schedule.append({"fault": name, "params": {p.name: "" for p in kind.spec.params if p.type == "text"},
+                         "during": "copy"})  # so is `during`
     for name in OPERATIONS:
         labels[len(schedule)] = f"action:{name}"
         schedule.append({"action": name})

@@ -7,12 +7,14 @@ refusal names the file, line and field and the rule.
 - M2: `cluster.controllers` in ZooKeeper mode is the KRaft quorum the migration starts, and only a migration has one;
   a migration needs it (dedicated controllers: the docs' procedure has no combined nodes).
 - M3: one migration per experiment, and no `upgrade`/`finalize_upgrade` beside it (the release is the bridge's).
+
+Also a fault's `during:` (a step its `at` counts from): it names a step the run's migration takes.
 """
 
 from __future__ import annotations
 
 from harness.experiment.fields import Fields
-from harness.experiment.schema import Experiment
+from harness.experiment.schema import MIGRATION_STEPS, Experiment
 from harness.install.kafka import kafka_request
 
 BRIDGE = "3.9"
@@ -21,6 +23,12 @@ BRIDGE = "3.9"
 
 def check_migration(f: Fields, exp: Experiment) -> None:
     migrations = [op for op in exp.operations if op.action == "migrate_to_kraft"]
+    taken = (migrations[0].steps or MIGRATION_STEPS) if migrations else ()
+    for fault in exp.schedule:
+        if fault.during is not None and fault.during not in taken:
+            f.error(("schedule", fault.index, "during"), "`during` names a step of the run's migrate_to_kraft, and "
+                    + (f"its steps are {', '.join(taken)}" if taken else "this schedule has none"), fault.during,
+                    "a step the migration takes, or `at` from the chaos phase's start without `during`")
     cluster = exp.cluster
     if not migrations:
         if not cluster.kraft and cluster.controllers:

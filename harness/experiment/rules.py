@@ -58,12 +58,13 @@ def _declared(what: str, names: list[str]) -> str:
 def _check_fault(f: Fields, exp: Experiment, fault: FaultSpec) -> None:
     path: Path = ("schedule", fault.index)
     end = fault.at + fault.jitter + (fault.duration or 0.0)
+    since = "" if fault.during is None else f" even if {fault.during} began at once"
     if fault.at >= exp.duration:
         f.error((*path, "at"), f"fault is scheduled at or after the experiment's duration "
-                f"({format_duration(exp.duration)})", format_duration(fault.at))
+                f"({format_duration(exp.duration)}){since}", format_duration(fault.at))
     elif end > exp.duration:
         f.error((*path, "duration"), f"fault ends at {format_duration(end)}, after the experiment's duration "
-                f"({format_duration(exp.duration)})", format_duration(fault.duration or 0.0))
+                f"({format_duration(exp.duration)}){since}", format_duration(fault.duration or 0.0))
     if exp.cluster.mode == "kraft" and fault.kind in ("isolate_zookeeper", "kill_zookeeper"):
         f.error((*path, "fault"), "a KRaft cluster has no ZooKeeper", fault.kind,
                 "isolate or kill a controller (target: controller, controller:any, controller:<id>)")
@@ -224,7 +225,8 @@ def _resources(fault: FaultSpec) -> set[str]:
 
 def _check_overlaps(f: Fields, exp: Experiment) -> None:
     """Each fault that overlaps an earlier one of its overlap class on a shared target is reported once,
-    naming the first such fault (so a schedule of N clashing faults gives N problems, not N squared)."""
+    naming the first such fault (so a schedule of N clashing faults gives N problems, not N squared). Only faults
+    timed from the same moment (the same `during`, or none) are compared."""
     faults = sorted(exp.schedule, key=lambda x: x.at)
     held = [(CATALOG[x.kind].spec.exclusive, _resources(x),
              math.inf if x.duration is None else x.at + x.jitter + x.duration) for x in faults]
@@ -234,8 +236,8 @@ def _check_overlaps(f: Fields, exp: Experiment) -> None:
             continue
         for i in range(j):
             cls_a, res_a, a_end = held[i]
-            if b.at >= a_end or cls_a != cls_b or res_a.isdisjoint(res_b):
-                continue
+            if b.at >= a_end or cls_a != cls_b or res_a.isdisjoint(res_b) or faults[i].during != b.during:
+                continue  # faults timed from different moments (`during`) are not compared: when is not known
             a = faults[i]
             shared = res_a & res_b
             until = "until the heal phase" if a.duration is None else f"until {format_duration(a_end)}"

@@ -11,13 +11,13 @@ from typing import Any, TypeVar
 from harness.experiment.fields import MISSING, Fields, did_you_mean
 from harness.experiment.limits import MAX_FAULTS, MAX_PARAM_INT, PARAM_MAXIMA
 from harness.experiment.operation_spec import read_operation
-from harness.experiment.schema import FaultSpec, OperationSpec, ParamValue, frozen_map
+from harness.experiment.schema import MIGRATION_STEPS, FaultSpec, OperationSpec, ParamValue, frozen_map
 from harness.experiment.yamlsource import Path
 from harness.faults.catalog import CATALOG, KindSpec, ParamSpec
 from harness.faults.targets import LinkTarget, Target, parse_link, parse_target
 
 T = TypeVar("T")
-FAULT_KEYS = ("at", "fault", "target", "targets", "link", "groups", "params", "duration", "jitter")
+FAULT_KEYS = ("at", "fault", "target", "targets", "link", "groups", "params", "duration", "jitter", "during")
 _MAX_TARGET_CHARS = 300
 
 
@@ -50,6 +50,7 @@ def _fault(f: Fields, path: Path, index: int, item: object) -> FaultSpec | None:
         return None
     at = f.duration(m, path, "at", positive=False)
     jitter = f.duration(m, path, "jitter", default=0.0, positive=False)
+    during = f.string(m, path, "during", default=None, choices=MIGRATION_STEPS) if "during" in m else None
     name = f.string(m, path, "fault")
     if name is MISSING:
         return None
@@ -67,11 +68,11 @@ def _fault(f: Fields, path: Path, index: int, item: object) -> FaultSpec | None:
     else:
         target, link, groups = _slots(f, m, path, kind)
     params = _params(f, m, path, kind)
-    if MISSING in (at, jitter, duration, target, link, groups, params, targets):
+    if MISSING in (at, jitter, duration, target, link, groups, params, targets, during):
         return None
     return FaultSpec(index=index, at=at, kind=kind.name, target=target, link=link, groups=groups,
                      params=frozen_map(params), duration=duration, jitter=jitter,  # type: ignore[arg-type]
-                     targets=targets)
+                     targets=targets, during=during)
 
 
 def _duration(f: Fields, m: dict[str, Any], path: Path, kind: KindSpec) -> Any:

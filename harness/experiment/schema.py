@@ -118,6 +118,9 @@ class FaultSpec:
     targets: tuple[Target, ...] = ()
     """Every node of a fault written with `targets:` (a kind with `KindSpec.several`), acting at one instant;
     `target` is the first of them. Empty for a fault written with `target:`."""
+    during: str | None = None
+    """A step of the run's `migrate_to_kraft` (`MIGRATION_STEPS`): `at` counts from when that step began, not from
+    the chaos phase's start (a migration's pace follows the machine's load). None: from the chaos phase's start."""
 
     @property
     def nodes(self) -> tuple[Target, ...]:

@@ -72,6 +72,10 @@ class FaultInjector:
                    effect=kind.describe(fault, active.done))
         return True
 
+    def skip(self, fault: PlannedFault, why: str) -> None:
+        """Record that `fault` was not carried out, and why (`fault.skipped`); nothing is done."""
+        self._emit(FaultSkipped, fault, targets=[], error=why)
+
     def heal(self, fault: PlannedFault) -> None:
         with self._lock:
             active = self._active.pop(fault.fault_id, None)

@@ -107,6 +107,8 @@ class OperationRunner:
         self._threads: list[threading.Thread] = []
         self._open: dict[int, tuple[PlannedOperation, float]] = {}
         self._open_steps: dict[int, tuple[str, float]] = {}
+        self.step_began: dict[str, float] = {}
+        """When each migration step began (`time.monotonic()`): the moment the faults timed `during` it count from."""
         """A migration's step under way, by operation: its name and start (monotonic)."""
         """Started and not yet ended: the operation and its start (monotonic)."""
         self._closed = False
@@ -213,6 +215,7 @@ class OperationRunner:
                     return
                 if result is None:
                     self._open_steps[op.index] = (step, time.monotonic())
+                    self.step_began[step] = self._open_steps[op.index][1]
                     self.sink(OpStart(op_id=op.index, action=op.spec.action, topic=None, partitions=(),
                                       reassignment=(), brokers=op.brokers, timeout_s=op.spec.timeout,
                                       description=f"{op.describe()}: {step}", step=step))

@@ -2,8 +2,10 @@
 
 `plan(exp)` draws each fault's jitter and resolves `random-broker` (and KRaft's `controller:any`) from a RNG seeded by
 experiment's seed (and nothing else), and returns the faults in firing order. Times are seconds
-from the start of the chaos phase. Targets that depend on the cluster's state (`controller`,
-`leader:…`, `coordinator:…`) stay symbolic: they resolve when the fault fires.
+from the start of the chaos phase (from the step's start for a fault timed `during` one). Targets that depend on
+the cluster's state (`controller`, `leader:…`, `coordinator:…`) stay symbolic: they resolve when the fault fires.
+A fault timed `during` a migration step counts its time from that step's start instead, which only the run knows:
+`StepTimed` holds such faults until the step begins and then gives their actions on the chaos clock.
 `plan_operations(exp)` gives the operations (`action:` entries) in starting order, a shuffled
 reassignment drawn from its own RNG (seed and entry index), so adding an operation never changes
 the faults' draws.
@@ -12,7 +14,8 @@ the faults' draws.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from harness.experiment.schema import Experiment, FaultSpec, OperationSpec
@@ -87,7 +90,28 @@ def actions(faults: tuple[PlannedFault, ...]) -> tuple[Action, ...]:
     """Injections and heals in time order; at equal times heals come first (free a target before reuse)."""
     items = [Action(f.start, "inject", f) for f in faults]
     items += [Action(f.end, "heal", f) for f in faults if f.end is not None]
+    return ordered(items)
+
+
+def ordered(items: Iterable[Action]) -> tuple[Action, ...]:
+    """`items` in firing order: by time, heals first at equal times, then by schedule index."""
     return tuple(sorted(items, key=lambda a: (a.at, a.what != "heal", a.fault.index)))
+
+
+class StepTimed:
+    """The planned faults timed `during` a migration step, held until the step begins (`ready`); what is left when
+    the chaos phase ends never began (`waiting`). Pure: the run says when each step began."""
+
+    def __init__(self, faults: Iterable[PlannedFault]) -> None:
+        self.waiting = [f for f in faults if f.spec.during is not None]
+
+    def ready(self, began: Mapping[str, float]) -> tuple[Action, ...]:
+        """The actions of the faults whose step has begun (`began`: step -> seconds since the chaos phase's start),
+        on the chaos clock; they are held no more."""
+        now = [replace(f, start=round(f.start + at, 6), end=None if f.end is None else round(f.end + at, 6))
+               for f in self.waiting if (at := began.get(f.spec.during or "")) is not None]
+        self.waiting = [f for f in self.waiting if f.spec.during not in began]
+        return actions(tuple(now))
 
 
 @dataclass(frozen=True, slots=True)

@@ -121,7 +121,8 @@ class FaultEnd(_FaultEvent):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FaultSkipped(_FaultEvent):
     TYPE: ClassVar[str] = "fault.skipped"
-    DOC: ClassVar[str] = "a fault's target named nothing when it fired (error says why); nothing was done"
+    DOC: ClassVar[str] = ("a fault was not carried out (error says why): its target named nothing when it fired, or "
+                          "the migration step it was timed from (`during`) did not begin in time; nothing was done")
     error: str
 
 

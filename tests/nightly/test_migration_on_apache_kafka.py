@@ -23,6 +23,7 @@ from tests.fixtures.process_cluster import apache_kafka, migration_faults
 from tests.integration.e2e.support import (
     assert_migration_done,
     check_results,
+    events,
     exit_code_for,
     failing_rules,
     run_shipped,
@@ -41,6 +42,11 @@ def test_a_migration_to_kraft_under_faults_passes_on_apache_kafka_and_ends_with_
     assert elections["metrics"]["kraft_elections_judged"] > 0, elections  # the brokers' roll into KRaft mode
     assert code == exit_code_for(run_dir)
     assert_migration_done(run_dir, MIGRATION_STEPS, restarts=9)
+    history = events(run_dir)  # each fault timed from its step (`during:`) landed in it, whatever the machine's pace
+    began = {e["step"]: e["t"] for e in history if e["type"] == "op.start" and e.get("step")}
+    fired = {e["fault_id"]: e["t"] for e in history if e["type"] == "fault.start"}
+    assert began["brokers"] + 12 <= fired[1] < began["copy"], (began, fired)
+    assert began["brokers_kraft"] + 2 <= fired[2] < fired[3] < began["controllers_kraft"], (began, fired)
     cluster = run_dir / "cluster"
     assert all("process.roles=broker" in (cluster / f"broker-{b}" / "server.properties").read_text()
                for b in (1, 2, 3))

@@ -63,6 +63,8 @@ def _run(op: PlannedOperation, cluster: StandInCluster | None) -> list[dict[str,
     assert runner.join(30) == []
     ended = [e["step"] for e in written if e["type"] == "op.end" and e.get("step")]
     assert [s["step"] for s in runner.steps] == ended  # run.json's `migration`
+    began = list(runner.step_began.items())  # the moments the faults timed `during` a step count from
+    assert [step for step, _t in began] == ended and [t for _s, t in began] == sorted(t for _s, t in began)
     return written
 
 

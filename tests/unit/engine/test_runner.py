@@ -3,6 +3,7 @@ these tests check the engine's orchestration, not Kafka."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -112,3 +113,63 @@ def test_steady_state_never_reached_aborts_without_injecting(tmp_path: Path) -> 
     probes = [e for e in read_history(result.run_dir / "history.jsonl").events if e["type"] == "probe"]
     assert probes and not any(p["ok"] for p in probes if p["name"] == "controller_present")
     assert "close producer:p0" in log
+
+
+MIGRATING = """
+name: engine-migration
+cluster: {kafka: "3.9.2", brokers: 3, zookeepers: 1, controllers: 1}
+topics: [{name: t, partitions: 2, replication_factor: 3}]
+workload:
+  producers: [{topic: t}]
+steady_timeout: 2s
+schedule:
+  - {at: 100ms, action: migrate_to_kraft, timeout: 1s}
+  - {during: copy, at: 100ms, fault: pause, target: broker:2, duration: 100ms}
+duration: 600ms
+drain: 100ms
+"""
+
+
+def test_a_fault_timed_during_a_migration_step_that_never_began_is_recorded_as_skipped(tmp_path: Path) -> None:
+    """The fake backend cannot migrate (the migration ends as an error at its first step), so step `copy` never
+    begins: the fault timed from it is not injected, and the history says why."""
+    result, backend, _ = _run(tmp_path, MIGRATING)
+    assert result.status == "completed", result.error
+    events = read_history(result.run_dir / "history.jsonl").events
+    (skipped,) = [e for e in events if e["type"] == "fault.skipped"]
+    assert skipped["fault_id"] == 1 and "step copy of migrate_to_kraft did not begin" in skipped["error"]
+    assert not any(c.startswith("pause") for c in backend.cluster.calls)  # type: ignore[union-attr]
+
+
+def test_a_fault_timed_during_a_migration_step_is_injected_counting_from_the_steps_start(tmp_path: Path) -> None:
+    """A cluster that migrates (stand-in: every step ends at once): the pause timed 100 ms into step `copy` fires
+    after the migration's op.start of that step, however late the step began."""
+    from harness.cluster.base import ClusterSpec
+    from harness.cluster.render_migration import BrokerPhase
+    from harness.history.nodes import NodeId
+    from tests.unit.engine.fakes import FakeCluster
+    from tests.unit.engine.test_operations_in_runs import FakeOperator
+
+    class Migrating(FakeCluster):
+        def migrate(self, node: NodeId, phase: BrokerPhase = "migrating") -> str:
+            self.calls.append(f"migrate {node}")
+            return phase
+
+        def migration_copied(self) -> str | None:
+            return None
+
+    class Backend(FakeBackend):
+        def up(self, spec: ClusterSpec, workdir: Path) -> FakeCluster:
+            self.cluster = Migrating(spec, self.fail_on)
+            return self.cluster
+
+    runner.TICK_S = 0.02
+    exp = load_experiment_text(MIGRATING.replace("duration: 600ms", "duration: 3s"), "engine.yaml")
+    backend = Backend()
+    parts = dataclasses.replace(fake_parts([]), operator=lambda cluster: FakeOperator())
+    result = run_experiment(exp, backend, backend_reason="test", runs_dir=tmp_path, parts=parts)
+    assert result.status == "completed", result.error
+    events = read_history(result.run_dir / "history.jsonl").events
+    copy = next(e["t"] for e in events if e["type"] == "op.start" and e.get("step") == "copy")
+    (paused,) = [e for e in events if e["type"] == "fault.start" and e["fault_id"] == 1]
+    assert paused["t"] >= copy + 0.1, (paused["t"], copy)

@@ -55,3 +55,25 @@ def test_resolved_yaml_reads_back_into_an_equal_experiment() -> None:
     exp = load_experiment_text(TEXT, "m.yaml")
     again = load_experiment_text(dump_experiment(exp), "m.yaml")
     assert again == exp
+
+
+def test_faults_timed_during_a_step_wait_for_it_and_then_count_from_its_start() -> None:
+    from harness.faults.schedule import StepTimed
+
+    exp = load_experiment_text("""
+name: mig
+cluster: {kafka: "3.9.2", brokers: 3, zookeepers: 1, controllers: 1}
+topics: [{name: t, partitions: 1, replication_factor: 3}]
+schedule:
+  - {at: 5s, action: migrate_to_kraft}
+  - {during: copy, at: 2s, fault: kill, target: controller:101, duration: 10s}
+  - {during: brokers_kraft, at: 1s, fault: isolate_zookeeper, target: broker:3, duration: 5s}
+  - {at: 3s, fault: pause, target: broker:1, duration: 1s}
+duration: 120s
+""", "m.yaml")
+    held = StepTimed(plan(exp))
+    assert sorted(str(f.spec.during) for f in held.waiting) == ["brokers_kraft", "copy"]
+    assert held.ready({"controllers": 6.0}) == ()
+    ready = held.ready({"controllers": 6.0, "copy": 40.5})
+    assert [(a.what, a.at, a.fault.spec.kind) for a in ready] == [("inject", 42.5, "kill"), ("heal", 52.5, "kill")]
+    assert [f.spec.during for f in held.waiting] == ["brokers_kraft"]

@@ -59,7 +59,24 @@ def test_a_migration_of_a_39_zookeeper_cluster_with_controllers_loads_and_plans_
     (text(extra='  - {at: 9s, action: upgrade, to: "3.9.3"}\n'), 8, "schedule[1].action", "beside a migration"),
     (text(cluster='{kafka: "3.9.2", brokers: 3, zookeepers: 1, controllers: 2}'), 3, "cluster.controllers",
      "1, 3 or 5 voters"),
+    (text(extra="  - {during: coppy, at: 1s, fault: kill, target: controller:101, duration: 5s}\n"), 8,
+     "schedule[1].during", "did you mean 'copy'"),
+    (text(op="{at: 5s, action: migrate_to_kraft, steps: [controllers, brokers, copy]}",
+          extra="  - {during: brokers_kraft, at: 1s, fault: kill, target: controller:101, duration: 5s}\n"), 8,
+     "schedule[1].during", "its steps are controllers, brokers, copy"),
+    (text(op="{at: 5s, fault: kill, target: broker:1, duration: 5s, during: copy}", cluster=CLUSTER.replace(
+        ", controllers: 3", "")), 7, "schedule[0].during", "this schedule has none"),
 ])
 def test_a_migration_the_procedure_does_not_allow_is_refused_naming_the_rule(source: str, line: int, field: str,
                                                                             fragment: str) -> None:
     refused(source, line, field, fragment)
+
+
+def test_a_fault_timed_during_a_step_loads_reads_back_and_is_not_compared_with_faults_timed_otherwise() -> None:
+    """`during: copy` with `at: 1s`: one second after the copy step began, whenever that is; a kill of the same
+    controller at 40 s from the chaos phase's start may or may not overlap it, so the two are not compared."""
+    exp = load_experiment_text(text(extra="  - {during: copy, at: 1s, fault: kill, target: controller:101, "
+                                          "duration: 10s}\n  - {at: 40s, fault: kill, target: controller:101, "
+                                          "duration: 10s}\n"), "m.yaml")
+    assert [f.during for f in exp.schedule] == ["copy", None]
+    assert load_experiment_text(dump_experiment(exp), "again.yaml").schedule == exp.schedule
