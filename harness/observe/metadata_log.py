@@ -47,6 +47,7 @@ from harness.history.events_cluster import METADATA_LOG_SOURCE
 from harness.history.jsonl import EventSink
 from harness.install.kafka import KafkaInstall
 from harness.kafka_tools import tool_argv
+from harness.observe.kraft_metadata import PartitionState as _Partition  # the same fields as a broker's answer
 
 DUMP_TIMEOUT_S = 120.0
 NO_LEADER_CHANGE = -2
@@ -67,16 +68,6 @@ class LogRecord:
     wall_ms: int
     type: str
     data: Mapping[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class _Partition:
-    leader: int
-    leader_epoch: int
-    isr: tuple[int, ...]
-    replicas: tuple[int, ...]
-    elr: tuple[int, ...] | None
-    last_known_elr: tuple[int, ...] | None
 
 
 def parse_dump(lines: Iterable[str]) -> Iterator[LogRecord]:
@@ -145,7 +136,7 @@ def replay(records: Iterable[LogRecord]) -> list[HistoryEvent]:
             if rec.type == "PARTITION_RECORD":
                 new = _Partition(int(d.get("leader", -1)), int(d.get("leaderEpoch", -1)), tuple(d.get("isr") or ()),
                                  tuple(d.get("replicas") or ()), _ids(d.get("eligibleLeaderReplicas")),
-                                 _ids(d.get("lastKnownElr")))
+                                 _ids(d.get("lastKnownElr")), None)
             elif old is None:
                 continue  # a change to a partition whose record the log no longer holds
             else:
