@@ -106,11 +106,11 @@ class OperationRunner:
         """Set by `abandon`: a rolling restart stops no further broker."""
         self._threads: list[threading.Thread] = []
         self._open: dict[int, tuple[PlannedOperation, float]] = {}
+        """Started and not yet ended: the operation and its start (monotonic)."""
         self._open_steps: dict[int, tuple[str, float]] = {}
+        """A migration's step under way, by operation: its name and start (monotonic)."""
         self.step_began: dict[str, float] = {}
         """When each migration step began (`time.monotonic()`): the moment the faults timed `during` it count from."""
-        """A migration's step under way, by operation: its name and start (monotonic)."""
-        """Started and not yet ended: the operation and its start (monotonic)."""
         self._closed = False
         self._upgraded_to: str | None = None
         """The release the last finished upgrade rolled every broker onto."""
