@@ -327,7 +327,7 @@ class Run:
                     self.lanes.run(action.fault.index, partial(self._act, action.what, action.fault))
             self.lanes.check()
             if elapsed >= self.exp.duration:
-                self._not_injected(held.waiting, [a.fault for a in todo if a.what == "inject"])
+                self._not_injected(held.waiting, [a.fault for a in todo if a.what == "inject" and a.fault.spec.during])
                 break
             upcoming = sorted([(a.at, f"{a.what} {a.fault.describe()}") for a in todo[:1]]
                               + [(o.start, f"start {o.describe()}") for o in ops[:1]])
