@@ -14,9 +14,11 @@ reused cluster (leaders moved, logs grown by the schedules before) is not what `
 from (seen on 3.9.2, weak-isr seed 2: a drawn schedule confirmed 2 of 3 on the reused cluster lost no write in 3
 runs of its own). So the schedule to hand back is run again on the same terms, each run on a fresh cluster
 (`fresh=True`), and one that fails them gives way to the kept step before it, the drawn schedule last; when even
-that one does not reproduce, it is handed back saying so. A pinning step (`shrink.candidates`: offered last, at the
-unpinned form's local minimum) runs on fresh clusters when it is tried, ends the shrink once kept, and is handed
-back on those runs without another round. Every run is recorded, with the shrink step it served.
+that one does not reproduce, it is handed back saying so. A pinning step (`shrink.candidates`) runs on fresh
+clusters when it is tried. It comes first when every failing run of the schedule resolved its targets alike (a
+steady role: the shrink goes on from the pinned form), else last, at the unpinned form's local minimum, and then
+ends the shrink once kept; a pin kept last is handed back on its own fresh runs without another round. Every run is
+recorded, with the shrink step it served.
 """
 
 from __future__ import annotations
@@ -235,7 +237,9 @@ def _explore(draw: Callable[[int], tuple[tuple[Entry, ...], float]], run: Runner
     kept: list[Candidate] = []
     pin_failed = False  # then what fails is the role (the quorum's leader), not the node: nothing is pinned again
     while budget.left > (reserve := _reserve(result, reruns)):
-        for cand in candidates(current.schedule, current.duration_s, {} if pin_failed else _resolved(result, current)):
+        resolved, steady = _resolved(result, current)
+        for cand in candidates(current.schedule, current.duration_s, {} if pin_failed else resolved,
+                               pin_first=steady):
             if budget.left <= reserve:
                 break
             ok, outcomes = reproduces(run, cand, result.target, needed, reruns, result, budget)
@@ -249,19 +253,21 @@ def _explore(draw: Callable[[int], tuple[tuple[Entry, ...], float]], run: Runner
         else:
             result.local_minimum = budget.left > 0  # no candidate reproduced (with the budget left to know it)
             break
-        if current.pin:  # offered last, at the unpinned form's local minimum, and judged afresh: the shrink's end
+        if current.pin and not steady:  # offered last, at the unpinned form's local minimum: the shrink's end
             result.local_minimum = True
             break
     result.minimal = _recheck(run, [as_drawn, *kept], result, needed, reruns, budget, say)
     return result
 
 
-def _resolved(result: ExploreResult, current: Candidate) -> dict[int, str]:
+def _resolved(result: ExploreResult, current: Candidate) -> tuple[dict[int, str], bool]:
     """Where `current`'s targets resolved in a run of it that hit the target (its first; the drawn schedule's when
-    nothing was kept yet)."""
+    nothing was kept yet), and whether every such run resolved them alike: a steady role (a group's coordinator stays
+    on its broker for the reused cluster's life) is pinned first, a moving one (the quorum's leader) last."""
     assert result.failing is not None
     runs = [t.outcome for t in result.tried if t.schedule == current.schedule and t.outcome.hits(result.target)]
-    return dict(runs[0].resolved) if runs else dict(result.failing.outcome.resolved)
+    first = dict(runs[0].resolved) if runs else dict(result.failing.outcome.resolved)
+    return first, len(runs) > 1 and all(dict(o.resolved) == first for o in runs)
 
 
 def _reserve(result: ExploreResult, reruns: int) -> float:

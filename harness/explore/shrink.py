@@ -7,16 +7,19 @@ one, in the order the shrinker tries them (the biggest cuts first):
 - halve one fault's duration (never below `MIN_DURATION_S`);
 - move one fault earlier (its start halved);
 - name one node fewer: a partition group or a `targets:` list without one of its nodes (a group keeps one);
-- last, pin the symbolic targets (`controller`, `leader:…`, `coordinator:…`, …) to the nodes they resolved to in a
-  run that failed (`resolved`, `pinned`), because a symbolic target resolves anew on each cluster (a group's
+- pin the symbolic targets (`controller`, `leader:…`, `coordinator:…`, …) to the nodes they resolved to in a run
+  that failed (`resolved`, `pinned`), because a symbolic target resolves anew on each cluster (a group's
   coordinator is wherever Kafka's random replica placement put its `__consumer_offsets` partition), so a schedule
   that fails on one cluster by killing broker 1 as the coordinator may kill broker 2 on a fresh one (seen on 3.9.2,
-  weak-isr seed 2: lost writes in 2 of 2 runs where the coordinator was broker 1, none in 3 where it was not). Last,
-  because the other steps run on the reused cluster, where a role keeps resolving as it did while a pinned node may
-  lose the role (KAFKA-15489 on 3.6.2, seed 4: pinned first, the quorum's leader to voter 103, all 9 steps after it
-  were dropped on the reused cluster, where 103 no longer led). The shrinker (`search.explore`) judges the pin on
-  fresh clusters and ends the shrink once it is kept; once it has not reproduced it offers pinning no more: what
-  fails is then the role, not the node (isolating the quorum's leader, whichever voter leads).
+  weak-isr seed 2: lost writes in 2 of 2 runs where the coordinator was broker 1, none in 3 where it was not).
+  First when the schedule's failing runs all resolved the targets alike (`pin_first`: a steady role, which the
+  reused cluster keeps for its life), else last: the other steps run on the reused cluster, where a moving role
+  resolves anew in each run while a pinned node may lose it (KAFKA-15489 on 3.6.2, seed 4: pinned first, the
+  quorum's leader to voter 103, all 9 steps after it were dropped on the reused cluster, where 103 no longer led;
+  weak-isr seed 3 on 3.9.2, pinned last, ran out of budget before the pin, and its `coordinator:billing` form failed
+  0 of 1 afresh). The shrinker (`search.explore`) judges the pin on fresh clusters and ends the shrink once a last
+  pin is kept; once a pin has not reproduced it offers pinning no more: what fails is then the role, not the node
+  (isolating the quorum's leader, whichever voter leads).
 
 A schedule is a tuple of entries as an experiment file's `schedule:` holds them (mappings: `at`, `fault` or
 `action`, `target`/`targets`/`groups`/`link`, `duration`, `params`), so a candidate is written into an ordinary
@@ -79,10 +82,11 @@ def pinned(schedule: tuple[Entry, ...], resolved: Mapping[int, str]) -> tuple[tu
     return (tuple(out), changed) if changed else None
 
 
-def candidates(schedule: tuple[Entry, ...], duration_s: float,
-               resolved: Mapping[int, str] | None = None) -> list[Candidate]:
+def candidates(schedule: tuple[Entry, ...], duration_s: float, resolved: Mapping[int, str] | None = None, *,
+               pin_first: bool = False) -> list[Candidate]:
     """Every schedule one step smaller than `schedule` (see the module doc), biggest cuts first; `resolved`: where
-    its symbolic targets resolved in a run that failed (entry index -> node)."""
+    its symbolic targets resolved in a run that failed (entry index -> node); the pinning step first with
+    `pin_first`, else last."""
     out: list[Candidate] = []
     if len(schedule) > 1:
         for i, e in enumerate(schedule):
@@ -104,7 +108,8 @@ def candidates(schedule: tuple[Entry, ...], duration_s: float,
         out += _fewer_nodes(schedule, i, e, duration_s)
     pin = pinned(schedule, resolved or {})
     if pin is not None:
-        out.append(Candidate(f"pin {', '.join(pin[1])}", pin[0], duration_s, pin=True))
+        step = Candidate(f"pin {', '.join(pin[1])}", pin[0], duration_s, pin=True)
+        out = [step, *out] if pin_first else [*out, step]
     return out
 
 

@@ -382,11 +382,12 @@ def test_explore_picks_a_backend_that_runs_what_the_experiment_needs(monkeypatch
 KILL_COORDINATOR = {"at": "20s", "fault": "kill", "target": "coordinator:billing", "duration": "16s"}
 
 
-def test_a_symbolic_target_is_pinned_to_the_node_it_resolved_to_as_the_last_candidate() -> None:
+def test_a_symbolic_target_is_pinned_to_the_node_it_resolved_to_last_or_first_for_a_steady_role() -> None:
     schedule = (NOISE[1], KILL_COORDINATOR)
     last = candidates(schedule, 60.0, {1: "broker:1"})[-1]
     assert last.step == "pin #1 coordinator:billing -> broker:1" and last.pin
     assert last.schedule == (NOISE[1], {**KILL_COORDINATOR, "target": "broker:1"})
+    assert candidates(schedule, 60.0, {1: "broker:1"}, pin_first=True)[0] == last
     assert not any(c.step.startswith("pin") for c in candidates(schedule, 60.0))  # nothing resolved: nothing pinned
     assert pinned((KILL_1,), {0: "broker:1"}) is None  # a concrete target stays as it is
 
@@ -394,8 +395,9 @@ def test_a_symbolic_target_is_pinned_to_the_node_it_resolved_to_as_the_last_cand
 def test_a_failure_that_needs_the_coordinator_on_one_broker_is_handed_back_pinned_and_reproduces_afresh() -> None:
     """On the reused cluster billing's coordinator is broker 1 in every run; on a fresh cluster it is broker 2 (Kafka
     places `__consumer_offsets` at random). The failure needs broker 1 killed (seen on 3.9.2, weak-isr seed 2): the
-    drawn schedule reproduced on fresh clusters 2 of 2 inside explore and 0 of 3 with `kafka-chaos run`. Pinned, it
-    reproduces wherever it runs."""
+    drawn schedule reproduced on fresh clusters 2 of 2 inside explore and 0 of 3 with `kafka-chaos run`. Its failing
+    runs all resolved the coordinator to broker 1 (a steady role), so it is pinned first and shrunk on from there;
+    pinned, it reproduces wherever it runs."""
     def coordinator_moves_on_a_fresh_cluster(schedule: tuple[Entry, ...], duration_s: float, label: str,
                                              fresh: bool = False) -> Outcome:
         where = "broker:2" if fresh else "broker:1"
@@ -407,11 +409,10 @@ def test_a_failure_that_needs_the_coordinator_on_one_broker_is_handed_back_pinne
 
     result = explore(lambda i: ((NOISE[1], KILL_COORDINATOR), 60.0), coordinator_moves_on_a_fresh_cluster,
                      Budget(3600), needed=2, reruns=3)
-    assert result.minimal is not None and result.minimal.step == "pin #0 coordinator:billing -> broker:1"
-    assert result.shrink[-1].step == result.minimal.step and result.shrink[-1].kept  # the last step, and no recheck
-    assert [e.get("target") for e in result.minimal.schedule] == ["broker:1"] and result.local_minimum
-    assert next(s.step for s in result.shrink if s.kept).startswith("drop #0")  # shrunk on the reused cluster first
-    assert result.recheck == f"{result.minimal.step}: 2 of 2 runs on fresh clusters, when it was kept", result.recheck
+    assert result.shrink[0].step == "pin #1 coordinator:billing -> broker:1" and result.shrink[0].kept  # steady: first
+    assert result.minimal is not None and [e.get("target") for e in result.minimal.schedule] == ["broker:1"]
+    assert result.local_minimum and result.minimal.step != result.shrink[0].step  # shrunk on from the pinned form
+    assert result.recheck is not None and result.recheck.endswith(": 2 of 2 runs on fresh clusters"), result.recheck
 
 
 ISOLATE_LEADER = {"at": "8s", "fault": "isolate", "target": "controller", "params": {"from": "voters"},
