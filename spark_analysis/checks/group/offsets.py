@@ -12,18 +12,30 @@ Judged per `assign` of a partition: the last `commit` of its group for it before
 member's first `poll` of it after the assignment (none: not judged). Spark reduces the polls and commits (the bulk
 events) to those pairs; without Spark the same reduction runs over the rows (`_pairs_rows`); the judging is one.
 Not a violation: the group observed Empty
-(`group.state`) without a break for at least the retention before the assignment (a legitimate expiry), and a
+(`group.state`) without a break for at least the retention before the assignment (a legitimate expiry), a
 partition a permitted unclean election, or a power loss of every replica, truncated (its committed offset may lie
-past the new log end, and the client resets: `checks.shared.permits`).
+past the new log end, and the client resets: `checks.shared.permits`), and a commit whose own record a permitted
+unclean election of the group's `__consumer_offsets` partition may have truncated between the commit and the read
+(`permits.group_truncations`: the new coordinator loads the offsets that partition still holds,
+`GroupMetadataManager.loadGroupsAndOffsets`; seen on 3.9.2 under explore, weak-isr seed 3: `__consumer_offsets/1`
+elected broker 2 from outside the ISR [3], and billing's member then read orders/1 from offset 0, its commit of 396
+gone).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from harness.model.coordinator import OFFSETS_TOPIC
 from spark_analysis.checks.shared.common import as_partitions, plural, tp_label
 from spark_analysis.checks.shared.damage import Depends
-from spark_analysis.checks.shared.permits import power_loss_truncations, settle, unclean_partitions
+from spark_analysis.checks.shared.permits import (
+    group_truncations,
+    power_loss_truncations,
+    settle,
+    truncated_between,
+    unclean_partitions,
+)
 from spark_analysis.facts.context import CheckContext, Row
 from spark_analysis.result import CheckResult, failed, passed
 from spark_analysis.session.local_frame import local_frame
@@ -144,10 +156,18 @@ class OffsetsKept:
             return passed(self.id, f"every member resumed at or past its group's committed offset "
                                    f"({plural(len(pairs), 'assignment')} judged)", metrics)
         unclean = {**power_loss_truncations(ctx), **unclean_partitions(ctx)}
-        return settle(self._failed(ctx, bad, metrics), [(unclean.get((r["topic"], int(r["partition"]))), 1)
-                                                        for r in bad], ("rewound assignment", "rewound assignments"),
-                      lambda _n: self._failed(ctx, [r for r in bad if (r["topic"], int(r["partition"]))
-                                                    not in unclean], metrics))
+
+        def permit(r: Pair) -> str | None:
+            data = unclean.get((r["topic"], int(r["partition"])))
+            cut = truncated_between(group_truncations(ctx, str(r["group"])), float(r["ct"]), float(r["pt"]))
+            return data or (None if cut is None else f"{cut.reason}, the {OFFSETS_TOPIC} partition that stored "
+                                                     f"{r['group']}'s commit")
+
+        permits = [permit(r) for r in bad]
+        return settle(self._failed(ctx, bad, metrics), [(p, 1) for p in permits],
+                      ("rewound assignment", "rewound assignments"),
+                      lambda _n: self._failed(ctx, [r for r, p in zip(bad, permits, strict=True) if p is None],
+                                              metrics))
 
     def _failed(self, ctx: CheckContext, bad: list[Pair], metrics: dict[str, Any]) -> CheckResult:
         bad = sorted(bad, key=lambda r: float(r["pt"]))
