@@ -7,9 +7,9 @@ events of the given types once, in file order, as plain dicts with JSON-valued f
 The in-process evaluator builds the same context from a parsed file.
 
 The events replayed from the KRaft controllers' metadata log (`src: log`, `harness.observe.metadata_log`) are
-the controller's own record, not an observer's: `rows` leaves them out, and `metadata_log()` is the view in which
-the partition states and broker liveness are theirs alone (how a migration's KRaft phase is judged,
-`spark_analysis.result`).
+the controller's own record, not an observer's: `rows` leaves out its partition states and liveness events, and
+`metadata_log()` is the view in which the partition states and broker liveness are theirs alone (how a
+migration's KRaft phase is judged, `spark_analysis.result`).
 """
 
 from __future__ import annotations
@@ -129,8 +129,8 @@ class CheckContext:
         if key not in self._cache:
             present = tuple(t for t in key if self.count(t) > 0)
             rows = self.rows_provider(present) if present else []
-            self._cache[key] = [r for r in rows if (r.get("src") == METADATA_LOG_SOURCE) == (
-                self.log_view and r.get("type") in LOG_TYPES)]
+            self._cache[key] = [r for r in rows if r.get("type") not in LOG_TYPES
+                                or (r.get("src") == METADATA_LOG_SOURCE) == self.log_view]
         return self._cache[key]
 
     def metadata_log(self) -> CheckContext:
