@@ -36,13 +36,12 @@ from types import FrameType
 import psutil
 
 from harness.cluster.disks import clean_mount_leftovers
-from harness.cluster.owners import owner_alive, started, this_owner
+from harness.cluster.owners import owner_alive, same_process, started, this_owner
 from harness.cluster.packets import clean_packet_leftovers
 from harness.cluster.reaper import start_reaper
 from harness.errors import BackendError
 from harness.waiting import poll_until
 
-_TIME_SLACK_S = 0.05
 _EXEC_SETTLE_S = 10.0
 """How long `register` waits for a just-started process's command line to appear (see `_settled_cmdline`)."""
 
@@ -112,14 +111,11 @@ class CleanedLeftover:
 def _same_process(
     pid: int, create_time: float, cmdline: Sequence[str] | None = None,
 ) -> psutil.Process | None:
-    """The live process `pid` if it is the one recorded (same start time and command line), else None."""
+    """The live process `pid` if it is the one recorded (`owners.same_process`: same start time, no zombie) with the
+    same command line, else None."""
+    proc = same_process(pid, create_time)
     try:
-        proc = psutil.Process(pid)
-        if abs(started(proc) - create_time) > _TIME_SLACK_S:
-            return None
-        if proc.status() == psutil.STATUS_ZOMBIE:
-            return None
-        if cmdline and tuple(proc.cmdline()) != tuple(cmdline):  # () : never learned, the start time decides
+        if proc is None or (cmdline and tuple(proc.cmdline()) != tuple(cmdline)):  # (): never learned
             return None
         return proc
     except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):

@@ -23,15 +23,21 @@ def this_owner() -> tuple[int, float]:
     return me.pid, started(me)
 
 
-def owner_alive(pid: int, create_time: float) -> bool:
-    """Whether process `pid` runs and is the one that started at `create_time`. A zombie does not run: a SIGKILLed
-    harness whose parent has not reaped it yet is one (seen: its power-loss mounts were left, the reaper taking it for
-    alive)."""
+def same_process(pid: int, create_time: float) -> psutil.Process | None:
+    """Process `pid` if it runs and is the one that started at `create_time` (seconds since boot, `started`), else
+    None. A zombie does not run: a SIGKILLed harness whose parent has not reaped it yet is one (seen: its power-loss
+    mounts were left, the reaper taking it for alive)."""
     try:
         proc = psutil.Process(pid)
-        return abs(started(proc) - create_time) < _TIME_SLACK_S and proc.status() != psutil.STATUS_ZOMBIE
+        return proc if abs(started(proc) - create_time) < _TIME_SLACK_S and proc.status() != psutil.STATUS_ZOMBIE \
+            else None
     except psutil.Error:
-        return False
+        return None
+
+
+def owner_alive(pid: int, create_time: float) -> bool:
+    """Whether process `pid` runs and is the one that started at `create_time` (`same_process`)."""
+    return same_process(pid, create_time) is not None
 
 
 def running(pid: int) -> bool:
