@@ -91,6 +91,14 @@ class PartitionState:
     last_known_elr: tuple[int, ...] | None
     error: str | None
 
+    def event(self, src: str, wall: float | None, topic: str, partition: int, **extra: Any) -> PartitionStateEvent:
+        """This state as a `partition.state` event of `src` (`extra`: the fields that source adds)."""
+        return PartitionStateEvent(
+            src=src, wall=wall, topic=topic, partition=partition, leader=self.leader, leader_epoch=self.leader_epoch,
+            isr=tuple(self.isr), replicas=tuple(self.replicas), controller_epoch=None,
+            elr=None if self.elr is None else tuple(self.elr),
+            last_known_elr=None if self.last_known_elr is None else tuple(self.last_known_elr), **extra)
+
 
 @dataclass(frozen=True, slots=True)
 class BrokerState:
@@ -362,12 +370,8 @@ class KraftMetadataObserver(StartedByWith):
                 self.stale_skipped += 1
                 continue
             self._partitions[key] = state
-            self._emit(PartitionStateEvent(
-                src=self.name, wall=wall, topic=topic, partition=partition, leader=state.leader,
-                leader_epoch=state.leader_epoch, isr=tuple(state.isr), replicas=tuple(state.replicas),
-                controller_epoch=None, elr=None if state.elr is None else tuple(state.elr),
-                last_known_elr=None if state.last_known_elr is None else tuple(state.last_known_elr),
-                error=state.error, leader_fenced=True if state.leader in fenced_leaders else None))
+            self._emit(state.event(self.name, wall, topic, partition, error=state.error,
+                                   leader_fenced=True if state.leader in fenced_leaders else None))
 
     def _failed(self, broker: int, call: str, exc: Unanswered) -> None:
         if (broker, call, exc.kind) in self._errors_seen or self._stop.is_set():

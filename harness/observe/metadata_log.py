@@ -41,7 +41,6 @@ from harness.history.events import (
     BrokerUnfenced,
     HistoryEvent,
     ObserverError,
-    PartitionState,
 )
 from harness.history.events_cluster import METADATA_LOG_SOURCE
 from harness.history.jsonl import EventSink
@@ -144,10 +143,7 @@ def replay(records: Iterable[LogRecord]) -> list[HistoryEvent]:
             parts[key] = new
             if new == old:
                 continue
-            out.append(PartitionState(
-                src=METADATA_LOG_SOURCE, wall=wall, topic=topics.get(key[0], key[0]), partition=key[1],
-                leader=new.leader, leader_epoch=new.leader_epoch, isr=new.isr, replicas=new.replicas,
-                controller_epoch=None, elr=new.elr, last_known_elr=new.last_known_elr))
+            out.append(new.event(METADATA_LOG_SOURCE, wall, topics.get(key[0], key[0]), key[1]))
     return out
 
 
