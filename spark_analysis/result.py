@@ -213,9 +213,10 @@ def kraft_phase(check: Check, ctx: CheckContext) -> CheckResult | None:
     """`check` run on the KRaft controllers' metadata log, for a check of `KRAFT_LOG_CHECKS` in a run whose history
     holds it (`src: log`: the process backend reads it after a migration); None otherwise. The log holds only what
     the KRaft controllers decided, from the migration's metadata copy on, so the whole log is the KRaft phase."""
-    if check.id not in KRAFT_LOG_CHECKS or not ctx.has_metadata_log():
+    if check.id not in KRAFT_LOG_CHECKS:
         return None
-    return check.run(ctx.metadata_log())
+    log = ctx.metadata_log()
+    return check.run(log) if log.rows("partition.state") else None
 
 
 def zookeeper_phase(check: Check, ctx: CheckContext) -> ZookeeperPhase | None:

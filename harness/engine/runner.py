@@ -315,7 +315,9 @@ class Run:
             elapsed = time.monotonic() - start
             if held.waiting and self.operations is not None:
                 began = dict(self.operations.step_began)  # a copy: the operation's thread adds to it
-                todo = list(ordered([*todo, *held.ready({step: t - start for step, t in began.items()})]))
+                ready = held.ready({step: t - start for step, t in began.items()})
+                if ready:
+                    todo = list(ordered([*todo, *ready]))
             while ops and ops[0].start <= elapsed:
                 op = ops.pop(0)
                 assert self.operations is not None

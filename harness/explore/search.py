@@ -287,7 +287,7 @@ def _recheck(run: Runner, kept: list[Candidate], result: ExploreResult, needed: 
     as_drawn = kept[0]
     while kept:
         cand = kept[-1]
-        pin = next((s for s in reversed(result.shrink) if cand.pin and s.kept and s.step == cand.step), None)
+        pin = next((s for s in reversed(result.shrink) if s.kept and s.step == cand.step), None) if cand.pin else None
         if pin is not None:  # its runs were on fresh clusters already (`reproduces`)
             hits = sum(o.hits(result.target) for o in pin.outcomes)
             result.recheck = f"{cand.step}: {hits} of {len(pin.outcomes)} runs on fresh clusters, when it was kept"

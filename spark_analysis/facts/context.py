@@ -141,10 +141,6 @@ class CheckContext:
                             rows_provider=self.rows_provider, skipped_lines=self.skipped_lines, damage=self.damage,
                             log_view=True)
 
-    def has_metadata_log(self) -> bool:
-        """Whether the history holds the metadata log's partition states (`src: log`)."""
-        return bool(self.metadata_log().rows("partition.state"))
-
     def df(self, *types: str) -> DataFrame:
         """Events of `types` as a DataFrame (Spark contexts only); one frame per type set, built once (each
         build is a handful of JVM round trips, and checks ask for the same sets)."""
