@@ -49,7 +49,8 @@ def real_operator(cluster: Cluster) -> Operator:
     from harness.faults.kafka_operator import KafkaOperator
 
     return KafkaOperator(cluster.bootstrap_servers, cluster.quorum_voters, security=client_access(cluster, "admin"),
-                         voter_security=client_access(cluster, "admin", controllers=True))
+                         voter_security=client_access(cluster, "admin", controllers=True),
+                         brokers=cluster.broker_addresses)
 
 
 def real_observers(exp: Experiment, cluster: Cluster, sink: EventSink) -> list[Observer]:

@@ -21,6 +21,7 @@ says what was awaited and what was seen last."""
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, cast
@@ -41,10 +42,13 @@ class KafkaOperator:
     ends, so operations may run side by side."""
 
     def __init__(self, bootstrap_servers: str, voters: Mapping[int, str] | None = None, *,
-                 security: ClientSecurity = PLAINTEXT, voter_security: ClientSecurity = PLAINTEXT) -> None:
+                 security: ClientSecurity = PLAINTEXT, voter_security: ClientSecurity = PLAINTEXT,
+                 brokers: Mapping[int, str] | None = None) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.voters = dict(voters or {})
         """KRaft: each voter's controller listener, for `await_voter`."""
+        self.brokers = dict(brokers or {})
+        """Each broker's own client address, for `await_brokers_follow_kraft`."""
         self.security, self.voter_security = security, voter_security
         """How the operator's clients connect to the brokers and to the voters (the admin's access on a secured
         cluster)."""
@@ -240,6 +244,11 @@ class KafkaOperator:
         from harness.faults.kraft_upgrade import await_voter
 
         return await_voter(self.voters, voter, timeout_s, self.voter_security)
+
+    def await_brokers_follow_kraft(self, timeout_s: float, stop: threading.Event) -> str | None:
+        from harness.faults.migration_brokers import await_following
+
+        return await_following(self.brokers, timeout_s, stop, self.security)
 
     def finalize_metadata(self, timeout_s: float) -> OperationOutcome:
         from harness.faults.kraft_upgrade import finalize_metadata

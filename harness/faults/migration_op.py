@@ -1,7 +1,9 @@
 """`migrate_to_kraft`'s steps, in Kafka's order ("ZooKeeper to KRaft Migration", docs/ops.html at 3.9; KIP-866):
 `controllers` starts the KRaft quorum in migration mode and waits until each voter has caught up; `brokers` rolls
 the brokers into the `migrating` phase; `copy` waits for the active controller's metadata copy (`/migration`'s
-`kraft_metadata_offset` > 0), after which it holds `/controller` and the cluster is in dual-write; `brokers_kraft`
+`kraft_metadata_offset` > 0), after which it holds `/controller` and the cluster is in dual-write, then until every
+broker follows the KRaft controller (`migration_brokers`: rolled before that, a broker shuts down uncleanly; at most
+`FOLLOW_TIMEOUT_S`, then the step ends anyway and says which brokers were not seen to); `brokers_kraft`
 rolls the brokers into KRaft brokers; `controllers_kraft` rolls the controllers out of the migration. The rolls are
 the operation runner's rolling restarts over the operation's nodes (`PlannedOperation.nodes`: the brokers, the
 brokers again, the controllers), so every restart is a `stop` fault window. Each step is recorded by `record`
@@ -17,6 +19,7 @@ from typing import Protocol, runtime_checkable
 from harness.cluster.render_migration import BrokerPhase
 from harness.errors import HarnessError
 from harness.experiment.schema import MIGRATION_STEPS
+from harness.faults.migration_brokers import FOLLOW_TIMEOUT_S
 from harness.faults.outcomes import OperationOutcome
 from harness.faults.schedule import PlannedOperation
 from harness.history.nodes import NodeId
@@ -48,10 +51,12 @@ Roll = Callable[[str, Callable[[NodeId], str], range], OperationOutcome]
 """A rolling restart over `PlannedOperation.nodes[steps]`: (how, what each node starts as, steps)."""
 Record = Callable[[str, OperationOutcome | None, float], None]
 """Records a step's start (outcome None) or its end (with the seconds it took)."""
+Await = Callable[[float, threading.Event], str | None]
+"""Waits up to the given seconds, or until the event is set: None once what it awaits holds, else what it saw last."""
 
 
 def run_migration(op: PlannedOperation, switch: MigrationSwitch, roll: Roll,
-                  await_voter: Callable[[int, float], str | None], record: Record,
+                  await_voter: Callable[[int, float], str | None], await_brokers: Await, record: Record,
                   abandoned: threading.Event) -> OperationOutcome:
     """The steps `op` asks for (all five by default), each recorded; what the whole migration gave."""
     took: list[str] = []
@@ -62,7 +67,7 @@ def run_migration(op: PlannedOperation, switch: MigrationSwitch, roll: Roll,
         t0 = time.monotonic()
         result = OperationOutcome("error", VIA, "ended by something raised (see the run's log)")
         try:
-            result = _step(name, op, switch, roll, await_voter, abandoned)
+            result = _step(name, op, switch, roll, await_voter, await_brokers, abandoned)
         finally:
             record(name, result, time.monotonic() - t0)
         if result.outcome != "done":
@@ -73,7 +78,8 @@ def run_migration(op: PlannedOperation, switch: MigrationSwitch, roll: Roll,
 
 
 def _step(name: str, op: PlannedOperation, switch: MigrationSwitch, roll: Roll,
-          await_voter: Callable[[int, float], str | None], abandoned: threading.Event) -> OperationOutcome:
+          await_voter: Callable[[int, float], str | None], await_brokers: Await,
+          abandoned: threading.Event) -> OperationOutcome:
     timeout = op.spec.timeout
     brokers, controllers = len(op.brokers), len(op.controllers)
     if name == "controllers":
@@ -103,7 +109,12 @@ def _step(name: str, op: PlannedOperation, switch: MigrationSwitch, roll: Roll,
             return last[0] is None
 
         if poll_until(copied, deadline=deadline, poll_s=0.5, stop=abandoned):
-            return OperationOutcome("done", "/migration in ZooKeeper", "the metadata copy ended (dual-write)")
+            behind = await_brokers(min(FOLLOW_TIMEOUT_S, deadline.remaining()), abandoned)
+            return OperationOutcome("done", "/migration in ZooKeeper, then each broker's Metadata",
+                                    "the metadata copy ended (dual-write); " + (
+                                        "every broker follows the KRaft controller" if behind is None else
+                                        "not every broker was seen following the KRaft controller within "
+                                        f"{FOLLOW_TIMEOUT_S:g}s: {behind}"))
         return OperationOutcome("timeout", "/migration in ZooKeeper", f"awaited the metadata copy's end "
                                 f"(/migration kraft_metadata_offset > 0) within {timeout:g}s; last seen: {last[0]}; "
                                 "the active controller's controller.log says what it waits for")

@@ -50,6 +50,11 @@ class Operator(Protocol):
         else (after `timeout_s`) what was seen last."""
         ...
 
+    def await_brokers_follow_kraft(self, timeout_s: float, stop: threading.Event) -> str | None:
+        """A migration in dual-write: None once every broker's Metadata shows it follows the KRaft controller
+        (`migration_brokers`), else what each broker named when `timeout_s` ran out or `stop` was set."""
+        ...
+
 
 class GroupScaler(Protocol):
     """What a consumer-group workload offers to `scale_consumers`."""
@@ -223,7 +228,8 @@ class OperationRunner:
                     self._open_steps.pop(op.index, None)
                     self._step_ended(op, step, result, elapsed_s)
 
-        return run_migration(op, switch, roll, self.operator.await_voter, record, self._abandoned)
+        return run_migration(op, switch, roll, self.operator.await_voter, self.operator.await_brokers_follow_kraft,
+                             record, self._abandoned)
 
     def _upgrading(self, before: int) -> bool:
         with self._lock:

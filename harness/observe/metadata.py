@@ -54,11 +54,19 @@ class _BrokerPoller:
 
     def ask(self) -> int:
         """The controller id the broker's Metadata answer names; raises `Unanswered`."""
-        response = self.conn.call(MetadataRequest, MetadataResponse, METADATA_VERSION, lambda v: MetadataRequest(
-            version=v, topics=[], allow_auto_topic_creation=False))
+        controller = controller_named(self.conn)
         self.answers += 1
-        controller = getattr(response, "controller_id", None)
-        return int(controller) if controller is not None else -1
+        return controller
+
+
+def controller_named(conn: NodeConnection) -> int:
+    """The controller id `conn`'s broker names in its Metadata answer for no topics (-1: none); raises `Unanswered`.
+    A ZooKeeper-mode broker names the ZooKeeper controller it last heard from; once it follows a KRaft controller
+    (a migration's dual-write), a random live broker on every answer (`KafkaApis`, `KRaftCachedControllerId`)."""
+    response = conn.call(MetadataRequest, MetadataResponse, METADATA_VERSION, lambda v: MetadataRequest(
+        version=v, topics=[], allow_auto_topic_creation=False))
+    controller = getattr(response, "controller_id", None)
+    return int(controller) if controller is not None else -1
 
 
 class MetadataObserver(StartedByWith):

@@ -3,7 +3,8 @@ KRaft by `migrate_to_kraft` under acks=all load and a consumer group, with a KRa
 brokers register for the copy, a ZooKeeper-mode broker and then the KRaft quorum cut off from ZooKeeper in
 dual-write. Real brokers, ZooKeeper, KRaft controllers, clients and Spark: every check the experiment is judged by
 passes (an SLO breach alone is the machine's load: `failing_rules`), the five steps end done in Kafka's order, each
-of the nine restarts is its own `stop` fault window, the brokers end as KRaft brokers and the controllers without
+of the nine restarts is its own `stop` fault window, the copy step ends with every broker following the KRaft
+controller and no broker's controlled shutdown fails (M9), the brokers end as KRaft brokers and the controllers without
 ZooKeeper, no controller logged a migration fault, and the KRaft phase's elections, read from the KRaft controllers'
 metadata log, conform to KRaft's rules (M7).
 
@@ -47,7 +48,12 @@ def test_a_migration_to_kraft_under_faults_passes_on_apache_kafka_and_ends_with_
     fired = {e["fault_id"]: e["t"] for e in history if e["type"] == "fault.start"}
     assert began["brokers"] + 12 <= fired[1] < began["copy"], (began, fired)
     assert began["brokers_kraft"] + 2 <= fired[2] < fired[3] < began["controllers_kraft"], (began, fired)
+    (copy,) = [e for e in history if e["type"] == "op.end" and e.get("step") == "copy"]
+    assert str(copy["detail"]).endswith("every broker follows the KRaft controller"), copy  # rule M9
     cluster = run_dir / "cluster"
+    unclean = [log.name for b in (1, 2, 3) for log in sorted((cluster / f"broker-{b}" / "logs").glob("server.log*"))
+               if "Proceeding to do an unclean shutdown" in log.read_text(errors="replace")]
+    assert not unclean, f"a broker's controlled shutdown failed (rule M9): {unclean}"
     assert all("process.roles=broker" in (cluster / f"broker-{b}" / "server.properties").read_text()
                for b in (1, 2, 3))
     assert not any("zookeeper.connect" in (cluster / f"controller-{c}" / "server.properties").read_text()

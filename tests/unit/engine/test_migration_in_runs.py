@@ -85,6 +85,13 @@ def test_every_step_runs_in_kafkas_order_each_restart_a_numbered_stop_and_each_s
     assert end["outcome"] == "done" and str(end["detail"]).startswith("controllers ")
 
 
+def test_the_copy_step_ends_once_the_copy_ended_and_every_broker_follows_the_kraft_controller() -> None:
+    written = _run(_op(", timeout: 5s, steps: [controllers, brokers, copy]"), StandInCluster())
+    (copy,) = [e for e in written if e["type"] == "op.end" and e.get("step") == "copy"]
+    assert copy["outcome"] == "done"
+    assert copy["detail"] == "the metadata copy ended (dual-write); every broker follows the KRaft controller"
+
+
 def test_steps_stop_the_migration_after_the_prefix_asked_for_here_in_dual_write() -> None:
     cluster = StandInCluster()
     written = _run(_op(", timeout: 5s, steps: [controllers, brokers, copy]"), cluster)

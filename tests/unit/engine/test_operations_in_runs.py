@@ -5,6 +5,7 @@ running as errors, and the verifiers' reading of it (`operation.completes`, the 
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -68,6 +69,10 @@ class FakeOperator:
 
     def await_voter(self, voter: int, timeout_s: float) -> str | None:
         self.calls.append(f"caught up {voter}")
+        return None
+
+    def await_brokers_follow_kraft(self, timeout_s: float, stop: threading.Event) -> str | None:
+        self.calls.append("brokers follow the KRaft controller")
         return None
 
     def finalize_metadata(self, timeout_s: float) -> OperationOutcome:
