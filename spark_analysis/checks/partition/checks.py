@@ -281,7 +281,9 @@ class ElectionConforms:
         per_strategy: dict[str, int] = defaultdict(int)
         per_eligibility: dict[str, int] = defaultdict(int)
         bad: list[dict[str, Any]] = []
-        for (_src, topic, part), evs in _by_partition(_states(ctx)).items():
+        states = _states(ctx)
+        writes = lv_facts.first_writes(states)
+        for (_src, topic, part), evs in _by_partition(states).items():
             prev = None
             for i, ev in enumerate(evs):
                 nxt = evs[i + 1] if i + 1 < len(evs) else None
@@ -317,8 +319,9 @@ class ElectionConforms:
                         rejoined = sorted({*joined_unobserved(prev, ev, live),
                                            *(_reassigned_in(prev, ev, assigned) if strategy == "reassign" else ())})
                         views = [prev, {**prev, "isr": [*prev["isr"], *rejoined]}] if rejoined else [prev]
-                        lives = _with_unseen_losses(_plausible_live_sets(
-                            live, t, exclude, lv_facts.took_office_before(controllers, t)), prev, t, ctx, shut, live)
+                        took_office = lv_facts.took_office_before(controllers, t, writes)
+                        lives = _with_unseen_losses(_plausible_live_sets(live, t, exclude, took_office),
+                                                    prev, t, ctx, shut, live)
                         expected = {elect_leader(strategy, assigned, _eligible(p, frozenset(lv) - shut), lv,
                                                  frozenset(shut), ctx.run.unclean_election)
                                     for p in views for lv in lives}
