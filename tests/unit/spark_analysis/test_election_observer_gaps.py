@@ -125,3 +125,36 @@ def test_a_failover_may_elect_without_two_brokers_registered_after_it_took_offic
     so it prescribed 1 or 2, never 3."""
     result = _run(_failover_before_two_registrations(second_s=29.952), UNCLEAN_RUN)
     assert result.status == "pass", result.summary
+
+
+def _slow_failover(*, first_write_s: float) -> list[Event]:
+    """Apache Kafka 3.9.2, weak-isr under explore beside a migration run (recorded
+    zk-3.9.2-slow-failover-election-before-a-registration): brokers 1 and 2 are gone; broker 3 takes office at
+    24.38 s (controller epoch 10), broker 2 registers at 24.93 s; the controller first writes at `first_write_s`
+    (its failover read ZooKeeper for that long) and its failover's election at 29.88 s picks 3 from outside the
+    ISR [2], broker 2 unknown to it."""
+    def state(t: float, leader: int, epoch: int, isr: list[int], controller_epoch: int) -> Event:
+        return _ev(t, "partition.state", topic="t", partition=0, leader=leader, leader_epoch=epoch, isr=isr,
+                   replicas=[2, 3, 1], controller_epoch=controller_epoch)
+
+    events = [*(_ev(0.4, "broker.up", broker=b) for b in (1, 2, 3)), _ev(0.4, "controller", broker=1, epoch=9),
+              state(0.4, 2, 0, [2, 3, 1], 9),
+              _ev(10.6, "broker.down", broker=3), state(10.8, 2, 0, [2, 1], 9),
+              _ev(15.1, "broker.down", broker=2), _ev(16.6, "broker.down", broker=1),
+              _ev(16.6, "controller", broker=-1, epoch=9),
+              _ev(23.7, "broker.up", broker=3), _ev(24.38, "controller", broker=3, epoch=10),
+              _ev(24.93, "broker.up", broker=2),
+              state(first_write_s, 2, 0, [2, 1], 10) if first_write_s < 29.15 else state(29.15, -1, 2, [2], 10),
+              state(29.16, -1, 2, [2], 10), state(29.88, 3, 3, [3], 10),
+              _ev(60.0, "run.end", "engine")]
+    return sorted(events, key=lambda e: e["t"])
+
+
+def test_a_failover_slowed_before_its_first_write_may_elect_without_a_broker_registered_after_it_took_office() -> None:
+    result = _run(_slow_failover(first_write_s=29.15), UNCLEAN_RUN)
+    assert result.status == "pass", result.summary
+
+
+def test_a_controller_that_wrote_soon_after_taking_office_knows_a_broker_registered_5s_before_its_election() -> None:
+    result = _run(_slow_failover(first_write_s=24.6), UNCLEAN_RUN)
+    assert result.status == "fail" and "picked 3, model prescribes 2" in result.summary, result.summary
