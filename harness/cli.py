@@ -107,7 +107,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from harness.cluster.select import choose_backend, prefers_process
-    from harness.engine.runner import needs_process_backend
+    from harness.engine.backend_needs import needs_process_backend
     from harness.experiment import load_experiment, load_experiment_text, load_experiments
     from harness.experiment.dump import dump_experiment
 

@@ -99,7 +99,7 @@ def chaos_cluster(request: pytest.FixtureRequest, chaos_session: ChaosSession,
 def _cluster_spec(marker: pytest.Mark | None, module: Path) -> ClusterSpec:
     """The marker's spec: an experiment's cluster (`experiment=PATH`, `variant=`), or its keywords read as the
     `cluster:` keys by the experiment loader's rules (`harness.experiment.cluster_fields.read_marker`)."""
-    from harness.engine.runner import cluster_spec
+    from harness.engine.backend_needs import cluster_spec
     from harness.experiment import load_experiment
     from harness.experiment.cluster_fields import read_marker
 

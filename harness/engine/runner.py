@@ -8,7 +8,6 @@ the chaos phase; the chaos phase lasts the experiment's `duration`.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -19,9 +18,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
-from harness.cluster.base import Cluster, ClusterBackend, ClusterSpec
+from harness.cluster.base import Cluster, ClusterBackend
 from harness.cluster.links import LinkGraph
-from harness.cluster.render_kraft import kraft_cluster_id
+from harness.engine.backend_needs import cluster_spec
 from harness.engine.bundle import RunBundle, client_info
 from harness.engine.delivery import DeliveryCount
 from harness.engine.freeze import FreezeWatchdog
@@ -89,30 +88,6 @@ class RunResult:
     """completed | aborted (steady state never reached) | crashed | interrupted | failed (its record could not be
     written: a full disk)"""
     error: str | None = None
-
-
-def cluster_spec(exp: Experiment) -> ClusterSpec:
-    """The experiment's cluster with what the run sets: its cluster id (from the seed), the releases its upgrades roll
-    onto, fake clocks when a clock_skew
-    fault will step them, and log directories on the power-loss filesystem when a power_loss or disk_error fault will
-    act on them."""
-    return dataclasses.replace(exp.cluster, cluster_id=kraft_cluster_id(exp.seed),
-                               releases=tuple(op.to for op in exp.operations if op.to is not None),
-                               fake_clocks=any(f.kind == "clock_skew" for f in exp.schedule),
-                               lazy_fs=any(f.kind in ("power_loss", "disk_error") for f in exp.schedule))
-
-
-def needs_process_backend(exp: Experiment) -> str:
-    """What of `exp` only the process backend runs (`choose_backend`'s `process_only`), or ""."""
-    from harness.cluster.select import process_only
-    from harness.faults.catalog import CATALOG, OPERATIONS
-
-    kinds = sorted({f.kind for f in exp.schedule
-                    if CATALOG[f.kind].spec.backends.get("containers", "").startswith("not available")})
-    actions = list(dict.fromkeys(op.action for op in exp.operations  # in schedule order
-                                 if OPERATIONS[op.action].how.get("containers", "").startswith("not available")))
-    return (process_only(exp.cluster) or (f"the {', '.join(kinds)} fault" if kinds else "")
-            or (f"the {', '.join(actions)} operation" if actions else ""))
 
 
 class Run:
@@ -440,4 +415,4 @@ def run_experiment(exp: Experiment, backend: ClusterBackend, *, backend_reason: 
     return Run(exp, backend, bundle, progress=progress, parts=parts).execute()
 
 
-__all__: Sequence[str] = ("Progress", "Run", "RunResult", "cluster_spec", "run_experiment")
+__all__: Sequence[str] = ("Progress", "Run", "RunResult", "run_experiment")

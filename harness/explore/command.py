@@ -40,7 +40,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def cmd_explore(args: argparse.Namespace) -> int:
     from harness.cluster.select import choose_backend, prefers_process
-    from harness.engine.runner import needs_process_backend
+    from harness.engine.backend_needs import needs_process_backend
     from harness.experiment import load_experiment
     from harness.experiment.check_ids import CHECK_IDS
     from harness.experiment.fields import did_you_mean

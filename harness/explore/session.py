@@ -146,7 +146,7 @@ class EngineRunner:
 
     def __init__(self, exploration: Exploration, backend: ClusterBackend, reason: str, runs_dir: Path,
                  spark_master: str | None = None, reuse: bool = True) -> None:
-        from harness.engine.runner import cluster_spec
+        from harness.engine.backend_needs import cluster_spec
 
         self.exploration = exploration
         self.backend = backend

@@ -154,7 +154,8 @@ class ChaosSession:
     def run(self, exp: Experiment, *, backend: tuple[ClusterBackend, str] | None = None) -> Outcome:
         """Run `exp` (after `prepare`) and verify it; a harness error becomes an unknown outcome."""
         from harness.cluster.select import prefers_process
-        from harness.engine.runner import needs_process_backend, run_experiment
+        from harness.engine.backend_needs import needs_process_backend
+        from harness.engine.runner import run_experiment
 
         cluster_backend, reason = backend or self.backend(needs_process_backend(exp), prefers_process(exp.cluster))
         result = run_experiment(exp, cluster_backend, backend_reason=reason, runs_dir=self.options.runs_dir)

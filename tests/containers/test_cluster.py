@@ -18,7 +18,7 @@ from confluent_kafka.admin import ClusterMetadata
 from harness.cluster.base import CLIENT, NodeId
 from harness.cluster.containers import ContainersBackend, ContainersCluster
 from harness.cluster.containers_ready import kafka_image_labels
-from harness.engine.runner import cluster_spec
+from harness.engine.backend_needs import cluster_spec
 from harness.experiment import load_experiment
 from harness.install.kafka import KafkaInstall
 from tests.containers.helpers import local_kafka, metadata, run_leftovers, wait_for

@@ -30,7 +30,7 @@ from harness.cluster.render import (
     plan_routes,
     render_server_properties,
 )
-from harness.engine.runner import cluster_spec
+from harness.engine.backend_needs import cluster_spec
 from harness.errors import ValidationError
 from harness.experiment import load_experiment_text, load_experiments, load_experiments_text
 from harness.experiment.dump import dump_experiment

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from harness.cluster.base import NodeId
-from harness.engine.runner import cluster_spec, needs_process_backend
+from harness.engine.backend_needs import cluster_spec, needs_process_backend
 from harness.errors import ValidationError
 from harness.experiment import load_experiment_text
 from harness.faults.catalog import CATALOG

@@ -69,7 +69,7 @@ def test_a_probability_outside_zero_to_one_is_refused_naming_the_field(bad: str)
 
 def test_an_experiment_with_a_fault_only_the_process_backend_runs_names_it_for_the_backend_choice() -> None:
     from harness.cluster.select import choose_backend
-    from harness.engine.runner import needs_process_backend
+    from harness.engine.backend_needs import needs_process_backend
     from harness.errors import BackendError
 
     exp = load_experiment_text(EXPERIMENT % ("client->broker:2", ""), "p.yaml")
