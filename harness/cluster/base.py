@@ -65,8 +65,9 @@ class SecuritySpec:
 
 ClusterMode = Literal["zookeeper", "kraft"]
 RUN_FIELDS = ("cluster_id", "ready_timeout_s", "fake_clocks", "lazy_fs", "releases")
-"""The `ClusterSpec` fields a run sets (from its seed, workload and schedule: `harness.engine.backend_needs.cluster_spec`);
-every other field is the cluster's shape, read from `cluster:` or the `chaos_cluster` marker."""
+"""The `ClusterSpec` fields a run sets (from its seed, workload and schedule:
+`harness.engine.backend_needs.cluster_spec`); every other field is the cluster's shape, read from `cluster:` or the
+`chaos_cluster` marker."""
 
 
 @dataclass(frozen=True, slots=True)
