@@ -220,10 +220,11 @@ class OperationRunner:
                     return
                 if result is None:
                     self._open_steps[op.index] = (step, time.monotonic())
-                    self.step_began[step] = self._open_steps[op.index][1]
                     self.sink(OpStart(op_id=op.index, action=op.spec.action, topic=None, partitions=(),
                                       reassignment=(), brokers=op.brokers, timeout_s=op.spec.timeout,
                                       description=f"{op.describe()}: {step}", step=step))
+                    # after its op.start is stamped, so a fault timed `during` it lands at least `at` after that event
+                    self.step_began[step] = time.monotonic()
                 else:
                     self._open_steps.pop(op.index, None)
                     self._step_ended(op, step, result, elapsed_s)
