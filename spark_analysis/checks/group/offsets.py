@@ -156,10 +156,11 @@ class OffsetsKept:
             return passed(self.id, f"every member resumed at or past its group's committed offset "
                                    f"({plural(len(pairs), 'assignment')} judged)", metrics)
         unclean = {**power_loss_truncations(ctx), **unclean_partitions(ctx)}
+        cuts = {g: group_truncations(ctx, g) for g in {str(r["group"]) for r in bad}}
 
         def permit(r: Pair) -> str | None:
             data = unclean.get((r["topic"], int(r["partition"])))
-            cut = truncated_between(group_truncations(ctx, str(r["group"])), float(r["ct"]), float(r["pt"]))
+            cut = truncated_between(cuts[str(r["group"])], float(r["ct"]), float(r["pt"]))
             return data or (None if cut is None else f"{cut.reason}, the {OFFSETS_TOPIC} partition that stored "
                                                      f"{r['group']}'s commit")
 
