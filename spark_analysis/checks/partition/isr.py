@@ -12,8 +12,9 @@ the authoritative `partition.state` events (`partition.authoritative`) and the r
   the event: brokers lost together leave one write per replica, so a write that lists the broker and is
   followed at once by writes that take only gone replicas out, it among them, is a step (`_steps_out`).
   A ZooKeeper controller still answering an earlier event (another broker gone, or its own election, within
-  `BACKLOG_S`) may write states that list the broker before it reaches the BrokerChange event, if the broker
-  leaves within `OFFLINE_GRACE_S` (`_answered_late`, counted as `left_after_backlog`).
+  `BACKLOG_S`, counted for a failover from its first write as the election check counts it) may write states that
+  list the broker before it reaches the BrokerChange event, if the broker leaves within `OFFLINE_GRACE_S`
+  (`_answered_late`, counted as `left_after_backlog`).
   Fails when a controller write for such a
   partition after the broker went (a state with a higher leader epoch) still lists it, or when no
   state without it appears while the broker stays down longer than `OFFLINE_GRACE_S` with a controller in office
@@ -42,7 +43,15 @@ from typing import Any
 from spark_analysis.checks.partition.checks import STEP_S
 from spark_analysis.checks.shared.common import evidence, plural, summary_with_fault, tp_label
 from spark_analysis.facts.context import CheckContext, Row
-from spark_analysis.facts.liveness import BACKLOG_S, LIVENESS_TYPES, Liveness, build_liveness, controller_events
+from spark_analysis.facts.liveness import (
+    BACKLOG_S,
+    LIVENESS_TYPES,
+    Liveness,
+    build_liveness,
+    controller_events,
+    first_writes,
+    took_office_before,
+)
 from spark_analysis.facts.partitions import PartitionTimeline, UncleanElection, leader_elections, partition_timeline
 from spark_analysis.result import CheckResult, failed, passed, unknown
 
@@ -91,10 +100,13 @@ def _steps_out(states: list[Row], broker: int, live: Liveness) -> bool:
     return False
 
 
-def _answered_late(tl: PartitionTimeline, down: Row, kept: Row, left: Row, controllers: list[Row]) -> bool:
+def _answered_late(tl: PartitionTimeline, down: Row, kept: Row, left: Row, controllers: list[Row],
+                   writes: dict[int, float]) -> bool:
     """Whether `kept` (a write after `down` that still lists its broker) was the controller answering an earlier
     event: another broker went, or a controller took office, within `BACKLOG_S` before `down` (strictly
-    before: brokers seen gone in one watch firing are one BrokerChange event, answered together), and
+    before: brokers seen gone in one watch firing are one BrokerChange event, answered together), or first wrote
+    (`writes`: its failover reads ZooKeeper before it writes, `liveness.took_office_before`, the one definition the
+    election check uses too), and
     the broker left the ISR (`left`) within `OFFLINE_GRACE_S` of going. Apache Kafka's ZooKeeper controller
     handles its events one at a time, in order (`ControllerEventManager`'s single event thread): a controller
     that took office, or lost another broker, just before acts on the liveness it read then until it reaches the
@@ -109,7 +121,9 @@ def _answered_late(tl: PartitionTimeline, down: Row, kept: Row, left: Row, contr
         return False
     earlier = [ev for ev in tl.downs if ev.get("broker") != down.get("broker")]
     elected = [ev for ev in controllers if ev.get("broker") is not None and int(ev["broker"]) >= 0]
-    return any(t_down - BACKLOG_S <= float(ev.get("t") or 0.0) < t_down for ev in [*earlier, *elected])
+    office = took_office_before(controllers, t_down, writes)
+    return any(t_down - BACKLOG_S <= float(ev.get("t") or 0.0) < t_down for ev in [*earlier, *elected]) or (
+        office is not None and office < t_down)
 
 
 def _isr(st: Row) -> list[int]:
@@ -146,6 +160,7 @@ class OfflineReplicaLeavesIsr:
         bad: list[dict[str, Any]] = []
         live = build_liveness(ctx.rows(*LIVENESS_TYPES))
         controllers = controllers_by_time(ctx)
+        writes = first_writes([st for states in tl.states.values() for st in states])
         for down in tl.downs:
             broker, t_down = int(down["broker"]), float(down.get("t") or 0.0)
             back = tl.next_up(down)
@@ -168,7 +183,7 @@ class OfflineReplicaLeavesIsr:
                 left = [st for st in later if broker not in _isr(st)]
                 role = "led" if prev.get("leader") == broker else "followed"
                 label = tp_label(topic, part)
-                lagging = kept and left and _answered_late(tl, down, kept[0], left[0], controllers)
+                lagging = kept and left and _answered_late(tl, down, kept[0], left[0], controllers, writes)
                 if kept and (not left or tl.order(kept[0]) < tl.order(left[0])) and not lagging:
                     judged += 1
                     bad += [evidence(down), evidence(prev), evidence(

@@ -229,6 +229,31 @@ def test_a_zookeeper_controller_answering_an_earlier_expiry_may_list_the_next_go
     assert result.metrics["left_after_backlog"] == 1
 
 
+def _slow_failover(first_write: float) -> list[Event]:
+    """Broker 3 (controller) expired at 15.9 s and broker 1 took office at 16.0 s; its failover, reading ZooKeeper
+    on a loaded machine, first wrote at `first_write`; broker 2 went at 22.0 s, 6 s after the take-over, and the
+    controller still listed it at 22.3 s before taking it out at 25.0 s."""
+    return [*(_ev(0.1, "broker.up", broker=b) for b in (1, 2, 3)), _ev(0.1, "controller", broker=3, epoch=1),
+            _ps(0.2, 0, 3, 0, [3, 2, 1], controller_epoch=1), _ev(15.9, "controller", broker=-1, epoch=1),
+            _ev(15.9, "broker.down", broker=3), _ev(16.0, "controller", broker=1, epoch=2),
+            _ps(first_write, 0, 2, 1, [2, 1], controller_epoch=2), _ev(22.0, "broker.down", broker=2),
+            _ps(22.3, 0, 1, 2, [1, 2], controller_epoch=2), _ps(25.0, 0, 1, 3, [1], controller_epoch=2),
+            _ev(60.0, "run.end", "engine")]
+
+
+def test_a_failover_still_answered_when_a_broker_goes_counts_its_backlog_from_its_first_write() -> None:
+    """The election check's rule (`liveness.took_office_before`), one definition for both: a controller whose
+    failover first wrote 0.5 s before broker 2 went is still answering it, though it took office 6 s before."""
+    result = _run(OfflineReplicaLeavesIsr(), _slow_failover(first_write=21.5))
+    assert result.status == "pass", result.summary
+    assert result.metrics["left_after_backlog"] == 1
+
+
+def test_a_failover_that_wrote_long_before_the_broker_went_gets_no_backlog_allowance() -> None:
+    result = _run(OfflineReplicaLeavesIsr(), _slow_failover(first_write=16.5))
+    assert result.status == "fail", result.summary
+
+
 def test_a_gone_broker_listed_with_no_earlier_controller_event_still_fails_even_if_it_leaves_later() -> None:
     events = [*_start(), _ev(5.0, "broker.down", broker=3), _ps(5.4, 0, 1, 1, [1, 2, 3]), _ps(8.0, 0, 1, 2, [1, 2]),
               _ps(5.1, 1, 2, 1, [2, 1]), _ev(30.0, "run.end", "engine")]
