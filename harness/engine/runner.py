@@ -22,7 +22,7 @@ from harness.cluster.base import Cluster, ClusterBackend
 from harness.cluster.links import LinkGraph
 from harness.engine.backend_needs import cluster_spec
 from harness.engine.bundle import RunBundle, client_info
-from harness.engine.delivery import DeliveryCount
+from harness.engine.delivery import DeliveryCount, nothing_more_to_read
 from harness.engine.freeze import FreezeWatchdog
 from harness.engine.interrupts import INTERRUPTS, Interrupts
 from harness.engine.lanes import FaultLanes
@@ -360,8 +360,12 @@ class Run:
         for p in self.producers:
             p.drain(self.exp.drain)
         deadline = time.monotonic() + self.exp.drain
-        while self.delivery.unseen() and time.monotonic() < deadline:
+        while (unseen := self.delivery.unseen()) and time.monotonic() < deadline:
             self.storage.check()
+            if nothing_more_to_read(self.producers, self.consumers):
+                self.progress.note(f"drain: the consumers read to the partitions' ends; {unseen} acked values "
+                                   "not seen are not in the log")
+                break
             time.sleep(TICK_S)
         for c in self.consumers:
             c.stop()

@@ -22,6 +22,24 @@ class Workload(Protocol):
     def close(self) -> None: ...
 
 
+@runtime_checkable
+class Settles(Protocol):
+    """A producer that says whether its last `drain` delivered everything it held: none outstanding, so no write
+    of it can be acknowledged after that (the drain's early end relies on it, `engine.runner`)."""
+
+    @property
+    def settled(self) -> bool: ...
+
+
+@runtime_checkable
+class ReadsToTheEnd(Protocol):
+    """A reader that says at once, without waiting, whether it has read everything below the ends of the partitions
+    it reads (each group member caught up to the leaders' ends, every partition owned); the first call starts the
+    checks (as `drain` does), so it is False until they have run."""
+
+    def read_to_the_end(self) -> bool: ...
+
+
 class MemberClient(Protocol):
     """One incarnation of a consumer-group slot as `ConsumerGroupWorkload` drives it: a librdkafka consumer on a
     thread (`member.Member`) or a Java consumer in a worker process (`java_client.WorkerMember`)."""

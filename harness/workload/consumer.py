@@ -114,6 +114,8 @@ class ConsumerGroupWorkload:
         self._incarnations = [0] * members
         self._retired: list[MemberClient] = []
         self._stopping = False
+        self._checked: set[int] = set()
+        """The members (`id`) `read_to_the_end` set checking whether they caught up."""
         self.last_drain_complete = False
 
     # -- introspection -------------------------------------------------------------------------
@@ -184,11 +186,24 @@ class ConsumerGroupWorkload:
         """No effect on consuming (see the class doc); marks the workload as winding down."""
         self._stopping = True
 
+    def read_to_the_end(self) -> bool:
+        """Whether the group has read everything below the high watermarks now (`base.ReadsToTheEnd`): the live
+        members check it while draining (`drain`'s rule), which the first call turns on for each member."""
+        live = [m for m in self._slots if m is not None and m.alive]
+        for m in live:
+            if id(m) not in self._checked:
+                self._checked.add(id(m))
+                m.set_draining(True)
+        return bool(live) and self._drained(live)
+
     def drain(self, timeout_s: float) -> None:
         """Poll until the group has read everything below the high watermarks, or `timeout_s` passes."""
         live = [m for m in self._slots if m is not None and m.alive]
         for m in live:
-            m.set_draining(True)
+            if id(m) not in self._checked:  # a member `read_to_the_end` set checking keeps what it found
+                m.set_draining(True)
+        self._checked.clear()
+
         def drained() -> bool:
             live = [m for m in self._slots if m is not None and m.alive]
             return bool(live) and self._drained(live)

@@ -112,6 +112,7 @@ class ProducerWorkload:
         self._config.update(dict(extra_config or {}))
         self._config["error_cb"] = self._on_client_error
         self._producer: confluent_kafka.Producer | None = None
+        self._settled = False
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._running = threading.Event()
@@ -198,6 +199,7 @@ class ProducerWorkload:
     def drain(self, timeout_s: float) -> None:
         """Serve delivery reports until none is outstanding or `timeout_s` passes (no raise)."""
         self.stop()
+        self._settled = False
         producer = self._producer
         if producer is None:
             return
@@ -212,6 +214,12 @@ class ProducerWorkload:
                 if not is_fatal(exc):
                     raise
                 return  # a fatal client error: nothing more will be delivered (close() purges the rest)
+        self._settled = True
+
+    @property
+    def settled(self) -> bool:
+        """The last `drain` ended with no message outstanding (`base.Settles`)."""
+        return self._settled
 
     def restart(self, *, abrupt: bool = False, timeout_s: float = 30.0, zombie: bool = False) -> str:
         """A new client session, as an application redeploy makes: sending pauses; the old client delivers
