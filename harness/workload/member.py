@@ -61,6 +61,7 @@ from harness.workload.common import (
     parse_group_metadata,
     wall_ms,
 )
+from harness.workload.ends import SideChannel
 
 TopicPartitionKey = tuple[str, int]
 COMMIT_MODES = ("auto", "sync", "async", "none")
@@ -95,6 +96,7 @@ class Member:
         self._config["on_commit"] = self._on_commit
         self._config["error_cb"] = self._on_client_error
         self._isolation = str(self._config.get("isolation.level", "read_committed"))
+        self._side = SideChannel(self._config, self._isolation)
         self._commit = commit
         self._commit_interval_s = commit_interval_s
         self._incremental = incremental
@@ -203,6 +205,7 @@ class Member:
             # Dropping the only reference: without a prior close() confluent-kafka destroys the
             # handle with NO_CONSUMER_CLOSE (no LeaveGroup, no commit) - the "kill" path.
             consumer = None
+            self._side.close()
 
     def _loop(self, consumer: confluent_kafka.Consumer) -> None:
         last_commit = time.monotonic()
@@ -410,11 +413,8 @@ class Member:
             if not self._answers(consumer, 1.0):
                 self.last_check_error = "librdkafka did not answer within 1 s (its main thread busy or deadlocked)"
                 return False
-            if not self.known_partitions:
-                md = consumer.list_topics(timeout=1.0)
-                self.known_partitions = {
-                    (t, p) for t in self.topics if t in md.topics for p in md.topics[t].partitions
-                }
+            if not self.known_partitions:  # on the side channel: the member's own connections wait behind Fetches
+                self.known_partitions = self._side.partitions(self.topics, 1.0)
             owned = sorted(self._assignment)
             unread = [k for k in owned if k not in self._positions]
             now = time.monotonic()
@@ -433,8 +433,8 @@ class Member:
                     self.last_check_error = f"{key[0]}/{key[1]}: read up to {read}, high watermark {high}"
                     return False
             return self._confirm_caught_up(consumer, owned)
-        except confluent_kafka.KafkaException as exc:
-            self.last_check_error = str(exc)
+        except (confluent_kafka.KafkaException, TimeoutError) as exc:
+            self.last_check_error = str(exc) or f"no answer: {type(exc).__name__}"
             return False
 
     def _confirm_caught_up(self, consumer: confluent_kafka.Consumer, owned: list[TopicPartitionKey]) -> bool:
@@ -442,16 +442,19 @@ class Member:
         fetching (a stuck client) keeps an old one, or none but an empty partition's, and would look read to the end
         (librdkafka 2.3.0 never fetched a partition whose first metadata said UNKNOWN_TOPIC_OR_PART). So a check
         that passes on the cached values is confirmed against the leaders' ends (ListOffsets), as the Java worker's
-        `endOffsets`. What the client raises, `_check_caught_up` reports."""
-        if owned:  # one ListOffsets per leader for every partition: timestamp -1 asks for the end (the LSO under
-            # read_committed, the isolation level the client sends)
-            ends = consumer.offsets_for_times([confluent_kafka.TopicPartition(t, p, -1) for t, p in owned],
-                                              timeout=2.0)
-            for end in ends:
-                key = (end.topic, end.partition)
+        `endOffsets`, asked on the side channel (`ends.SideChannel`: the member's own request would wait behind its
+        Fetch long-poll), or with a confluent-kafka before 2.3 by the member's client. What the client raises,
+        `_check_caught_up` reports."""
+        if owned:
+            side = self._side.ends(owned, 2.0)
+            if side is None:  # one ListOffsets per leader: timestamp -1 asks for the end (the LSO under
+                # read_committed, the isolation level the client sends)
+                side = {(e.topic, e.partition): e.offset for e in consumer.offsets_for_times(
+                    [confluent_kafka.TopicPartition(t, p, -1) for t, p in owned], timeout=2.0)}
+            for key, end in side.items():
                 read = self._read_up_to(consumer, key)
-                if end.offset > 0 and read < end.offset:
-                    self.last_check_error = f"{key[0]}/{key[1]}: read up to {read}, the leader's end {end.offset}"
+                if end > 0 and read < end:
+                    self.last_check_error = f"{key[0]}/{key[1]}: read up to {read}, the leader's end {end}"
                     return False
         self.last_check_error = None
         return True

@@ -135,6 +135,37 @@ def test_group_records_eager_rebalances_with_generations_and_polls_on_apache_kaf
     assert acked.items() <= polled.items()
 
 
+def test_a_batch_consumer_whose_fetches_wait_10_s_still_tells_that_it_read_to_the_end_on_apache_kafka(
+    kafka: ProcessCluster,
+) -> None:
+    """A member that fetches in batches (fetch.wait.max.ms 10 s, a fetch.min.bytes never reached: weak-isr.yaml's
+    consumer) keeps a Fetch waiting on its broker connection nearly all the time, and the broker answers one request
+    per connection at a time: the drain check asks the topic's partitions and the leaders' ends on connections of
+    its own (`workload.ends.SideChannel`), so the drain ends complete and the group reads to the end at once
+    (`read_to_the_end`). Asked on the member's own client, on three brokers under weak-isr.yaml (Apache Kafka 3.9.2),
+    every ask timed out behind the Fetches in each of 9 drains of 10 to 35 s; one broker here answers it sooner or
+    later either way, so this shows the side channel working, not the old way failing."""
+    create_topic(kafka.bootstrap_servers, "batches", 4)
+    events = Events()
+    batch = {**CLASSIC, "fetch.wait.max.ms": 10000, "fetch.min.bytes": 100000000}
+    with ConsumerGroupWorkload(kafka.bootstrap_servers, events, group="batch", topics=["batches"], members=1,
+                               extra_config=batch) as group, \
+            ProducerWorkload(kafka.bootstrap_servers, events, producer_id="feed-b", topic="batches", rate=100) as feed:
+        group.start()
+        feed.start()
+        wait_until(lambda: owned_by(group, 1), 30.0, "the member owning all 4 partitions", group.assignments)
+        wait_until(lambda: len(events.of("poll")) > 0, 30.0, "a first batch polled", lambda: len(events.of("ack")))
+        feed.stop()
+        feed.drain(10.0)
+        assert feed.settled
+        wait_until(group.read_to_the_end, 60.0, "the group read to the end", group.drain_report)
+        group.drain(30.0)
+        assert group.last_drain_complete, str(group.drain_report())
+    acked = {(e["partition"], e["offset"]): e["value"] for e in events.of("ack")}
+    polled = {(e["partition"], e["offset"]): e["value"] for e in events.of("poll")}
+    assert acked.items() <= polled.items()
+
+
 def test_producer_records_errors_while_the_only_broker_is_down_on_apache_kafka(kafka: ProcessCluster) -> None:
     """While the only broker is SIGKILLed sends fail (definite=false); after its restart acks resume."""
     create_topic(kafka.bootstrap_servers, "outage", 4)
