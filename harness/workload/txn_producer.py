@@ -157,6 +157,13 @@ class TransactionalProducerWorkload(ProducerWorkload):
         """The sender thread goes on with a new session (after a fence)."""
         self.outcomes: dict[str, int] = {"committed": 0, "aborted": 0, "unknown": 0}
 
+    @property
+    def settled(self) -> bool:
+        """Never (`base.Settles`): a record becomes an acknowledged write when its transaction commits, and the last
+        stable offset moves once the coordinator has written the markers, after `commit_transaction` returned; the
+        drain waits its time for such a producer, as before."""
+        return False
+
     def restart(self, *, abrupt: bool = False, timeout_s: float = 30.0, zombie: bool = False) -> str:
         """As `ProducerWorkload.restart`; a clean restart ends the open transaction first, an abrupt one leaves
         it open for the new session's init_transactions to abort (Kafka bumps the epoch and aborts it). With

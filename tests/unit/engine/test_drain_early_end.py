@@ -68,6 +68,14 @@ def test_a_reader_that_cannot_say_or_no_reader_at_all_keeps_the_drain_waiting() 
     assert not nothing_more_to_read([Pipeline()], [Group(True)])
 
 
+def test_a_transactional_producer_never_settles_so_the_drain_waits_its_time() -> None:
+    from harness.workload.txn_producer import TransactionalProducerWorkload
+
+    txn = TransactionalProducerWorkload("b:1", _sink, producer_id="t0", topic="t", rate=10.0, transactional_id="x")
+    assert isinstance(txn, Settles) and not txn.settled
+    assert not nothing_more_to_read([txn], [Group(True)])
+
+
 def _sink(event: object) -> None:
     raise AssertionError(f"no event expected: {event}")
 
