@@ -46,6 +46,7 @@ class FaultInjector:
         self.producers = dict(producers or {})
         self._active: dict[int | str, _Active] = {}
         self._cuts: dict[str, int] = {}
+        self._held: dict[NodeId, int] = {}
         self._lock = threading.Lock()
         self._links_lock = threading.Lock()
 
@@ -115,7 +116,23 @@ class FaultInjector:
             self._emit(FaultEnd, active.fault, targets=active.done.targets, **extra)
         return failures
 
-    # -- FaultEnv: reference-counted link cuts ---------------------------------------------------
+    # -- FaultEnv: reference-counted node holds and link cuts -----------------------------------
+
+    def hold_down(self, node: NodeId) -> None:
+        """Count one more active fault holding `node` down (a kill or stop that took it down, or found it down)."""
+        with self._links_lock:
+            self._held[node] = self._held.get(node, 0) + 1
+
+    def release(self, node: NodeId) -> bool:
+        """One fault holding `node` down healed: True when it was the last (its heal starts the node), False while
+        another still holds it (that one's heal will)."""
+        with self._links_lock:
+            count = self._held.get(node, 0) - 1
+            if count <= 0:
+                self._held.pop(node, None)
+                return True
+            self._held[node] = count
+            return False
 
     def cut_link(self, src: LinkSource, dst: NodeId) -> None:
         """Disable `src->dst` unless another active fault already cut it."""

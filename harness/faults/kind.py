@@ -104,7 +104,8 @@ class ProducerControl(Protocol):
 
 class FaultEnv(Protocol):
     """What a kind acts through (the injector): the cluster, what is known of it, the clients the harness drives,
-    and reference-counted link cuts (overlapping faults that cut one link heal it when the last one ends)."""
+    and reference-counted link cuts and node holds (overlapping faults that cut one link, or take one node down,
+    heal it when the last one ends)."""
 
     cluster: Cluster
     state: ClusterState
@@ -115,6 +116,10 @@ class FaultEnv(Protocol):
     def cut_link(self, src: LinkSource, dst: NodeId) -> None: ...
 
     def uncut_link(self, src: LinkSource, dst: NodeId) -> None: ...
+
+    def hold_down(self, node: NodeId) -> None: ...
+
+    def release(self, node: NodeId) -> bool: ...
 
 
 @dataclass(slots=True)

@@ -48,6 +48,11 @@ class _NodeFault:
 
     spec: KindSpec
     graceful = False
+    held = False
+    """The heal starts the node (kill, stop): overlapping faults that took one node down start it at the last one's
+    heal (`FaultEnv.hold_down`), not at the first, whose start found it running (explore on 3.9.2: the controller
+    killed at 11.6 s for 12 s and broker 1, the same node, at 16.7 s for 8 s; the second heal failed `already
+    running`, the node back 1 s early)."""
 
     def apply(self, fault: PlannedFault, env: FaultEnv, done: Applied) -> None:
         assert fault.target is not None
@@ -55,9 +60,12 @@ class _NodeFault:
         done.targets.append(str(node))
         self._down(env, node)
         done.nodes.append(node)
+        if self.held and isinstance(node, NodeId):
+            env.hold_down(node)
 
     def heal(self, env: FaultEnv, done: Applied) -> list[tuple[str, BaseException]]:
-        return attempt([self._up(env, node) for node in done.nodes])
+        return attempt([self._up(env, node) for node in done.nodes
+                        if not (self.held and isinstance(node, NodeId)) or env.release(node)])
 
     def describe(self, fault: PlannedFault, done: Applied) -> dict[str, Any]:
         return effect(nodes=done.nodes, down=True, graceful=self.graceful)
@@ -74,6 +82,8 @@ class _NodeFault:
 
 class Kill(_NodeFault):
     """SIGKILL (docker kill); a consumer member is dropped without leaving its group. Heal: start it again."""
+
+    held = True
 
     def brings_nodes_back(self) -> bool:
         return True
@@ -97,6 +107,7 @@ class Stop(_NodeFault):
     """SIGTERM (docker stop): the broker's controlled shutdown moves its leaderships first. Heal: start it."""
 
     graceful = True
+    held = True
 
     def brings_nodes_back(self) -> bool:
         return True

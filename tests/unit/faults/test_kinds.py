@@ -214,3 +214,26 @@ def test_a_teardown_leaves_killed_and_stopped_brokers_down_and_still_resumes_and
     assert len(ends) == 4
     left = sorted(d for d, e in ends.items() if e.get("left_down"))
     assert left == ["#0 kill broker:1", "#1 stop broker:2"], ends
+
+
+def test_overlapping_kills_of_one_broker_start_it_at_the_last_heal_not_at_the_first() -> None:
+    """Explore on 3.9.2: `kill controller` (broker 1 then) at 11.6 s for 12 s and `kill broker:1` at 16.7 s for 8 s;
+    the first heal started the broker while the second still held it down, whose heal then failed `already
+    running`. The node holds count: the first heal leaves it down, the last one starts it, and no heal fails."""
+    text = HEAD + "{at: 1s, fault: kill, target: controller, duration: 12s}\n  - " \
+        "{at: 2s, fault: stop, target: 'broker:1', duration: 8s}\n  - " \
+        "{at: 3s, fault: kill, target: 'broker:2', duration: 2s}\n"
+    first, second, other = plan(load_experiment_text(text, "mem.yaml"))  # the loader cannot tell they overlap
+    cluster = FakeCluster()
+    events: list[dict[str, Any]] = []
+    state = ClusterState(controller=1, live_brokers={1, 2, 3})
+    injector = FaultInjector(cluster, state, LinkGraph((1, 2, 3), (1,)),  # type: ignore[arg-type]
+                             lambda e: events.append(record_of(e)))
+    for fault in (first, second, other):
+        assert injector.inject(fault)
+    injector.heal(other)
+    injector.heal(first)  # the stop still holds broker 1 down
+    assert cluster.calls == ["kill broker:1", "stop broker:1", "kill broker:2", "start broker:2"]
+    injector.heal(second)
+    assert cluster.calls[-1] == "start broker:1" and cluster.calls.count("start broker:1") == 1
+    assert not [e for e in events if e["type"] == "fault.end" and e.get("error")]
