@@ -246,6 +246,12 @@ class ExploreSpec:
     overlap: float = 0.5
     """The chance that a drawn fault starts while the one before it is in effect, in that fault's second half (once
     its effect, an expired session or a shrunk ISR, has had time to show), instead of anywhere in the window."""
+    targets: tuple[str, ...] = ()
+    """Jepsen's target choices to draw among (`harness.faults.generator.TARGETS`); empty: every one."""
+    rates: tuple[tuple[str, float], ...] = ()
+    """How often a kind is drawn, relative to the others (kind, weight); a kind not named weighs 1."""
+    concurrent: int | None = None
+    """The most drawn faults in effect at once; None: no limit."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,7 +30,7 @@ from harness.experiment.schema import Experiment
 from harness.explore.page import HTML_FILE, render_explore_html
 from harness.explore.reuse import ReusedCluster
 from harness.explore.search import ExploreResult, Outcome, Stopped
-from harness.faults.generator import KRAFT_KINDS, ZK_KINDS, Entry, FaultSpace, draw_schedule
+from harness.faults.generator import KRAFT_KINDS, TARGETS, ZK_KINDS, Entry, FaultSpace, draw_schedule, uncovered
 
 DRAWS = 50
 """Draws per schedule index before giving up (the loader refuses a few: overlaps a kind forbids)."""
@@ -77,9 +77,17 @@ class Exploration:
         topics = tuple(t.name for t in exp.topics) or ("orders",)
         groups = tuple(c.group for c in exp.workload.consumers) or ("billing",)
         partitions = min((t.partitions for t in exp.topics), default=1)
+        targets = narrowed.targets or TARGETS
+        if bare := uncovered(chosen, targets):
+            raise HarnessError(f"{exp.source}: explore.targets ({', '.join(targets)}) leave {', '.join(bare)} "
+                               "nothing to aim at; add one of their choices or pass other --faults")
+        rated = dict(narrowed.rates)
+        rates = tuple(rated.get(k, 1.0) for k in chosen) if rated else ()
+        if rates and not any(rates):
+            raise HarnessError(f"{exp.source}: explore.rates leave every kind of --faults at 0")
         space = FaultSpace(kinds=tuple(chosen), faults=narrowed.per_schedule, window=window,
                            durations=narrowed.durations, topics=topics, groups=groups, partitions=partitions,
-                           overlap=narrowed.overlap)
+                           overlap=narrowed.overlap, targets=targets, rates=rates, concurrent=narrowed.concurrent)
         written = tuple(dict(e) for e in doc.get("schedule") or ()) if from_schedule else None
         if from_schedule and not written:
             raise HarnessError(f"{exp.source}: --from-schedule, but the file has no schedule to start from")
