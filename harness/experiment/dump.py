@@ -114,7 +114,10 @@ def _explore(e: ExploreSpec) -> dict[str, Any]:
     return {**({"faults": list(e.faults)} if e.faults else {}), "per_schedule": list(e.per_schedule),
             "durations": [format_duration(d) for d in e.durations],
             **({"window": [format_duration(w) for w in e.window]} if e.window is not None else {}),
-            **({"overlap": e.overlap} if e.overlap != ExploreSpec().overlap else {})}
+            **({"overlap": e.overlap} if e.overlap != ExploreSpec().overlap else {}),
+            **({"targets": list(e.targets)} if e.targets else {}),
+            **({"rates": dict(e.rates)} if e.rates else {}),
+            **({"concurrent": e.concurrent} if e.concurrent is not None else {})}
 
 
 def dump_experiment(exp: Experiment) -> str:

@@ -11,6 +11,7 @@ import pytest
 
 from harness.errors import HarnessError, ValidationError
 from harness.experiment import load_experiment_text
+from harness.experiment.dump import dump_experiment
 from harness.explore.session import Exploration
 from harness.faults.generator import FaultSpace, at_most, draw_schedule, seconds
 
@@ -91,6 +92,7 @@ def test_the_explore_block_reads_targets_rates_and_concurrent_into_the_drawn_spa
     exp = load_experiment_text(text, "narrowed.yaml")
     assert (exp.explore.targets, exp.explore.rates, exp.explore.concurrent) == (
         ("leaders", "majority"), (("kill", 2.0),), 1)
+    assert load_experiment_text(dump_experiment(exp), "resolved.yaml").explore == exp.explore  # a run keeps it
     space = Exploration.of(exp, text, 3, None).space
     assert (space.targets, space.rates, space.concurrent) == (("leaders", "majority"), (2.0, 1.0), 1)
     for i in range(10):
