@@ -251,10 +251,11 @@ class ConsumerGroupWorkload:
         expected: set[tuple[str, int]] = set()
         owned: set[tuple[str, int]] = set()
         for m in live:
+            assigned = m.assignment  # before the flag: a member clears it before it shows a new assignment
             if m.paused or not m.caught_up:
                 return False
             expected |= m.known_partitions
-            owned |= m.assignment
+            owned |= assigned
         return bool(expected) and expected <= owned
 
     def close(self) -> None:

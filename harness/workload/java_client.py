@@ -367,6 +367,7 @@ class WorkerMember:
 
     def _record(self, event: HistoryEvent) -> None:
         if isinstance(event, (Assign, Revoke)):
+            self.caught_up = False  # a drain check judged the old assignment (`member.Member._rebalance`)
             self._assignment = frozenset((t, p) for t, p in event.assignment)
             self.member_id = event.member or self.member_id
         self._sink(event)

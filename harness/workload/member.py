@@ -308,6 +308,11 @@ class Member:
         if type_ != "assign":
             for key in keys:
                 self._positions.pop(key, None)
+        # A drain check judged the old assignment (one with none owned passes: an idle member of a larger group is
+        # caught up); it says nothing of the new one, so it is cleared first, before the new set shows: a reader
+        # that sees the new set sees the flag cleared (explore on 3.9.2: a member whose partitions were lost and
+        # handed back got them with the empty set's pass, and the drain ended at once with 6,843 writes unread).
+        self.caught_up = False
         self._assignment = after  # one rebinding: a reader sees the old set or the new one
 
     # An exception escaping a callback would be raised by confluent-kafka from the enclosing
