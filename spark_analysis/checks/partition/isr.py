@@ -117,13 +117,36 @@ def _answered_late(tl: PartitionTimeline, down: Row, kept: Row, left: Row, contr
     (`ReplicationControlManager.handleBrokerFenced`), so its writes get no such allowance."""
     t_down = float(down.get("t") or 0.0)
     late = float(left.get("t") or 0.0) - t_down > OFFLINE_GRACE_S
-    if kept.get("src") != "zk" or tl.order(left) < tl.order(kept) or late:
+    if tl.order(left) < tl.order(kept) or late:
+        return False
+    return _in_backlog(tl, down, kept, controllers, writes)
+
+
+def _in_backlog(tl: PartitionTimeline, down: Row, kept: Row, controllers: list[Row], writes: dict[int, float]) -> bool:
+    """Whether `kept`, a ZooKeeper controller's write after `down` that still lists its broker, may be the controller
+    answering an earlier event (`_answered_late`'s rule, without the broker's leaving)."""
+    t_down = float(down.get("t") or 0.0)
+    if kept.get("src") != "zk":
         return False
     earlier = [ev for ev in tl.downs if ev.get("broker") != down.get("broker")]
     elected = [ev for ev in controllers if ev.get("broker") is not None and int(ev["broker"]) >= 0]
     office = took_office_before(controllers, t_down, writes)
     return any(t_down - BACKLOG_S <= float(ev.get("t") or 0.0) < t_down for ev in [*earlier, *elected]) or (
         office is not None and office < t_down)
+
+
+def _office_ended(controllers: list[Row], kept: Row, t_down: float, horizon: float) -> bool:
+    """Whether the office of the controller that wrote `kept` (a write answering an earlier event, `_in_backlog`)
+    ended while the broker was still away and within `OFFLINE_GRACE_S` of its going: the next `controller` event
+    after the write came before the broker's return (`horizon`). Nothing more was due from that controller, and its
+    successor reads the ISR afresh (3.9.2, weak-isr seed 2's minimal: controller 1, still answering its own failover,
+    wrote ISR [1, 2] 1.4 s after broker 2 went, was killed 1.8 s later, and its session ended 9.1 s after broker 2
+    went, before broker 2 registered again; recorded zk-3.9.2-backlog-write-then-controller-killed). A controller
+    still in office when the broker returns owes the removal (Kafka's `processBrokerChange` fails a bounced broker
+    over, `onBrokerFailure`), so that case stays judged."""
+    t_kept = float(kept.get("t") or 0.0)
+    ended = next((float(ev.get("t") or 0.0) for ev in controllers if float(ev.get("t") or 0.0) > t_kept), None)
+    return ended is not None and ended < horizon and ended - t_down <= OFFLINE_GRACE_S
 
 
 def _isr(st: Row) -> list[int]:
@@ -184,6 +207,10 @@ class OfflineReplicaLeavesIsr:
                 role = "led" if prev.get("leader") == broker else "followed"
                 label = tp_label(topic, part)
                 lagging = kept and left and _answered_late(tl, down, kept[0], left[0], controllers, writes)
+                if kept and not left and _in_backlog(tl, down, kept[0], controllers, writes) and _office_ended(
+                        controllers, kept[0], t_down, horizon):
+                    not_judged += 1
+                    continue
                 if kept and (not left or tl.order(kept[0]) < tl.order(left[0])) and not lagging:
                     judged += 1
                     bad += [evidence(down), evidence(prev), evidence(
