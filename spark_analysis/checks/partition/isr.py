@@ -142,7 +142,7 @@ def _in_backlog(tl: PartitionTimeline, down: Row, kept: Row, controllers: list[R
         office is not None and office < t_down)
 
 
-def _office_ended(controllers: list[Row], kept: Row, t_down: float, horizon: float) -> bool:
+def _office_ended(controllers: list[Row], kept: Row, t_down: float, horizon: float, faults: FaultIndex) -> bool:
     """Whether the office of the controller that wrote `kept` (a write answering an earlier event, `_in_backlog`)
     ended while the broker was still away and within `OFFLINE_GRACE_S` of its going: the next `controller` event
     after the write came before the broker's return (`horizon`). Nothing more was due from that controller, and its
@@ -150,10 +150,15 @@ def _office_ended(controllers: list[Row], kept: Row, t_down: float, horizon: flo
     wrote ISR [1, 2] 1.4 s after broker 2 went, was killed 1.8 s later, and its session ended 9.1 s after broker 2
     went, before broker 2 registered again; recorded zk-3.9.2-backlog-write-then-controller-killed). A controller
     still in office when the broker returns owes the removal (Kafka's `processBrokerChange` fails a bounced broker
-    over, `onBrokerFailure`), so that case stays judged."""
+    over, `onBrokerFailure`), so that case stays judged. The office ends as `controller_in_office` has it: at the
+    next `controller` event, or at a fault that stops the writer's broker."""
     t_kept = float(kept.get("t") or 0.0)
-    ended = next((float(ev.get("t") or 0.0) for ev in controllers if float(ev.get("t") or 0.0) > t_kept), None)
-    return ended is not None and ended < horizon and ended - t_down <= OFFLINE_GRACE_S
+    writer = next((ev for ev in reversed(controllers) if float(ev.get("t") or 0.0) <= t_kept), None)
+    ends = [float(ev.get("t") or 0.0) for ev in controllers if float(ev.get("t") or 0.0) > t_kept][:1]
+    if writer is not None and writer.get("broker") is not None and int(writer["broker"]) >= 0:
+        ends += [w.start for w in faults.windows if w.start >= t_kept and int(writer["broker"]) in w.effect.stopped(
+            ("broker",))]
+    return bool(ends) and min(ends) < horizon and min(ends) - t_down <= OFFLINE_GRACE_S
 
 
 def _isr(st: Row) -> list[int]:
@@ -215,7 +220,7 @@ class OfflineReplicaLeavesIsr:
                 label = tp_label(topic, part)
                 lagging = kept and left and _answered_late(tl, down, kept[0], left[0], controllers, writes)
                 if kept and not left and _in_backlog(tl, down, kept[0], controllers, writes) and _office_ended(
-                        controllers, kept[0], t_down, horizon):
+                        controllers, kept[0], t_down, horizon, ctx.faults):
                     not_judged += 1
                     continue
                 if kept and (not left or tl.order(kept[0]) < tl.order(left[0])) and not lagging:
