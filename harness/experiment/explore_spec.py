@@ -80,9 +80,15 @@ def _rates(f: Fields, m: dict[str, Any], path: Path, drawn: tuple[str, ...]) -> 
     """`rates: {kind: weight}` over the kinds drawn, as (kind, weight) pairs; a weight is a number, 0 or more."""
     if m.get("rates") is None:
         return ()
-    rates = f.mapping((*path, "rates"), m["rates"], drawn, "explore.rates (the kinds drawn)")
+    from harness.faults.generator import KRAFT_KINDS, ZK_KINDS
+
+    every = tuple(dict.fromkeys((*ZK_KINDS, *KRAFT_KINDS)))  # either mode's, so the JSON schema names them all
+    rates = f.mapping((*path, "rates"), m["rates"], every, "explore.rates (the kinds drawn)")
     if rates is None:
         return MISSING
+    for k in rates:
+        if k in every and k not in drawn:
+            f.error((*path, "rates", k), "not a kind this file's explore draws", k, f"draws: {', '.join(drawn)}")
     weights = {k: f.number(rates, (*path, "rates"), k, minimum=0.0) for k in rates if k in drawn}
     if MISSING in weights.values() or len(weights) < len(rates):
         return MISSING

@@ -37,6 +37,7 @@ from harness.experiment.schema import ExpectSpec, Experiment, FaultSpec, Operati
 from harness.experiment.yamlsource import Located, Path
 from harness.faults import targets as target_syntax
 from harness.faults.catalog import CATALOG, OPERATIONS
+from harness.faults.generator import ZK_KINDS
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 REGENERATE = "kafka-chaos schema > docs/experiment.schema.json"
@@ -161,7 +162,7 @@ def _documents() -> list[tuple[dict[str, Any], dict[int, str]]]:
                               "pipelines": [{}, {}], "client_version": ""},
                  "schedule": schedule, "verify": {}, "expect": {"why": ""},
                  "explore": {"faults": [], "per_schedule": [1, 1], "durations": ["1s", "1s"], "window": ["1s", "1s"],
-                             "overlap": 0.5}}
+                             "overlap": 0.5, "targets": [], "rates": dict.fromkeys(ZK_KINDS, 1), "concurrent": 1}}
     kraft = {"cluster": {"mode": "kraft"},  # valid, and unlike the first: defaults made from it differ
              "workload": {"producers": [{"topic": "t", "acks": 1}], "consumers": [{"group": "g", "topics": ["t"]}]}}
     return [(zookeeper, labels), (kraft, {})]
