@@ -37,6 +37,7 @@ KRaft metadata observer), so "before" is file order (`seq`) there and the histor
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import replace
 from typing import Any
 
@@ -83,8 +84,7 @@ def controller_in_office(controllers: list[Row], t0: float, t1: float, faults: F
             continue
         start, end = float(ev.get("t") or 0.0), float(nxt.get("t") or 0.0) if nxt is not None else t1
         if faults is not None:
-            end = min([end, *(w.start for w in faults.windows if start <= w.start < end
-                              and int(ev["broker"]) in w.effect.stopped(("broker",)))])
+            end = _stopped_at(faults, int(ev["broker"]), start, end)
         total += max(0.0, min(end, t1) - max(start, t0))
     return total
 
@@ -154,11 +154,17 @@ def _office_ended(controllers: list[Row], kept: Row, t_down: float, horizon: flo
     next `controller` event, or at a fault that stops the writer's broker."""
     t_kept = float(kept.get("t") or 0.0)
     writer = next((ev for ev in reversed(controllers) if float(ev.get("t") or 0.0) <= t_kept), None)
-    ends = [float(ev.get("t") or 0.0) for ev in controllers if float(ev.get("t") or 0.0) > t_kept][:1]
+    end = next((float(ev.get("t") or 0.0) for ev in controllers if float(ev.get("t") or 0.0) > t_kept), math.inf)
     if writer is not None and writer.get("broker") is not None and int(writer["broker"]) >= 0:
-        ends += [w.start for w in faults.windows if w.start >= t_kept and int(writer["broker"]) in w.effect.stopped(
-            ("broker",))]
-    return bool(ends) and min(ends) < horizon and min(ends) - t_down <= OFFLINE_GRACE_S
+        end = _stopped_at(faults, int(writer["broker"]), t_kept, end)
+    return end < horizon and end - t_down <= OFFLINE_GRACE_S
+
+
+def _stopped_at(faults: FaultIndex, broker: int, t0: float, t1: float) -> float:
+    """When the first fault in [t0, t1) that stops `broker` (killed, stopped or paused) began, else `t1`: where a
+    controller's office ends short of its next `controller` event."""
+    starts = (w.start for w in faults.windows if t0 <= w.start < t1 and broker in w.effect.stopped(("broker",)))
+    return min([t1, *starts])
 
 
 def _isr(st: Row) -> list[int]:
