@@ -55,7 +55,7 @@ def read_explore(f: Fields, raw: object, mode: str) -> ExploreSpec | None:
         f.error((*path, "targets"), f"leaves {', '.join(bare)} nothing to aim at: add one of their choices or "
                 "narrow explore.faults", targets)
         targets = MISSING
-    rates = _rates(f, m, path, drawn)
+    rates = _rates(f, m, path, drawn, tuple(dict.fromkeys((*ZK_KINDS, *KRAFT_KINDS))))
     concurrent = f.integer(m, path, "concurrent", None, minimum=1, maximum=MAX_FAULTS,
                            why="the loader's limit on a schedule") if m.get("concurrent") is not None else None
     if MISSING in (kinds, count, durations, window, overlap, targets, rates, concurrent):
@@ -76,13 +76,11 @@ def _choices(f: Fields, m: dict[str, Any], path: Path, key: str, allowed: tuple[
     return names
 
 
-def _rates(f: Fields, m: dict[str, Any], path: Path, drawn: tuple[str, ...]) -> Any:
-    """`rates: {kind: weight}` over the kinds drawn, as (kind, weight) pairs; a weight is a number, 0 or more."""
+def _rates(f: Fields, m: dict[str, Any], path: Path, drawn: tuple[str, ...], every: tuple[str, ...]) -> Any:
+    """`rates: {kind: weight}` over the kinds drawn, as (kind, weight) pairs; a weight is a number, 0 or more. A key
+    is read against `every` kind of either mode (so the JSON schema names them all), then refused unless drawn."""
     if m.get("rates") is None:
         return ()
-    from harness.faults.generator import KRAFT_KINDS, ZK_KINDS
-
-    every = tuple(dict.fromkeys((*ZK_KINDS, *KRAFT_KINDS)))  # either mode's, so the JSON schema names them all
     rates = f.mapping((*path, "rates"), m["rates"], every, "explore.rates (the kinds drawn)")
     if rates is None:
         return MISSING
