@@ -21,6 +21,7 @@ from harness.explore.search import Budget, Outcome, Runner, Stopped, explore, un
 from harness.explore.session import Exploration, write_results
 from harness.explore.shrink import candidates, pinned
 from harness.faults.generator import Entry, FaultSpace, draw_schedule, seconds
+from tests.unit.explore.texts import HEAD
 
 ROOT = Path(__file__).resolve().parents[3]
 FILE = ROOT / "experiments" / "controller-failover.yaml"
@@ -215,15 +216,7 @@ def test_every_candidate_is_one_step_smaller_and_partition_groups_keep_a_node() 
     assert candidates(({"at": "1s", "fault": "kill", "target": "broker:1", "duration": "3s"},), 11.0) == []
 
 
-NARROWED = """
-name: narrowed
-cluster: {brokers: 3}
-topics: [{name: orders, partitions: 3, replication_factor: 3}]
-workload:
-  producers: [{topic: orders, rate: 10}]
-duration: 40s
-explore:
-  faults: [kill, pause]
+NARROWED = HEAD + """  faults: [kill, pause]
   per_schedule: [1, 2]
   durations: [4s, 6s]
   window: [5s, 20s]

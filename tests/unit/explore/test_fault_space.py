@@ -14,17 +14,7 @@ from harness.experiment import load_experiment_text
 from harness.experiment.dump import dump_experiment
 from harness.explore.session import Exploration
 from harness.faults.generator import FaultSpace, at_most, draw_schedule, seconds
-
-BLOCK = """
-name: narrowed
-cluster: {brokers: 3}
-topics: [{name: orders, partitions: 3, replication_factor: 3}]
-workload:
-  producers: [{topic: orders, rate: 10}]
-  consumers: [{group: billing, topics: [orders]}]
-duration: 40s
-explore:
-"""
+from tests.unit.explore.texts import HEAD
 
 
 def _draws(space: FaultSpace, n: int = 300, kraft: bool = False) -> list[dict]:
@@ -88,7 +78,7 @@ def test_concurrent_keeps_at_most_that_many_faults_in_effect_and_moves_a_later_o
 
 
 def test_the_explore_block_reads_targets_rates_and_concurrent_into_the_drawn_space() -> None:
-    text = BLOCK + "  faults: [kill, partition]\n  targets: [leaders, majority]\n  rates: {kill: 2}\n  concurrent: 1\n"
+    text = HEAD + "  faults: [kill, partition]\n  targets: [leaders, majority]\n  rates: {kill: 2}\n  concurrent: 1\n"
     exp = load_experiment_text(text, "narrowed.yaml")
     assert (exp.explore.targets, exp.explore.rates, exp.explore.concurrent) == (
         ("leaders", "majority"), (("kill", 2.0),), 1)
@@ -112,11 +102,11 @@ def test_the_explore_block_reads_targets_rates_and_concurrent_into_the_drawn_spa
 ])
 def test_a_bad_target_rate_or_limit_in_the_explore_block_is_refused_naming_its_field(block: str, message: str) -> None:
     with pytest.raises(ValidationError, match=message):
-        load_experiment_text(BLOCK + block, "narrowed.yaml")
+        load_experiment_text(HEAD + block, "narrowed.yaml")
 
 
 def test_faults_given_on_the_command_line_that_the_files_targets_leave_nothing_to_aim_at_are_refused() -> None:
-    text = BLOCK + "  faults: [kill]\n  targets: [leaders]\n"
+    text = HEAD + "  faults: [kill]\n  targets: [leaders]\n"
     exp = load_experiment_text(text, "narrowed.yaml")
     with pytest.raises(HarnessError, match="partition nothing to aim at"):
         Exploration.of(exp, text, 3, ("partition",))
