@@ -118,6 +118,8 @@ class ProducerWorkload:
         self._running = threading.Event()
         """Clear while the application is paused (the `pause` fault on `producer:<id>`)."""
         self._running.set()
+        self._holding = threading.Event()
+        """Set while the sender thread waits in `_hold`."""
         self._lock = threading.Lock()
         self._lifecycle = threading.Lock()
         """Held by `restart` and `close`: a restart never overlaps the teardown."""
@@ -191,10 +193,21 @@ class ProducerWorkload:
         """Let sending go on after `pause` (at the rate, not in a burst)."""
         self._running.set()
 
+    @property
+    def holding(self) -> bool:
+        """The sender thread is held by `pause()`: it sends nothing more (nor ends its transaction) until `resume()`."""
+        return self._holding.is_set()
+
     def _hold(self) -> None:
         """On the sender thread: wait while paused, until resumed or stopped."""
-        while not self._running.is_set() and not self._stop.is_set():
-            self._running.wait(0.1)
+        if self._running.is_set():
+            return
+        self._holding.set()
+        try:
+            while not self._running.is_set() and not self._stop.is_set():
+                self._running.wait(0.1)
+        finally:
+            self._holding.clear()
 
     def drain(self, timeout_s: float) -> None:
         """Serve delivery reports until none is outstanding or `timeout_s` passes (no raise)."""

@@ -195,7 +195,12 @@ def test_a_producer_paused_past_its_transaction_timeout_is_fenced_and_goes_on_in
         producer.start()
         wait_until(lambda: len(events.of("txn.commit")) >= 3, 60, "3 commits", lambda: producer.outcomes)
         producer.pause()
-        wait_until(lambda: _open_transactions(cluster), 30, "the paused transaction in the log")
+        wait_until(lambda: producer.holding, 30, "the sender thread held by the pause")
+        # The paused transaction is in the log once its last record is (read_uncommitted reads it, open or aborted):
+        # before that the topic can show no open transaction while the previous one's markers are written and this
+        # one's record is still on its way (once the suite's run resumed in that gap and was never fenced).
+        held = events.of("send")[-1]["value"]
+        wait_until(lambda: held in _read_all(cluster, "read_uncommitted"), 30, f"the paused record {held} in the log")
         wait_until(lambda: not _open_transactions(cluster), 60, "the coordinator's abort of the paused transaction")
         producer.resume()
         wait_until(lambda: producer.sessions == 2 and producer.outcomes["committed"] >= 6, 60,
