@@ -49,6 +49,8 @@ class Outcome:
     resolved: tuple[tuple[int, str], ...] = ()
     """Where the schedule's faults on one node resolved in this run: (entry index, node), as its `fault.start` named
     it; the shrink pins a failing run's symbolic targets to them (`shrink.pinned`)."""
+    refused: bool = False
+    """The loader refused the schedule (no run was made): it refuses it again, so it is not run again."""
 
     def hits(self, target: tuple[str, ...] | str | None) -> bool:
         """Whether this run shows the anomaly sought: its verdict failed (with a check of `target` when given), or
@@ -150,12 +152,14 @@ class Stopped(HarnessError):
 def until_known(once: Callable[[int], Outcome], target: tuple[str, ...], needed: int, reruns: int, budget: Budget,
                 made: tuple[Outcome, ...] = ()) -> tuple[bool, tuple[Outcome, ...]]:
     """The one rerun rule of explore: given the runs `made` so far, call `once(k)` for run k = len(made), ... until it
-    is known whether at least `needed` of `reruns` runs hit `target`, or the budget ends (then not):
+    is known whether at least `needed` of `reruns` runs hit `target`, or the budget ends or the loader refuses the
+    schedule (then not):
     (whether they did, every outcome, `made` included)."""
     outcomes = list(made)
     while True:
         hits = sum(o.hits(target) for o in outcomes)
-        if hits >= needed or len(outcomes) >= reruns or hits + (reruns - len(outcomes)) < needed or budget.left <= 0:
+        if hits >= needed or len(outcomes) >= reruns or hits + (reruns - len(outcomes)) < needed or budget.left <= 0 \
+                or any(o.refused for o in outcomes):
             return hits >= needed, tuple(outcomes)
         outcomes.append(once(len(outcomes)))
 

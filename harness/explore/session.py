@@ -172,7 +172,7 @@ class EngineRunner:
         try:
             exp = self.exploration.load(schedule, duration_s, label)
         except ValidationError as exc:
-            return Outcome("unknown", note=f"the loader refused it: {str(exc).splitlines()[0]}")
+            return Outcome("unknown", note=f"the loader refused it: {str(exc).splitlines()[0]}", refused=True)
         result, note = self._run(exp, fresh)
         if result.status in ("interrupted", "failed"):  # a signal, or a record that could not be written
             raise Stopped(f"{label} {result.status}: {result.error} ({result.run_dir})")

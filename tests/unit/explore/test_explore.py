@@ -123,6 +123,18 @@ def test_reruns_stop_as_soon_as_it_is_known_whether_needed_of_reruns_fail(
     assert (ok, len(outcomes)) == expected
 
 
+def test_a_schedule_the_loader_refuses_is_not_tried_again() -> None:
+    """A pinned candidate can put two kills on one node that overlap: the loader refuses it, and it would refuse it
+    on every rerun, so one refusal settles the step (no cluster time was spent on it either way)."""
+    calls: list[int] = []
+
+    def refused(k: int) -> Outcome:
+        calls.append(k)
+        return Outcome("unknown", note="the loader refused it", refused=True)
+
+    assert until_known(refused, ("c",), 2, 3, Budget(60.0)) == (False, (refused(0),)) and calls == [0, 0]
+
+
 def test_a_shrunk_schedule_that_fails_its_fresh_runs_gives_way_to_the_kept_step_before_it(tmp_path: Path) -> None:
     """A kept step can pass its `needed` of `reruns` by luck (on Apache Kafka: minimal.yaml files that lost writes in
     1 of 3 runs): after the shrink the schedule to hand back is run again afresh, and the lone kill, which fails only
