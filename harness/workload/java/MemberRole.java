@@ -18,12 +18,19 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.ListOffsetsOptions;
+import org.apache.kafka.clients.admin.ListOffsetsResult;
+import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
@@ -41,6 +48,7 @@ final class MemberRole implements ConsumerRebalanceListener {
     final long commitIntervalNs;
     final Properties props;
     KafkaConsumer<byte[], byte[]> consumer;
+    Admin side;
     volatile String memberId;
     volatile Integer generation;
     final Set<TopicPartition> assignment = new HashSet<>();
@@ -117,6 +125,7 @@ final class MemberRole implements ConsumerRebalanceListener {
             }
         }
         consumer.close(Duration.ofSeconds(5)); // revoke callbacks, the final auto-commit, LeaveGroup
+        if (side != null) side.close(Duration.ofSeconds(5));
     }
 
     void polled(ConsumerRecord<byte[], byte[]> r) {
@@ -241,7 +250,7 @@ final class MemberRole implements ConsumerRebalanceListener {
             }
             m.put("known", known);
             Set<TopicPartition> owned = new HashSet<>(assignment);
-            Map<TopicPartition, Long> ends = consumer.endOffsets(owned, Duration.ofSeconds(1));
+            Map<TopicPartition, Long> ends = ends(owned);
             String behind = null;
             for (TopicPartition tp : owned) {
                 long end = ends.getOrDefault(tp, -1L);
@@ -253,10 +262,41 @@ final class MemberRole implements ConsumerRebalanceListener {
             }
             m.put("caught_up", behind == null);
             m.put("detail", behind);
-        } catch (KafkaException e) {
+        } catch (KafkaException | java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
             m.put("caught_up", false);
             m.put("detail", detail(e));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            m.put("caught_up", false);
+            m.put("detail", "interrupted");
         }
         Out.line(m);
+    }
+
+    /** The leaders' ends of `owned` at this member's isolation level, asked on connections of the drain check's own
+     *  (an Admin with the member's settings that an Admin knows): the consumer's `endOffsets` goes out on the
+     *  consumer's connections, where a broker answers one request at a time, so with a long fetch.max.wait.ms it
+     *  waits behind the Fetch the broker holds (librdkafka's did: docs/apache-kafka.md, "A batch consumer's own
+     *  requests wait behind its Fetch"; the Python members ask on `workload/ends.SideChannel`). */
+    Map<TopicPartition, Long> ends(Set<TopicPartition> owned)
+            throws java.util.concurrent.ExecutionException, java.util.concurrent.TimeoutException,
+            InterruptedException {
+        if (side == null) {
+            Properties p = new Properties();
+            for (String k : props.stringPropertyNames())
+                if (AdminClientConfig.configNames().contains(k)) p.setProperty(k, props.getProperty(k));
+            p.remove("client.id");
+            side = Admin.create(p);
+        }
+        Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
+        for (TopicPartition tp : owned) latest.put(tp, OffsetSpec.latest());
+        IsolationLevel level = "read_uncommitted".equals(isolation)
+            ? IsolationLevel.READ_UNCOMMITTED : IsolationLevel.READ_COMMITTED;
+        Map<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> got = side.listOffsets(
+            latest, new ListOffsetsOptions(level)).all().get(1, TimeUnit.SECONDS);
+        Map<TopicPartition, Long> out = new HashMap<>();
+        for (Map.Entry<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> e : got.entrySet())
+            out.put(e.getKey(), e.getValue().offset());
+        return out;
     }
 }

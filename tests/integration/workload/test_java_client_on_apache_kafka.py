@@ -19,6 +19,7 @@ from harness.install.java_client import JavaClient
 from harness.workload.common import WorkloadError, txn_abort_drawn
 from harness.workload.java_client import WorkerMember, WorkerProducerWorkload, WorkerTransactions, java_client
 from tests.integration.workload.support import (
+    CLASSIC,
     Events,
     create_topic,
     kill_one_of_two_members,
@@ -79,6 +80,40 @@ def test_java_group_records_generations_commits_and_a_killed_members_partitions_
     kill_one_of_two_members(kafka.bootstrap_servers, events, "jgroup", lambda **kw: WorkerMember(client=client, **kw),
                             WorkerProducerWorkload(kafka.bootstrap_servers, events, client=client, producer_id="jfeed",
                                                    topic="jgroup", rate=100))
+
+
+def test_a_java_batch_member_whose_fetches_wait_10_s_still_tells_that_it_read_to_the_end_on_apache_kafka(
+    kafka: ProcessCluster, client: JavaClient,
+) -> None:
+    """A Java member that fetches in batches (fetch.max.wait.ms 10 s, a fetch.min.bytes never reached) keeps a Fetch
+    waiting on its broker connection, and the broker answers one request per connection at a time: its drain check
+    asks the leaders' ends on an Admin of its own (`MemberRole.ends`), so the group reads to the end at once and the
+    drain ends complete. Asked with the consumer's own `endOffsets` (1 s timeout) an ask waits behind the Fetch; one
+    broker here answers it sooner or later either way (with `endOffsets` this test passed too, in 75 s against 56 s
+    side by side), so this shows the Admin working, not the old way failing, as the librdkafka member's test does."""
+    from harness.workload.consumer import ConsumerGroupWorkload
+
+    create_topic(kafka.bootstrap_servers, "jbatches", 4)
+    events = Events()
+    batch = {**CLASSIC, "fetch.max.wait.ms": "10000", "fetch.min.bytes": "100000000"}
+    with ConsumerGroupWorkload(kafka.bootstrap_servers, events, group="jbatch", topics=["jbatches"], members=1,
+                               commit="sync", extra_config=batch,
+                               new_member=lambda **kw: WorkerMember(client=client, **kw)) as group, \
+            WorkerProducerWorkload(kafka.bootstrap_servers, events, client=client, producer_id="jfeed-b",
+                                   topic="jbatches", rate=100) as feed:
+        group.start()
+        feed.start()
+        wait_until(lambda: len(group.assignments().get(0, ())) == 4, 60.0, "the member owning all 4 partitions",
+                   group.assignments)
+        wait_until(lambda: events.of("poll"), 60.0, "a first batch polled", lambda: len(events.of("ack")))
+        feed.stop()
+        feed.drain(10.0)
+        wait_until(group.read_to_the_end, 60.0, "the group read to the end", group.drain_report)
+        group.drain(30.0)
+        assert group.last_drain_complete, str(group.drain_report())
+    acked = {(e["partition"], e["offset"]): e["value"] for e in events.of("ack")}
+    polled = {(e["partition"], e["offset"]): e["value"] for e in events.of("poll")}
+    assert acked.items() <= polled.items()
 
 
 def test_a_java_worker_killed_from_outside_is_a_client_crash_and_its_close_says_so_on_apache_kafka(
