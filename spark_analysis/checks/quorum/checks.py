@@ -31,7 +31,7 @@ from typing import Any
 
 from spark_analysis.checks.shared.common import evidence, plural
 from spark_analysis.facts.context import CheckContext, Row
-from spark_analysis.facts.faults import FaultIndex
+from spark_analysis.facts.faults import FaultIndex, parse_json_text
 from spark_analysis.facts.liveness import quorum_answer
 from spark_analysis.result import CheckResult, failed, passed, unknown
 
@@ -193,17 +193,55 @@ def resign_deadline_s(fetch_timeout_ms: int) -> float:
     return CHECK_QUORUM_FACTOR * fetch_timeout_ms / 1000.0 + REPORT_GRACE_S
 
 
-def late_leaders(answers: list[Row], resumed: Callable[[int, float], float], deadline_s: float
+def majority_cut(faults: FaultIndex) -> Callable[[int, float, Iterable[int]], float | None]:
+    """`cut(voter, t, others)`: since when, at t, faults in force have cut the links from enough of the `others`
+    voters to `voter` that it can hear Fetch from no majority of them and itself (the links the faults recorded,
+    `FaultEffect.cuts`; the start of each link's earliest cut in force, then the one that took the majority);
+    None when a majority could still reach it."""
+    def cut(voter: int, t: float, others: Iterable[int]) -> float | None:
+        peers = sorted(set(others) - {voter})
+        dst = f"controller:{voter}"
+        starts = sorted(min(found) for x in peers if (found := [
+            w.start for w in faults.windows if w.contains(t) and w.effect.cuts(f"controller:{x}", dst)]))
+        voters = len(peers) + 1
+        needed = voters - (voters // 2 + 1) + 1  # cut links after which the rest, itself counted, are no majority
+        return starts[needed - 1] if len(starts) >= needed else None
+
+    return cut
+
+
+def _never_cut(voter: int, t: float, others: Iterable[int]) -> float | None:
+    return None
+
+
+def _clock(ev: Row, voter: int, newer_t: float, seen: set[int], resumed: Callable[[int, float], float],
+           cut: Callable[[int, float, Iterable[int]], float | None]) -> tuple[float, float | None]:
+    """Where the resignation clock of `voter`'s leader claim `ev` starts (`late_leaders`), and when faults cut it
+    off from a majority of the voters its answer lists (or the voters seen), None if they had not."""
+    listed = parse_json_text(ev.get("voters"))  # JSON text in Spark's rows
+    others = [int(v["id"]) for v in listed if isinstance(v, dict) and v.get("id") is not None] \
+        if isinstance(listed, list) else []
+    others = others or sorted(seen)
+    lost = cut(voter, _t(ev), others)
+    start = newer_t if lost is None else min(newer_t, lost)
+    return max(start, resumed(voter, _t(ev))), lost
+
+
+def late_leaders(answers: list[Row], resumed: Callable[[int, float], float], deadline_s: float,
+                 cut: Callable[[int, float, Iterable[int]], float | None] = _never_cut
                  ) -> tuple[list[dict[str, Any]], int, float]:
-    """Rule (c) of `LeaderResigns`: evidence of leaders still answering as leader of their epoch longer than
-    `deadline_s` after another voter was seen leading a higher one, how many superseded leaders were judged, and
-    the longest time one kept answering as leader after that. `resumed(voter, t)`: the last moment at or before
-    t that the voter came back from a fault that stopped it (-inf if none): a voter frozen or down cannot
-    resign, so its clock starts again there."""
+    """Rule (c) of `LeaderResigns`: evidence of superseded leaders (another voter was seen leading a higher epoch)
+    still answering as leader of their epoch longer than `deadline_s` after they could hear no majority, how many
+    superseded leaders were judged, and the longest time one kept answering as leader after the newer leader was
+    seen. A leader's clock starts at the earlier of the newer leader's first sighting (the voters that elected it
+    fetch from it, not from the old one) and `cut(voter, t, others)`, when faults cut it off from a majority of the
+    voters; `resumed(voter, t)`: the last moment at or before t that the voter came back from a fault that stopped
+    it (-inf if none): a voter frozen or down cannot resign, so its clock starts again there."""
     claims: dict[tuple[int, int], list[Row]] = {}
     for ev in answers:
         if ev.get("role") == "leader" and ev.get("epoch") is not None and not ev.get("error"):
             claims.setdefault((int(ev["voter"]), int(ev["epoch"])), []).append(ev)
+    seen = {int(ev["voter"]) for ev in answers if ev.get("voter") is not None}
     rows: list[dict[str, Any]] = []
     judged, longest = 0, 0.0
     for (voter, epoch), own in sorted(claims.items()):
@@ -217,13 +255,17 @@ def late_leaders(answers: list[Row], resumed: Callable[[int, float], float], dea
             continue
         last = late[-1]
         longest = max(longest, _t(last) - _t(newer))
-        over = next((ev for ev in late if _t(ev) - max(_t(newer), resumed(voter, _t(ev))) > deadline_s), None)
+        clocks = [_clock(ev, voter, _t(newer), seen, resumed, cut) for ev in late]
+        over, lost = next(((ev, lost) for ev, (start, lost) in zip(late, clocks, strict=True)
+                           if _t(ev) - start > deadline_s), (None, None))
         if over is None:
             continue
+        cut_note = f"{_t(over) - lost:.1f}s after faults cut it off from a majority of the voters at {lost:.3f}s " \
+                   "and " if lost is not None and lost < _t(newer) else ""
         rows += [quorum_row(newer, leader=leader_named(newer)), quorum_row(
             over, problem=f"voter {voter} still answered as leader of epoch {epoch} at {_t(over):.3f}s, "
-                          f"{_t(over) - _t(newer):.1f}s after voter {leader_named(newer)} was seen leading epoch "
-                          f"{newer['epoch']} (a leader without fetches from a majority resigns within "
+                          f"{cut_note}{_t(over) - _t(newer):.1f}s after voter {leader_named(newer)} was seen leading "
+                          f"epoch {newer['epoch']} (a leader without fetches from a majority resigns within "
                           f"{deadline_s - REPORT_GRACE_S:g}s)"), quorum_row(last, note="its last answer as leader")]
     return rows, judged, round(longest, 3)
 
@@ -232,8 +274,11 @@ class LeaderResigns:
     """`quorum.leader_resigns` (KIP-595's check quorum, implemented by KAFKA-15489 in Kafka 3.7.0): a leader that
     hears no Fetch from a majority of the voters for 1.5 x `controller.quorum.fetch.timeout.ms` resigns. The
     voters that elected a newer leader fetch from it, so once another voter is seen leading a higher epoch, the
-    old leader must stop answering as leader of its epoch within that timeout (plus the reports' grace); time it
-    spent stopped by a fault (frozen, killed) does not count. Kafka 3.3-3.6 never resign: an isolated leader
+    old leader must stop answering as leader of its epoch within that timeout (plus the reports' grace), counted
+    from the moment faults cut the links from a majority of the voters to it when that came first (the Fetches
+    stopped there; `majority_cut`: a leader cut off from the voters for 9 s was judged from the newer leader's
+    sighting, about 4 s into the cut, and so sat at the deadline); time it spent stopped by a fault (frozen,
+    killed) does not count. Kafka 3.3-3.6 never resign: an isolated leader
     answers as leader until it hears of the newer epoch."""
 
     id = "quorum.leader_resigns"
@@ -249,7 +294,7 @@ class LeaderResigns:
         fetch_ms = ctx.run.broker_setting("controller.quorum.fetch.timeout.ms", FETCH_TIMEOUT_MS)
         deadline = resign_deadline_s(fetch_ms)
         resumed = resume_clock(ctx.faults)
-        rows, judged, longest = late_leaders(answers, resumed, deadline)
+        rows, judged, longest = late_leaders(answers, resumed, deadline, majority_cut(ctx.faults))
         metrics = {"superseded_leaders_judged": judged, "longest_leader_after_superseded_s": longest,
                    "fetch_timeout_ms": fetch_ms, "deadline_s": deadline}
         if rows:

@@ -19,6 +19,7 @@ from spark_analysis.result import CheckResult, run_check
 from tests.fixtures.histories import python_context, run_json, scenario
 from tests.fixtures.kraft_histories import (
     KRAFT_RUN,
+    NOT_LEADER,
     Event,
     answer,
     cut_off_leader_history,
@@ -131,6 +132,45 @@ def test_the_deadline_follows_the_runs_fetch_timeout() -> None:
                                     "broker_config": {"controller.quorum.fetch.timeout.ms": "10000"}}}
     result = check("quorum.leader_resigns", cut_off_leader_history(resigns=False), run)
     assert result.status == "pass" and result.metrics["deadline_s"] == 17.0  # 12 s as leader is within 17 s
+
+
+def _leader_cut_from(cut_from: tuple[int, ...], *, newer_at: float, last_claim: float) -> list[Event]:
+    """Voter 101 leads epoch 1; at 5 s the links from the voters `cut_from` to it are cut until 15 s (`isolate` with
+    `from: voters` records each link, as on Apache Kafka); 102 is seen leading epoch 2 at `newer_at`; 101 answers as
+    leader every second from 6 s to `last_claim`."""
+    links = [{"src": f"controller:{v}", "dst": "controller:101", "proxy": f"{v}->101"} for v in cut_from]
+    effect = {"nodes": [{"role": "controller", "id": 101}], "down": False, "graceful": False,
+              "unreachable": [{"role": "controller", "id": 101, "from": ["controller"]}], "links": links,
+              "toxics": []}
+    target = ["controller:101"]
+    events = [answer(0.2 + i, 101, "leader", 101, 1, 10 + i) for i in range(5)]
+    events += [ev(5.0, "fault.start", "engine", fault_id=1, kind="isolate", target=target, effect=effect),
+               ev(15.0, "fault.end", "engine", fault_id=1, kind="isolate", target=target),
+               answer(newer_at, 102, "leader", 102, 2, 60)]
+    events += [answer(6.0 + i, 101, "leader", 101, 1, 15) for i in range(int(last_claim - 6.0) + 1)]
+    events.append(answer(16.0, 101, "follower", -1, None, error=NOT_LEADER))
+    return sorted(events, key=lambda e: e["t"])
+
+
+def test_a_leader_cut_off_from_the_voters_is_judged_from_the_cut_when_the_newer_leader_is_seen_late() -> None:
+    """KAFKA-15489 with a short cut: the newer leader seen 4.5 s into it, the old one answering as leader 8 s into it,
+    only 3.5 s after the sighting. Its Fetches stopped at the cut, so its 3 s (+2 s grace) count from there."""
+    result = check("quorum.leader_resigns", _leader_cut_from((102, 103), newer_at=9.5, last_claim=13.0))
+    assert result.status == "fail", result.summary
+    assert result.summary.startswith("voter 101 still answered as leader of epoch 1 at 11.000s, 6.0s after faults "
+                                     "cut it off from a majority of the voters at 5.000s and 1.5s after voter 102 "
+                                     "was seen leading epoch 2"), result.summary
+
+
+def test_a_leader_cut_off_from_the_voters_resigning_within_the_check_quorum_timeout_passes_as_on_kafka_3_7() -> None:
+    result = check("quorum.leader_resigns", _leader_cut_from((102, 103), newer_at=7.0, last_claim=8.0))
+    assert result.status == "pass", result.summary
+
+
+def test_a_leader_that_still_hears_a_majority_is_judged_from_the_newer_leaders_sighting() -> None:
+    """Only 102's link cut: 103's Fetches still reach 101, which with its own vote is a majority of three."""
+    result = check("quorum.leader_resigns", _leader_cut_from((102,), newer_at=9.5, last_claim=13.0))
+    assert result.status == "pass", result.summary
 
 
 # Which checks a run selects
