@@ -70,7 +70,7 @@ class FaultInjector:
         with self._lock:
             self._active[fault.fault_id] = active
         self._emit(FaultStart, fault, targets=active.done.targets, heal=kind.spec.heal, wall=began_wall_ms,
-                   effect=kind.describe(fault, active.done))
+                   effect=kind.describe(fault, active.done), took_ms=max(0, int(time.time() * 1000) - began_wall_ms))
         return True
 
     def skip(self, fault: PlannedFault, why: str) -> None:

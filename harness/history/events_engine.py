@@ -104,9 +104,11 @@ class FaultStart(_FaultEvent):
     DOC: ClassVar[str] = ("a fault took effect, stamped when its action began: fault_id (the schedule index; "
                           "`\"<op_id>.<k>\"` for the k-th stop of a rolling restart), kind, target (the resolved "
                           "nodes or links), brokers (the broker ids among them), params, description, heal (how it "
-                          "ends), effect (what the fault did, as data: below)")
+                          "ends), effect (what the fault did, as data: below), took_ms (how long the action "
+                          "took: its effect was whole by t + took_ms; a `target: controller` first asks who leads)")
     heal: str | None = None
     effect: Mapping[str, JsonValue] | None = omitted(_params)
+    took_ms: int | None = omitted()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from spark_analysis.facts.fault_effect import FaultEffect
@@ -63,6 +63,9 @@ class FaultWindow:
     end: float | None
     recorded: FaultEffect | None = None
     """`fault.start`'s `effect`; None in a history recorded before it."""
+    took: float = 0.0
+    """Seconds the fault's action took (`fault.start`'s `took_ms`; 0 in a history recorded before it): its effect was
+    whole by `start + took`."""
 
     @property
     def effect(self) -> FaultEffect:
@@ -163,9 +166,9 @@ def build_fault_index(events: Sequence[Mapping[str, Any]]) -> FaultIndex:
             if fid in open_:
                 done.append(open_.pop(fid))
             open_[fid] = FaultWindow(fid, str(ev.get("kind") or "fault"), describe_target(ev.get("target")), t, None,
-                                     FaultEffect.read(ev.get("effect")))
+                                     FaultEffect.read(ev.get("effect")), float(ev.get("took_ms") or 0) / 1000.0)
         elif ev.get("type") == "fault.end" and fid in open_:
             w = open_.pop(fid)
-            done.append(FaultWindow(w.fault_id, w.kind, w.target, w.start, t, w.recorded))
+            done.append(replace(w, end=t))
     done.extend(open_.values())
     return FaultIndex(tuple(sorted(done, key=lambda w: (w.start, w.fault_id))))

@@ -70,6 +70,7 @@ HISTORY_SCHEMA = StructType(
         _f("target", _S),
         _f("params", _S),
         _f("effect", _S),  # fault.start: what the fault did (nodes, down, unreachable, links, toxics), as JSON text
+        _f("took_ms", _L),  # fault.start: how long the fault's action took
         # operations (op.start / op.end): reassignment and op.end's results are lists of objects, kept as JSON text
         _f("op_id", _L),
         _f("action", _S),

@@ -196,13 +196,14 @@ def resign_deadline_s(fetch_timeout_ms: int) -> float:
 def majority_cut(faults: FaultIndex) -> Callable[[int, float, Iterable[int]], float | None]:
     """`cut(voter, t, others)`: since when, at t, faults in force have cut the links from enough of the `others`
     voters to `voter` that it can hear Fetch from no majority of them and itself (the links the faults recorded,
-    `FaultEffect.cuts`; the start of each link's earliest cut in force, then the one that took the majority);
-    None when a majority could still reach it."""
+    `FaultEffect.cuts`; for each link the earliest cut in force, whole once its action returned, `start + took`:
+    a `target: controller` asks who leads before it cuts; then the one that took the majority); None when a
+    majority could still reach it."""
     def cut(voter: int, t: float, others: Iterable[int]) -> float | None:
         peers = sorted(set(others) - {voter})
         dst = f"controller:{voter}"
         starts = sorted(min(found) for x in peers if (found := [
-            w.start for w in faults.windows if w.contains(t) and w.effect.cuts(f"controller:{x}", dst)]))
+            w.start + w.took for w in faults.windows if w.contains(t) and w.effect.cuts(f"controller:{x}", dst)]))
         voters = len(peers) + 1
         needed = voters - (voters // 2 + 1) + 1  # cut links after which the rest, itself counted, are no majority
         return starts[needed - 1] if len(starts) >= needed else None

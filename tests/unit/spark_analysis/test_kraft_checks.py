@@ -134,17 +134,19 @@ def test_the_deadline_follows_the_runs_fetch_timeout() -> None:
     assert result.status == "pass" and result.metrics["deadline_s"] == 17.0  # 12 s as leader is within 17 s
 
 
-def _leader_cut_from(cut_from: tuple[int, ...], *, newer_at: float, last_claim: float) -> list[Event]:
+def _leader_cut_from(cut_from: tuple[int, ...], *, newer_at: float, last_claim: float, took_ms: int = 0
+                     ) -> list[Event]:
     """Voter 101 leads epoch 1; at 5 s the links from the voters `cut_from` to it are cut until 15 s (`isolate` with
-    `from: voters` records each link, as on Apache Kafka); 102 is seen leading epoch 2 at `newer_at`; 101 answers as
-    leader every second from 6 s to `last_claim`."""
+    `from: voters` records each link, as on Apache Kafka), the action taking `took_ms`; 102 is seen leading epoch 2
+    at `newer_at`; 101 answers as leader every second from 6 s to `last_claim`."""
     links = [{"src": f"controller:{v}", "dst": "controller:101", "proxy": f"{v}->101"} for v in cut_from]
     effect = {"nodes": [{"role": "controller", "id": 101}], "down": False, "graceful": False,
               "unreachable": [{"role": "controller", "id": 101, "from": ["controller"]}], "links": links,
               "toxics": []}
     target = ["controller:101"]
     events = [answer(0.2 + i, 101, "leader", 101, 1, 10 + i) for i in range(5)]
-    events += [ev(5.0, "fault.start", "engine", fault_id=1, kind="isolate", target=target, effect=effect),
+    events += [ev(5.0, "fault.start", "engine", fault_id=1, kind="isolate", target=target, effect=effect,
+                  took_ms=took_ms),
                ev(15.0, "fault.end", "engine", fault_id=1, kind="isolate", target=target),
                answer(newer_at, 102, "leader", 102, 2, 60)]
     events += [answer(6.0 + i, 101, "leader", 101, 1, 15) for i in range(int(last_claim - 6.0) + 1)]
@@ -165,6 +167,16 @@ def test_a_leader_cut_off_from_the_voters_is_judged_from_the_cut_when_the_newer_
 def test_a_leader_cut_off_from_the_voters_resigning_within_the_check_quorum_timeout_passes_as_on_kafka_3_7() -> None:
     result = check("quorum.leader_resigns", _leader_cut_from((102, 103), newer_at=7.0, last_claim=8.0))
     assert result.status == "pass", result.summary
+
+
+def test_a_cut_is_counted_from_when_its_action_returned() -> None:
+    """`target: controller` asks who leads before it cuts: under load the cut of a run on 3.7.0 (fixed) was whole
+    later than `fault.start`'s stamp, when its action began; `took_ms` says when the action returned."""
+    result = check("quorum.leader_resigns", _leader_cut_from((102, 103), newer_at=9.5, last_claim=11.0, took_ms=1500))
+    assert result.status == "pass", result.summary  # 11 s is 4.5 s after 6.5 s
+    result = check("quorum.leader_resigns", _leader_cut_from((102, 103), newer_at=9.5, last_claim=12.0, took_ms=1500))
+    assert result.status == "fail" and "after faults cut it off from a majority of the voters at 6.500s" in \
+        result.summary, result.summary
 
 
 def test_a_leader_that_still_hears_a_majority_is_judged_from_the_newer_leaders_sighting() -> None:
