@@ -18,6 +18,7 @@ from harness.cluster.process_backend import ProcessBackend, ProcessCluster
 from harness.errors import HarnessTimeout
 from harness.history.events import HistoryEvent
 from harness.history.jsonl import record_of
+from harness.workload.base import Settles
 
 
 class Events:
@@ -174,3 +175,25 @@ def kill_one_of_two_members(bootstrap: str, events: Events, topic: str, new_memb
     assert not unread, sorted(unread)[:5]
     assert {(e["partition"], e["offset"]): e["value"] for e in events.of("ack")}.items() <= polled.items()
     assert not events.of("client.crash")
+
+
+def read_to_the_end_in_batches(bootstrap: str, events: Events, group: Any, feed: Any) -> None:
+    """`group` (one member, reading a 4-partition topic in batches: a long fetch wait and a fetch.min.bytes never
+    reached) and `feed` (a producer workload writing to it), neither started: once the member owns all 4 partitions
+    and polled a first batch, the feed stops and drains, the group reads to the end (`read_to_the_end`) and its
+    drain ends complete; then every acked record was polled at its offset."""
+    with group, feed:
+        group.start()
+        feed.start()
+        wait_until(lambda: len(group.assignments().get(0, ())) == 4, 60.0, "the member owning all 4 partitions",
+                   group.assignments)
+        wait_until(lambda: events.of("poll"), 60.0, "a first batch polled", lambda: len(events.of("ack")))
+        feed.stop()
+        feed.drain(10.0)
+        assert not isinstance(feed, Settles) or feed.settled  # nothing the feed holds can be acknowledged later
+        wait_until(group.read_to_the_end, 60.0, "the group read to the end", group.drain_report)
+        group.drain(30.0)
+        assert group.last_drain_complete, str(group.drain_report())
+    acked = {(e["partition"], e["offset"]): e["value"] for e in events.of("ack")}
+    polled = {(e["partition"], e["offset"]): e["value"] for e in events.of("poll")}
+    assert acked.items() <= polled.items()

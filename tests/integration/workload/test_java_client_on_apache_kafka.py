@@ -25,6 +25,7 @@ from tests.integration.workload.support import (
     kill_one_of_two_members,
     one_broker,
     read_back,
+    read_to_the_end_in_batches,
     wait_until,
 )
 
@@ -96,24 +97,10 @@ def test_a_java_batch_member_whose_fetches_wait_10_s_still_tells_that_it_read_to
     create_topic(kafka.bootstrap_servers, "jbatches", 4)
     events = Events()
     batch = {**CLASSIC, "fetch.max.wait.ms": "10000", "fetch.min.bytes": "100000000"}
-    with ConsumerGroupWorkload(kafka.bootstrap_servers, events, group="jbatch", topics=["jbatches"], members=1,
-                               commit="sync", extra_config=batch,
-                               new_member=lambda **kw: WorkerMember(client=client, **kw)) as group, \
-            WorkerProducerWorkload(kafka.bootstrap_servers, events, client=client, producer_id="jfeed-b",
-                                   topic="jbatches", rate=100) as feed:
-        group.start()
-        feed.start()
-        wait_until(lambda: len(group.assignments().get(0, ())) == 4, 60.0, "the member owning all 4 partitions",
-                   group.assignments)
-        wait_until(lambda: events.of("poll"), 60.0, "a first batch polled", lambda: len(events.of("ack")))
-        feed.stop()
-        feed.drain(10.0)
-        wait_until(group.read_to_the_end, 60.0, "the group read to the end", group.drain_report)
-        group.drain(30.0)
-        assert group.last_drain_complete, str(group.drain_report())
-    acked = {(e["partition"], e["offset"]): e["value"] for e in events.of("ack")}
-    polled = {(e["partition"], e["offset"]): e["value"] for e in events.of("poll")}
-    assert acked.items() <= polled.items()
+    read_to_the_end_in_batches(kafka.bootstrap_servers, events, ConsumerGroupWorkload(
+        kafka.bootstrap_servers, events, group="jbatch", topics=["jbatches"], members=1, commit="sync",
+        extra_config=batch, new_member=lambda **kw: WorkerMember(client=client, **kw)), WorkerProducerWorkload(
+        kafka.bootstrap_servers, events, client=client, producer_id="jfeed-b", topic="jbatches", rate=100))
 
 
 def test_a_java_worker_killed_from_outside_is_a_client_crash_and_its_close_says_so_on_apache_kafka(

@@ -20,6 +20,7 @@ from tests.integration.workload.support import (
     create_topic,
     one_broker,
     read_back,
+    read_to_the_end_in_batches,
     stored_count,
     wait_until,
 )
@@ -148,22 +149,9 @@ def test_a_batch_consumer_whose_fetches_wait_10_s_still_tells_that_it_read_to_th
     create_topic(kafka.bootstrap_servers, "batches", 4)
     events = Events()
     batch = {**CLASSIC, "fetch.wait.max.ms": 10000, "fetch.min.bytes": 100000000}
-    with ConsumerGroupWorkload(kafka.bootstrap_servers, events, group="batch", topics=["batches"], members=1,
-                               extra_config=batch) as group, \
-            ProducerWorkload(kafka.bootstrap_servers, events, producer_id="feed-b", topic="batches", rate=100) as feed:
-        group.start()
-        feed.start()
-        wait_until(lambda: owned_by(group, 1), 30.0, "the member owning all 4 partitions", group.assignments)
-        wait_until(lambda: len(events.of("poll")) > 0, 30.0, "a first batch polled", lambda: len(events.of("ack")))
-        feed.stop()
-        feed.drain(10.0)
-        assert feed.settled
-        wait_until(group.read_to_the_end, 60.0, "the group read to the end", group.drain_report)
-        group.drain(30.0)
-        assert group.last_drain_complete, str(group.drain_report())
-    acked = {(e["partition"], e["offset"]): e["value"] for e in events.of("ack")}
-    polled = {(e["partition"], e["offset"]): e["value"] for e in events.of("poll")}
-    assert acked.items() <= polled.items()
+    read_to_the_end_in_batches(kafka.bootstrap_servers, events, ConsumerGroupWorkload(
+        kafka.bootstrap_servers, events, group="batch", topics=["batches"], members=1, extra_config=batch),
+        ProducerWorkload(kafka.bootstrap_servers, events, producer_id="feed-b", topic="batches", rate=100))
 
 
 def test_producer_records_errors_while_the_only_broker_is_down_on_apache_kafka(kafka: ProcessCluster) -> None:
