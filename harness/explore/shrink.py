@@ -45,9 +45,9 @@ MIN_DURATION_S = 2.0
 TAIL_S = 10.0
 """The chaos phase a cut run keeps after the last fault ends (its heal and the effects seen after it)."""
 CONCRETE = re.compile(r"(broker|zookeeper|controller):\d+")
+"""A target naming one node (`broker:2`, `zookeeper:1`, `controller:101`); any other node target is symbolic."""
 ELECTED = frozenset({"controller"})
 """Symbolic targets an election resolves (the active controller, the quorum's leader): never pinned."""
-"""A target naming one node (`broker:2`, `zookeeper:1`, `controller:101`); any other node target is symbolic."""
 
 
 @dataclass(frozen=True, slots=True)
