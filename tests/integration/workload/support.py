@@ -177,7 +177,7 @@ def kill_one_of_two_members(bootstrap: str, events: Events, topic: str, new_memb
     assert not events.of("client.crash")
 
 
-def read_to_the_end_in_batches(bootstrap: str, events: Events, group: Any, feed: Any) -> None:
+def read_to_the_end_in_batches(events: Events, group: Any, feed: Any) -> None:
     """`group` (one member, reading a 4-partition topic in batches: a long fetch wait and a fetch.min.bytes never
     reached) and `feed` (a producer workload writing to it), neither started: once the member owns all 4 partitions
     and polled a first batch, the feed stops and drains, the group reads to the end (`read_to_the_end`) and its

@@ -97,7 +97,7 @@ def test_a_java_batch_member_whose_fetches_wait_10_s_still_tells_that_it_read_to
     create_topic(kafka.bootstrap_servers, "jbatches", 4)
     events = Events()
     batch = {**CLASSIC, "fetch.max.wait.ms": "10000", "fetch.min.bytes": "100000000"}
-    read_to_the_end_in_batches(kafka.bootstrap_servers, events, ConsumerGroupWorkload(
+    read_to_the_end_in_batches(events, ConsumerGroupWorkload(
         kafka.bootstrap_servers, events, group="jbatch", topics=["jbatches"], members=1, commit="sync",
         extra_config=batch, new_member=lambda **kw: WorkerMember(client=client, **kw)), WorkerProducerWorkload(
         kafka.bootstrap_servers, events, client=client, producer_id="jfeed-b", topic="jbatches", rate=100))

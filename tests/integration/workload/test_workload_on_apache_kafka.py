@@ -149,7 +149,7 @@ def test_a_batch_consumer_whose_fetches_wait_10_s_still_tells_that_it_read_to_th
     create_topic(kafka.bootstrap_servers, "batches", 4)
     events = Events()
     batch = {**CLASSIC, "fetch.wait.max.ms": 10000, "fetch.min.bytes": 100000000}
-    read_to_the_end_in_batches(kafka.bootstrap_servers, events, ConsumerGroupWorkload(
+    read_to_the_end_in_batches(events, ConsumerGroupWorkload(
         kafka.bootstrap_servers, events, group="batch", topics=["batches"], members=1, extra_config=batch),
         ProducerWorkload(kafka.bootstrap_servers, events, producer_id="feed-b", topic="batches", rate=100))
 
