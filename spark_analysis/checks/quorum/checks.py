@@ -211,10 +211,6 @@ def majority_cut(faults: FaultIndex) -> Callable[[int, float, Iterable[int]], fl
     return cut
 
 
-def _never_cut(voter: int, t: float, others: Iterable[int]) -> float | None:
-    return None
-
-
 def _clock(ev: Row, voter: int, newer_t: float, seen: set[int], resumed: Callable[[int, float], float],
            cut: Callable[[int, float, Iterable[int]], float | None]) -> tuple[float, float | None]:
     """Where the resignation clock of `voter`'s leader claim `ev` starts (`late_leaders`), and when faults cut it
@@ -229,7 +225,7 @@ def _clock(ev: Row, voter: int, newer_t: float, seen: set[int], resumed: Callabl
 
 
 def late_leaders(answers: list[Row], resumed: Callable[[int, float], float], deadline_s: float,
-                 cut: Callable[[int, float, Iterable[int]], float | None] = _never_cut
+                 cut: Callable[[int, float, Iterable[int]], float | None]
                  ) -> tuple[list[dict[str, Any]], int, float]:
     """Rule (c) of `LeaderResigns`: evidence of superseded leaders (another voter was seen leading a higher epoch)
     still answering as leader of their epoch longer than `deadline_s` after they could hear no majority, how many
@@ -256,9 +252,8 @@ def late_leaders(answers: list[Row], resumed: Callable[[int, float], float], dea
             continue
         last = late[-1]
         longest = max(longest, _t(last) - _t(newer))
-        clocks = [_clock(ev, voter, _t(newer), seen, resumed, cut) for ev in late]
-        over, lost = next(((ev, lost) for ev, (start, lost) in zip(late, clocks, strict=True)
-                           if _t(ev) - start > deadline_s), (None, None))
+        clocks = ((ev, *_clock(ev, voter, _t(newer), seen, resumed, cut)) for ev in late)  # up to the first over
+        over, lost = next(((ev, lost) for ev, start, lost in clocks if _t(ev) - start > deadline_s), (None, None))
         if over is None:
             continue
         cut_note = f"{_t(over) - lost:.1f}s after faults cut it off from a majority of the voters at {lost:.3f}s " \
