@@ -8,17 +8,20 @@ and the draws go on), and during the shrink a candidate counts as failing on the
 schedule handed back, shrunk or not, is one that failed `needed` of `reruns` times. When the budget ends while a
 drawn schedule is being run again, it stands as found, not confirmed (`ExploreResult.confirmed`). The loop stops at a
 local minimum (no candidate reproduces) or when the budget ends. Once a failure is confirmed, the shrink leaves the
-time of one rerun round (`_reserve`) for `_recheck`: among many candidates, one whose failure is rare can pass its
-`needed` of `reruns` by luck (seen on Apache Kafka: minimal.yaml files that lost writes in 1 of 3 runs), and a
-reused cluster (leaders moved, logs grown by the schedules before) is not what `kafka-chaos run minimal.yaml` starts
-from (seen on 3.9.2, weak-isr seed 2: a drawn schedule confirmed 2 of 3 on the reused cluster lost no write in 3
-runs of its own). So the schedule to hand back is run again on the same terms, each run on a fresh cluster
-(`fresh=True`), and one that fails them gives way to the kept step before it, the drawn schedule last; when even
-that one does not reproduce, it is handed back saying so. A pinning step (`shrink.candidates`) runs on fresh
-clusters when it is tried. It comes first when every failing run of the schedule resolved its targets alike (a
+time of one round of fresh runs (`_reserve`: `reruns` runs as long as the fresh ones seen, which bring a cluster up)
+for `_recheck`: among many candidates, one whose failure is rare can pass its `needed` of `reruns` by luck (seen on
+Apache Kafka: minimal.yaml files that lost writes in 1 of 3 runs), and a reused cluster (leaders moved, logs grown by
+the schedules before) is not what `kafka-chaos run minimal.yaml` starts from (seen on 3.9.2, weak-isr seed 2: a drawn
+schedule confirmed 2 of 3 on the reused cluster lost no write in 3 runs of its own). So the schedule to hand back is
+run again, each run on a fresh cluster (`fresh=True`), with a margin: it must fail every one of `reruns` runs (a
+schedule kept on 2 of 3 sits near the edge the shrink seeks, and one that fails all of its fresh runs is likely to
+fail `needed` of the user's). One that misses gives way to the kept step before it, the drawn schedule last; when
+none meets the margin (or the budget ends first), the one that failed most of its fresh runs is handed back, saying
+so, and the drawn schedule, said not to reproduce, when none failed any. A pinning step (`shrink.candidates`) runs on
+fresh clusters when it is tried. It comes first when every failing run of the schedule resolved its targets alike (a
 steady role: the shrink goes on from the pinned form), else last, at the unpinned form's local minimum, and then
-ends the shrink once kept; a pin kept last is handed back on its own fresh runs without another round. Every run is
-recorded, with the shrink step it served.
+ends the shrink once kept; a pin kept last whose fresh runs all failed is handed back without another round. Every
+run is recorded, with the shrink step it served.
 """
 
 from __future__ import annotations
@@ -101,6 +104,8 @@ class Tried:
     """Seconds from the exploration's start to this run's verdict (the budget's clock)."""
     shrink_step: int | None = None
     """The index in `ExploreResult.shrink` of the step this run served (None: a draw)."""
+    fresh: bool = False
+    """Whether the run brought a cluster of its own up (the first draw's, a pin's, a recheck's)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,22 +170,23 @@ def until_known(once: Callable[[int], Outcome], target: tuple[str, ...], needed:
 
 
 def reproduces(run: Runner, cand: Candidate, target: tuple[str, ...], needed: int, reruns: int,
-               result: ExploreResult, budget: Budget, what: str = "shrink") -> tuple[bool, tuple[Outcome, ...]]:
+               result: ExploreResult, budget: Budget, what: str = "shrink", made: tuple[Outcome, ...] = ()
+               ) -> tuple[bool, tuple[Outcome, ...]]:
     """Whether the shrink candidate `cand` fails with a check of `target` in at least `needed` of `reruns` runs
     (`until_known`); `what` names its runs (`shrink`, or `recheck` when one is run again on fresh clusters). A pinning
     step runs on fresh clusters too: it is there so that the schedule means the same on any cluster, and on the reused
     one a node can keep the role it had by luck (KAFKA-15489 seed 3 on 3.6.2: the quorum's leader pinned to voter 102
-    reproduced 2 of 3 there, then 0 of 1 afresh)."""
+    reproduced 2 of 3 there, then 0 of 1 afresh). `made`: its runs so far (a kept pin's, which the recheck counts)."""
     fresh = what == "recheck" or cand.pin
 
     def once(k: int) -> Outcome:
         result.doing = f"{what} step {len(result.shrink)} run {k + 1}"
         outcome = run(cand.schedule, cand.duration_s, f"{what}-{len(result.shrink)}-{k}", fresh=fresh)
         result.tried.append(Tried(f"{what}: {cand.step} (run {k + 1})", cand.schedule, cand.duration_s, outcome,
-                                  budget.spent, len(result.shrink)))
+                                  budget.spent, len(result.shrink), fresh))
         return outcome
 
-    return until_known(once, target, needed, reruns, budget)
+    return until_known(once, target, needed, reruns, budget, made)
 
 
 def _confirmed(run: Runner, drawn: Tried, target: tuple[str, ...], needed: int, reruns: int, result: ExploreResult,
@@ -221,7 +227,7 @@ def _explore(draw: Callable[[int], tuple[tuple[Entry, ...], float]], run: Runner
         schedule, duration = draw(i)
         result.doing = f"draw {i}"
         outcome = run(schedule, duration, f"draw-{i}")
-        result.tried.append(Tried(f"draw {i}", schedule, duration, outcome, budget.spent))
+        result.tried.append(Tried(f"draw {i}", schedule, duration, outcome, budget.spent, fresh=i == 0))
         say(f"schedule {i}: {outcome.status}" + (f" ({', '.join(outcome.failing)})" if outcome.failing else "")
             + (f", permitted anomalies in {', '.join(outcome.permitted)}" if outcome.permitted else "")
             + f"; {budget.left:.0f}s left")
@@ -260,7 +266,7 @@ def _explore(draw: Callable[[int], tuple[tuple[Entry, ...], float]], run: Runner
         if current.pin and not steady:  # offered last, at the unpinned form's local minimum: the shrink's end
             result.local_minimum = True
             break
-    result.minimal = _recheck(run, [as_drawn, *kept], result, needed, reruns, budget, say)
+    result.minimal = _recheck(run, [as_drawn, *kept], result, reruns, budget, say)
     return result
 
 
@@ -275,40 +281,57 @@ def _resolved(result: ExploreResult, current: Candidate) -> tuple[dict[int, str]
 
 
 def _reserve(result: ExploreResult, reruns: int) -> float:
-    """The budget `_recheck` needs: `reruns` runs of the median length of the last ten (by their `ended_s`)."""
+    """The budget `_recheck` needs: `reruns` runs as long as the median of the last ten, or of the fresh runs seen
+    when those took longer (each recheck run brings a cluster up: on 3.9.2, weak-isr seed 2's recheck, reserved at
+    the reused cluster's pace, was cut short after 1 of its runs)."""
     ends = [t.ended_s for t in result.tried]
-    recent = sorted([b - a for a, b in zip([0.0, *ends], ends, strict=False)][-10:]) or [0.0]
-    return reruns * recent[len(recent) // 2]
+    took = [b - a for a, b in zip([0.0, *ends], ends, strict=False)]
+    fresh = [d for t, d in zip(result.tried, took, strict=True) if t.fresh]
+    return reruns * max(_median(took[-10:]), _median(fresh))
 
 
-def _recheck(run: Runner, kept: list[Candidate], result: ExploreResult, needed: int, reruns: int, budget: Budget,
+def _median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2] if values else 0.0
+
+
+def _recheck(run: Runner, kept: list[Candidate], result: ExploreResult, reruns: int, budget: Budget,
              say: Callable[[str], None]) -> Candidate:
-    """The schedule to hand back (`kept`: the drawn schedule, then each kept step): the last one that fails `needed`
-    of `reruns` runs on fresh clusters, trying the last kept step first; the drawn schedule, said to be not
-    reproduced afresh, when none does. A recheck the budget cuts short leaves its step standing, not rechecked or
-    decided (`ExploreResult.recheck` says which)."""
+    """The schedule to hand back (`kept`: the drawn schedule, then each kept step): the last one that fails all of
+    `reruns` runs on fresh clusters (the margin; a pin's runs when it was kept count), trying the last kept step
+    first, or whose fresh runs the budget cut short before any passed; else the one that failed most of its fresh
+    runs (the later on a tie), said to fall short; the drawn schedule, said to be not reproduced afresh, when none
+    failed any. `ExploreResult.recheck` says which."""
     assert result.failing is not None
     as_drawn = kept[0]
+    best: tuple[int, Candidate, str] | None = None
     while kept:
         cand = kept[-1]
         pin = next((s for s in reversed(result.shrink) if s.kept and s.step == cand.step), None) if cand.pin else None
-        if pin is not None:  # its runs were on fresh clusters already (`reproduces`)
-            hits = sum(o.hits(result.target) for o in pin.outcomes)
-            result.recheck = f"{cand.step}: {hits} of {len(pin.outcomes)} runs on fresh clusters, when it was kept"
-            say(f"recheck: {result.recheck}")
-            return cand
-        if budget.left <= 0:
-            result.recheck = f"{cand.step}: not run again on a fresh cluster, the budget ended"
-            return cand
-        ok, outcomes = reproduces(run, cand, result.target, needed, reruns, result, budget, what="recheck")
-        hits = sum(o.hits(result.target) for o in outcomes)
-        result.shrink.append(ShrinkStep(f"run again: {cand.step}", outcomes, ok, recheck=True))
-        say(f"recheck: {cand.step}: {hits} of {len(outcomes)} runs on fresh clusters; {budget.left:.0f}s left")
-        if ok or hits + reruns - len(outcomes) >= needed:  # reproduced, or the budget ended before it was known
-            result.recheck = f"{cand.step}: {hits} of {len(outcomes)} runs on fresh clusters" + (
-                "" if ok else ", cut short by the budget")
-            return cand
+        made = pin.outcomes if pin is not None else ()  # a pin's runs were on fresh clusters already (`reproduces`)
+        ok, outcomes = reproduces(run, cand, result.target, reruns, reruns, result, budget, "recheck", made)
+        if not outcomes:  # the budget had ended
+            break
         kept.pop()
-    result.recheck = (f"not reproduced afresh: no kept step, nor the drawn schedule, failed {needed} of {reruns} runs "
-                      "on fresh clusters; handed back as drawn")
+        if len(outcomes) > len(made):
+            result.shrink.append(ShrinkStep(f"run again: {cand.step}", outcomes[len(made):], ok, recheck=True))
+        hits = sum(o.hits(result.target) for o in outcomes)
+        cut = not ok and hits == len(outcomes)  # no run passed, and the budget ended before all were made
+        seen = f"{cand.step}: {hits} of {len(outcomes)} runs on fresh clusters" + (
+            f" ({len(made)} when it was kept)" if made else "") + (", cut short by the budget" if cut else "")
+        say(f"recheck: {seen}; {budget.left:.0f}s left")
+        if ok or cut:
+            result.recheck = seen
+            return cand
+        if best is None or hits > best[0]:
+            best = (hits, cand, seen)
+    if best is None:
+        result.recheck = f"{kept[-1].step}: not run again on a fresh cluster, the budget ended"
+        return kept[-1]
+    if best[0] > 0:
+        result.recheck = f"{best[2]}, short of the {reruns} of {reruns} asked" + (
+            "; the budget ended before the steps before it were run again" if kept else
+            "; no step before it, nor the drawn schedule, did better")
+        return best[1]
+    result.recheck = ("not reproduced afresh: no kept step, nor the drawn schedule, failed a run on fresh clusters"
+                      + (" before the budget ended" if kept else "") + "; handed back as drawn")
     return as_drawn

@@ -92,7 +92,7 @@ def test_a_candidate_failing_fewer_than_needed_of_its_reruns_is_not_kept() -> No
     assert result.failing is not None and result.confirmed and result.local_minimum
     assert result.minimal is not None and len(result.minimal.schedule) == 3
     assert not any(s.kept for s in result.shrink if not s.recheck)
-    assert result.recheck is not None and result.recheck.startswith("as drawn: 2 of 2 runs on fresh clusters")
+    assert result.recheck is not None and result.recheck == "as drawn: 3 of 3 runs on fresh clusters"
 
 
 def test_a_drawn_schedule_failing_fewer_than_needed_of_its_runs_is_not_handed_back_and_the_draws_go_on() -> None:
@@ -152,7 +152,7 @@ def test_a_shrunk_schedule_that_fails_its_fresh_runs_gives_way_to_the_kept_step_
     rechecks = [s for s in result.shrink if s.recheck]
     assert [s.kept for s in rechecks][-1] and not any(s.kept for s in rechecks[:-1])
     assert len(rechecks) >= 2 and result.recheck is not None
-    assert result.recheck.endswith(": 2 of 2 runs on fresh clusters")
+    assert result.recheck.endswith(": 3 of 3 runs on fresh clusters")
     assert any(t.purpose.startswith("recheck: ") for t in result.tried)
     write_results(tmp_path, _exploration(), result, 3600)
     minimal = (tmp_path / "minimal.yaml").read_text(encoding="utf-8")
@@ -195,8 +195,63 @@ def test_once_a_step_is_kept_the_shrink_leaves_the_budget_a_recheck_needs() -> N
     assert all(not t.purpose.startswith("shrink: ") for t in result.tried[first:])
     assert result.tried[first - 1].ended_s <= 1200 - 60, "the recheck began with no run's time left"
     rechecks = [s for s in result.shrink if s.recheck]
-    assert rechecks and len(rechecks[0].outcomes) >= 2  # decided: two fresh passes put 2 of 3 out of reach
+    assert rechecks and len(rechecks[0].outcomes) >= 1  # decided: one fresh pass misses the margin (3 of 3)
     assert result.recheck is not None  # the walk back may then meet the budget's end: its report says where
+
+
+def test_the_recheck_reserve_is_three_runs_as_long_as_the_fresh_ones_which_bring_a_cluster_up() -> None:
+    """Runs on the reused cluster take 60 s, fresh ones (the first draw's, the recheck's) 150 s: the shrink stops
+    with three fresh runs' time left, and the recheck makes all three (on 3.9.2, weak-isr seed 2's recheck, reserved
+    at the reused pace, was cut short after one run and its minimal.yaml lost writes in 1 of 3 `kafka-chaos run`s)."""
+    now = [0.0]
+
+    def fresh_runs_take_longer(schedule: tuple[Entry, ...], duration_s: float, label: str, fresh: bool = False
+                               ) -> Outcome:
+        now[0] += 150.0 if fresh or label == "draw-0" else 60.0
+        fails = any(e.get("fault") == "kill" for e in schedule)
+        return Outcome("fail" if fails else "pass", ("delivery.lost_write",) if fails else (), f"runs/{label}")
+
+    result = explore(lambda i: ((*NOISE, KILL_1), 60.0), fresh_runs_take_longer, Budget(1500, clock=lambda: now[0]),
+                     needed=2, reruns=3)
+    rechecks = [s for s in result.shrink if s.recheck]
+    assert len(rechecks) == 1 and len(rechecks[0].outcomes) == 3 and rechecks[0].kept, result.recheck
+    assert result.recheck is not None and result.recheck.endswith(": 3 of 3 runs on fresh clusters")
+
+
+def _fails_afresh(rates: dict[int, int]) -> Runner:
+    """Fails a schedule with a kill of broker 1 in every shrink run; afresh, a schedule of n entries fails the first
+    `rates[n]` of every three runs of it."""
+    fresh_runs: dict[int, int] = {}
+
+    def run(schedule: tuple[Entry, ...], duration_s: float, label: str, fresh: bool = False) -> Outcome:
+        kills = any(e.get("fault") == "kill" and e.get("target") == "broker:1" for e in schedule)
+        fails = kills
+        if fresh and kills:
+            k = fresh_runs[len(schedule)] = fresh_runs.get(len(schedule), 0) + 1
+            fails = (k - 1) % 3 < rates.get(len(schedule), 0)
+        return Outcome("fail" if fails else "pass", ("delivery.lost_write",) if fails else (), f"runs/{label}")
+    return run
+
+
+def test_a_shrunk_schedule_failing_two_of_three_fresh_runs_gives_way_to_the_step_before_that_fails_all_three() -> None:
+    """The margin: a step kept on 2 of 3 sits near the edge the shrink seeks (a kill halved while it still fails),
+    and on Apache Kafka such minimal.yaml files lost writes in 1 of 3 `kafka-chaos run`s. What is handed back failed
+    every one of its fresh runs."""
+    result = explore(lambda i: ((*NOISE, KILL_1), 60.0), _fails_afresh({1: 2, 2: 3, 3: 3}), Budget(3600), needed=2,
+                     reruns=3)
+    assert result.minimal is not None and len(result.minimal.schedule) == 2, result.recheck
+    rechecks = [s for s in result.shrink if s.recheck]
+    assert rechecks[-1].kept and not any(s.kept for s in rechecks[:-1])  # the one-fault steps, last first, missed
+    assert [sum(o.status == "fail" for o in s.outcomes) for s in rechecks] == [2] * (len(rechecks) - 1) + [3]
+    assert result.recheck is not None and result.recheck.endswith(": 3 of 3 runs on fresh clusters")
+
+
+def test_when_no_step_meets_the_margin_the_one_that_failed_most_fresh_runs_is_handed_back_saying_so() -> None:
+    result = explore(lambda i: ((*NOISE, KILL_1), 60.0), _fails_afresh({1: 1, 2: 2, 3: 1}), Budget(3600), needed=2,
+                     reruns=3)
+    assert result.minimal is not None and len(result.minimal.schedule) == 2, result.recheck
+    assert result.recheck is not None and ": 2 of 3 runs on fresh clusters, short of the 3 of 3 asked; " \
+        "no step before it, nor the drawn schedule, did better" in result.recheck
 
 
 def test_no_run_is_started_once_the_budget_has_ended() -> None:
@@ -426,7 +481,7 @@ def test_a_failure_that_needs_the_coordinator_on_one_broker_is_handed_back_pinne
     assert result.shrink[0].step == "pin #1 coordinator:billing -> broker:1" and result.shrink[0].kept  # steady: first
     assert result.minimal is not None and [e.get("target") for e in result.minimal.schedule] == ["broker:1"]
     assert result.local_minimum and result.minimal.step != result.shrink[0].step  # shrunk on from the pinned form
-    assert result.recheck is not None and result.recheck.endswith(": 2 of 2 runs on fresh clusters"), result.recheck
+    assert result.recheck is not None and result.recheck.endswith(": 3 of 3 runs on fresh clusters"), result.recheck
 
 
 KILL_LEADER = {"at": "8s", "fault": "kill", "target": "leader:orders/0", "duration": "15s"}
