@@ -5,23 +5,23 @@ or finds anomalies the run's configuration permits: a trade-off, not a bug, `Out
 deterministic, so a drawn schedule that fails counts only once it fails at least `needed` of `reruns` runs with the
 same check (`_confirmed`: it is run again by `until_known`, the one rerun rule; one that does not is `unconfirmed`,
 and the draws go on), and during the shrink a candidate counts as failing on the same terms (`reproduces`): the
-schedule handed back, shrunk or not, is one that failed `needed` of `reruns` times. When the budget ends while a
-drawn schedule is being run again, it stands as found, not confirmed (`ExploreResult.confirmed`). The loop stops at a
-local minimum (no candidate reproduces) or when the budget ends. Once a failure is confirmed, the shrink leaves the
-time of one round of fresh runs (`_reserve`: `reruns` runs as long as the fresh ones seen, which bring a cluster up)
-for `_recheck`: among many candidates, one whose failure is rare can pass its `needed` of `reruns` by luck (seen on
-Apache Kafka: minimal.yaml files that lost writes in 1 of 3 runs), and a reused cluster (leaders moved, logs grown by
-the schedules before) is not what `kafka-chaos run minimal.yaml` starts from (seen on 3.9.2, weak-isr seed 2: a drawn
-schedule confirmed 2 of 3 on the reused cluster lost no write in 3 runs of its own). So the schedule to hand back is
-run again, each run on a fresh cluster (`fresh=True`), with a margin: it must fail every one of `reruns` runs (a
-schedule kept on 2 of 3 sits near the edge the shrink seeks, and one that fails all of its fresh runs is likely to
-fail `needed` of the user's). One that misses gives way to the kept step before it, the drawn schedule last; when
-none meets the margin (or the budget ends first), the one that failed most of its fresh runs is handed back, saying
-so, and the drawn schedule, said not to reproduce, when none failed any. A pinning step (`shrink.candidates`) runs on
-fresh clusters when it is tried. It comes first when every failing run of the schedule resolved its targets alike (a
-steady role: the shrink goes on from the pinned form), else last, at the unpinned form's local minimum, and then
-ends the shrink once kept; a pin kept last whose fresh runs all failed is handed back without another round. Every
-run is recorded, with the shrink step it served.
+schedule handed back, shrunk or not, is one that failed `needed` of `reruns` times. When the budget ends while a drawn
+schedule is being run again, it stands as found, not confirmed (`ExploreResult.confirmed`). The loop stops at a local
+minimum (no candidate reproduces) or when the budget ends. Once a failure is confirmed, the shrink leaves the time of
+one round of fresh runs (`_reserve`: `reruns` runs as long as the fresh ones seen, which bring a cluster up, or
+`FRESH_FACTOR` times the reused cluster's) for `_recheck`: among many candidates, one whose failure is rare can pass
+its `needed` of `reruns` by luck (seen on Apache Kafka: minimal.yaml files that lost writes in 1 of 3 runs), and a
+reused cluster (leaders moved, logs grown by the schedules before) is not what `kafka-chaos run minimal.yaml` starts
+from (seen on 3.9.2, weak-isr seed 2: a drawn schedule confirmed 2 of 3 on the reused cluster lost no write in 3 runs
+of its own). So the schedule to hand back is run again, each run on a fresh cluster (`fresh=True`), with a margin: it
+must fail every one of `reruns` runs (a schedule kept on 2 of 3 sits near the edge the shrink seeks, and one that
+fails all of its fresh runs is likely to fail `needed` of the user's). One that misses gives way to the kept step
+before it, the drawn schedule last; when none meets the margin (or the budget ends first), the one that failed most of
+its fresh runs is handed back, saying so, and the drawn schedule, said not to reproduce, when none failed any. A
+pinning step (`shrink.candidates`) runs on fresh clusters when it is tried. It comes first when every failing run of
+the schedule resolved its targets alike (a steady role: the shrink goes on from the pinned form), else last, at the
+unpinned form's local minimum, and then ends the shrink once kept; a pin kept last whose fresh runs all failed is
+handed back without another round. Every run is recorded, with the shrink step it served.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ class Tried:
     shrink_step: int | None = None
     """The index in `ExploreResult.shrink` of the step this run served (None: a draw)."""
     fresh: bool = False
-    """Whether the run brought a cluster of its own up (the first draw's, a pin's, a recheck's)."""
+    """Whether the run was asked for a cluster of its own (a pin's, a recheck's)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,7 +227,7 @@ def _explore(draw: Callable[[int], tuple[tuple[Entry, ...], float]], run: Runner
         schedule, duration = draw(i)
         result.doing = f"draw {i}"
         outcome = run(schedule, duration, f"draw-{i}")
-        result.tried.append(Tried(f"draw {i}", schedule, duration, outcome, budget.spent, fresh=i == 0))
+        result.tried.append(Tried(f"draw {i}", schedule, duration, outcome, budget.spent))
         say(f"schedule {i}: {outcome.status}" + (f" ({', '.join(outcome.failing)})" if outcome.failing else "")
             + (f", permitted anomalies in {', '.join(outcome.permitted)}" if outcome.permitted else "")
             + f"; {budget.left:.0f}s left")
@@ -280,14 +280,22 @@ def _resolved(result: ExploreResult, current: Candidate) -> tuple[dict[int, str]
     return first, len(runs) > 1 and all(dict(o.resolved) == first for o in runs)
 
 
+FRESH_FACTOR = 2.0
+"""How much longer a run on a fresh cluster takes than one on the reused cluster, until one is seen: it brings its
+cluster up first (measured on 2 cores: 68/30 s on KAFKA-15489 3.6.2, 100/50 s and, three explores at once, 185/96 s;
+78/70 s on weak-isr.yaml). The first draw is no guide: it also starts the verifiers' Spark, 2-4x a fresh run."""
+
+
 def _reserve(result: ExploreResult, reruns: int) -> float:
-    """The budget `_recheck` needs: `reruns` runs as long as the median of the last ten, or of the fresh runs seen
-    when those took longer (each recheck run brings a cluster up: on 3.9.2, weak-isr seed 2's recheck, reserved at
-    the reused cluster's pace, was cut short after 1 of its runs)."""
+    """The budget `_recheck` needs: `reruns` runs as long as the median fresh run seen (a pin's), else `FRESH_FACTOR`
+    times the median of the last ten but the first draw (reserved at the reused cluster's pace, weak-isr seed 2's
+    recheck on 3.9.2 was cut short after 1 of its runs; sized by the first draw, KAFKA-15489 seed 3's left no time for
+    a shrink step)."""
     ends = [t.ended_s for t in result.tried]
     took = [b - a for a, b in zip([0.0, *ends], ends, strict=False)]
     fresh = [d for t, d in zip(result.tried, took, strict=True) if t.fresh]
-    return reruns * max(_median(took[-10:]), _median(fresh))
+    recent = _median(took[1:][-10:] or took)  # the first draw's only when it is the only one
+    return reruns * max(recent, _median(fresh) if fresh else FRESH_FACTOR * recent)
 
 
 def _median(values: list[float]) -> float:
