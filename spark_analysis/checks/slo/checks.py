@@ -40,7 +40,14 @@ from typing import Any
 from spark_analysis.checks.shared.common import distribution, evidence, plural, tp_label
 from spark_analysis.checks.slo.stalls import stall_fault
 from spark_analysis.facts.context import CheckContext, Row
-from spark_analysis.facts.liveness import DOWN_TYPES, LIVENESS_TYPES, authoritative, build_liveness, controller_events
+from spark_analysis.facts.liveness import (
+    DOWN_TYPES,
+    LIVENESS_TYPES,
+    UP_TYPES,
+    authoritative,
+    build_liveness,
+    controller_events,
+)
 from spark_analysis.result import CheckResult, failed, passed
 
 REBALANCING = frozenset({"PreparingRebalance", "CompletingRebalance", "AwaitingSync"})
@@ -166,7 +173,11 @@ class PartitionUnavailable:
         return judge(ctx, self.id, "partition_unavailable", "unavailability window", self.intervals(ctx))
 
     def intervals(self, ctx: CheckContext) -> list[Interval]:
-        """Each window in which a partition had no live leader, per partition."""
+        """Each window in which a partition had no live leader, per partition. A window opened by its leader's broker
+        going down ends when that broker is live again and still the recorded leader (a ZooKeeper-mode broker whose
+        session expired re-registers, and with no controller to move its partitions nothing else is recorded: on 3.9.2
+        a partition whose leader was cut off from ZooKeeper acked writes throughout, yet stayed "without a leader" for
+        50.4 s, until its ISR next changed; `zk-3.9.2-leader-registered-again-without-a-state-change`)."""
         states = authoritative(ctx.rows("partition.state"))
         brokers = ctx.rows(*LIVENESS_TYPES)
         live = build_liveness(brokers)
@@ -174,7 +185,7 @@ class PartitionUnavailable:
         for ev in states:
             if ev.get("topic") is not None and ev.get("partition") is not None:
                 per_tp[(str(ev["topic"]), int(ev["partition"]))].append(ev)
-        downs = [e for e in brokers if e.get("type") in DOWN_TYPES]
+        downs = [e for e in brokers if e.get("type") in LIVENESS_TYPES]  # a leader down, and up again
         intervals: list[Interval] = []
         for tp, evs in per_tp.items():
             timeline = sorted(evs + downs, key=lambda e: (float(e.get("t") or 0.0), int(e.get("seq") or 0)))
@@ -189,6 +200,13 @@ class PartitionUnavailable:
                 if ev["type"] in DOWN_TYPES:
                     if leader is not None and leader >= 0 and ev.get("broker") == leader and since is None:
                         since = hit.start_event() if hit else ev
+                    continue
+                if ev["type"] in UP_TYPES:
+                    if since is not None and leader is not None and ev.get("broker") == leader \
+                            and live.state_at(leader, t) is not False:
+                        intervals.append(Interval(f"{tp_label(*tp)} without a leader", float(since.get("t") or 0.0),
+                                                  t, since, ev))
+                        since = None
                     continue
                 previous, leader = leader, ev.get("leader")
                 ok = leader is not None and leader >= 0 and live.state_at(leader, t) is not False
