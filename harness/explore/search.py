@@ -29,6 +29,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from statistics import median_high
 from typing import Literal, Protocol
 
 from harness.errors import HarnessError
@@ -294,12 +295,8 @@ def _reserve(result: ExploreResult, reruns: int) -> float:
     ends = [t.ended_s for t in result.tried]
     took = [b - a for a, b in zip([0.0, *ends], ends, strict=False)]
     fresh = [d for t, d in zip(result.tried, took, strict=True) if t.fresh]
-    recent = _median(took[1:][-10:] or took)  # the first draw's only when it is the only one
-    return reruns * max(recent, _median(fresh) if fresh else FRESH_FACTOR * recent)
-
-
-def _median(values: list[float]) -> float:
-    return sorted(values)[len(values) // 2] if values else 0.0
+    recent = median_high(took[1:][-10:] or took or [0.0])  # the first draw's only when it is the only one
+    return reruns * max(recent, median_high(fresh) if fresh else FRESH_FACTOR * recent)
 
 
 def _recheck(run: Runner, kept: list[Candidate], result: ExploreResult, reruns: int, budget: Budget,
