@@ -201,14 +201,12 @@ class PartitionUnavailable:
                     if leader is not None and leader >= 0 and ev.get("broker") == leader and since is None:
                         since = hit.start_event() if hit else ev
                     continue
-                if ev["type"] in UP_TYPES:
-                    if since is not None and leader is not None and ev.get("broker") == leader \
-                            and live.state_at(leader, t) is not False:
-                        intervals.append(Interval(f"{tp_label(*tp)} without a leader", float(since.get("t") or 0.0),
-                                                  t, since, ev))
-                        since = None
-                    continue
-                previous, leader = leader, ev.get("leader")
+                if ev["type"] in UP_TYPES:  # the recorded leader's broker back: judged as a state naming it again
+                    if since is None or ev.get("broker") != leader:
+                        continue
+                    previous = leader
+                else:
+                    previous, leader = leader, ev.get("leader")
                 ok = leader is not None and leader >= 0 and live.state_at(leader, t) is not False
                 if ok and leader != previous:
                     led_since = t
