@@ -49,10 +49,11 @@ BACKLOG_S = 5.0
 writes: Apache Kafka's controller handles its events one at a time (`ControllerEventManager`'s single event thread),
 so it acts on the liveness it read for that event until it reaches the next BrokerChange event. The ISR checks
 allow a broker gone since to stay listed (`checks.partition.isr`), the election check a broker registered since to
-be unknown (`checks.partition.checks`). A new controller's failover counts from its first write, not from its taking
-office: it reads ZooKeeper first, which a loaded machine slows (3.9.2, weak-isr beside a migration run: controller 3
-took office at 24.38 s and first wrote at 29.15 s; its failover's election at 29.88 s did not know broker 2,
-registered at 24.93 s; recorded zk-3.9.2-slow-failover-election-before-a-registration)."""
+be unknown and one lost since to be still live (`checks.partition.checks`). A new controller's failover counts from
+its first write, not from its taking office: it reads ZooKeeper first, which a loaded machine slows (3.9.2, weak-isr
+beside a migration run: controller 3 took office at 24.38 s and first wrote at 29.15 s; its failover's election at
+29.88 s did not know broker 2, registered at 24.93 s; recorded
+zk-3.9.2-slow-failover-election-before-a-registration)."""
 
 
 def first_writes(states: Sequence[Mapping[str, Any]]) -> dict[int, float]:

@@ -197,10 +197,10 @@ def _plausible_live_sets(live: Liveness, t: float, exclude: set[int],
     event of its own, after the failover or election it is busy with: seen on Apache Kafka 3.9.2, a new controller
     elected broker 3 uncleanly though broker 2, first in AR order, had registered 47 ms before the write).
     A ZooKeeper-mode controller that took office at `took_office` (`liveness.took_office_before`) elects with the
-    brokers it read then until it reaches their BrokerChange events, so a broker registered since may be unknown
-    however long its failover takes (3.9.2, weak-durability: controller 2 took office at 31.375 s, broker 3
-    registered at 31.710 s, and the failover's offline election at 32.732 s chose 2 over 3, first in AR order;
-    recorded zk-3.9.2-election-in-a-failover-before-a-registration)."""
+    brokers it read then until it reaches their BrokerChange events, so a broker registered since may be unknown,
+    and one lost since still live to it, however long its failover takes (3.9.2, weak-durability: controller 2
+    took office at 31.375 s, broker 3 registered at 31.710 s, and the failover's offline election at 32.732 s
+    chose 2 over 3, first in AR order; recorded zk-3.9.2-election-in-a-failover-before-a-registration)."""
     base = live.live_at(t)
     near = {b for b in live.transitions if live.goes_down_within(b, t - LIVENESS_GRACE_S, t + LIVENESS_GRACE_S)}
     ups = {b for b, trans in live.transitions.items()
@@ -208,7 +208,12 @@ def _plausible_live_sets(live: Liveness, t: float, exclude: set[int],
     # and a loss is an event of its own too: the controller elects, for an earlier loss, among brokers whose own
     # registration vanished moments before (3.9.2: brokers 3 and 2 expired 0.5 s apart; the new controller elected
     # 2 for orders/1 after 3's loss, then 1 after 2's; recorded zk-3.9.2-election-before-a-loss-is-handled)
-    ups |= {b for b in live.transitions if live.goes_down_within(b, t - LIVENESS_GRACE_S, t)}
+    # and, for a controller still in its failover, every broker lost since it took office: the failover elects with
+    # the brokers it read then, the loss a later BrokerChange event (3.9.2, weak-isr seed 1's minimal: controller 3
+    # took office at 61.566 s, broker 2's registration went at 62.4 s, and the failover, first writing at 65.733 s,
+    # elected 2 at 66.67 s; the symmetric case of a registration since, below)
+    lost_from = t - LIVENESS_GRACE_S if took_office is None else min(t - LIVENESS_GRACE_S, took_office)
+    ups |= {b for b in live.transitions if live.goes_down_within(b, lost_from, t)}
     since = t - UNSEEN_UP_S if took_office is None else min(t - UNSEEN_UP_S, took_office)
     unseen = sorted(b for b, trans in live.transitions.items() if any(up and since <= tt <= t for tt, up in trans))
     # A broker registered since may be unknown whether or not the ups after t (observer skew) are counted: a new

@@ -158,3 +158,31 @@ def test_a_failover_slowed_before_its_first_write_may_elect_without_a_broker_reg
 def test_a_controller_that_wrote_soon_after_taking_office_knows_a_broker_registered_5s_before_its_election() -> None:
     result = _run(_slow_failover(first_write_s=24.6), UNCLEAN_RUN)
     assert result.status == "fail" and "picked 3, model prescribes 2" in result.summary, result.summary
+
+
+def _failover_then_a_loss(*, loss_s: float) -> list[Event]:
+    """Apache Kafka 3.9.2, weak-isr seed 1's minimal.yaml (its third `kafka-chaos run`): broker 1, the controller
+    and leader, is gone; broker 3 takes office at 61.566 s (controller epoch 2), broker 2's registration goes at
+    `loss_s`, the failover first writes `leader -1` at 65.733 s and at 66.67 s elects 2, first in AR order of the
+    ISR [3, 2], still live to it: the loss is a BrokerChange event behind the failover's."""
+    def state(t: float, leader: int, epoch: int, isr: list[int], controller_epoch: int) -> Event:
+        return _ev(t, "partition.state", topic="t", partition=0, leader=leader, leader_epoch=epoch, isr=isr,
+                   replicas=[1, 2, 3], controller_epoch=controller_epoch)
+
+    events = [*(_ev(0.5, "broker.up", broker=b) for b in (1, 2, 3)), _ev(0.5, "controller", broker=1, epoch=1),
+              state(0.6, 1, 0, [1, 3, 2], 1),
+              _ev(55.0, "broker.down", broker=1), _ev(55.0, "controller", broker=-1, epoch=1),
+              _ev(61.566, "controller", broker=3, epoch=2), _ev(loss_s, "broker.down", broker=2),
+              state(65.733, -1, 1, [3, 2], 2), state(66.67, 2, 2, [3, 2], 2),
+              _ev(90.0, "run.end", "engine")]
+    return sorted(events, key=lambda e: e["t"])
+
+
+def test_a_failover_may_elect_a_broker_lost_after_the_controller_took_office() -> None:
+    result = _run(_failover_then_a_loss(loss_s=62.4), UNCLEAN_RUN)
+    assert result.status == "pass", result.summary
+
+
+def test_a_broker_lost_before_the_controller_took_office_is_known_gone_to_it() -> None:
+    result = _run(_failover_then_a_loss(loss_s=61.0), UNCLEAN_RUN)
+    assert result.status == "fail" and "picked 2, model prescribes 3" in result.summary, result.summary
