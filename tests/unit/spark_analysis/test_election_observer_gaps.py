@@ -23,6 +23,12 @@ def _ps(t: float, leader: int, epoch: int, isr: list[int]) -> Event:
                replicas=[1, 2, 3])
 
 
+def _state(t: float, leader: int, epoch: int, isr: list[int], controller_epoch: int, replicas: list[int]) -> Event:
+    """A partition state the ZooKeeper observer read, written under `controller_epoch`."""
+    return _ev(t, "partition.state", topic="t", partition=0, leader=leader, leader_epoch=epoch, isr=isr,
+               replicas=replicas, controller_epoch=controller_epoch)
+
+
 def _history(*, back: bool, new_isr: list[int]) -> list[Event]:
     """Broker 1 dies (leader 2 elected, ISR [2, 3]); it comes back at 20 s when `back`; broker 2 is stopped
     at 30 s and broker 1 is seen leading with `new_isr`, the ISR [1, 2, 3] in between never observed."""
@@ -134,8 +140,7 @@ def _slow_failover(*, first_write_s: float) -> list[Event]:
     (its failover read ZooKeeper for that long) and its failover's election at 29.88 s picks 3 from outside the
     ISR [2], broker 2 unknown to it."""
     def state(t: float, leader: int, epoch: int, isr: list[int], controller_epoch: int) -> Event:
-        return _ev(t, "partition.state", topic="t", partition=0, leader=leader, leader_epoch=epoch, isr=isr,
-                   replicas=[2, 3, 1], controller_epoch=controller_epoch)
+        return _state(t, leader, epoch, isr, controller_epoch, [2, 3, 1])
 
     events = [*(_ev(0.4, "broker.up", broker=b) for b in (1, 2, 3)), _ev(0.4, "controller", broker=1, epoch=9),
               state(0.4, 2, 0, [2, 3, 1], 9),
@@ -166,8 +171,7 @@ def _failover_then_a_loss(*, loss_s: float) -> list[Event]:
     `loss_s`, the failover first writes `leader -1` at 65.733 s and at 66.67 s elects 2, first in AR order of the
     ISR [3, 2], still live to it: the loss is a BrokerChange event behind the failover's."""
     def state(t: float, leader: int, epoch: int, isr: list[int], controller_epoch: int) -> Event:
-        return _ev(t, "partition.state", topic="t", partition=0, leader=leader, leader_epoch=epoch, isr=isr,
-                   replicas=[1, 2, 3], controller_epoch=controller_epoch)
+        return _state(t, leader, epoch, isr, controller_epoch, [1, 2, 3])
 
     events = [*(_ev(0.5, "broker.up", broker=b) for b in (1, 2, 3)), _ev(0.5, "controller", broker=1, epoch=1),
               state(0.6, 1, 0, [1, 3, 2], 1),
