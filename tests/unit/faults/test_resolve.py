@@ -37,7 +37,7 @@ def test_dynamic_targets_resolve_from_the_latest_observed_state() -> None:
     assert resolve_node(parse_target("leader:t/0"), s) == NodeId.broker(3)
     assert resolve_node(parse_target("coordinator:g"), s) == NodeId.broker(1)
     assert resolve_node(parse_target("consumer:g/1"), s) == MemberRef("g", 1)
-    s.apply({"type": "controller", "broker": -1, "epoch": None})
+    s.apply({"type": "controller", "broker": -1, "epoch": 5})  # ZooKeeper's /controller deleted: its last epoch
     with pytest.raises(ResolutionError, match="no controller"):
         resolve_node(parse_target("controller"), s)
     with pytest.raises(ResolutionError, match="no leader"):
