@@ -53,3 +53,15 @@ def test_the_controller_follows_its_epoch_and_ignores_an_epochless_view_once_one
     assert s.controller is None
     s.apply({"type": "controller", "src": "zk", "broker": 3, "epoch": 5})
     assert (s.controller, s.controller_epoch) == (3, 5)
+
+
+def test_epochs_of_different_sources_are_not_compared() -> None:
+    """A migration: ZooKeeper's controller epoch and the KRaft quorum's leader epoch count apart."""
+    s = ClusterState()
+    s.apply({"type": "controller", "src": "zk", "broker": 1, "epoch": 7})
+    s.apply({"type": "controller", "src": "quorum", "broker": 3000, "epoch": 2, "source": "describe_quorum"})
+    assert (s.controller, s.controller_epoch) == (3000, 2)
+    s.apply({"type": "controller", "src": "quorum", "broker": 3001, "epoch": 1, "source": "describe_quorum"})
+    assert s.controller == 3000
+    s.apply({**ZK_LED_BY_3, "src": "kraft", "leader": 1, "leader_epoch": 1, "controller_epoch": None})
+    assert s.leader("orders", 1) == 1
