@@ -46,7 +46,7 @@ from spark_analysis.checks.group.sticky import balance_and_stickiness, first_iss
 from spark_analysis.checks.shared.common import as_members, evidence, plural, summary_with_fault, tp_label
 from spark_analysis.checks.shared.damage import Depends
 from spark_analysis.checks.shared.frames import topic_hash_sql, weighed
-from spark_analysis.checks.shared.permits import group_truncations, truncation_permit
+from spark_analysis.checks.shared.permits import group_truncations, truncated_between, truncation_permit
 from spark_analysis.facts.context import CheckContext
 from spark_analysis.result import CheckResult, failed, passed, unknown
 
@@ -76,7 +76,9 @@ def _grown_at(ctx: CheckContext) -> dict[str, float]:
 def _holdings(ctx: CheckContext) -> dict[Generation, dict[str, Holding]]:
     """The holdings per generation, a generation numbered again after a permitted truncation of the group's
     coordinator partition split into its incarnations (`permits.group_truncations`)."""
-    return holdings(ctx.rows("assign", "revoke"), lambda group: [c.t for c in group_truncations(ctx, group)])
+    return holdings(ctx.rows("assign", "revoke"),
+                    lambda group, stored, read: truncated_between(group_truncations(ctx, group), stored, read)
+                    is not None)
 
 
 def _numbered_again(held: dict[Generation, dict[str, Holding]]) -> int:

@@ -7,16 +7,16 @@ partitions it held right after each
 `assign` (union of assigns minus revokes, which is right for both the eager protocol — revoke
 everything, assign the full set — and the cooperative one — incremental assign/revoke), keyed
 by (group, generation, incarnation): a generation numbered again after its coordinator's stored record was
-truncated (`cuts`: the times of such truncations per group, `permits.group_truncations`) is a new incarnation,
-judged on its own. Also the partition count of every topic, from `partition.state` events
-(highest partition + 1), else from what assignments mention; and the count one generation is judged
-against when `add_partitions` grew a topic during the run (`generation_counts`).
+truncated (`cut`: whether a truncation took back what a group stored at one time by a later one,
+`permits.truncated_between`) is a new incarnation, judged on its own. Also the partition count of every topic,
+from `partition.state` events (highest partition + 1), else from what assignments mention; and the count one
+generation is judged against when `add_partitions` grew a topic during the run (`generation_counts`).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -47,15 +47,15 @@ class Generation(NamedTuple):
         return f"generation {self.generation}{again}"
 
 
-def _no_cuts(_group: str) -> Sequence[float]:
-    return ()
+def _no_cut(_group: str, _stored: float, _read: float) -> bool:
+    return False
 
 
 def holdings(events: Iterable[Mapping[str, Any]],
-             cuts: Callable[[str], Sequence[float]] = _no_cuts) -> dict[Generation, dict[str, Holding]]:
+             cut: Callable[[str, float, float], bool] = _no_cut) -> dict[Generation, dict[str, Holding]]:
     """Generation -> member -> Holding (the last assign of that member in that generation). An assign in a
-    generation whose previous assign came before one of the group's `cuts` starts that generation's next
-    incarnation."""
+    generation whose previous assign's record a truncation of the group's coordinator partition may have taken back
+    by then (`cut(group, previous assign's t, t)`) starts that generation's next incarnation."""
     held: dict[tuple[str, str], set[TopicPartition]] = defaultdict(set)
     out: dict[Generation, dict[str, Holding]] = defaultdict(dict)
     latest: dict[tuple[str, int], tuple[int, float]] = {}  # (group, generation) -> (incarnation, its last assign)
@@ -72,9 +72,8 @@ def holdings(events: Iterable[Mapping[str, Any]],
                 continue
             gen = int(ev["generation"])
             t = float(ev.get("t") or 0.0)
-            incarnation, before = latest.get((group, gen), (0, t))
-            if any(before < cut <= t for cut in cuts(group)):
-                incarnation += 1
+            seen = latest.get((group, gen))
+            incarnation = 0 if seen is None else seen[0] + int(cut(group, seen[1], t))
             latest[(group, gen)] = (incarnation, t)
             out[Generation(group, gen, incarnation)][member] = Holding(group, gen, src, member,
                                                                        frozenset(held[(group, member)]), ev)

@@ -87,3 +87,37 @@ def test_a_generation_numbered_again_without_a_permitted_truncation_fails_all_th
     events, run = _numbered_again(unclean=False)
     assert run_check(GenerationMonotonic(), python_context(events, run)).status == "fail"
     assert run_check(ExclusiveOwnership(), python_context(events, run)).status == "fail"
+
+
+def _deposed_coordinator(first_run_at: float) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Recorded: tests/data/recorded/zk-3.9.2-generation-run-by-a-deposed-coordinator. Broker 3 was elected from
+    outside the ISR [2] of g's coordinator partition at 21.0 s; broker 2, cut off from the controller, did not know
+    and ran generation 2 at `first_run_at`; it was back in the ISR (its log cut back to broker 3's) at 30.0 s, and
+    coordinator 3 ran generation 2 again at 31.4 s."""
+    ups = [{"t": 0.1, "wall": 0, "src": "zk", "type": "broker.up", "broker": b} for b in (1, 2, 3)]
+    events = [*ups, _offsets(0.5, 2, [2, 3, 1]), _state(1.0, "Stable", 2), _offsets(19.7, 2, [2]),
+              {"t": 20.8, "wall": 0, "src": "zk", "type": "broker.down", "broker": 2},
+              _offsets(21.0, 3, [3]), _assign(first_run_at, [0, 1, 2], "m-deposed"),
+              {"t": 29.9, "wall": 0, "src": "zk", "type": "broker.up", "broker": 2}, _offsets(30.0, 3, [3, 2]),
+              {"t": 30.5, "wall": 0, "src": "consumer:g/0", "type": "revoke", "group": "g", "member": "m-deposed",
+               "generation": 2, "partitions": [["orders", p] for p in (0, 1, 2)], "lost": True},
+              _state(31.0, "PreparingRebalance", 3), _assign(31.4, [0, 1, 2], "m-new"), _state(31.5, "Stable", 3)]
+    run = {**RUN_JSON, "cluster": {"offsets_topic_partitions": 3,
+                                   "broker_config": {"unclean.leader.election.enable": "true"}}}
+    return events, run
+
+
+def test_a_generation_a_deposed_coordinator_ran_before_it_learned_of_the_unclean_election_is_permitted_again(
+) -> None:
+    events, run = _deposed_coordinator(first_run_at=21.5)
+    result = run_check(GenerationMonotonic(), python_context(events, run))
+    assert result.status == "pass" and result.metrics["permitted"] == 1, result.summary
+    for check in (ExclusiveOwnership(), AssignmentConforms()):
+        judged = run_check(check, python_context(events, run))
+        assert judged.status == "pass" and judged.metrics["numbered_again"] == 1, judged.summary
+
+
+def test_a_generation_run_after_the_passed_over_isr_rejoined_is_not_excused_by_the_old_election() -> None:
+    events, run = _deposed_coordinator(first_run_at=30.2)
+    assert run_check(GenerationMonotonic(), python_context(events, run)).status == "fail"
+    assert run_check(ExclusiveOwnership(), python_context(events, run)).status == "fail"
