@@ -113,7 +113,15 @@ def group_truncations(ctx: CheckContext, group: str) -> tuple[GroupTruncation, .
     an unclean election that truncated the record of a generation makes the next coordinator number that generation
     again (`GroupMetadata.initNextGeneration`: the loaded generation + 1): 3.9.2 under explore, weak-isr seed 2,
     billing's generation 2 at coordinator 1, broker 3 elected from outside the ISR [2, 1], generation 2 again at
-    coordinator 3 (docs/kafka-behaviour.md G2, G3)."""
+    coordinator 3 (docs/kafka-behaviour.md G2, G3). Computed once per group and verify: the group checks ask for
+    every pair of a generation's assignments."""
+    cache: dict[str, tuple[GroupTruncation, ...]] = ctx.shared.setdefault("group_truncations", {})
+    if group not in cache:
+        cache[group] = _group_truncations(ctx, group)
+    return cache[group]
+
+
+def _group_truncations(ctx: CheckContext, group: str) -> tuple[GroupTruncation, ...]:
     offsets = [(u, reason) for u, reason in _permitted_unclean(ctx) if u.topic == OFFSETS_TOPIC]
     if not offsets:
         return ()
