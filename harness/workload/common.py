@@ -1,6 +1,7 @@
 """Shared pieces of the workloads: errors, value/key encoding, timestamps, the decoding of
 librdkafka's consumer-group metadata blob (the source of the generation of assign/revoke/commit), and the probe
-that says whether a consumer's librdkafka main thread still answers (`answers`).
+that says whether a consumer's librdkafka main thread still answers (`answers`), the producers' `Pacer`, `is_fatal`
+(a librdkafka error that ends a client) and `where` (the frames of a thread that would not end).
 """
 
 from __future__ import annotations
@@ -8,9 +9,13 @@ from __future__ import annotations
 import hashlib
 import logging
 import struct
+import sys
+import threading
 import time
+import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import confluent_kafka
 
@@ -122,3 +127,41 @@ def answers(consumer: confluent_kafka.Consumer, partitions: Sequence[tuple[str, 
         err = exc.args[0] if exc.args and isinstance(exc.args[0], confluent_kafka.KafkaError) else None
         return err is None or err.code() != confluent_kafka.KafkaError._TIMED_OUT
     return True
+
+
+MAX_LAG_S = 1.0
+"""How far behind its rate a `Pacer` may fall before it resumes from now instead of bursting."""
+
+
+def where(thread: threading.Thread) -> str:
+    """Where a thread that would not end is: its innermost frames of this project, or 'unknown'."""
+    frame = sys._current_frames().get(thread.ident or -1)
+    if frame is None:
+        return "unknown"
+    ours = [f for f in traceback.extract_stack(frame) if "/harness/" in f.filename]
+    return " <- ".join(f"{f.name} ({Path(f.filename).name}:{f.lineno})" for f in reversed(ours[-4:])) or "unknown"
+
+
+class Pacer:
+    """Paces sends at `rate` per second; after a stall it resumes the rate instead of bursting."""
+
+    def __init__(self, rate: float) -> None:
+        self.interval = 1.0 / rate
+        self.next_at = time.monotonic()
+
+    def wait(self, producer: confluent_kafka.Producer) -> bool:
+        """True when the next send is due (and counts it as sent); else serves callbacks for up to 50 ms."""
+        now = time.monotonic()
+        if now < self.next_at:
+            producer.poll(min(self.next_at - now, 0.05))
+            return False
+        self.next_at += self.interval
+        if now - self.next_at > MAX_LAG_S:
+            self.next_at = now
+        return True
+
+
+def is_fatal(exc: BaseException) -> bool:
+    """A librdkafka error that leaves the client unusable (`KafkaError.fatal()`)."""
+    kerr = exc.args[0] if exc.args and isinstance(exc.args[0], confluent_kafka.KafkaError) else None
+    return isinstance(exc, confluent_kafka.KafkaException) and kerr is not None and kerr.fatal()

@@ -24,12 +24,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import sys
 import threading
-import time
 import traceback
 from collections.abc import Mapping
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -41,16 +38,18 @@ from harness.history.jsonl import EventSink
 from harness.waiting import Deadline
 from harness.workload.common import (
     LIBRDKAFKA_LOGGER,
+    Pacer,
     WorkloadConfigError,
     WorkloadError,
     encode_value,
+    is_fatal,
     key_for,
     wall_ms,
+    where,
 )
 
 _ACKS = {"0": "0", "1": "1", "all": "all", "-1": "all"}
 _JOIN_TIMEOUT_S = 10.0
-_MAX_LAG_S = 1.0
 
 
 class ProducerWorkload:
@@ -453,36 +452,3 @@ class ProducerWorkload:
         self._sink(ClientError(src=self.name, wall=wall_ms(), client=self.name, error=err.name(),
                                error_detail=err.str(), fatal=err.fatal()))
 
-
-def where(thread: threading.Thread) -> str:
-    """Where a thread that would not end is: its innermost frames of this project, or 'unknown'."""
-    frame = sys._current_frames().get(thread.ident or -1)
-    if frame is None:
-        return "unknown"
-    ours = [f for f in traceback.extract_stack(frame) if "/harness/" in f.filename]
-    return " <- ".join(f"{f.name} ({Path(f.filename).name}:{f.lineno})" for f in reversed(ours[-4:])) or "unknown"
-
-
-class Pacer:
-    """Paces sends at `rate` per second; after a stall it resumes the rate instead of bursting."""
-
-    def __init__(self, rate: float) -> None:
-        self.interval = 1.0 / rate
-        self.next_at = time.monotonic()
-
-    def wait(self, producer: confluent_kafka.Producer) -> bool:
-        """True when the next send is due (and counts it as sent); else serves callbacks for up to 50 ms."""
-        now = time.monotonic()
-        if now < self.next_at:
-            producer.poll(min(self.next_at - now, 0.05))
-            return False
-        self.next_at += self.interval
-        if now - self.next_at > _MAX_LAG_S:
-            self.next_at = now
-        return True
-
-
-def is_fatal(exc: BaseException) -> bool:
-    """A librdkafka error that leaves the client unusable (`KafkaError.fatal()`)."""
-    kerr = exc.args[0] if exc.args and isinstance(exc.args[0], confluent_kafka.KafkaError) else None
-    return isinstance(exc, confluent_kafka.KafkaException) and kerr is not None and kerr.fatal()

@@ -53,8 +53,8 @@ import confluent_kafka
 from harness.history.events import Send, TxnAbort, TxnBegin, TxnCommit, TxnFenced, TxnZombie
 from harness.history.jsonl import EventSink
 from harness.waiting import Deadline
-from harness.workload.common import WorkloadConfigError, txn_abort_drawn, wall_ms
-from harness.workload.producer import Pacer, ProducerWorkload, is_fatal
+from harness.workload.common import Pacer, WorkloadConfigError, is_fatal, txn_abort_drawn, wall_ms
+from harness.workload.producer import ProducerWorkload
 
 CALL_TIMEOUT_S = 10.0
 """The timeout of each init_transactions/commit_transaction/abort_transaction call (retried after it)."""
