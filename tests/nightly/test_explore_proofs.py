@@ -60,10 +60,9 @@ KNOWN_BUG = ROOT / "experiments" / "known-bugs" / "KAFKA-15489.yaml"
 
 
 @pytest.mark.xfail(strict=False, reason=(
-    "the goal is 4 of 5 seeds, each seed its own case, so one seed may miss: on cb014ad (2026-12-02, Apache Kafka "
-    "3.6.2) all 5 found quorum.leader_resigns and shrank it to 1 fault; minimal.yaml failed 3 of 3 at seeds 1 and 5, "
-    "2 of 3 at 3 and 4, and 1 of 3 at seed 2, whose pin to a voter id is no longer offered (its unpinned form: 3 of "
-    "3). docs/apache-kafka.md, 'Explore on Apache Kafka'"))
+    "the goal is 4 of 5 seeds, each seed its own case, so one seed may miss: on edeab39 (2026-12-03, Apache Kafka "
+    "3.6.2) all 5 found quorum.leader_resigns and shrank it to 1 fault, and every minimal.yaml failed it 3 of 3. "
+    "docs/apache-kafka.md, 'Explore on Apache Kafka'"))
 @pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
 def test_plain_explore_finds_kafka_15489_on_its_affected_release_from_the_bugs_fault_kinds(
     tmp_path: Path, seed: int,
