@@ -451,4 +451,3 @@ class ProducerWorkload:
             self._fatal_recorded = True
         self._sink(ClientError(src=self.name, wall=wall_ms(), client=self.name, error=err.name(),
                                error_detail=err.str(), fatal=err.fatal()))
-
