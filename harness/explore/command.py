@@ -88,5 +88,6 @@ def cmd_explore(args: argparse.Namespace) -> int:
           f"{sum(1 for s in result.shrink if s.kept and not s.recheck)} kept step(s) of "
           f"{sum(1 for s in result.shrink if not s.recheck)}"
           + ("" if result.local_minimum else " (the budget ended before a local minimum)")
+          + (f"; judged on {result.afresh_why}" if result.afresh_why else "")
           + (f"; run again on fresh clusters: {result.recheck}" if result.recheck else ""))
     return EXIT_FOUND

@@ -70,6 +70,8 @@ def render_explore_html(doc: Mapping[str, Any], base: Path) -> str:
         found = (f"<p><b>Found:</b> {_cell(', '.join(doc['target_checks']))}. Shrunk to "
                  f"{len(minimal['schedule'])} fault(s), {_cell(minimal['duration_s'])} s of chaos ({state}); "
                  f"<code>minimal.yaml</code> holds it:</p><p class=mono>{_schedule(minimal['schedule'])}</p>")
+        if doc.get("afresh_why"):
+            found += f"<p>The runs after the first failure were on {_cell(doc['afresh_why'])}.</p>"
         if doc.get("recheck"):
             found += f"<p>Run again on fresh clusters after the shrink: {_cell(doc['recheck'])}.</p>"
         if not doc.get("confirmed", True):

@@ -17,7 +17,9 @@ of its own). So the schedule to hand back is run again, each run on a fresh clus
 must fail every one of `reruns` runs (a schedule kept on 2 of 3 sits near the edge the shrink seeks, and one that
 fails all of its fresh runs is likely to fail `needed` of the user's). One that misses gives way to the kept step
 before it, the drawn schedule last; when none meets the margin (or the budget ends first), the one that failed most of
-its fresh runs is handed back, saying so, and the drawn schedule, said not to reproduce, when none failed any. A
+its fresh runs is handed back, saying so, and the drawn schedule, said not to reproduce, when none failed any.
+Where a fresh run costs at most `FRESH_CHEAP` times a reused one (`_judge_afresh`), every run after the first
+failure is on a fresh cluster and the recheck counts a kept step's runs. A
 pinning step (`shrink.candidates`) runs on fresh clusters when it is tried. It comes first when every failing run of
 the schedule resolved its targets alike (a steady role: the shrink goes on from the pinned form), else last, at the
 unpinned form's local minimum, and then ends the shrink once kept; a pin kept last whose fresh runs all failed is
@@ -140,6 +142,11 @@ class ExploreResult:
     """Whether the shrink ended because no candidate reproduced (False: the budget ended first)."""
     recheck: str | None = None
     """How the handed-back schedule fared when run again on fresh clusters (`_recheck`); None: not run again."""
+    afresh: bool | None = None
+    """Whether the runs after a drawn schedule's first failure (its confirmation, the shrink, the recheck) are on
+    fresh clusters (`_judge_afresh`); None: not known yet."""
+    afresh_why: str | None = None
+    """What decided `afresh` (the measured cost of a fresh run against a reused one, or the caller's choice)."""
     clusters: int = 0
     """Clusters the runs used (0: a cluster of its own for each run)."""
     fresh: tuple[str, ...] = ()
@@ -178,13 +185,15 @@ def reproduces(run: Runner, cand: Candidate, target: tuple[str, ...], needed: in
     step runs on fresh clusters too: it is there so that the schedule means the same on any cluster, and on the reused
     one a node can keep the role it had by luck (KAFKA-15489 seed 3 on 3.6.2: the quorum's leader pinned to voter 102
     reproduced 2 of 3 there, then 0 of 1 afresh). `made`: its runs so far (a kept pin's, which the recheck counts)."""
-    fresh = what == "recheck" or cand.pin
+    fresh = what == "recheck" or cand.pin or bool(result.afresh)
 
     def once(k: int) -> Outcome:
         result.doing = f"{what} step {len(result.shrink)} run {k + 1}"
         outcome = run(cand.schedule, cand.duration_s, f"{what}-{len(result.shrink)}-{k}", fresh=fresh)
         result.tried.append(Tried(f"{what}: {cand.step} (run {k + 1})", cand.schedule, cand.duration_s, outcome,
                                   budget.spent, len(result.shrink), fresh))
+        if result.afresh is None:
+            _judge_afresh(result)
         return outcome
 
     return until_known(once, target, needed, reruns, budget, made)
@@ -196,9 +205,12 @@ def _confirmed(run: Runner, drawn: Tried, target: tuple[str, ...], needed: int, 
     `target`, runs made)."""
     def once(k: int) -> Outcome:
         result.doing = f"{drawn.purpose} run {k + 1}"
-        outcome = run(drawn.schedule, drawn.duration_s, f"{drawn.purpose.replace(' ', '-')}-again-{k}")
+        fresh = result.afresh is not False  # not known yet: this run, on a fresh cluster, is how it gets known
+        outcome = run(drawn.schedule, drawn.duration_s, f"{drawn.purpose.replace(' ', '-')}-again-{k}", fresh=fresh)
         result.tried.append(Tried(f"{drawn.purpose} (run {k + 1})", drawn.schedule, drawn.duration_s, outcome,
-                                  budget.spent))
+                                  budget.spent, fresh=fresh))
+        if result.afresh is None:
+            _judge_afresh(result)
         return outcome
 
     _ok, outcomes = until_known(once, target, needed, reruns, budget, (drawn.outcome,))
@@ -206,11 +218,15 @@ def _confirmed(run: Runner, drawn: Tried, target: tuple[str, ...], needed: int, 
 
 
 def explore(draw: Callable[[int], tuple[tuple[Entry, ...], float]], run: Runner, budget: Budget, *,
-            needed: int = 2, reruns: int = 3, find: str | None = None,
+            needed: int = 2, reruns: int = 3, find: str | None = None, afresh: bool | None = None,
             say: Callable[[str], None] = lambda _s: None) -> ExploreResult:
-    """Draw schedule 0, 1, ... (`draw(i)`), run each until one fails, then shrink it (see the module doc). A
-    `Stopped` from the runner, or Ctrl-C between runs, ends it with `stopped` set and what was found so far."""
-    result = ExploreResult(find=find)
+    """Draw schedule 0, 1, ... (`draw(i)`), run each until one fails, then shrink it (see the module doc). `afresh`:
+    whether the runs after a first failure are on fresh clusters (None: where a fresh run is measured to be cheap,
+    `_judge_afresh`). A `Stopped` from the runner, or Ctrl-C between runs, ends it with `stopped` set and what was
+    found so far."""
+    result = ExploreResult(find=find, afresh=afresh,
+                           afresh_why=None if afresh is None else f"asked: {'fresh' if afresh else 'the reused'} "
+                                                                  f"clusters after a first failure")
     try:
         return _explore(draw, run, budget, result, needed, reruns, find, say)
     except (Stopped, KeyboardInterrupt) as exc:
@@ -247,7 +263,9 @@ def _explore(draw: Callable[[int], tuple[tuple[Entry, ...], float]], run: Runner
     as_drawn = current = result.minimal = Candidate("as drawn", result.failing.schedule, result.failing.duration_s)
     kept: list[Candidate] = []
     pin_failed = False  # then what fails is the role (the quorum's leader), not the node: nothing is pinned again
-    while budget.left > (reserve := _reserve(result, reruns)):
+    if result.afresh_why:
+        say(f"runs after the first failure: {result.afresh_why}")
+    while budget.left > (reserve := _reserve(result, reruns, needed)):
         resolved, steady = _resolved(result, current)
         for cand in candidates(current.schedule, current.duration_s, {} if pin_failed else resolved,
                                pin_first=steady):
@@ -287,32 +305,75 @@ cluster up first (measured on 2 cores: 68/30 s on KAFKA-15489 3.6.2, 100/50 s an
 78/70 s on weak-isr.yaml). The first draw is no guide: it also starts the verifiers' Spark, 2-4x a fresh run."""
 
 
-def _reserve(result: ExploreResult, reruns: int) -> float:
+FRESH_CHEAP = 1.5
+"""A fresh run at most this many times as long as a run on the reused cluster is cheap (`_judge_afresh`): measured on
+2 cores, weak-isr.yaml on 3.9.2 1.1-1.25x (78/70 s, 84.6/67.9 s), KAFKA-15489 on 3.6.2 2.3x (68/30 s)."""
+
+
+def _took(result: ExploreResult) -> list[tuple[Tried, float]]:
+    """Each run with the seconds it took (from the run before it ended; the first draw's includes the verifiers'
+    start)."""
+    ends = [t.ended_s for t in result.tried]
+    return [(t, b - a) for t, a, b in zip(result.tried, [0.0, *ends], ends, strict=False)]
+
+
+def _judge_afresh(result: ExploreResult) -> None:
+    """Once a fresh run and a run on the reused cluster (but the first draw) have been timed: judge the rest of the
+    confirmation, the shrink and the recheck on fresh clusters when a fresh run costs at most `FRESH_CHEAP` times a
+    reused one. A failure on the reused cluster can hang on what the schedules before left there (leaders moved,
+    logs grown), which `kafka-chaos run minimal.yaml` does not start from: on 3.9.2, weak-isr seed 4's drawn schedule
+    was confirmed and three steps kept on the reused cluster, each of which then failed its first fresh run, and the
+    drawn schedule handed back lost writes in 1 of 3 `kafka-chaos run`s. Where a fresh cluster costs much more
+    (KAFKA-15489 on 3.6.2: its quorum comes up first) the shrink stays on the reused cluster, judged afresh at the
+    recheck only."""
+    took = _took(result)
+    fresh = [d for t, d in took if t.fresh]
+    reused = [d for t, d in took[1:] if not t.fresh]
+    if not fresh or not reused:
+        return
+    f, r = median_high(fresh), median_high(reused)
+    result.afresh = r > 0 and f <= FRESH_CHEAP * r
+    result.afresh_why = (f"{'fresh' if result.afresh else 'the reused'} clusters: a fresh run took {f:.0f} s, "
+                         f"{f / r if r > 0 else float('inf'):.2f}x a reused one ({r:.0f} s; cheap up to "
+                         f"{FRESH_CHEAP}x)")
+
+
+def _reserve(result: ExploreResult, reruns: int, needed: int) -> float:
     """The budget `_recheck` needs: `reruns` runs as long as the median fresh run seen (a pin's), else `FRESH_FACTOR`
     times the median of the last ten but the first draw (reserved at the reused cluster's pace, weak-isr seed 2's
     recheck on 3.9.2 was cut short after 1 of its runs; sized by the first draw, KAFKA-15489 seed 3's left no time for
-    a shrink step)."""
-    ends = [t.ended_s for t in result.tried]
-    took = [b - a for a, b in zip([0.0, *ends], ends, strict=False)]
-    fresh = [d for t, d in zip(result.tried, took, strict=True) if t.fresh]
-    recent = median_high(took[1:][-10:] or took or [0.0])  # the first draw's only when it is the only one
-    return reruns * max(recent, median_high(fresh) if fresh else FRESH_FACTOR * recent)
+    a shrink step). Judged afresh, a kept step has made `needed` of its fresh runs already: the rest."""
+    took = _took(result)
+    fresh = [d for t, d in took if t.fresh]
+    recent = median_high([d for _t, d in took[1:][-10:]] or [d for _t, d in took] or [0.0])  # the first draw's
+    runs = max(1, reruns - needed) if result.afresh else reruns  # only when it is the only one
+    return runs * max(recent, median_high(fresh) if fresh else FRESH_FACTOR * recent)
+
+
+def _made_afresh(result: ExploreResult, cand: Candidate, reruns: int) -> tuple[Outcome, ...]:
+    """The fresh runs `cand` has made already, which the recheck counts: a kept pin's, or a kept step's judged afresh
+    (`reproduces`); the drawn schedule's fresh confirmation runs."""
+    assert result.failing is not None
+    if cand.step == "as drawn":
+        again = f"{result.failing.purpose} (run "
+        return tuple(t.outcome for t in result.tried if t.fresh and t.purpose.startswith(again))[:reruns]
+    step = next((s for s in reversed(result.shrink) if s.kept and not s.recheck and s.step == cand.step), None)
+    return step.outcomes if step is not None and (cand.pin or result.afresh) else ()
 
 
 def _recheck(run: Runner, kept: list[Candidate], result: ExploreResult, reruns: int, budget: Budget,
              say: Callable[[str], None]) -> Candidate:
     """The schedule to hand back (`kept`: the drawn schedule, then each kept step): the last one that fails all of
-    `reruns` runs on fresh clusters (the margin; a pin's runs when it was kept count), trying the last kept step
-    first, or whose fresh runs the budget cut short before any passed; else the one that failed most of its fresh
-    runs (the later on a tie), said to fall short; the drawn schedule, said to be not reproduced afresh, when none
-    failed any. `ExploreResult.recheck` says which."""
+    `reruns` runs on fresh clusters (the margin; the fresh runs it made before count, `_made_afresh`), trying the
+    last kept step first, or whose fresh runs the budget cut short before any passed; else the one that failed most
+    of its fresh runs (the later on a tie), said to fall short; the drawn schedule, said to be not reproduced afresh,
+    when none failed any. `ExploreResult.recheck` says which."""
     assert result.failing is not None
     as_drawn = kept[0]
     best: tuple[int, Candidate, str] | None = None
     while kept:
         cand = kept[-1]
-        pin = next((s for s in reversed(result.shrink) if s.kept and s.step == cand.step), None) if cand.pin else None
-        made = pin.outcomes if pin is not None else ()  # a pin's runs were on fresh clusters already (`reproduces`)
+        made = _made_afresh(result, cand, reruns)
         ok, outcomes = reproduces(run, cand, result.target, reruns, reruns, result, budget, "recheck", made)
         if not outcomes:  # the budget had ended
             break
@@ -322,7 +383,7 @@ def _recheck(run: Runner, kept: list[Candidate], result: ExploreResult, reruns: 
         hits = sum(o.hits(result.target) for o in outcomes)
         cut = not ok and hits == len(outcomes)  # no run passed, and the budget ended before all were made
         seen = f"{cand.step}: {hits} of {len(outcomes)} runs on fresh clusters" + (
-            f" ({len(made)} when it was kept)" if made else "") + (", cut short by the budget" if cut else "")
+            f" ({len(made)} of them before the recheck)" if made else "") + (", cut short by the budget" if cut else "")
         say(f"recheck: {seen}; {budget.left:.0f}s left")
         if ok or cut:
             result.recheck = seen

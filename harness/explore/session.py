@@ -233,6 +233,7 @@ def write_results(out: Path, exploration: Exploration, result: ExploreResult, bu
         "find": result.find, "clusters": result.clusters, "fresh_clusters": list(result.fresh),
         "found": result.failing is not None, "confirmed": result.confirmed, "unconfirmed": list(result.unconfirmed),
         "target_checks": list(result.target), "local_minimum": result.local_minimum, "recheck": result.recheck,
+        "afresh": result.afresh, "afresh_why": result.afresh_why,
         "tried": [{"purpose": t.purpose, "schedule": list(t.schedule), "duration_s": t.duration_s,
                    "ended_s": t.ended_s, "shrink_step": t.shrink_step, "outcome": asdict(t.outcome)}
                   for t in result.tried],
