@@ -1,7 +1,7 @@
 """What a check gets to work with: the events (as a Spark DataFrame and as small row lists),
 the run's metadata, the fault windows, the transactions, how the history ended, and what loading skipped.
 
-Owns `CheckContext`. Big checks (delivery, consumer, commits) use `df(...)` and stay in Spark;
+Owns `CheckContext` and `once_per_verify`. Big checks (delivery, consumer, commits) use `df(...)` and stay in Spark;
 small ones (controller, partitions, groups, SLOs) call `rows(...)`, which collects the few
 events of the given types once, in file order, as plain dicts with JSON-valued fields decoded.
 The in-process evaluator builds the same context from a parsed file.
@@ -15,10 +15,11 @@ migration's KRaft phase is judged, `spark_analysis.result`).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -36,6 +37,8 @@ from spark_analysis.session.sql_text import strings
 
 Row = dict[str, Any]
 RowsProvider = Callable[[tuple[str, ...]], list[Row]]
+
+T = TypeVar("T")
 
 _JSON_FIELDS = ("target", "params", "effect")
 LOG_TYPES = frozenset({"partition.state", *LIVENESS_TYPES})
@@ -223,3 +226,17 @@ def spark_context(
         skipped_lines=skipped_lines,
         damage=damage,
     )
+
+
+def once_per_verify(compute: Callable[[CheckContext], T]) -> Callable[[CheckContext], T]:
+    """`compute(ctx)` computed once per verify and shared by every check that asks (kept in `ctx.shared` under the
+    function's qualified name; a persisted DataFrame there is released by `CheckContext.close`)."""
+    key = f"{compute.__module__}.{compute.__qualname__}"
+
+    @functools.wraps(compute)
+    def shared(ctx: CheckContext) -> T:
+        if key not in ctx.shared:
+            ctx.shared[key] = compute(ctx)
+        return cast(T, ctx.shared[key])
+
+    return shared

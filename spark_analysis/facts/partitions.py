@@ -16,7 +16,7 @@ import itertools
 from collections import defaultdict
 from dataclasses import dataclass
 
-from spark_analysis.facts.context import CheckContext, Row
+from spark_analysis.facts.context import CheckContext, Row, once_per_verify
 from spark_analysis.facts.liveness import DOWN_TYPES, LIVENESS_TYPES, UP_TYPES, Liveness, authoritative, build_liveness
 
 Partition = tuple[str, int]
@@ -192,11 +192,10 @@ class UncleanElection:
         return float(self.ev.get("t") or 0.0)
 
 
+@once_per_verify
 def leader_elections(ctx: CheckContext) -> tuple[int, list[UncleanElection]]:
     """How many leader changes the authoritative states show, and the unclean ones among them. A replica that
     may have joined the ISR between two observed states (`joined_unobserved`) is not outside it."""
-    if "leader_elections" in ctx.shared:
-        return ctx.shared["leader_elections"]
     elections = 0
     unclean: list[UncleanElection] = []
     registrations = authoritative(ctx.rows(*LIVENESS_TYPES))
@@ -209,5 +208,4 @@ def leader_elections(ctx: CheckContext) -> tuple[int, list[UncleanElection]]:
             elections += 1
             if eligibility(prev, ev, live) == "outside" and int(leader) not in joined_unobserved(prev, ev, live):
                 unclean.append(UncleanElection(topic, part, prev, ev))
-    ctx.shared["leader_elections"] = (elections, unclean)
     return elections, unclean

@@ -25,7 +25,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 
 from spark_analysis.checks.shared.frames import PRODUCER_KEY_HASH, topic_hash_sql
-from spark_analysis.facts.context import CheckContext
+from spark_analysis.facts.context import CheckContext, once_per_verify
 
 SLOT_BITS = 3
 SLOTS = 1 << SLOT_BITS
@@ -80,11 +80,10 @@ def increasing_within(df: DataFrame, groups: list[str], x: str, y: str) -> bool:
     return _failing(df, groups, x, y).count() == 0
 
 
+@once_per_verify
 def location_summary(ctx: CheckContext) -> dict[str, int]:
     """Over the (topic, partition, offset) that acks and polls saw a value at: how many `locations`,
-    and how many were `two_valued` (seen holding two different values). Kept in `ctx.shared`."""
-    if "location_summary" in ctx.shared:
-        return ctx.shared["location_summary"]
+    and how many were `two_valued` (seen holding two different values), once per verify."""
     obs = ctx.df("ack", "poll").where("`offset` IS NOT NULL AND value IS NOT NULL").selectExpr(
         f"{topic_hash_sql()} AS topic_h", "`partition`", "`offset`", "value")
     words = slot_words(obs, ["topic_h", "partition"], "offset", "value")
@@ -92,7 +91,6 @@ def location_summary(ctx: CheckContext) -> dict[str, int]:
     row = words.selectExpr("coalesce(sum(bit_count(bits)), 0) AS locations",
                            f"coalesce(sum({two}), 0) AS two_valued").first()
     summary = {k: int(v) for k, v in row.asDict().items()} if row is not None else {"locations": 0, "two_valued": 0}
-    ctx.shared["location_summary"] = summary
     return summary
 
 

@@ -28,7 +28,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from spark_analysis.checks.shared.frames import topic_hash, write_events, write_facts
-from spark_analysis.facts.context import CheckContext
+from spark_analysis.facts.context import CheckContext, once_per_verify
 
 _A = "(acked & ~(aborted | undecided))"
 """Acknowledged writes: acked, and no record of an aborted or unknown transaction."""
@@ -48,6 +48,7 @@ COUNTERS = {
 """Each counter of `write_counters` as a set expression over one word of each fact's set (SQL)."""
 
 
+@once_per_verify
 def write_counters(ctx: CheckContext) -> dict[str, Any]:
     """The counters of `frames.per_value_stats` except `duplicated_values` and `polled_topics`.
 
@@ -55,8 +56,6 @@ def write_counters(ctx: CheckContext) -> dict[str, Any]:
     `acked_unsent` counts values acked with no send seen; `ack_seen` values with an ack (whatever their
     transaction's outcome). One SQL query: the words per fact (`bit_or` of each row's bit by word), then
     `sum(bit_count(...))` of each counter's set expression."""
-    if "write_counters" in ctx.shared:
-        return ctx.shared["write_counters"]
     assert ctx.spark is not None
     facts = write_facts()
     row = ctx.spark.sql(f"""
@@ -70,7 +69,6 @@ def write_counters(ctx: CheckContext) -> dict[str, Any]:
             FROM {{ev}})
           GROUP BY word)""", ev=write_events(ctx)).first()
     counters = {k: int(v) for k, v in row.asDict().items()} if row is not None else {}
-    ctx.shared["write_counters"] = counters
     return counters
 
 

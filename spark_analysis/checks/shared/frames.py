@@ -36,7 +36,7 @@ from pyspark.sql.window import Window
 
 from spark_analysis.checks.shared.permits import Reason, Weighed, mixed, unclean_partitions
 from spark_analysis.checks.shared.txn_frames import COMMITTED_ONLY, with_txn_outcome
-from spark_analysis.facts.context import CheckContext
+from spark_analysis.facts.context import CheckContext, once_per_verify
 from spark_analysis.facts.transactions import ABORTED, UNKNOWN
 
 WRITE_TYPES = ("send", "ack", "send.error", "poll")
@@ -115,10 +115,9 @@ def write_facts() -> dict[str, str]:
     }
 
 
+@once_per_verify
 def _per_value_narrow(ctx: CheckContext) -> DataFrame:
     """The persisted per-value aggregate: only the aggregated columns (the flags are derived on read)."""
-    if "per_value_narrow" in ctx.shared:
-        return ctx.shared["per_value_narrow"]
     facts = write_facts()
     ev = write_events(ctx).select(
         "type", "value", "t", "seq", "partition", "offset",
@@ -144,7 +143,6 @@ def _per_value_narrow(ctx: CheckContext) -> DataFrame:
         F.max("loc_h").alias("loc_max"),
     )
     flags = flags.persist(PER_VALUE_STORAGE)
-    ctx.shared["per_value_narrow"] = flags
     return flags
 
 
@@ -172,6 +170,7 @@ def strong_ack(col_prefix: str = "") -> F.Column:
     return F.coalesce(F.col(col_prefix + "send_acks_all"), F.lit(1)) == 1
 
 
+@once_per_verify
 def per_value_stats(ctx: CheckContext) -> dict[str, Any]:
     """The counters of the delivery checks over `per_value`, computed in ONE pass and kept.
 
@@ -181,8 +180,6 @@ def per_value_stats(ctx: CheckContext) -> dict[str, Any]:
     txn_unknown_records, polled_topics) and duplicate counters (values_seen: values
     seen at some location; duplicated_values: values seen at two).
     """
-    if "per_value_stats" in ctx.shared:
-        return ctx.shared["per_value_stats"]
     pv = per_value(ctx)
     ack_seen, polled, strong = F.col("acked") == 1, F.col("polled") == 1, strong_ack()
     acked = F.col("acked_write") == 1
@@ -202,7 +199,6 @@ def per_value_stats(ctx: CheckContext) -> dict[str, Any]:
     ).first()
     stats: dict[str, Any] = {} if row is None else row.asDict()
     stats["polled_topics"] = [int(h) for h in stats.get("polled_topics") or []]
-    ctx.shared["per_value_stats"] = stats
     return stats
 
 
@@ -229,11 +225,10 @@ def keyed_acks(ctx: CheckContext) -> DataFrame:
                     F.col("seq").alias("ack_seq")))
 
 
+@once_per_verify
 def poll_frontier(ctx: CheckContext) -> list[tuple[str, int, int, int]]:
     """(topic, topic hash, partition, highest polled offset) for every polled partition (pipe.reads count as
     polls)."""
-    if "poll_frontier" in ctx.shared:
-        return ctx.shared["poll_frontier"]
     rows = (
         ctx.df("poll", PIPE_READ).where(F.col("offset").isNotNull() & F.col("partition").isNotNull())
         .groupBy("topic", "partition")
@@ -241,16 +236,14 @@ def poll_frontier(ctx: CheckContext) -> list[tuple[str, int, int, int]]:
         .collect()
     )
     frontier = [(str(r["topic"]), int(r["topic_h"]), int(r["partition"]), int(r["max_offset"])) for r in rows]
-    ctx.shared["poll_frontier"] = frontier
     return frontier
 
 
+@once_per_verify
 def poll_pairs(ctx: CheckContext) -> DataFrame:
     """Anomalous consecutive polls: `offset`/`seq` and `prev_offset`/`prev_seq` of the same consumer
     (`src_h`, a hash of `src`) on the same partition (`topic_h`, `partition`) with no assign/revoke
     of it in between; `committed_only`: the later poll's consumer reads committed records only."""
-    if "poll_pairs" in ctx.shared:
-        return ctx.shared["poll_pairs"]
     # Consumer and topic enter as 64-bit hashes: the sort compares longs, not strings. SQL text: one JVM call.
     assert ctx.spark is not None
     pairs = ctx.spark.sql(f"""
@@ -270,7 +263,6 @@ def poll_pairs(ctx: CheckContext) -> DataFrame:
           AND (`offset` <= prev_offset OR `offset` > prev_offset + 1)""",
                           polls=ctx.df("poll"), markers=ctx.df("assign", "revoke"))
     pairs = pairs.persist(StorageLevel.MEMORY_AND_DISK)
-    ctx.shared["poll_pairs"] = pairs
     return pairs
 
 
@@ -282,12 +274,11 @@ def events_by_seq(ctx: CheckContext, seqs: list[int]) -> dict[int, dict[str, obj
     return {int(r["seq"]): {k: v for k, v in r.asDict().items() if v is not None} for r in rows}
 
 
+@once_per_verify
 def topic_names(ctx: CheckContext) -> dict[int, str]:
     """`topic_hash()` -> topic name, for the topics the workload wrote or read."""
-    if "topic_names" not in ctx.shared:
-        rows = ctx.df("ack", "poll").select("topic", topic_hash().alias("h")).distinct().collect()
-        ctx.shared["topic_names"] = {int(r["h"]): str(r["topic"]) for r in rows if r["topic"] is not None}
-    return ctx.shared["topic_names"]
+    rows = ctx.df("ack", "poll").select("topic", topic_hash().alias("h")).distinct().collect()
+    return {int(r["h"]): str(r["topic"]) for r in rows if r["topic"] is not None}
 
 
 @dataclass(frozen=True, slots=True)

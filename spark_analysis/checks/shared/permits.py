@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from harness.model.coordinator import OFFSETS_TOPIC, coordinator_partition
 from harness.model.promises import Writer, ack_withdrawn, once_withdrawn, order_withdrawn, unclean_permits
 from spark_analysis.checks.shared.common import plural, tp_label
+from spark_analysis.facts.context import once_per_verify
 from spark_analysis.facts.partitions import UncleanElection, leader_elections, partition_timeline
 from spark_analysis.result import CheckResult, passed
 
@@ -67,29 +68,27 @@ def truncation_permit(_writer: Writer | None, unclean: str | None) -> str | None
     return unclean
 
 
+@once_per_verify
 def _permitted_unclean(ctx: CheckContext) -> list[tuple[UncleanElection, str]]:
     """Each unclean election its topic's `unclean.leader.election.enable` permitted, in the authoritative states'
     order, with the setting's words; computed once per verify."""
-    if "permitted_unclean" not in ctx.shared:
-        found: list[tuple[UncleanElection, str]] = []
-        if ctx.count("partition.state"):
-            for u in leader_elections(ctx)[1]:
-                reason = unclean_permits(ctx.run.unclean_for(u.topic), u.leader, u.t, tp_label(u.topic, u.partition))
-                if reason is not None:
-                    found.append((u, reason))
-        ctx.shared["permitted_unclean"] = found
-    return ctx.shared["permitted_unclean"]
+    found: list[tuple[UncleanElection, str]] = []
+    if ctx.count("partition.state"):
+        for u in leader_elections(ctx)[1]:
+            reason = unclean_permits(ctx.run.unclean_for(u.topic), u.leader, u.t, tp_label(u.topic, u.partition))
+            if reason is not None:
+                found.append((u, reason))
+    return found
 
 
+@once_per_verify
 def unclean_partitions(ctx: CheckContext) -> Mapping[Partition, str]:
     """Partition -> the setting that permitted its first unclean election (which truncates what only the old ISR
     held), computed once per verify."""
-    if "unclean_permits" not in ctx.shared:
-        unclean: dict[Partition, str] = {}
-        for u, reason in _permitted_unclean(ctx):
-            unclean.setdefault((u.topic, u.partition), reason)
-        ctx.shared["unclean_permits"] = unclean
-    return ctx.shared["unclean_permits"]
+    unclean: dict[Partition, str] = {}
+    for u, reason in _permitted_unclean(ctx):
+        unclean.setdefault((u.topic, u.partition), reason)
+    return unclean
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,27 +150,26 @@ def truncated_between(cuts: tuple[GroupTruncation, ...], t0: float, t1: float) -
     return next((c for c in cuts if c.t <= t1 and t0 < c.until and t0 < t1), None)
 
 
+@once_per_verify
 def power_loss_truncations(ctx: CheckContext) -> Mapping[Partition, str]:
     """Partition -> the power loss that may have cut its log back under its readers: one during which every replica
     of it (as the last `partition.state` before it named them) was dark after losing what it had not fsynced
     (docs/kafka-behaviour.md, D3). A group's committed offset may then lie past the log's new end, as after an
     unclean election; whether the acknowledged writes it took were promised is `delivery.lost_write`'s to judge."""
-    if "power_loss_truncations" not in ctx.shared:
-        cut: dict[Partition, str] = {}
-        windows = [w for w in ctx.faults.windows if w.effect.loses_unsynced]
-        states = sorted(ctx.rows("partition.state"), key=lambda r: float(r.get("t") or 0.0)) if windows else []
-        for w in windows:
-            dark = {b for other in windows if other.contains(w.start) for b in other.effect.stopped(("broker",))}
-            replicas: dict[Partition, set[int]] = {}
-            for st in states:
-                if float(st.get("t") or 0.0) <= w.start and st.get("replicas"):
-                    replicas[(str(st["topic"]), int(st["partition"]))] = {int(b) for b in st["replicas"]}
-            for tp, held in replicas.items():
-                if held and held <= dark:
-                    cut.setdefault(tp, f"a power loss of every replica ({w.label}), which undid what none had "
-                                       f"fsynced")
-        ctx.shared["power_loss_truncations"] = cut
-    return ctx.shared["power_loss_truncations"]
+    cut: dict[Partition, str] = {}
+    windows = [w for w in ctx.faults.windows if w.effect.loses_unsynced]
+    states = sorted(ctx.rows("partition.state"), key=lambda r: float(r.get("t") or 0.0)) if windows else []
+    for w in windows:
+        dark = {b for other in windows if other.contains(w.start) for b in other.effect.stopped(("broker",))}
+        replicas: dict[Partition, set[int]] = {}
+        for st in states:
+            if float(st.get("t") or 0.0) <= w.start and st.get("replicas"):
+                replicas[(str(st["topic"]), int(st["partition"]))] = {int(b) for b in st["replicas"]}
+        for tp, held in replicas.items():
+            if held and held <= dark:
+                cut.setdefault(tp, f"a power loss of every replica ({w.label}), which undid what none had "
+                                   f"fsynced")
+    return cut
 
 
 def permit_of(ctx: CheckContext, reason: Reason, value: int | None, partition: Partition | None) -> str | None:

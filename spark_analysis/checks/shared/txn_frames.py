@@ -25,7 +25,7 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from spark_analysis.facts.context import CheckContext
+from spark_analysis.facts.context import CheckContext, once_per_verify
 from spark_analysis.facts.transactions import COMMITTED, READ_COMMITTED, UNKNOWN
 from spark_analysis.session.local_frame import local_frame
 
@@ -54,16 +54,14 @@ def committed_only_column() -> Column:
     return F.expr(COMMITTED_ONLY)
 
 
+@once_per_verify
 def txn_table(ctx: CheckContext) -> DataFrame | None:
     """(producer, txn, outcome, end_t) per transaction; None when the run has no transaction event."""
     if not ctx.transactions.any:
         return None
-    if "txn_table" not in ctx.shared:
-        spark = ctx.spark
-        assert spark is not None
-        ctx.shared["txn_table"] = local_frame(spark, ctx.transactions.table(), TXN_TABLE_SCHEMA)
-    table: DataFrame = ctx.shared["txn_table"]
-    return table
+    spark = ctx.spark
+    assert spark is not None
+    return local_frame(spark, ctx.transactions.table(), TXN_TABLE_SCHEMA)
 
 
 def with_txn_outcome(ctx: CheckContext, df: DataFrame) -> DataFrame:
@@ -80,11 +78,10 @@ def with_txn_outcome(ctx: CheckContext, df: DataFrame) -> DataFrame:
     }).drop("txn_producer_j", "txn_producer_k", "txn_k", "txn_outcome_k", "txn_end_t_k")
 
 
+@once_per_verify
 def txn_records(ctx: CheckContext) -> DataFrame:
     """One row per transactional record: `value`, `producer`, `txn`, `txn_outcome`, and its first ack (`ack_t`,
     `ack_seq`, `topic`, `partition`, `offset`; null when it was never acked with an offset)."""
-    if "txn_records" in ctx.shared:
-        return ctx.shared["txn_records"]
     ev = with_txn_outcome(ctx, ctx.df("send", "ack", "send.error").where(
         F.col("txn").isNotNull() & F.col("value").isNotNull()))
     acked = (F.col("type") == "ack") & F.col("offset").isNotNull() & F.col("partition").isNotNull()
@@ -98,7 +95,6 @@ def txn_records(ctx: CheckContext) -> DataFrame:
         F.col("ack.seq").alias("ack_seq"), F.col("ack.topic").alias("topic"),
         F.col("ack.partition").alias("partition"), F.col("ack.offset").alias("offset"),
     ).persist(StorageLevel.MEMORY_AND_DISK)
-    ctx.shared["txn_records"] = records
     return records
 
 
