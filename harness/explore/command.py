@@ -33,6 +33,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                                "(default runs/explore-<name>)")
     p.add_argument("--fresh-cluster", action="store_true",
                    help="a cluster of its own for every schedule (default: one cluster, cleaned between schedules)")
+    p.add_argument("--afresh", default="never", choices=("never", "auto", "always"),
+                   help="confirm and shrink a failure on fresh clusters, as `kafka-chaos run` runs minimal.yaml "
+                        "(auto: where a fresh run costs at most 1.5x a reused one; default never: on the reused "
+                        "cluster, then a recheck afresh)")
     p.add_argument("--backend", default="process", choices=("auto", "containers", "process"))
     p.add_argument("--spark-master", default=None)
     p.set_defaults(func=cmd_explore)
@@ -70,7 +74,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
     with EngineRunner(exploration, backend, reason, out / "runs", args.spark_master,
                       reuse=not args.fresh_cluster) as runner:
         result = explore(exploration.draw, runner, Budget(budget_s), needed=args.needed, reruns=args.reruns,
-                         find=args.find, say=print)
+                         find=args.find, afresh={"never": False, "auto": None, "always": True}[args.afresh], say=print)
         clusters = runner.clusters
     if clusters is not None:
         result.clusters, result.fresh = clusters.clusters, tuple(clusters.fresh)

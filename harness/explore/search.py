@@ -18,8 +18,8 @@ must fail every one of `reruns` runs (a schedule kept on 2 of 3 sits near the ed
 fails all of its fresh runs is likely to fail `needed` of the user's). One that misses gives way to the kept step
 before it, the drawn schedule last; when none meets the margin (or the budget ends first), the one that failed most of
 its fresh runs is handed back, saying so, and the drawn schedule, said not to reproduce, when none failed any.
-Where a fresh run costs at most `FRESH_CHEAP` times a reused one (`_judge_afresh`), every run after the first
-failure is on a fresh cluster and the recheck counts a kept step's runs. A
+Asked to (`afresh`, `--afresh`), every run after the first failure is on a fresh cluster (`auto`: where a fresh run
+costs at most `FRESH_CHEAP` times a reused one, `_judge_afresh`) and the recheck counts a kept step's runs. A
 pinning step (`shrink.candidates`) runs on fresh clusters when it is tried. It comes first when every failing run of
 the schedule resolved its targets alike (a steady role: the shrink goes on from the pinned form), else last, at the
 unpinned form's local minimum, and then ends the shrink once kept; a pin kept last whose fresh runs all failed is
@@ -218,15 +218,13 @@ def _confirmed(run: Runner, drawn: Tried, target: tuple[str, ...], needed: int, 
 
 
 def explore(draw: Callable[[int], tuple[tuple[Entry, ...], float]], run: Runner, budget: Budget, *,
-            needed: int = 2, reruns: int = 3, find: str | None = None, afresh: bool | None = None,
+            needed: int = 2, reruns: int = 3, find: str | None = None, afresh: bool | None = False,
             say: Callable[[str], None] = lambda _s: None) -> ExploreResult:
     """Draw schedule 0, 1, ... (`draw(i)`), run each until one fails, then shrink it (see the module doc). `afresh`:
-    whether the runs after a first failure are on fresh clusters (None: where a fresh run is measured to be cheap,
-    `_judge_afresh`). A `Stopped` from the runner, or Ctrl-C between runs, ends it with `stopped` set and what was
-    found so far."""
-    result = ExploreResult(find=find, afresh=afresh,
-                           afresh_why=None if afresh is None else f"asked: {'fresh' if afresh else 'the reused'} "
-                                                                  f"clusters after a first failure")
+    whether the runs after a first failure are on fresh clusters (`--afresh`; None: where a fresh run is measured to
+    be cheap, `_judge_afresh`). A `Stopped` from the runner, or Ctrl-C between runs, ends it with `stopped` set and
+    what was found so far."""
+    result = ExploreResult(find=find, afresh=afresh, afresh_why="fresh clusters, as asked" if afresh else None)
     try:
         return _explore(draw, run, budget, result, needed, reruns, find, say)
     except (Stopped, KeyboardInterrupt) as exc:

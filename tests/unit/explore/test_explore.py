@@ -277,12 +277,14 @@ def _draws(i: int) -> tuple[tuple[Entry, ...], float]:
     return (NOISE if i == 0 else (*NOISE, KILL_1)), 60.0
 
 
-def test_where_a_fresh_run_is_cheap_every_run_after_the_first_failure_is_on_a_fresh_cluster(tmp_path: Path) -> None:
+def test_afresh_auto_where_a_fresh_run_is_cheap_puts_every_run_after_the_first_failure_on_a_fresh_cluster(
+        tmp_path: Path) -> None:
     """A fresh run 70 s, a reused one 60 s (weak-isr.yaml on 3.9.2: 1.1-1.25x): the drawn schedule's second run, on a
     fresh cluster, measures it, and the rest of its confirmation, the shrink and the recheck run on fresh clusters, so
     a kept step is one that failed as `kafka-chaos run` runs it, and the recheck counts the runs it made."""
     now, asked = [0.0], []
-    result = explore(_draws, _timed(now, 70.0, asked), Budget(3600, clock=lambda: now[0]), needed=2, reruns=3)
+    result = explore(_draws, _timed(now, 70.0, asked), Budget(3600, clock=lambda: now[0]), needed=2, reruns=3,
+                     afresh=None)
     assert result.afresh is True and result.afresh_why is not None and "1.17x" in result.afresh_why, result.afresh_why
     after = [label for label, fresh in asked[asked.index(("draw-1", False)) + 1:] if not fresh]
     assert not after, f"runs after the first failure on the reused cluster: {after}"
@@ -296,24 +298,25 @@ def test_where_a_fresh_run_is_cheap_every_run_after_the_first_failure_is_on_a_fr
     assert "a fresh run took 70 s" in (tmp_path / "explore.html").read_text(encoding="utf-8")
 
 
-def test_where_a_fresh_run_costs_more_than_half_again_the_shrink_stays_on_the_reused_cluster() -> None:
+def test_afresh_auto_where_a_fresh_run_costs_more_than_half_again_keeps_the_shrink_on_the_reused_cluster() -> None:
     """A fresh run 140 s, a reused one 60 s (KAFKA-15489 on 3.6.2: 2.3x, its quorum comes up first): only the probe
     (the drawn schedule's second run) and the recheck run on fresh clusters."""
     now, asked = [0.0], []
-    result = explore(_draws, _timed(now, 140.0, asked), Budget(3600, clock=lambda: now[0]), needed=2, reruns=3)
+    result = explore(_draws, _timed(now, 140.0, asked), Budget(3600, clock=lambda: now[0]), needed=2, reruns=3,
+                     afresh=None)
     assert result.afresh is False and result.afresh_why is not None and "2.33x" in result.afresh_why
     fresh = [label for label, fresh in asked if fresh]
     assert fresh[0] == "draw-1-again-1" and all(label.startswith("recheck-") for label in fresh[1:]), fresh
     assert any(label.startswith("shrink-") for label, _fresh in asked)
 
 
-def test_a_drawn_schedule_that_fails_only_on_the_reused_cluster_is_not_confirmed_where_fresh_runs_are_cheap() -> None:
+def test_afresh_auto_leaves_a_draw_failing_only_on_the_reused_cluster_unconfirmed_where_fresh_runs_are_cheap() -> None:
     """On 3.9.2, weak-isr seed 4: a drawn schedule confirmed on the reused cluster lost writes in 1 of 3 `kafka-chaos
     run`s of its minimal.yaml. Judged afresh, such a draw is unconfirmed and the draws go on; on the reused cluster
     alone (`afresh=False`) it is confirmed."""
     now, asked = [0.0], []
     result = explore(_draws, _timed(now, 70.0, asked, reused_only=True), Budget(1500, clock=lambda: now[0]),
-                     needed=2, reruns=3)
+                     needed=2, reruns=3, afresh=None)
     assert result.failing is None or not result.confirmed
     assert result.unconfirmed and result.unconfirmed[0] == "draw 1: 1 of 3 runs", result.unconfirmed
     assert not result.shrink
