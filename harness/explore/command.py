@@ -35,8 +35,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="a cluster of its own for every schedule (default: one cluster, cleaned between schedules)")
     p.add_argument("--afresh", default="never", choices=("never", "auto", "always"),
                    help="confirm and shrink a failure on fresh clusters, as `kafka-chaos run` runs minimal.yaml "
-                        "(auto: where a fresh run costs at most 1.5x a reused one; default never: on the reused "
-                        "cluster, then a recheck afresh)")
+                        "(auto: where a fresh run costs little more than a reused one, search.FRESH_CHEAP; default "
+                        "never: on the reused cluster, then a recheck afresh)")
     p.add_argument("--backend", default="process", choices=("auto", "containers", "process"))
     p.add_argument("--spark-master", default=None)
     p.set_defaults(func=cmd_explore)

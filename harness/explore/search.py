@@ -192,8 +192,7 @@ def reproduces(run: Runner, cand: Candidate, target: tuple[str, ...], needed: in
         outcome = run(cand.schedule, cand.duration_s, f"{what}-{len(result.shrink)}-{k}", fresh=fresh)
         result.tried.append(Tried(f"{what}: {cand.step} (run {k + 1})", cand.schedule, cand.duration_s, outcome,
                                   budget.spent, len(result.shrink), fresh))
-        if result.afresh is None:
-            _judge_afresh(result)
+        _judge_afresh(result)
         return outcome
 
     return until_known(once, target, needed, reruns, budget, made)
@@ -209,8 +208,7 @@ def _confirmed(run: Runner, drawn: Tried, target: tuple[str, ...], needed: int, 
         outcome = run(drawn.schedule, drawn.duration_s, f"{drawn.purpose.replace(' ', '-')}-again-{k}", fresh=fresh)
         result.tried.append(Tried(f"{drawn.purpose} (run {k + 1})", drawn.schedule, drawn.duration_s, outcome,
                                   budget.spent, fresh=fresh))
-        if result.afresh is None:
-            _judge_afresh(result)
+        _judge_afresh(result)
         return outcome
 
     _ok, outcomes = until_known(once, target, needed, reruns, budget, (drawn.outcome,))
@@ -316,14 +314,16 @@ def _took(result: ExploreResult) -> list[tuple[Tried, float]]:
 
 
 def _judge_afresh(result: ExploreResult) -> None:
-    """Once a fresh run and a run on the reused cluster (but the first draw) have been timed: judge the rest of the
-    confirmation, the shrink and the recheck on fresh clusters when a fresh run costs at most `FRESH_CHEAP` times a
-    reused one. A failure on the reused cluster can hang on what the schedules before left there (leaders moved,
-    logs grown), which `kafka-chaos run minimal.yaml` does not start from: on 3.9.2, weak-isr seed 4's drawn schedule
-    was confirmed and three steps kept on the reused cluster, each of which then failed its first fresh run, and the
-    drawn schedule handed back lost writes in 1 of 3 `kafka-chaos run`s. Where a fresh cluster costs much more
-    (KAFKA-15489 on 3.6.2: its quorum comes up first) the shrink stays on the reused cluster, judged afresh at the
-    recheck only."""
+    """While `afresh` is not known (`auto`), once a fresh run and a run on the reused cluster (but the first draw)
+    have been timed: judge the rest of the confirmation, the shrink and the recheck on fresh clusters when a fresh
+    run costs at most `FRESH_CHEAP` times a reused one. A failure on the reused cluster can hang on what the
+    schedules before left there (leaders moved, logs grown), which `kafka-chaos run minimal.yaml` does not start
+    from: on 3.9.2, weak-isr seed 4's drawn schedule was confirmed and three steps kept on the reused cluster, each
+    of which then failed its first fresh run, and the drawn schedule handed back lost writes in 1 of 3 `kafka-chaos
+    run`s. Where a fresh cluster costs much more (KAFKA-15489 on 3.6.2: its quorum comes up first) the shrink stays
+    on the reused cluster, judged afresh at the recheck only."""
+    if result.afresh is not None:
+        return
     took = _took(result)
     fresh = [d for t, d in took if t.fresh]
     reused = [d for t, d in took[1:] if not t.fresh]

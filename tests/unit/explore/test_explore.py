@@ -201,6 +201,19 @@ def test_once_a_step_is_kept_the_shrink_leaves_the_budget_a_recheck_needs() -> N
     assert result.recheck is not None  # the walk back may then meet the budget's end: its report says where
 
 
+def _timed(now: list[float], fresh_s: float, asked: list[tuple[str, bool]], reused_only: bool = False) -> Runner:
+    """Runs taking 300 s (the first draw, which starts the verifiers), `fresh_s` on a fresh cluster and 60 s on the
+    reused one (`now`); a schedule fails when it kills broker 1 (`reused_only`: only on the reused cluster). `asked`
+    records each run's label and whether it was asked for a fresh cluster."""
+    def run(schedule: tuple[Entry, ...], duration_s: float, label: str, fresh: bool = False) -> Outcome:
+        asked.append((label, fresh))
+        now[0] += 300.0 if label == "draw-0" else fresh_s if fresh else 60.0
+        fails = any(e.get("fault") == "kill" and e.get("target") == "broker:1" for e in schedule) and not (
+            reused_only and fresh)
+        return Outcome("fail" if fails else "pass", ("delivery.lost_write",) if fails else (), f"runs/{label}")
+    return run
+
+
 def test_the_recheck_reserve_is_three_runs_as_long_as_a_fresh_one_which_brings_a_cluster_up() -> None:
     """Runs on the reused cluster take 60 s, fresh ones (the recheck's) 110 s, and the first draw, which also starts
     the verifiers, 300 s: the shrink stops with three fresh runs' time left (twice the reused pace, none seen yet), and
@@ -209,13 +222,7 @@ def test_the_recheck_reserve_is_three_runs_as_long_as_a_fresh_one_which_brings_a
     3's reserve left no time for a shrink step)."""
     now = [0.0]
 
-    def fresh_runs_take_longer(schedule: tuple[Entry, ...], duration_s: float, label: str, fresh: bool = False
-                               ) -> Outcome:
-        now[0] += 300.0 if label == "draw-0" else 110.0 if fresh else 60.0
-        fails = any(e.get("fault") == "kill" for e in schedule)
-        return Outcome("fail" if fails else "pass", ("delivery.lost_write",) if fails else (), f"runs/{label}")
-
-    result = explore(lambda i: ((*NOISE, KILL_1), 60.0), fresh_runs_take_longer, Budget(1500, clock=lambda: now[0]),
+    result = explore(lambda i: ((*NOISE, KILL_1), 60.0), _timed(now, 110.0, []), Budget(1500, clock=lambda: now[0]),
                      needed=2, reruns=3)
     rechecks = [s for s in result.shrink if s.recheck]
     assert len(rechecks) == 1 and len(rechecks[0].outcomes) == 3 and rechecks[0].kept, result.recheck
@@ -260,20 +267,8 @@ def test_when_no_step_meets_the_margin_the_one_that_failed_most_fresh_runs_is_ha
         "no step before it, nor the drawn schedule, did better" in result.recheck
 
 
-def _timed(now: list[float], fresh_s: float, asked: list[tuple[str, bool]], reused_only: bool = False) -> Runner:
-    """Runs taking 300 s (the first draw, which starts the verifiers), `fresh_s` on a fresh cluster and 60 s on the
-    reused one (`now`); a schedule fails when it kills broker 1 (`reused_only`: only on the reused cluster). Draw 0
-    kills nothing. `asked` records each run's label and whether it was asked for a fresh cluster."""
-    def run(schedule: tuple[Entry, ...], duration_s: float, label: str, fresh: bool = False) -> Outcome:
-        asked.append((label, fresh))
-        now[0] += 300.0 if label == "draw-0" else fresh_s if fresh else 60.0
-        fails = any(e.get("fault") == "kill" and e.get("target") == "broker:1" for e in schedule) and not (
-            reused_only and fresh)
-        return Outcome("fail" if fails else "pass", ("delivery.lost_write",) if fails else (), f"runs/{label}")
-    return run
-
-
 def _draws(i: int) -> tuple[tuple[Entry, ...], float]:
+    """Draw 0 kills nothing; every later draw kills broker 1."""
     return (NOISE if i == 0 else (*NOISE, KILL_1)), 60.0
 
 
