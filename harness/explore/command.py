@@ -74,7 +74,8 @@ def cmd_explore(args: argparse.Namespace) -> int:
     with EngineRunner(exploration, backend, reason, out / "runs", args.spark_master,
                       reuse=not args.fresh_cluster) as runner:
         result = explore(exploration.draw, runner, Budget(budget_s), needed=args.needed, reruns=args.reruns,
-                         find=args.find, afresh={"never": False, "auto": None, "always": True}[args.afresh], say=print)
+                         find=args.find, afresh={"never": False, "auto": None, "always": True}[args.afresh],
+                         shortest_s=exploration.space.durations[0], say=print)
         clusters = runner.clusters
     if clusters is not None:
         result.clusters, result.fresh = clusters.clusters, tuple(clusters.fresh)

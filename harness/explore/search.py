@@ -35,7 +35,7 @@ from statistics import median_high
 from typing import Literal, Protocol
 
 from harness.errors import HarnessError
-from harness.explore.shrink import Candidate, candidates
+from harness.explore.shrink import MIN_DURATION_S, Candidate, candidates
 from harness.faults.generator import Entry
 
 Status = Literal["pass", "fail", "unknown"]
@@ -217,14 +217,14 @@ def _confirmed(run: Runner, drawn: Tried, target: tuple[str, ...], needed: int, 
 
 def explore(draw: Callable[[int], tuple[tuple[Entry, ...], float]], run: Runner, budget: Budget, *,
             needed: int = 2, reruns: int = 3, find: str | None = None, afresh: bool | None = False,
-            say: Callable[[str], None] = lambda _s: None) -> ExploreResult:
+            shortest_s: float = MIN_DURATION_S, say: Callable[[str], None] = lambda _s: None) -> ExploreResult:
     """Draw schedule 0, 1, ... (`draw(i)`), run each until one fails, then shrink it (see the module doc). `afresh`:
     whether the runs after a first failure are on fresh clusters (`--afresh`; None: where a fresh run is measured to
-    be cheap, `_judge_afresh`). A `Stopped` from the runner, or Ctrl-C between runs, ends it with `stopped` set and
-    what was found so far."""
+    be cheap, `_judge_afresh`); `shortest_s`: the space's shortest fault, which the shrink does not go below. A
+    `Stopped` from the runner, or Ctrl-C between runs, ends it with `stopped` set and what was found so far."""
     result = ExploreResult(find=find, afresh=afresh, afresh_why="fresh clusters, as asked" if afresh else None)
     try:
-        return _explore(draw, run, budget, result, needed, reruns, find, say)
+        return _explore(draw, run, budget, result, needed, reruns, find, shortest_s, say)
     except (Stopped, KeyboardInterrupt) as exc:
         result.stopped = str(exc) or f"interrupted (Ctrl-C) during {result.doing}"
         result.local_minimum = False
@@ -233,7 +233,7 @@ def explore(draw: Callable[[int], tuple[tuple[Entry, ...], float]], run: Runner,
 
 
 def _explore(draw: Callable[[int], tuple[tuple[Entry, ...], float]], run: Runner, budget: Budget,
-             result: ExploreResult, needed: int, reruns: int, find: str | None,
+             result: ExploreResult, needed: int, reruns: int, find: str | None, shortest_s: float,
              say: Callable[[str], None]) -> ExploreResult:
     i = 0
     while budget.left > 0:
@@ -264,7 +264,7 @@ def _explore(draw: Callable[[int], tuple[tuple[Entry, ...], float]], run: Runner
     while budget.left > (reserve := _reserve(result, reruns, needed)):
         resolved, steady = _resolved(result, current)
         for cand in candidates(current.schedule, current.duration_s, {} if pin_failed else resolved,
-                               pin_first=steady):
+                               pin_first=steady, shortest_s=shortest_s):
             if budget.left <= reserve:
                 break
             ok, outcomes = reproduces(run, cand, result.target, needed, reruns, result, budget)

@@ -347,8 +347,21 @@ def test_every_candidate_is_one_step_smaller_and_partition_groups_keep_a_node() 
                          "drop #2 kill broker:1"]
     fewer = [c for c in cands if "without" in c.step]
     assert fewer and all(all(g for g in c.schedule[1]["groups"]) for c in fewer)
-    assert candidates(({"at": "1s", "fault": "kill", "target": "broker:1", "duration": "3s"},), 11.0) == []
+    assert candidates(({"at": "1s", "fault": "kill", "target": "broker:1", "duration": "2s"},), 11.0) == []
 
+
+
+def test_the_shrink_shortens_a_fault_to_the_spaces_shortest_and_never_below_it() -> None:
+    def shortened(duration: str, shortest_s: float) -> list[str]:
+        kill = {"at": "1s", "fault": "kill", "target": "broker:1", "duration": duration}
+        return [c.step for c in candidates((kill,), 11.0, shortest_s=shortest_s) if c.step.startswith("shorten")]
+
+    assert shortened("16s", 2.0) == ["shorten #0 kill broker:1 to 8s"]
+    assert shortened("11s", 8.0) == ["shorten #0 kill broker:1 to 8s"]  # half is 5.5 s, outside the space
+    assert shortened("10s", 8.0) == []  # 8 s would cut less than a quarter
+    result = explore(lambda i: ((*NOISE, KILL_1), 60.0), FakeKafka(), Budget(3600), needed=2, reruns=3,
+                     shortest_s=16.0)
+    assert result.minimal is not None and result.minimal.schedule[0]["duration"] == "16s"
 
 NARROWED = HEAD + """  faults: [kill, pause]
   per_schedule: [1, 2]
