@@ -109,6 +109,8 @@ class Tried:
     """The index in `ExploreResult.shrink` of the step this run served (None: a draw)."""
     fresh: bool = False
     """Whether the run was asked for a cluster of its own (a pin's, a recheck's)."""
+    confirms: str | None = None
+    """The draw this run runs again to confirm it (`_confirmed`; its `purpose`, `draw 4`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,7 +209,7 @@ def _confirmed(run: Runner, drawn: Tried, target: tuple[str, ...], needed: int, 
         fresh = result.afresh is not False  # not known yet: this run, on a fresh cluster, is how it gets known
         outcome = run(drawn.schedule, drawn.duration_s, f"{drawn.purpose.replace(' ', '-')}-again-{k}", fresh=fresh)
         result.tried.append(Tried(f"{drawn.purpose} (run {k + 1})", drawn.schedule, drawn.duration_s, outcome,
-                                  budget.spent, fresh=fresh))
+                                  budget.spent, fresh=fresh, confirms=drawn.purpose))
         _judge_afresh(result)
         return outcome
 
@@ -353,8 +355,8 @@ def _made_afresh(result: ExploreResult, cand: Candidate, reruns: int) -> tuple[O
     (`reproduces`); the drawn schedule's fresh confirmation runs."""
     assert result.failing is not None
     if cand.step == "as drawn":
-        again = f"{result.failing.purpose} (run "
-        return tuple(t.outcome for t in result.tried if t.fresh and t.purpose.startswith(again))[:reruns]
+        drawn = result.failing.purpose
+        return tuple(t.outcome for t in result.tried if t.fresh and t.confirms == drawn)[:reruns]
     step = next((s for s in reversed(result.shrink) if s.kept and not s.recheck and s.step == cand.step), None)
     return step.outcomes if step is not None and (cand.pin or result.afresh) else ()
 

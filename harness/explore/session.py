@@ -235,7 +235,8 @@ def write_results(out: Path, exploration: Exploration, result: ExploreResult, bu
         "target_checks": list(result.target), "local_minimum": result.local_minimum, "recheck": result.recheck,
         "afresh": result.afresh, "afresh_why": result.afresh_why,
         "tried": [{"purpose": t.purpose, "schedule": list(t.schedule), "duration_s": t.duration_s,
-                   "ended_s": t.ended_s, "shrink_step": t.shrink_step, "outcome": asdict(t.outcome)}
+                   "ended_s": t.ended_s, "shrink_step": t.shrink_step, "fresh": t.fresh, "confirms": t.confirms,
+                   "outcome": asdict(t.outcome)}
                   for t in result.tried],
         "shrink": [{"step": s.step, "kept": s.kept, "recheck": s.recheck, "outcomes": [asdict(o) for o in s.outcomes]}
                    for s in result.shrink],
