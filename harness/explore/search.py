@@ -23,7 +23,8 @@ costs at most `FRESH_CHEAP` times a reused one, `_judge_afresh`) and the recheck
 pinning step (`shrink.candidates`) runs on fresh clusters when it is tried. It comes first when every failing run of
 the schedule resolved its targets alike (a steady role: the shrink goes on from the pinned form), else last, at the
 unpinned form's local minimum, and then ends the shrink once kept; a pin kept last whose fresh runs all failed is
-handed back without another round. Every run is recorded, with the shrink step it served.
+handed back without another round; a pin of an elected role (a broker as ZooKeeper mode's controller) must fail
+all of its `reruns`. Every run is recorded, with the shrink step it served.
 """
 
 from __future__ import annotations
@@ -269,7 +270,8 @@ def _explore(draw: Callable[[int], tuple[tuple[Entry, ...], float]], run: Runner
                                pin_first=steady, shortest_s=shortest_s):
             if budget.left <= reserve:
                 break
-            ok, outcomes = reproduces(run, cand, result.target, needed, reruns, result, budget)
+            ok, outcomes = reproduces(run, cand, result.target, reruns if cand.elected else needed, reruns, result,
+                                      budget)
             result.shrink.append(ShrinkStep(cand.step, outcomes, ok))
             say(f"shrink: {cand.step}: {'kept' if ok else 'dropped'}; {budget.left:.0f}s left")
             pin_failed = pin_failed or (cand.pin and not ok)
@@ -319,11 +321,8 @@ def _judge_afresh(result: ExploreResult) -> None:
     """While `afresh` is not known (`auto`), once a fresh run and a run on the reused cluster (but the first draw)
     have been timed: judge the rest of the confirmation, the shrink and the recheck on fresh clusters when a fresh
     run costs at most `FRESH_CHEAP` times a reused one. A failure on the reused cluster can hang on what the
-    schedules before left there (leaders moved, logs grown), which `kafka-chaos run minimal.yaml` does not start
-    from: on 3.9.2, weak-isr seed 4's drawn schedule was confirmed and three steps kept on the reused cluster, each
-    of which then failed its first fresh run, and the drawn schedule handed back lost writes in 1 of 3 `kafka-chaos
-    run`s. Where a fresh cluster costs much more (KAFKA-15489 on 3.6.2: its quorum comes up first) the shrink stays
-    on the reused cluster, judged afresh at the recheck only."""
+    schedules before left there (3.9.2, weak-isr seed 4: three steps kept there each failed their first fresh run);
+    where a fresh cluster costs much more (KAFKA-15489 on 3.6.2) the shrink stays there, judged afresh at the end."""
     if result.afresh is not None:
         return
     took = _took(result)

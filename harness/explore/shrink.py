@@ -22,9 +22,15 @@ one, in the order the shrinker tries them (the biggest cuts first):
   0 of 1 afresh). The shrinker (`search.explore`) judges the pin on fresh clusters and ends the shrink once a last
   pin is kept; once a pin has not reproduced it offers pinning no more: what fails is then the role, not the node
   (isolating the quorum's leader, whichever voter leads). `controller` (the active controller, the quorum's leader)
-  is never pinned (`ELECTED`): which node wins an election is a race that a fresh cluster runs again, while a
+  is an elected role (`ELECTED`): which node wins an election is a race that a fresh cluster runs again, while a
   partition's leader or a group's coordinator follows the replica placement; KAFKA-15489 seed 2 on 3.6.2 handed back
   the leader pinned to voter 101 after 2 of 3 fresh runs, and `kafka-chaos run` then failed 1 of 3 (101 led in one).
+  So a dedicated controller (`controller:101`), which holds nothing but its role, is never pinned; a broker in the
+  role (ZooKeeper mode's controller) holds logs and a side of a partition too, and what fails can be that node (3.9.2,
+  weak-isr seed 4: the controller killed was broker 3, which the partition then left alone with ZooKeeper, so it came
+  back behind and was elected uncleanly; fresh clusters elected broker 1, 2 or 3 first, and the unpinned schedule lost
+  writes in 1 of 3 `kafka-chaos run`s). Such a pin (`Candidate.elected`) must fail every one of its fresh runs, so a
+  role that only the pinned broker won by luck does not pass it.
 
 A schedule is a tuple of entries as an experiment file's `schedule:` holds them (mappings: `at`, `fault` or
 `action`, `target`/`targets`/`groups`/`link`, `duration`, `params`), so a candidate is written into an ordinary
@@ -53,18 +59,19 @@ TAIL_S = 10.0
 CONCRETE = re.compile(r"(broker|zookeeper|controller):\d+")
 """A target naming one node (`broker:2`, `zookeeper:1`, `controller:101`); any other node target is symbolic."""
 ELECTED = frozenset({"controller"})
-"""Symbolic targets an election resolves (the active controller, the quorum's leader): never pinned."""
+"""Symbolic targets an election resolves (the active controller, the quorum's leader): pinned only to a broker."""
 
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
     """One step smaller: what the step did (`step`), the schedule and the run's duration after it; `pin`: the step
-    pins symbolic targets (`pinned`)."""
+    pins symbolic targets (`pinned`); `elected`: one of them an elected role (judged on all of its runs)."""
 
     step: str
     schedule: tuple[Entry, ...]
     duration_s: float
     pin: bool = False
+    elected: bool = False
 
 
 def parts(entry: Entry) -> tuple[str, Any]:
@@ -81,14 +88,15 @@ def describe(entry: Entry) -> str:
 
 
 def pinned(schedule: tuple[Entry, ...], resolved: Mapping[int, str]) -> tuple[tuple[Entry, ...], list[str]] | None:
-    """`schedule` with each symbolic `target:` but an elected one replaced by the node it resolved to (`resolved`:
-    entry index -> the node, as a run's `fault.start` named it), and what changed; None when nothing would."""
+    """`schedule` with each symbolic `target:` replaced by the node it resolved to (`resolved`: entry index -> the
+    node, as a run's `fault.start` named it; an elected one only where that is a broker), and what changed; None when
+    nothing would."""
     changed: list[str] = []
     out = list(schedule)
     for i, node in sorted(resolved.items()):
         target = schedule[i].get("target") if 0 <= i < len(schedule) else None
-        if isinstance(target, str) and not CONCRETE.fullmatch(target) and target not in ELECTED \
-                and CONCRETE.fullmatch(node):
+        if isinstance(target, str) and not CONCRETE.fullmatch(target) and CONCRETE.fullmatch(node) \
+                and (target not in ELECTED or node.startswith("broker:")):
             out[i] = {**copy.deepcopy(schedule[i]), "target": node}
             changed.append(f"#{i} {target} -> {node}")
     return (tuple(out), changed) if changed else None
@@ -121,7 +129,8 @@ def candidates(schedule: tuple[Entry, ...], duration_s: float, resolved: Mapping
         out += _fewer_nodes(schedule, i, e, duration_s)
     pin = pinned(schedule, resolved or {})
     if pin is not None:
-        step = Candidate(f"pin {', '.join(pin[1])}", pin[0], duration_s, pin=True)
+        elected = any(e.get("target") in ELECTED and e != p for e, p in zip(schedule, pin[0], strict=True))
+        step = Candidate(f"pin {', '.join(pin[1])}", pin[0], duration_s, pin=True, elected=elected)
         out = [step, *out] if pin_first else [*out, step]
     return out
 
