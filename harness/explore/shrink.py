@@ -51,7 +51,7 @@ from harness.faults.generator import Entry, last_end, seconds
 MIN_DURATION_S = 2.0
 """The shortest fault a shrink leaves in any space (a fault shorter than the observers' polls shows nothing). Within a
 space, its shortest duration: weak-isr.yaml draws 8-16 s faults to outlast ZooKeeper's 6 s session timeout, and on
-3.9.2 the shrink halved them to 5.5, 6.5 and 2.8 s (seeds 1, 2, 5), schedules then at that timeout's edge."""
+3.9.2 the shrink kept faults halved to 6.5, 5.5 and 2.8 s (seeds 2, 1, 5) that then passed fresh runs."""
 CUT = 0.75
 """A shortened fault lasts at most this share of what it did (a smaller cut is not worth a step's reruns)."""
 TAIL_S = 10.0
